@@ -1,0 +1,258 @@
+//! Owned byte buffers that move between the user, the engine and devices.
+//!
+//! The engine never borrows user memory across calls: an operation takes a
+//! [`Buf`] by value and hands it back on completion. This is what keeps the
+//! safe API sound when a request is leaked with `mem::forget`: leaked
+//! requests leak their buffer, they never leave a dangling borrow.
+//!
+//! A [`Buf`] is either a `Vec<u8>` (the common case: no extra allocation) or
+//! any [`ByteStorage`] (a typed `Vec<T>`, a device's shm cell or registered
+//! receive buffer that returns itself to its pool on drop, a raw-pointer view
+//! made by an `unsafe` constructor in the `ferry` crate).
+//!
+//! # Address stability
+//! The bytes of a `Buf` do not move while the `Buf` lives, even when the
+//! `Buf` itself is moved (a `Vec`'s heap block and a boxed storage's contents
+//! stay put). Devices rely on this when they register a `Buf` for RDMA: a
+//! device owns the `Buf` for the whole time it is registered.
+//!
+//! # ARecv buffers
+//! A buffer that the library allocated for `arecv` is also a `Buf`. Its
+//! [`Buf::id`] (the address of its first byte) lets tests prove that an
+//! unexpected message was handed over without a copy.
+
+use std::fmt;
+
+/// Storage that can back a [`Buf`].
+///
+/// Implementations must return the same memory from every call for as long
+/// as the value lives (see *Address stability* in the module docs).
+pub trait ByteStorage: Send + 'static {
+    /// The bytes.
+    fn bytes(&self) -> &[u8];
+    /// The bytes, writable.
+    fn bytes_mut(&mut self) -> &mut [u8];
+}
+
+impl ByteStorage for Box<[u8]> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+enum Repr {
+    Vec(Vec<u8>),
+    Storage(Box<dyn ByteStorage>),
+}
+
+/// An owned byte buffer; see the module docs.
+///
+/// `len()` may be smaller than the backing storage (a 100-byte message in a
+/// 8 KiB shm cell); slices expose only the first `len()` bytes.
+pub struct Buf {
+    repr: Repr,
+    len: usize,
+}
+
+impl Buf {
+    /// An empty buffer (no allocation).
+    pub const fn new() -> Buf {
+        Buf { repr: Repr::Vec(Vec::new()), len: 0 }
+    }
+
+    /// Wraps a vector; `len()` is the vector's length.
+    pub fn from_vec(v: Vec<u8>) -> Buf {
+        let len = v.len();
+        Buf { repr: Repr::Vec(v), len }
+    }
+
+    /// A zeroed buffer of `len` bytes.
+    ///
+    /// # Errors
+    /// [`UsageError::OutOfMemory`](crate::UsageError::OutOfMemory) if the
+    /// allocation fails: an ARecv of a huge message must not abort.
+    pub fn zeroed(len: usize) -> Result<Buf, crate::Error> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(len)
+            .map_err(|_| crate::UsageError::OutOfMemory { bytes: len })?;
+        v.resize(len, 0);
+        Ok(Buf::from_vec(v))
+    }
+
+    /// A copy of `bytes`.
+    ///
+    /// # Errors
+    /// As for [`Buf::zeroed`].
+    pub fn copy_from(bytes: &[u8]) -> Result<Buf, crate::Error> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(bytes.len())
+            .map_err(|_| crate::UsageError::OutOfMemory { bytes: bytes.len() })?;
+        v.extend_from_slice(bytes);
+        Ok(Buf::from_vec(v))
+    }
+
+    /// Wraps any storage; `len()` is the storage's full length.
+    pub fn from_storage(s: Box<dyn ByteStorage>) -> Buf {
+        let len = s.bytes().len();
+        Buf { repr: Repr::Storage(s), len }
+    }
+
+    /// Wraps storage of which only the first `len` bytes are meaningful.
+    /// `len` is clamped to the storage's length.
+    pub fn from_storage_with_len(s: Box<dyn ByteStorage>, len: usize) -> Buf {
+        let len = len.min(s.bytes().len());
+        Buf { repr: Repr::Storage(s), len }
+    }
+
+    /// The number of meaningful bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if `len() == 0`.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The meaningful bytes.
+    #[inline]
+    pub fn as_slice(&self) -> &[u8] {
+        match &self.repr {
+            Repr::Vec(v) => &v[..self.len],
+            Repr::Storage(s) => &s.bytes()[..self.len],
+        }
+    }
+
+    /// The meaningful bytes, writable.
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        match &mut self.repr {
+            Repr::Vec(v) => &mut v[..self.len],
+            Repr::Storage(s) => &mut s.bytes_mut()[..self.len],
+        }
+    }
+
+    /// Shortens the meaningful length (never grows it).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    /// The address of the first byte: a buffer's identity. Two `Buf`s with the
+    /// same non-zero id share their memory (so the second was handed over, not
+    /// copied). Devices use it as the registration address.
+    #[inline]
+    pub fn id(&self) -> usize {
+        match &self.repr {
+            Repr::Vec(v) => v.as_ptr() as usize,
+            Repr::Storage(s) => s.bytes().as_ptr() as usize,
+        }
+    }
+
+    /// The vector, if this `Buf` wraps one (truncated to `len()`); otherwise
+    /// the `Buf` unchanged.
+    ///
+    /// # Errors
+    /// Gives the `Buf` back if it is not vector-backed.
+    pub fn into_vec(self) -> Result<Vec<u8>, Buf> {
+        match self.repr {
+            Repr::Vec(mut v) => {
+                v.truncate(self.len);
+                Ok(v)
+            }
+            repr => Err(Buf { repr, len: self.len }),
+        }
+    }
+
+    /// The storage, if this `Buf` wraps one.
+    ///
+    /// # Errors
+    /// Gives the `Buf` back if it is vector-backed.
+    pub fn into_storage(self) -> Result<Box<dyn ByteStorage>, Buf> {
+        match self.repr {
+            Repr::Storage(s) => Ok(s),
+            repr => Err(Buf { repr, len: self.len }),
+        }
+    }
+
+    /// Copies the bytes into a new vector.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.as_slice().to_vec()
+    }
+}
+
+impl Default for Buf {
+    fn default() -> Self {
+        Buf::new()
+    }
+}
+
+impl From<Vec<u8>> for Buf {
+    fn from(v: Vec<u8>) -> Buf {
+        Buf::from_vec(v)
+    }
+}
+
+impl From<&[u8]> for Buf {
+    fn from(b: &[u8]) -> Buf {
+        Buf::from_vec(b.to_vec())
+    }
+}
+
+impl std::ops::Deref for Buf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl std::ops::DerefMut for Buf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.as_mut_slice()
+    }
+}
+
+impl fmt::Debug for Buf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.repr {
+            Repr::Vec(_) => "vec",
+            Repr::Storage(_) => "storage",
+        };
+        write!(f, "Buf({kind}, {} bytes @ {:#x})", self.len, self.id())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_survives_moves() {
+        let b = Buf::from_vec(vec![1, 2, 3]);
+        let id = b.id();
+        let moved = Box::new(b);
+        assert_eq!(moved.id(), id);
+        let v = (*moved).into_vec().unwrap();
+        assert_eq!(v.as_ptr() as usize, id);
+    }
+
+    #[test]
+    fn storage_len_is_clamped() {
+        let s: Box<dyn ByteStorage> = Box::new(vec![7u8; 16].into_boxed_slice());
+        let mut b = Buf::from_storage_with_len(s, 100);
+        assert_eq!(b.len(), 16);
+        b.truncate(4);
+        assert_eq!(b.as_slice(), &[7, 7, 7, 7]);
+        assert!(b.into_vec().is_err());
+    }
+
+    #[test]
+    fn huge_allocation_is_an_error_not_an_abort() {
+        let err = Buf::zeroed(usize::MAX / 2).unwrap_err();
+        assert!(matches!(err, crate::Error::Usage(crate::UsageError::OutOfMemory { .. })));
+    }
+}

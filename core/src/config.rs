@@ -1,0 +1,58 @@
+//! Engine configuration: thresholds and limits, chosen once at setup.
+//!
+//! `ferry` fills this from `FERRY_*` environment variables; core never reads
+//! the environment.
+
+/// How large messages move once they leave the eager range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RndvMode {
+    /// RDMA get where the device has it, else put, else fragments.
+    Auto,
+    /// Receiver-side RDMA read (falls back to fragments without `rdma_get`).
+    Get,
+    /// Sender-side RDMA write (falls back to fragments without `rdma_put`).
+    Put,
+    /// Always the fragmented copy protocol.
+    Fragmented,
+}
+
+/// Engine settings. [`Config::default`] suits shared memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Messages of at most this many bytes go eager (clamped to the device's
+    /// `max_payload`).
+    pub eager_limit: usize,
+    /// Rendezvous messages of at least this many bytes use RDMA (get or put);
+    /// smaller ones use fragments. `0` means "always RDMA when available".
+    pub rdma_threshold: usize,
+    /// Which rendezvous protocol to prefer.
+    pub rndv_mode: RndvMode,
+    /// Fragment size for the fragmented protocol (clamped to `max_payload`).
+    pub fragment_size: usize,
+    /// Eager credits per peer: how many eager messages a sender may have
+    /// outstanding at a receiver before it must wait for credits to return
+    /// (further messages then go by rendezvous, which buffers nothing). This
+    /// bounds unexpected eager memory at a receiver to
+    /// `peers × eager_credits × eager_limit` bytes.
+    pub eager_credits: u32,
+    /// Receives may return [`Request::EMPTY`](crate::Request::EMPTY) when they
+    /// complete inside the initiating call (the proposal's
+    /// `mpi_recv_req_may_be_empty`); their status is then lost.
+    pub recv_may_be_empty: bool,
+    /// Largest message the engine accepts.
+    pub max_message: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            eager_limit: 8192,
+            rdma_threshold: 0,
+            rndv_mode: RndvMode::Auto,
+            fragment_size: 64 * 1024,
+            eager_credits: 64,
+            recv_may_be_empty: false,
+            max_message: isize::MAX as usize,
+        }
+    }
+}

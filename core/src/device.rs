@@ -1,0 +1,239 @@
+//! The device interface (ferry's ADI): what a transport must provide.
+//!
+//! The engine ([`crate::Engine`]) runs every protocol; a device only moves
+//! bytes. This page is the whole contract, in the manner of mio's `sys`
+//! backends and libfabric's "requirements for core providers". The
+//! conformance suite in `ferry-tests` checks it for every device.
+//!
+//! # Peers
+//! Peers are job ranks `0..size`, including the local rank itself (a device
+//! must deliver packets a rank sends to itself, or the engine must be given a
+//! device that routes self-traffic to [`Loopback`](crate::loopback::Loopback)).
+//! [`Device::caps`] may differ per peer (a composite device routes same-node
+//! peers to shm and others to the network).
+//!
+//! # Packets: [`Device::send`]
+//! A packet is a header (at most [`MAX_HEADER`](crate::wire::MAX_HEADER)
+//! bytes, opaque to the device) plus a payload of at most
+//! [`Caps::max_payload`] bytes.
+//! - **Buffered.** When `send` returns [`Sent::Done`] the device has copied
+//!   or transmitted both slices; the caller may reuse them at once. This is
+//!   what lets an eager send complete inside its initiating call.
+//! - **Back-pressure.** When the device is out of resources (ring full, no
+//!   credits, `-FI_EAGAIN`, send queue full) it returns [`Sent::Busy`],
+//!   having sent nothing. The engine keeps the operation and retries after a
+//!   later `progress` (UCX's `NO_RESOURCE` rule). Busy is never an error.
+//! - **Order.** Packets from one rank to one peer are delivered in the order
+//!   `send` accepted them, and each exactly once. No order holds across
+//!   peers. The engine checks a per-peer sequence number on matched packets
+//!   and reports a violation as [`PeerError::Protocol`].
+//! - **Framing.** The receiver sees the same header and payload boundaries
+//!   ([`Incoming::header`], [`Incoming::payload`]).
+//!
+//! # Memory and RDMA
+//! [`Device::register`] takes a [`Buf`] *by value*: the device owns the
+//! memory for as long as it is registered and gives it back from
+//! [`Device::deregister`]. A device may therefore keep raw pointers into it.
+//! Registration returns a [`RemoteKey`] the engine sends to the peer.
+//! - [`Device::get`] reads `len` bytes of a peer's region into a local
+//!   registered region; [`Device::put`] writes a local region into a peer's.
+//!   Both may return [`Sent::Busy`]. Completion is reported once through
+//!   [`Sink::rdma_done`] with the caller's [`OpToken`].
+//! - **Visibility.** When `rdma_done` reports a `put` complete, the data is
+//!   visible at the target before any packet the initiator sends afterwards
+//!   arrives there (so a FIN after the put is safe). A `get`'s data is in the
+//!   local region when `rdma_done` reports it.
+//! - A device without RDMA (see [`Caps`]) returns
+//!   [`DeviceError::Unsupported`] from `get`/`put`; the engine never calls
+//!   them then (it picks the fragmented protocol).
+//!
+//! # Progress: [`Device::progress`]
+//! Never blocks. Reports arrivals ([`Sink::packet`]), RDMA completions
+//! ([`Sink::rdma_done`]) and dead peers ([`Sink::peer_failed`]) to the sink,
+//! and returns how many events it reported. The sink never calls back into
+//! the device, so a device can hold its internal borrows across the calls.
+//! An incoming packet's payload can be copied out ([`Incoming::payload`]) or
+//! taken ([`Incoming::into_payload`]): a device should hand over its own
+//! buffer (a shm cell, a verbs receive buffer) where it can, so that an
+//! unexpected message reaches `arecv` without a copy.
+//!
+//! # Waiting: [`Device::arm`] and [`Device::wait_fd`]
+//! The no-lost-wakeup rule, as for `ucp_worker_arm` and `fi_trywait`:
+//! 1. The engine calls `progress` until it reports nothing, then `arm`.
+//! 2. `arm` returns [`Armed::Pending`] if an event is already deliverable
+//!    (the engine then progresses again instead of sleeping), or
+//!    [`Armed::Sleep`].
+//! 3. After `Sleep`, any event that becomes deliverable must make
+//!    [`Device::wait_fd`] readable (or, for an in-memory device, raise its
+//!    wake flag), until [`Device::disarm`] is called.
+//!
+//! Devices without an fd return `None` from `wait_fd`; the engine's owner then
+//! spins. [`Caps::wait_fd`] says which.
+//!
+//! # Failure
+//! A dead or unreachable peer is reported once through
+//! [`Sink::peer_failed`]; the engine fails that peer's requests and keeps
+//! the rest of the job running. Afterwards, `send` to that peer may return
+//! [`PeerError::Died`].
+//!
+//! [`PeerError::Protocol`]: crate::PeerError::Protocol
+//! [`PeerError::Died`]: crate::PeerError::Died
+//! [`DeviceError::Unsupported`]: crate::DeviceError::Unsupported
+
+use crate::buffer::Buf;
+use crate::envelope::Rank;
+use crate::error::Error;
+use crate::wire::RemoteKey;
+
+/// What a device can do for one peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caps {
+    /// The device's name, for logs and `ferry-info`.
+    pub name: &'static str,
+    /// The largest payload one packet may carry.
+    pub max_payload: usize,
+    /// `get` (rendezvous by receiver-side read) works.
+    pub rdma_get: bool,
+    /// `put` (rendezvous by sender-side write) works.
+    pub rdma_put: bool,
+    /// The device matches tags itself (reserved; no device offloads yet, and
+    /// the engine does all matching).
+    pub tag_offload: bool,
+    /// `wait_fd` returns a pollable fd.
+    pub wait_fd: bool,
+}
+
+/// The outcome of a send, get or put.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Sent {
+    /// Accepted (for `send`: the bytes are buffered or gone).
+    Done,
+    /// Out of resources: nothing happened; retry after `progress`.
+    Busy,
+}
+
+/// What registered memory may be used for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// A peer will read it (rendezvous-get source).
+    RemoteRead,
+    /// A peer will write it (rendezvous-put target).
+    RemoteWrite,
+    /// This rank's `get` writes it.
+    LocalWrite,
+    /// This rank's `put` reads it.
+    LocalRead,
+}
+
+/// A device's handle to a registration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MemHandle(pub u64);
+
+/// The engine's id for a `get` or `put`, echoed in [`Sink::rdma_done`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OpToken(pub u64);
+
+/// What [`Device::arm`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Armed {
+    /// Nothing pending: the waiter may sleep on `wait_fd`.
+    Sleep,
+    /// An event is already deliverable: progress instead of sleeping.
+    Pending,
+}
+
+/// A packet handed to [`Sink::packet`].
+pub trait Incoming {
+    /// The header bytes, as sent.
+    fn header(&self) -> &[u8];
+    /// The payload bytes, as sent.
+    fn payload(&self) -> &[u8];
+    /// Takes the payload as an owned buffer: the device's own buffer where
+    /// possible (returned to the device when the `Buf` drops), a copy where
+    /// not.
+    ///
+    /// # Errors
+    /// [`UsageError::OutOfMemory`](crate::UsageError::OutOfMemory) if a copy
+    /// was needed and failed.
+    fn into_payload(self) -> Result<Buf, Error>;
+}
+
+/// Where [`Device::progress`] reports events. Implemented by the engine.
+pub trait Sink {
+    /// A packet arrived from `from`.
+    fn packet<I: Incoming>(&mut self, from: Rank, packet: I);
+    /// A `get` or `put` finished (successfully or not).
+    fn rdma_done(&mut self, token: OpToken, result: Result<(), Error>);
+    /// `peer` died or became unreachable.
+    fn peer_failed(&mut self, peer: Rank, error: Error);
+}
+
+/// A transport. See the module docs for the contract.
+pub trait Device {
+    /// Capabilities towards `peer`.
+    fn caps(&self, peer: Rank) -> &Caps;
+
+    /// Sends one packet to `peer`.
+    ///
+    /// # Errors
+    /// A device failure, or [`PeerError::Died`](crate::PeerError::Died).
+    /// Lack of resources is `Ok(Sent::Busy)`, not an error.
+    fn send(&mut self, peer: Rank, header: &[u8], payload: &[u8]) -> Result<Sent, Error>;
+
+    /// Registers `buf`, taking ownership until [`Device::deregister`].
+    ///
+    /// # Errors
+    /// Gives the buffer back with the reason.
+    #[allow(clippy::result_large_err)]
+    fn register(&mut self, buf: Buf, access: Access)
+        -> Result<(MemHandle, RemoteKey), (Error, Buf)>;
+
+    /// Ends a registration and returns its buffer (`None` for an unknown
+    /// handle).
+    fn deregister(&mut self, mem: MemHandle) -> Option<Buf>;
+
+    /// Reads `len` bytes at `remote` on `peer` into the start of `local`.
+    ///
+    /// # Errors
+    /// A device failure or an unsupported operation.
+    fn get(
+        &mut self,
+        peer: Rank,
+        remote: RemoteKey,
+        local: MemHandle,
+        len: usize,
+        token: OpToken,
+    ) -> Result<Sent, Error>;
+
+    /// Writes the first `len` bytes of `local` to `remote` on `peer`.
+    ///
+    /// # Errors
+    /// A device failure or an unsupported operation.
+    fn put(
+        &mut self,
+        peer: Rank,
+        local: MemHandle,
+        remote: RemoteKey,
+        len: usize,
+        token: OpToken,
+    ) -> Result<Sent, Error>;
+
+    /// Reports events to `sink` without blocking; returns how many.
+    ///
+    /// # Errors
+    /// A fatal device failure.
+    fn progress<S: Sink>(&mut self, sink: &mut S) -> Result<usize, Error>;
+
+    /// Prepares to wake a sleeper; see *Waiting* in the module docs.
+    ///
+    /// # Errors
+    /// A device failure.
+    fn arm(&mut self) -> Result<Armed, Error>;
+
+    /// Ends the armed state (called after waking, before progressing).
+    fn disarm(&mut self);
+
+    /// The fd that becomes readable when an armed device has events.
+    fn wait_fd(&self) -> Option<i32>;
+}

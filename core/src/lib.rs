@@ -1,0 +1,65 @@
+//! # ferry-core
+//!
+//! The sans-IO heart of ferry: requests, tag matching, the eager and
+//! rendezvous protocols, the completion family, and the device interface
+//! (the ADI). It never touches a socket, a clock or an environment variable;
+//! devices feed it events and it tells them what to send.
+//!
+//! Most users want the `ferry` crate, which adds real devices, bootstrap and a
+//! launcher. Use ferry-core directly to write a device, or to test protocol
+//! logic deterministically with the [`sim`] harness.
+//!
+//! ## Quick start
+//! ```
+//! use ferry_core::{loopback::Loopback, Buf, Config, Engine, SpinPark};
+//!
+//! let mut engine = Engine::new(0, 1, Loopback::new(0), Config::default()).unwrap();
+//! let recv = engine.irecv(0, 7, 0, Buf::zeroed(5).unwrap()).unwrap();
+//! let send = engine.isend(0, 7, 0, Buf::from(&b"hello"[..])).unwrap();
+//! assert!(send.request.is_empty(), "an eager send completes inside isend");
+//! let mut request = recv.request;
+//! let done = engine.wait(&mut request, &mut SpinPark).unwrap();
+//! assert_eq!(&done.buf.unwrap()[..], b"hello");
+//! assert!(request.is_null());
+//! ```
+//!
+//! ## Map
+//! - [`Engine`]: posting, progress and the completion family.
+//! - [`device`]: the device contract; [`loopback`] and [`sim`] implement it
+//!   in memory.
+//! - [`wire`]: the protocol headers and their validating decoder.
+//! - [`Request`], [`Message`]: generational handles, with `NULL` and `EMPTY`.
+//! - [`Buf`]: owned buffers that move through the engine (soundness under
+//!   `mem::forget`).
+//!
+//! ## Safety
+//! `#![forbid(unsafe_code)]`. Devices that need `unsafe` live in their own
+//! crates.
+//!
+//! ## Thread safety
+//! An [`Engine`] is a plain `&mut self` state machine. `ferry` shares one
+//! between threads behind its own lock and does the OS-level sleeping.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod buffer;
+pub mod config;
+pub mod device;
+pub mod envelope;
+pub mod error;
+pub mod handle;
+pub mod loopback;
+pub mod matching;
+pub mod protocol;
+pub mod sim;
+mod slab;
+pub mod status;
+pub mod wire;
+
+pub use buffer::{Buf, ByteStorage};
+pub use config::{Config, RndvMode};
+pub use device::{Caps, Device};
+pub use envelope::{ContextId, Envelope, Pattern, Rank, Tag, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
+pub use error::{DeviceError, Error, Fault, PeerError, Result, UsageError};
+pub use handle::{Message, Request};
+pub use status::Status;

@@ -1,0 +1,1 @@
+//! Placeholder: the loopback device is being written (owned by the sim helper).

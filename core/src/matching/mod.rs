@@ -1,0 +1,1 @@
+//! Placeholder: the matching engine is being written (owned by the matching helper).

@@ -1,0 +1,1 @@
+//! Placeholder: the simulation harness is being written.

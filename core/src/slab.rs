@@ -1,0 +1,146 @@
+//! A generational slab: O(1) insert, lookup and remove, with stale keys
+//! detected by generation.
+//!
+//! Keys are `u64` values from [`crate::handle::pack`]. Generations start at 1
+//! and skip 0 when they wrap, so a key can never equal a reserved handle.
+//! Freed slots are reused LIFO (the most recently freed slot is warm in cache).
+
+use crate::handle::{pack, unpack};
+
+#[derive(Debug)]
+struct Slot<T> {
+    generation: u32,
+    value: Option<T>,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub(crate) struct Slab<T> {
+    slots: Vec<Slot<T>>,
+    free: Vec<u32>,
+    len: usize,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab { slots: Vec::new(), free: Vec::new(), len: 0 }
+    }
+}
+
+impl<T> Slab<T> {
+    /// Stores `value` and returns its key.
+    pub(crate) fn insert(&mut self, value: T) -> u64 {
+        self.len += 1;
+        if let Some(index) = self.free.pop() {
+            let slot = &mut self.slots[index as usize];
+            slot.value = Some(value);
+            return pack(index, slot.generation);
+        }
+        let index = u32::try_from(self.slots.len()).expect("slab exceeds u32::MAX entries");
+        self.slots.push(Slot { generation: 1, value: Some(value) });
+        pack(index, 1)
+    }
+
+    /// The key the next `insert` will return, so that a value can embed its
+    /// own key.
+    pub(crate) fn next_key(&self) -> u64 {
+        match self.free.last() {
+            Some(&index) => pack(index, self.slots[index as usize].generation),
+            None => pack(self.slots.len() as u32, 1),
+        }
+    }
+
+    #[inline]
+    fn slot(&self, key: u64) -> Option<&Slot<T>> {
+        let (index, generation) = unpack(key);
+        self.slots.get(index as usize).filter(|s| s.generation == generation)
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, key: u64) -> Option<&T> {
+        self.slot(key).and_then(|s| s.value.as_ref())
+    }
+
+    #[inline]
+    pub(crate) fn get_mut(&mut self, key: u64) -> Option<&mut T> {
+        let (index, generation) = unpack(key);
+        self.slots
+            .get_mut(index as usize)
+            .filter(|s| s.generation == generation)
+            .and_then(|s| s.value.as_mut())
+    }
+
+    #[inline]
+    pub(crate) fn contains(&self, key: u64) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Removes and returns the value; the key (and every copy of it) becomes
+    /// stale.
+    pub(crate) fn remove(&mut self, key: u64) -> Option<T> {
+        let (index, generation) = unpack(key);
+        let slot = self.slots.get_mut(index as usize)?;
+        if slot.generation != generation {
+            return None;
+        }
+        let value = slot.value.take()?;
+        slot.generation = match slot.generation.wrapping_add(1) {
+            0 => 1,
+            g => g,
+        };
+        self.free.push(index);
+        self.len -= 1;
+        Some(value)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Keys of all live values (cold paths only: failure handling, teardown).
+    pub(crate) fn keys(&self) -> Vec<u64> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.value.is_some())
+            .map(|(i, s)| pack(i as u32, s.generation))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_key_after_remove_and_reuse() {
+        let mut slab = Slab::default();
+        let a = slab.insert("a");
+        assert_eq!(slab.remove(a), Some("a"));
+        assert_eq!(slab.remove(a), None, "double free is detected");
+        let b = slab.insert("b");
+        assert_eq!(unpack(a).0, unpack(b).0, "slot reused");
+        assert_ne!(a, b);
+        assert_eq!(slab.get(a), None, "stale key never reaches the new value");
+        assert_eq!(slab.get(b), Some(&"b"));
+    }
+
+    #[test]
+    fn next_key_predicts_insert() {
+        let mut slab = Slab::default();
+        let k0 = slab.next_key();
+        assert_eq!(slab.insert(1), k0);
+        slab.remove(k0);
+        let k1 = slab.next_key();
+        assert_eq!(slab.insert(2), k1);
+    }
+
+    #[test]
+    fn keys_never_collide_with_reserved_handles() {
+        let mut slab = Slab::default();
+        for _ in 0..4 {
+            let k = slab.insert(());
+            assert!(k > 1);
+        }
+    }
+}
