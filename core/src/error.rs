@@ -94,9 +94,10 @@ pub enum UsageError {
     /// `start` on a non-persistent request, or `mrecv` on a probe handle).
     #[error("operation not valid for this request: {0}")]
     WrongRequestKind(&'static str),
-    /// `start` on a persistent request that is still active.
-    #[error("persistent request is already active")]
-    AlreadyActive,
+    /// The persistent request is active: it cannot be started again, and its
+    /// buffer cannot be touched, until it completes.
+    #[error("persistent request is active")]
+    RequestActive,
     /// The message is too large for this engine.
     #[error("message of {len} bytes exceeds the limit of {max}")]
     MessageTooLarge {
@@ -131,6 +132,13 @@ pub enum PeerError {
         rank: Rank,
         /// What was wrong.
         what: &'static str,
+    },
+    /// The peer could not complete its side of a transfer (an RDMA error or
+    /// an allocation failure at the peer).
+    #[error("rank {rank} failed its side of a transfer")]
+    TransferFailed {
+        /// The peer that reported the failure.
+        rank: Rank,
     },
     /// The peer died or became unreachable.
     #[error("rank {rank} died or is unreachable")]

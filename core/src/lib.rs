@@ -45,6 +45,7 @@
 pub mod buffer;
 pub mod config;
 pub mod device;
+pub mod engine;
 pub mod envelope;
 pub mod error;
 pub mod handle;
@@ -59,6 +60,10 @@ pub mod wire;
 pub use buffer::{Buf, ByteStorage};
 pub use config::{Config, RndvMode};
 pub use device::{Caps, Device};
+pub use engine::{
+    Any, Check, CheckMode, Completion, Counters, Engine, Outcount, Park, SendMode, SpinPark,
+    Started, StatusAny,
+};
 pub use envelope::{ContextId, Envelope, Pattern, Rank, Tag, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 pub use error::{DeviceError, Error, Fault, PeerError, Result, UsageError};
 pub use handle::{Message, Request};

@@ -41,15 +41,6 @@ impl<T> Slab<T> {
         pack(index, 1)
     }
 
-    /// The key the next `insert` will return, so that a value can embed its
-    /// own key.
-    pub(crate) fn next_key(&self) -> u64 {
-        match self.free.last() {
-            Some(&index) => pack(index, self.slots[index as usize].generation),
-            None => pack(self.slots.len() as u32, 1),
-        }
-    }
-
     #[inline]
     fn slot(&self, key: u64) -> Option<&Slot<T>> {
         let (index, generation) = unpack(key);
@@ -68,11 +59,6 @@ impl<T> Slab<T> {
             .get_mut(index as usize)
             .filter(|s| s.generation == generation)
             .and_then(|s| s.value.as_mut())
-    }
-
-    #[inline]
-    pub(crate) fn contains(&self, key: u64) -> bool {
-        self.get(key).is_some()
     }
 
     /// Removes and returns the value; the key (and every copy of it) becomes
@@ -123,16 +109,6 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(slab.get(a), None, "stale key never reaches the new value");
         assert_eq!(slab.get(b), Some(&"b"));
-    }
-
-    #[test]
-    fn next_key_predicts_insert() {
-        let mut slab = Slab::default();
-        let k0 = slab.next_key();
-        assert_eq!(slab.insert(1), k0);
-        slab.remove(k0);
-        let k1 = slab.next_key();
-        assert_eq!(slab.insert(2), k1);
     }
 
     #[test]

@@ -12,10 +12,10 @@
 //! | kind | fields | payload |
 //! |---|---|---|
 //! | `Eager` | context, tag, seq, [sender request if SYNC] | the message |
-//! | `Rts` | context, tag, seq, total length, sender request, [remote key] | none |
+//! | `Rts` | context, tag, seq, total length, sender request, [remote key], [SYNC, READY, PUT] | none |
 //! | `Cts` | sender request, receiver request, length to send, [remote key] | none |
 //! | `Frag` | receiver request, offset | a piece of the message |
-//! | `Fin` | the request the FIN completes | none |
+//! | `Fin` | the request the FIN completes, [FAILED] | none |
 //! | `SyncAck` | sender request | none |
 //! | `Credit` | credits returned | none |
 
@@ -42,7 +42,11 @@ mod flag {
     pub(super) const KEY: u8 = 1 << 1;
     /// RTS: ready-mode send (a matching receive should already be posted).
     pub(super) const READY: u8 = 1 << 2;
-    pub(super) const ALL: u8 = SYNC | KEY | READY;
+    /// FIN: the transfer failed.
+    pub(super) const FAILED: u8 = 1 << 3;
+    /// RTS without a key: the sender asks for rendezvous-put (else fragments).
+    pub(super) const PUT: u8 = 1 << 4;
+    pub(super) const ALL: u8 = SYNC | KEY | READY | FAILED | PUT;
 }
 
 /// A decoded header.
@@ -60,6 +64,9 @@ pub enum Header {
     Fin {
         /// The request this FIN completes (on the side receiving the FIN).
         request: u64,
+        /// The transfer failed on the sending side of the FIN; the request
+        /// completes with an error instead of hanging.
+        failed: bool,
     },
     /// A synchronous eager send was matched.
     SyncAck {
@@ -105,6 +112,8 @@ pub struct Rts {
     pub sync: bool,
     /// Ready mode.
     pub ready: bool,
+    /// Without a key: the sender can put (else it sends fragments).
+    pub put: bool,
 }
 
 /// Header of a clear-to-send.
@@ -229,6 +238,9 @@ impl Header {
                 if r.ready {
                     f |= flag::READY;
                 }
+                if r.put {
+                    f |= flag::PUT;
+                }
                 (K_RTS, f)
             }
             Header::Cts(c) => {
@@ -243,9 +255,9 @@ impl Header {
                 w.u64(f.offset);
                 (K_FRAG, 0)
             }
-            Header::Fin { request } => {
+            Header::Fin { request, failed } => {
                 w.u64(request);
-                (K_FIN, 0)
+                (K_FIN, if failed { flag::FAILED } else { 0 })
             }
             Header::SyncAck { request } => {
                 w.u64(request);
@@ -273,8 +285,9 @@ impl Header {
         }
         let allowed = match kind {
             K_EAGER => flag::SYNC,
-            K_RTS => flag::ALL,
+            K_RTS => flag::SYNC | flag::KEY | flag::READY | flag::PUT,
             K_CTS => flag::KEY,
+            K_FIN => flag::FAILED,
             _ => 0,
         };
         if flags & !allowed != 0 {
@@ -297,6 +310,7 @@ impl Header {
                 key: r.key(flags & flag::KEY != 0)?,
                 sync: flags & flag::SYNC != 0,
                 ready: flags & flag::READY != 0,
+                put: flags & flag::PUT != 0,
             }),
             K_CTS => Header::Cts(Cts {
                 sender: r.u64()?,
@@ -305,7 +319,7 @@ impl Header {
                 key: r.key(flags & flag::KEY != 0)?,
             }),
             K_FRAG => Header::Frag(Frag { receiver: r.u64()?, offset: r.u64()? }),
-            K_FIN => Header::Fin { request: r.u64()? },
+            K_FIN => Header::Fin { request: r.u64()?, failed: flags & flag::FAILED != 0 },
             K_SYNC_ACK => Header::SyncAck { request: r.u64()? },
             K_CREDIT => Header::Credit { credits: r.u32()? },
             _ => return Err("unknown header kind"),
@@ -344,7 +358,7 @@ mod tests {
         let key = Some(RemoteKey { addr: 0xdead_beef, key: 42 });
         roundtrip(Header::Eager(Eager { context: 3, tag: 7, seq: 9, sync: None }));
         roundtrip(Header::Eager(Eager { context: 3, tag: 7, seq: 9, sync: Some(77) }));
-        for (key, sync, ready) in [(None, false, false), (key, true, true)] {
+        for (key, sync, ready, put) in [(None, false, false, true), (key, true, true, false)] {
             roundtrip(Header::Rts(Rts {
                 context: 1,
                 tag: 2,
@@ -354,12 +368,14 @@ mod tests {
                 key,
                 sync,
                 ready,
+                put,
             }));
         }
         roundtrip(Header::Cts(Cts { sender: 1, receiver: 2, len: 3, key }));
         roundtrip(Header::Cts(Cts { sender: 1, receiver: 2, len: 3, key: None }));
         roundtrip(Header::Frag(Frag { receiver: 1, offset: 4096 }));
-        roundtrip(Header::Fin { request: 9 });
+        roundtrip(Header::Fin { request: 9, failed: false });
+        roundtrip(Header::Fin { request: 9, failed: true });
         roundtrip(Header::SyncAck { request: 9 });
         roundtrip(Header::Credit { credits: 32 });
     }
@@ -369,7 +385,8 @@ mod tests {
         assert_eq!(Header::decode(&[]), Err("header too short"));
         assert_eq!(Header::decode(&[99, 0]), Err("unknown header kind"));
         assert_eq!(Header::decode(&[K_FIN, 0x80]), Err("unknown header flags"));
-        assert_eq!(Header::decode(&[K_FIN, flag::SYNC]), Err("flags not valid for this header kind"));
+        let bad_flags = Header::decode(&[K_FIN, flag::SYNC]);
+        assert_eq!(bad_flags, Err("flags not valid for this header kind"));
         let mut buf = [0u8; MAX_HEADER];
         let n = Header::Eager(Eager { context: 0, tag: 0, seq: 0, sync: None }).encode(&mut buf);
         buf[6..10].copy_from_slice(&(-5i32).to_le_bytes());

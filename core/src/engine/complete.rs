@@ -1,0 +1,399 @@
+//! The completion family: `test`/`wait` and their `all`/`any`/`some` forms,
+//! and the non-destructive `get_status` forms (MPI 4.1; seed
+//! *request-get-status-multi-paper*).
+//!
+//! Rules, as MPI has them:
+//! - [`Request::NULL`] and inactive persistent requests are *inactive*: the
+//!   `any`/`some` forms skip them, and when every entry is inactive they
+//!   report [`Any::Undefined`] / [`Outcount::Undefined`]. Single-request and
+//!   `all` forms treat them as complete with an empty status.
+//! - [`Request::EMPTY`] is active and complete, not cancelled, with an empty
+//!   status, and is recognised without entering progress.
+//! - Every `test*` and `get_status*` that does not find its answer at once
+//!   progresses once and looks again. `wait*` block through
+//!   `device_check(Blocking)`.
+//! - `testany`, `waitany` and `get_status_any` start scanning at a rotating
+//!   index, so repeated calls over the same list report every complete
+//!   request in turn instead of always favouring index 0. `get_status_*`
+//!   complete nothing and free nothing: a later `test`/`wait` does.
+
+use super::{Completion, Engine, Park, State};
+use crate::device::Device;
+use crate::error::Result;
+use crate::handle::Request;
+use crate::status::Status;
+
+/// Result of the `any` forms.
+#[derive(Debug)]
+pub enum Any {
+    /// Request `index` completed (and was freed, or made inactive).
+    Completed {
+        /// Its index in the list.
+        index: usize,
+        /// What it handed back.
+        completion: Completion,
+    },
+    /// Every entry was null or inactive (`MPI_UNDEFINED`).
+    Undefined,
+}
+
+/// Result of `get_status_any`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusAny {
+    /// Request `index` is complete; it stays valid.
+    Completed {
+        /// Its index in the list.
+        index: usize,
+        /// Its status.
+        status: Status,
+    },
+    /// Every entry was null or inactive (`MPI_UNDEFINED`).
+    Undefined,
+}
+
+/// Result of the `some` forms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcount {
+    /// This many requests completed (possibly 0 for `testsome`).
+    Count(usize),
+    /// Every entry was null or inactive (`MPI_UNDEFINED`).
+    Undefined,
+}
+
+/// Where a handle stands, read without progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Standing {
+    /// Null, or an inactive persistent request.
+    Inactive,
+    Pending,
+    Complete,
+}
+
+impl State {
+    fn standing(&self, request: Request) -> Result<Standing> {
+        if request.is_null() {
+            return Ok(Standing::Inactive);
+        }
+        if request.is_empty() {
+            return Ok(Standing::Complete);
+        }
+        let req = self.requests.get(request.0).ok_or_else(State::stale)?;
+        Ok(if req.persistent && !req.active {
+            Standing::Inactive
+        } else if req.complete {
+            Standing::Complete
+        } else {
+            Standing::Pending
+        })
+    }
+
+    fn status_of(&self, request: Request) -> Status {
+        self.requests.get(request.0).map_or(Status::EMPTY, |r| r.status)
+    }
+
+    /// Completes a complete request: frees it (the handle becomes NULL) or,
+    /// if persistent, makes it inactive. `None` if it is still pending.
+    fn take(&mut self, request: &mut Request) -> Result<Option<Completion>> {
+        match self.standing(*request)? {
+            Standing::Pending => return Ok(None),
+            Standing::Inactive => return Ok(Some(Completion::empty())),
+            Standing::Complete if request.is_empty() => {
+                *request = Request::NULL;
+                return Ok(Some(Completion::empty()));
+            }
+            Standing::Complete => {}
+        }
+        let key = request.0;
+        let req = self.requests.get_mut(key).ok_or_else(State::stale)?;
+        if req.persistent {
+            req.active = false;
+            let message = req.message.take();
+            return Ok(Some(Completion { status: req.status, buf: None, message }));
+        }
+        let req = self.requests.remove(key).ok_or_else(State::stale)?;
+        *request = Request::NULL;
+        Ok(Some(Completion { status: req.status, buf: req.buf, message: req.message }))
+    }
+
+    /// First complete active entry, scanning from a rotating start.
+    /// `Ok(None)` if none is complete; `Err` on a stale handle.
+    fn first_complete(&mut self, requests: &[Request]) -> Result<Option<usize>> {
+        let n = requests.len();
+        if n == 0 {
+            return Ok(None);
+        }
+        let start = self.fair % n;
+        self.fair = self.fair.wrapping_add(1);
+        for i in (start..n).chain(0..start) {
+            if self.standing(requests[i])? == Standing::Complete {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
+    }
+
+    fn all_complete(&self, requests: &[Request]) -> Result<bool> {
+        for r in requests {
+            if self.standing(*r)? == Standing::Pending {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn any_active(&self, requests: &[Request]) -> Result<bool> {
+        let mut active = false;
+        for r in requests {
+            active |= self.standing(*r)? != Standing::Inactive;
+        }
+        Ok(active)
+    }
+}
+
+impl<D: Device> Engine<D> {
+    /// True if the request is complete, read without any progress
+    /// (`is_complete` in the MPID design). NULL, EMPTY and inactive
+    /// persistent requests count as complete.
+    ///
+    /// # Errors
+    /// [`UsageError::StaleHandle`](crate::UsageError::StaleHandle).
+    pub fn is_complete(&self, request: &Request) -> Result<bool> {
+        Ok(self.st.standing(*request)? != Standing::Pending)
+    }
+
+    /// `MPI_Test`: if the request is not already complete, progresses once
+    /// and looks again. On completion the request is freed (the handle
+    /// becomes NULL) or, if persistent, made inactive.
+    ///
+    /// # Errors
+    /// A stale handle, or a fatal device error.
+    pub fn test(&mut self, request: &mut Request) -> Result<Option<Completion>> {
+        if let Some(c) = self.st.take(request)? {
+            return Ok(Some(c));
+        }
+        self.progress()?;
+        self.st.take(request)
+    }
+
+    /// `MPI_Wait`: blocks (through `park`) until the request completes.
+    ///
+    /// # Errors
+    /// A stale handle, a fatal device error, or a failed park.
+    pub fn wait<P: Park>(&mut self, request: &mut Request, park: &mut P) -> Result<Completion> {
+        let mut out = None;
+        self.block_until(park, |e| {
+            out = e.st.take(request)?;
+            Ok(out.is_some())
+        })?;
+        out.ok_or(crate::Error::Internal("wait ended without a completion"))
+    }
+
+    /// `MPI_Testall`: if every request is complete, completes them all into
+    /// `out` (one entry per request, in order) and returns true; otherwise
+    /// completes none.
+    ///
+    /// # Errors
+    /// A stale handle (checked before anything changes), or a device error.
+    pub fn testall(&mut self, requests: &mut [Request], out: &mut Vec<Completion>) -> Result<bool> {
+        if !self.st.all_complete(requests)? {
+            self.progress()?;
+            if !self.st.all_complete(requests)? {
+                return Ok(false);
+            }
+        }
+        self.take_all(requests, out)?;
+        Ok(true)
+    }
+
+    fn take_all(&mut self, requests: &mut [Request], out: &mut Vec<Completion>) -> Result<()> {
+        out.clear();
+        for r in requests.iter_mut() {
+            out.push(self.st.take(r)?.unwrap_or_else(Completion::empty));
+        }
+        Ok(())
+    }
+
+    /// `MPI_Waitall`.
+    ///
+    /// # Errors
+    /// As for [`Engine::testall`], or a failed park.
+    pub fn waitall<P: Park>(
+        &mut self,
+        requests: &mut [Request],
+        out: &mut Vec<Completion>,
+        park: &mut P,
+    ) -> Result<()> {
+        self.block_until(park, |e| e.st.all_complete(requests))?;
+        self.take_all(requests, out)
+    }
+
+    /// `MPI_Testany`: `None` if no active request is complete.
+    ///
+    /// # Errors
+    /// A stale handle, or a device error.
+    pub fn testany(&mut self, requests: &mut [Request]) -> Result<Option<Any>> {
+        if !self.st.any_active(requests)? {
+            return Ok(Some(Any::Undefined));
+        }
+        let mut found = self.st.first_complete(requests)?;
+        if found.is_none() {
+            self.progress()?;
+            found = self.st.first_complete(requests)?;
+        }
+        self.take_any(requests, found)
+    }
+
+    fn take_any(&mut self, requests: &mut [Request], found: Option<usize>) -> Result<Option<Any>> {
+        let Some(index) = found else { return Ok(None) };
+        let completion = self.st.take(&mut requests[index])?.unwrap_or_else(Completion::empty);
+        Ok(Some(Any::Completed { index, completion }))
+    }
+
+    /// `MPI_Waitany`.
+    ///
+    /// # Errors
+    /// As for [`Engine::testany`], or a failed park.
+    pub fn waitany<P: Park>(&mut self, requests: &mut [Request], park: &mut P) -> Result<Any> {
+        if !self.st.any_active(requests)? {
+            return Ok(Any::Undefined);
+        }
+        let mut found = None;
+        self.block_until(park, |e| {
+            found = e.st.first_complete(requests)?;
+            Ok(found.is_some())
+        })?;
+        Ok(self.take_any(requests, found)?.unwrap_or(Any::Undefined))
+    }
+
+    /// `MPI_Testsome`: completes every complete active request into `out`
+    /// as `(index, completion)`.
+    ///
+    /// # Errors
+    /// A stale handle, or a device error.
+    pub fn testsome(
+        &mut self,
+        requests: &mut [Request],
+        out: &mut Vec<(usize, Completion)>,
+    ) -> Result<Outcount> {
+        out.clear();
+        if !self.st.any_active(requests)? {
+            return Ok(Outcount::Undefined);
+        }
+        if self.st.first_complete(requests)?.is_none() {
+            self.progress()?;
+        }
+        self.take_some(requests, out)
+    }
+
+    fn take_some(
+        &mut self,
+        requests: &mut [Request],
+        out: &mut Vec<(usize, Completion)>,
+    ) -> Result<Outcount> {
+        out.clear();
+        for (i, r) in requests.iter_mut().enumerate() {
+            if self.st.standing(*r)? == Standing::Complete {
+                let c = self.st.take(r)?.unwrap_or_else(Completion::empty);
+                out.push((i, c));
+            }
+        }
+        Ok(Outcount::Count(out.len()))
+    }
+
+    /// `MPI_Waitsome`.
+    ///
+    /// # Errors
+    /// As for [`Engine::testsome`], or a failed park.
+    pub fn waitsome<P: Park>(
+        &mut self,
+        requests: &mut [Request],
+        out: &mut Vec<(usize, Completion)>,
+        park: &mut P,
+    ) -> Result<Outcount> {
+        out.clear();
+        if !self.st.any_active(requests)? {
+            return Ok(Outcount::Undefined);
+        }
+        self.block_until(park, |e| Ok(e.st.first_complete(requests)?.is_some()))?;
+        self.take_some(requests, out)
+    }
+
+    /// `MPI_Request_get_status`: the status if complete, without freeing or
+    /// deactivating the request. Progresses once if it is not complete yet.
+    ///
+    /// # Errors
+    /// A stale handle, or a device error.
+    pub fn get_status(&mut self, request: &Request) -> Result<Option<Status>> {
+        if self.st.standing(*request)? == Standing::Pending {
+            self.progress()?;
+        }
+        Ok(match self.st.standing(*request)? {
+            Standing::Pending => None,
+            Standing::Inactive => Some(Status::EMPTY),
+            Standing::Complete => Some(self.st.status_of(*request)),
+        })
+    }
+
+    /// `MPI_Request_get_status_all`: if every request is complete, their
+    /// statuses into `out` (in order) and true. Nothing is freed.
+    ///
+    /// # Errors
+    /// A stale handle, or a device error.
+    pub fn get_status_all(&mut self, requests: &[Request], out: &mut Vec<Status>) -> Result<bool> {
+        out.clear();
+        if !self.st.all_complete(requests)? {
+            self.progress()?;
+            if !self.st.all_complete(requests)? {
+                return Ok(false);
+            }
+        }
+        out.extend(requests.iter().map(|r| self.st.status_of(*r)));
+        Ok(true)
+    }
+
+    /// `MPI_Request_get_status_any`: a complete active request's index and
+    /// status (scanning from a rotating start), `None` if none is complete.
+    /// Nothing is freed.
+    ///
+    /// # Errors
+    /// A stale handle, or a device error.
+    pub fn get_status_any(&mut self, requests: &[Request]) -> Result<Option<StatusAny>> {
+        if !self.st.any_active(requests)? {
+            return Ok(Some(StatusAny::Undefined));
+        }
+        let mut found = self.st.first_complete(requests)?;
+        if found.is_none() {
+            self.progress()?;
+            found = self.st.first_complete(requests)?;
+        }
+        Ok(found.map(|index| StatusAny::Completed {
+            index,
+            status: self.st.status_of(requests[index]),
+        }))
+    }
+
+    /// `MPI_Request_get_status_some`: `(index, status)` of every complete
+    /// active request into `out`. Nothing is freed.
+    ///
+    /// # Errors
+    /// A stale handle, or a device error.
+    pub fn get_status_some(
+        &mut self,
+        requests: &[Request],
+        out: &mut Vec<(usize, Status)>,
+    ) -> Result<Outcount> {
+        out.clear();
+        if !self.st.any_active(requests)? {
+            return Ok(Outcount::Undefined);
+        }
+        if self.st.first_complete(requests)?.is_none() {
+            self.progress()?;
+        }
+        for (i, r) in requests.iter().enumerate() {
+            if self.st.standing(*r)? == Standing::Complete {
+                out.push((i, self.st.status_of(*r)));
+            }
+        }
+        Ok(Outcount::Count(out.len()))
+    }
+}

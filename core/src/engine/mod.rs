@@ -1,0 +1,421 @@
+//! The engine: posting, matching, protocols, progress and completion.
+//!
+//! An [`Engine`] owns one device (which may itself route per peer) and all
+//! request state. It is a plain `&mut self` state machine: the `ferry` crate
+//! puts it behind a lock for many threads and does the OS-level sleeping.
+//!
+//! # Progress and waiting (seed: *mpid-completion-devicecheck*)
+//! - [`Engine::is_complete`] reads a request's state without progress.
+//! - [`Engine::test`] (and the other `test*`) progress once, then check.
+//! - [`Engine::device_check`] with [`CheckMode::Blocking`] is
+//!   `MPID_DeviceCheck(BLOCKING)`: it progresses; if nothing happened it
+//!   arms the device and reports [`Check::WouldBlock`]. The caller that owns
+//!   the OS wait (a [`Park`]) then sleeps on [`Engine::wait_fd`].
+//! - `wait*` loop: check completion, `device_check(Blocking)`, park on
+//!   `WouldBlock`.
+//!
+//! The **no-lost-wakeup rule**: an engine reports `WouldBlock` only after
+//! `progress` found nothing *and* `arm` found nothing pending; from then on
+//! the device guarantees its fd (or wake flag) fires for any new event. So
+//! an event that arrives between the last progress and the sleep is either
+//! seen by `arm` (no sleep) or wakes the sleeper. The simulation tests
+//! (`tests/sim_wait.rs`) check this with events injected at every point of
+//! the sequence.
+//!
+//! # Operation errors versus call errors
+//! A call returns `Err` when the call itself is wrong (a stale handle, a bad
+//! rank). An operation that fails after it started (truncation, a dead peer)
+//! still *completes*: its [`Completion`] carries the error in
+//! [`Status::error`] and hands the buffer back, so no buffer is ever lost.
+
+mod complete;
+mod incoming;
+mod outbox;
+mod post;
+mod request;
+mod rndv;
+
+use std::collections::VecDeque;
+
+use crate::buffer::Buf;
+use crate::config::Config;
+use crate::device::{Armed, Device};
+use crate::envelope::Rank;
+use crate::error::{Error, Result, UsageError};
+use crate::handle::{Message, Request};
+use crate::matching::{PostedQueue, UnexpectedQueue};
+use crate::protocol::ProtocolTable;
+use crate::slab::Slab;
+use crate::status::Status;
+use crate::wire::Rts;
+
+pub use complete::{Any, Outcount, StatusAny};
+pub(crate) use outbox::Out;
+pub(crate) use request::{Op, Req};
+pub use request::SendMode;
+
+/// What a finished operation hands back.
+#[derive(Debug)]
+pub struct Completion {
+    /// The operation's status (its error, if it failed, is in here).
+    pub status: Status,
+    /// The buffer the operation held: the send buffer, the filled receive
+    /// buffer, or the library-allocated ARecv buffer. `None` for persistent
+    /// requests (their buffer stays with the request) and buffer-less ones.
+    pub buf: Option<Buf>,
+    /// For a matched-probe request: the message it took.
+    pub message: Option<Message>,
+}
+
+impl Completion {
+    pub(crate) fn empty() -> Completion {
+        Completion { status: Status::EMPTY, buf: None, message: None }
+    }
+}
+
+/// The result of starting an operation.
+#[derive(Debug)]
+#[must_use = "the request must be completed, and a returned buffer is the caller's again"]
+pub struct Started {
+    /// The request, or [`Request::EMPTY`] if the operation already completed.
+    pub request: Request,
+    /// The buffer, when the operation completed inside the call and the
+    /// caller has it back at once (EMPTY requests).
+    pub buf: Option<Buf>,
+}
+
+/// Blocking or not, for [`Engine::device_check`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckMode {
+    /// Progress once.
+    NonBlocking,
+    /// Progress; if nothing happened, arm the device.
+    Blocking,
+}
+
+/// What [`Engine::device_check`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// Something happened; request states may have changed.
+    Progressed,
+    /// Nothing happened (non-blocking mode).
+    Idle,
+    /// Nothing happened and the device is armed: sleep on `wait_fd`.
+    WouldBlock,
+}
+
+/// The owner of the OS wait: sleeps until an armed device may have events.
+pub trait Park {
+    /// Sleeps until `wait_fd` is readable, or some other wake-up (another
+    /// thread's completion, a cancel) occurs. Spurious returns are fine.
+    ///
+    /// # Errors
+    /// The wait failed, or (in simulation) can never end: a deadlock.
+    fn park(&mut self, wait_fd: Option<i32>) -> Result<()>;
+}
+
+/// A [`Park`] that returns at once: `wait` busy-polls.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SpinPark;
+
+impl Park for SpinPark {
+    fn park(&mut self, _wait_fd: Option<i32>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Counters readable at run time (MPI_T-style performance variables).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counters {
+    /// Eager messages sent.
+    pub eager_sent: u64,
+    /// Rendezvous messages sent, by protocol.
+    pub rndv_get_sent: u64,
+    /// See `rndv_get_sent`.
+    pub rndv_put_sent: u64,
+    /// See `rndv_get_sent`.
+    pub rndv_frag_sent: u64,
+    /// Payload bytes sent eagerly.
+    pub eager_bytes: u64,
+    /// Payload bytes sent by rendezvous.
+    pub rndv_bytes: u64,
+    /// Sends that completed inside their initiating call (REQUEST_EMPTY).
+    pub empty_returns: u64,
+    /// Packets received.
+    pub packets_in: u64,
+    /// Messages that arrived before a matching receive.
+    pub unexpected_arrivals: u64,
+    /// Receives currently posted.
+    pub posted_depth: u64,
+    /// Messages currently in the unexpected queue.
+    pub unexpected_depth: u64,
+    /// Queue entries examined while matching.
+    pub match_attempts: u64,
+    /// Times the device pushed back.
+    pub backpressure: u64,
+    /// Eager-sized sends that went by rendezvous for lack of credits.
+    pub credit_stalls: u64,
+    /// Ready-mode messages that found no posted receive.
+    pub ready_unmatched: u64,
+    /// Protocol violations detected from peers.
+    pub protocol_errors: u64,
+}
+
+/// Per-peer protocol state.
+#[derive(Debug)]
+pub(crate) struct Peer {
+    pub(crate) table: ProtocolTable,
+    /// Sequence number for the next matched packet (eager or RTS) we send.
+    pub(crate) send_seq: u32,
+    /// Sequence number the next matched packet from this peer must carry.
+    pub(crate) recv_seq: u32,
+    /// Eager credits we may still use towards this peer.
+    pub(crate) credits: u32,
+    /// Eager messages from this peer we consumed but have not yet credited.
+    pub(crate) to_return: u32,
+    /// Set once the peer died or violated the protocol.
+    pub(crate) failed: Option<Error>,
+}
+
+/// An arrived message nobody has matched yet (or one held by `mprobe`).
+#[derive(Debug)]
+pub(crate) struct Unexpected {
+    pub(crate) body: Body,
+}
+
+#[derive(Debug)]
+pub(crate) enum Body {
+    Eager { data: Buf, sync: Option<u64> },
+    Rts(Rts),
+}
+
+impl Unexpected {
+    pub(crate) fn len(&self) -> usize {
+        match &self.body {
+            Body::Eager { data, .. } => data.len(),
+            Body::Rts(r) => r.len as usize,
+        }
+    }
+}
+
+/// Everything but the device, so that the device can report into it
+/// (`State` is the [`Sink`](crate::device::Sink)).
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) rank: Rank,
+    pub(crate) size: u32,
+    pub(crate) config: Config,
+    pub(crate) peers: Vec<Peer>,
+    pub(crate) requests: Slab<Req>,
+    pub(crate) posted: PostedQueue<u64>,
+    pub(crate) unexpected: UnexpectedQueue<Unexpected>,
+    /// Messages taken by `mprobe`, waiting for `mrecv`.
+    pub(crate) messages: Slab<(crate::envelope::Envelope, Unexpected)>,
+    /// Probe requests waiting for an arrival.
+    pub(crate) probes: Vec<u64>,
+    pub(crate) outbox: VecDeque<Out>,
+    pub(crate) counters: Counters,
+    /// Bumped on every event that can change a request's state.
+    pub(crate) events: u64,
+    /// Rotating start for `testany` / `get_status_any` fairness.
+    pub(crate) fair: usize,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct Engine<D: Device> {
+    device: D,
+    st: State,
+    armed: bool,
+}
+
+impl<D: Device> Engine<D> {
+    /// An engine for `rank` of a job of `size` ranks, over `device`.
+    ///
+    /// The protocol table for every peer is built here, once, from the
+    /// device's caps for that peer and `config`.
+    ///
+    /// # Errors
+    /// [`UsageError::InvalidRank`] if `rank` is not in `0..size`.
+    pub fn new(rank: Rank, size: u32, device: D, config: Config) -> Result<Engine<D>> {
+        crate::envelope::check_dest(rank, size)?;
+        let peers = (0..size as Rank)
+            .map(|p| Peer {
+                table: ProtocolTable::new(device.caps(p), &config),
+                send_seq: 0,
+                recv_seq: 0,
+                credits: config.eager_credits,
+                to_return: 0,
+                failed: None,
+            })
+            .collect();
+        Ok(Engine {
+            device,
+            st: State {
+                rank,
+                size,
+                config,
+                peers,
+                requests: Slab::default(),
+                posted: PostedQueue::new(),
+                unexpected: UnexpectedQueue::new(),
+                messages: Slab::default(),
+                probes: Vec::new(),
+                outbox: VecDeque::new(),
+                counters: Counters::default(),
+                events: 0,
+                fair: 0,
+            },
+            armed: false,
+        })
+    }
+
+    /// This engine's rank.
+    pub fn rank(&self) -> Rank {
+        self.st.rank
+    }
+
+    /// The job size.
+    pub fn size(&self) -> u32 {
+        self.st.size
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.st.config
+    }
+
+    /// The protocol table chosen for `peer`.
+    ///
+    /// # Errors
+    /// [`UsageError::InvalidRank`] for a rank outside the job.
+    pub fn protocol_table(&self, peer: Rank) -> Result<&ProtocolTable> {
+        crate::envelope::check_dest(peer, self.st.size)?;
+        Ok(&self.st.peers[peer as usize].table)
+    }
+
+    /// The device.
+    pub fn device(&self) -> &D {
+        &self.device
+    }
+
+    /// The device, mutably (for device-specific controls).
+    pub fn device_mut(&mut self) -> &mut D {
+        &mut self.device
+    }
+
+    /// The fd to sleep on after [`Check::WouldBlock`].
+    pub fn wait_fd(&self) -> Option<i32> {
+        self.device.wait_fd()
+    }
+
+    /// A snapshot of the counters.
+    pub fn counters(&self) -> Counters {
+        let mut c = self.st.counters;
+        let p = self.st.posted.stats();
+        let u = self.st.unexpected.stats();
+        c.posted_depth = p.depth as u64;
+        c.unexpected_depth = u.depth as u64;
+        c.match_attempts = p.entries_examined + u.entries_examined;
+        c
+    }
+
+    /// Why `peer` was cut off (it died, or violated the protocol), if it was.
+    pub fn peer_error(&self, peer: Rank) -> Option<Error> {
+        usize::try_from(peer).ok().and_then(|p| self.st.peers.get(p)).and_then(|p| p.failed)
+    }
+
+    /// A monotone count of events that may have changed request states.
+    pub fn events(&self) -> u64 {
+        self.st.events
+    }
+
+    /// Live requests (for leak checks in tests and at finalize).
+    pub fn live_requests(&self) -> usize {
+        self.st.requests.len()
+    }
+
+    /// Runs the device's progress once and sends what the protocols queued.
+    /// Returns how many events happened. Never blocks.
+    ///
+    /// # Errors
+    /// A fatal device failure.
+    pub fn progress(&mut self) -> Result<usize> {
+        if self.armed {
+            self.device.disarm();
+            self.armed = false;
+        }
+        let before = self.st.events;
+        outbox::flush(&mut self.device, &mut self.st)?;
+        self.device.progress(&mut self.st)?;
+        outbox::flush(&mut self.device, &mut self.st)?;
+        Ok((self.st.events - before) as usize)
+    }
+
+    /// `MPID_DeviceCheck`: see the module docs.
+    ///
+    /// # Errors
+    /// A fatal device failure.
+    pub fn device_check(&mut self, mode: CheckMode) -> Result<Check> {
+        if self.progress()? > 0 {
+            return Ok(Check::Progressed);
+        }
+        if mode == CheckMode::NonBlocking {
+            return Ok(Check::Idle);
+        }
+        match self.device.arm()? {
+            Armed::Pending => {
+                self.device.disarm();
+                self.progress()?;
+                Ok(Check::Progressed)
+            }
+            Armed::Sleep => {
+                self.armed = true;
+                Ok(Check::WouldBlock)
+            }
+        }
+    }
+
+    /// Progress until `done` says stop, parking when the device would block.
+    fn block_until<P: Park>(
+        &mut self,
+        park: &mut P,
+        mut done: impl FnMut(&mut Self) -> Result<bool>,
+    ) -> Result<()> {
+        loop {
+            if done(self)? {
+                return Ok(());
+            }
+            if self.device_check(CheckMode::Blocking)? == Check::WouldBlock {
+                park.park(self.device.wait_fd())?;
+            }
+        }
+    }
+
+    fn check_rank_arg(&self, rank: Rank) -> Result<()> {
+        crate::envelope::check_dest(rank, self.st.size)
+    }
+}
+
+impl State {
+    /// Marks a request complete. Detached requests are freed here.
+    pub(crate) fn complete(&mut self, key: u64, status: Status) {
+        self.events += 1;
+        let Some(req) = self.requests.get_mut(key) else { return };
+        req.complete = true;
+        req.status = status;
+        req.op = Op::Idle;
+        if req.detached {
+            self.requests.remove(key);
+        }
+    }
+
+    /// Is `rank` a rank of this job?
+    pub(crate) fn valid_peer(&self, rank: Rank) -> bool {
+        rank >= 0 && (rank as u32) < self.size
+    }
+
+    pub(crate) fn stale() -> Error {
+        UsageError::StaleHandle.into()
+    }
+}

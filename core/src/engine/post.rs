@@ -1,0 +1,624 @@
+//! Starting operations: sends, receives, ARecv, probes, matched probes,
+//! persistent requests, cancel and free.
+//!
+//! Argument errors (a bad rank, a bad tag, a stale handle) are returned as
+//! `Err` before anything starts. Once an operation has started, failures
+//! complete its request with the error in the status and the buffer kept.
+
+use super::outbox::{self, Out};
+use super::request::{Kind, Op, Queued, Req, SendMode, Spec};
+use super::{Body, Engine, Started, State, Unexpected};
+use crate::buffer::Buf;
+use crate::device::{Device, MemHandle, Sent};
+use crate::envelope::{
+    check_recv_tag, check_send_tag, check_source, ContextId, Envelope, Pattern, Rank, Tag,
+    ANY_SOURCE, ANY_TAG, PROC_NULL,
+};
+use crate::error::{Error, Result, UsageError};
+use crate::handle::{Message, Request};
+use crate::protocol::Protocol;
+use crate::status::Status;
+use crate::wire::{Eager, Header, MAX_HEADER};
+
+/// The status of a receive from `PROC_NULL`.
+const PROC_NULL_STATUS: Status =
+    Status { source: PROC_NULL, tag: ANY_TAG, bytes: 0, error: None, cancelled: false };
+
+impl<D: Device> Engine<D> {
+    /// Starts a standard-mode send of `buf` to `dest`.
+    ///
+    /// An eager send that the device accepts at once completes inside this
+    /// call: the result is [`Request::EMPTY`] with the buffer handed straight
+    /// back, and no request object is allocated. Sends to `PROC_NULL` do the
+    /// same.
+    ///
+    /// # Errors
+    /// [`UsageError::InvalidRank`], [`UsageError::InvalidTag`],
+    /// [`UsageError::MessageTooLarge`], or a fatal device error.
+    pub fn isend(&mut self, dest: Rank, tag: Tag, context: ContextId, buf: Buf) -> Result<Started> {
+        self.isend_mode(dest, tag, context, buf, SendMode::Standard)
+    }
+
+    /// Starts a synchronous send: it completes only once a receive matched it.
+    ///
+    /// # Errors
+    /// As for [`Engine::isend`].
+    pub fn issend(&mut self, dest: Rank, tag: Tag, context: ContextId, buf: Buf) -> Result<Started> {
+        self.isend_mode(dest, tag, context, buf, SendMode::Synchronous)
+    }
+
+    /// Starts a ready-mode send (the receive must already be posted).
+    ///
+    /// # Errors
+    /// As for [`Engine::isend`].
+    pub fn irsend(&mut self, dest: Rank, tag: Tag, context: ContextId, buf: Buf) -> Result<Started> {
+        self.isend_mode(dest, tag, context, buf, SendMode::Ready)
+    }
+
+    /// Starts a send in any [`SendMode`].
+    ///
+    /// # Errors
+    /// As for [`Engine::isend`].
+    pub fn isend_mode(
+        &mut self,
+        dest: Rank,
+        tag: Tag,
+        context: ContextId,
+        buf: Buf,
+        mode: SendMode,
+    ) -> Result<Started> {
+        check_send_tag(tag)?;
+        if dest == PROC_NULL {
+            return Ok(Started { request: Request::EMPTY, buf: Some(buf) });
+        }
+        self.check_rank_arg(dest)?;
+        self.check_len(buf.len())?;
+        let spec = Spec { peer: dest, tag, context, mode };
+        let proto = self.st.choose_protocol(dest, buf.len());
+        let fast = proto == Protocol::Eager
+            && mode != SendMode::Synchronous
+            && self.st.outbox.is_empty()
+            && self.st.peers[dest as usize].failed.is_none();
+        if fast && self.try_eager_now(spec, &buf)? == Sent::Done {
+            self.st.counters.empty_returns += 1;
+            return Ok(Started { request: Request::EMPTY, buf: Some(buf) });
+        }
+        let len = buf.len();
+        let mut req = Req::new(Kind::Send, spec, Some(buf));
+        req.op = Op::SendQueued(Queued { proto, exposed: None, len });
+        let key = self.st.requests.insert(req);
+        self.st.outbox.push_back(Out::Send(key));
+        outbox::flush(&mut self.device, &mut self.st)?;
+        Ok(self.started(key))
+    }
+
+    /// The eager fast path: one device call, no request.
+    fn try_eager_now(&mut self, spec: Spec, buf: &Buf) -> Result<Sent> {
+        let dest = spec.peer;
+        let seq = self.st.peers[dest as usize].send_seq;
+        let header = Header::Eager(Eager { context: spec.context, tag: spec.tag, seq, sync: None });
+        let mut bytes = [0u8; MAX_HEADER];
+        let n = header.encode(&mut bytes);
+        match self.device.send(dest, &bytes[..n], buf.as_slice()) {
+            Ok(Sent::Done) => {
+                self.st.peers[dest as usize].send_seq = seq.wrapping_add(1);
+                self.st.counters.eager_sent += 1;
+                self.st.counters.eager_bytes += buf.len() as u64;
+                Ok(Sent::Done)
+            }
+            Ok(Sent::Busy) => {
+                self.st.counters.backpressure += 1;
+                Ok(Sent::Busy)
+            }
+            // Leave the failure to the queued path, which completes the
+            // request with the error and keeps the buffer.
+            Err(err) => {
+                if let Error::Peer(crate::PeerError::Died { rank }) = err {
+                    self.st.fail_peer(rank, err);
+                }
+                Ok(Sent::Busy)
+            }
+        }
+    }
+
+    /// Turns a fresh request into what the caller gets back: EMPTY if it
+    /// already completed cleanly (and is not persistent), else the handle.
+    fn started(&mut self, key: u64) -> Started {
+        let done = self.st.requests.get(key).is_some_and(|r| {
+            r.complete && !r.persistent && r.status.error.is_none() && r.kind == Kind::Send
+        });
+        if done {
+            let buf = self.st.requests.remove(key).and_then(|r| r.buf);
+            self.st.counters.empty_returns += 1;
+            return Started { request: Request::EMPTY, buf };
+        }
+        Started { request: Request(key), buf: None }
+    }
+
+    fn check_len(&self, len: usize) -> Result<()> {
+        let max = self.st.config.max_message;
+        if len > max {
+            return Err(UsageError::MessageTooLarge { len, max }.into());
+        }
+        Ok(())
+    }
+
+    /// Starts a receive into `buf` from `source` (or [`ANY_SOURCE`]) with
+    /// `tag` (or [`ANY_TAG`]).
+    ///
+    /// With [`Config::recv_may_be_empty`](crate::Config::recv_may_be_empty),
+    /// a receive that finds its message already here completes inside the
+    /// call and returns [`Request::EMPTY`] with the filled buffer (and no
+    /// status). Otherwise it always returns a real request.
+    ///
+    /// # Errors
+    /// [`UsageError::InvalidRank`] or [`UsageError::InvalidTag`].
+    pub fn irecv(&mut self, source: Rank, tag: Tag, context: ContextId, buf: Buf) -> Result<Started> {
+        self.post_recv(Kind::Recv, source, tag, context, Some(buf))
+    }
+
+    /// Starts a receive of a message of unknown size into a buffer the
+    /// library allocates (ARecv). On completion, [`Completion::buf`] is the
+    /// message, exactly its length. An unexpected eager message is handed
+    /// over in the buffer that already holds it (no copy); a rendezvous
+    /// message gets one allocation of exactly its size.
+    ///
+    /// [`Completion::buf`]: super::Completion::buf
+    ///
+    /// # Errors
+    /// As for [`Engine::irecv`].
+    pub fn iarecv(&mut self, source: Rank, tag: Tag, context: ContextId) -> Result<Started> {
+        self.post_recv(Kind::ARecv, source, tag, context, None)
+    }
+
+    /// A request that completes when a matching message is available, with
+    /// its status, and leaves the message to be received (a nonblocking
+    /// `probe` that can sit in `waitany` with other requests).
+    ///
+    /// # Errors
+    /// As for [`Engine::irecv`].
+    pub fn iprobe_request(&mut self, source: Rank, tag: Tag, context: ContextId) -> Result<Request> {
+        Ok(self.post_recv(Kind::Probe, source, tag, context, None)?.request)
+    }
+
+    /// A request that completes when a matching message is available and
+    /// takes it out of matching: [`Completion::message`] is its handle for
+    /// `imrecv` / `imarecv` (a request-based `mprobe`).
+    ///
+    /// [`Completion::message`]: super::Completion::message
+    ///
+    /// # Errors
+    /// As for [`Engine::irecv`].
+    pub fn improbe_request(&mut self, source: Rank, tag: Tag, context: ContextId) -> Result<Request> {
+        Ok(self.post_recv(Kind::MProbe, source, tag, context, None)?.request)
+    }
+
+    fn post_recv(
+        &mut self,
+        kind: Kind,
+        source: Rank,
+        tag: Tag,
+        context: ContextId,
+        buf: Option<Buf>,
+    ) -> Result<Started> {
+        let pattern = self.pattern(source, tag, context)?;
+        let spec = Spec { peer: source, tag, context, mode: SendMode::Standard };
+        let Some(pattern) = pattern else {
+            return Ok(self.proc_null_request(kind, spec, buf));
+        };
+        let key = self.st.requests.insert(Req::new(kind, spec, buf));
+        self.st.activate_recv(key, pattern);
+        outbox::flush(&mut self.device, &mut self.st)?;
+        Ok(self.recv_started(key))
+    }
+
+    /// EMPTY for a receive that completed cleanly inside the call, when the
+    /// configuration allows it; the buffer comes straight back.
+    fn recv_started(&mut self, key: u64) -> Started {
+        let allowed = self.st.config.recv_may_be_empty;
+        let done = allowed
+            && self.st.requests.get(key).is_some_and(|r| {
+                r.complete
+                    && !r.persistent
+                    && r.status.error.is_none()
+                    && matches!(r.kind, Kind::Recv | Kind::ARecv)
+            });
+        if done {
+            let buf = self.st.requests.remove(key).and_then(|r| r.buf);
+            return Started { request: Request::EMPTY, buf };
+        }
+        Started { request: Request(key), buf: None }
+    }
+
+    fn proc_null_request(&mut self, kind: Kind, spec: Spec, buf: Option<Buf>) -> Started {
+        if self.st.config.recv_may_be_empty && matches!(kind, Kind::Recv | Kind::ARecv) {
+            return Started { request: Request::EMPTY, buf: buf.or_else(|| Some(Buf::new())) };
+        }
+        let mut req = Req::new(kind, spec, buf);
+        if kind == Kind::ARecv {
+            req.buf = Some(Buf::new());
+        }
+        if kind == Kind::MProbe {
+            req.message = Some(Message::NO_PROC);
+        }
+        let key = self.st.requests.insert(req);
+        self.st.complete(key, PROC_NULL_STATUS);
+        Started { request: Request(key), buf: None }
+    }
+
+    /// Validates a receive selector; `None` means PROC_NULL.
+    fn pattern(&self, source: Rank, tag: Tag, context: ContextId) -> Result<Option<Pattern>> {
+        let tag = check_recv_tag(tag)?;
+        if source == PROC_NULL {
+            return Ok(None);
+        }
+        let source = check_source(source, self.st.size)?;
+        Ok(Some(Pattern { context, source, tag }))
+    }
+
+    /// `iprobe`: progresses once, then reports the first matching message
+    /// without receiving it.
+    ///
+    /// # Errors
+    /// Bad arguments, or a fatal device error.
+    pub fn iprobe(&mut self, source: Rank, tag: Tag, context: ContextId) -> Result<Option<Status>> {
+        let Some(pattern) = self.pattern(source, tag, context)? else {
+            return Ok(Some(PROC_NULL_STATUS));
+        };
+        self.progress()?;
+        Ok(self.st.unexpected.peek(&pattern).map(|(_, env, m)| {
+            super::incoming::arrival_status(env, m.len())
+        }))
+    }
+
+    /// `improbe`: progresses once, then takes the first matching message out
+    /// of matching. Receive it with [`Engine::imrecv`] or
+    /// [`Engine::imarecv`].
+    ///
+    /// # Errors
+    /// Bad arguments, or a fatal device error.
+    pub fn improbe(
+        &mut self,
+        source: Rank,
+        tag: Tag,
+        context: ContextId,
+    ) -> Result<Option<(Message, Status)>> {
+        let Some(pattern) = self.pattern(source, tag, context)? else {
+            return Ok(Some((Message::NO_PROC, PROC_NULL_STATUS)));
+        };
+        self.progress()?;
+        let Some((env, msg)) = self.st.unexpected.take(&pattern) else { return Ok(None) };
+        let status = super::incoming::arrival_status(env, msg.len());
+        let m = self.st.hold_message(env, msg);
+        outbox::flush(&mut self.device, &mut self.st)?;
+        Ok(Some((m, status)))
+    }
+
+    /// Receives a message taken by `improbe` into `buf`. The handle becomes
+    /// [`Message::NULL`].
+    ///
+    /// # Errors
+    /// [`UsageError::StaleHandle`] for a null, stale or already received
+    /// message.
+    pub fn imrecv(&mut self, message: &mut Message, buf: Buf) -> Result<Started> {
+        self.receive_message(Kind::Recv, message, Some(buf))
+    }
+
+    /// Receives a message taken by `improbe` into a library-allocated buffer
+    /// (ARecv from a message).
+    ///
+    /// # Errors
+    /// As for [`Engine::imrecv`].
+    pub fn imarecv(&mut self, message: &mut Message) -> Result<Started> {
+        self.receive_message(Kind::ARecv, message, None)
+    }
+
+    fn receive_message(
+        &mut self,
+        kind: Kind,
+        message: &mut Message,
+        buf: Option<Buf>,
+    ) -> Result<Started> {
+        let spec = Spec { peer: PROC_NULL, tag: ANY_TAG, context: 0, mode: SendMode::Standard };
+        if message.is_no_proc() {
+            *message = Message::NULL;
+            return Ok(self.proc_null_request(kind, spec, buf));
+        }
+        let (env, msg) = self.st.messages.remove(message.0).ok_or_else(State::stale)?;
+        *message = Message::NULL;
+        let spec = Spec { peer: env.source, tag: env.tag, context: env.context, ..spec };
+        let key = self.st.requests.insert(Req::new(kind, spec, buf));
+        match msg.body {
+            // Credits and the sync ack were settled when the message was taken.
+            Body::Eager { data, .. } => self.st.land_eager(key, env, data),
+            Body::Rts(r) => self.st.match_rts(key, env, r),
+        }
+        outbox::flush(&mut self.device, &mut self.st)?;
+        Ok(self.recv_started(key))
+    }
+
+    /// A persistent send (`MPI_Send_init`): inactive until [`Engine::start`].
+    /// The request keeps `buf` between starts; reach it with
+    /// [`Engine::persistent_buf_mut`] while inactive.
+    ///
+    /// # Errors
+    /// As for [`Engine::isend`].
+    pub fn send_init(
+        &mut self,
+        dest: Rank,
+        tag: Tag,
+        context: ContextId,
+        buf: Buf,
+        mode: SendMode,
+    ) -> Result<Request> {
+        check_send_tag(tag)?;
+        if dest != PROC_NULL {
+            self.check_rank_arg(dest)?;
+        }
+        self.check_len(buf.len())?;
+        let spec = Spec { peer: dest, tag, context, mode };
+        Ok(self.persistent(Kind::Send, spec, buf))
+    }
+
+    /// A persistent receive (`MPI_Recv_init`).
+    ///
+    /// # Errors
+    /// As for [`Engine::irecv`].
+    pub fn recv_init(&mut self, source: Rank, tag: Tag, context: ContextId, buf: Buf) -> Result<Request> {
+        self.pattern(source, tag, context)?;
+        let spec = Spec { peer: source, tag, context, mode: SendMode::Standard };
+        Ok(self.persistent(Kind::Recv, spec, buf))
+    }
+
+    fn persistent(&mut self, kind: Kind, spec: Spec, buf: Buf) -> Request {
+        let mut req = Req::new(kind, spec, Some(buf));
+        req.persistent = true;
+        req.active = false;
+        req.complete = true;
+        Request(self.st.requests.insert(req))
+    }
+
+    /// Starts an inactive persistent request.
+    ///
+    /// # Errors
+    /// [`UsageError::StaleHandle`], [`UsageError::WrongRequestKind`] for a
+    /// non-persistent request, [`UsageError::RequestActive`] if it is active.
+    pub fn start(&mut self, request: &Request) -> Result<()> {
+        let key = request.0;
+        let req = self.st.requests.get_mut(key).ok_or_else(State::stale)?;
+        if !req.persistent {
+            return Err(UsageError::WrongRequestKind("start needs a persistent request").into());
+        }
+        if req.active {
+            return Err(UsageError::RequestActive.into());
+        }
+        req.active = true;
+        req.complete = false;
+        req.status = Status::EMPTY;
+        let spec = req.spec;
+        if spec.peer == PROC_NULL {
+            let status = if req.kind == Kind::Send { Status::EMPTY } else { PROC_NULL_STATUS };
+            self.st.complete(key, status);
+            return Ok(());
+        }
+        if req.kind == Kind::Send {
+            let len = req.buf.as_ref().map_or(0, Buf::len);
+            let proto = self.st.choose_protocol(spec.peer, len);
+            if let Some(req) = self.st.requests.get_mut(key) {
+                req.op = Op::SendQueued(Queued { proto, exposed: None, len });
+            }
+            self.st.outbox.push_back(Out::Send(key));
+        } else {
+            let pattern = pattern_of(req);
+            self.st.activate_recv(key, pattern);
+        }
+        outbox::flush(&mut self.device, &mut self.st)
+    }
+
+    /// Starts several persistent requests (`MPI_Startall`). All are checked
+    /// before any is started.
+    ///
+    /// # Errors
+    /// As for [`Engine::start`].
+    pub fn startall(&mut self, requests: &[Request]) -> Result<()> {
+        for r in requests {
+            let req = self.st.requests.get(r.0).ok_or_else(State::stale)?;
+            if !req.persistent {
+                return Err(UsageError::WrongRequestKind("start needs a persistent request").into());
+            }
+            if req.active {
+                return Err(UsageError::RequestActive.into());
+            }
+        }
+        requests.iter().try_for_each(|r| self.start(r))
+    }
+
+    /// The buffer of an inactive persistent request.
+    ///
+    /// # Errors
+    /// [`UsageError::StaleHandle`], [`UsageError::WrongRequestKind`],
+    /// [`UsageError::RequestActive`] while the request is active.
+    pub fn persistent_buf(&self, request: &Request) -> Result<&Buf> {
+        let req = self.st.requests.get(request.0).ok_or_else(State::stale)?;
+        check_inactive_persistent(req)?;
+        req.buf.as_ref().ok_or(Error::Internal("persistent request without a buffer"))
+    }
+
+    /// The buffer of an inactive persistent request, writable.
+    ///
+    /// # Errors
+    /// As for [`Engine::persistent_buf`].
+    pub fn persistent_buf_mut(&mut self, request: &Request) -> Result<&mut Buf> {
+        let req = self.st.requests.get_mut(request.0).ok_or_else(State::stale)?;
+        check_inactive_persistent(req)?;
+        req.buf.as_mut().ok_or(Error::Internal("persistent request without a buffer"))
+    }
+
+    /// Cancels a receive (or probe request) that has not matched yet; it then
+    /// completes with `status.cancelled`. A request that already matched, a
+    /// send, or a completed request is left alone, and its status reports
+    /// `cancelled == false` (MPI semantics).
+    ///
+    /// # Errors
+    /// [`UsageError::StaleHandle`].
+    pub fn cancel(&mut self, request: &Request) -> Result<()> {
+        if request.is_null() || request.is_empty() {
+            return Ok(());
+        }
+        let key = request.0;
+        let req = self.st.requests.get(key).ok_or_else(State::stale)?;
+        let cancelled = match req.op {
+            Op::Posted { key: pk } => self.st.posted.remove(pk).is_some(),
+            Op::Probing => {
+                self.st.probes.retain(|&k| k != key);
+                true
+            }
+            _ => false,
+        };
+        if cancelled {
+            self.st.complete(key, Status { cancelled: true, ..Status::EMPTY });
+        }
+        Ok(())
+    }
+
+    /// Frees a request (`MPI_Request_free`): a complete or inactive one at
+    /// once, a pending one when it completes. The handle becomes NULL.
+    ///
+    /// # Errors
+    /// [`UsageError::StaleHandle`] for a null, stale or already freed handle.
+    pub fn free(&mut self, request: &mut Request) -> Result<()> {
+        if request.is_empty() {
+            *request = Request::NULL;
+            return Ok(());
+        }
+        let key = request.0;
+        let req = self.st.requests.get_mut(key).ok_or_else(State::stale)?;
+        if req.complete || !req.active {
+            self.st.requests.remove(key);
+        } else {
+            req.detached = true;
+            req.persistent = false;
+        }
+        *request = Request::NULL;
+        Ok(())
+    }
+
+    /// A request of the generic kind, completed by its owner (a collective
+    /// schedule) with [`Engine::complete_generic`]. It mixes with every
+    /// completion call.
+    pub fn generic_request(&mut self) -> Request {
+        let spec = Spec { peer: PROC_NULL, tag: ANY_TAG, context: 0, mode: SendMode::Standard };
+        Request(self.st.requests.insert(Req::new(Kind::Generic, spec, None)))
+    }
+
+    /// Completes a generic request with `status` (and optionally a buffer
+    /// the completion hands over).
+    ///
+    /// # Errors
+    /// [`UsageError::StaleHandle`], or [`UsageError::WrongRequestKind`] for
+    /// a request that is not generic.
+    pub fn complete_generic(&mut self, request: &Request, status: Status, buf: Option<Buf>) -> Result<()> {
+        let req = self.st.requests.get_mut(request.0).ok_or_else(State::stale)?;
+        if req.kind != Kind::Generic || req.complete {
+            return Err(UsageError::WrongRequestKind("not a pending generic request").into());
+        }
+        req.buf = buf;
+        self.st.complete(request.0, status);
+        Ok(())
+    }
+}
+
+fn check_inactive_persistent(req: &Req) -> Result<()> {
+    if !req.persistent {
+        return Err(UsageError::WrongRequestKind("not a persistent request").into());
+    }
+    if req.active {
+        return Err(UsageError::RequestActive.into());
+    }
+    Ok(())
+}
+
+/// The matching pattern of a receive-like request.
+pub(crate) fn pattern_of(req: &Req) -> Pattern {
+    let s = req.spec;
+    Pattern {
+        context: s.context,
+        source: (s.peer != ANY_SOURCE).then_some(s.peer),
+        tag: (s.tag != ANY_TAG).then_some(s.tag),
+    }
+}
+
+/// The registration a pending request holds, if any.
+pub(crate) fn registered_mem(op: &Op) -> Option<MemHandle> {
+    use super::request::{RndvRecv, RndvSend};
+    match op {
+        Op::SendQueued(q) => q.exposed.map(|(m, _)| m),
+        Op::RndvSend(RndvSend::AwaitFin(w)) => Some(w.mem),
+        Op::RndvSend(RndvSend::Putting(p)) => p.mem,
+        Op::RndvRecv(RndvRecv::Getting(g)) => g.mem,
+        Op::RndvRecv(RndvRecv::AwaitPutFin(w)) => w.mem,
+        _ => None,
+    }
+}
+
+impl State {
+    /// Chooses the protocol for a send and takes an eager credit for it.
+    pub(crate) fn choose_protocol(&mut self, dest: Rank, len: usize) -> Protocol {
+        let peer = &mut self.peers[dest as usize];
+        let credit = peer.credits > 0;
+        let proto = peer.table.select(len, credit);
+        if proto == Protocol::Eager {
+            peer.credits -= 1;
+        } else if !credit && len <= peer.table.eager_max {
+            self.counters.credit_stalls += 1;
+        }
+        proto
+    }
+
+    /// Matches a (new or restarted) receive-like request against the
+    /// unexpected queue, or posts it.
+    pub(crate) fn activate_recv(&mut self, key: u64, pattern: Pattern) {
+        let Some(req) = self.requests.get(key) else { return };
+        if let Some(source) = pattern.source {
+            if let Some(err) = self.peers[source as usize].failed {
+                return self.complete(key, Status { error: Some(err), ..Status::EMPTY });
+            }
+        }
+        if req.kind == Kind::Probe {
+            if let Some((_, env, m)) = self.unexpected.peek(&pattern) {
+                let status = super::incoming::arrival_status(env, m.len());
+                return self.complete(key, status);
+            }
+            if let Some(req) = self.requests.get_mut(key) {
+                req.op = Op::Probing;
+            }
+            return self.probes.push(key);
+        }
+        match self.unexpected.take(&pattern) {
+            Some((env, Unexpected { body: Body::Eager { data, sync } })) => {
+                self.deliver_eager(key, env, data, sync)
+            }
+            Some((env, Unexpected { body: Body::Rts(r) })) => self.match_rts(key, env, r),
+            None => {
+                let pk = self.posted.post(pattern, key);
+                if let Some(req) = self.requests.get_mut(key) {
+                    req.op = Op::Posted { key: pk };
+                }
+            }
+        }
+    }
+
+    /// Holds a message taken by `improbe`; settles its credit and sync ack,
+    /// since taking it is its match.
+    pub(crate) fn hold_message(&mut self, env: Envelope, mut msg: Unexpected) -> Message {
+        if let Body::Eager { sync, .. } = &mut msg.body {
+            let sync = sync.take();
+            self.consumed_eager(env.source);
+            if let Some(request) = sync {
+                let header = Header::SyncAck { request };
+                self.outbox.push_back(Out::Ctrl { peer: env.source, header });
+            }
+        }
+        Message(self.messages.insert((env, msg)))
+    }
+}
