@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# ci/test.sh — the README's test command: everything CI checks, runnable by a person.
+#
+# Installs what it needs, then runs, in order:
+#   1. rustfmt and clippy (-D warnings) over the whole workspace;
+#   2. every test: unit, integration (simulation, proptest), doc tests;
+#   3. the long stress tests that are #[ignore]d in a normal `cargo test`;
+#   4. a smoke run of the criterion benches (tiny measurement time), so they never rot.
+#
+# Env: FERRY_CI_SKIP_BENCH=1 skips step 4; CARGO_TARGET_DIR is honoured.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "toolchain"
+# Default features need nothing but Rust. The device issues (shm, ofi, verbs)
+# add their system packages here (apt-get), so a fresh Debian machine works.
+for tool in cargo rustfmt cargo-clippy; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: install it with rustup" >&2; exit 1; }
+done
+cargo --version
+
+step "format"
+cargo fmt --all -- --check
+
+step "clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests"
+cargo test --workspace --locked
+
+step "stress tests (ignored by default)"
+cargo test --workspace --locked --release -- --ignored
+
+if [ "${FERRY_CI_SKIP_BENCH:-0}" != 1 ]; then
+  step "bench smoke run"
+  cargo bench -p ferry-bench --locked -- --warm-up-time 0.05 --measurement-time 0.1 --sample-size 10
+fi
+
+step "ci/test.sh passed"
