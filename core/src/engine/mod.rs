@@ -15,7 +15,9 @@
 //!   `WouldBlock`.
 //!
 //! The **no-lost-wakeup rule**: an engine reports `WouldBlock` only after
-//! `progress` found nothing *and* `arm` found nothing pending; from then on
+//! `progress` found nothing, its outbox is empty (work a device pushed back
+//! is retried by polling, never slept on), *and* `arm` found nothing
+//! pending; from then on
 //! the device guarantees its fd (or wake flag) fires for any new event. So
 //! an event that arrives between the last progress and the sleep is either
 //! seen by `arm` (no sleep) or wakes the sleeper. The simulation tests
@@ -360,7 +362,9 @@ impl<D: Device> Engine<D> {
         if self.progress()? > 0 {
             return Ok(Check::Progressed);
         }
-        if mode == CheckMode::NonBlocking {
+        // Work a device pushed back must be retried by polling: devices do not
+        // signal freed resources (a ring slot, a credit) through the wait fd.
+        if mode == CheckMode::NonBlocking || !self.st.outbox.is_empty() {
             return Ok(Check::Idle);
         }
         match self.device.arm()? {
