@@ -39,7 +39,9 @@ pub struct Config {
     /// complete inside the initiating call (the proposal's
     /// `mpi_recv_req_may_be_empty`); their status is then lost.
     pub recv_may_be_empty: bool,
-    /// Largest message the engine accepts.
+    /// Largest message the engine sends or accepts. It also bounds what a
+    /// peer's rendezvous header can make an ARecv allocate: a larger RTS is
+    /// a protocol violation.
     pub max_message: usize,
 }
 
@@ -52,7 +54,7 @@ impl Default for Config {
             fragment_size: 64 * 1024,
             eager_credits: 64,
             recv_may_be_empty: false,
-            max_message: isize::MAX as usize,
+            max_message: 1 << 30,
         }
     }
 }
