@@ -5,9 +5,11 @@
 #   1. rustfmt and clippy (-D warnings) over the whole workspace;
 #   2. every test: unit, integration (simulation, proptest), doc tests;
 #   3. the long stress tests that are #[ignore]d in a normal `cargo test`;
-#   4. a smoke run of the criterion benches (tiny measurement time), so they never rot.
+#   4. a short fuzz run of every decoder of peer-supplied bytes (cargo fuzz);
+#   5. a smoke run of the criterion benches (tiny measurement time), so they never rot.
 #
-# Env: FERRY_CI_SKIP_BENCH=1 skips step 4; CARGO_TARGET_DIR is honoured.
+# Env: FERRY_CI_SKIP_FUZZ=1 / FERRY_CI_SKIP_BENCH=1 skip steps 4 / 5;
+# FERRY_FUZZ_SECONDS sets the time per fuzz target (default 30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +34,15 @@ cargo test --workspace --locked
 
 step "stress tests (ignored by default)"
 cargo test --workspace --locked --release -- --ignored
+
+if [ "${FERRY_CI_SKIP_FUZZ:-0}" != 1 ]; then
+  step "fuzz smoke run (every decoder of peer-supplied bytes)"
+  # cargo fuzz works on the stable toolchain without a sanitizer (-s none).
+  command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+  for target in wire_header engine_packets; do
+    (cd fuzz && cargo fuzz run "$target" -s none -- -max_total_time="${FERRY_FUZZ_SECONDS:-30}" -rss_limit_mb=4096)
+  done
+fi
 
 if [ "${FERRY_CI_SKIP_BENCH:-0}" != 1 ]; then
   step "bench smoke run"
