@@ -19,15 +19,44 @@ fn posted_match(c: &mut Criterion) {
         for depth in DEPTHS {
             let mut q = PostedQueue::new();
             for tag in 0..depth as i32 {
-                q.post(Pattern { context: 0, source: Some(1), tag: Some(tag + 1) }, tag as u64);
+                q.post(
+                    Pattern {
+                        context: 0,
+                        source: Some(1),
+                        tag: Some(tag + 1),
+                    },
+                    tag as u64,
+                );
             }
             if wildcards {
-                q.post(Pattern { context: 0, source: None, tag: Some(999_999) }, 0);
-                q.post(Pattern { context: 0, source: Some(2), tag: None }, 0);
+                q.post(
+                    Pattern {
+                        context: 0,
+                        source: None,
+                        tag: Some(999_999),
+                    },
+                    0,
+                );
+                q.post(
+                    Pattern {
+                        context: 0,
+                        source: Some(2),
+                        tag: None,
+                    },
+                    0,
+                );
             }
             let id = BenchmarkId::new(if wildcards { "with_wildcards" } else { "exact" }, depth);
-            let hit = Pattern { context: 0, source: Some(1), tag: Some(0) };
-            let env = Envelope { source: 1, tag: 0, context: 0 };
+            let hit = Pattern {
+                context: 0,
+                source: Some(1),
+                tag: Some(0),
+            };
+            let env = Envelope {
+                source: 1,
+                tag: 0,
+                context: 0,
+            };
             group.bench_function(id, |b| {
                 b.iter(|| {
                     q.post(hit, 7);
@@ -45,10 +74,25 @@ fn unexpected_match(c: &mut Criterion) {
     for depth in DEPTHS {
         let mut q = UnexpectedQueue::new();
         for tag in 0..depth as i32 {
-            q.push(Envelope { source: 1, tag: tag + 1, context: 0 }, ());
+            q.push(
+                Envelope {
+                    source: 1,
+                    tag: tag + 1,
+                    context: 0,
+                },
+                (),
+            );
         }
-        let env = Envelope { source: 1, tag: 0, context: 0 };
-        let pattern = Pattern { context: 0, source: Some(1), tag: Some(0) };
+        let env = Envelope {
+            source: 1,
+            tag: 0,
+            context: 0,
+        };
+        let pattern = Pattern {
+            context: 0,
+            source: Some(1),
+            tag: Some(0),
+        };
         group.bench_function(BenchmarkId::from_parameter(depth), |b| {
             b.iter(|| {
                 q.push(env, ());
@@ -96,5 +140,11 @@ fn protocol_step(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, posted_match, unexpected_match, request_lifecycle, protocol_step);
+criterion_group!(
+    benches,
+    posted_match,
+    unexpected_match,
+    request_lifecycle,
+    protocol_step
+);
 criterion_main!(benches);

@@ -15,8 +15,12 @@ fn round_trips(sim: &mut Sim, size: usize, iters: usize) -> Result<f64> {
     let mut pong = Some(Buf::zeroed(size)?);
     let start = Instant::now();
     for _ in 0..iters {
-        let recv1 = sim.engine(1).irecv(0, 1, 0, pong.take().unwrap_or_default())?;
-        let send0 = sim.engine(0).isend(1, 1, 0, ping.take().unwrap_or_default())?;
+        let recv1 = sim
+            .engine(1)
+            .irecv(0, 1, 0, pong.take().unwrap_or_default())?;
+        let send0 = sim
+            .engine(0)
+            .isend(1, 1, 0, ping.take().unwrap_or_default())?;
         let got = sim.wait(1, &mut { recv1.request })?;
         let back = got.buf.unwrap_or_default();
         let ping_back = reclaim(sim, 0, send0)?;
@@ -38,17 +42,27 @@ fn reclaim(sim: &mut Sim, rank: i32, started: ferry_core::Started) -> Result<Buf
 }
 
 fn main() -> Result<()> {
-    let iters: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(20_000);
+    let iters: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(20_000);
     let config = Config::default();
     println!("# ferry engine ping-pong, 2 ranks over the simulated network (no transport)");
-    println!("# eager up to {} B, rendezvous-get above", config.eager_limit);
+    println!(
+        "# eager up to {} B, rendezvous-get above",
+        config.eager_limit
+    );
     println!("# {:>9} {:>14} {:>10}", "size", "one-way (us)", "protocol");
     for size in [0usize, 8, 64, 1024, 8192, 65536, 1 << 20] {
         let mut sim = Sim::new(NetConfig::new(2).with_delay(0, 0), config.clone());
         let n = if size >= 65536 { iters / 20 } else { iters }.max(10);
         round_trips(&mut sim, size, n / 10)?;
         let us = round_trips(&mut sim, size, n)?;
-        let proto = if size <= config.eager_limit { "eager" } else { "rndv-get" };
+        let proto = if size <= config.eager_limit {
+            "eager"
+        } else {
+            "rndv-get"
+        };
         println!("{size:>11} {us:>14.3} {proto:>10}");
     }
     Ok(())

@@ -60,13 +60,19 @@ pub struct Buf {
 impl Buf {
     /// An empty buffer (no allocation).
     pub const fn new() -> Buf {
-        Buf { repr: Repr::Vec(Vec::new()), len: 0 }
+        Buf {
+            repr: Repr::Vec(Vec::new()),
+            len: 0,
+        }
     }
 
     /// Wraps a vector; `len()` is the vector's length.
     pub fn from_vec(v: Vec<u8>) -> Buf {
         let len = v.len();
-        Buf { repr: Repr::Vec(v), len }
+        Buf {
+            repr: Repr::Vec(v),
+            len,
+        }
     }
 
     /// A zeroed buffer of `len` bytes.
@@ -97,14 +103,20 @@ impl Buf {
     /// Wraps any storage; `len()` is the storage's full length.
     pub fn from_storage(s: Box<dyn ByteStorage>) -> Buf {
         let len = s.bytes().len();
-        Buf { repr: Repr::Storage(s), len }
+        Buf {
+            repr: Repr::Storage(s),
+            len,
+        }
     }
 
     /// Wraps storage of which only the first `len` bytes are meaningful.
     /// `len` is clamped to the storage's length.
     pub fn from_storage_with_len(s: Box<dyn ByteStorage>, len: usize) -> Buf {
         let len = len.min(s.bytes().len());
-        Buf { repr: Repr::Storage(s), len }
+        Buf {
+            repr: Repr::Storage(s),
+            len,
+        }
     }
 
     /// The number of meaningful bytes.
@@ -164,7 +176,10 @@ impl Buf {
                 v.truncate(self.len);
                 Ok(v)
             }
-            repr => Err(Buf { repr, len: self.len }),
+            repr => Err(Buf {
+                repr,
+                len: self.len,
+            }),
         }
     }
 
@@ -175,7 +190,10 @@ impl Buf {
     pub fn into_storage(self) -> Result<Box<dyn ByteStorage>, Buf> {
         match self.repr {
             Repr::Storage(s) => Ok(s),
-            repr => Err(Buf { repr, len: self.len }),
+            repr => Err(Buf {
+                repr,
+                len: self.len,
+            }),
         }
     }
 
@@ -253,6 +271,9 @@ mod tests {
     #[test]
     fn huge_allocation_is_an_error_not_an_abort() {
         let err = Buf::zeroed(usize::MAX / 2).unwrap_err();
-        assert!(matches!(err, crate::Error::Usage(crate::UsageError::OutOfMemory { .. })));
+        assert!(matches!(
+            err,
+            crate::Error::Usage(crate::UsageError::OutOfMemory { .. })
+        ));
     }
 }

@@ -186,8 +186,11 @@ pub trait Device {
     /// # Errors
     /// Gives the buffer back with the reason.
     #[allow(clippy::result_large_err)]
-    fn register(&mut self, buf: Buf, access: Access)
-        -> Result<(MemHandle, RemoteKey), (Error, Buf)>;
+    fn register(
+        &mut self,
+        buf: Buf,
+        access: Access,
+    ) -> Result<(MemHandle, RemoteKey), (Error, Buf)>;
 
     /// Ends a registration and returns its buffer (`None` for an unknown
     /// handle).

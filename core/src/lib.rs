@@ -64,7 +64,9 @@ pub use engine::{
     Any, Check, CheckMode, Completion, Counters, Engine, Outcount, Park, SendMode, SpinPark,
     Started, StatusAny,
 };
-pub use envelope::{ContextId, Envelope, Pattern, Rank, Tag, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
+pub use envelope::{
+    ContextId, Envelope, Pattern, Rank, Tag, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB,
+};
 pub use error::{DeviceError, Error, Fault, PeerError, Result, UsageError};
 pub use handle::{Message, Request};
 pub use status::Status;

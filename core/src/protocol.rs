@@ -81,19 +81,30 @@ mod tests {
 
     #[test]
     fn sizes_on_both_sides_of_each_threshold() {
-        let config = Config { eager_limit: 1024, rdma_threshold: 65536, ..Config::default() };
+        let config = Config {
+            eager_limit: 1024,
+            rdma_threshold: 65536,
+            ..Config::default()
+        };
         let t = ProtocolTable::new(&caps(true, true), &config);
         assert_eq!(t.select(0, true), Protocol::Eager);
         assert_eq!(t.select(1024, true), Protocol::Eager);
         assert_eq!(t.select(1025, true), Protocol::Fragmented);
         assert_eq!(t.select(65535, true), Protocol::Fragmented);
         assert_eq!(t.select(65536, true), Protocol::RndvGet);
-        assert_eq!(t.select(8, false), Protocol::Fragmented, "no credit forces rendezvous");
+        assert_eq!(
+            t.select(8, false),
+            Protocol::Fragmented,
+            "no credit forces rendezvous"
+        );
     }
 
     #[test]
     fn eager_limit_is_clamped_to_the_device() {
-        let config = Config { eager_limit: 1 << 20, ..Config::default() };
+        let config = Config {
+            eager_limit: 1 << 20,
+            ..Config::default()
+        };
         let t = ProtocolTable::new(&caps(false, false), &config);
         assert_eq!(t.eager_max, 4096);
         assert_eq!(t.select(1 << 20, true), Protocol::Fragmented);
@@ -102,10 +113,22 @@ mod tests {
 
     #[test]
     fn mode_falls_back_to_what_the_device_has() {
-        let put = Config { rndv_mode: RndvMode::Put, ..Config::default() };
-        assert_eq!(ProtocolTable::new(&caps(true, true), &put).rdma, Protocol::RndvPut);
-        assert_eq!(ProtocolTable::new(&caps(true, false), &put).rdma, Protocol::Fragmented);
+        let put = Config {
+            rndv_mode: RndvMode::Put,
+            ..Config::default()
+        };
+        assert_eq!(
+            ProtocolTable::new(&caps(true, true), &put).rdma,
+            Protocol::RndvPut
+        );
+        assert_eq!(
+            ProtocolTable::new(&caps(true, false), &put).rdma,
+            Protocol::Fragmented
+        );
         let auto = Config::default();
-        assert_eq!(ProtocolTable::new(&caps(false, true), &auto).rdma, Protocol::RndvPut);
+        assert_eq!(
+            ProtocolTable::new(&caps(false, true), &auto).rdma,
+            Protocol::RndvPut
+        );
     }
 }

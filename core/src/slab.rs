@@ -23,7 +23,11 @@ pub(crate) struct Slab<T> {
 
 impl<T> Default for Slab<T> {
     fn default() -> Self {
-        Slab { slots: Vec::new(), free: Vec::new(), len: 0 }
+        Slab {
+            slots: Vec::new(),
+            free: Vec::new(),
+            len: 0,
+        }
     }
 }
 
@@ -37,14 +41,19 @@ impl<T> Slab<T> {
             return pack(index, slot.generation);
         }
         let index = u32::try_from(self.slots.len()).expect("slab exceeds u32::MAX entries");
-        self.slots.push(Slot { generation: 1, value: Some(value) });
+        self.slots.push(Slot {
+            generation: 1,
+            value: Some(value),
+        });
         pack(index, 1)
     }
 
     #[inline]
     fn slot(&self, key: u64) -> Option<&Slot<T>> {
         let (index, generation) = unpack(key);
-        self.slots.get(index as usize).filter(|s| s.generation == generation)
+        self.slots
+            .get(index as usize)
+            .filter(|s| s.generation == generation)
     }
 
     #[inline]

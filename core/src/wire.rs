@@ -179,7 +179,10 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn take<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
-        let (head, rest) = self.bytes.split_first_chunk::<N>().ok_or("header too short")?;
+        let (head, rest) = self
+            .bytes
+            .split_first_chunk::<N>()
+            .ok_or("header too short")?;
         self.bytes = rest;
         Ok(*head)
     }
@@ -196,7 +199,10 @@ impl Reader<'_> {
         if !present {
             return Ok(None);
         }
-        Ok(Some(RemoteKey { addr: self.u64()?, key: self.u64()? }))
+        Ok(Some(RemoteKey {
+            addr: self.u64()?,
+            key: self.u64()?,
+        }))
     }
     fn finish(self) -> Result<(), DecodeError> {
         if self.bytes.is_empty() {
@@ -299,7 +305,11 @@ impl Header {
                 context: r.u32()?,
                 tag: r.i32()?,
                 seq: r.u32()?,
-                sync: if flags & flag::SYNC != 0 { Some(r.u64()?) } else { None },
+                sync: if flags & flag::SYNC != 0 {
+                    Some(r.u64()?)
+                } else {
+                    None
+                },
             }),
             K_RTS => Header::Rts(Rts {
                 context: r.u32()?,
@@ -318,8 +328,14 @@ impl Header {
                 len: r.u64()?,
                 key: r.key(flags & flag::KEY != 0)?,
             }),
-            K_FRAG => Header::Frag(Frag { receiver: r.u64()?, offset: r.u64()? }),
-            K_FIN => Header::Fin { request: r.u64()?, failed: flags & flag::FAILED != 0 },
+            K_FRAG => Header::Frag(Frag {
+                receiver: r.u64()?,
+                offset: r.u64()?,
+            }),
+            K_FIN => Header::Fin {
+                request: r.u64()?,
+                failed: flags & flag::FAILED != 0,
+            },
             K_SYNC_ACK => Header::SyncAck { request: r.u64()? },
             K_CREDIT => Header::Credit { credits: r.u32()? },
             _ => return Err("unknown header kind"),
@@ -355,9 +371,22 @@ mod tests {
 
     #[test]
     fn every_kind_roundtrips() {
-        let key = Some(RemoteKey { addr: 0xdead_beef, key: 42 });
-        roundtrip(Header::Eager(Eager { context: 3, tag: 7, seq: 9, sync: None }));
-        roundtrip(Header::Eager(Eager { context: 3, tag: 7, seq: 9, sync: Some(77) }));
+        let key = Some(RemoteKey {
+            addr: 0xdead_beef,
+            key: 42,
+        });
+        roundtrip(Header::Eager(Eager {
+            context: 3,
+            tag: 7,
+            seq: 9,
+            sync: None,
+        }));
+        roundtrip(Header::Eager(Eager {
+            context: 3,
+            tag: 7,
+            seq: 9,
+            sync: Some(77),
+        }));
         for (key, sync, ready, put) in [(None, false, false, true), (key, true, true, false)] {
             roundtrip(Header::Rts(Rts {
                 context: 1,
@@ -371,11 +400,30 @@ mod tests {
                 put,
             }));
         }
-        roundtrip(Header::Cts(Cts { sender: 1, receiver: 2, len: 3, key }));
-        roundtrip(Header::Cts(Cts { sender: 1, receiver: 2, len: 3, key: None }));
-        roundtrip(Header::Frag(Frag { receiver: 1, offset: 4096 }));
-        roundtrip(Header::Fin { request: 9, failed: false });
-        roundtrip(Header::Fin { request: 9, failed: true });
+        roundtrip(Header::Cts(Cts {
+            sender: 1,
+            receiver: 2,
+            len: 3,
+            key,
+        }));
+        roundtrip(Header::Cts(Cts {
+            sender: 1,
+            receiver: 2,
+            len: 3,
+            key: None,
+        }));
+        roundtrip(Header::Frag(Frag {
+            receiver: 1,
+            offset: 4096,
+        }));
+        roundtrip(Header::Fin {
+            request: 9,
+            failed: false,
+        });
+        roundtrip(Header::Fin {
+            request: 9,
+            failed: true,
+        });
         roundtrip(Header::SyncAck { request: 9 });
         roundtrip(Header::Credit { credits: 32 });
     }
@@ -388,7 +436,13 @@ mod tests {
         let bad_flags = Header::decode(&[K_FIN, flag::SYNC]);
         assert_eq!(bad_flags, Err("flags not valid for this header kind"));
         let mut buf = [0u8; MAX_HEADER];
-        let n = Header::Eager(Eager { context: 0, tag: 0, seq: 0, sync: None }).encode(&mut buf);
+        let n = Header::Eager(Eager {
+            context: 0,
+            tag: 0,
+            seq: 0,
+            sync: None,
+        })
+        .encode(&mut buf);
         buf[6..10].copy_from_slice(&(-5i32).to_le_bytes());
         assert_eq!(Header::decode(&buf[..n]), Err("tag out of range"));
     }

@@ -88,7 +88,9 @@ impl State {
     }
 
     fn status_of(&self, request: Request) -> Status {
-        self.requests.get(request.0).map_or(Status::EMPTY, |r| r.status)
+        self.requests
+            .get(request.0)
+            .map_or(Status::EMPTY, |r| r.status)
     }
 
     /// Completes a complete request: frees it (the handle becomes NULL) or,
@@ -108,11 +110,19 @@ impl State {
         if req.persistent {
             req.active = false;
             let message = req.message.take();
-            return Ok(Some(Completion { status: req.status, buf: None, message }));
+            return Ok(Some(Completion {
+                status: req.status,
+                buf: None,
+                message,
+            }));
         }
         let req = self.requests.remove(key).ok_or_else(State::stale)?;
         *request = Request::NULL;
-        Ok(Some(Completion { status: req.status, buf: req.buf, message: req.message }))
+        Ok(Some(Completion {
+            status: req.status,
+            buf: req.buf,
+            message: req.message,
+        }))
     }
 
     /// First complete active entry, scanning from a rotating start.
@@ -245,7 +255,10 @@ impl<D: Device> Engine<D> {
 
     fn take_any(&mut self, requests: &mut [Request], found: Option<usize>) -> Result<Option<Any>> {
         let Some(index) = found else { return Ok(None) };
-        let completion = self.st.take(&mut requests[index])?.unwrap_or_else(Completion::empty);
+        let completion = self
+            .st
+            .take(&mut requests[index])?
+            .unwrap_or_else(Completion::empty);
         Ok(Some(Any::Completed { index, completion }))
     }
 

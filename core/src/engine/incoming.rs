@@ -88,7 +88,11 @@ impl State {
         if !self.check_seq(from, e.seq) {
             return;
         }
-        let env = Envelope { source: from, tag: e.tag, context: e.context };
+        let env = Envelope {
+            source: from,
+            tag: e.tag,
+            context: e.context,
+        };
         match self.posted.take_match(&env) {
             Some(key) => self.deliver_eager(key, env, packet, e.sync),
             None => {
@@ -96,7 +100,9 @@ impl State {
                     Ok(d) => d,
                     Err(err) => return self.fail_peer(from, err),
                 };
-                let msg = Unexpected { body: Body::Eager { data, sync: e.sync } };
+                let msg = Unexpected {
+                    body: Body::Eager { data, sync: e.sync },
+                };
                 self.push_unexpected(env, msg);
             }
         }
@@ -106,7 +112,11 @@ impl State {
         if !self.check_seq(from, r.seq) {
             return;
         }
-        let env = Envelope { source: from, tag: r.tag, context: r.context };
+        let env = Envelope {
+            source: from,
+            tag: r.tag,
+            context: r.context,
+        };
         match self.posted.take_match(&env) {
             Some(key) => self.match_rts(key, env, r),
             None => {
@@ -132,7 +142,10 @@ impl State {
         let mut i = 0;
         while i < self.probes.len() {
             let key = self.probes[i];
-            let hit = self.requests.get(key).is_some_and(|r| super::post::pattern_of(r).matches(&env));
+            let hit = self
+                .requests
+                .get(key)
+                .is_some_and(|r| super::post::pattern_of(r).matches(&env));
             if hit {
                 self.probes.swap_remove(i);
                 self.complete(key, arrival_status(env, len));
@@ -154,7 +167,10 @@ impl State {
         self.consumed_eager(env.source);
         if let Some(sender) = sync {
             let header = Header::SyncAck { request: sender };
-            self.outbox.push_back(Out::Ctrl { peer: env.source, header });
+            self.outbox.push_back(Out::Ctrl {
+                peer: env.source,
+                header,
+            });
         }
         self.land_eager(key, env, data);
     }
@@ -162,7 +178,9 @@ impl State {
     /// Puts eager data into a matched request. `data` is a packet (copy out
     /// of it, or take it for ARecv) or a buffered payload.
     pub(crate) fn land_eager<I: Incoming>(&mut self, key: u64, env: Envelope, data: I) {
-        let Some(req) = self.requests.get_mut(key) else { return };
+        let Some(req) = self.requests.get_mut(key) else {
+            return;
+        };
         let len = data.payload().len();
         let mut status = arrival_status(env, len);
         match req.kind {
@@ -170,14 +188,30 @@ impl State {
                 // The device's (or the unexpected queue's) buffer is handed
                 // over as it is: the zero-copy ARecv path.
                 Ok(buf) => req.buf = Some(buf),
-                Err(err) => status = Status { bytes: 0, error: Some(err), ..status },
+                Err(err) => {
+                    status = Status {
+                        bytes: 0,
+                        error: Some(err),
+                        ..status
+                    }
+                }
             },
             Kind::MProbe => {
                 let data = match data.into_payload() {
                     Ok(b) => b,
-                    Err(err) => return self.complete(key, Status { error: Some(err), ..status }),
+                    Err(err) => {
+                        return self.complete(
+                            key,
+                            Status {
+                                error: Some(err),
+                                ..status
+                            },
+                        )
+                    }
                 };
-                let msg = Unexpected { body: Body::Eager { data, sync: None } };
+                let msg = Unexpected {
+                    body: Body::Eager { data, sync: None },
+                };
                 let m = Message(self.messages.insert((env, msg)));
                 if let Some(req) = self.requests.get_mut(key) {
                     req.message = Some(m);
@@ -189,7 +223,10 @@ impl State {
                 buf.as_mut_slice()[..n].copy_from_slice(&data.payload()[..n]);
                 status.bytes = n;
                 if len > n {
-                    let e = UsageError::Truncated { message: len, capacity: buf.len() };
+                    let e = UsageError::Truncated {
+                        message: len,
+                        capacity: buf.len(),
+                    };
                     status.error = Some(e.into());
                 }
             }
@@ -199,7 +236,9 @@ impl State {
 
     /// A receive-like request matched an RTS.
     pub(crate) fn match_rts(&mut self, key: u64, env: Envelope, r: Rts) {
-        let Some(req) = self.requests.get_mut(key) else { return };
+        let Some(req) = self.requests.get_mut(key) else {
+            return;
+        };
         if req.kind == Kind::MProbe {
             let msg = Unexpected { body: Body::Rts(r) };
             let m = Message(self.messages.insert((env, msg)));
@@ -217,7 +256,10 @@ impl State {
         peer.to_return += 1;
         if peer.to_return >= batch {
             let credits = std::mem::take(&mut peer.to_return);
-            self.outbox.push_back(Out::Ctrl { peer: from, header: Header::Credit { credits } });
+            self.outbox.push_back(Out::Ctrl {
+                peer: from,
+                header: Header::Credit { credits },
+            });
         }
     }
 
@@ -256,22 +298,41 @@ impl State {
         self.peers[peer as usize].failed = Some(error);
         tracing::warn!(peer, %error, "peer failed");
         // Unexpected RTSs from the peer can never be fetched.
-        self.unexpected.remove_where(|env, m| env.source == peer && matches!(m.body, Body::Rts(_)));
-        let posted = self.posted.remove_where(|pattern, _| pattern.source == Some(peer));
+        self.unexpected
+            .remove_where(|env, m| env.source == peer && matches!(m.body, Body::Rts(_)));
+        let posted = self
+            .posted
+            .remove_where(|pattern, _| pattern.source == Some(peer));
         for key in posted {
-            self.complete(key, Status { error: Some(error), ..Status::EMPTY });
+            self.complete(
+                key,
+                Status {
+                    error: Some(error),
+                    ..Status::EMPTY
+                },
+            );
         }
         for key in self.requests.keys() {
-            let Some(req) = self.requests.get_mut(key) else { continue };
+            let Some(req) = self.requests.get_mut(key) else {
+                continue;
+            };
             if req.complete || !depends_on(req, peer) {
                 continue;
             }
             // A registered buffer must come back from the device first.
             let mem = super::post::registered_mem(&req.op);
-            let mut status = if req.kind == Kind::Send { Status::EMPTY } else { req.status };
+            let mut status = if req.kind == Kind::Send {
+                Status::EMPTY
+            } else {
+                req.status
+            };
             status.error = Some(error);
             if mem.is_some() {
-                req.op = Op::Releasing(super::request::Releasing { mem, status, fin: None });
+                req.op = Op::Releasing(super::request::Releasing {
+                    mem,
+                    status,
+                    fin: None,
+                });
                 self.outbox.push_back(Out::Release(key));
             } else {
                 self.probes.retain(|&k| k != key);
@@ -310,5 +371,11 @@ fn depends_on(req: &super::Req, peer: Rank) -> bool {
 
 /// The status of a message that matched, before any truncation.
 pub(crate) fn arrival_status(env: Envelope, len: usize) -> Status {
-    Status { source: env.source, tag: env.tag, bytes: len, error: None, cancelled: false }
+    Status {
+        source: env.source,
+        tag: env.tag,
+        bytes: len,
+        error: None,
+        cancelled: false,
+    }
 }

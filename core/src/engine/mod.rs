@@ -30,6 +30,7 @@
 //! still *completes*: its [`Completion`] carries the error in
 //! [`Status::error`] and hands the buffer back, so no buffer is ever lost.
 
+mod blocking;
 mod complete;
 mod incoming;
 mod outbox;
@@ -53,8 +54,8 @@ use crate::wire::Rts;
 
 pub use complete::{Any, Outcount, StatusAny};
 pub(crate) use outbox::Out;
-pub(crate) use request::{Op, Req};
 pub use request::SendMode;
+pub(crate) use request::{Op, Req};
 
 /// What a finished operation hands back.
 #[derive(Debug)]
@@ -71,7 +72,11 @@ pub struct Completion {
 
 impl Completion {
     pub(crate) fn empty() -> Completion {
-        Completion { status: Status::EMPTY, buf: None, message: None }
+        Completion {
+            status: Status::EMPTY,
+            buf: None,
+            message: None,
+        }
     }
 }
 
@@ -324,7 +329,10 @@ impl<D: Device> Engine<D> {
 
     /// Why `peer` was cut off (it died, or violated the protocol), if it was.
     pub fn peer_error(&self, peer: Rank) -> Option<Error> {
-        usize::try_from(peer).ok().and_then(|p| self.st.peers.get(p)).and_then(|p| p.failed)
+        usize::try_from(peer)
+            .ok()
+            .and_then(|p| self.st.peers.get(p))
+            .and_then(|p| p.failed)
     }
 
     /// A monotone count of events that may have changed request states.
@@ -405,7 +413,9 @@ impl State {
     /// Marks a request complete. Detached requests are freed here.
     pub(crate) fn complete(&mut self, key: u64, status: Status) {
         self.events += 1;
-        let Some(req) = self.requests.get_mut(key) else { return };
+        let Some(req) = self.requests.get_mut(key) else {
+            return;
+        };
         req.complete = true;
         req.status = status;
         req.op = Op::Idle;

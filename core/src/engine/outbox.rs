@@ -82,8 +82,12 @@ fn send_ctrl<D: Device>(dev: &mut D, st: &mut State, peer: Rank, header: &Header
 /// Sends the matched packet of a queued send: the eager data, or the RTS
 /// (registering the buffer first for rendezvous-get).
 fn transmit<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Result<Sent> {
-    let Some(req) = st.requests.get_mut(key) else { return Ok(Sent::Done) };
-    let Op::SendQueued(q) = &mut req.op else { return Ok(Sent::Done) };
+    let Some(req) = st.requests.get_mut(key) else {
+        return Ok(Sent::Done);
+    };
+    let Op::SendQueued(q) = &mut req.op else {
+        return Ok(Sent::Done);
+    };
     let dest = req.spec.peer;
     let proto = q.proto;
     if let Some(err) = st.peers[dest as usize].failed {
@@ -97,14 +101,23 @@ fn transmit<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Result<Sent> {
             Ok(exposed) => q.exposed = Some(exposed),
             Err((err, buf)) => {
                 req.buf = Some(buf);
-                st.complete(key, Status { error: Some(err), ..Status::EMPTY });
+                st.complete(
+                    key,
+                    Status {
+                        error: Some(err),
+                        ..Status::EMPTY
+                    },
+                );
                 return Ok(Sent::Done);
             }
         }
     }
     let (spec, exposed) = (req.spec, q.exposed);
     let seq = st.peers[dest as usize].send_seq;
-    let len = req.buf.as_ref().map_or_else(|| exposed_len(&req.op), |b| b.len());
+    let len = req
+        .buf
+        .as_ref()
+        .map_or_else(|| exposed_len(&req.op), |b| b.len());
     let sync = spec.mode == super::SendMode::Synchronous;
     let header = match proto {
         Protocol::Eager => Header::Eager(Eager {
@@ -156,17 +169,22 @@ fn transmit<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Result<Sent> {
     if proto != Protocol::Eager {
         c.rndv_bytes += len as u64;
     }
-    let req = st.requests.get_mut(key).ok_or(Error::Internal("queued send vanished"))?;
+    let req = st
+        .requests
+        .get_mut(key)
+        .ok_or(Error::Internal("queued send vanished"))?;
     req.op = match (proto, exposed) {
         (Protocol::Eager, _) if sync => Op::AwaitAck { dest },
         (Protocol::Eager, _) => {
             st.complete(key, Status::EMPTY);
             return Ok(Sent::Done);
         }
-        (Protocol::RndvGet, Some((mem, _))) => {
-            Op::RndvSend(super::request::RndvSend::AwaitFin(super::request::AwaitFin { dest, mem }))
-        }
-        _ => Op::RndvSend(super::request::RndvSend::AwaitCts(super::request::AwaitCts { dest })),
+        (Protocol::RndvGet, Some((mem, _))) => Op::RndvSend(super::request::RndvSend::AwaitFin(
+            super::request::AwaitFin { dest, mem },
+        )),
+        _ => Op::RndvSend(super::request::RndvSend::AwaitCts(
+            super::request::AwaitCts { dest },
+        )),
     };
     Ok(Sent::Done)
 }
@@ -198,7 +216,10 @@ impl State {
         if let Error::Peer(PeerError::Died { rank }) = err {
             self.fail_peer(rank, err);
         }
-        let status = Status { error: Some(err), ..Status::EMPTY };
+        let status = Status {
+            error: Some(err),
+            ..Status::EMPTY
+        };
         self.complete(key, status);
     }
 }

@@ -21,8 +21,13 @@ use crate::status::Status;
 use crate::wire::{Eager, Header, MAX_HEADER};
 
 /// The status of a receive from `PROC_NULL`.
-const PROC_NULL_STATUS: Status =
-    Status { source: PROC_NULL, tag: ANY_TAG, bytes: 0, error: None, cancelled: false };
+const PROC_NULL_STATUS: Status = Status {
+    source: PROC_NULL,
+    tag: ANY_TAG,
+    bytes: 0,
+    error: None,
+    cancelled: false,
+};
 
 impl<D: Device> Engine<D> {
     /// Starts a standard-mode send of `buf` to `dest`.
@@ -43,7 +48,13 @@ impl<D: Device> Engine<D> {
     ///
     /// # Errors
     /// As for [`Engine::isend`].
-    pub fn issend(&mut self, dest: Rank, tag: Tag, context: ContextId, buf: Buf) -> Result<Started> {
+    pub fn issend(
+        &mut self,
+        dest: Rank,
+        tag: Tag,
+        context: ContextId,
+        buf: Buf,
+    ) -> Result<Started> {
         self.isend_mode(dest, tag, context, buf, SendMode::Synchronous)
     }
 
@@ -51,7 +62,13 @@ impl<D: Device> Engine<D> {
     ///
     /// # Errors
     /// As for [`Engine::isend`].
-    pub fn irsend(&mut self, dest: Rank, tag: Tag, context: ContextId, buf: Buf) -> Result<Started> {
+    pub fn irsend(
+        &mut self,
+        dest: Rank,
+        tag: Tag,
+        context: ContextId,
+        buf: Buf,
+    ) -> Result<Started> {
         self.isend_mode(dest, tag, context, buf, SendMode::Ready)
     }
 
@@ -69,11 +86,19 @@ impl<D: Device> Engine<D> {
     ) -> Result<Started> {
         check_send_tag(tag)?;
         if dest == PROC_NULL {
-            return Ok(Started { request: Request::EMPTY, buf: Some(buf) });
+            return Ok(Started {
+                request: Request::EMPTY,
+                buf: Some(buf),
+            });
         }
         self.check_rank_arg(dest)?;
         self.check_len(buf.len())?;
-        let spec = Spec { peer: dest, tag, context, mode };
+        let spec = Spec {
+            peer: dest,
+            tag,
+            context,
+            mode,
+        };
         let proto = self.st.choose_protocol(dest, buf.len());
         let fast = proto == Protocol::Eager
             && mode != SendMode::Synchronous
@@ -81,11 +106,18 @@ impl<D: Device> Engine<D> {
             && self.st.peers[dest as usize].failed.is_none();
         if fast && self.try_eager_now(spec, &buf)? == Sent::Done {
             self.st.counters.empty_returns += 1;
-            return Ok(Started { request: Request::EMPTY, buf: Some(buf) });
+            return Ok(Started {
+                request: Request::EMPTY,
+                buf: Some(buf),
+            });
         }
         let len = buf.len();
         let mut req = Req::new(Kind::Send, spec, Some(buf));
-        req.op = Op::SendQueued(Queued { proto, exposed: None, len });
+        req.op = Op::SendQueued(Queued {
+            proto,
+            exposed: None,
+            len,
+        });
         let key = self.st.requests.insert(req);
         self.st.outbox.push_back(Out::Send(key));
         outbox::flush(&mut self.device, &mut self.st)?;
@@ -96,7 +128,12 @@ impl<D: Device> Engine<D> {
     fn try_eager_now(&mut self, spec: Spec, buf: &Buf) -> Result<Sent> {
         let dest = spec.peer;
         let seq = self.st.peers[dest as usize].send_seq;
-        let header = Header::Eager(Eager { context: spec.context, tag: spec.tag, seq, sync: None });
+        let header = Header::Eager(Eager {
+            context: spec.context,
+            tag: spec.tag,
+            seq,
+            sync: None,
+        });
         let mut bytes = [0u8; MAX_HEADER];
         let n = header.encode(&mut bytes);
         match self.device.send(dest, &bytes[..n], buf.as_slice()) {
@@ -130,9 +167,15 @@ impl<D: Device> Engine<D> {
         if done {
             let buf = self.st.requests.remove(key).and_then(|r| r.buf);
             self.st.counters.empty_returns += 1;
-            return Started { request: Request::EMPTY, buf };
+            return Started {
+                request: Request::EMPTY,
+                buf,
+            };
         }
-        Started { request: Request(key), buf: None }
+        Started {
+            request: Request(key),
+            buf: None,
+        }
     }
 
     fn check_len(&self, len: usize) -> Result<()> {
@@ -153,7 +196,13 @@ impl<D: Device> Engine<D> {
     ///
     /// # Errors
     /// [`UsageError::InvalidRank`] or [`UsageError::InvalidTag`].
-    pub fn irecv(&mut self, source: Rank, tag: Tag, context: ContextId, buf: Buf) -> Result<Started> {
+    pub fn irecv(
+        &mut self,
+        source: Rank,
+        tag: Tag,
+        context: ContextId,
+        buf: Buf,
+    ) -> Result<Started> {
         self.post_recv(Kind::Recv, source, tag, context, Some(buf))
     }
 
@@ -177,8 +226,15 @@ impl<D: Device> Engine<D> {
     ///
     /// # Errors
     /// As for [`Engine::irecv`].
-    pub fn iprobe_request(&mut self, source: Rank, tag: Tag, context: ContextId) -> Result<Request> {
-        Ok(self.post_recv(Kind::Probe, source, tag, context, None)?.request)
+    pub fn iprobe_request(
+        &mut self,
+        source: Rank,
+        tag: Tag,
+        context: ContextId,
+    ) -> Result<Request> {
+        Ok(self
+            .post_recv(Kind::Probe, source, tag, context, None)?
+            .request)
     }
 
     /// A request that completes when a matching message is available and
@@ -189,8 +245,15 @@ impl<D: Device> Engine<D> {
     ///
     /// # Errors
     /// As for [`Engine::irecv`].
-    pub fn improbe_request(&mut self, source: Rank, tag: Tag, context: ContextId) -> Result<Request> {
-        Ok(self.post_recv(Kind::MProbe, source, tag, context, None)?.request)
+    pub fn improbe_request(
+        &mut self,
+        source: Rank,
+        tag: Tag,
+        context: ContextId,
+    ) -> Result<Request> {
+        Ok(self
+            .post_recv(Kind::MProbe, source, tag, context, None)?
+            .request)
     }
 
     fn post_recv(
@@ -202,7 +265,12 @@ impl<D: Device> Engine<D> {
         buf: Option<Buf>,
     ) -> Result<Started> {
         let pattern = self.pattern(source, tag, context)?;
-        let spec = Spec { peer: source, tag, context, mode: SendMode::Standard };
+        let spec = Spec {
+            peer: source,
+            tag,
+            context,
+            mode: SendMode::Standard,
+        };
         let Some(pattern) = pattern else {
             return Ok(self.proc_null_request(kind, spec, buf));
         };
@@ -225,14 +293,23 @@ impl<D: Device> Engine<D> {
             });
         if done {
             let buf = self.st.requests.remove(key).and_then(|r| r.buf);
-            return Started { request: Request::EMPTY, buf };
+            return Started {
+                request: Request::EMPTY,
+                buf,
+            };
         }
-        Started { request: Request(key), buf: None }
+        Started {
+            request: Request(key),
+            buf: None,
+        }
     }
 
     fn proc_null_request(&mut self, kind: Kind, spec: Spec, buf: Option<Buf>) -> Started {
         if self.st.config.recv_may_be_empty && matches!(kind, Kind::Recv | Kind::ARecv) {
-            return Started { request: Request::EMPTY, buf: buf.or_else(|| Some(Buf::new())) };
+            return Started {
+                request: Request::EMPTY,
+                buf: buf.or_else(|| Some(Buf::new())),
+            };
         }
         let mut req = Req::new(kind, spec, buf);
         if kind == Kind::ARecv {
@@ -243,7 +320,10 @@ impl<D: Device> Engine<D> {
         }
         let key = self.st.requests.insert(req);
         self.st.complete(key, PROC_NULL_STATUS);
-        Started { request: Request(key), buf: None }
+        Started {
+            request: Request(key),
+            buf: None,
+        }
     }
 
     /// Validates a receive selector; `None` means PROC_NULL.
@@ -253,7 +333,11 @@ impl<D: Device> Engine<D> {
             return Ok(None);
         }
         let source = check_source(source, self.st.size)?;
-        Ok(Some(Pattern { context, source, tag }))
+        Ok(Some(Pattern {
+            context,
+            source,
+            tag,
+        }))
     }
 
     /// `iprobe`: progresses once, then reports the first matching message
@@ -266,9 +350,11 @@ impl<D: Device> Engine<D> {
             return Ok(Some(PROC_NULL_STATUS));
         };
         self.progress()?;
-        Ok(self.st.unexpected.peek(&pattern).map(|(_, env, m)| {
-            super::incoming::arrival_status(env, m.len())
-        }))
+        Ok(self
+            .st
+            .unexpected
+            .peek(&pattern)
+            .map(|(_, env, m)| super::incoming::arrival_status(env, m.len())))
     }
 
     /// `improbe`: progresses once, then takes the first matching message out
@@ -287,7 +373,9 @@ impl<D: Device> Engine<D> {
             return Ok(Some((Message::NO_PROC, PROC_NULL_STATUS)));
         };
         self.progress()?;
-        let Some((env, msg)) = self.st.unexpected.take(&pattern) else { return Ok(None) };
+        let Some((env, msg)) = self.st.unexpected.take(&pattern) else {
+            return Ok(None);
+        };
         let status = super::incoming::arrival_status(env, msg.len());
         let m = self.st.hold_message(env, msg);
         outbox::flush(&mut self.device, &mut self.st)?;
@@ -319,14 +407,28 @@ impl<D: Device> Engine<D> {
         message: &mut Message,
         buf: Option<Buf>,
     ) -> Result<Started> {
-        let spec = Spec { peer: PROC_NULL, tag: ANY_TAG, context: 0, mode: SendMode::Standard };
+        let spec = Spec {
+            peer: PROC_NULL,
+            tag: ANY_TAG,
+            context: 0,
+            mode: SendMode::Standard,
+        };
         if message.is_no_proc() {
             *message = Message::NULL;
             return Ok(self.proc_null_request(kind, spec, buf));
         }
-        let (env, msg) = self.st.messages.remove(message.0).ok_or_else(State::stale)?;
+        let (env, msg) = self
+            .st
+            .messages
+            .remove(message.0)
+            .ok_or_else(State::stale)?;
         *message = Message::NULL;
-        let spec = Spec { peer: env.source, tag: env.tag, context: env.context, ..spec };
+        let spec = Spec {
+            peer: env.source,
+            tag: env.tag,
+            context: env.context,
+            ..spec
+        };
         let key = self.st.requests.insert(Req::new(kind, spec, buf));
         match msg.body {
             // Credits and the sync ack were settled when the message was taken.
@@ -356,7 +458,12 @@ impl<D: Device> Engine<D> {
             self.check_rank_arg(dest)?;
         }
         self.check_len(buf.len())?;
-        let spec = Spec { peer: dest, tag, context, mode };
+        let spec = Spec {
+            peer: dest,
+            tag,
+            context,
+            mode,
+        };
         Ok(self.persistent(Kind::Send, spec, buf))
     }
 
@@ -364,9 +471,20 @@ impl<D: Device> Engine<D> {
     ///
     /// # Errors
     /// As for [`Engine::irecv`].
-    pub fn recv_init(&mut self, source: Rank, tag: Tag, context: ContextId, buf: Buf) -> Result<Request> {
+    pub fn recv_init(
+        &mut self,
+        source: Rank,
+        tag: Tag,
+        context: ContextId,
+        buf: Buf,
+    ) -> Result<Request> {
         self.pattern(source, tag, context)?;
-        let spec = Spec { peer: source, tag, context, mode: SendMode::Standard };
+        let spec = Spec {
+            peer: source,
+            tag,
+            context,
+            mode: SendMode::Standard,
+        };
         Ok(self.persistent(Kind::Recv, spec, buf))
     }
 
@@ -397,7 +515,11 @@ impl<D: Device> Engine<D> {
         req.status = Status::EMPTY;
         let spec = req.spec;
         if spec.peer == PROC_NULL {
-            let status = if req.kind == Kind::Send { Status::EMPTY } else { PROC_NULL_STATUS };
+            let status = if req.kind == Kind::Send {
+                Status::EMPTY
+            } else {
+                PROC_NULL_STATUS
+            };
             self.st.complete(key, status);
             return Ok(());
         }
@@ -405,7 +527,11 @@ impl<D: Device> Engine<D> {
             let len = req.buf.as_ref().map_or(0, Buf::len);
             let proto = self.st.choose_protocol(spec.peer, len);
             if let Some(req) = self.st.requests.get_mut(key) {
-                req.op = Op::SendQueued(Queued { proto, exposed: None, len });
+                req.op = Op::SendQueued(Queued {
+                    proto,
+                    exposed: None,
+                    len,
+                });
             }
             self.st.outbox.push_back(Out::Send(key));
         } else {
@@ -424,7 +550,9 @@ impl<D: Device> Engine<D> {
         for r in requests {
             let req = self.st.requests.get(r.0).ok_or_else(State::stale)?;
             if !req.persistent {
-                return Err(UsageError::WrongRequestKind("start needs a persistent request").into());
+                return Err(
+                    UsageError::WrongRequestKind("start needs a persistent request").into(),
+                );
             }
             if req.active {
                 return Err(UsageError::RequestActive.into());
@@ -441,7 +569,9 @@ impl<D: Device> Engine<D> {
     pub fn persistent_buf(&self, request: &Request) -> Result<&Buf> {
         let req = self.st.requests.get(request.0).ok_or_else(State::stale)?;
         check_inactive_persistent(req)?;
-        req.buf.as_ref().ok_or(Error::Internal("persistent request without a buffer"))
+        req.buf
+            .as_ref()
+            .ok_or(Error::Internal("persistent request without a buffer"))
     }
 
     /// The buffer of an inactive persistent request, writable.
@@ -449,9 +579,15 @@ impl<D: Device> Engine<D> {
     /// # Errors
     /// As for [`Engine::persistent_buf`].
     pub fn persistent_buf_mut(&mut self, request: &Request) -> Result<&mut Buf> {
-        let req = self.st.requests.get_mut(request.0).ok_or_else(State::stale)?;
+        let req = self
+            .st
+            .requests
+            .get_mut(request.0)
+            .ok_or_else(State::stale)?;
         check_inactive_persistent(req)?;
-        req.buf.as_mut().ok_or(Error::Internal("persistent request without a buffer"))
+        req.buf
+            .as_mut()
+            .ok_or(Error::Internal("persistent request without a buffer"))
     }
 
     /// Cancels a receive (or probe request) that has not matched yet; it then
@@ -476,7 +612,13 @@ impl<D: Device> Engine<D> {
             _ => false,
         };
         if cancelled {
-            self.st.complete(key, Status { cancelled: true, ..Status::EMPTY });
+            self.st.complete(
+                key,
+                Status {
+                    cancelled: true,
+                    ..Status::EMPTY
+                },
+            );
         }
         Ok(())
     }
@@ -507,7 +649,12 @@ impl<D: Device> Engine<D> {
     /// schedule) with [`Engine::complete_generic`]. It mixes with every
     /// completion call.
     pub fn generic_request(&mut self) -> Request {
-        let spec = Spec { peer: PROC_NULL, tag: ANY_TAG, context: 0, mode: SendMode::Standard };
+        let spec = Spec {
+            peer: PROC_NULL,
+            tag: ANY_TAG,
+            context: 0,
+            mode: SendMode::Standard,
+        };
         Request(self.st.requests.insert(Req::new(Kind::Generic, spec, None)))
     }
 
@@ -517,8 +664,17 @@ impl<D: Device> Engine<D> {
     /// # Errors
     /// [`UsageError::StaleHandle`], or [`UsageError::WrongRequestKind`] for
     /// a request that is not generic.
-    pub fn complete_generic(&mut self, request: &Request, status: Status, buf: Option<Buf>) -> Result<()> {
-        let req = self.st.requests.get_mut(request.0).ok_or_else(State::stale)?;
+    pub fn complete_generic(
+        &mut self,
+        request: &Request,
+        status: Status,
+        buf: Option<Buf>,
+    ) -> Result<()> {
+        let req = self
+            .st
+            .requests
+            .get_mut(request.0)
+            .ok_or_else(State::stale)?;
         if req.kind != Kind::Generic || req.complete {
             return Err(UsageError::WrongRequestKind("not a pending generic request").into());
         }
@@ -578,10 +734,18 @@ impl State {
     /// Matches a (new or restarted) receive-like request against the
     /// unexpected queue, or posts it.
     pub(crate) fn activate_recv(&mut self, key: u64, pattern: Pattern) {
-        let Some(req) = self.requests.get(key) else { return };
+        let Some(req) = self.requests.get(key) else {
+            return;
+        };
         if let Some(source) = pattern.source {
             if let Some(err) = self.peers[source as usize].failed {
-                return self.complete(key, Status { error: Some(err), ..Status::EMPTY });
+                return self.complete(
+                    key,
+                    Status {
+                        error: Some(err),
+                        ..Status::EMPTY
+                    },
+                );
             }
         }
         if req.kind == Kind::Probe {
@@ -595,9 +759,12 @@ impl State {
             return self.probes.push(key);
         }
         match self.unexpected.take(&pattern) {
-            Some((env, Unexpected { body: Body::Eager { data, sync } })) => {
-                self.deliver_eager(key, env, data, sync)
-            }
+            Some((
+                env,
+                Unexpected {
+                    body: Body::Eager { data, sync },
+                },
+            )) => self.deliver_eager(key, env, data, sync),
             Some((env, Unexpected { body: Body::Rts(r) })) => self.match_rts(key, env, r),
             None => {
                 let pk = self.posted.post(pattern, key);
@@ -616,7 +783,10 @@ impl State {
             self.consumed_eager(env.source);
             if let Some(request) = sync {
                 let header = Header::SyncAck { request };
-                self.outbox.push_back(Out::Ctrl { peer: env.source, header });
+                self.outbox.push_back(Out::Ctrl {
+                    peer: env.source,
+                    header,
+                });
             }
         }
         Message(self.messages.insert((env, msg)))

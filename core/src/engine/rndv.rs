@@ -28,7 +28,9 @@ impl State {
     /// A receive (or ARecv) matched an RTS: choose how the data will move.
     pub(crate) fn start_rndv_recv(&mut self, key: u64, from: Rank, rts: Rts) {
         let max = self.config.max_message;
-        let Some(req) = self.requests.get_mut(key) else { return };
+        let Some(req) = self.requests.get_mut(key) else {
+            return;
+        };
         let msg_len = match usize::try_from(rts.len) {
             Ok(n) if n <= max => n,
             _ => return self.protocol_error(from, "RTS length exceeds the message limit"),
@@ -44,10 +46,26 @@ impl State {
         let capacity = req.buf.as_ref().map_or(0, Buf::len);
         let len = msg_len.min(capacity);
         if error.is_none() && msg_len > capacity {
-            error = Some(UsageError::Truncated { message: msg_len, capacity }.into());
+            error = Some(
+                UsageError::Truncated {
+                    message: msg_len,
+                    capacity,
+                }
+                .into(),
+            );
         }
-        req.status = Status { source: from, tag: rts.tag, bytes: len, error, cancelled: false };
-        let m = Matched { source: from, sender: rts.sender, len };
+        req.status = Status {
+            source: from,
+            tag: rts.tag,
+            bytes: len,
+            error,
+            cancelled: false,
+        };
+        let m = Matched {
+            source: from,
+            sender: rts.sender,
+            len,
+        };
         let can_put = self.peers[from as usize].table.rdma == crate::protocol::Protocol::RndvPut;
         if let Some(remote) = rts.key {
             if len == 0 {
@@ -55,19 +73,34 @@ impl State {
                 let status = req.status;
                 self.outbox.push_back(Out::Ctrl {
                     peer: from,
-                    header: Header::Fin { request: rts.sender, failed },
+                    header: Header::Fin {
+                        request: rts.sender,
+                        failed,
+                    },
                 });
                 return self.complete(key, status);
             }
-            req.op = Op::RndvRecv(RndvRecv::Getting(Getting { m, remote, mem: None }));
+            req.op = Op::RndvRecv(RndvRecv::Getting(Getting {
+                m,
+                remote,
+                mem: None,
+            }));
             self.outbox.push_back(Out::Get(key));
         } else if rts.put && can_put {
             req.op = Op::RndvRecv(RndvRecv::AwaitPutFin(AwaitPutFin { m, mem: None }));
             self.outbox.push_back(Out::ExposeCts(key));
         } else {
             req.op = Op::RndvRecv(RndvRecv::AwaitFrags(AwaitFrags { m, received: 0 }));
-            let cts = Cts { sender: rts.sender, receiver: key, len: len as u64, key: None };
-            self.outbox.push_back(Out::Ctrl { peer: from, header: Header::Cts(cts) });
+            let cts = Cts {
+                sender: rts.sender,
+                receiver: key,
+                len: len as u64,
+                key: None,
+            };
+            self.outbox.push_back(Out::Ctrl {
+                peer: from,
+                header: Header::Cts(cts),
+            });
             if len == 0 {
                 let status = req.status;
                 self.complete(key, status);
@@ -91,11 +124,23 @@ impl State {
         }
         let (dest, len) = (w.dest, cts.len as usize);
         if let Some(remote) = cts.key {
-            let p = Putting { dest, receiver: cts.receiver, remote, len, mem: None };
+            let p = Putting {
+                dest,
+                receiver: cts.receiver,
+                remote,
+                len,
+                mem: None,
+            };
             req.op = Op::RndvSend(RndvSend::Putting(p));
             self.outbox.push_back(Out::Put(cts.sender));
         } else {
-            let f = Fragmenting { dest, receiver: cts.receiver, next: 0, end: len, fragment };
+            let f = Fragmenting {
+                dest,
+                receiver: cts.receiver,
+                next: 0,
+                end: len,
+                fragment,
+            };
             req.op = Op::RndvSend(RndvSend::Fragmenting(f));
             self.outbox.push_back(Out::Frags(cts.sender));
         }
@@ -142,7 +187,11 @@ impl State {
         if failed {
             status.error = Some(transfer_failed);
         }
-        req.op = Op::Releasing(Releasing { mem, status, fin: None });
+        req.op = Op::Releasing(Releasing {
+            mem,
+            status,
+            fin: None,
+        });
         self.outbox.push_back(Out::Release(request));
     }
 
@@ -160,11 +209,22 @@ impl State {
                 if let Err(e) = result {
                     status.error = Some(e);
                 }
-                Releasing { mem: g.mem, status, fin: Some((g.m.source, g.m.sender, failed)) }
+                Releasing {
+                    mem: g.mem,
+                    status,
+                    fin: Some((g.m.source, g.m.sender, failed)),
+                }
             }
             Op::RndvSend(RndvSend::Putting(p)) => {
-                let status = Status { error: result.err(), ..Status::EMPTY };
-                Releasing { mem: p.mem, status, fin: Some((p.dest, p.receiver, failed)) }
+                let status = Status {
+                    error: result.err(),
+                    ..Status::EMPTY
+                };
+                Releasing {
+                    mem: p.mem,
+                    status,
+                    fin: Some((p.dest, p.receiver, failed)),
+                }
             }
             _ => {
                 self.events += 1;
@@ -192,8 +252,12 @@ fn register<D: Device>(
 
 /// Receiver: issue the `get` of a matched RTS.
 pub(crate) fn issue_get<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Result<Sent> {
-    let Some(req) = st.requests.get_mut(key) else { return Ok(Sent::Done) };
-    let Op::RndvRecv(RndvRecv::Getting(g)) = &mut req.op else { return Ok(Sent::Done) };
+    let Some(req) = st.requests.get_mut(key) else {
+        return Ok(Sent::Done);
+    };
+    let Op::RndvRecv(RndvRecv::Getting(g)) = &mut req.op else {
+        return Ok(Sent::Done);
+    };
     if g.mem.is_none() {
         match register(dev, &mut req.buf, Access::LocalWrite) {
             Ok((mem, _)) => g.mem = Some(mem),
@@ -210,8 +274,12 @@ pub(crate) fn issue_get<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Res
 
 /// Receiver: expose the buffer and send the CTS for rendezvous-put.
 pub(crate) fn expose_for_put<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Result<Sent> {
-    let Some(req) = st.requests.get_mut(key) else { return Ok(Sent::Done) };
-    let Op::RndvRecv(RndvRecv::AwaitPutFin(w)) = &mut req.op else { return Ok(Sent::Done) };
+    let Some(req) = st.requests.get_mut(key) else {
+        return Ok(Sent::Done);
+    };
+    let Op::RndvRecv(RndvRecv::AwaitPutFin(w)) = &mut req.op else {
+        return Ok(Sent::Done);
+    };
     let (rkey, m) = match register(dev, &mut req.buf, Access::RemoteWrite) {
         Ok((mem, rkey)) => {
             w.mem = Some(mem);
@@ -219,18 +287,34 @@ pub(crate) fn expose_for_put<D: Device>(dev: &mut D, st: &mut State, key: u64) -
         }
         Err(err) => return Ok(fail_transfer(st, key, err)),
     };
-    let cts = Cts { sender: m.sender, receiver: key, len: m.len as u64, key: Some(rkey) };
-    st.outbox.push_back(Out::Ctrl { peer: m.source, header: Header::Cts(cts) });
+    let cts = Cts {
+        sender: m.sender,
+        receiver: key,
+        len: m.len as u64,
+        key: Some(rkey),
+    };
+    st.outbox.push_back(Out::Ctrl {
+        peer: m.source,
+        header: Header::Cts(cts),
+    });
     Ok(Sent::Done)
 }
 
 /// Sender: issue the `put` into the receiver's exposed buffer.
 pub(crate) fn issue_put<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Result<Sent> {
-    let Some(req) = st.requests.get_mut(key) else { return Ok(Sent::Done) };
-    let Op::RndvSend(RndvSend::Putting(p)) = &mut req.op else { return Ok(Sent::Done) };
+    let Some(req) = st.requests.get_mut(key) else {
+        return Ok(Sent::Done);
+    };
+    let Op::RndvSend(RndvSend::Putting(p)) = &mut req.op else {
+        return Ok(Sent::Done);
+    };
     if p.len == 0 {
         let fin = Some((p.dest, p.receiver, false));
-        req.op = Op::Releasing(Releasing { mem: None, status: Status::EMPTY, fin });
+        req.op = Op::Releasing(Releasing {
+            mem: None,
+            status: Status::EMPTY,
+            fin,
+        });
         return release(dev, st, key);
     }
     if p.mem.is_none() {
@@ -248,13 +332,20 @@ pub(crate) fn issue_put<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Res
 
 /// Sender: send the fragments the CTS asked for.
 pub(crate) fn send_fragments<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Result<Sent> {
-    let Some(req) = st.requests.get_mut(key) else { return Ok(Sent::Done) };
-    let Op::RndvSend(RndvSend::Fragmenting(f)) = &mut req.op else { return Ok(Sent::Done) };
+    let Some(req) = st.requests.get_mut(key) else {
+        return Ok(Sent::Done);
+    };
+    let Op::RndvSend(RndvSend::Fragmenting(f)) = &mut req.op else {
+        return Ok(Sent::Done);
+    };
     let data = req.buf.as_ref().map_or(&[][..], Buf::as_slice);
     let mut bytes = [0u8; MAX_HEADER];
     while f.next < f.end {
         let chunk = f.fragment.min(f.end - f.next);
-        let header = Header::Frag(Frag { receiver: f.receiver, offset: f.next as u64 });
+        let header = Header::Frag(Frag {
+            receiver: f.receiver,
+            offset: f.next as u64,
+        });
         let n = header.encode(&mut bytes);
         match dev.send(f.dest, &bytes[..n], &data[f.next..f.next + chunk]) {
             Ok(Sent::Done) => f.next += chunk,
@@ -268,8 +359,12 @@ pub(crate) fn send_fragments<D: Device>(dev: &mut D, st: &mut State, key: u64) -
 
 /// Takes a finished transfer's buffer back, sends its FIN, completes it.
 pub(crate) fn release<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Result<Sent> {
-    let Some(req) = st.requests.get_mut(key) else { return Ok(Sent::Done) };
-    let Op::Releasing(r) = &req.op else { return Ok(Sent::Done) };
+    let Some(req) = st.requests.get_mut(key) else {
+        return Ok(Sent::Done);
+    };
+    let Op::Releasing(r) = &req.op else {
+        return Ok(Sent::Done);
+    };
     let (mem, status, fin) = (r.mem, r.status, r.fin);
     if let Some(mem) = mem {
         let buf = dev.deregister(mem);
@@ -279,7 +374,10 @@ pub(crate) fn release<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Resul
         req.buf = buf;
     }
     if let Some((peer, request, failed)) = fin {
-        st.outbox.push_back(Out::Ctrl { peer, header: Header::Fin { request, failed } });
+        st.outbox.push_back(Out::Ctrl {
+            peer,
+            header: Header::Fin { request, failed },
+        });
     }
     st.complete(key, status);
     Ok(Sent::Done)
@@ -292,20 +390,34 @@ fn fail_transfer(st: &mut State, key: u64, err: Error) -> Sent {
         st.fail_peer(rank, err);
         return Sent::Done;
     }
-    let Some(req) = st.requests.get_mut(key) else { return Sent::Done };
+    let Some(req) = st.requests.get_mut(key) else {
+        return Sent::Done;
+    };
     let (mem, fin) = match &req.op {
         Op::RndvRecv(RndvRecv::Getting(g)) => (g.mem, Some((g.m.source, g.m.sender, true))),
         Op::RndvRecv(RndvRecv::AwaitPutFin(w)) => {
             // The sender still waits for a CTS: an empty one releases it.
-            let cts = Cts { sender: w.m.sender, receiver: key, len: 0, key: None };
-            st.outbox.push_back(Out::Ctrl { peer: w.m.source, header: Header::Cts(cts) });
+            let cts = Cts {
+                sender: w.m.sender,
+                receiver: key,
+                len: 0,
+                key: None,
+            };
+            st.outbox.push_back(Out::Ctrl {
+                peer: w.m.source,
+                header: Header::Cts(cts),
+            });
             (w.mem, None)
         }
         Op::RndvSend(RndvSend::Putting(p)) => (p.mem, Some((p.dest, p.receiver, true))),
         Op::RndvSend(RndvSend::Fragmenting(f)) => (None, Some((f.dest, f.receiver, true))),
         _ => (None, None),
     };
-    let mut status = if req.kind == Kind::Send { Status::EMPTY } else { req.status };
+    let mut status = if req.kind == Kind::Send {
+        Status::EMPTY
+    } else {
+        req.status
+    };
     status.error = Some(err);
     req.op = Op::Releasing(Releasing { mem, status, fin });
     st.outbox.push_back(Out::Release(key));

@@ -62,7 +62,7 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
             entries: spare.pop().unwrap_or_default(),
             stale: 0,
         });
-        debug_assert!(lane.entries.back().map_or(true, |b| b.seq < r.seq));
+        debug_assert!(lane.entries.back().is_none_or(|b| b.seq < r.seq));
         lane.entries.push_back(r);
     }
 

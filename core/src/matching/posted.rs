@@ -90,7 +90,7 @@ impl<T: Copy> PostedQueue<T> {
                 .index
                 .head(class, |r| slab.is_live(r), &mut self.examined)
             {
-                if best.map_or(true, |(_, b)| r.seq < b.seq) {
+                if best.is_none_or(|(_, b)| r.seq < b.seq) {
                     best = Some((class, r));
                 }
             }

@@ -48,7 +48,11 @@ impl Sim {
                     .expect("rank is within the job by construction")
             })
             .collect();
-        Sim { net, engines, alive: vec![true; ranks] }
+        Sim {
+            net,
+            engines,
+            alive: vec![true; ranks],
+        }
     }
 
     /// The shared network (for failure injection, stats, payload ids).
@@ -156,7 +160,12 @@ impl SimPark<'_> {
     fn progress_others(&mut self) -> Result<usize> {
         let mut events = 0;
         let me = self.rank as usize;
-        for (i, e) in self.left.iter_mut().chain(self.right.iter_mut()).enumerate() {
+        for (i, e) in self
+            .left
+            .iter_mut()
+            .chain(self.right.iter_mut())
+            .enumerate()
+        {
             let rank = if i < me { i } else { i + 1 };
             if self.alive[rank] {
                 events += e.progress()?;
@@ -176,16 +185,22 @@ impl Park for SimPark<'_> {
                     return Ok(());
                 }
                 if net.has_deliverable(self.rank) {
-                    return Err(Error::Internal("lost wake-up: an event is deliverable to a sleeper that was not woken"));
+                    return Err(Error::Internal(
+                        "lost wake-up: an event is deliverable to a sleeper that was not woken",
+                    ));
                 }
             }
             let events = self.progress_others()?;
             let idle = self.net.borrow().is_idle();
             if events == 0 && idle {
-                return Err(Error::Internal("simulation deadlock: a rank sleeps and nothing can wake it"));
+                return Err(Error::Internal(
+                    "simulation deadlock: a rank sleeps and nothing can wake it",
+                ));
             }
             self.net.borrow_mut().advance();
         }
-        Err(Error::Internal("simulation did not wake the sleeper (livelock)"))
+        Err(Error::Internal(
+            "simulation did not wake the sleeper (livelock)",
+        ))
     }
 }

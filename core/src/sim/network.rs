@@ -495,7 +495,7 @@ impl Network {
             for from in 0..self.nodes.len() {
                 if let Some(p) = self.link(from, r).queue.front() {
                     let key = (p.deliver_at, p.seq, from);
-                    if p.deliver_at <= self.now && best.map_or(true, |b| key < b) {
+                    if p.deliver_at <= self.now && best.is_none_or(|b| key < b) {
                         best = Some(key);
                     }
                 }
