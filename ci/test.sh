@@ -46,7 +46,7 @@ fi
 
 if [ "${FERRY_CI_SKIP_BENCH:-0}" != 1 ]; then
   step "bench smoke run"
-  cargo bench -p ferry-bench --locked -- --warm-up-time 0.05 --measurement-time 0.1 --sample-size 10
+  cargo bench -p ferry-bench --bench engine --locked -- --warm-up-time 0.05 --measurement-time 0.1 --sample-size 10
 fi
 
 step "ci/test.sh passed"

@@ -9,8 +9,13 @@
 //!   `all` forms treat them as complete with an empty status.
 //! - [`Request::EMPTY`] is active and complete, not cancelled, with an empty
 //!   status, and is recognised without entering progress.
-//! - Every `test*` and `get_status*` that does not find its answer at once
-//!   progresses once and looks again. `wait*` block through
+//! - `test` and `get_status` on one request progress once if it is not
+//!   complete yet. The `all` forms do the same when not all are complete.
+//!   The `any` and `some` forms always progress once before looking, so an
+//!   entry that is always complete (EMPTY, say) cannot starve the others:
+//!   a receive that keeps appearing in the list while its message is
+//!   available eventually completes (MPI's fairness rule, which the seed
+//!   paper extends to `get_status_some`). `wait*` block through
 //!   `device_check(Blocking)`.
 //! - `testany`, `waitany` and `get_status_any` start scanning at a rotating
 //!   index, so repeated calls over the same list report every complete
@@ -77,7 +82,8 @@ impl State {
         if request.is_empty() {
             return Ok(Standing::Complete);
         }
-        let req = self.requests.get(request.0).ok_or_else(State::stale)?;
+        let req = self.requests.get(request.0).filter(|r| !r.detached);
+        let req = req.ok_or_else(State::stale)?;
         Ok(if req.persistent && !req.active {
             Standing::Inactive
         } else if req.complete {
@@ -87,10 +93,13 @@ impl State {
         })
     }
 
+    /// The status a complete entry reports: inactive ones (NULL, EMPTY,
+    /// inactive persistent) report the empty status.
     fn status_of(&self, request: Request) -> Status {
-        self.requests
-            .get(request.0)
-            .map_or(Status::EMPTY, |r| r.status)
+        match self.requests.get(request.0) {
+            Some(r) if !r.persistent || r.active => r.status,
+            _ => Status::EMPTY,
+        }
     }
 
     /// Completes a complete request: frees it (the handle becomes NULL) or,
@@ -142,13 +151,14 @@ impl State {
         Ok(None)
     }
 
+    /// Validates every handle (a stale one anywhere is an error, even behind
+    /// a pending one), then says whether all are complete.
     fn all_complete(&self, requests: &[Request]) -> Result<bool> {
+        let mut all = true;
         for r in requests {
-            if self.standing(*r)? == Standing::Pending {
-                return Ok(false);
-            }
+            all &= self.standing(*r)? != Standing::Pending;
         }
-        Ok(true)
+        Ok(all)
     }
 
     fn any_active(&self, requests: &[Request]) -> Result<bool> {
@@ -245,11 +255,8 @@ impl<D: Device> Engine<D> {
         if !self.st.any_active(requests)? {
             return Ok(Some(Any::Undefined));
         }
-        let mut found = self.st.first_complete(requests)?;
-        if found.is_none() {
-            self.progress()?;
-            found = self.st.first_complete(requests)?;
-        }
+        self.progress()?;
+        let found = self.st.first_complete(requests)?;
         self.take_any(requests, found)
     }
 
@@ -270,6 +277,7 @@ impl<D: Device> Engine<D> {
         if !self.st.any_active(requests)? {
             return Ok(Any::Undefined);
         }
+        self.progress()?;
         let mut found = None;
         self.block_until(park, |e| {
             found = e.st.first_complete(requests)?;
@@ -292,9 +300,7 @@ impl<D: Device> Engine<D> {
         if !self.st.any_active(requests)? {
             return Ok(Outcount::Undefined);
         }
-        if self.st.first_complete(requests)?.is_none() {
-            self.progress()?;
-        }
+        self.progress()?;
         self.take_some(requests, out)
     }
 
@@ -327,6 +333,7 @@ impl<D: Device> Engine<D> {
         if !self.st.any_active(requests)? {
             return Ok(Outcount::Undefined);
         }
+        self.progress()?;
         self.block_until(park, |e| Ok(e.st.first_complete(requests)?.is_some()))?;
         self.take_some(requests, out)
     }
@@ -374,11 +381,8 @@ impl<D: Device> Engine<D> {
         if !self.st.any_active(requests)? {
             return Ok(Some(StatusAny::Undefined));
         }
-        let mut found = self.st.first_complete(requests)?;
-        if found.is_none() {
-            self.progress()?;
-            found = self.st.first_complete(requests)?;
-        }
+        self.progress()?;
+        let found = self.st.first_complete(requests)?;
         Ok(found.map(|index| StatusAny::Completed {
             index,
             status: self.st.status_of(requests[index]),
@@ -399,9 +403,7 @@ impl<D: Device> Engine<D> {
         if !self.st.any_active(requests)? {
             return Ok(Outcount::Undefined);
         }
-        if self.st.first_complete(requests)?.is_none() {
-            self.progress()?;
-        }
+        self.progress()?;
         for (i, r) in requests.iter().enumerate() {
             if self.st.standing(*r)? == Standing::Complete {
                 out.push((i, self.st.status_of(*r)));

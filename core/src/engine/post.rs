@@ -503,7 +503,8 @@ impl<D: Device> Engine<D> {
     /// non-persistent request, [`UsageError::RequestActive`] if it is active.
     pub fn start(&mut self, request: &Request) -> Result<()> {
         let key = request.0;
-        let req = self.st.requests.get_mut(key).ok_or_else(State::stale)?;
+        let req = self.st.requests.get_mut(key).filter(|r| !r.detached);
+        let req = req.ok_or_else(State::stale)?;
         if !req.persistent {
             return Err(UsageError::WrongRequestKind("start needs a persistent request").into());
         }
@@ -602,7 +603,8 @@ impl<D: Device> Engine<D> {
             return Ok(());
         }
         let key = request.0;
-        let req = self.st.requests.get(key).ok_or_else(State::stale)?;
+        let req = self.st.requests.get(key).filter(|r| !r.detached);
+        let req = req.ok_or_else(State::stale)?;
         let cancelled = match req.op {
             Op::Posted { key: pk } => self.st.posted.remove(pk).is_some(),
             Op::Probing => {
@@ -634,7 +636,10 @@ impl<D: Device> Engine<D> {
             return Ok(());
         }
         let key = request.0;
-        let req = self.st.requests.get_mut(key).ok_or_else(State::stale)?;
+        // A request already freed while pending is gone for the user: a
+        // second free (through a copy of the handle) is a stale handle.
+        let req = self.st.requests.get_mut(key).filter(|r| !r.detached);
+        let req = req.ok_or_else(State::stale)?;
         if req.complete || !req.active {
             self.st.requests.remove(key);
         } else {
