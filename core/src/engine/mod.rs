@@ -33,7 +33,9 @@
 mod blocking;
 mod complete;
 mod incoming;
+mod manage;
 mod outbox;
+mod persistent;
 mod post;
 mod request;
 mod rndv;

@@ -21,7 +21,7 @@ use crate::status::Status;
 use crate::wire::{Eager, Header, MAX_HEADER};
 
 /// The status of a receive from `PROC_NULL`.
-const PROC_NULL_STATUS: Status = Status {
+pub(crate) const PROC_NULL_STATUS: Status = Status {
     source: PROC_NULL,
     tag: ANY_TAG,
     bytes: 0,
@@ -178,7 +178,7 @@ impl<D: Device> Engine<D> {
         }
     }
 
-    fn check_len(&self, len: usize) -> Result<()> {
+    pub(super) fn check_len(&self, len: usize) -> Result<()> {
         let max = self.st.config.max_message;
         if len > max {
             return Err(UsageError::MessageTooLarge { len, max }.into());
@@ -327,7 +327,12 @@ impl<D: Device> Engine<D> {
     }
 
     /// Validates a receive selector; `None` means PROC_NULL.
-    fn pattern(&self, source: Rank, tag: Tag, context: ContextId) -> Result<Option<Pattern>> {
+    pub(super) fn pattern(
+        &self,
+        source: Rank,
+        tag: Tag,
+        context: ContextId,
+    ) -> Result<Option<Pattern>> {
         let tag = check_recv_tag(tag)?;
         if source == PROC_NULL {
             return Ok(None);
@@ -438,265 +443,6 @@ impl<D: Device> Engine<D> {
         outbox::flush(&mut self.device, &mut self.st)?;
         Ok(self.recv_started(key))
     }
-
-    /// A persistent send (`MPI_Send_init`): inactive until [`Engine::start`].
-    /// The request keeps `buf` between starts; reach it with
-    /// [`Engine::persistent_buf_mut`] while inactive.
-    ///
-    /// # Errors
-    /// As for [`Engine::isend`].
-    pub fn send_init(
-        &mut self,
-        dest: Rank,
-        tag: Tag,
-        context: ContextId,
-        buf: Buf,
-        mode: SendMode,
-    ) -> Result<Request> {
-        check_send_tag(tag)?;
-        if dest != PROC_NULL {
-            self.check_rank_arg(dest)?;
-        }
-        self.check_len(buf.len())?;
-        let spec = Spec {
-            peer: dest,
-            tag,
-            context,
-            mode,
-        };
-        Ok(self.persistent(Kind::Send, spec, buf))
-    }
-
-    /// A persistent receive (`MPI_Recv_init`).
-    ///
-    /// # Errors
-    /// As for [`Engine::irecv`].
-    pub fn recv_init(
-        &mut self,
-        source: Rank,
-        tag: Tag,
-        context: ContextId,
-        buf: Buf,
-    ) -> Result<Request> {
-        self.pattern(source, tag, context)?;
-        let spec = Spec {
-            peer: source,
-            tag,
-            context,
-            mode: SendMode::Standard,
-        };
-        Ok(self.persistent(Kind::Recv, spec, buf))
-    }
-
-    fn persistent(&mut self, kind: Kind, spec: Spec, buf: Buf) -> Request {
-        let mut req = Req::new(kind, spec, Some(buf));
-        req.persistent = true;
-        req.active = false;
-        req.complete = true;
-        Request(self.st.requests.insert(req))
-    }
-
-    /// Starts an inactive persistent request.
-    ///
-    /// # Errors
-    /// [`UsageError::StaleHandle`], [`UsageError::WrongRequestKind`] for a
-    /// non-persistent request, [`UsageError::RequestActive`] if it is active.
-    pub fn start(&mut self, request: &Request) -> Result<()> {
-        let key = request.0;
-        let req = self.st.requests.get_mut(key).filter(|r| !r.detached);
-        let req = req.ok_or_else(State::stale)?;
-        if !req.persistent {
-            return Err(UsageError::WrongRequestKind("start needs a persistent request").into());
-        }
-        if req.active {
-            return Err(UsageError::RequestActive.into());
-        }
-        req.active = true;
-        req.complete = false;
-        req.status = Status::EMPTY;
-        let spec = req.spec;
-        if spec.peer == PROC_NULL {
-            let status = if req.kind == Kind::Send {
-                Status::EMPTY
-            } else {
-                PROC_NULL_STATUS
-            };
-            self.st.complete(key, status);
-            return Ok(());
-        }
-        if req.kind == Kind::Send {
-            let len = req.buf.as_ref().map_or(0, Buf::len);
-            let proto = self.st.choose_protocol(spec.peer, len);
-            if let Some(req) = self.st.requests.get_mut(key) {
-                req.op = Op::SendQueued(Queued {
-                    proto,
-                    exposed: None,
-                    len,
-                });
-            }
-            self.st.outbox.push_back(Out::Send(key));
-        } else {
-            let pattern = pattern_of(req);
-            self.st.activate_recv(key, pattern);
-        }
-        outbox::flush(&mut self.device, &mut self.st)
-    }
-
-    /// Starts several persistent requests (`MPI_Startall`). All are checked
-    /// before any is started.
-    ///
-    /// # Errors
-    /// As for [`Engine::start`].
-    pub fn startall(&mut self, requests: &[Request]) -> Result<()> {
-        for r in requests {
-            let req = self.st.requests.get(r.0).ok_or_else(State::stale)?;
-            if !req.persistent {
-                return Err(
-                    UsageError::WrongRequestKind("start needs a persistent request").into(),
-                );
-            }
-            if req.active {
-                return Err(UsageError::RequestActive.into());
-            }
-        }
-        requests.iter().try_for_each(|r| self.start(r))
-    }
-
-    /// The buffer of an inactive persistent request.
-    ///
-    /// # Errors
-    /// [`UsageError::StaleHandle`], [`UsageError::WrongRequestKind`],
-    /// [`UsageError::RequestActive`] while the request is active.
-    pub fn persistent_buf(&self, request: &Request) -> Result<&Buf> {
-        let req = self.st.requests.get(request.0).ok_or_else(State::stale)?;
-        check_inactive_persistent(req)?;
-        req.buf
-            .as_ref()
-            .ok_or(Error::Internal("persistent request without a buffer"))
-    }
-
-    /// The buffer of an inactive persistent request, writable.
-    ///
-    /// # Errors
-    /// As for [`Engine::persistent_buf`].
-    pub fn persistent_buf_mut(&mut self, request: &Request) -> Result<&mut Buf> {
-        let req = self
-            .st
-            .requests
-            .get_mut(request.0)
-            .ok_or_else(State::stale)?;
-        check_inactive_persistent(req)?;
-        req.buf
-            .as_mut()
-            .ok_or(Error::Internal("persistent request without a buffer"))
-    }
-
-    /// Cancels a receive (or probe request) that has not matched yet; it then
-    /// completes with `status.cancelled`. A request that already matched, a
-    /// send, or a completed request is left alone, and its status reports
-    /// `cancelled == false` (MPI semantics).
-    ///
-    /// # Errors
-    /// [`UsageError::StaleHandle`].
-    pub fn cancel(&mut self, request: &Request) -> Result<()> {
-        if request.is_null() || request.is_empty() {
-            return Ok(());
-        }
-        let key = request.0;
-        let req = self.st.requests.get(key).filter(|r| !r.detached);
-        let req = req.ok_or_else(State::stale)?;
-        let cancelled = match req.op {
-            Op::Posted { key: pk } => self.st.posted.remove(pk).is_some(),
-            Op::Probing => {
-                self.st.probes.retain(|&k| k != key);
-                true
-            }
-            _ => false,
-        };
-        if cancelled {
-            self.st.complete(
-                key,
-                Status {
-                    cancelled: true,
-                    ..Status::EMPTY
-                },
-            );
-        }
-        Ok(())
-    }
-
-    /// Frees a request (`MPI_Request_free`): a complete or inactive one at
-    /// once, a pending one when it completes. The handle becomes NULL.
-    ///
-    /// # Errors
-    /// [`UsageError::StaleHandle`] for a null, stale or already freed handle.
-    pub fn free(&mut self, request: &mut Request) -> Result<()> {
-        if request.is_empty() {
-            *request = Request::NULL;
-            return Ok(());
-        }
-        let key = request.0;
-        // A request already freed while pending is gone for the user: a
-        // second free (through a copy of the handle) is a stale handle.
-        let req = self.st.requests.get_mut(key).filter(|r| !r.detached);
-        let req = req.ok_or_else(State::stale)?;
-        if req.complete || !req.active {
-            self.st.requests.remove(key);
-        } else {
-            req.detached = true;
-            req.persistent = false;
-        }
-        *request = Request::NULL;
-        Ok(())
-    }
-
-    /// A request of the generic kind, completed by its owner (a collective
-    /// schedule) with [`Engine::complete_generic`]. It mixes with every
-    /// completion call.
-    pub fn generic_request(&mut self) -> Request {
-        let spec = Spec {
-            peer: PROC_NULL,
-            tag: ANY_TAG,
-            context: 0,
-            mode: SendMode::Standard,
-        };
-        Request(self.st.requests.insert(Req::new(Kind::Generic, spec, None)))
-    }
-
-    /// Completes a generic request with `status` (and optionally a buffer
-    /// the completion hands over).
-    ///
-    /// # Errors
-    /// [`UsageError::StaleHandle`], or [`UsageError::WrongRequestKind`] for
-    /// a request that is not generic.
-    pub fn complete_generic(
-        &mut self,
-        request: &Request,
-        status: Status,
-        buf: Option<Buf>,
-    ) -> Result<()> {
-        let req = self
-            .st
-            .requests
-            .get_mut(request.0)
-            .ok_or_else(State::stale)?;
-        if req.kind != Kind::Generic || req.complete {
-            return Err(UsageError::WrongRequestKind("not a pending generic request").into());
-        }
-        req.buf = buf;
-        self.st.complete(request.0, status);
-        Ok(())
-    }
-}
-
-fn check_inactive_persistent(req: &Req) -> Result<()> {
-    if !req.persistent {
-        return Err(UsageError::WrongRequestKind("not a persistent request").into());
-    }
-    if req.active {
-        return Err(UsageError::RequestActive.into());
-    }
-    Ok(())
 }
 
 /// The matching pattern of a receive-like request.
