@@ -32,6 +32,9 @@ pub trait ByteStorage: Send + 'static {
     fn bytes(&self) -> &[u8];
     /// The bytes, writable.
     fn bytes_mut(&mut self) -> &mut [u8];
+    /// The storage as `Any`, so its owner can recover the concrete type
+    /// (a typed `Vec<T>`) when the buffer comes back. Implement as `self`.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send>;
 }
 
 impl ByteStorage for Box<[u8]> {
@@ -39,6 +42,9 @@ impl ByteStorage for Box<[u8]> {
         self
     }
     fn bytes_mut(&mut self) -> &mut [u8] {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
         self
     }
 }

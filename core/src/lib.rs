@@ -42,6 +42,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bootstrap;
 pub mod buffer;
 pub mod config;
 pub mod device;
@@ -57,6 +58,7 @@ mod slab;
 pub mod status;
 pub mod wire;
 
+pub use bootstrap::{Bootstrap, BootstrapError};
 pub use buffer::{Buf, ByteStorage};
 pub use config::{Config, RndvMode};
 pub use device::{Caps, Device};

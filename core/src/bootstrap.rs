@@ -1,0 +1,65 @@
+//! The bootstrap interface: how a process learns its rank and exchanges
+//! small values (addresses, segment names) with the rest of the job.
+//!
+//! `ferry` implements it over the PMI-1 wire protocol (served by `ferryrun`
+//! or MPICH's Hydra); devices take a `&mut dyn Bootstrap` at setup so that
+//! they need not know which launcher started the job. Core itself only
+//! defines the trait: it does no I/O.
+
+use crate::envelope::Rank;
+
+/// Errors a bootstrap reports (kept separate from [`crate::Error`]: they
+/// happen before any engine exists).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BootstrapError {
+    /// The launcher (or its socket) could not be reached or went away.
+    #[error("bootstrap I/O failed: {0}")]
+    Io(String),
+    /// The launcher sent something that is not valid protocol.
+    #[error("malformed reply from the launcher: {0}")]
+    Protocol(String),
+    /// The launcher answered with an error.
+    #[error("launcher refused {op}: {reason}")]
+    Refused {
+        /// The operation.
+        op: &'static str,
+        /// The launcher's reason.
+        reason: String,
+    },
+    /// A key was not found.
+    #[error("key {0:?} not found in the job's key-value space")]
+    NotFound(String),
+    /// A key or value is too long or contains characters the protocol
+    /// cannot carry.
+    #[error("invalid key or value: {0}")]
+    Invalid(String),
+}
+
+/// A job-wide key-value space with a barrier (the PMI-1 model).
+///
+/// The protocol's rule, which every implementation keeps: values `put`
+/// before a `barrier` are visible to every rank's `get` after it.
+pub trait Bootstrap: std::fmt::Debug {
+    /// This process's rank.
+    fn rank(&self) -> Rank;
+    /// The number of processes in the job.
+    fn size(&self) -> u32;
+    /// A name unique to this job (PMI's kvsname), usable in resource names.
+    fn job_id(&self) -> &str;
+    /// Publishes `value` under `key`.
+    ///
+    /// # Errors
+    /// See [`BootstrapError`].
+    fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError>;
+    /// Reads the value published under `key`.
+    ///
+    /// # Errors
+    /// See [`BootstrapError`].
+    fn get(&mut self, key: &str) -> Result<String, BootstrapError>;
+    /// Waits until every rank has called `barrier`.
+    ///
+    /// # Errors
+    /// See [`BootstrapError`].
+    fn barrier(&mut self) -> Result<(), BootstrapError>;
+}
