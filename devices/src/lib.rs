@@ -7,4 +7,6 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod pmi;
+
 pub use ferry_core::*;

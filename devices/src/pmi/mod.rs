@@ -1,0 +1,1 @@
+//! PMI-1: placeholder, being written (issue 3).

@@ -1,0 +1,1 @@
+//! ferry-shm: placeholder, being written (issue 3).
