@@ -15,13 +15,22 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n=== %s\n' "$*"; }
 
-step "toolchain"
-# Default features need nothing but Rust. The device issues (shm, ofi, verbs)
-# add their system packages here (apt-get), so a fresh Debian machine works.
+step "toolchain and system packages"
+# Default cargo features need nothing but Rust. The tests also run ranks
+# under MPICH's Hydra (mpiexec.hydra), so install it on a fresh machine.
 for tool in cargo rustfmt cargo-clippy; do
   command -v "$tool" >/dev/null || { echo "missing $tool: install it with rustup" >&2; exit 1; }
 done
 cargo --version
+packages=()
+command -v mpiexec.hydra >/dev/null || packages+=(mpich)
+if [ "${#packages[@]}" -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}"
+fi
 
 step "format"
 cargo fmt --all -- --check
@@ -39,7 +48,7 @@ if [ "${FERRY_CI_SKIP_FUZZ:-0}" != 1 ]; then
   step "fuzz smoke run (every decoder of peer-supplied bytes)"
   # cargo fuzz works on the stable toolchain without a sanitizer (-s none).
   command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-  for target in wire_header engine_packets; do
+  for target in wire_header engine_packets pmi_reply; do
     (cd fuzz && cargo fuzz run "$target" -s none -- -max_total_time="${FERRY_FUZZ_SECONDS:-30}" -rss_limit_mb=4096)
   done
 fi
