@@ -121,6 +121,17 @@ pub trait Park {
     /// # Errors
     /// The wait failed, or (in simulation) can never end: a deadlock.
     fn park(&mut self, wait_fd: Option<i32>) -> Result<()>;
+
+    /// Called instead of [`Park::park`] when the engine must poll rather than
+    /// sleep (its device pushed back and will not signal freed resources).
+    /// A real waiter may yield the CPU here; the simulator lets the other
+    /// ranks run. The default does nothing.
+    ///
+    /// # Errors
+    /// As for [`Park::park`].
+    fn idle(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// A [`Park`] that returns at once: `wait` busy-polls.
@@ -400,8 +411,10 @@ impl<D: Device> Engine<D> {
             if done(self)? {
                 return Ok(());
             }
-            if self.device_check(CheckMode::Blocking)? == Check::WouldBlock {
-                park.park(self.device.wait_fd())?;
+            match self.device_check(CheckMode::Blocking)? {
+                Check::WouldBlock => park.park(self.device.wait_fd())?,
+                Check::Idle => park.idle()?,
+                Check::Progressed => {}
             }
         }
     }

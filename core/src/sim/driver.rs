@@ -126,6 +126,7 @@ impl Sim {
             right,
             alive: &self.alive,
             parks: 0,
+            idles: 0,
         };
         f(me, &mut park)
     }
@@ -149,6 +150,7 @@ pub struct SimPark<'a> {
     right: &'a mut [Engine<SimDevice>],
     alive: &'a [bool],
     parks: u64,
+    idles: u64,
 }
 
 impl SimPark<'_> {
@@ -202,5 +204,19 @@ impl Park for SimPark<'_> {
         Err(Error::Internal(
             "simulation did not wake the sleeper (livelock)",
         ))
+    }
+
+    /// The rank polls (its device pushed back): let the others run and time
+    /// pass, so the peer can drain the full link.
+    fn idle(&mut self) -> Result<()> {
+        self.idles += 1;
+        if self.idles > STEP_LIMIT as u64 {
+            return Err(Error::Internal(
+                "simulation: a rank polls forever (livelock)",
+            ));
+        }
+        self.progress_others()?;
+        self.net.borrow_mut().advance();
+        Ok(())
     }
 }
