@@ -119,12 +119,7 @@ impl<T: Copy> PostedQueue<T> {
     /// failure), and returns their items in posting order. Linear in the
     /// queue.
     pub fn remove_where(&mut self, mut f: impl FnMut(&Pattern, &T) -> bool) -> Vec<T> {
-        let doomed: Vec<Ref> = self
-            .slab
-            .live_refs()
-            .into_iter()
-            .filter(|&r| self.slab.get(r).is_some_and(|p| f(&p.pattern, &p.item)))
-            .collect();
+        let doomed = self.slab.refs_where(|p| f(&p.pattern, &p.item));
         doomed
             .into_iter()
             .filter_map(|r| self.remove(PostedKey(r)))

@@ -96,6 +96,15 @@ impl<T> SeqSlab<T> {
         self.len
     }
 
+    /// Live entries for which `keep` is true, in sequence order (cold paths
+    /// only: removal by predicate on peer failure).
+    pub(crate) fn refs_where(&self, mut keep: impl FnMut(&T) -> bool) -> Vec<Ref> {
+        self.live_refs()
+            .into_iter()
+            .filter(|&r| self.get(r).is_some_and(&mut keep))
+            .collect()
+    }
+
     /// Every live entry, in sequence order (cold paths only).
     pub(crate) fn live_refs(&self) -> Vec<Ref> {
         let mut refs: Vec<Ref> = self

@@ -109,12 +109,7 @@ impl<M> UnexpectedQueue<M> {
     /// Removes every message for which `f` is true (cold path: peer failure),
     /// returned in arrival order. Linear in the queue.
     pub fn remove_where(&mut self, mut f: impl FnMut(&Envelope, &M) -> bool) -> Vec<(Envelope, M)> {
-        let doomed: Vec<Ref> = self
-            .slab
-            .live_refs()
-            .into_iter()
-            .filter(|&r| self.slab.get(r).is_some_and(|a| f(&a.env, &a.msg)))
-            .collect();
+        let doomed = self.slab.refs_where(|a| f(&a.env, &a.msg));
         doomed
             .into_iter()
             .filter_map(|r| self.remove(UnexpectedKey(r)))
