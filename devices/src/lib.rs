@@ -1,12 +1,130 @@
 //! # ferry
 //!
-//! The crate applications depend on. Today it re-exports the engine
-//! ([`ferry_core`]) with its in-memory devices; the shared-memory device,
-//! bootstrap (PMI-1), `ferryrun` and the typed public API arrive with the
-//! shm issue, and the `verbs` and `ofi` features with theirs.
-#![forbid(unsafe_code)]
+//! MPI-style tagged messaging for Rust: point-to-point operations with
+//! typed buffers, the full request-completion family (including
+//! `REQUEST_EMPTY`, ARecv and MPI 4.1's `get_status_*`), many threads at
+//! once, and passive waiting. The engine is [`ferry_core`]; this crate adds
+//! the devices, the bootstrap (PMI-1), the launcher `ferryrun` and the API.
+//!
+//! ## Quick start
+//! ```
+//! let world = ferry::init()?; // a singleton here; under `ferryrun -n N`, rank i of N
+//! let comm = world.world();
+//! let peer = (comm.rank() + 1) % comm.size() as i32;
+//!
+//! // Nonblocking, owned buffers: the vector comes back on completion.
+//! let recv = comm.irecv(vec![0u64; 4], ferry::ANY_SOURCE, 7)?;
+//! let send = comm.isend(vec![1u64, 2, 3, 4], peer, 7)?;
+//! let mut all = [recv, send];
+//! let done = ferry::wait_all(&mut all)?;
+//! let got: Vec<u64> = done.into_iter().next().unwrap().into_vec()?;
+//! assert_eq!(got, [1, 2, 3, 4]);
+//!
+//! // Blocking, borrowed slices.
+//! comm.send(&[1.5f32, 2.5], peer, 8)?;
+//! let mut buf = [0f32; 2];
+//! let status = comm.recv(&mut buf, ferry::ANY_SOURCE, 8)?;
+//! assert_eq!(status.count(4), Some(2));
+//!
+//! world.finalize()?;
+//! # Ok::<(), ferry::Error>(())
+//! ```
+//! Run a job with `cargo run --bin ferryrun -- -n 4 target/debug/my-program`
+//! (or `mpiexec.hydra -n 4 ...`).
+//!
+//! ## Buffers: three styles
+//! - **Owned** (the default): nonblocking calls take a `Vec<T>` of any
+//!   [`Element`] (`bytemuck::Pod`) type and hand it back in the
+//!   [`Completion`] ([`Completion::into_vec`], no copy). [`Comm::iarecv`]
+//!   lets the library allocate the buffer.
+//! - **Scoped** ([`Comm::scope`]): nonblocking calls borrow slices; the
+//!   scope completes every request before it returns.
+//! - **Raw** (`unsafe`: [`Comm::isend_raw`], [`Comm::irecv_raw`]): pointers
+//!   and lengths, for zero-overhead callers and a future C ABI.
+//!
+//! Blocking calls ([`Comm::send`], [`Comm::recv`], ...) borrow slices.
+//!
+//! ## Requests
+//! One untyped [`Request`] type for every operation, so that any mix goes
+//! into [`wait_all`], [`wait_any`], [`wait_some`], their `test_*` forms and
+//! [`get_status_all`] / [`get_status_any`] / [`get_status_some`].
+//! [`Request::is_empty`] recognises `REQUEST_EMPTY` without a lock.
+//! Persistent requests: [`Comm::send_init`], [`Comm::recv_init`],
+//! [`Request::start`], [`start_all`].
+//!
+//! ## Features
+//! - `shm` (default): the shared-memory device; needs nothing but Rust.
+//! - `ofi`, `verbs`: the network devices (later issues). Without them,
+//!   `FERRY_DEVICE=ofi`/`verbs`, or a job spanning nodes, is a typed
+//!   [`SetupError`], never a panic.
+//!
+//! Configuration: [`Config`] and the `FERRY_*` variables (see [`config`]).
+//!
+//! ## Safety
+//! The safe API is sound even when a [`Request`] is leaked with
+//! `mem::forget`: nonblocking operations own their buffers (a leaked request
+//! leaks its buffer, it never leaves a dangling borrow), and borrowed
+//! buffers are only lent inside a call or a scope that completes their
+//! requests first. All `unsafe` code is in one module, `raw`, with a
+//! `// SAFETY:` comment on each block. If completing a borrowed request
+//! fails with a fatal device error, the engine is torn down rather than left
+//! holding the borrow; later calls report the error.
+//!
+//! ## Thread safety
+//! [`World`], [`Comm`] and [`Request`] are `Send + Sync`; any number of
+//! threads may post, test and wait at once (`MPI_THREAD_MULTIPLE`). The
+//! engine sits behind one lock that is never held while sleeping; waiting
+//! spins, then sleeps in `epoll_wait` on the device's fd and a per-thread
+//! eventfd. The protocol that makes this lose no wake-up is in [`waiter`].
+//!
+//! ## Cleanup
+//! [`World::finalize`] is collective: a barrier with the other ranks, then
+//! device teardown (the shm segment was already unlinked at setup) and PMI
+//! finalize. Dropping the last handle without finalizing does the safe
+//! minimum (teardown and PMI finalize, no barrier). `FERRY_PRINT_COUNTERS=1`
+//! prints [`World::counters`] at either.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod boot;
+mod comm;
+mod completion;
+pub mod config;
+mod counters;
+mod error;
+pub mod launcher;
+mod node;
+mod p2p;
+mod persistent;
 pub mod pmi;
+#[allow(unsafe_code)]
+mod raw;
+mod request;
+mod startup;
+mod typed;
+pub mod waiter;
+mod world;
 
-pub use ferry_core::*;
+pub use comm::{Comm, CONTEXTS_PER_COMM, FIRST_FREE_CONTEXT};
+pub use completion::{
+    get_status_all, get_status_any, get_status_some, test_all, test_any, test_some, wait_all,
+    wait_any, wait_some, Outcome,
+};
+pub use config::{Config, DeviceChoice, WaitMode};
+pub use counters::Counters;
+pub use error::{ApiError, ConfigError, Error, Fault, Result, SetupError};
+pub use node::NodeDevice;
+pub use p2p::Message;
+pub use persistent::start_all;
+pub use raw::{Scope, ScopedRequest};
+pub use request::{Canceller, Completion, Request};
+pub use startup::init;
+pub use typed::Element;
+pub use world::World;
+
+pub use ferry_core;
+pub use ferry_core::protocol::ProtocolTable;
+pub use ferry_core::{
+    Bootstrap, BootstrapError, Buf, ByteStorage, ContextId, Rank, SendMode, Status, Tag,
+    ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB,
+};

@@ -1,0 +1,163 @@
+//! `ferry-info`: what this build of ferry can do on this machine.
+//!
+//! Prints the compiled features, the devices found (is shared memory
+//! usable, is CMA permitted, how big is /dev/shm; the network devices), the
+//! effective configuration and protocol thresholds per device, and the shm
+//! memory formula's figures for 2, 16, 64 and 256 ranks.
+
+use std::process::ExitCode;
+
+use ferry::{Config, DeviceChoice, ProtocolTable};
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn table(t: &ProtocolTable) -> String {
+    format!(
+        "eager up to {} B; rendezvous by {:?} from {} B (fragments of {} B below that)",
+        t.eager_max, t.rdma, t.rdma_min, t.fragment
+    )
+}
+
+/// What the kernel says about cross-memory attach between sibling ranks.
+fn cma_permission() -> String {
+    match std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope") {
+        Ok(s) => match s.trim() {
+            "0" => "yes (yama ptrace_scope 0)".into(),
+            "1" => "yes: ranks allow their peers with PR_SET_PTRACER (yama ptrace_scope 1)".into(),
+            v => format!("no (yama ptrace_scope {v}): large messages are copied through cells"),
+        },
+        Err(_) => "yes (no yama LSM; the device still probes at setup)".into(),
+    }
+}
+
+fn dev_shm() -> String {
+    match rustix::fs::statvfs("/dev/shm") {
+        Ok(s) => format!(
+            "{} total, {} free",
+            bytes(s.f_blocks * s.f_frsize),
+            bytes(s.f_bavail * s.f_frsize)
+        ),
+        Err(e) => format!("unavailable ({e})"),
+    }
+}
+
+fn main() -> ExitCode {
+    let config = match Config::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ferry-info: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("ferry {}", env!("CARGO_PKG_VERSION"));
+    println!();
+    println!("features");
+    println!("  shm    {}", yes(cfg!(feature = "shm")));
+    println!("  ofi    {}", yes(cfg!(feature = "ofi")));
+    println!("  verbs  {}", yes(cfg!(feature = "verbs")));
+    println!();
+    println!("configuration (FERRY_* variables)");
+    println!("  device           {}", config.device.name());
+    println!(
+        "  wait mode        {:?}, spin {} us",
+        config.wait_mode,
+        config.spin.as_micros()
+    );
+    println!("  eager limit      {} B", config.engine.eager_limit);
+    println!("  rndv threshold   {} B", config.engine.rdma_threshold);
+    println!(
+        "  eager credits    {} per peer",
+        config.engine.eager_credits
+    );
+    println!(
+        "  max message      {}",
+        bytes(config.engine.max_message as u64)
+    );
+    println!();
+    println!("devices");
+    let loopback = Config {
+        device: DeviceChoice::Loopback,
+        ..config.clone()
+    }
+    .init()
+    .and_then(|w| w.protocol_table(0));
+    match loopback {
+        Ok(t) => println!("  loopback  available: {}", table(&t)),
+        Err(e) => println!("  loopback  unavailable: {e}"),
+    }
+    if cfg!(feature = "shm") {
+        // A job of one sets the device up for real: segment, wake-up fds,
+        // and its own CMA probe.
+        let shm = Config {
+            device: DeviceChoice::Shm,
+            ..config.clone()
+        }
+        .init()
+        .and_then(|w| w.protocol_table(0));
+        match shm {
+            Ok(t) => println!("  shm       available: {}", table(&t)),
+            Err(e) => println!("  shm       unavailable: {e}"),
+        }
+    } else {
+        println!("  shm       not compiled in (feature `shm`)");
+    }
+    println!("            CMA permitted: {}", cma_permission());
+    if config.shm_cma == Some(false) {
+        println!("            CMA disabled by FERRY_SHM_CMA=0");
+    }
+    println!("            /dev/shm: {}", dev_shm());
+    for (name, on) in [
+        ("ofi", cfg!(feature = "ofi")),
+        ("verbs", cfg!(feature = "verbs")),
+    ] {
+        if on {
+            println!("  {name:<9} compiled in, not implemented yet");
+        } else {
+            println!("  {name:<9} not compiled in (feature `{name}`)");
+        }
+    }
+    shm_formula();
+    ExitCode::SUCCESS
+}
+
+#[cfg(feature = "shm")]
+fn shm_formula() {
+    let opts = ferry_shm::ShmOptions::from_env().unwrap_or_default();
+    println!();
+    println!(
+        "shm segment size per node (cells of {} B, {} cells per rank; linear in ranks)",
+        opts.cell_size, opts.cells_per_rank
+    );
+    for n in [2usize, 16, 64, 256] {
+        let total = ferry_shm::ShmDevice::segment_bytes(n, &opts);
+        println!(
+            "  {n:>3} ranks: {:>10} ({} per rank)",
+            bytes(total as u64),
+            bytes((total / n) as u64)
+        );
+    }
+}
+
+#[cfg(not(feature = "shm"))]
+fn shm_formula() {}

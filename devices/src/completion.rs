@@ -1,0 +1,288 @@
+//! The completion family over many requests: `wait_all`, `test_all`,
+//! `wait_any`, `test_any`, `wait_some`, `test_some`, and the non-destructive
+//! `get_status_all`, `get_status_any`, `get_status_some` (MPI 4.1).
+//!
+//! Any mix of requests goes in (sends, receives, ARecv, persistent, probes,
+//! null, EMPTY), as long as they belong to one [`World`](crate::World). The
+//! rules are core's, which are MPI's:
+//! - null and inactive persistent requests are *inactive*: the `any` and
+//!   `some` forms skip them and report [`Outcome::Undefined`] when every
+//!   entry is inactive; the `all` forms report them complete with an empty
+//!   status;
+//! - EMPTY requests are complete, not cancelled, with an empty status (and
+//!   hand back their buffer);
+//! - the `any`/`some` forms progress before looking and rotate their start,
+//!   so no request starves another (the same fairness for `get_status_*`);
+//! - `get_status_*` complete nothing and free nothing.
+//!
+//! Completed requests become null (persistent ones inactive), as MPI's
+//! handles do.
+
+use std::sync::Arc;
+
+use ferry_core::{Outcount, Status, StatusAny};
+
+use crate::error::{ApiError, Result};
+use crate::request::{Completion, Request};
+use crate::waiter::block_on;
+use crate::world::Shared;
+
+/// The result of an `any` or `some` call.
+#[derive(Debug)]
+pub enum Outcome<T> {
+    /// What completed.
+    Completed(T),
+    /// Every request was null or inactive (`MPI_UNDEFINED`).
+    Undefined,
+}
+
+impl<T> Outcome<T> {
+    /// The completed value, `None` for `Undefined`.
+    pub fn completed(self) -> Option<T> {
+        match self {
+            Outcome::Completed(t) => Some(t),
+            Outcome::Undefined => None,
+        }
+    }
+}
+
+/// The world all the non-null requests belong to (`None` if all are null).
+///
+/// # Errors
+/// [`ApiError::MixedWorlds`].
+pub(crate) fn common_world(requests: &[Request]) -> Result<Option<Arc<Shared>>> {
+    let mut world: Option<&Arc<Shared>> = None;
+    for r in requests {
+        if let Some(c) = &r.comm {
+            match world {
+                None => world = Some(&c.shared),
+                Some(w) if Arc::ptr_eq(w, &c.shared) => {}
+                Some(_) => return Err(ApiError::MixedWorlds.into()),
+            }
+        }
+    }
+    Ok(world.cloned())
+}
+
+fn handles(requests: &[Request]) -> Vec<ferry_core::Request> {
+    requests.iter().map(|r| r.handle).collect()
+}
+
+fn write_back(requests: &mut [Request], handles: &[ferry_core::Request]) {
+    for (r, h) in requests.iter_mut().zip(handles) {
+        r.handle = *h;
+    }
+}
+
+fn finish(r: &mut Request, c: ferry_core::Completion) -> Completion {
+    let ready = r.take_ready();
+    Completion::from_core(r.comm.as_deref(), c, ready, r.origin)
+}
+
+fn status_of(r: &Request, s: Status) -> Status {
+    r.comm.as_ref().map_or(s, |c| c.status(s))
+}
+
+fn all_null(requests: &mut [Request]) -> Vec<Completion> {
+    requests.iter().map(|_| Completion::empty()).collect()
+}
+
+/// `MPI_Waitall`: blocks until every request is complete, then completes
+/// them all; one [`Completion`] per request, in order.
+///
+/// # Errors
+/// [`ApiError::MixedWorlds`], a stale handle (nothing is completed then),
+/// a fatal device error, or the world was finalized.
+pub fn wait_all(requests: &mut [Request]) -> Result<Vec<Completion>> {
+    let Some(shared) = common_world(requests)? else {
+        return Ok(all_null(requests));
+    };
+    let mut hs = handles(requests);
+    let mut out = Vec::with_capacity(requests.len());
+    let r = block_on(&shared, |e| Ok(e.testall(&mut hs, &mut out)?.then_some(())));
+    write_back(requests, &hs);
+    r?;
+    Ok(out
+        .into_iter()
+        .zip(requests.iter_mut())
+        .map(|(c, r)| finish(r, c))
+        .collect())
+}
+
+/// `MPI_Testall`: if every request is complete, completes them all;
+/// otherwise completes none and returns `None`. Progresses once.
+///
+/// # Errors
+/// As for [`wait_all`].
+pub fn test_all(requests: &mut [Request]) -> Result<Option<Vec<Completion>>> {
+    let Some(shared) = common_world(requests)? else {
+        return Ok(Some(all_null(requests)));
+    };
+    let mut hs = handles(requests);
+    let mut out = Vec::with_capacity(requests.len());
+    let done = shared.lock().engine()?.testall(&mut hs, &mut out)?;
+    write_back(requests, &hs);
+    if !done {
+        return Ok(None);
+    }
+    Ok(Some(
+        out.into_iter()
+            .zip(requests.iter_mut())
+            .map(|(c, r)| finish(r, c))
+            .collect(),
+    ))
+}
+
+fn any_outcome(requests: &mut [Request], any: ferry_core::Any) -> Outcome<(usize, Completion)> {
+    match any {
+        ferry_core::Any::Completed { index, completion } => {
+            Outcome::Completed((index, finish(&mut requests[index], completion)))
+        }
+        _ => Outcome::Undefined,
+    }
+}
+
+/// `MPI_Waitany`: blocks until one active request completes and completes
+/// it: `(index, completion)`.
+///
+/// # Errors
+/// As for [`wait_all`].
+pub fn wait_any(requests: &mut [Request]) -> Result<Outcome<(usize, Completion)>> {
+    let Some(shared) = common_world(requests)? else {
+        return Ok(Outcome::Undefined);
+    };
+    let mut hs = handles(requests);
+    let r = block_on(&shared, |e| e.testany(&mut hs));
+    write_back(requests, &hs);
+    Ok(any_outcome(requests, r?))
+}
+
+/// `MPI_Testany`: progresses once; completes one complete active request
+/// if there is one (`None` if none is complete).
+///
+/// # Errors
+/// As for [`wait_all`].
+pub fn test_any(requests: &mut [Request]) -> Result<Option<Outcome<(usize, Completion)>>> {
+    let Some(shared) = common_world(requests)? else {
+        return Ok(Some(Outcome::Undefined));
+    };
+    let mut hs = handles(requests);
+    let r = shared.lock().engine()?.testany(&mut hs);
+    write_back(requests, &hs);
+    Ok(r?.map(|any| any_outcome(requests, any)))
+}
+
+fn some_outcome(
+    requests: &mut [Request],
+    count: Outcount,
+    out: Vec<(usize, ferry_core::Completion)>,
+) -> Outcome<Vec<(usize, Completion)>> {
+    match count {
+        Outcount::Undefined => Outcome::Undefined,
+        Outcount::Count(_) => Outcome::Completed(
+            out.into_iter()
+                .map(|(i, c)| (i, finish(&mut requests[i], c)))
+                .collect(),
+        ),
+    }
+}
+
+/// `MPI_Waitsome`: blocks until at least one active request completes,
+/// then completes every complete one: `(index, completion)` pairs.
+///
+/// # Errors
+/// As for [`wait_all`].
+pub fn wait_some(requests: &mut [Request]) -> Result<Outcome<Vec<(usize, Completion)>>> {
+    let Some(shared) = common_world(requests)? else {
+        return Ok(Outcome::Undefined);
+    };
+    let mut hs = handles(requests);
+    let mut out = Vec::new();
+    let r = block_on(&shared, |e| {
+        Ok(match e.testsome(&mut hs, &mut out)? {
+            Outcount::Count(0) => None,
+            c => Some(c),
+        })
+    });
+    write_back(requests, &hs);
+    Ok(some_outcome(requests, r?, out))
+}
+
+/// `MPI_Testsome`: progresses once and completes every complete active
+/// request (possibly none).
+///
+/// # Errors
+/// As for [`wait_all`].
+pub fn test_some(requests: &mut [Request]) -> Result<Outcome<Vec<(usize, Completion)>>> {
+    let Some(shared) = common_world(requests)? else {
+        return Ok(Outcome::Undefined);
+    };
+    let mut hs = handles(requests);
+    let mut out = Vec::new();
+    let r = shared.lock().engine()?.testsome(&mut hs, &mut out);
+    write_back(requests, &hs);
+    Ok(some_outcome(requests, r?, out))
+}
+
+/// `MPI_Request_get_status_all`: every status if all are complete (`None`
+/// otherwise). Completes and frees nothing; progresses once if needed.
+///
+/// # Errors
+/// As for [`wait_all`].
+pub fn get_status_all(requests: &[Request]) -> Result<Option<Vec<Status>>> {
+    let Some(shared) = common_world(requests)? else {
+        return Ok(Some(vec![Status::EMPTY; requests.len()]));
+    };
+    let hs = handles(requests);
+    let mut out = Vec::with_capacity(requests.len());
+    if !shared.lock().engine()?.get_status_all(&hs, &mut out)? {
+        return Ok(None);
+    }
+    Ok(Some(
+        out.into_iter()
+            .zip(requests)
+            .map(|(s, r)| status_of(r, s))
+            .collect(),
+    ))
+}
+
+/// `MPI_Request_get_status_any`: a complete active request's index and
+/// status (`None` if none is complete). Completes and frees nothing.
+///
+/// # Errors
+/// As for [`wait_all`].
+pub fn get_status_any(requests: &[Request]) -> Result<Option<Outcome<(usize, Status)>>> {
+    let Some(shared) = common_world(requests)? else {
+        return Ok(Some(Outcome::Undefined));
+    };
+    let hs = handles(requests);
+    let found = shared.lock().engine()?.get_status_any(&hs)?;
+    Ok(found.map(|s| match s {
+        StatusAny::Completed { index, status } => {
+            Outcome::Completed((index, status_of(&requests[index], status)))
+        }
+        _ => Outcome::Undefined,
+    }))
+}
+
+/// `MPI_Request_get_status_some`: `(index, status)` of every complete
+/// active request. Completes and frees nothing.
+///
+/// # Errors
+/// As for [`wait_all`].
+pub fn get_status_some(requests: &[Request]) -> Result<Outcome<Vec<(usize, Status)>>> {
+    let Some(shared) = common_world(requests)? else {
+        return Ok(Outcome::Undefined);
+    };
+    let hs = handles(requests);
+    let mut out = Vec::new();
+    let count = shared.lock().engine()?.get_status_some(&hs, &mut out)?;
+    match count {
+        Outcount::Undefined => Ok(Outcome::Undefined),
+        Outcount::Count(_) => Ok(Outcome::Completed(
+            out.into_iter()
+                .map(|(i, s)| (i, status_of(&requests[i], s)))
+                .collect(),
+        )),
+    }
+}

@@ -1,0 +1,142 @@
+//! [`NodeDevice`]: the devices compiled into this build, as one enum.
+//!
+//! The engine is monomorphized over `NodeDevice`; each [`Device`] method is
+//! a `match` over the variants (crossbeam-channel's flavors, MPICH's
+//! `NETMOD_INLINE`): no `dyn` dispatch on the hot path. The device is chosen
+//! once, at init.
+
+use ferry_core::device::{Access, Armed, Caps, Device, MemHandle, OpToken, Sent, Sink};
+use ferry_core::loopback::Loopback;
+use ferry_core::wire::RemoteKey;
+use ferry_core::{Buf, Error, Rank};
+
+/// How a waiter can sleep on a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SleepKind {
+    /// On this fd (and the waiter's eventfd).
+    #[cfg_attr(not(feature = "shm"), allow(dead_code))]
+    Fd(i32),
+    /// On the waiter's eventfd alone: the device gets no events from outside
+    /// this process's calls (the loopback).
+    Internal,
+    /// Not at all: events may arrive with nothing to wake a sleeper; poll.
+    #[cfg_attr(not(feature = "shm"), allow(dead_code))]
+    Poll,
+}
+
+/// The device an engine drives; see the module docs.
+#[derive(Debug)]
+#[non_exhaustive]
+// One per process, stored in place in the engine: boxing the large variant
+// would add an indirection to every call on the hot path.
+#[allow(clippy::large_enum_variant)]
+pub enum NodeDevice {
+    /// A singleton job: every packet goes to this rank itself.
+    Loopback(Loopback),
+    /// Ranks on one node, through shared memory.
+    #[cfg(feature = "shm")]
+    Shm(ferry_shm::ShmDevice),
+}
+
+/// Dispatches a method call to the variant.
+macro_rules! each {
+    ($self:expr, $d:ident => $e:expr) => {
+        match $self {
+            NodeDevice::Loopback($d) => $e,
+            #[cfg(feature = "shm")]
+            NodeDevice::Shm($d) => $e,
+        }
+    };
+}
+
+impl NodeDevice {
+    /// The device's name (`loopback`, `shm`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            NodeDevice::Loopback(_) => "loopback",
+            #[cfg(feature = "shm")]
+            NodeDevice::Shm(_) => "shm",
+        }
+    }
+
+    pub(crate) fn sleep_kind(&self) -> SleepKind {
+        match self {
+            NodeDevice::Loopback(_) => SleepKind::Internal,
+            #[cfg(feature = "shm")]
+            NodeDevice::Shm(d) => match d.wait_fd() {
+                Some(fd) => SleepKind::Fd(fd),
+                None => SleepKind::Poll,
+            },
+        }
+    }
+}
+
+impl Device for NodeDevice {
+    #[inline]
+    fn caps(&self, peer: Rank) -> &Caps {
+        each!(self, d => d.caps(peer))
+    }
+
+    #[inline]
+    fn send(&mut self, peer: Rank, header: &[u8], payload: &[u8]) -> Result<Sent, Error> {
+        each!(self, d => d.send(peer, header, payload))
+    }
+
+    #[inline]
+    fn register(
+        &mut self,
+        buf: Buf,
+        access: Access,
+    ) -> Result<(MemHandle, RemoteKey), (Error, Buf)> {
+        each!(self, d => d.register(buf, access))
+    }
+
+    #[inline]
+    fn deregister(&mut self, mem: MemHandle) -> Option<Buf> {
+        each!(self, d => d.deregister(mem))
+    }
+
+    #[inline]
+    fn get(
+        &mut self,
+        peer: Rank,
+        remote: RemoteKey,
+        local: MemHandle,
+        len: usize,
+        token: OpToken,
+    ) -> Result<Sent, Error> {
+        each!(self, d => d.get(peer, remote, local, len, token))
+    }
+
+    #[inline]
+    fn put(
+        &mut self,
+        peer: Rank,
+        local: MemHandle,
+        remote: RemoteKey,
+        len: usize,
+        token: OpToken,
+    ) -> Result<Sent, Error> {
+        each!(self, d => d.put(peer, local, remote, len, token))
+    }
+
+    #[inline]
+    fn progress<S: Sink>(&mut self, sink: &mut S) -> Result<usize, Error> {
+        each!(self, d => d.progress(sink))
+    }
+
+    #[inline]
+    fn arm(&mut self) -> Result<Armed, Error> {
+        each!(self, d => d.arm())
+    }
+
+    #[inline]
+    fn disarm(&mut self) {
+        each!(self, d => d.disarm())
+    }
+
+    #[inline]
+    fn wait_fd(&self) -> Option<i32> {
+        each!(self, d => d.wait_fd())
+    }
+}

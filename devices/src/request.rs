@@ -1,0 +1,324 @@
+//! [`Request`]: one untyped handle for every kind of operation (sends,
+//! receives, ARecv, persistent), so that any mix goes into every completion
+//! call; and [`Completion`], what a finished operation hands back.
+//!
+//! A request owns what the engine needs to finish the operation (the
+//! engine holds the buffer), so leaking a request with `mem::forget` leaks
+//! the buffer and never leaves a dangling borrow. Dropping a pending request
+//! frees it (`MPI_Request_free`): the operation completes in the background
+//! and its buffer is dropped then.
+
+use std::any::TypeId;
+use std::sync::Arc;
+
+use ferry_core::{Buf, Started, Status};
+
+use crate::comm::{Comm, CommInner};
+use crate::error::{ApiError, Result};
+use crate::raw::Exclusive;
+use crate::typed::{buf_into_vec, copy_slice_to_vec, Element};
+use crate::waiter::block_on;
+
+/// A handle to an operation in flight; see the module docs.
+///
+/// `Send + Sync`. [`Request::NULL`] is the null request (`MPI_REQUEST_NULL`);
+/// [`Request::is_empty`] recognises `MPI_REQUEST_EMPTY` (an operation that
+/// completed inside its initiating call) without taking any lock.
+#[derive(Debug)]
+#[must_use = "dropping a request frees it; its operation goes on in the background"]
+pub struct Request {
+    pub(crate) handle: ferry_core::Request,
+    /// The buffer handed back when the operation completed inside its call.
+    /// (`Buf` is not `Sync`; it is only reached through `&mut self`, which
+    /// `Exclusive` turns into `Request: Sync`.)
+    ready: Exclusive<Option<Buf>>,
+    /// The element type of the buffer, when it came from a `Vec<T>`.
+    pub(crate) origin: Option<TypeId>,
+    /// `None` only for the null request.
+    pub(crate) comm: Option<Arc<CommInner>>,
+}
+
+/// What a finished operation hands back: its status and its buffer.
+#[derive(Debug)]
+pub struct Completion {
+    /// The operation's status: source in the communicator's ranks, bytes
+    /// delivered, the operation's error (truncation, a dead peer), and
+    /// whether it was cancelled.
+    pub status: Status,
+    pub(crate) buf: Option<Buf>,
+    pub(crate) origin: Option<TypeId>,
+    pub(crate) message: Option<ferry_core::Message>,
+}
+
+impl Completion {
+    pub(crate) fn empty() -> Completion {
+        Completion {
+            status: Status::EMPTY,
+            buf: None,
+            origin: None,
+            message: None,
+        }
+    }
+
+    pub(crate) fn from_core(
+        comm: Option<&CommInner>,
+        c: ferry_core::Completion,
+        ready: Option<Buf>,
+        origin: Option<TypeId>,
+    ) -> Completion {
+        Completion {
+            status: comm.map_or(c.status, |comm| comm.status(c.status)),
+            buf: c.buf.or(ready),
+            origin,
+            message: c.message,
+        }
+    }
+
+    /// The buffer's bytes (empty if there is none). For a receive this is
+    /// the whole buffer given; [`Status::bytes`] says how much was filled.
+    pub fn bytes(&self) -> &[u8] {
+        self.buf.as_ref().map_or(&[], |b| b.as_slice())
+    }
+
+    /// True if the completion carries a buffer (sends and receives do;
+    /// persistent requests keep theirs).
+    pub fn has_buf(&self) -> bool {
+        self.buf.is_some()
+    }
+
+    /// Elements of `T` received (`None` if the byte count is not a whole
+    /// number of them: `MPI_UNDEFINED`).
+    pub fn count<T: Element>(&self) -> Option<usize> {
+        self.status.count(std::mem::size_of::<T>())
+    }
+
+    /// The buffer as a `Vec<T>`: the caller's own vector, moved back without
+    /// a copy, if the operation was given a `Vec<T>`; otherwise (an ARecv
+    /// buffer, or a vector of another type) a copy.
+    ///
+    /// # Errors
+    /// [`ApiError::NoBuffer`], [`ApiError::ElementSize`], or
+    /// `OutOfMemory` if a copy cannot be allocated.
+    pub fn into_vec<T: Element>(self) -> Result<Vec<T>> {
+        match self.buf {
+            Some(buf) => buf_into_vec(buf, self.origin),
+            None => Err(ApiError::NoBuffer.into()),
+        }
+    }
+
+    /// The buffer as it came back from the engine (a device buffer for an
+    /// ARecv that was handed over without a copy).
+    pub fn into_buf(self) -> Option<Buf> {
+        self.buf
+    }
+
+    /// The buffer's filled part (`status.bytes`) as a new `Vec<T>`.
+    ///
+    /// # Errors
+    /// As for [`Completion::into_vec`].
+    pub fn received<T: Element>(&self) -> Result<Vec<T>> {
+        let bytes = self.bytes();
+        copy_slice_to_vec(&bytes[..self.status.bytes.min(bytes.len())])
+    }
+}
+
+impl Request {
+    /// The null request: completion calls skip it (or report it complete
+    /// with an empty status, as MPI does).
+    pub const NULL: Request = Request {
+        handle: ferry_core::Request::NULL,
+        ready: Exclusive::new(None),
+        origin: None,
+        comm: None,
+    };
+
+    pub(crate) fn new(comm: &Comm, handle: ferry_core::Request, origin: Option<TypeId>) -> Self {
+        Request {
+            handle,
+            ready: Exclusive::new(None),
+            origin,
+            comm: Some(Arc::clone(&comm.inner)),
+        }
+    }
+
+    pub(crate) fn started(comm: &Comm, started: Started, origin: Option<TypeId>) -> Self {
+        let mut r = Request::new(comm, started.request, origin);
+        r.ready = Exclusive::new(started.buf);
+        r
+    }
+
+    /// The buffer an EMPTY request holds.
+    pub(crate) fn take_ready(&mut self) -> Option<Buf> {
+        self.ready.get_mut().take()
+    }
+
+    /// True for the null request (never started, or already completed).
+    pub fn is_null(&self) -> bool {
+        self.handle.is_null()
+    }
+
+    /// True for `REQUEST_EMPTY`: the operation completed inside its
+    /// initiating call. Reads the handle only: no lock, no progress.
+    pub fn is_empty(&self) -> bool {
+        self.handle.is_empty()
+    }
+
+    /// The engine's handle (for logs; `Copy`).
+    pub fn handle(&self) -> ferry_core::Request {
+        self.handle
+    }
+
+    fn comm(&self) -> Option<&CommInner> {
+        self.comm.as_deref()
+    }
+
+    /// True if complete, read without progress (null, empty and inactive
+    /// persistent requests count as complete).
+    ///
+    /// # Errors
+    /// A stale handle, or the world was finalized.
+    pub fn is_complete(&self) -> Result<bool> {
+        let Some(comm) = self.comm() else {
+            return Ok(true);
+        };
+        if self.handle.is_null() || self.handle.is_empty() {
+            return Ok(true);
+        }
+        let g = comm.shared.lock();
+        Ok(g.engine_ref()?.is_complete(&self.handle)?)
+    }
+
+    /// `MPI_Test`: progresses once if needed; on completion the request
+    /// becomes null (or, if persistent, inactive) and hands back its buffer.
+    ///
+    /// # Errors
+    /// A stale handle, a fatal device error, or the world was finalized.
+    pub fn test(&mut self) -> Result<Option<Completion>> {
+        let Some(comm) = self.comm.clone() else {
+            return Ok(Some(Completion::empty()));
+        };
+        if self.handle.is_empty() || self.handle.is_null() {
+            return Ok(Some(self.take_trivial()));
+        }
+        let mut g = comm.shared.lock();
+        let done = g.engine()?.test(&mut self.handle)?;
+        Ok(done.map(|c| Completion::from_core(Some(&comm), c, self.take_ready(), self.origin)))
+    }
+
+    /// `MPI_Wait`: blocks (spinning, then sleeping, as configured) until
+    /// the request completes.
+    ///
+    /// # Errors
+    /// As for [`Request::test`].
+    pub fn wait(&mut self) -> Result<Completion> {
+        let Some(comm) = self.comm.clone() else {
+            return Ok(Completion::empty());
+        };
+        if self.handle.is_empty() || self.handle.is_null() {
+            return Ok(self.take_trivial());
+        }
+        let handle = &mut self.handle;
+        let c = block_on(&comm.shared, |e| e.test(handle))?;
+        Ok(Completion::from_core(
+            Some(&comm),
+            c,
+            self.take_ready(),
+            self.origin,
+        ))
+    }
+
+    /// Completes an EMPTY (or null) request without the lock.
+    fn take_trivial(&mut self) -> Completion {
+        self.handle = ferry_core::Request::NULL;
+        Completion {
+            buf: self.take_ready(),
+            origin: self.origin,
+            ..Completion::empty()
+        }
+    }
+
+    /// `MPI_Request_get_status`: the status if complete, without completing
+    /// the request. Progresses once if it is not complete yet.
+    ///
+    /// # Errors
+    /// As for [`Request::test`].
+    pub fn get_status(&self) -> Result<Option<Status>> {
+        let Some(comm) = self.comm() else {
+            return Ok(Some(Status::EMPTY));
+        };
+        if self.handle.is_empty() || self.handle.is_null() {
+            return Ok(Some(Status::EMPTY));
+        }
+        let mut g = comm.shared.lock();
+        let s = g.engine()?.get_status(&self.handle)?;
+        Ok(s.map(|s| comm.status(s)))
+    }
+
+    /// `MPI_Cancel`: a receive that has not matched yet completes with
+    /// `status.cancelled`; anything else is left alone. Wakes any thread
+    /// waiting for it.
+    ///
+    /// # Errors
+    /// A stale handle, or the world was finalized.
+    pub fn cancel(&self) -> Result<()> {
+        self.canceller().cancel()
+    }
+
+    /// A handle that can cancel this request from another thread while
+    /// this one waits for it.
+    pub fn canceller(&self) -> Canceller {
+        Canceller {
+            handle: self.handle,
+            comm: self.comm.clone(),
+        }
+    }
+
+    /// Frees the request (`MPI_Request_free`); the same as dropping it.
+    pub fn free(self) {}
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        if self.handle.is_null() || self.handle.is_empty() {
+            return;
+        }
+        if let Some(comm) = &self.comm {
+            let mut g = comm.shared.lock();
+            if let Ok(e) = g.engine() {
+                // Stale only if the world was torn down and rebuilt, which
+                // cannot happen: nothing to report either way.
+                let _ = e.free(&mut self.handle);
+            }
+        }
+    }
+}
+
+/// Cancels a request from any thread (see [`Request::canceller`]).
+#[derive(Debug, Clone)]
+pub struct Canceller {
+    handle: ferry_core::Request,
+    comm: Option<Arc<CommInner>>,
+}
+
+impl Canceller {
+    /// Cancels the request if it is still pending and cancellable; does
+    /// nothing if it already completed (or was freed).
+    ///
+    /// # Errors
+    /// The world was finalized.
+    pub fn cancel(&self) -> Result<()> {
+        let Some(comm) = &self.comm else {
+            return Ok(());
+        };
+        if self.handle.is_null() || self.handle.is_empty() {
+            return Ok(());
+        }
+        let mut g = comm.shared.lock();
+        match g.engine()?.cancel(&self.handle) {
+            // Completed and freed already: nothing to cancel. Generations
+            // make sure a reused slot is never mistaken for this request.
+            Err(ferry_core::Error::Usage(ferry_core::UsageError::StaleHandle)) | Ok(()) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}

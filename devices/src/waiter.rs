@@ -1,0 +1,416 @@
+//! Passive waiting: `MPID_DeviceCheck(BLOCKING)` for many threads at once.
+//!
+//! The engine is a `&mut self` state machine behind one mutex (the *lock*).
+//! Every `wait*` runs `block_on`:
+//!
+//! 1. Under the lock, try to finish (`test`, `testall`, ...: one progress and
+//!    a look).
+//! 2. While spinning (mode `spin`: always; `hybrid`: for `FERRY_SPIN_US`;
+//!    `passive`: never) drop the lock and go round again, yielding the CPU
+//!    every 16th round so that a peer sharing the core (an oversubscribed
+//!    job) is not starved by the spinner it is about to wake.
+//! 3. Otherwise, still under the same lock, `device_check(Blocking)`: it
+//!    progresses once more and, if nothing happened, arms the device and
+//!    reports `WouldBlock`. Then *register as a sleeper* (take a sleep slot:
+//!    a private eventfd plus an epoll set holding that eventfd and the
+//!    device's `wait_fd`), drop the lock, and sleep in `epoll_wait`.
+//! 4. On waking: take the lock, unregister, drain the eventfd, go to 1.
+//!
+//! # The no-lost-wake-up rule, with several threads
+//! Core's `progress()` *disarms* the device, so a thread that is not
+//! sleeping can, by merely testing a request, take away the wake-up a
+//! sleeper relies on. And a sleeper's request can be completed by another
+//! thread's progress, which the device fd never reports. Both are handled by
+//! one rule, applied whenever *any* thread releases the lock (`Guard`'s
+//! `Drop`, "settle"):
+//!
+//! > If unkicked sleepers exist, then: if the engine's event count changed
+//! > while the lock was held, kick them (write their eventfds); else if the
+//! > device may have been disarmed (any mutable engine access counts), re-arm
+//! > it with `device_check(Blocking)`, and kick them if that does not report
+//! > `WouldBlock`.
+//!
+//! This keeps an invariant at every release of the lock: *for every
+//! registered, unkicked sleeper, the device is armed and no event has
+//! happened since that sleeper last looked at its requests.* A sleeper
+//! registers only right after its own `device_check` returned `WouldBlock`
+//! in the same critical section (so the invariant holds for it; sleepers
+//! registered before it are settled first, since its own attempt may have
+//! completed their requests). From then on an event can arrive in two ways:
+//! - **From outside** (a peer's packet): the device is armed, so by the
+//!   device contract its `wait_fd` becomes readable, and stays readable
+//!   (level-triggered) until someone progresses the device, which happens
+//!   under the lock and is then settled.
+//! - **From inside** (another thread's progress completes a request, a
+//!   `cancel`, a self-send on the loopback): under the lock, so its release
+//!   settles: the event count changed, the sleepers are kicked.
+//!
+//! Either way the sleeper's epoll set becomes readable, whether it is
+//! already in `epoll_wait` or still on its way there (eventfds and
+//! level-triggered epoll remember). Each sleeper has its own eventfd, which
+//! only it drains, and only under the lock after unregistering (and only if
+//! it was kicked: an unkicked sleeper's eventfd is empty): no thread can
+//! swallow another's wake-up. A kicked sleeper is not kicked again until
+//! it re-registers, so a busy thread does not write eventfds in a loop.
+//!
+//! Every sleeper has the device fd in its own set, so a device event wakes
+//! them all; the first to take the lock progresses and the others, finding
+//! their requests still pending, go back to sleep. (One sleeper per device
+//! event would need the device to hand out per-thread fds.)
+//!
+//! Devices without a wait fd: the loopback gets events only from its own
+//! rank's calls (which are made under the lock and settled), so sleeping on
+//! the eventfd alone is exact. A device that could get outside events but
+//! has no fd is never slept on: its waiters poll.
+//!
+//! Devices that push back (the engine's outbox is not empty) cannot be slept
+//! on either (freed resources are not signalled): `device_check` reports
+//! `Idle` and the waiter polls, yielding the CPU between rounds.
+//!
+//! # The safety-net timeout
+//! `epoll_wait` uses a timeout of `SAFETY_NET` (1 s). It is not needed for
+//! correctness (the rule above is exact); it bounds how long a device that
+//! detects dead peers only by polling (rather than through its fd) leaves a
+//! waiter unaware. Every wake-up is counted by cause (device fd, kick,
+//! timeout), and the tests check that wake-ups come from the fds.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, MutexGuard};
+use std::time::{Duration, Instant};
+
+use ferry_core::{Check, CheckMode, Engine};
+use rustix::event::{epoll, eventfd, EventfdFlags};
+
+use crate::config::WaitMode;
+use crate::error::{ApiError, Error, Result};
+use crate::node::{NodeDevice, SleepKind};
+use crate::world::{Locked, Shared};
+
+/// The longest single sleep; see the module docs.
+pub(crate) const SAFETY_NET: Duration = Duration::from_secs(1);
+
+/// Spin rounds between two `sched_yield`s.
+const YIELD_EVERY: u32 = 16;
+
+/// epoll user data: the sleeper's own eventfd.
+const KICK: u64 = 0;
+/// epoll user data: the device's wait fd.
+const DEVICE: u64 = 1;
+
+/// Wait statistics (relaxed atomics: they are only counted).
+#[derive(Debug, Default)]
+pub(crate) struct WaitStats {
+    pub(crate) waits: AtomicU64,
+    pub(crate) spins: AtomicU64,
+    pub(crate) polls: AtomicU64,
+    pub(crate) sleeps: AtomicU64,
+    pub(crate) wake_device: AtomicU64,
+    pub(crate) wake_kick: AtomicU64,
+    pub(crate) wake_timeout: AtomicU64,
+    pub(crate) kicks: AtomicU64,
+    pub(crate) rearms: AtomicU64,
+}
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Relaxed);
+}
+
+/// One sleeper's wake-up object: an eventfd, and an epoll set holding it
+/// and the device's wait fd. Slots are reused; there are as many as the most
+/// threads that ever slept at once.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    epoll: OwnedFd,
+    kick: OwnedFd,
+}
+
+/// How a sleep ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Woke {
+    Device,
+    Kick,
+    Timeout,
+}
+
+impl Slot {
+    fn new(kind: SleepKind) -> Result<Slot> {
+        let epoll =
+            epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| Error::os("epoll_create", e))?;
+        let kick = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
+            .map_err(|e| Error::os("eventfd", e))?;
+        epoll::add(
+            &epoll,
+            &kick,
+            epoll::EventData::new_u64(KICK),
+            epoll::EventFlags::IN,
+        )
+        .map_err(|e| Error::os("epoll_ctl(eventfd)", e))?;
+        if let SleepKind::Fd(fd) = kind {
+            crate::raw::epoll_add_device_fd(&epoll, fd, DEVICE)
+                .map_err(|e| Error::os("epoll_ctl(device wait fd)", e))?;
+        }
+        Ok(Slot { epoll, kick })
+    }
+
+    /// Wakes the slot's sleeper (or makes its next sleep return at once).
+    fn kick(&self) {
+        // An eventfd write fails only if the counter would overflow, in which
+        // case it is readable anyway.
+        let _ = rustix::io::write(&self.kick, &1u64.to_ne_bytes());
+    }
+
+    fn drain(&self) {
+        let mut b = [0u8; 8];
+        // EAGAIN (not kicked) is the normal case.
+        let _ = rustix::io::read(&self.kick, &mut b);
+    }
+
+    fn sleep(&self, timeout: Duration) -> Result<Woke> {
+        let ts = rustix::time::Timespec {
+            tv_sec: timeout.as_secs() as _,
+            tv_nsec: timeout.subsec_nanos() as _,
+        };
+        let mut events: Vec<epoll::Event> = Vec::with_capacity(2);
+        match epoll::wait(
+            self.epoll.as_fd(),
+            rustix::buffer::spare_capacity(&mut events),
+            Some(&ts),
+        ) {
+            Ok(_) => {}
+            // A signal: a spurious wake-up, which the caller tolerates.
+            Err(rustix::io::Errno::INTR) => return Ok(Woke::Kick),
+            Err(e) => return Err(Error::os("epoll_wait", e)),
+        }
+        Ok(if events.iter().any(|e| e.data.u64() == KICK) {
+            Woke::Kick
+        } else if events.is_empty() {
+            Woke::Timeout
+        } else {
+            Woke::Device
+        })
+    }
+}
+
+/// A registered sleeper.
+#[derive(Debug)]
+pub(crate) struct Sleeper {
+    slot: Arc<Slot>,
+    kicked: bool,
+}
+
+/// The lock, held. Dropping it settles (see the module docs).
+pub(crate) struct Guard<'a> {
+    shared: &'a Shared,
+    locked: MutexGuard<'a, Locked>,
+    /// The engine's event count when the lock was taken (or when the holder
+    /// last registered as a sleeper).
+    events: u64,
+    _span: tracing::span::Entered<'a>,
+}
+
+impl std::fmt::Debug for Guard<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("events", &self.events)
+            .finish()
+    }
+}
+
+impl Shared {
+    /// Takes the lock. A poisoned lock (a panic under it, which ferry never
+    /// causes) is taken anyway: the engine's state is consistent between
+    /// calls.
+    pub(crate) fn lock(&self) -> Guard<'_> {
+        let span = self.span.enter();
+        let locked = self
+            .locked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let events = locked.engine.as_ref().map_or(0, Engine::events);
+        Guard {
+            shared: self,
+            locked,
+            events,
+            _span: span,
+        }
+    }
+}
+
+impl Guard<'_> {
+    /// The engine, for a call that may progress it (which may disarm the
+    /// device: recorded, so that the release re-arms it for sleepers).
+    ///
+    /// # Errors
+    /// [`ApiError::Finalized`] after finalize, or the fatal error that tore
+    /// the engine down.
+    pub(crate) fn engine(&mut self) -> Result<&mut Engine<NodeDevice>> {
+        let l = &mut *self.locked;
+        l.armed = false;
+        if l.engine.is_none() {
+            return Err(l.gone_error());
+        }
+        l.engine
+            .as_mut()
+            .ok_or(Error::Internal("engine vanished under the lock"))
+    }
+
+    /// The engine, for a call that does not progress it.
+    ///
+    /// # Errors
+    /// As for [`Guard::engine`].
+    pub(crate) fn engine_ref(&self) -> Result<&Engine<NodeDevice>> {
+        match self.locked.engine.as_ref() {
+            Some(e) => Ok(e),
+            None => Err(self.locked.gone_error()),
+        }
+    }
+
+    pub(crate) fn locked(&mut self) -> &mut Locked {
+        &mut self.locked
+    }
+
+    /// The release rule; see the module docs.
+    fn settle(&mut self) {
+        let stats = &self.shared.stats;
+        let l = &mut *self.locked;
+        if l.sleepers.iter().all(|s| s.kicked) {
+            return;
+        }
+        let mut kick = true;
+        if let Some(engine) = l.engine.as_mut() {
+            kick = engine.events() != self.events;
+            if !kick && !l.armed {
+                match engine.device_check(CheckMode::Blocking) {
+                    Ok(Check::WouldBlock) => {
+                        l.armed = true;
+                        bump(&stats.rearms);
+                    }
+                    // Something happened, the device pushes back, or it
+                    // failed: let the sleepers look for themselves.
+                    _ => kick = true,
+                }
+            }
+        }
+        if kick {
+            for s in l.sleepers.iter_mut().filter(|s| !s.kicked) {
+                s.slot.kick();
+                s.kicked = true;
+                bump(&stats.kicks);
+            }
+        }
+    }
+
+    /// Called right after this thread's `device_check` reported
+    /// `WouldBlock`: settles the sleepers already registered (this thread's
+    /// attempt may have completed their requests), then registers this one.
+    fn register_sleeper(&mut self) -> Result<Arc<Slot>> {
+        self.locked.armed = true;
+        self.settle();
+        let slot = match self.locked.idle_slots.pop() {
+            Some(s) => s,
+            None => Arc::new(Slot::new(self.shared.sleep_kind)?),
+        };
+        self.locked.sleepers.push(Sleeper {
+            slot: Arc::clone(&slot),
+            kicked: false,
+        });
+        // Nothing happened since this thread looked: the release must not
+        // kick it.
+        if let Some(e) = self.locked.engine.as_ref() {
+            self.events = e.events();
+        }
+        Ok(slot)
+    }
+
+    fn unregister_sleeper(&mut self, slot: &Arc<Slot>) {
+        let l = &mut *self.locked;
+        if let Some(i) = l.sleepers.iter().position(|s| Arc::ptr_eq(&s.slot, slot)) {
+            // Kicks are written under the lock and flagged, so an unkicked
+            // sleeper's eventfd is known to be empty: no syscall to drain it.
+            if l.sleepers.swap_remove(i).kicked {
+                slot.drain();
+            }
+        }
+        l.idle_slots.push(Arc::clone(slot));
+    }
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        self.settle();
+    }
+}
+
+/// Runs `attempt` until it returns `Some`, waiting as configured between
+/// attempts. `attempt` may progress the engine; see the module docs.
+///
+/// # Errors
+/// What `attempt` returns, [`ApiError::Finalized`], or a failed wait syscall.
+pub(crate) fn block_on<R>(
+    shared: &Shared,
+    mut attempt: impl FnMut(&mut Engine<NodeDevice>) -> ferry_core::Result<Option<R>>,
+) -> Result<R> {
+    let mode = shared.wait_mode;
+    let start = (mode == WaitMode::Hybrid).then(Instant::now);
+    let mut rounds = 0u32;
+    let mut waited = false;
+    loop {
+        let mut g = shared.lock();
+        if let Some(r) = attempt(g.engine()?)? {
+            return Ok(r);
+        }
+        if !waited {
+            waited = true;
+            bump(&shared.stats.waits);
+        }
+        let spinning = match mode {
+            WaitMode::Spin => true,
+            WaitMode::Passive => false,
+            WaitMode::Hybrid => start.is_some_and(|t| t.elapsed() < shared.spin),
+        };
+        if spinning {
+            drop(g);
+            bump(&shared.stats.spins);
+            rounds = rounds.wrapping_add(1);
+            if rounds % YIELD_EVERY == 0 {
+                // Let a process that shares this core (an oversubscribed
+                // job: the peer this one waits for) run.
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+            continue;
+        }
+        match g.engine()?.device_check(CheckMode::Blocking)? {
+            Check::WouldBlock if shared.sleep_kind != SleepKind::Poll => {}
+            Check::Progressed => continue,
+            // Pushed-back work, or a device that cannot wake us: poll.
+            _ => {
+                drop(g);
+                bump(&shared.stats.polls);
+                std::thread::yield_now();
+                continue;
+            }
+        }
+        let slot = g.register_sleeper()?;
+        drop(g);
+        bump(&shared.stats.sleeps);
+        let woke = slot.sleep(SAFETY_NET);
+        shared.lock().unregister_sleeper(&slot);
+        match woke? {
+            Woke::Device => bump(&shared.stats.wake_device),
+            Woke::Kick => bump(&shared.stats.wake_kick),
+            Woke::Timeout => bump(&shared.stats.wake_timeout),
+        }
+    }
+}
+
+impl Locked {
+    pub(crate) fn gone_error(&self) -> Error {
+        match self.poison {
+            Some(e) => e.into(),
+            None => ApiError::Finalized.into(),
+        }
+    }
+}

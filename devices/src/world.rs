@@ -1,0 +1,240 @@
+//! [`World`]: one process's handle on the job, and what it shares with every
+//! communicator and request (the engine behind its lock, the waiters, the
+//! bootstrap).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferry_core::protocol::ProtocolTable;
+use ferry_core::{Engine, Rank};
+
+use crate::boot::Boot;
+use crate::comm::{Comm, Group};
+use crate::config::{Config, WaitMode};
+use crate::counters::Counters;
+use crate::error::{ApiError, Result};
+use crate::node::{NodeDevice, SleepKind};
+use crate::waiter::{Sleeper, Slot, WaitStats};
+
+/// What the lock protects.
+#[derive(Debug)]
+pub(crate) struct Locked {
+    /// `None` once finalized (or torn down after a fatal device error).
+    pub(crate) engine: Option<Engine<NodeDevice>>,
+    /// The fatal error that tore the engine down, if that is why it is gone.
+    pub(crate) poison: Option<ferry_core::Error>,
+    /// The device is armed: no progress since the last `WouldBlock`.
+    pub(crate) armed: bool,
+    pub(crate) sleepers: Vec<Sleeper>,
+    pub(crate) idle_slots: Vec<Arc<Slot>>,
+}
+
+/// Shared by a world's handles; see the module docs.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) locked: Mutex<Locked>,
+    pub(crate) rank: Rank,
+    pub(crate) size: u32,
+    pub(crate) wait_mode: WaitMode,
+    pub(crate) spin: Duration,
+    pub(crate) sleep_kind: SleepKind,
+    pub(crate) stats: WaitStats,
+    pub(crate) span: tracing::Span,
+    pub(crate) config: Config,
+    pub(crate) device_name: &'static str,
+    boot: Mutex<Boot>,
+    finalized: AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        engine: Engine<NodeDevice>,
+        config: Config,
+        boot: Boot,
+        span: tracing::Span,
+    ) -> Shared {
+        let sleep_kind = engine.device().sleep_kind();
+        let device_name = engine.device().name();
+        Shared {
+            rank: engine.rank(),
+            size: engine.size(),
+            locked: Mutex::new(Locked {
+                engine: Some(engine),
+                poison: None,
+                armed: false,
+                sleepers: Vec::new(),
+                idle_slots: Vec::new(),
+            }),
+            wait_mode: config.wait_mode,
+            spin: config.spin,
+            sleep_kind,
+            stats: WaitStats::default(),
+            span,
+            config,
+            device_name,
+            boot: Mutex::new(boot),
+            finalized: AtomicBool::new(false),
+        }
+    }
+
+    /// Tears the engine down after a fatal device error, so that no buffer
+    /// it holds is used again (see *Safety* in the crate docs).
+    pub(crate) fn poison(&self, error: ferry_core::Error) {
+        let mut g = self.lock();
+        let l = g.locked();
+        if l.engine.take().is_some() {
+            tracing::error!(%error, "fatal device error: engine torn down");
+            l.poison = Some(error);
+        }
+    }
+
+    fn counters(&self) -> Counters {
+        let engine = self
+            .lock()
+            .engine_ref()
+            .map(|e| e.counters())
+            .unwrap_or_default();
+        Counters::new(engine, &self.stats, self.device_name)
+    }
+
+    /// Finalize's work; also the safe minimum run by `Drop`.
+    fn shut_down(&self, orderly: bool) -> Result<()> {
+        if self.finalized.swap(true, Ordering::AcqRel) {
+            return Err(ApiError::Finalized.into());
+        }
+        if self.config.print_counters {
+            // One write, so that ranks sharing a terminal do not interleave.
+            let text = format!("ferry rank {}: {}\n", self.rank, self.counters());
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+        }
+        let mut boot = self.boot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut result = Ok(());
+        if let Boot::Pmi(Some(pmi)) = &mut *boot {
+            if orderly {
+                // Every rank is done sending to this one before any device
+                // goes away (MPI_Finalize is collective).
+                result = ferry_core::Bootstrap::barrier(pmi).map_err(Into::into);
+            }
+        }
+        let engine = {
+            let mut g = self.lock();
+            let l = g.locked();
+            if let Some(e) = &l.engine {
+                if e.live_requests() > 0 {
+                    tracing::warn!(
+                        live = e.live_requests(),
+                        "finalize with requests still live: their buffers are dropped"
+                    );
+                }
+            }
+            l.engine.take()
+        };
+        // The device is torn down here, outside the lock.
+        drop(engine);
+        if let Boot::Pmi(pmi) = &mut *boot {
+            if let Some(pmi) = pmi.take() {
+                result = result.and(pmi.finalize().map_err(Into::into));
+            }
+        }
+        result
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if !self.finalized.load(Ordering::Acquire) {
+            // The safe minimum: counters if asked, device teardown, and the
+            // PMI finalize message (no barrier: other ranks may be gone).
+            let _ = self.shut_down(false);
+        }
+    }
+}
+
+/// One process's handle on the job: cheap to clone (an `Arc`), `Send` and
+/// `Sync`. Get communicators from it.
+#[derive(Debug, Clone)]
+pub struct World {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl World {
+    pub(crate) fn from_shared(shared: Shared) -> World {
+        World {
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// This process's rank in the job.
+    pub fn rank(&self) -> Rank {
+        self.shared.rank
+    }
+
+    /// The number of processes in the job.
+    pub fn size(&self) -> u32 {
+        self.shared.size
+    }
+
+    /// The communicator of every process (`MPI_COMM_WORLD`).
+    pub fn world(&self) -> Comm {
+        Comm::new(
+            Arc::clone(&self.shared),
+            Group::World {
+                size: self.shared.size,
+            },
+            crate::comm::WORLD_CONTEXT,
+            self.shared.rank,
+        )
+    }
+
+    /// The communicator of this process alone (`MPI_COMM_SELF`).
+    pub fn self_comm(&self) -> Comm {
+        Comm::new(
+            Arc::clone(&self.shared),
+            Group::Single {
+                job_rank: self.shared.rank,
+            },
+            crate::comm::SELF_CONTEXT,
+            0,
+        )
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// The device carrying this process's traffic (`loopback`, `shm`).
+    pub fn device_name(&self) -> &'static str {
+        self.shared.device_name
+    }
+
+    /// The protocol thresholds chosen for traffic to job rank `peer`.
+    ///
+    /// # Errors
+    /// A rank outside the job, or [`ApiError::Finalized`].
+    pub fn protocol_table(&self, peer: Rank) -> Result<ProtocolTable> {
+        Ok(*self.shared.lock().engine_ref()?.protocol_table(peer)?)
+    }
+
+    /// A snapshot of the counters: the engine's, and the waiters'.
+    pub fn counters(&self) -> Counters {
+        self.shared.counters()
+    }
+
+    /// Ends this process's part in the job: a barrier with every other rank
+    /// (when launched by PMI), device teardown, PMI finalize. Counters are
+    /// printed first if `FERRY_PRINT_COUNTERS=1`. Requests still live are
+    /// dropped with their buffers; calls on any handle of this world then
+    /// return [`ApiError::Finalized`].
+    ///
+    /// Dropping the last handle of a world without calling `finalize` does
+    /// the same minus the barrier.
+    ///
+    /// # Errors
+    /// [`ApiError::Finalized`] if already finalized; a bootstrap error from
+    /// the barrier or PMI finalize (teardown happens regardless).
+    pub fn finalize(self) -> Result<()> {
+        self.shared.shut_down(true)
+    }
+}
