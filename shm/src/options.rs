@@ -1,0 +1,134 @@
+//! Setup options and the memory formula.
+
+use std::path::PathBuf;
+
+use crate::error::ShmError;
+use crate::layout::{Geometry, RANK_BLOCK_BYTES};
+
+/// How the device is set up. Every local rank should pass the same values;
+/// where the geometry differs, the segment creator's (the lowest local
+/// rank's) wins and the others adopt it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShmOptions {
+    /// Use cross-memory attach (`process_vm_readv`/`writev`) for rendezvous
+    /// (`FERRY_SHM_CMA`, default `true`). Off, or when the setup probe finds
+    /// the kernel refuses it, large messages go through the cells as a
+    /// pipelined copy (the engine's fragmented protocol).
+    pub cma: bool,
+    /// Payload bytes per cell (`FERRY_SHM_CELL_SIZE`, default 64 KiB): the
+    /// device's `max_payload`, so it bounds eager messages and the fragments
+    /// of the copy-through-cells rendezvous (the engine's default fragment
+    /// is 64 KiB too).
+    pub cell_size: usize,
+    /// Cells each rank owns (`FERRY_SHM_CELLS`, default 32): how many
+    /// packets it can have in flight to all its peers together before
+    /// `send` returns `Busy`.
+    pub cells_per_rank: usize,
+    /// At most this many cells are delivered per `progress` call (default
+    /// 64), so one busy sender cannot starve the rest of the progress loop.
+    pub progress_batch: usize,
+    /// Peers' liveness is checked every this many `progress` calls (default
+    /// 1024; always after a wake-up). One `epoll_wait(0)` per check.
+    pub liveness_interval: u32,
+    /// Directory of the segment file (`FERRY_SHM_DIR`, default `/dev/shm`).
+    pub dir: PathBuf,
+}
+
+impl Default for ShmOptions {
+    fn default() -> Self {
+        ShmOptions {
+            cma: true,
+            cell_size: 64 * 1024,
+            cells_per_rank: 32,
+            progress_batch: 64,
+            liveness_interval: 1024,
+            dir: PathBuf::from("/dev/shm"),
+        }
+    }
+}
+
+fn parse_size(var: &'static str, v: &str) -> Result<usize, ShmError> {
+    let v = v.trim();
+    let (num, mult) = match v.as_bytes().last() {
+        Some(b'k' | b'K') => (&v[..v.len() - 1], 1024),
+        Some(b'm' | b'M') => (&v[..v.len() - 1], 1024 * 1024),
+        _ => (v, 1),
+    };
+    num.parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| ShmError::Options(format!("{var}={v:?} is not a size")))
+}
+
+impl ShmOptions {
+    /// The defaults, overridden by `FERRY_SHM_CMA` (`0`/`1`/`false`/`true`),
+    /// `FERRY_SHM_CELL_SIZE` (bytes; `k`/`m` suffixes), `FERRY_SHM_CELLS`
+    /// and `FERRY_SHM_DIR`.
+    ///
+    /// # Errors
+    /// [`ShmError::Options`] for a value that does not parse.
+    pub fn from_env() -> Result<ShmOptions, ShmError> {
+        let mut o = ShmOptions::default();
+        if let Ok(v) = std::env::var("FERRY_SHM_CMA") {
+            o.cma = match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => true,
+                "0" | "false" | "no" | "off" => false,
+                _ => {
+                    return Err(ShmError::Options(format!(
+                        "FERRY_SHM_CMA={v:?}: expected 0 or 1"
+                    )))
+                }
+            };
+        }
+        if let Ok(v) = std::env::var("FERRY_SHM_CELL_SIZE") {
+            o.cell_size = parse_size("FERRY_SHM_CELL_SIZE", &v)?;
+        }
+        if let Ok(v) = std::env::var("FERRY_SHM_CELLS") {
+            o.cells_per_rank = parse_size("FERRY_SHM_CELLS", &v)?;
+        }
+        if let Ok(v) = std::env::var("FERRY_SHM_DIR") {
+            o.dir = PathBuf::from(v);
+        }
+        o.validate()?;
+        Ok(o)
+    }
+
+    /// Checks the values.
+    ///
+    /// # Errors
+    /// [`ShmError::Options`] naming the value out of range.
+    pub fn validate(&self) -> Result<(), ShmError> {
+        let bad = |s: &str| Err(ShmError::Options(s.to_owned()));
+        if self.cell_size < 64 || self.cell_size > 64 * 1024 * 1024 {
+            return bad("cell_size must be between 64 bytes and 64 MiB");
+        }
+        if self.cells_per_rank < 2 || self.cells_per_rank > 1 << 20 {
+            return bad("cells_per_rank must be between 2 and 2^20");
+        }
+        if self.progress_batch == 0 {
+            return bad("progress_batch must be at least 1");
+        }
+        if self.liveness_interval == 0 {
+            return bad("liveness_interval must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// The exact size of the segment for `local_ranks` ranks (0 if the geometry
+/// overflows):
+///
+/// `page(128 + N·R) + page(N · C · stride)`, with `stride = ⌈(80 + S) / 64⌉·64`,
+///
+/// where `N` = local ranks, `C` = cells per rank, `S` = cell payload size,
+/// `R` = the per-rank block (queue heads and tails, flags, the registration
+/// table: 2944 bytes on x86-64) and `page(x)` rounds up to 4 KiB. It is
+/// linear in `N`: each rank brings its own cells, whoever it talks to.
+pub fn segment_bytes(local_ranks: usize, opts: &ShmOptions) -> usize {
+    Geometry::new(local_ranks, opts.cell_size, opts.cells_per_rank).map_or(0, |g| g.total)
+}
+
+/// The per-rank block `R` of the formula, in bytes.
+pub const fn rank_block_bytes() -> usize {
+    RANK_BLOCK_BYTES
+}

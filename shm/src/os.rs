@@ -1,0 +1,279 @@
+//! The operating-system calls the device makes, as checked wrappers that
+//! return typed errors (the `syscall!` pattern of mio). All of them go
+//! through rustix's and nix's safe interfaces, so this module needs no
+//! `unsafe`; the raw access to the mapping lives in [`crate::ffi`].
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use memmap2::MmapRaw;
+use rustix::event::epoll;
+use rustix::net::{
+    self, AddressFamily, RecvFlags, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
+};
+use rustix::process::{Pid, PidfdFlags};
+
+/// Fills `buf` from `/dev/urandom`.
+pub(crate) fn random_bytes(buf: &mut [u8]) -> io::Result<()> {
+    File::open("/dev/urandom")?.read_exact(buf)
+}
+
+/// A random `u64` from `/dev/urandom`.
+pub(crate) fn random_u64() -> io::Result<u64> {
+    let mut b = [0u8; 8];
+    random_bytes(&mut b)?;
+    Ok(u64::from_le_bytes(b))
+}
+
+/// Keeps `[A-Za-z0-9_-]` of a job id (at most 48 characters), so it is
+/// safe in a file name and a socket name. An empty result becomes `job`.
+pub(crate) fn sanitize_job_id(id: &str) -> String {
+    let s: String = id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(48)
+        .collect();
+    if s.is_empty() {
+        "job".to_owned()
+    } else {
+        s
+    }
+}
+
+/// Creates the segment file: it must not exist (`O_EXCL`), mode 0600.
+pub(crate) fn create_segment_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Opens an existing segment file for reading and writing.
+pub(crate) fn open_segment_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new().read(true).write(true).open(path)
+}
+
+/// Maps the whole file, shared and writable.
+pub(crate) fn map(file: &File) -> io::Result<MmapRaw> {
+    MmapRaw::map_raw(file)
+}
+
+/// Lets any process of ours read us with CMA when Yama's ptrace scope is 1
+/// (harmless without Yama, where it fails with `EINVAL`).
+pub(crate) fn allow_cma_from_any() {
+    if let Err(e) = rustix::process::set_ptracer(rustix::process::PTracer::Any) {
+        tracing::debug!(error = %e, "PR_SET_PTRACER(ANY) failed (no Yama?)");
+    }
+}
+
+/// Why a CMA copy failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CmaError {
+    /// The peer process is gone (`ESRCH`).
+    NoProcess,
+    /// An address range is not mapped in one of the processes (`EFAULT`), or
+    /// the copy made no progress.
+    Fault,
+    /// The kernel forbids it (`EPERM`: Yama, a seccomp filter, another
+    /// user).
+    Denied,
+    /// Anything else, with its errno.
+    Other(i32),
+}
+
+fn cma_error(e: nix::errno::Errno) -> CmaError {
+    match e {
+        nix::errno::Errno::ESRCH => CmaError::NoProcess,
+        nix::errno::Errno::EFAULT => CmaError::Fault,
+        nix::errno::Errno::EPERM => CmaError::Denied,
+        e => CmaError::Other(e as i32),
+    }
+}
+
+fn nix_pid(pid: u32) -> Result<nix::unistd::Pid, CmaError> {
+    i32::try_from(pid)
+        .map(nix::unistd::Pid::from_raw)
+        .map_err(|_| CmaError::NoProcess)
+}
+
+/// Reads `local.len()` bytes at `remote` in process `pid` into `local`
+/// (`process_vm_readv`), looping over partial transfers.
+pub(crate) fn cma_read(pid: u32, local: &mut [u8], remote: u64) -> Result<(), CmaError> {
+    let pid = nix_pid(pid)?;
+    let mut done = 0;
+    while done < local.len() {
+        let base = usize::try_from(remote)
+            .ok()
+            .and_then(|r| r.checked_add(done))
+            .ok_or(CmaError::Fault)?;
+        let rest = &mut local[done..];
+        let remote_iov = [nix::sys::uio::RemoteIoVec {
+            base,
+            len: rest.len(),
+        }];
+        let n = nix::sys::uio::process_vm_readv(pid, &mut [io::IoSliceMut::new(rest)], &remote_iov)
+            .map_err(cma_error)?;
+        if n == 0 {
+            return Err(CmaError::Fault);
+        }
+        done += n;
+    }
+    Ok(())
+}
+
+/// Writes `local` to `remote` in process `pid` (`process_vm_writev`),
+/// looping over partial transfers.
+pub(crate) fn cma_write(pid: u32, local: &[u8], remote: u64) -> Result<(), CmaError> {
+    let pid = nix_pid(pid)?;
+    let mut done = 0;
+    while done < local.len() {
+        let base = usize::try_from(remote)
+            .ok()
+            .and_then(|r| r.checked_add(done))
+            .ok_or(CmaError::Fault)?;
+        let rest = &local[done..];
+        let remote_iov = [nix::sys::uio::RemoteIoVec {
+            base,
+            len: rest.len(),
+        }];
+        let n = nix::sys::uio::process_vm_writev(pid, &[io::IoSlice::new(rest)], &remote_iov)
+            .map_err(cma_error)?;
+        if n == 0 {
+            return Err(CmaError::Fault);
+        }
+        done += n;
+    }
+    Ok(())
+}
+
+/// A pidfd for `pid`: it becomes readable when the process exits.
+pub(crate) fn pidfd(pid: u32) -> io::Result<OwnedFd> {
+    let pid = i32::try_from(pid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+    Ok(rustix::process::pidfd_open(pid, PidfdFlags::empty())?)
+}
+
+/// `kill(pid, 0)` found no such process (the fallback liveness check where
+/// pidfds are unavailable; a zombie still counts as alive).
+pub(crate) fn pid_gone(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return true;
+    };
+    matches!(
+        rustix::process::test_kill_process(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
+}
+
+/// The abstract-namespace address of a wake socket.
+pub(crate) fn wake_addr(name: &str) -> io::Result<SocketAddrUnix> {
+    Ok(SocketAddrUnix::new_abstract_name(name.as_bytes())?)
+}
+
+/// A nonblocking datagram socket bound to `addr`: the object a sleeping
+/// rank waits on, and from which it signals others.
+pub(crate) fn wake_socket(addr: &SocketAddrUnix) -> io::Result<OwnedFd> {
+    let fd = net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::DGRAM,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        None,
+    )?;
+    net::bind(&fd, addr)?;
+    Ok(fd)
+}
+
+/// Sends one wake-up byte to `addr`; `Ok(false)` if nothing was sent
+/// because the receiver's socket buffer is full (it holds wake-ups
+/// already) or the peer's socket is gone (it needs none).
+pub(crate) fn signal(fd: impl AsFd, addr: &SocketAddrUnix) -> io::Result<bool> {
+    match net::sendto(fd, &[1], SendFlags::DONTWAIT, addr) {
+        Ok(_) => Ok(true),
+        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::CONNREFUSED) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Reads and discards every pending wake-up datagram; returns how many.
+pub(crate) fn drain(fd: impl AsFd) -> u32 {
+    let mut buf = [0u8; 16];
+    let fd = fd.as_fd();
+    let mut count = 0u32;
+    while net::recv(fd, &mut buf, RecvFlags::DONTWAIT).is_ok() {
+        count = count.wrapping_add(1);
+    }
+    count
+}
+
+/// An epoll set: the device's one `wait_fd`.
+pub(crate) struct Epoll {
+    fd: OwnedFd,
+}
+
+impl std::fmt::Debug for Epoll {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Epoll")
+            .field("fd", &self.fd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Epoll {
+    pub(crate) fn new() -> io::Result<Epoll> {
+        Ok(Epoll {
+            fd: epoll::create(epoll::CreateFlags::CLOEXEC)?,
+        })
+    }
+
+    /// The fd, borrowed.
+    pub(crate) fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// The raw fd to poll.
+    pub(crate) fn raw(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.fd.as_raw_fd()
+    }
+
+    /// Watches `fd` for readability, tagging its events with `data`.
+    pub(crate) fn add(&self, fd: impl AsFd, data: u64) -> io::Result<()> {
+        Ok(epoll::add(
+            &self.fd,
+            fd,
+            epoll::EventData::new_u64(data),
+            epoll::EventFlags::IN,
+        )?)
+    }
+
+    /// Stops watching `fd`.
+    pub(crate) fn remove(&self, fd: impl AsFd) -> io::Result<()> {
+        Ok(epoll::delete(&self.fd, fd)?)
+    }
+
+    /// The tags of the fds that are ready now (never blocks).
+    pub(crate) fn ready_now(&self, out: &mut Vec<u64>) -> io::Result<()> {
+        let zero = rustix::time::Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        loop {
+            // (`epoll::Event` holds a raw pointer, so it is not `Send`: a
+            // stack buffer keeps the device `Send`.)
+            let mut buf = [std::mem::MaybeUninit::<epoll::Event>::uninit(); 32];
+            let (events, _) = epoll::wait(&self.fd, &mut buf, Some(&zero))?;
+            let n = events.len();
+            out.extend(events.iter().map(|e| e.data.u64()));
+            if n < 32 {
+                return Ok(());
+            }
+        }
+    }
+}

@@ -1,0 +1,580 @@
+//! Device tests inside one process: each "rank" is a thread with its own
+//! mapping of the segment (the same code paths as separate processes, CMA
+//! included: a process may `process_vm_readv` itself). The multi-process
+//! tests are in `tests/`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Barrier, Mutex};
+
+use ferry_core::device::{Access, Armed, Device, Incoming, MemHandle, OpToken, Sent, Sink};
+use ferry_core::wire::RemoteKey;
+use ferry_core::{Bootstrap, BootstrapError, Buf, DeviceError, Error, PeerError, Rank};
+
+use crate::rdma::status;
+use crate::{ShmDevice, ShmOptions};
+
+/// A bootstrap for threads of one process.
+#[derive(Debug, Clone)]
+struct ThreadBoot {
+    rank: Rank,
+    size: u32,
+    job: String,
+    kvs: Arc<Mutex<HashMap<String, String>>>,
+    barrier: Arc<Barrier>,
+    /// Rewrites values as they are published (to fake a broken peer).
+    mangle: Option<fn(&str, String) -> String>,
+}
+
+impl Bootstrap for ThreadBoot {
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+    fn size(&self) -> u32 {
+        self.size
+    }
+    fn job_id(&self) -> &str {
+        &self.job
+    }
+    fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
+        let value = match self.mangle {
+            Some(f) => f(key, value.to_owned()),
+            None => value.to_owned(),
+        };
+        self.kvs.lock().unwrap().insert(key.to_owned(), value);
+        Ok(())
+    }
+    fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
+        self.kvs
+            .lock()
+            .unwrap()
+            .get(key)
+            .cloned()
+            .ok_or_else(|| BootstrapError::NotFound(key.to_owned()))
+    }
+    fn barrier(&mut self) -> Result<(), BootstrapError> {
+        self.barrier.wait();
+        Ok(())
+    }
+}
+
+fn job_id(tag: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "unit{}x{}x{tag}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// No file of this job is left in the segment directory.
+fn assert_clean(job: &str) {
+    let prefix = format!("ferry-{job}-");
+    let leftovers: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .collect();
+    assert!(leftovers.is_empty(), "left in /dev/shm: {leftovers:?}");
+}
+
+/// Sets up `n` devices, one per thread, all ranks local.
+fn devices(n: u32, opts: ShmOptions, tag: &str) -> Vec<ShmDevice> {
+    devices_with(n, opts, tag, None)
+}
+
+fn devices_with(
+    n: u32,
+    opts: ShmOptions,
+    tag: &str,
+    mangle: Option<fn(&str, String) -> String>,
+) -> Vec<ShmDevice> {
+    let job = job_id(tag);
+    let kvs = Arc::new(Mutex::new(HashMap::new()));
+    let barrier = Arc::new(Barrier::new(n as usize));
+    let ranks: Vec<Rank> = (0..n as Rank).collect();
+    let handles: Vec<_> = (0..n)
+        .map(|r| {
+            let mut boot = ThreadBoot {
+                rank: r as Rank,
+                size: n,
+                job: job.clone(),
+                kvs: kvs.clone(),
+                barrier: barrier.clone(),
+                mangle,
+            };
+            let (ranks, opts) = (ranks.clone(), opts.clone());
+            std::thread::spawn(move || ShmDevice::new(&mut boot, &ranks, opts).unwrap())
+        })
+        .collect();
+    let devs = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_clean(&job);
+    devs
+}
+
+#[derive(Debug)]
+enum Event {
+    Packet {
+        from: Rank,
+        header: Vec<u8>,
+        payload: Vec<u8>,
+        buf: Option<Buf>,
+    },
+    Rdma(OpToken, Result<(), Error>),
+    Failed(Rank, Error),
+}
+
+/// Records events; takes payloads with `into_payload` when `take` is set.
+#[derive(Debug, Default)]
+struct Recorder {
+    take: bool,
+    events: Vec<Event>,
+}
+
+impl Sink for Recorder {
+    fn packet<I: Incoming>(&mut self, from: Rank, packet: I) {
+        let header = packet.header().to_vec();
+        let payload = packet.payload().to_vec();
+        let buf = self.take.then(|| packet.into_payload().unwrap());
+        self.events.push(Event::Packet {
+            from,
+            header,
+            payload,
+            buf,
+        });
+    }
+    fn rdma_done(&mut self, token: OpToken, result: Result<(), Error>) {
+        self.events.push(Event::Rdma(token, result));
+    }
+    fn peer_failed(&mut self, peer: Rank, error: Error) {
+        self.events.push(Event::Failed(peer, error));
+    }
+}
+
+impl Recorder {
+    fn packets(&self) -> Vec<(Rank, Vec<u8>, Vec<u8>)> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Packet {
+                    from,
+                    header,
+                    payload,
+                    ..
+                } => Some((*from, header.clone(), payload.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+    fn bufs(&mut self) -> Vec<Buf> {
+        self.events
+            .iter_mut()
+            .filter_map(|e| match e {
+                Event::Packet { buf, .. } => buf.take(),
+                _ => None,
+            })
+            .collect()
+    }
+    fn rdma(&self) -> Vec<(OpToken, Result<(), Error>)> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Rdma(t, r) => Some((*t, *r)),
+                _ => None,
+            })
+            .collect()
+    }
+    fn failures(&self) -> Vec<(Rank, Error)> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Failed(p, err) => Some((*p, *err)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn small() -> ShmOptions {
+    ShmOptions {
+        cell_size: 256,
+        cells_per_rank: 8,
+        ..ShmOptions::default()
+    }
+}
+
+#[test]
+fn packets_arrive_in_order_from_every_sender_including_self() {
+    let mut devs = devices(3, small(), "order");
+    assert!(devs
+        .iter()
+        .all(|d| d.caps(0).wait_fd && d.caps(0).max_payload == 256));
+    for i in 0..5u8 {
+        for (s, dev) in devs.iter_mut().enumerate() {
+            let payload = vec![s as u8 * 10 + i; i as usize * 50];
+            assert_eq!(dev.send(1, &[s as u8, i], &payload).unwrap(), Sent::Done);
+        }
+    }
+    let mut sink = Recorder::default();
+    let mut got = 0;
+    while got < 15 {
+        got += devs[1].progress(&mut sink).unwrap();
+    }
+    let packets = sink.packets();
+    for s in 0..3 {
+        let mine: Vec<_> = packets.iter().filter(|p| p.0 == s).collect();
+        assert_eq!(mine.len(), 5);
+        for (i, (_, h, p)) in mine.iter().enumerate() {
+            assert_eq!(h, &vec![s as u8, i as u8]);
+            assert_eq!(p, &vec![s as u8 * 10 + i as u8; i * 50]);
+        }
+    }
+    assert_eq!(devs[1].progress(&mut sink).unwrap(), 0);
+}
+
+#[test]
+fn a_full_pool_is_busy_not_an_error_and_recovers() {
+    let mut devs = devices(2, small(), "busy");
+    for _ in 0..8 {
+        assert_eq!(devs[0].send(1, b"h", b"x").unwrap(), Sent::Done);
+    }
+    assert_eq!(devs[0].send(1, b"h", b"x").unwrap(), Sent::Busy);
+    assert_eq!(devs[0].free_cells(), 0);
+    let mut sink = Recorder::default();
+    assert_eq!(devs[1].progress(&mut sink).unwrap(), 8);
+    assert_eq!(devs[0].send(1, b"h", b"y").unwrap(), Sent::Done);
+    assert_eq!(devs[0].free_cells(), 7, "the receiver returned every cell");
+    let err = devs[0].send(1, b"h", &[0; 257]).unwrap_err();
+    assert!(matches!(
+        err,
+        Error::Usage(ferry_core::UsageError::MessageTooLarge { len: 257, max: 256 })
+    ));
+    assert!(matches!(
+        devs[0].send(1, &[0; 65], b""),
+        Err(Error::Internal(_))
+    ));
+    assert!(matches!(
+        devs[0].send(2, b"", b""),
+        Err(Error::Usage(ferry_core::UsageError::InvalidRank {
+            rank: 2,
+            ..
+        }))
+    ));
+}
+
+#[test]
+fn corrupted_cells_are_protocol_errors_reported_once() {
+    let mut devs = devices(2, small(), "corrupt");
+    // Forge cells from rank 0: bad header length, bad payload length, and a
+    // source that is not the owner.
+    for (at, value) in [(4usize, 65u32), (8, 257), (8, u32::MAX), (0, 1)] {
+        let d = &mut devs[0];
+        let mut cell = d.pool.pop().unwrap();
+        let body = d.seg.body_mut(&mut cell);
+        crate::cell::encode(body, 0, b"hh", b"pp").unwrap();
+        body[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        d.seg.push_recv(1, cell).unwrap();
+    }
+    let mut sink = Recorder::default();
+    devs[1].progress(&mut sink).unwrap();
+    devs[1].progress(&mut sink).unwrap();
+    assert!(sink.packets().is_empty(), "no corrupted cell was delivered");
+    let failures = sink.failures();
+    assert_eq!(failures.len(), 1, "reported once: {failures:?}");
+    assert!(matches!(
+        failures[0],
+        (0, Error::Peer(PeerError::Protocol { rank: 0, .. }))
+    ));
+    assert!(matches!(
+        devs[1].send(0, b"", b""),
+        Err(Error::Peer(PeerError::Protocol { rank: 0, .. }))
+    ));
+    // The rejected cells went back to their owner.
+    assert_eq!(devs[0].send(1, b"", b"").unwrap(), Sent::Done);
+    devs[0].refill();
+    assert_eq!(devs[0].free_cells(), 7);
+}
+
+/// A queue link pointing outside the segment: the receiver delivers what
+/// came before it, then cuts every peer off with a protocol error (nothing
+/// after the bad link can be trusted), and never indexes out of bounds.
+#[test]
+fn a_corrupted_queue_link_cuts_every_peer_off() {
+    let mut devs = devices(3, small(), "link");
+    assert_eq!(devs[0].send(1, b"first", b"").unwrap(), Sent::Done);
+    let d = &devs[0];
+    let cell = d.seg.geometry().pool(0).end - 1; // the LIFO pool's first pick
+    d.seg
+        .link(cell)
+        .unwrap()
+        .store(u32::MAX - 7, std::sync::atomic::Ordering::Release);
+    let mut sink = Recorder::default();
+    devs[1].progress(&mut sink).unwrap();
+    devs[1].progress(&mut sink).unwrap();
+    assert_eq!(sink.packets().len(), 1, "the packet before the bad link");
+    let failed: Vec<Rank> = sink.failures().iter().map(|f| f.0).collect();
+    assert_eq!(failed, vec![0, 1, 2], "every peer reported once");
+    assert!(sink
+        .failures()
+        .iter()
+        .all(|f| matches!(f.1, Error::Peer(PeerError::Protocol { .. }))));
+    assert!(devs[1].send(2, b"", b"").is_err());
+    assert_eq!(devs[1].arm().unwrap(), Armed::Sleep, "nothing left to do");
+}
+
+#[test]
+fn into_payload_hands_over_the_cell_until_half_the_pool_is_parked() {
+    let mut devs = devices(2, small(), "park");
+    for i in 0..6u8 {
+        assert_eq!(devs[0].send(1, &[i], &[i; 100]).unwrap(), Sent::Done);
+    }
+    let mut sink = Recorder {
+        take: true,
+        ..Recorder::default()
+    };
+    assert_eq!(devs[1].progress(&mut sink).unwrap(), 6);
+    let mut bufs = sink.bufs();
+    for (i, b) in bufs.iter().enumerate() {
+        assert_eq!(&b[..], &[i as u8; 100][..]);
+    }
+    // 8 cells per rank: 4 may be parked, the rest are copies.
+    let in_cells: Vec<bool> = bufs
+        .iter()
+        .map(|b| devs[1].segment_contains(b.id()))
+        .collect();
+    assert_eq!(in_cells, [true, true, true, true, false, false]);
+    // Parked cells are writable (ARecv buffers belong to the user).
+    bufs[0][0] = 42;
+    assert_eq!(bufs[0][0], 42);
+    let storage = bufs.remove(1).into_storage().unwrap();
+    assert!(storage
+        .into_any()
+        .downcast::<crate::incoming::CellBuf>()
+        .is_ok());
+    drop(bufs);
+    devs[0].refill();
+    assert_eq!(
+        devs[0].free_cells(),
+        8,
+        "dropping the buffers returned every cell"
+    );
+    // And parking is possible again.
+    assert_eq!(devs[0].send(1, b"", &[9; 10]).unwrap(), Sent::Done);
+    devs[1].progress(&mut sink).unwrap();
+    let b = sink.bufs().pop().unwrap();
+    assert!(devs[1].segment_contains(b.id()));
+}
+
+#[test]
+fn sleeping_receiver_is_woken_by_a_send_and_only_then() {
+    let mut devs = devices(2, small(), "wake");
+    assert!(devs[1].wait_fd().is_some());
+    assert_eq!(devs[1].arm().unwrap(), Armed::Sleep);
+    assert!(!readable(&devs[1], 0), "nothing happened yet");
+    assert_eq!(devs[0].send(1, b"wake", b"").unwrap(), Sent::Done);
+    assert!(readable(&devs[1], 1000), "the send woke the sleeper");
+    devs[1].disarm();
+    let mut sink = Recorder::default();
+    assert_eq!(devs[1].progress(&mut sink).unwrap(), 1);
+    assert!(!readable(&devs[1], 0), "disarm drained the wake-up");
+    // Awake receiver: no signal is sent.
+    assert_eq!(devs[0].send(1, b"quiet", b"").unwrap(), Sent::Done);
+    assert!(!readable(&devs[1], 0));
+    assert_eq!(devs[1].arm().unwrap(), Armed::Pending, "a packet is queued");
+    devs[1].disarm();
+    assert_eq!(devs[1].progress(&mut sink).unwrap(), 1);
+}
+
+/// Polls `dev`'s wait fd for readability.
+pub(crate) fn readable(dev: &ShmDevice, ms: i32) -> bool {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(dev, PollFlags::IN)];
+    let t = Timespec {
+        tv_sec: i64::from(ms / 1000),
+        tv_nsec: i64::from(ms % 1000) * 1_000_000,
+    };
+    poll(&mut fds, Some(&t)).unwrap() > 0
+}
+
+#[test]
+fn cma_get_and_put_with_checked_keys() {
+    let mut devs = devices(2, ShmOptions::default(), "cma");
+    assert!(devs[0].cma_enabled(), "CMA works on this machine");
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7) as u8).collect();
+    let (src, key) = devs[0]
+        .register(Buf::from(data.clone()), Access::RemoteRead)
+        .unwrap();
+    let (dst, _) = devs[1]
+        .register(Buf::zeroed(data.len()).unwrap(), Access::LocalWrite)
+        .unwrap();
+    assert_eq!(
+        devs[1].get(0, key, dst, data.len(), OpToken(1)).unwrap(),
+        Sent::Done
+    );
+    assert_eq!(devs[1].arm().unwrap(), Armed::Pending, "a copy is running");
+    let mut sink = Recorder::default();
+    while sink.rdma().is_empty() {
+        devs[1].progress(&mut sink).unwrap();
+    }
+    assert_eq!(sink.rdma(), vec![(OpToken(1), Ok(()))]);
+    let got = devs[1].deregister(dst).unwrap();
+    assert!(got[..] == data[..], "3 MB read byte for byte (two chunks)");
+
+    // Forged, stale and out-of-range keys fail through rdma_done.
+    let (dst, _) = devs[1]
+        .register(Buf::zeroed(16).unwrap(), Access::LocalWrite)
+        .unwrap();
+    let forged = RemoteKey {
+        key: key.key ^ 2,
+        ..key
+    };
+    let moved = RemoteKey {
+        addr: key.addr + 8,
+        ..key
+    };
+    let cases: [(RemoteKey, MemHandle, usize, i32); 4] = [
+        (forged, dst, 16, status::REM_ACCESS_ERR),
+        (moved, dst, 8, status::REM_ACCESS_ERR),
+        (key, dst, 17, status::LOC_LEN_ERR),
+        (key, MemHandle(999), 1, status::LOC_PROT_ERR),
+    ];
+    for (i, (k, local, len, _)) in cases.iter().enumerate() {
+        assert_eq!(
+            devs[1]
+                .get(0, *k, *local, *len, OpToken(10 + i as u64))
+                .unwrap(),
+            Sent::Done
+        );
+    }
+    let mut sink = Recorder::default();
+    devs[1].progress(&mut sink).unwrap();
+    let done = sink.rdma();
+    assert_eq!(done.len(), cases.len());
+    for (i, (_, _, _, code)) in cases.iter().enumerate() {
+        match done[i].1 {
+            Err(Error::Device(DeviceError::Completion { status, .. })) => {
+                assert_eq!(status, *code, "case {i}")
+            }
+            other => panic!("case {i}: {other:?}"),
+        }
+    }
+    devs[0].deregister(src).unwrap();
+    assert_eq!(
+        devs[1].get(0, key, dst, 1, OpToken(20)).unwrap(),
+        Sent::Done
+    );
+    devs[1].progress(&mut sink).unwrap();
+    assert!(
+        matches!(sink.rdma().last(), Some((OpToken(20), Err(_)))),
+        "a deregistered (stale) key is refused"
+    );
+
+    // put: rank 0 writes into rank 1's exposed buffer.
+    let (target, tkey) = devs[1]
+        .register(Buf::zeroed(5).unwrap(), Access::RemoteWrite)
+        .unwrap();
+    let (out, _) = devs[0]
+        .register(Buf::from(&b"hello"[..]), Access::LocalRead)
+        .unwrap();
+    assert_eq!(
+        devs[0].put(1, out, tkey, 5, OpToken(30)).unwrap(),
+        Sent::Done
+    );
+    let mut sink = Recorder::default();
+    devs[0].progress(&mut sink).unwrap();
+    assert_eq!(sink.rdma(), vec![(OpToken(30), Ok(()))]);
+    assert_eq!(&devs[1].deregister(target).unwrap()[..], b"hello");
+}
+
+#[test]
+fn without_cma_rdma_is_unsupported() {
+    let mut devs = devices(
+        2,
+        ShmOptions {
+            cma: false,
+            ..small()
+        },
+        "nocma",
+    );
+    assert!(!devs[0].caps(1).rdma_get && !devs[0].caps(1).rdma_put);
+    let (h, key) = devs[0]
+        .register(Buf::zeroed(4).unwrap(), Access::RemoteRead)
+        .unwrap();
+    assert_eq!(
+        devs[1].get(0, key, h, 4, OpToken(0)).unwrap_err(),
+        Error::Device(DeviceError::Unsupported("rdma get"))
+    );
+    assert_eq!(
+        devs[1].put(0, h, key, 4, OpToken(0)).unwrap_err(),
+        Error::Device(DeviceError::Unsupported("rdma put"))
+    );
+}
+
+/// Rank 2's CMA probe buffer is published at an unmapped address, so the
+/// others' probes of it fail: every rank turns CMA off (the caps must agree
+/// across ranks), and large messages would go through the cells.
+#[test]
+fn a_failed_cma_probe_disables_cma_on_every_rank() {
+    fn mangle(key: &str, value: String) -> String {
+        if key != "ferry-shm-2" {
+            return value;
+        }
+        let mut parts: Vec<&str> = value.split('-').collect();
+        parts[1] = "10";
+        parts.join("-")
+    }
+    let devs = devices_with(3, small(), "probe", Some(mangle));
+    for d in &devs {
+        assert!(!d.cma_enabled());
+        assert!(!d.caps(0).rdma_get && !d.caps(0).rdma_put);
+    }
+}
+
+/// A cell handed out as a buffer keeps the mapping alive after its device
+/// is gone, and returning it then is harmless.
+#[test]
+fn cell_buffers_outlive_their_device() {
+    let mut devs = devices(2, small(), "outlive");
+    assert_eq!(devs[0].send(1, b"h", b"payload").unwrap(), Sent::Done);
+    let mut sink = Recorder {
+        take: true,
+        ..Recorder::default()
+    };
+    assert_eq!(devs[1].progress(&mut sink).unwrap(), 1);
+    let buf = sink.bufs().pop().unwrap();
+    assert!(devs[1].segment_contains(buf.id()));
+    drop(devs);
+    assert_eq!(&buf[..], b"payload");
+    drop(buf);
+}
+
+#[test]
+fn device_is_send() {
+    fn is_send<T: Send>() {}
+    is_send::<ShmDevice>();
+}
+
+/// Prints the memory formula's figures (the crate docs quote them).
+#[test]
+fn memory_formula_figures() {
+    let opts = ShmOptions::default();
+    println!(
+        "segment size, cell_size = {} B, cells_per_rank = {}:",
+        opts.cell_size, opts.cells_per_rank
+    );
+    let mut last = 0;
+    for n in [2usize, 16, 64, 256] {
+        let bytes = ShmDevice::segment_bytes(n, &opts);
+        println!(
+            "{n:>4} ranks: {bytes:>11} bytes = {:>7.1} MiB ({:.2} MiB per rank)",
+            bytes as f64 / 1048576.0,
+            bytes as f64 / 1048576.0 / n as f64
+        );
+        assert!(bytes > last);
+        last = bytes;
+    }
+    // Linear: 256 ranks cost 128 times 2 ranks, give or take a page.
+    let two = ShmDevice::segment_bytes(2, &opts) as f64;
+    let many = ShmDevice::segment_bytes(256, &opts) as f64;
+    assert!((many / two - 128.0).abs() < 1.0);
+}
