@@ -324,6 +324,13 @@ impl<D: Device> Engine<D> {
         &mut self.device
     }
 
+    /// True while the device is armed (after [`Check::WouldBlock`], until the
+    /// next progress disarms it). A multi-threaded owner uses it to tell
+    /// whether a sleeper still has an armed device to wake it.
+    pub fn is_armed(&self) -> bool {
+        self.armed
+    }
+
     /// The fd to sleep on after [`Check::WouldBlock`].
     pub fn wait_fd(&self) -> Option<i32> {
         self.device.wait_fd()
