@@ -23,6 +23,7 @@
 //! is visible at the target before any later packet (the FIN) is enqueued.
 
 use std::collections::VecDeque;
+use std::sync::atomic::fence;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use ferry_core::device::{Access, MemHandle, OpToken, Sink};
@@ -140,6 +141,13 @@ impl Rdma {
         let slot = if remote { self.free_slots.pop() } else { None };
         if let (Some(s), Some(block)) = (slot, seg.rank(self.me)) {
             let reg = &block.regs[s];
+            // Release fence: orders the clear of the slot's previous secret
+            // (in `deregister`) before the field stores below, so a checker
+            // that reads one of them also sees the old secret gone (pairs
+            // with the Acquire fence in `check_remote`; a seqlock, after
+            // Boehm, "Can seqlocks get along with programming language
+            // memory models?", 2012).
+            fence(Release);
             // Relaxed: published by the Release store of the secret below.
             reg.addr.store(addr, Relaxed);
             reg.len.store(len, Relaxed);
@@ -196,8 +204,8 @@ impl Rdma {
         self.gens[idx] = self.gens[idx].wrapping_add(1);
         self.free_handles.push(idx as u32);
         if let (Some(s), Some(block)) = (region.slot, seg.rank(self.me)) {
-            // Release: a checker that still reads the old secret reads the
-            // old fields too (they are rewritten only after a new secret).
+            // Release: the slot's next user rewrites the fields only after
+            // this clear and its own Release fence; see `register`.
             block.regs[s].secret.store(0, Release);
             self.free_slots.push(s);
         }
@@ -234,9 +242,12 @@ impl Rdma {
             reg.len.load(Relaxed),
             reg.access.load(Relaxed),
         );
-        // Acquire: re-check that the slot was not recycled while we read it
-        // (pairs with the Release clear in `deregister`).
-        if reg.secret.load(Acquire) != secret {
+        // Acquire fence, then re-check that the slot was not recycled while
+        // we read it: pairs with the Release fence in `register` (if a field
+        // read saw a newer registration's value, this load sees the secret
+        // that registration cleared or replaced).
+        fence(Acquire);
+        if reg.secret.load(Relaxed) != secret {
             return Err(denied());
         }
         if acc != access_code(access) || addr != key.addr {

@@ -37,6 +37,8 @@ use crate::os::{self, CmaError, Epoll};
 use crate::rdma::Rdma;
 
 const PROBE: usize = 32;
+/// Published instead of a segment name by a creator that failed.
+const CREATE_FAILED: &str = "failed";
 
 /// Removes the segment file when dropped (on every path out of setup).
 #[derive(Debug)]
@@ -223,11 +225,17 @@ fn join(
     opts: &ShmOptions,
     created: Option<(Arc<Segment>, String)>,
     name_key: &str,
+    creator: Rank,
 ) -> Result<(Attached, String), ShmError> {
     let (seg, name) = match created {
         Some(c) => c,
         None => {
             let name = boot.get(name_key)?;
+            if name == CREATE_FAILED {
+                return Err(ShmError::Peer(format!(
+                    "rank {creator} could not create the shm segment (see its log)"
+                )));
+            }
             (attach(&opts.dir, &name, local_ranks.len())?, name)
         }
     };
@@ -340,15 +348,25 @@ impl ShmDevice {
         boot.put(&format!("ferry-shm-{rank}"), &card)?;
         let creator = local_ranks[0];
         let name_key = format!("ferry-shm-seg-{creator}");
+        // A creator that fails still publishes (a marker) and joins both
+        // barriers, so that its peers fail too instead of waiting forever.
         let (created, mut unlink) = if rank == creator {
-            let (seg, unlink, name) = create(&opts.dir, &job, geo)?;
-            boot.put(&name_key, &name)?;
-            (Some((seg, name)), unlink)
+            match create(&opts.dir, &job, geo) {
+                Ok((seg, unlink, name)) => {
+                    boot.put(&name_key, &name)?;
+                    (Ok(Some((seg, name))), unlink)
+                }
+                Err(e) => {
+                    boot.put(&name_key, CREATE_FAILED)?;
+                    (Err(e), Unlink(None))
+                }
+            }
         } else {
-            (None, Unlink(None))
+            (Ok(None), Unlink(None))
         };
         boot.barrier()?;
-        let joined = join(boot, local_ranks, me, &opts, created, &name_key);
+        let joined =
+            created.and_then(|c| join(boot, local_ranks, me, &opts, c, &name_key, creator));
         if let Err(e) = &joined {
             tracing::error!(rank, error = %e, "shm setup failed; joining the last barrier");
         }

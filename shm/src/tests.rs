@@ -89,6 +89,18 @@ fn devices_with(
     tag: &str,
     mangle: Option<fn(&str, String) -> String>,
 ) -> Vec<ShmDevice> {
+    try_devices(n, opts, tag, mangle)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn try_devices(
+    n: u32,
+    opts: ShmOptions,
+    tag: &str,
+    mangle: Option<fn(&str, String) -> String>,
+) -> Vec<Result<ShmDevice, crate::ShmError>> {
     let job = job_id(tag);
     let kvs = Arc::new(Mutex::new(HashMap::new()));
     let barrier = Arc::new(Barrier::new(n as usize));
@@ -104,7 +116,7 @@ fn devices_with(
                 mangle,
             };
             let (ranks, opts) = (ranks.clone(), opts.clone());
-            std::thread::spawn(move || ShmDevice::new(&mut boot, &ranks, opts).unwrap())
+            std::thread::spawn(move || ShmDevice::new(&mut boot, &ranks, opts))
         })
         .collect();
     let devs = handles.into_iter().map(|h| h.join().unwrap()).collect();
@@ -546,6 +558,21 @@ fn cell_buffers_outlive_their_device() {
     drop(devs);
     assert_eq!(&buf[..], b"payload");
     drop(buf);
+}
+
+/// The creator cannot create the segment: every rank gets an error (none
+/// waits forever for a segment that will never come).
+#[test]
+fn a_failed_creator_fails_every_rank_instead_of_hanging() {
+    let opts = ShmOptions {
+        dir: "/nonexistent-ferry-shm-dir".into(),
+        ..small()
+    };
+    let results = try_devices(3, opts, "nocreate", None);
+    assert!(matches!(results[0], Err(crate::ShmError::Os { .. })));
+    for r in &results[1..] {
+        assert!(matches!(r, Err(crate::ShmError::Peer(_))), "{r:?}");
+    }
 }
 
 #[test]
