@@ -41,6 +41,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "tests"
 cargo test --workspace --locked
 
+step "loom model check of the shm queue"
+# A separate target dir: the cfg flag would otherwise rebuild everything.
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom" \
+  cargo test -p ferry-shm --release --locked --lib loom
+
 step "stress tests (ignored by default)"
 cargo test --workspace --locked --release -- --ignored
 
@@ -48,7 +53,7 @@ if [ "${FERRY_CI_SKIP_FUZZ:-0}" != 1 ]; then
   step "fuzz smoke run (every decoder of peer-supplied bytes)"
   # cargo fuzz works on the stable toolchain without a sanitizer (-s none).
   command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-  for target in wire_header engine_packets pmi_reply; do
+  for target in wire_header engine_packets pmi_reply shm_cell; do
     (cd fuzz && cargo fuzz run "$target" -s none -- -max_total_time="${FERRY_FUZZ_SECONDS:-30}" -rss_limit_mb=4096)
   done
 fi
