@@ -146,12 +146,17 @@ impl Buf {
         }
     }
 
-    /// The meaningful bytes, writable.
+    /// The meaningful bytes, writable. Storage that cannot be written (a
+    /// read-only loan of a send buffer) yields fewer bytes, never a panic.
     #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         match &mut self.repr {
             Repr::Vec(v) => &mut v[..self.len],
-            Repr::Storage(s) => &mut s.bytes_mut()[..self.len],
+            Repr::Storage(s) => {
+                let bytes = s.bytes_mut();
+                let n = self.len.min(bytes.len());
+                &mut bytes[..n]
+            }
         }
     }
 

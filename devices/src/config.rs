@@ -6,6 +6,7 @@
 //! | `FERRY_DEVICE` | `auto`, `shm`, `loopback`, `ofi`, `verbs` | `auto` |
 //! | `FERRY_EAGER_LIMIT` | bytes (`8192`, `8k`, `1M`) | 8 KiB |
 //! | `FERRY_RNDV_THRESHOLD` | bytes: rendezvous messages at least this large use RDMA/CMA, smaller ones fragments | 0 |
+//! | `FERRY_RNDV_MODE` | `auto`, `get`, `put`, `frag`: the large-message protocol (falls back to `frag` where the device lacks RDMA) | `auto` |
 //! | `FERRY_WAIT_MODE` | `spin`, `passive`, `hybrid` | `hybrid` |
 //! | `FERRY_SPIN_US` | microseconds to spin before sleeping (hybrid); `0` sleeps at once | 50 |
 //! | `FERRY_LOG` | a `tracing` filter (`info`, `ferry=debug,warn`) | off |
@@ -126,6 +127,9 @@ impl Config {
         if let Some(v) = get("FERRY_RNDV_THRESHOLD") {
             c.engine.rdma_threshold = parse_size("FERRY_RNDV_THRESHOLD", &v)?;
         }
+        if let Some(v) = get("FERRY_RNDV_MODE") {
+            c.engine.rndv_mode = parse_rndv_mode(&v)?;
+        }
         if let Some(v) = get("FERRY_WAIT_MODE") {
             c.wait_mode = parse_wait_mode(&v)?;
         }
@@ -163,6 +167,24 @@ impl Config {
     pub fn init(self) -> Result<crate::World> {
         crate::startup::init_with(self)
     }
+}
+
+fn parse_rndv_mode(v: &str) -> Result<ferry_core::RndvMode> {
+    use ferry_core::RndvMode;
+    Ok(match v.to_ascii_lowercase().as_str() {
+        "auto" | "" => RndvMode::Auto,
+        "get" => RndvMode::Get,
+        "put" => RndvMode::Put,
+        "frag" | "fragmented" => RndvMode::Fragmented,
+        _ => {
+            return Err(ConfigError {
+                var: "FERRY_RNDV_MODE",
+                value: v.to_owned(),
+                expected: "auto, get, put or frag",
+            }
+            .into())
+        }
+    })
 }
 
 fn parse_device(v: &str) -> Result<DeviceChoice> {

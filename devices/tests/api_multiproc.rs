@@ -89,6 +89,14 @@ fn pingpong_without_cma() {
 }
 
 #[test]
+fn pingpong_rendezvous_put_and_fragments() {
+    // Put reads the sender's buffer through the device, which for scoped and
+    // raw sends is a read-only loan: it must never be asked for `&mut`.
+    run_smoke("pingpong", &[("FERRY_RNDV_MODE", "put")]);
+    run_smoke("pingpong", &[("FERRY_RNDV_MODE", "frag")]);
+}
+
+#[test]
 fn pingpong_small_eager_limit() {
     run_smoke(
         "pingpong",

@@ -486,16 +486,19 @@ impl Device for ShmDevice {
     }
 
     fn disarm(&mut self) {
-        if std::mem::take(&mut self.wake.armed) {
+        let slept = std::mem::take(&mut self.wake.armed);
+        if slept {
             self.seg.disarm(&mut self.consumer);
             // The wake-up may have been a peer's death.
             self.check_now = true;
         }
-        // Drain only if someone signalled since the last drain: no syscall
-        // for an arm/disarm that nobody noticed. A byte whose count is not
-        // yet visible is drained next time (after at most one spurious
-        // wake-up); see also `report_failures`.
-        if self.seg.signals(&self.consumer) != self.wake.drained {
+        // Drain if someone signalled since the last drain, and always after
+        // having been armed: a sender counts its signal only after its
+        // `sendto`, so a sender preempted in between would otherwise leave a
+        // readable socket that makes every later `epoll_wait` return at once
+        // (a busy loop of spurious wake-ups). An arm/disarm pair that nobody
+        // noticed costs one extra non-blocking `recv` only after a sleep.
+        if slept || self.seg.signals(&self.consumer) != self.wake.drained {
             let n = os::drain(&self.wake.sock);
             self.wake.drained = self.wake.drained.wrapping_add(n);
         }

@@ -325,12 +325,20 @@ impl Rdma {
                 status::LOC_PROT_ERR,
             )),
             Some(r) => {
-                let local = r.buf.as_mut_slice().get_mut(op.done..op.done + n);
+                let range = op.done..op.done + n;
                 let remote = op.remote.checked_add(op.done as u64);
-                match (local, remote) {
-                    (Some(local), Some(remote)) if op.write => os::cma_write(op.pid, local, remote),
-                    (Some(local), Some(remote)) => os::cma_read(op.pid, local, remote),
-                    _ => Err(CmaError::Fault),
+                // A put only reads its local region, which may be a read-only
+                // loan of the user's send buffer: never ask it for `&mut`.
+                if op.write {
+                    match (r.buf.as_slice().get(range), remote) {
+                        (Some(local), Some(remote)) => os::cma_write(op.pid, local, remote),
+                        _ => Err(CmaError::Fault),
+                    }
+                } else {
+                    match (r.buf.as_mut_slice().get_mut(range), remote) {
+                        (Some(local), Some(remote)) => os::cma_read(op.pid, local, remote),
+                        _ => Err(CmaError::Fault),
+                    }
                 }
                 .map_err(|e| cma_failure(e, op.rank))
             }
