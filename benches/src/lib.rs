@@ -1,10 +1,18 @@
-//! ferry-bench: shared helpers for the criterion micro-benchmarks in
-//! `benches/` (and, with the benchmark issue, the OSU-style programs).
+//! ferry-bench: the OSU-style benchmark program (`ferry-bench`, see
+//! [`cli`]) and the helpers shared by the criterion micro-benchmarks in
+//! `benches/`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 use ferry_core::loopback::Loopback;
 use ferry_core::{Config, Engine};
+
+mod bw;
+pub mod cli;
+pub mod job;
+mod latency;
+mod report;
+mod wait;
 
 /// A single-rank engine over the loopback device, as the benches use it.
 ///

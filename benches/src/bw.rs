@@ -1,0 +1,142 @@
+//! `bw`: osu_bw's windowed unidirectional bandwidth. Per iteration rank 0
+//! starts `--window` (64) sends, waits for all, and receives a 4-byte ack;
+//! rank 1 starts 64 receives, waits for all, and sends the ack.
+//!
+//! Buffers: osu_bw sends all 64 messages from one buffer and receives all
+//! 64 into one buffer. With owned buffers a receive needs its own memory,
+//! so rank 1 has 64 receive buffers (made once per size, reused); rank 0's
+//! 64 send buffers share one block of memory ([`SharedSend`]), as in OSU.
+//! The receive side's footprint is therefore 64 × size where OSU's is 1 ×
+//! size, which matters once 64 × size outgrows the caches (from about
+//! 64 KiB here).
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ferry::{Buf, ByteStorage, Request, SendMode, Tag};
+
+use crate::cli::{powers_of_two, Subcommand};
+use crate::job::{fe, Bench, Sample};
+use crate::latency::{fill, LARGE};
+use crate::report::median;
+
+const DATA: Tag = 100;
+const ACK: Tag = 101;
+
+/// The `bw` subcommand.
+pub(crate) const BW: Subcommand = Subcommand {
+    name: "bw",
+    about: "windowed unidirectional bandwidth in MB/s (window 64 + ack), as osu_bw",
+    columns: &["MB/s", "p50_MB/s", "msgs/s"],
+    default_sizes: || powers_of_two(1),
+    // osu_bw: 100 iterations + 10 warm-up, 20 + 2 above 8 KiB.
+    iterations: |size| if size > LARGE { (20, 2) } else { (100, 10) },
+    counts_allocations: true,
+    job_warmup: true,
+    measure,
+};
+
+/// Read-only storage shared by several send buffers: one block of memory
+/// behind all the window's sends, as osu_bw uses. A send never writes its
+/// buffer, so `bytes_mut` hands out nothing (as ferry's own borrowed send
+/// buffers do).
+#[derive(Debug)]
+struct SharedSend(Arc<Vec<u8>>);
+
+impl ByteStorage for SharedSend {
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut []
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
+        self
+    }
+}
+
+fn measure(
+    b: &mut Bench,
+    size: usize,
+    iters: usize,
+    warmup: usize,
+) -> Result<Option<Sample>, String> {
+    let (c, peer, window, validate) = (&b.comm, b.peer, b.options.window, b.options.validate);
+    let sender = b.rank == 0;
+    let mut bufs: Vec<Option<Buf>> = if sender {
+        let block = Arc::new(fill(size, b.rank));
+        (0..window)
+            .map(|_| Some(Buf::from_storage(Box::new(SharedSend(Arc::clone(&block))))))
+            .collect()
+    } else {
+        (0..window)
+            .map(|_| Some(Buf::from_vec(vec![0u8; size])))
+            .collect()
+    };
+    let mut reqs: Vec<Request> = (0..window).map(|_| Request::NULL).collect();
+    let mut ack = Some(Buf::from_vec(vec![0u8; 4]));
+    let mut times = Vec::with_capacity(iters);
+    let mut t0 = Instant::now();
+    let mut allocs0 = 0;
+    for i in 0..warmup + iters {
+        if i == warmup {
+            allocs0 = b.allocs();
+            t0 = Instant::now();
+        }
+        let a = Instant::now();
+        for (slot, req) in bufs.iter_mut().zip(reqs.iter_mut()) {
+            let buf = slot.take().ok_or("buffer lost")?;
+            *req = if sender {
+                c.isend_buf(buf, None, peer, DATA, SendMode::Standard)
+                    .map_err(fe("isend"))?
+            } else {
+                c.irecv_buf(buf, None, peer, DATA).map_err(fe("irecv"))?
+            };
+        }
+        let done = ferry::wait_all(&mut reqs).map_err(fe("wait_all"))?;
+        for (slot, d) in bufs.iter_mut().zip(done) {
+            d.status.ok().map_err(|e| format!("window: {e}"))?;
+            *slot = d.into_buf();
+        }
+        let a_buf = ack.take().ok_or("ack buffer lost")?;
+        let mut r = if sender {
+            c.irecv_buf(a_buf, None, peer, ACK)
+                .map_err(fe("ack irecv"))?
+        } else {
+            c.isend_buf(a_buf, None, peer, ACK, SendMode::Standard)
+                .map_err(fe("ack isend"))?
+        };
+        ack = r.wait().map_err(fe("ack wait"))?.into_buf();
+        if i >= warmup {
+            times.push(a.elapsed().as_secs_f64());
+        }
+        if validate && !sender {
+            let want = fill(size, peer);
+            for (w, slot) in bufs.iter_mut().enumerate() {
+                let got = slot.as_mut().ok_or("buffer lost")?.as_mut_slice();
+                if got != want.as_slice() {
+                    return Err(format!(
+                        "iteration {i}, message {w} of the window: wrong bytes"
+                    ));
+                }
+                got.fill(0xEE);
+            }
+        }
+    }
+    let elapsed = t0.elapsed().as_secs_f64();
+    let allocs = (b.allocs() - allocs0) as f64 / iters as f64;
+    if !sender {
+        return Ok(None);
+    }
+    let bytes = (size * window) as f64;
+    let mut sample = vec![
+        bytes * iters as f64 / elapsed / 1e6,
+        bytes / median(&times) / 1e6,
+        (window * iters) as f64 / elapsed,
+    ];
+    if b.allocations.is_some() {
+        sample.push(allocs);
+    }
+    Ok(Some(sample))
+}

@@ -1,0 +1,153 @@
+//! `latency`: osu_latency's ping-pong. Rank 0 sends and then receives,
+//! rank 1 receives and then sends back; one-way latency is half the round
+//! trip. Reported: OSU's figure (the timed loop's total / 2·iters), and
+//! the median and minimum of the per-round-trip times / 2, which a noisy
+//! machine disturbs less.
+//!
+//! The loop uses the owned-buffer API on `Buf`s made once per size: each
+//! send or receive moves its buffer into the engine and gets it back from
+//! the completion, so nothing is allocated or copied by the API per
+//! iteration (a small send completes inside `isend`, REQUEST_EMPTY).
+
+use std::time::Instant;
+
+use ferry::{Buf, Comm, Rank, SendMode, Tag};
+
+use crate::cli::{powers_of_two, Subcommand};
+use crate::job::{fe, Bench, Sample};
+use crate::report::{median, ALLOCS};
+
+const TAG: Tag = 1;
+
+/// OSU's `LARGE_MESSAGE_SIZE`: sizes above it get the large counts.
+pub(crate) const LARGE: usize = 8192;
+
+/// The `latency` subcommand.
+pub(crate) const LATENCY: Subcommand = Subcommand {
+    name: "latency",
+    about: "ping-pong one-way latency in us (round trip / 2), as osu_latency",
+    columns: &["avg_us", "p50_us", "min_us"],
+    default_sizes: || powers_of_two(0),
+    // osu_latency: 10000 iterations + 100 warm-up, 1000 + 10 above 8 KiB.
+    iterations: |size| {
+        if size > LARGE {
+            (1000, 10)
+        } else {
+            (10_000, 100)
+        }
+    },
+    counts_allocations: true,
+    job_warmup: true,
+    measure,
+};
+
+/// The bytes rank `rank` sends: every byte depends on its offset and the
+/// rank; the first 8 carry the iteration number under `--validate`.
+pub(crate) fn fill(len: usize, rank: Rank) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i.wrapping_mul(7) ^ (i >> 8) ^ (rank as usize * 0x5b)) as u8)
+        .collect()
+}
+
+/// Writes the iteration stamp (validation only).
+pub(crate) fn stamp(buf: &mut Buf, i: usize) {
+    let b = buf.as_mut_slice();
+    let n = b.len().min(8);
+    b[..n].copy_from_slice(&(i as u64).to_le_bytes()[..n]);
+}
+
+/// Checks a received buffer against the peer's bytes with stamp `i`, then
+/// poisons it so the next iteration cannot pass on stale data.
+///
+/// # Errors
+/// The first wrong byte.
+pub(crate) fn check(buf: &mut Buf, len: usize, peer: Rank, i: usize) -> Result<(), String> {
+    let mut want = fill(len, peer);
+    let n = len.min(8);
+    want[..n].copy_from_slice(&(i as u64).to_le_bytes()[..n]);
+    let got = buf.as_mut_slice();
+    if got.len() != len {
+        return Err(format!(
+            "iteration {i}: {} bytes received, {len} sent",
+            got.len()
+        ));
+    }
+    if let Some(k) = got.iter().zip(&want).position(|(a, b)| a != b) {
+        return Err(format!("iteration {i}: byte {k} of {len} is wrong"));
+    }
+    got.fill(0xEE);
+    Ok(())
+}
+
+/// Blocking-semantics send of an owned buffer; the buffer comes back.
+#[inline]
+fn send(c: &Comm, slot: &mut Option<Buf>, peer: Rank) -> Result<(), String> {
+    let buf = slot.take().ok_or("send buffer lost")?;
+    let mut r = c
+        .isend_buf(buf, None, peer, TAG, SendMode::Standard)
+        .map_err(fe("isend"))?;
+    *slot = r.wait().map_err(fe("send wait"))?.into_buf();
+    Ok(())
+}
+
+/// Blocking-semantics receive into an owned buffer; the buffer comes back.
+#[inline]
+fn recv(c: &Comm, slot: &mut Option<Buf>, peer: Rank) -> Result<(), String> {
+    let buf = slot.take().ok_or("receive buffer lost")?;
+    let mut r = c.irecv_buf(buf, None, peer, TAG).map_err(fe("irecv"))?;
+    let done = r.wait().map_err(fe("recv wait"))?;
+    done.status.ok().map_err(|e| format!("receive: {e}"))?;
+    *slot = done.into_buf();
+    Ok(())
+}
+
+fn measure(
+    b: &mut Bench,
+    size: usize,
+    iters: usize,
+    warmup: usize,
+) -> Result<Option<Sample>, String> {
+    let (c, peer, validate) = (&b.comm, b.peer, b.options.validate);
+    let mut sbuf = Some(Buf::from_vec(fill(size, b.rank)));
+    let mut rbuf = Some(Buf::from_vec(vec![0u8; size]));
+    let mut times = Vec::with_capacity(iters);
+    let mut t0 = Instant::now();
+    let mut allocs0 = 0;
+    for i in 0..warmup + iters {
+        if i == warmup {
+            allocs0 = b.allocs();
+            t0 = Instant::now();
+        }
+        let a = Instant::now();
+        if validate {
+            if let Some(s) = sbuf.as_mut() {
+                stamp(s, i);
+            }
+        }
+        if b.rank == 0 {
+            send(c, &mut sbuf, peer)?;
+            recv(c, &mut rbuf, peer)?;
+        } else {
+            recv(c, &mut rbuf, peer)?;
+            send(c, &mut sbuf, peer)?;
+        }
+        if i >= warmup {
+            times.push(a.elapsed().as_secs_f64() * 1e6 / 2.0);
+        }
+        if validate {
+            check(rbuf.as_mut().ok_or("receive buffer lost")?, size, peer, i)?;
+        }
+    }
+    let elapsed = t0.elapsed().as_secs_f64();
+    let allocs = (b.allocs() - allocs0) as f64 / iters as f64;
+    if b.rank != 0 {
+        return Ok(None);
+    }
+    let min = times.iter().copied().fold(f64::INFINITY, f64::min);
+    let mut sample = vec![elapsed * 1e6 / (2.0 * iters as f64), median(&times), min];
+    if b.allocations.is_some() {
+        debug_assert_eq!(ALLOCS, "allocs/iter");
+        sample.push(allocs);
+    }
+    Ok(Some(sample))
+}

@@ -1,0 +1,111 @@
+//! Failure scenarios: a rank dies by SIGKILL, and its peers' waits must
+//! return an error instead of hanging. Run by `tests/failure.rs` through
+//! `ferry-conformance fault <scenario>`.
+//!
+//! Rank 1 dies; every other rank waits for something from it and prints
+//! `ferry-conformance fault <scenario> rank R: error after <ms> ms: <error>`
+//! (or `... completed ...`, which the test rejects). The survivors block
+//! SIGTERM first, because `ferryrun` sends it to the whole job as soon as
+//! one rank dies: they get the two seconds until its SIGKILL to notice the
+//! death themselves, which is stricter than the ten seconds the issue
+//! allows.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ferry::{Rank, Tag};
+use nix::sys::signal::{raise, SigSet, Signal};
+
+use super::{Ctx, Failure};
+
+/// The scenarios, by name.
+pub const SCENARIOS: &[&str] = &["rts-then-die", "die-while-waiting", "die-mid-transfer"];
+
+const BIG: usize = 64 << 20;
+const DATA: Tag = 1;
+const SEEN: Tag = 2;
+const NEVER: Tag = 3;
+
+/// Blocks SIGTERM in this thread and every thread started after it.
+pub fn block_sigterm() {
+    let _ = SigSet::from(Signal::SIGTERM).thread_block();
+}
+
+fn die() -> ! {
+    let _ = raise(Signal::SIGKILL);
+    // SIGKILL cannot be caught; this only runs if raise itself failed.
+    std::process::abort()
+}
+
+/// Runs `scenario` on this rank; returns the line to print (survivors
+/// only: rank 1 never returns).
+///
+/// # Errors
+/// A [`Failure`] for an unknown scenario, or a ferry error before the
+/// interesting part.
+pub fn run(ctx: &Ctx, scenario: &str) -> Result<String, Failure> {
+    let c = &ctx.comm;
+    if ctx.size < 2 {
+        return Err(Failure("fault scenarios need at least 2 ranks".into()));
+    }
+    // Everyone is up before anyone dies.
+    ctx.barrier()?;
+    // Reset just before each survivor's failing wait starts.
+    let mut start = Instant::now();
+    let result: Result<usize, ferry::Error> = match (scenario, ctx.rank) {
+        // Rank 1 sends the RTS of a 64 MiB message and dies once rank 0
+        // has seen it, before rank 0 posts the receive; rank 0 waits long
+        // enough for the death to be certain, then receives.
+        ("rts-then-die", 1) => {
+            let mut r = c.isend(vec![7u8; BIG], 0, DATA)?;
+            let _ = r.test()?;
+            c.recv::<u8>(&mut [], 0, SEEN)?;
+            die()
+        }
+        ("rts-then-die", 0) => {
+            let st = c.probe(1, DATA)?;
+            if st.bytes != BIG {
+                return Err(Failure(format!("probe saw {st:?}")));
+            }
+            c.send::<u8>(&[], 1, SEEN)?;
+            thread::sleep(Duration::from_millis(300));
+            let mut buf = vec![0u8; BIG];
+            start = Instant::now();
+            c.recv(&mut buf, 1, DATA).map(|s| s.bytes)
+        }
+        // Rank 1 dies while the others block in a receive from it.
+        ("die-while-waiting", 1) => {
+            thread::sleep(Duration::from_millis(200));
+            die()
+        }
+        // Rank 1 starts sending 64 MiB to rank 0 and dies 2 ms later, in
+        // the middle of the transfer (fragments or CMA chunks).
+        ("die-mid-transfer", 1) => {
+            let mut r = c.isend(vec![7u8; BIG], 0, DATA)?;
+            thread::spawn(|| {
+                thread::sleep(Duration::from_millis(2));
+                die()
+            });
+            let _ = r.wait();
+            // The transfer finished within 2 ms: die all the same.
+            die()
+        }
+        ("die-mid-transfer", 0) => {
+            let mut buf = vec![0u8; BIG];
+            c.recv(&mut buf, 1, DATA).map(|s| s.bytes)
+        }
+        (s, _) if !SCENARIOS.contains(&s) => {
+            return Err(Failure(format!("unknown fault scenario {s:?}")))
+        }
+        // Everyone else waits for a message rank 1 never sends.
+        (_, _) => c
+            .recv::<u8>(&mut [0u8; 8], 1 as Rank, NEVER)
+            .map(|s| s.bytes),
+    };
+    // Measured from the barrier, or (rts-then-die) from the receive.
+    let ms = start.elapsed().as_millis();
+    Ok(match result {
+        Err(e) => format!("error after {ms} ms: {e}"),
+        Ok(bytes) => format!("completed after {ms} ms ({bytes} bytes)"),
+    })
+}

@@ -1,0 +1,187 @@
+//! `ferry-bench` smoke test: every subcommand, with tiny iteration counts,
+//! through `ferryrun -n 2` (and `latency` through `mpiexec.hydra`), with
+//! `--validate` and `--json`; the table and the JSON must parse.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use ferry_tests::harness::{hydra_installed, Finished, Job, Launcher};
+
+const BENCH: &str = env!("CARGO_BIN_EXE_ferry-tests-bench");
+const FERRYRUN: &str = env!("CARGO_BIN_EXE_ferry-tests-ferryrun");
+
+/// The table: header column names, and `size -> values`.
+fn parse_table(f: &Finished) -> (Vec<String>, BTreeMap<usize, Vec<f64>>) {
+    let mut columns = Vec::new();
+    let mut rows = BTreeMap::new();
+    for line in f.stdout.lines().filter(|l| !l.trim().is_empty()) {
+        if let Some(h) = line.strip_prefix('#') {
+            let words: Vec<&str> = h.split_whitespace().collect();
+            if words.first() == Some(&"size") {
+                columns = words[1..].iter().map(|w| (*w).to_owned()).collect();
+            }
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let size = words.next().and_then(|w| w.parse().ok());
+        let values: Option<Vec<f64>> = words.map(|w| w.parse().ok()).collect();
+        match (size, values) {
+            (Some(size), Some(values)) => {
+                assert_eq!(
+                    values.len(),
+                    columns.len(),
+                    "row {line:?} vs columns {columns:?}\n{f}"
+                );
+                assert!(values[0].is_finite(), "row {line:?}\n{f}");
+                rows.insert(size, values);
+            }
+            _ => panic!("not a `size value ...` row: {line:?}\n{f}"),
+        }
+    }
+    (columns, rows)
+}
+
+fn bench(launcher: Launcher, args: &[&str], sizes: &[usize]) -> Vec<String> {
+    let json = std::env::temp_dir().join(format!(
+        "ferry-bench-smoke-{}-{}-{launcher:?}.json",
+        std::process::id(),
+        args[0]
+    ));
+    let list: Vec<String> = sizes.iter().map(usize::to_string).collect();
+    let mut job = Job::new(launcher, FERRYRUN, 2, BENCH)
+        .args(args)
+        .args(&["--reps", "2", "--sizes", &list.join(","), "--json"])
+        .args(&[json.to_str().expect("utf-8 temp dir")]);
+    job.timeout = Duration::from_secs(120);
+    let f = job.run();
+    assert_eq!(f.code, Some(0), "{f}");
+    let (columns, rows) = parse_table(&f);
+    assert_eq!(rows.keys().copied().collect::<Vec<_>>(), sizes, "{f}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("the --json file"))
+            .expect("JSON");
+    let _ = std::fs::remove_file(&json);
+    assert_eq!(doc["benchmark"], args[0]);
+    let results = doc["results"].as_array().expect("results");
+    assert_eq!(results.len(), sizes.len());
+    for r in results {
+        let first = &r["columns"][&columns[0]];
+        assert_eq!(first["values"].as_array().map(Vec::len), Some(2), "{r}");
+        assert!(first["median"].is_f64() && first["spread"].is_f64(), "{r}");
+    }
+    columns
+}
+
+#[test]
+fn latency_parses() {
+    let cols = bench(
+        Launcher::Ferryrun,
+        &["latency", "--iters", "20", "--warmup", "2", "--validate"],
+        &[0, 8, 9000, 1 << 20],
+    );
+    assert_eq!(cols[..3], ["avg_us", "p50_us", "min_us"]);
+}
+
+#[test]
+fn latency_parses_under_hydra() {
+    if hydra_installed() {
+        bench(Launcher::Hydra, &["latency", "--iters", "10"], &[8, 65536]);
+    }
+}
+
+#[test]
+fn bw_parses() {
+    let cols = bench(
+        Launcher::Ferryrun,
+        &["bw", "--iters", "3", "--warmup", "1", "--validate"],
+        &[1, 8192, 65536, 1 << 20],
+    );
+    assert_eq!(cols[..3], ["MB/s", "p50_MB/s", "msgs/s"]);
+}
+
+#[test]
+fn bw_parses_without_cma() {
+    let json = std::env::temp_dir().join(format!("ferry-bench-nocma-{}.json", std::process::id()));
+    let f = Job::new(Launcher::Ferryrun, FERRYRUN, 2, BENCH)
+        .args(&[
+            "bw",
+            "--iters",
+            "2",
+            "--sizes",
+            "100000",
+            "--validate",
+            "--json",
+        ])
+        .args(&[json.to_str().expect("utf-8")])
+        .envs(&[("FERRY_SHM_CMA", "0")])
+        .run();
+    assert_eq!(f.code, Some(0), "{f}");
+    assert!(f.stdout.contains("rendezvous Fragmented"), "{f}");
+    let _ = std::fs::remove_file(json);
+}
+
+#[test]
+fn wait_parses() {
+    let cols = bench(
+        Launcher::Ferryrun,
+        &[
+            "wait",
+            "--iters",
+            "20",
+            "--warmup",
+            "2",
+            "--block-secs",
+            "0.2",
+            "--wait-mode",
+            "passive",
+        ],
+        &[8],
+    );
+    assert_eq!(cols[0], "cpu_pct");
+}
+
+#[test]
+fn help_lists_the_subcommands() {
+    let out = std::process::Command::new(BENCH)
+        .arg("--help")
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for sub in [
+        "latency",
+        "bw",
+        "wait",
+        "--json",
+        "--validate",
+        "--reps",
+        "--sizes",
+    ] {
+        assert!(text.contains(sub), "help lacks {sub}:\n{text}");
+    }
+    let out = std::process::Command::new(BENCH)
+        .arg("nonsense")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn starts_its_own_two_ranks_when_not_launched() {
+    let out = std::process::Command::new(BENCH)
+        .args(["latency", "--sizes", "8", "--iters", "10"])
+        .env_remove("PMI_FD")
+        .env_remove("PMI_PORT")
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.lines().any(|l| l.trim_start().starts_with("8 ")),
+        "{stdout}"
+    );
+}
