@@ -50,15 +50,15 @@ impl<T: Element> ByteStorage for VecStorage<T> {
 
 /// Wraps a typed vector as a [`Buf`] without copying.
 pub(crate) fn vec_into_buf<T: Element>(v: Vec<T>) -> Buf {
-    // A Vec<u8> is a Buf as it is (no storage box).
-    let any: Box<dyn Any> = Box::new(v);
-    match any.downcast::<Vec<u8>>() {
-        Ok(bytes) => Buf::from_vec(*bytes),
-        Err(any) => match any.downcast::<Vec<T>>() {
-            Ok(v) => Buf::from_storage(Box::new(VecStorage(*v))),
-            // Unreachable: `any` was made from a `Vec<T>` just above.
-            Err(_) => Buf::new(),
-        },
+    // A Vec<u8> is a Buf as it is (no storage box). The type test goes
+    // through `Any` on a stack slot, so it allocates nothing.
+    let mut slot = Some(v);
+    if let Some(bytes) = (&mut slot as &mut dyn Any).downcast_mut::<Option<Vec<u8>>>() {
+        return Buf::from_vec(bytes.take().unwrap_or_default());
+    }
+    match slot {
+        Some(v) => Buf::from_storage(Box::new(VecStorage(v))),
+        None => Buf::new(),
     }
 }
 
@@ -99,14 +99,13 @@ pub(crate) fn buf_into_vec<T: Element>(buf: Buf, origin: Option<TypeId>) -> Resu
 }
 
 fn bytes_into_vec<T: Element>(bytes: Vec<u8>) -> Result<Vec<T>> {
-    let any: Box<dyn Any> = Box::new(bytes);
-    match any.downcast::<Vec<T>>() {
-        Ok(v) => Ok(*v),
-        Err(any) => match any.downcast::<Vec<u8>>() {
-            Ok(bytes) => copy_slice_to_vec(&bytes),
-            Err(_) => Err(crate::Error::Internal("a byte vector lost its type")),
-        },
+    // Asked for bytes: the vector as it is; otherwise a copy. The type test
+    // allocates nothing (see `vec_into_buf`).
+    let mut slot = Some(bytes);
+    if let Some(v) = (&mut slot as &mut dyn Any).downcast_mut::<Option<Vec<T>>>() {
+        return Ok(v.take().unwrap_or_default());
     }
+    copy_slice_to_vec(slot.as_deref().unwrap_or(&[]))
 }
 
 /// Copies a buffer's bytes into a new `Vec<T>`.

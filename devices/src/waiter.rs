@@ -171,17 +171,14 @@ impl Slot {
             tv_sec: timeout.as_secs() as _,
             tv_nsec: timeout.subsec_nanos() as _,
         };
-        let mut events: Vec<epoll::Event> = Vec::with_capacity(2);
-        match epoll::wait(
-            self.epoll.as_fd(),
-            rustix::buffer::spare_capacity(&mut events),
-            Some(&ts),
-        ) {
-            Ok(_) => {}
+        // On the stack: a sleep allocates nothing.
+        let mut space = [std::mem::MaybeUninit::<epoll::Event>::uninit(); 2];
+        let events = match epoll::wait(self.epoll.as_fd(), &mut space, Some(&ts)) {
+            Ok((events, _)) => events,
             // A signal: a spurious wake-up, which the caller tolerates.
             Err(rustix::io::Errno::INTR) => return Ok(Woke::Kick),
             Err(e) => return Err(Error::os("epoll_wait", e)),
-        }
+        };
         Ok(if events.iter().any(|e| e.data.u64() == KICK) {
             Woke::Kick
         } else if events.is_empty() {

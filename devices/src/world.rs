@@ -217,6 +217,21 @@ impl World {
         Ok(*self.shared.lock().engine_ref()?.protocol_table(peer)?)
     }
 
+    /// What the device serving job rank `peer` claims it can do (RDMA get and
+    /// put, a wait fd, its payload limit). The conformance suite holds each
+    /// device to these claims.
+    ///
+    /// # Errors
+    /// A rank outside the job, or [`ApiError::Finalized`].
+    pub fn caps(&self, peer: Rank) -> Result<ferry_core::Caps> {
+        use ferry_core::Device as _;
+        let guard = self.shared.lock();
+        let engine = guard.engine_ref()?;
+        // Validates the rank (a typed error, never an out-of-range panic).
+        engine.protocol_table(peer)?;
+        Ok(engine.device().caps(peer).clone())
+    }
+
     /// A snapshot of the counters: the engine's, and the waiters'.
     pub fn counters(&self) -> Counters {
         self.shared.counters()

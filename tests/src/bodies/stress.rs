@@ -244,10 +244,16 @@ pub fn passive_wait(ctx: &Ctx) -> Outcome {
             let (woke, wall, cpu) = (monotonic_ns(), t0.elapsed(), cpu_time() - cpu0);
             let after = ctx.world.counters();
             let latency = Duration::from_nanos(woke.saturating_sub(stamp[0]));
+            let claims_fd = ctx.world.caps(p)?.wait_fd;
             if after.sleeps == before.sleeps {
                 ensure!(
                     after.polls > before.polls,
                     "passive wait neither slept nor polled"
+                );
+                // A device that claims a wait fd must be slept on.
+                ensure!(
+                    !claims_fd,
+                    "caps disagree with behaviour: the device claims a wait fd but passive waits poll"
                 );
                 verdict = Verdict::Skip("the device cannot be slept on: passive waits poll".into());
             } else {
