@@ -53,6 +53,7 @@ pub mod handle;
 pub mod loopback;
 pub mod matching;
 pub mod protocol;
+pub mod recorder;
 pub mod sim;
 mod slab;
 pub mod status;

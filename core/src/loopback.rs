@@ -443,93 +443,7 @@ impl Device for Loopback {
 pub(crate) mod tests {
     use super::*;
 
-    /// What a [`Recorder`] saw.
-    #[derive(Debug)]
-    pub(crate) enum Event {
-        Packet {
-            from: Rank,
-            header: Vec<u8>,
-            payload: Vec<u8>,
-            /// The address of the payload as the device held it.
-            payload_addr: usize,
-            /// The id of the `Buf` that `into_payload` returned.
-            buf_id: usize,
-        },
-        Rdma(OpToken, Result<(), Error>),
-        Failed(Rank, Error),
-    }
-
-    /// A sink that records every event, taking each payload with
-    /// `into_payload` as the engine does for an unexpected message.
-    #[derive(Debug, Default)]
-    pub(crate) struct Recorder {
-        pub(crate) events: Vec<Event>,
-    }
-
-    impl Sink for Recorder {
-        fn packet<I: Incoming>(&mut self, from: Rank, packet: I) {
-            let header = packet.header().to_vec();
-            let payload = packet.payload().to_vec();
-            let payload_addr = packet.payload().as_ptr() as usize;
-            let buf = packet
-                .into_payload()
-                .expect("in-memory handover never copies");
-            assert_eq!(&buf[..], &payload[..]);
-            self.events.push(Event::Packet {
-                from,
-                header,
-                payload,
-                payload_addr,
-                buf_id: buf.id(),
-            });
-        }
-        fn rdma_done(&mut self, token: OpToken, result: Result<(), Error>) {
-            self.events.push(Event::Rdma(token, result));
-        }
-        fn peer_failed(&mut self, peer: Rank, error: Error) {
-            self.events.push(Event::Failed(peer, error));
-        }
-    }
-
-    impl Recorder {
-        /// The (from, header, payload) of every packet, in order.
-        pub(crate) fn packets(&self) -> Vec<(Rank, Vec<u8>, Vec<u8>)> {
-            self.events
-                .iter()
-                .filter_map(|e| match e {
-                    Event::Packet {
-                        from,
-                        header,
-                        payload,
-                        ..
-                    } => Some((*from, header.clone(), payload.clone())),
-                    _ => None,
-                })
-                .collect()
-        }
-
-        /// Every RDMA completion, in order.
-        pub(crate) fn rdma(&self) -> Vec<(OpToken, Result<(), Error>)> {
-            self.events
-                .iter()
-                .filter_map(|e| match e {
-                    Event::Rdma(t, r) => Some((*t, *r)),
-                    _ => None,
-                })
-                .collect()
-        }
-
-        /// Every peer failure, in order.
-        pub(crate) fn failures(&self) -> Vec<(Rank, Error)> {
-            self.events
-                .iter()
-                .filter_map(|e| match e {
-                    Event::Failed(p, err) => Some((*p, *err)),
-                    _ => None,
-                })
-                .collect()
-        }
-    }
+    pub(crate) use crate::recorder::{Event, Recorder};
 
     fn status_of(result: Result<(), Error>) -> i32 {
         match result {
@@ -546,7 +460,7 @@ pub(crate) mod tests {
         }
         assert_eq!(dev.send(3, &[9], &[]).unwrap(), Sent::Done);
         assert_eq!(dev.arm().unwrap(), Armed::Pending);
-        let mut sink = Recorder::default();
+        let mut sink = Recorder::taking();
         assert_eq!(dev.progress(&mut sink).unwrap(), 6);
         let packets = sink.packets();
         for (i, (from, header, payload)) in packets.iter().take(5).enumerate() {
@@ -620,7 +534,7 @@ pub(crate) mod tests {
             "full queue is Busy, not an error"
         );
         assert_eq!(dev.queued(), 2, "a Busy send queued nothing");
-        let mut sink = Recorder::default();
+        let mut sink = Recorder::taking();
         assert_eq!(dev.progress(&mut sink).unwrap(), 2);
         assert_eq!(
             dev.send(0, &[3], &[]).unwrap(),
@@ -647,7 +561,7 @@ pub(crate) mod tests {
             Armed::Pending,
             "a completion is waiting"
         );
-        let mut sink = Recorder::default();
+        let mut sink = Recorder::taking();
         assert_eq!(dev.progress(&mut sink).unwrap(), 1);
         assert_eq!(sink.rdma(), vec![(OpToken(7), Ok(()))]);
         assert_eq!(&dev.deregister(dst).unwrap()[..], b"abcd\0\0");
@@ -710,7 +624,7 @@ pub(crate) mod tests {
             dev.put(0, dst, src_key, 1, OpToken(99)).unwrap(),
             Sent::Done
         );
-        let mut sink = Recorder::default();
+        let mut sink = Recorder::taking();
         assert_eq!(dev.progress(&mut sink).unwrap(), cases.len() + 1);
         let done = sink.rdma();
         for (i, &(_, _, _, code)) in cases.iter().enumerate() {

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Barrier, Mutex};
 
-use ferry_core::device::{Access, Armed, Device, Incoming, MemHandle, OpToken, Sent, Sink};
+use ferry_core::device::{Access, Armed, Device, MemHandle, OpToken, Sent};
 use ferry_core::wire::RemoteKey;
 use ferry_core::{Bootstrap, BootstrapError, Buf, DeviceError, Error, PeerError, Rank};
 
@@ -124,88 +124,7 @@ fn try_devices(
     devs
 }
 
-#[derive(Debug)]
-enum Event {
-    Packet {
-        from: Rank,
-        header: Vec<u8>,
-        payload: Vec<u8>,
-        buf: Option<Buf>,
-    },
-    Rdma(OpToken, Result<(), Error>),
-    Failed(Rank, Error),
-}
-
-/// Records events; takes payloads with `into_payload` when `take` is set.
-#[derive(Debug, Default)]
-struct Recorder {
-    take: bool,
-    events: Vec<Event>,
-}
-
-impl Sink for Recorder {
-    fn packet<I: Incoming>(&mut self, from: Rank, packet: I) {
-        let header = packet.header().to_vec();
-        let payload = packet.payload().to_vec();
-        let buf = self.take.then(|| packet.into_payload().unwrap());
-        self.events.push(Event::Packet {
-            from,
-            header,
-            payload,
-            buf,
-        });
-    }
-    fn rdma_done(&mut self, token: OpToken, result: Result<(), Error>) {
-        self.events.push(Event::Rdma(token, result));
-    }
-    fn peer_failed(&mut self, peer: Rank, error: Error) {
-        self.events.push(Event::Failed(peer, error));
-    }
-}
-
-impl Recorder {
-    fn packets(&self) -> Vec<(Rank, Vec<u8>, Vec<u8>)> {
-        self.events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Packet {
-                    from,
-                    header,
-                    payload,
-                    ..
-                } => Some((*from, header.clone(), payload.clone())),
-                _ => None,
-            })
-            .collect()
-    }
-    fn bufs(&mut self) -> Vec<Buf> {
-        self.events
-            .iter_mut()
-            .filter_map(|e| match e {
-                Event::Packet { buf, .. } => buf.take(),
-                _ => None,
-            })
-            .collect()
-    }
-    fn rdma(&self) -> Vec<(OpToken, Result<(), Error>)> {
-        self.events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Rdma(t, r) => Some((*t, *r)),
-                _ => None,
-            })
-            .collect()
-    }
-    fn failures(&self) -> Vec<(Rank, Error)> {
-        self.events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Failed(p, err) => Some((*p, *err)),
-                _ => None,
-            })
-            .collect()
-    }
-}
+use ferry_core::recorder::Recorder;
 
 fn small() -> ShmOptions {
     ShmOptions {

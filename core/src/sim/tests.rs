@@ -21,7 +21,7 @@ fn setup(config: NetConfig) -> (Net, Vec<SimDevice>, Vec<Recorder>) {
     (
         net,
         devices,
-        (0..ranks).map(|_| Recorder::default()).collect(),
+        (0..ranks).map(|_| Recorder::taking()).collect(),
     )
 }
 
@@ -351,7 +351,7 @@ fn sim_rdma_failures_arrive_through_rdma_done() {
         },
     );
     let mut devices = Network::devices(&net);
-    let mut sink = Recorder::default();
+    let mut sink = Recorder::taking();
     let (_, key) = devices[1]
         .register(Buf::from(&b"1234"[..]), Access::RemoteRead)
         .unwrap();
