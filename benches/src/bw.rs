@@ -75,6 +75,7 @@ fn measure(
             .collect()
     };
     let mut reqs: Vec<Request> = (0..window).map(|_| Request::NULL).collect();
+    let mut done = Vec::with_capacity(window);
     let mut ack = Some(Buf::from_vec(vec![0u8; 4]));
     let mut times = Vec::with_capacity(iters);
     let mut t0 = Instant::now();
@@ -94,8 +95,8 @@ fn measure(
                 c.irecv_buf(buf, None, peer, DATA).map_err(fe("irecv"))?
             };
         }
-        let done = ferry::wait_all(&mut reqs).map_err(fe("wait_all"))?;
-        for (slot, d) in bufs.iter_mut().zip(done) {
+        ferry::wait_all_into(&mut reqs, &mut done).map_err(fe("wait_all"))?;
+        for (slot, d) in bufs.iter_mut().zip(done.drain(..)) {
             d.status.ok().map_err(|e| format!("window: {e}"))?;
             *slot = d.into_buf();
         }

@@ -94,19 +94,51 @@ fn all_null(requests: &mut [Request]) -> Vec<Completion> {
 /// [`ApiError::MixedWorlds`], a stale handle (nothing is completed then),
 /// a fatal device error, or the world was finalized.
 pub fn wait_all(requests: &mut [Request]) -> Result<Vec<Completion>> {
-    let Some(shared) = common_world(requests)? else {
-        return Ok(all_null(requests));
-    };
-    let mut hs = handles(requests);
     let mut out = Vec::with_capacity(requests.len());
-    let r = block_on(&shared, |e| Ok(e.testall(&mut hs, &mut out)?.then_some(())));
-    write_back(requests, &hs);
-    r?;
-    Ok(out
-        .into_iter()
-        .zip(requests.iter_mut())
-        .map(|(c, r)| finish(r, c))
-        .collect())
+    wait_all_into(requests, &mut out)?;
+    Ok(out)
+}
+
+thread_local! {
+    /// Per-thread scratch for [`wait_all_into`]: the core handles and core
+    /// completions, kept between calls so that a steady loop allocates nothing.
+    static SCRATCH: std::cell::RefCell<(Vec<ferry_core::Request>, Vec<ferry_core::Completion>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// [`wait_all`] into a caller-owned vector (cleared first), for loops that
+/// must not allocate: with `out` reused, a steady `isend`/`irecv`/
+/// `wait_all_into` loop makes no allocation after its first round.
+///
+/// # Errors
+/// As for [`wait_all`].
+pub fn wait_all_into(requests: &mut [Request], out: &mut Vec<Completion>) -> Result<()> {
+    out.clear();
+    let Some(shared) = common_world(requests)? else {
+        out.extend(all_null(requests));
+        return Ok(());
+    };
+    SCRATCH.with(|scratch| {
+        // A nested call (none exists today) would find the scratch borrowed:
+        // fall back to fresh vectors rather than panic.
+        let mut fresh = (Vec::new(), Vec::new());
+        let mut guard = scratch.try_borrow_mut();
+        let (hs, done) = match guard.as_deref_mut() {
+            Ok(pair) => (&mut pair.0, &mut pair.1),
+            Err(_) => (&mut fresh.0, &mut fresh.1),
+        };
+        hs.clear();
+        hs.extend(requests.iter().map(|r| r.handle));
+        let r = block_on(&shared, |e| Ok(e.testall(hs, done)?.then_some(())));
+        write_back(requests, hs);
+        r?;
+        out.extend(
+            done.drain(..)
+                .zip(requests.iter_mut())
+                .map(|(c, r)| finish(r, c)),
+        );
+        Ok(())
+    })
 }
 
 /// `MPI_Testall`: if every request is complete, completes them all;

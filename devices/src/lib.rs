@@ -108,7 +108,7 @@ mod world;
 pub use comm::{Comm, CONTEXTS_PER_COMM, FIRST_FREE_CONTEXT};
 pub use completion::{
     get_status_all, get_status_any, get_status_some, test_all, test_any, test_some, wait_all,
-    wait_any, wait_some, Outcome,
+    wait_all_into, wait_any, wait_some, Outcome,
 };
 pub use config::{Config, DeviceChoice, WaitMode};
 pub use counters::Counters;
