@@ -24,6 +24,9 @@ use crate::world::{Shared, World};
 pub const CONTEXTS_PER_COMM: ContextId = 4;
 /// `world`'s first context id.
 pub(crate) const WORLD_CONTEXT: ContextId = 0;
+/// The last of the world's contexts: finalize's drain barrier, which must
+/// never match user traffic.
+pub(crate) const FINALIZE_CONTEXT: ContextId = WORLD_CONTEXT + CONTEXTS_PER_COMM - 1;
 /// `self`'s first context id.
 pub(crate) const SELF_CONTEXT: ContextId = CONTEXTS_PER_COMM;
 /// The first context id not taken by `world` and `self`.

@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferry_core::protocol::ProtocolTable;
-use ferry_core::{Engine, Rank};
+use ferry_core::{Buf, Engine, Rank};
 
 use crate::boot::Boot;
-use crate::comm::{Comm, Group};
+use crate::comm::{Comm, Group, FINALIZE_CONTEXT};
 use crate::config::{Config, WaitMode};
 use crate::counters::Counters;
 use crate::error::{ApiError, Result};
@@ -98,6 +98,39 @@ impl Shared {
         Counters::new(engine, &self.stats, self.device_name)
     }
 
+    /// A barrier through the engine, with progress, on the world's reserved
+    /// finalize context: every rank sends an empty message to every other
+    /// and receives one from each. Sends queue behind the outbox (FIFO), so
+    /// a rank's barrier sends complete only once everything it queued
+    /// before has left; and every rank progresses until all have arrived,
+    /// so pushed-back work (whose resources return only when the peer
+    /// consumes) drains on both sides.
+    fn drain_barrier(&self) -> Result<()> {
+        let size = self.size;
+        if size < 2 {
+            return Ok(());
+        }
+        let mut requests = Vec::with_capacity(2 * (size as usize - 1));
+        {
+            let mut g = self.lock();
+            let engine = g.engine()?;
+            for peer in (0..size as Rank).filter(|&p| p != self.rank) {
+                let recv = engine.irecv(peer, 0, FINALIZE_CONTEXT, Buf::new())?;
+                requests.push(recv.request);
+                let send = engine.isend(peer, 0, FINALIZE_CONTEXT, Buf::new())?;
+                requests.push(send.request);
+            }
+        }
+        let mut out = Vec::new();
+        crate::waiter::block_on(self, |e| {
+            Ok(e.testall(&mut requests, &mut out)?.then_some(()))
+        })?;
+        if let Some(err) = out.iter().find_map(|c| c.status.error) {
+            return Err(err.into());
+        }
+        Ok(())
+    }
+
     /// Finalize's work; also the safe minimum run by `Drop`.
     fn shut_down(&self, orderly: bool) -> Result<()> {
         if self.finalized.swap(true, Ordering::AcqRel) {
@@ -108,10 +141,18 @@ impl Shared {
             let text = format!("ferry rank {}: {}\n", self.rank, self.counters());
             let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
         }
+        // Before the launcher's barrier (which makes no progress), finish
+        // this rank's part of every transfer: a FIN, CTS or credit that the
+        // device pushed back may still sit in the outbox while the peer
+        // waits for it.
+        let mut result = if orderly {
+            self.drain_barrier()
+        } else {
+            Ok(())
+        };
         let mut boot = self.boot.lock().unwrap_or_else(|e| e.into_inner());
-        let mut result = Ok(());
         if let Boot::Pmi(Some(pmi)) = &mut *boot {
-            if orderly {
+            if orderly && result.is_ok() {
                 // Every rank is done sending to this one before any device
                 // goes away (MPI_Finalize is collective).
                 result = ferry_core::Bootstrap::barrier(pmi).map_err(Into::into);
