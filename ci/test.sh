@@ -60,7 +60,9 @@ fi
 
 if [ "${FERRY_CI_SKIP_BENCH:-0}" != 1 ]; then
   step "bench smoke run"
-  cargo bench -p ferry-bench --bench engine --locked -- --warm-up-time 0.05 --measurement-time 0.1 --sample-size 10
+  for bench in engine shm_queue sim_protocol; do
+    cargo bench -p ferry-bench --bench "$bench" --locked -- --warm-up-time 0.05 --measurement-time 0.1 --sample-size 10
+  done
 fi
 
 step "ci/test.sh passed"

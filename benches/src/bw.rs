@@ -42,7 +42,7 @@ pub(crate) const BW: Subcommand = Subcommand {
 /// buffer, so `bytes_mut` hands out nothing (as ferry's own borrowed send
 /// buffers do).
 #[derive(Debug)]
-struct SharedSend(Arc<Vec<u8>>);
+pub(crate) struct SharedSend(pub(crate) Arc<Vec<u8>>);
 
 impl ByteStorage for SharedSend {
     fn bytes(&self) -> &[u8] {
@@ -56,12 +56,47 @@ impl ByteStorage for SharedSend {
     }
 }
 
+/// The figures of one unidirectional windowed run, on both ranks.
+pub(crate) struct Window {
+    /// Wall time of the timed loop, in seconds.
+    pub(crate) elapsed: f64,
+    /// Each timed iteration's wall time, in seconds.
+    pub(crate) times: Vec<f64>,
+    /// Heap allocations per timed iteration on this rank.
+    pub(crate) allocs: f64,
+}
+
 fn measure(
     b: &mut Bench,
     size: usize,
     iters: usize,
     warmup: usize,
 ) -> Result<Option<Sample>, String> {
+    let w = unidirectional(b, size, iters, warmup)?;
+    if b.rank != 0 {
+        return Ok(None);
+    }
+    let window = b.options.window;
+    let bytes = (size * window) as f64;
+    let mut sample = vec![
+        bytes * iters as f64 / w.elapsed / 1e6,
+        bytes / median(&w.times) / 1e6,
+        (window * iters) as f64 / w.elapsed,
+    ];
+    if b.allocations.is_some() {
+        sample.push(w.allocs);
+    }
+    Ok(Some(sample))
+}
+
+/// osu_bw's loop (also osu_mbw_mr's, for one pair): rank 0 sends a window
+/// and waits for an ack, rank 1 receives the window and acks.
+pub(crate) fn unidirectional(
+    b: &mut Bench,
+    size: usize,
+    iters: usize,
+    warmup: usize,
+) -> Result<Window, String> {
     let (c, peer, window, validate) = (&b.comm, b.peer, b.options.window, b.options.validate);
     let sender = b.rank == 0;
     let mut bufs: Vec<Option<Buf>> = if sender {
@@ -127,17 +162,9 @@ fn measure(
     }
     let elapsed = t0.elapsed().as_secs_f64();
     let allocs = (b.allocs() - allocs0) as f64 / iters as f64;
-    if !sender {
-        return Ok(None);
-    }
-    let bytes = (size * window) as f64;
-    let mut sample = vec![
-        bytes * iters as f64 / elapsed / 1e6,
-        bytes / median(&times) / 1e6,
-        (window * iters) as f64 / elapsed,
-    ];
-    if b.allocations.is_some() {
-        sample.push(allocs);
-    }
-    Ok(Some(sample))
+    Ok(Window {
+        elapsed,
+        times,
+        allocs,
+    })
 }

@@ -9,8 +9,8 @@
 //! Every subcommand is one [`Subcommand`] entry in [`SUBCOMMANDS`]: its
 //! columns, default sizes, OSU iteration counts and the function that
 //! measures one size. The driver ([`crate::job`]) does the rest (start-up,
-//! repetitions, the table, JSON), so adding `bibw`, `mbw-mr`, `arecv` or
-//! `request` is one module and one entry.
+//! repetitions, the table, JSON), so a new subcommand is one module and
+//! one entry.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,9 +54,16 @@ pub fn powers_of_two(from: usize) -> Vec<usize> {
     v
 }
 
-/// Every subcommand. `bibw`, `mbw-mr`, `arecv` and `request` (the
-/// benchmark issue) are added here.
-pub const SUBCOMMANDS: &[Subcommand] = &[crate::latency::LATENCY, crate::bw::BW, crate::wait::WAIT];
+/// Every subcommand, in `--help` order.
+pub const SUBCOMMANDS: &[Subcommand] = &[
+    crate::latency::LATENCY,
+    crate::bw::BW,
+    crate::bibw::BIBW,
+    crate::bibw::MBW_MR,
+    crate::wait::WAIT,
+    crate::arecv::ARECV,
+    crate::request::REQUEST,
+];
 
 /// The options common to every subcommand.
 #[derive(Debug, Clone)]
@@ -110,7 +117,7 @@ pub fn help() -> String {
          \x20 --device D          auto, shm, loopback (FERRY_DEVICE)\n\
          \x20 --wait-mode M       spin, passive, hybrid (FERRY_WAIT_MODE)\n\
          \x20 --spin-us N         hybrid spin time (FERRY_SPIN_US)\n\
-         \x20 --window N          bw: messages in flight per iteration (default 64)\n\
+         \x20 --window N          bw, bibw, mbw-mr, request: messages in flight (default 64)\n\
          \x20 --block-secs S      wait: how long the receiver stays blocked (default 2)\n\n\
          Output: lines starting with # are headers; each data row is `size value [more\n\
          columns]`, whitespace-separated. Latency in us (one-way: round trip / 2),\n\

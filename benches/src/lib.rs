@@ -7,11 +7,15 @@
 use ferry_core::loopback::Loopback;
 use ferry_core::{Config, Engine};
 
+mod arecv;
+mod bibw;
 mod bw;
 pub mod cli;
+pub mod inproc;
 pub mod job;
 mod latency;
 mod report;
+mod request;
 mod wait;
 
 /// A single-rank engine over the loopback device, as the benches use it.

@@ -121,6 +121,58 @@ fn bw_parses_without_cma() {
 }
 
 #[test]
+fn bibw_parses() {
+    // Passive waiting with 64 rendezvous messages each way pushes back on
+    // the shm cells: finalize must still deliver the last FINs (it once
+    // left them in the outbox and hung the peer).
+    let cols = bench(
+        Launcher::Ferryrun,
+        &[
+            "bibw",
+            "--iters",
+            "3",
+            "--warmup",
+            "1",
+            "--validate",
+            "--wait-mode",
+            "passive",
+        ],
+        &[1, 8192, 65536],
+    );
+    assert_eq!(cols[..3], ["MB/s", "p50_MB/s", "msgs/s"]);
+}
+
+#[test]
+fn mbw_mr_parses() {
+    let cols = bench(
+        Launcher::Ferryrun,
+        &["mbw-mr", "--iters", "3", "--warmup", "1", "--validate"],
+        &[8, 65536],
+    );
+    assert_eq!(cols[..2], ["MB/s", "msgs/s"]);
+}
+
+#[test]
+fn arecv_parses() {
+    let cols = bench(
+        Launcher::Ferryrun,
+        &["arecv", "--iters", "20", "--warmup", "2", "--validate"],
+        &[0, 8, 9000, 1 << 20],
+    );
+    assert_eq!(cols[..2], ["arecv_us", "preposted_us"]);
+}
+
+#[test]
+fn request_parses() {
+    let cols = bench(
+        Launcher::Ferryrun,
+        &["request", "--iters", "10", "--warmup", "2"],
+        &[0, 8, 4096],
+    );
+    assert_eq!(cols[..4], ["empty_ns", "real_ns", "empty_pct", "tests/op"]);
+}
+
+#[test]
 fn wait_parses() {
     let cols = bench(
         Launcher::Ferryrun,
@@ -151,7 +203,11 @@ fn help_lists_the_subcommands() {
     for sub in [
         "latency",
         "bw",
+        "bibw",
+        "mbw-mr",
         "wait",
+        "arecv",
+        "request",
         "--json",
         "--validate",
         "--reps",
