@@ -1,0 +1,54 @@
+/* OSU-style ping-pong latency (osu_latency semantics), 2 ranks.
+ * Per size: MPI_Barrier, warm-up, then ITERS timed round trips of blocking
+ * MPI_Send/MPI_Recv (tag 1).  avg_us = elapsed / (2 * iters) is the osu_latency
+ * figure; p50_us / min_us are per-round-trip median / minimum, halved.
+ * OSU iteration counts: 10000 (+100 warm-up) up to 8 KiB, 1000 (+10) above.
+ * Usage: mpi_latency [sizes] [iters] [warmup]   sizes: "0,8,64k,1m" (default OSU range 0..4M) */
+#include "mpi_common.h"
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    need_two(rank);
+    long sizes[64];
+    int nsz = 0;
+    if (argc > 1) nsz = parse_sizes(argv[1], sizes, 64);
+    else { sizes[nsz++] = 0; for (long s = 1; s <= (4 << 20); s <<= 1) sizes[nsz++] = s; }
+    int iters_arg = argc > 2 ? atoi(argv[2]) : 0, warm_arg = argc > 3 ? atoi(argv[3]) : -1;
+    size_t maxsz = 1;
+    for (int i = 0; i < nsz; i++) if ((size_t)sizes[i] > maxsz) maxsz = sizes[i];
+    report_binding(rank);
+    char *sbuf = alloc_buf(maxsz, 'a'), *rbuf = alloc_buf(maxsz, 'b');
+    double *rt = malloc(sizeof(double) * (iters_arg > 10000 ? iters_arg : 10000));
+    if (!rank) printf("# mpi_latency (osu_latency style): one-way latency in us = round trip / 2\n# %-10s %12s %12s %12s\n", "size", "avg_us", "p50_us", "min_us");
+    for (int s = 0; s < nsz; s++) {
+        int sz = (int)sizes[s];
+        int iters = iters_arg ? iters_arg : (sz > 8192 ? 1000 : 10000);
+        int warm = warm_arg >= 0 ? warm_arg : (sz > 8192 ? 10 : 100);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = 0, t1;
+        if (rank == 0) {
+            for (int i = 0; i < warm + iters; i++) {
+                if (i == warm) t0 = MPI_Wtime();
+                double a = MPI_Wtime();
+                MPI_Send(sbuf, sz, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, sz, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                if (i >= warm) rt[i - warm] = MPI_Wtime() - a;
+            }
+            t1 = MPI_Wtime();
+            double avg = (t1 - t0) * 1e6 / (2.0 * iters);
+            double med = pct(rt, iters, 50) * 1e6 / 2, mn = rt[0] * 1e6 / 2;
+            printf("  %-10d %12.3f %12.3f %12.3f\n", sz, avg, med, mn);
+            fflush(stdout);
+        } else {
+            for (int i = 0; i < warm + iters; i++) {
+                MPI_Recv(rbuf, sz, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, sz, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+            }
+        }
+    }
+    free(rt); free(sbuf); free(rbuf);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# ci/compare.sh — ferry side by side with Open MPI, MPICH, UCX and libfabric
+# (issue 4, section 3). Works from a fresh clone:
+#   1. installs the peers' Debian packages if missing (apt-get; sudo if not root);
+#   2. builds ferry-bench and ferryrun (cargo --release) and the C peer
+#      programs in benches/compare/src with mpicc.openmpi and mpicc.mpich;
+#   3. runs every peer in alternating repetitions (benches/compare/run.sh),
+#      pinned to cores 0 and 1, each run after the machine went idle;
+#   4. writes docs/perf/README.md, docs/perf/*.svg and docs/perf/raw/
+#      (benches/compare/report.py; Python 3 standard library only).
+#
+# Usage: ci/compare.sh [--reps N] [--quick] [--peers "ferry ompi_vader ..."] [--no-install]
+#   --reps N     repetitions (default 5; medians are taken over them)
+#   --quick      1 repetition (unless --reps is given), few sizes, fewer iterations
+#   --peers      subset of: ferry ferry_nocma ompi_vader ompi_ucx mpich
+#                ucx_posix_cma ucx_sysv ucx_tcp fi_shm fi_tcp
+# Env: MAXWAIT (s, default 20) caps each wait for an idle machine; runs that
+#      start busy are flagged in docs/perf/raw/runs.log and in the README.
+#      COMPARE_OUT=DIR writes the results somewhere else than docs/perf.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+REPS="" QUICK=0 PEERS="" INSTALL=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --reps) REPS=$2; shift 2;;
+    --quick) QUICK=1; shift;;
+    --peers) PEERS=$2; shift 2;;
+    --no-install) INSTALL=0; shift;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0;;
+    *) echo "ci/compare.sh: unknown option $1" >&2; exit 2;;
+  esac
+done
+[ -n "$REPS" ] || { [ $QUICK = 1 ] && REPS=1 || REPS=5; }
+OUT=${COMPARE_OUT:-$ROOT/docs/perf}
+export MAXWAIT=${MAXWAIT:-20}
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "system packages"
+need=()
+have_pkg() { dpkg-query -W -f '${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+for p in openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils libfabric-bin; do
+  have_pkg "$p" || need+=("$p")
+done
+if [ "${#need[@]}" -gt 0 ]; then
+  if [ $INSTALL = 0 ]; then echo "missing packages: ${need[*]} (--no-install given)" >&2; exit 1; fi
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  echo "installing: ${need[*]}"
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq "${need[@]}"
+else
+  echo "all present: openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils libfabric-bin"
+fi
+for t in mpicc.openmpi mpicc.mpich mpirun.openmpi mpiexec.hydra ucx_perftest fi_pingpong taskset python3; do
+  command -v "$t" >/dev/null || { echo "ci/compare.sh: $t not found" >&2; exit 1; }
+done
+
+step "build ferry-bench, ferryrun and the C peers"
+cargo build --release -p ferry-bench -p ferry
+make -C benches/compare
+
+step "run ($REPS alternating repetition(s)$([ $QUICK = 1 ] && echo ', quick'))"
+args=(--reps "$REPS" --out "$OUT/raw")
+[ $QUICK = 1 ] && args+=(--quick)
+[ -n "$PEERS" ] && args+=(--peers "$PEERS")
+# results of an earlier run must not mix with this one
+rm -rf "$OUT"/raw/rep*
+benches/compare/run.sh "${args[@]}"
+
+step "report"
+rargs=(--raw "$OUT/raw" --out "$OUT")
+[ $QUICK = 1 ] && rargs+=(--note "**Quick mode** (\`--quick\`): few sizes, and a tenth of the iterations for UCX and libfabric; for checking the harness, not for figures.")
+python3 benches/compare/report.py "${rargs[@]}"
+echo "see $OUT/README.md"
