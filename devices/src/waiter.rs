@@ -90,6 +90,9 @@ use crate::world::{Locked, Shared};
 /// The longest single sleep; see the module docs.
 pub(crate) const SAFETY_NET: Duration = Duration::from_secs(1);
 
+/// Spin rounds between reads of the clock (hybrid mode).
+const CLOCK_EVERY: u32 = 32;
+
 /// Spin rounds between two `sched_yield`s.
 const YIELD_EVERY: u32 = 16;
 
@@ -349,7 +352,11 @@ pub(crate) fn block_on<R>(
     mut attempt: impl FnMut(&mut Engine<NodeDevice>) -> ferry_core::Result<Option<R>>,
 ) -> Result<R> {
     let mode = shared.wait_mode;
-    let start = (mode == WaitMode::Hybrid).then(Instant::now);
+    // The hybrid spin budget's clock starts at the first round that spins,
+    // and is read only every CLOCK_EVERY rounds: a clock read costs about as
+    // much as a progress round, and a ping-pong wait spins a few rounds.
+    let mut start: Option<Instant> = None;
+    let mut spin_over = false;
     let mut rounds = 0u32;
     let mut waited = false;
     loop {
@@ -364,7 +371,13 @@ pub(crate) fn block_on<R>(
         let spinning = match mode {
             WaitMode::Spin => true,
             WaitMode::Passive => false,
-            WaitMode::Hybrid => start.is_some_and(|t| t.elapsed() < shared.spin),
+            WaitMode::Hybrid => {
+                if !spin_over && rounds % CLOCK_EVERY == 0 {
+                    let t0 = *start.get_or_insert_with(Instant::now);
+                    spin_over = t0.elapsed() >= shared.spin;
+                }
+                !spin_over
+            }
         };
         if spinning {
             drop(g);
