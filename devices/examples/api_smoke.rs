@@ -164,10 +164,13 @@ fn main() -> ExitCode {
         }
         let rank = comm.rank();
         let c = world.counters();
-        eprintln!(
-            "rank {rank}: device {} sleeps {} wake-ups device {} kick {} timeout {}",
+        // One write for the whole line, so ranks sharing stderr do not
+        // interleave inside it.
+        let line = format!(
+            "rank {rank}: device {} sleeps {} wake-ups device {} kick {} timeout {}\n",
             c.device, c.sleeps, c.wakeups_device, c.wakeups_kick, c.wake_timeouts
         );
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
         world.finalize()?;
         Ok(rank)
     };

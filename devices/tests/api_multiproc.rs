@@ -40,7 +40,9 @@ fn example(name: &str) -> PathBuf {
 
 fn run_smoke(mode: &str, env: &[(&str, &str)]) {
     let out = Command::new(ferryrun())
-        .args(["-n", "2", "--timeout", "120"])
+        // --label: ferryrun relays whole lines, so the two ranks' reports
+        // cannot interleave mid-line.
+        .args(["-n", "2", "--label", "--timeout", "120"])
         .arg(example("api_smoke"))
         .arg(mode)
         .envs(env.iter().copied())
