@@ -14,7 +14,7 @@ use ferry::{Buf, Comm, Rank, Request, SendMode, Tag};
 
 use crate::cli::{powers_of_two, Subcommand};
 use crate::job::{fe, Bench, Sample};
-use crate::latency::{check, fill, stamp, LARGE};
+use crate::latency::{check, fill, stamp};
 
 const TAG: Tag = 400;
 
@@ -24,14 +24,7 @@ pub(crate) const ARECV: Subcommand = Subcommand {
     about: "ping-pong one-way latency in us: arecv (library buffer) vs a pre-posted receive",
     columns: &["arecv_us", "preposted_us"],
     default_sizes: || powers_of_two(0),
-    // osu_latency's counts.
-    iterations: |size| {
-        if size > LARGE {
-            (1000, 10)
-        } else {
-            (10_000, 100)
-        }
-    },
+    iterations: crate::latency::osu_latency_iterations,
     counts_allocations: true,
     job_warmup: true,
     measure,

@@ -28,7 +28,7 @@ use ferry::{Buf, Request, SendMode, Tag};
 use crate::bw::{unidirectional, SharedSend};
 use crate::cli::{powers_of_two, Subcommand};
 use crate::job::{fe, Bench, Sample};
-use crate::latency::{fill, LARGE};
+use crate::latency::{check_window, fill, LARGE};
 use crate::report::median;
 
 const DATA: Tag = 300;
@@ -133,15 +133,7 @@ fn measure_bibw(
             times.push(a.elapsed().as_secs_f64());
         }
         if validate {
-            for (w, slot) in recvs.iter_mut().enumerate() {
-                let got = slot.as_mut().ok_or("buffer lost")?.as_mut_slice();
-                if got != want.as_slice() {
-                    return Err(format!(
-                        "iteration {i}, message {w} of the window: wrong bytes"
-                    ));
-                }
-                got.fill(0xEE);
-            }
+            check_window(&mut recvs, &want, i)?;
         }
     }
     let elapsed = t0.elapsed().as_secs_f64();

@@ -18,7 +18,7 @@ use ferry::{Buf, ByteStorage, Request, SendMode, Tag};
 
 use crate::cli::{powers_of_two, Subcommand};
 use crate::job::{fe, Bench, Sample};
-use crate::latency::{fill, LARGE};
+use crate::latency::{check_window, fill, LARGE};
 use crate::report::median;
 
 const DATA: Tag = 100;
@@ -148,16 +148,7 @@ pub(crate) fn unidirectional(
             times.push(a.elapsed().as_secs_f64());
         }
         if validate && !sender {
-            let want = fill(size, peer);
-            for (w, slot) in bufs.iter_mut().enumerate() {
-                let got = slot.as_mut().ok_or("buffer lost")?.as_mut_slice();
-                if got != want.as_slice() {
-                    return Err(format!(
-                        "iteration {i}, message {w} of the window: wrong bytes"
-                    ));
-                }
-                got.fill(0xEE);
-            }
+            check_window(&mut bufs, &fill(size, peer), i)?;
         }
     }
     let elapsed = t0.elapsed().as_secs_f64();

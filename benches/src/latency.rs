@@ -22,20 +22,41 @@ const TAG: Tag = 1;
 /// OSU's `LARGE_MESSAGE_SIZE`: sizes above it get the large counts.
 pub(crate) const LARGE: usize = 8192;
 
+/// osu_latency's (iterations, warm-up): 10000 + 100, and 1000 + 10 above
+/// [`LARGE`]. Every ping-pong subcommand uses them.
+pub(crate) fn osu_latency_iterations(size: usize) -> (usize, usize) {
+    if size > LARGE {
+        (1000, 10)
+    } else {
+        (10_000, 100)
+    }
+}
+
+/// Checks every receive buffer of a window against `want`, then poisons it
+/// so that the next iteration must overwrite it (bw and bibw).
+///
+/// # Errors
+/// The first message of the window with wrong bytes.
+pub(crate) fn check_window(bufs: &mut [Option<Buf>], want: &[u8], i: usize) -> Result<(), String> {
+    for (w, slot) in bufs.iter_mut().enumerate() {
+        let got = slot.as_mut().ok_or("buffer lost")?.as_mut_slice();
+        if got != want {
+            return Err(format!(
+                "iteration {i}, message {w} of the window: wrong bytes"
+            ));
+        }
+        got.fill(0xEE);
+    }
+    Ok(())
+}
+
 /// The `latency` subcommand.
 pub(crate) const LATENCY: Subcommand = Subcommand {
     name: "latency",
     about: "ping-pong one-way latency in us (round trip / 2), as osu_latency",
     columns: &["avg_us", "p50_us", "min_us"],
     default_sizes: || powers_of_two(0),
-    // osu_latency: 10000 iterations + 100 warm-up, 1000 + 10 above 8 KiB.
-    iterations: |size| {
-        if size > LARGE {
-            (1000, 10)
-        } else {
-            (10_000, 100)
-        }
-    },
+    iterations: osu_latency_iterations,
     counts_allocations: true,
     job_warmup: true,
     measure,

@@ -43,10 +43,11 @@ pub(crate) fn header_of(map: &MmapRaw) -> Option<&SegmentHeader> {
     if map.len() < std::mem::size_of::<SegmentHeader>() || map.as_ptr() as usize % PAGE != 0 {
         return None;
     }
-    // SAFETY: offset 0 is inside the mapping (checked just above) and
-    // page-aligned (≥ the header's alignment); the header consists of
-    // atomics (module invariant "shared mutation"); the reference borrows
-    // `map`, which keeps the mapping alive.
+    // Offset 0 is inside the mapping (checked just above) and page-aligned
+    // (≥ the header's alignment); the reference borrows `map`, which keeps
+    // the mapping alive.
+    // SAFETY: in bounds, aligned, alive; the header is atomics only
+    // (module invariant "shared mutation").
     Some(unsafe { &*map.as_ptr().cast::<SegmentHeader>() })
 }
 
@@ -317,10 +318,10 @@ impl Segment {
     #[inline]
     pub(crate) fn body<'a>(&'a self, cell: &'a OwnedCell) -> &'a [u8] {
         let ptr = self.body_ptr(cell.idx);
-        // SAFETY: in bounds (see `body_ptr`); `cell` proves exclusive
-        // ownership, so nothing in this process writes the body while the
-        // borrow of `cell` lasts (invariant "cell bodies"); bytes have no
-        // alignment or validity requirements.
+        // `cell` proves exclusive ownership, so nothing in this process
+        // writes the body while the borrow of `cell` lasts (invariant "cell
+        // bodies"); bytes have no alignment or validity requirements.
+        // SAFETY: in bounds (see `body_ptr`) and exclusively owned (above).
         unsafe { std::slice::from_raw_parts(ptr, self.geo.body_len()) }
     }
 

@@ -93,45 +93,14 @@ const SIZES: [usize; 9] = [0, 1, 8, 1000, 8192, 8193, 100_000, 1 << 20, (5 << 20
 /// Every rank sends every size to every rank (itself included) and checks
 /// what it receives byte for byte.
 fn all_to_all(ctx: &mut Ctx) {
-    let (rank, size) = (ctx.rank, ctx.size as Rank);
+    let size = ctx.size as Rank;
     let cma = ctx.engine.device().cma_enabled();
     assert_eq!(
         cma,
         std::env::var("FERRY_SHM_CMA").unwrap() == "1",
         "CMA as asked"
     );
-    let mut recvs = Vec::new();
-    for peer in 0..size {
-        for (t, &len) in SIZES.iter().enumerate() {
-            let s = ctx
-                .engine
-                .irecv(peer, t as i32, 0, Buf::zeroed(len).unwrap())
-                .unwrap();
-            recvs.push((peer, len, s.request));
-        }
-    }
-    let mut sends = Vec::new();
-    for k in 0..size {
-        let peer = (rank + k) % size;
-        for (t, &len) in SIZES.iter().enumerate() {
-            let s = ctx
-                .engine
-                .isend(peer, t as i32, 0, Buf::from(message(rank, peer, len)))
-                .unwrap();
-            sends.push(s.request);
-        }
-    }
-    for (peer, len, mut req) in recvs {
-        let done = ctx.engine.wait(&mut req, &mut ctx.park).unwrap();
-        assert_eq!(done.status.error, None);
-        assert_eq!(done.status.source, peer);
-        check_message(peer, rank, &done.buf.unwrap(), len);
-    }
-    let mut out = Vec::new();
-    ctx.engine
-        .waitall(&mut sends, &mut out, &mut ctx.park)
-        .unwrap();
-    assert!(out.iter().all(|c| c.status.error.is_none()));
+    exchange(ctx, &SIZES);
     let c = ctx.engine.counters();
     let big = SIZES.iter().filter(|&&l| l > 8192).count() as u64 * size as u64;
     if cma {
@@ -449,8 +418,14 @@ fn stress_eight_ranks_all_to_all() {
 
 /// One round of [`all_to_all`] without its per-job checks of the counters.
 fn all_to_all_rounds(ctx: &mut Ctx) {
+    exchange(ctx, &[0usize, 64, 8192, 70_000, 1 << 20]);
+    ctx.boot.barrier().unwrap();
+}
+
+/// Every rank sends one message of each size (tag = index) to every rank,
+/// itself included, receives them all, and checks source and bytes.
+fn exchange(ctx: &mut Ctx, sizes: &[usize]) {
     let (rank, size) = (ctx.rank, ctx.size as Rank);
-    let sizes = [0usize, 64, 8192, 70_000, 1 << 20];
     let mut recvs = Vec::new();
     for peer in 0..size {
         for (t, &len) in sizes.iter().enumerate() {
@@ -475,11 +450,12 @@ fn all_to_all_rounds(ctx: &mut Ctx) {
     for (peer, len, mut req) in recvs {
         let done = ctx.engine.wait(&mut req, &mut ctx.park).unwrap();
         assert_eq!(done.status.error, None);
+        assert_eq!(done.status.source, peer);
         check_message(peer, rank, &done.buf.unwrap(), len);
     }
     let mut out = Vec::new();
     ctx.engine
         .waitall(&mut sends, &mut out, &mut ctx.park)
         .unwrap();
-    ctx.boot.barrier().unwrap();
+    assert!(out.iter().all(|c| c.status.error.is_none()));
 }

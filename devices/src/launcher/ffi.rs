@@ -22,13 +22,13 @@ use nix::sys::signal::SigSet;
 /// Makes `cmd`'s child start with no signals blocked and, when given, with
 /// `nofile` (soft, hard) as its descriptor limit.
 pub(crate) fn reset_child_state(cmd: &mut Command, nofile: Option<(u64, u64)>) {
-    // SAFETY: the hook runs in the child after fork, where only
-    // async-signal-safe work is allowed. It builds an empty sigset on the
-    // stack and calls pthread_sigmask and setrlimit (both plain system
-    // calls, async-signal-safe) through nix; on failure it builds an
-    // io::Error from the raw errno, which does not allocate. It takes no
-    // locks and touches no shared state; `nofile` is copied into the
-    // closure before the fork.
+    // The hook runs in the child after fork, where only async-signal-safe
+    // work is allowed. It builds an empty sigset on the stack and calls
+    // pthread_sigmask and setrlimit (plain system calls) through nix; on
+    // failure it builds an io::Error from the raw errno, which does not
+    // allocate. `nofile` is copied into the closure before the fork.
+    // SAFETY: the hook is async-signal-safe: no allocation, no locks, no
+    // shared state (see above).
     unsafe {
         cmd.pre_exec(move || {
             let errno = |e: nix::errno::Errno| io::Error::from_raw_os_error(e as i32);

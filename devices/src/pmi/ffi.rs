@@ -51,11 +51,11 @@ pub(crate) fn adopt_inherited_socket(fd: RawFd) -> Result<OwnedFd, String> {
             "PMI_FD={fd} was already taken by an earlier PmiClient in this process"
         ));
     }
-    // SAFETY: `fd` is open and is a socket (checked through /proc just
-    // above), it is not a standard stream, and the ADOPTED set guarantees
-    // this is the only OwnedFd ever created for it by this module. By the
-    // PMI convention the launcher passed it to the PMI client alone, so no
-    // other owner exists that could close it behind our back.
+    // `fd` is open and a socket (checked through /proc just above), not a
+    // standard stream, and the ADOPTED set makes this the only OwnedFd this
+    // module ever creates for it. By the PMI convention the launcher passed
+    // it to the PMI client alone, so no other owner can close it.
+    // SAFETY: a valid, open fd with no other owner (see above).
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
