@@ -181,13 +181,19 @@ pub trait Device {
     /// Lack of resources is `Ok(Sent::Busy)`, not an error.
     fn send(&mut self, peer: Rank, header: &[u8], payload: &[u8]) -> Result<Sent, Error>;
 
-    /// Registers `buf`, taking ownership until [`Device::deregister`].
+    /// Registers `buf` for a transfer with `peer`, taking ownership until
+    /// [`Device::deregister`].
+    ///
+    /// The peer lets a device that routes peers to different transports
+    /// (shm on the node, a network beyond it) register with the right one;
+    /// the key it returns is only meaningful to that peer.
     ///
     /// # Errors
     /// Gives the buffer back with the reason.
     #[allow(clippy::result_large_err)]
     fn register(
         &mut self,
+        peer: Rank,
         buf: Buf,
         access: Access,
     ) -> Result<(MemHandle, RemoteKey), (Error, Buf)>;

@@ -333,6 +333,7 @@ impl Device for Loopback {
 
     fn register(
         &mut self,
+        _peer: Rank,
         buf: Buf,
         access: Access,
     ) -> Result<(MemHandle, RemoteKey), (Error, Buf)> {
@@ -550,10 +551,10 @@ pub(crate) mod tests {
     fn loopback_get_and_put_copy_between_registrations() {
         let mut dev = Loopback::new(0);
         let (src, src_key) = dev
-            .register(Buf::from(&b"abcdef"[..]), Access::RemoteRead)
+            .register(0, Buf::from(&b"abcdef"[..]), Access::RemoteRead)
             .unwrap();
         let (dst, _) = dev
-            .register(Buf::zeroed(6).unwrap(), Access::LocalWrite)
+            .register(0, Buf::zeroed(6).unwrap(), Access::LocalWrite)
             .unwrap();
         assert_eq!(dev.get(0, src_key, dst, 4, OpToken(7)).unwrap(), Sent::Done);
         assert_eq!(
@@ -567,10 +568,10 @@ pub(crate) mod tests {
         assert_eq!(&dev.deregister(dst).unwrap()[..], b"abcd\0\0");
 
         let (out, _) = dev
-            .register(Buf::from(&b"xyz"[..]), Access::LocalRead)
+            .register(0, Buf::from(&b"xyz"[..]), Access::LocalRead)
             .unwrap();
         let (target, target_key) = dev
-            .register(Buf::zeroed(4).unwrap(), Access::RemoteWrite)
+            .register(0, Buf::zeroed(4).unwrap(), Access::RemoteWrite)
             .unwrap();
         assert_eq!(
             dev.put(0, out, target_key, 3, OpToken(8)).unwrap(),
@@ -595,10 +596,10 @@ pub(crate) mod tests {
     fn loopback_rdma_errors_arrive_through_rdma_done() {
         let mut dev = Loopback::new(0);
         let (src, src_key) = dev
-            .register(Buf::from(&b"abcdef"[..]), Access::RemoteRead)
+            .register(0, Buf::from(&b"abcdef"[..]), Access::RemoteRead)
             .unwrap();
         let (dst, _) = dev
-            .register(Buf::zeroed(4).unwrap(), Access::LocalWrite)
+            .register(0, Buf::zeroed(4).unwrap(), Access::LocalWrite)
             .unwrap();
         let forged = RemoteKey {
             key: src_key.key ^ 1,
@@ -641,10 +642,10 @@ pub(crate) mod tests {
         let stale = src_key;
         dev.deregister(src).unwrap();
         let (_, _) = dev
-            .register(Buf::zeroed(8).unwrap(), Access::RemoteRead)
+            .register(0, Buf::zeroed(8).unwrap(), Access::RemoteRead)
             .unwrap();
         let (dst, _) = dev
-            .register(Buf::zeroed(4).unwrap(), Access::LocalWrite)
+            .register(0, Buf::zeroed(4).unwrap(), Access::LocalWrite)
             .unwrap();
         assert_eq!(dev.get(0, stale, dst, 1, OpToken(5)).unwrap(), Sent::Done);
         dev.progress(&mut sink).unwrap();
@@ -664,7 +665,7 @@ pub(crate) mod tests {
         };
         let mut dev = Loopback::with_caps(0, caps);
         let (h, key) = dev
-            .register(Buf::zeroed(1).unwrap(), Access::RemoteRead)
+            .register(0, Buf::zeroed(1).unwrap(), Access::RemoteRead)
             .unwrap();
         let err = dev.get(0, key, h, 1, OpToken(0)).unwrap_err();
         assert_eq!(err, Error::Device(DeviceError::Unsupported("rdma get")));

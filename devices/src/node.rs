@@ -85,10 +85,11 @@ impl Device for NodeDevice {
     #[inline]
     fn register(
         &mut self,
+        peer: Rank,
         buf: Buf,
         access: Access,
     ) -> Result<(MemHandle, RemoteKey), (Error, Buf)> {
-        each!(self, d => d.register(buf, access))
+        each!(self, d => d.register(peer, buf, access))
     }
 
     #[inline]

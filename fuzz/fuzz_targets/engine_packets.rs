@@ -38,10 +38,11 @@ impl Device for Hostile {
     }
     fn register(
         &mut self,
+        peer: Rank,
         buf: Buf,
         access: ferry_core::device::Access,
     ) -> Result<(ferry_core::device::MemHandle, ferry_core::wire::RemoteKey), (Error, Buf)> {
-        self.inner.register(buf, access)
+        self.inner.register(peer, buf, access)
     }
     fn deregister(&mut self, mem: ferry_core::device::MemHandle) -> Option<Buf> {
         self.inner.deregister(mem)

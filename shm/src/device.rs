@@ -381,6 +381,7 @@ impl Device for ShmDevice {
 
     fn register(
         &mut self,
+        _peer: Rank,
         buf: Buf,
         access: Access,
     ) -> Result<(MemHandle, RemoteKey), (Error, Buf)> {

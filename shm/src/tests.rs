@@ -333,10 +333,10 @@ fn cma_get_and_put_with_checked_keys() {
     assert!(devs[0].cma_enabled(), "CMA works on this machine");
     let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7) as u8).collect();
     let (src, key) = devs[0]
-        .register(Buf::from(data.clone()), Access::RemoteRead)
+        .register(0, Buf::from(data.clone()), Access::RemoteRead)
         .unwrap();
     let (dst, _) = devs[1]
-        .register(Buf::zeroed(data.len()).unwrap(), Access::LocalWrite)
+        .register(0, Buf::zeroed(data.len()).unwrap(), Access::LocalWrite)
         .unwrap();
     assert_eq!(
         devs[1].get(0, key, dst, data.len(), OpToken(1)).unwrap(),
@@ -353,7 +353,7 @@ fn cma_get_and_put_with_checked_keys() {
 
     // Forged, stale and out-of-range keys fail through rdma_done.
     let (dst, _) = devs[1]
-        .register(Buf::zeroed(16).unwrap(), Access::LocalWrite)
+        .register(0, Buf::zeroed(16).unwrap(), Access::LocalWrite)
         .unwrap();
     let forged = RemoteKey {
         key: key.key ^ 2,
@@ -402,10 +402,10 @@ fn cma_get_and_put_with_checked_keys() {
 
     // put: rank 0 writes into rank 1's exposed buffer.
     let (target, tkey) = devs[1]
-        .register(Buf::zeroed(5).unwrap(), Access::RemoteWrite)
+        .register(0, Buf::zeroed(5).unwrap(), Access::RemoteWrite)
         .unwrap();
     let (out, _) = devs[0]
-        .register(Buf::from(&b"hello"[..]), Access::LocalRead)
+        .register(0, Buf::from(&b"hello"[..]), Access::LocalRead)
         .unwrap();
     assert_eq!(
         devs[0].put(1, out, tkey, 5, OpToken(30)).unwrap(),
@@ -429,7 +429,7 @@ fn without_cma_rdma_is_unsupported() {
     );
     assert!(!devs[0].caps(1).rdma_get && !devs[0].caps(1).rdma_put);
     let (h, key) = devs[0]
-        .register(Buf::zeroed(4).unwrap(), Access::RemoteRead)
+        .register(0, Buf::zeroed(4).unwrap(), Access::RemoteRead)
         .unwrap();
     assert_eq!(
         devs[1].get(0, key, h, 4, OpToken(0)).unwrap_err(),

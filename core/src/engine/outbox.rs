@@ -97,7 +97,7 @@ fn transmit<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Result<Sent> {
     }
     if proto == Protocol::RndvGet && q.exposed.is_none() {
         let buf = req.buf.take().unwrap_or_default();
-        match dev.register(buf, crate::device::Access::RemoteRead) {
+        match dev.register(dest, buf, crate::device::Access::RemoteRead) {
             Ok(exposed) => q.exposed = Some(exposed),
             Err((err, buf)) => {
                 req.buf = Some(buf);

@@ -240,11 +240,12 @@ impl State {
 /// Registers `buf` for `access`, giving it back on failure.
 fn register<D: Device>(
     dev: &mut D,
+    peer: crate::Rank,
     req_buf: &mut Option<Buf>,
     access: Access,
 ) -> Result<(crate::device::MemHandle, crate::wire::RemoteKey)> {
     let buf = req_buf.take().unwrap_or_default();
-    dev.register(buf, access).map_err(|(err, buf)| {
+    dev.register(peer, buf, access).map_err(|(err, buf)| {
         *req_buf = Some(buf);
         err
     })
@@ -259,7 +260,7 @@ pub(crate) fn issue_get<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Res
         return Ok(Sent::Done);
     };
     if g.mem.is_none() {
-        match register(dev, &mut req.buf, Access::LocalWrite) {
+        match register(dev, g.m.source, &mut req.buf, Access::LocalWrite) {
             Ok((mem, _)) => g.mem = Some(mem),
             Err(err) => return Ok(fail_transfer(st, key, err)),
         }
@@ -280,7 +281,7 @@ pub(crate) fn expose_for_put<D: Device>(dev: &mut D, st: &mut State, key: u64) -
     let Op::RndvRecv(RndvRecv::AwaitPutFin(w)) = &mut req.op else {
         return Ok(Sent::Done);
     };
-    let (rkey, m) = match register(dev, &mut req.buf, Access::RemoteWrite) {
+    let (rkey, m) = match register(dev, w.m.source, &mut req.buf, Access::RemoteWrite) {
         Ok((mem, rkey)) => {
             w.mem = Some(mem);
             (rkey, w.m)
@@ -318,7 +319,7 @@ pub(crate) fn issue_put<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Res
         return release(dev, st, key);
     }
     if p.mem.is_none() {
-        match register(dev, &mut req.buf, Access::LocalRead) {
+        match register(dev, p.dest, &mut req.buf, Access::LocalRead) {
             Ok((mem, _)) => p.mem = Some(mem),
             Err(err) => return Ok(fail_transfer(st, key, err)),
         }

@@ -86,6 +86,7 @@ impl Device for SimDevice {
 
     fn register(
         &mut self,
+        _peer: Rank,
         buf: Buf,
         access: Access,
     ) -> Result<(MemHandle, RemoteKey), (Error, Buf)> {

@@ -244,10 +244,10 @@ fn sim_hands_payloads_over_without_copy_and_logs_their_ids() {
 fn sim_get_completes_after_its_delay_with_the_data_in_place() {
     let (net, mut devices, mut sinks) = setup(NetConfig::new(2).with_delay(3, 3));
     let (src, key) = devices[1]
-        .register(Buf::from(&b"payload!"[..]), Access::RemoteRead)
+        .register(0, Buf::from(&b"payload!"[..]), Access::RemoteRead)
         .unwrap();
     let (dst, _) = devices[0]
-        .register(Buf::zeroed(8).unwrap(), Access::LocalWrite)
+        .register(0, Buf::zeroed(8).unwrap(), Access::LocalWrite)
         .unwrap();
     assert_eq!(
         devices[0].get(1, key, dst, 8, OpToken(1)).unwrap(),
@@ -291,10 +291,10 @@ fn sim_put_data_is_visible_before_rdma_done_and_before_a_later_fin() {
             setup(NetConfig::new(2).with_delay(0, 5).with_seed(seed));
         let data = b"rendezvous data";
         let (src, _) = devices[0]
-            .register(Buf::from(&data[..]), Access::LocalRead)
+            .register(0, Buf::from(&data[..]), Access::LocalRead)
             .unwrap();
         let (dst, key) = devices[1]
-            .register(Buf::zeroed(data.len()).unwrap(), Access::RemoteWrite)
+            .register(0, Buf::zeroed(data.len()).unwrap(), Access::RemoteWrite)
             .unwrap();
         assert_eq!(
             devices[0].put(1, src, key, data.len(), OpToken(4)).unwrap(),
@@ -323,10 +323,10 @@ fn sim_put_data_is_visible_before_rdma_done_and_before_a_later_fin() {
 fn sim_put_copies_at_completion_time_not_before() {
     let (net, mut devices, mut sinks) = setup(NetConfig::new(2).with_delay(2, 2));
     let (src, _) = devices[0]
-        .register(Buf::from(&b"abc"[..]), Access::LocalRead)
+        .register(0, Buf::from(&b"abc"[..]), Access::LocalRead)
         .unwrap();
     let (dst, key) = devices[1]
-        .register(Buf::zeroed(3).unwrap(), Access::RemoteWrite)
+        .register(0, Buf::zeroed(3).unwrap(), Access::RemoteWrite)
         .unwrap();
     assert_eq!(
         devices[0].put(1, src, key, 3, OpToken(0)).unwrap(),
@@ -353,13 +353,13 @@ fn sim_rdma_failures_arrive_through_rdma_done() {
     let mut devices = Network::devices(&net);
     let mut sink = Recorder::taking();
     let (_, key) = devices[1]
-        .register(Buf::from(&b"1234"[..]), Access::RemoteRead)
+        .register(0, Buf::from(&b"1234"[..]), Access::RemoteRead)
         .unwrap();
     let (_, other_rank_key) = devices[2]
-        .register(Buf::zeroed(4).unwrap(), Access::RemoteRead)
+        .register(0, Buf::zeroed(4).unwrap(), Access::RemoteRead)
         .unwrap();
     let (dst, _) = devices[0]
-        .register(Buf::zeroed(4).unwrap(), Access::LocalWrite)
+        .register(0, Buf::zeroed(4).unwrap(), Access::LocalWrite)
         .unwrap();
     let cases = [
         (
@@ -466,10 +466,10 @@ fn sim_kill_reports_peer_failed_once_and_refuses_traffic() {
     assert_eq!(devices[0].send(1, b"c", &[]).unwrap(), Sent::Done);
     assert_eq!(devices[0].send(2, b"d", &[]).unwrap(), Sent::Done);
     let (src, key) = devices[1]
-        .register(Buf::zeroed(4).unwrap(), Access::RemoteRead)
+        .register(0, Buf::zeroed(4).unwrap(), Access::RemoteRead)
         .unwrap();
     let (dst, _) = devices[0]
-        .register(Buf::zeroed(4).unwrap(), Access::LocalWrite)
+        .register(0, Buf::zeroed(4).unwrap(), Access::LocalWrite)
         .unwrap();
     assert_eq!(
         devices[0].get(1, key, dst, 4, OpToken(3)).unwrap(),
@@ -589,10 +589,10 @@ fn sim_arm_and_wake_follow_the_no_lost_wakeup_rule() {
 
     // An RDMA completion wakes its initiator.
     let (src, key) = devices[1]
-        .register(Buf::zeroed(1).unwrap(), Access::RemoteRead)
+        .register(0, Buf::zeroed(1).unwrap(), Access::RemoteRead)
         .unwrap();
     let (dst, _) = devices[0]
-        .register(Buf::zeroed(1).unwrap(), Access::LocalWrite)
+        .register(0, Buf::zeroed(1).unwrap(), Access::LocalWrite)
         .unwrap();
     assert_eq!(
         devices[0].get(1, key, dst, 1, OpToken(0)).unwrap(),

@@ -153,10 +153,11 @@ impl Device for Wrapped {
     #[allow(clippy::result_large_err)]
     fn register(
         &mut self,
+        peer: Rank,
         buf: Buf,
         access: Access,
     ) -> Result<(MemHandle, RemoteKey), (Error, Buf)> {
-        self.inner.register(buf, access)
+        self.inner.register(peer, buf, access)
     }
     fn deregister(&mut self, mem: MemHandle) -> Option<Buf> {
         self.inner.deregister(mem)
