@@ -63,3 +63,82 @@ pub trait Bootstrap: std::fmt::Debug {
     /// See [`BootstrapError`].
     fn barrier(&mut self) -> Result<(), BootstrapError>;
 }
+
+/// A bootstrap for ranks that are threads of one process: a shared map and
+/// a barrier. Device tests and benches use it to set up several devices in
+/// one process, each on its own thread (setup is collective).
+#[derive(Debug, Clone)]
+pub struct ThreadBoot {
+    rank: Rank,
+    size: u32,
+    job: String,
+    kvs: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
+    barrier: std::sync::Arc<std::sync::Barrier>,
+    mangle: Option<fn(&str, String) -> String>,
+}
+
+impl ThreadBoot {
+    /// One bootstrap per rank of a `size`-rank job named `job`; move each to
+    /// its own thread.
+    pub fn group(size: u32, job: &str) -> Vec<ThreadBoot> {
+        let kvs = std::sync::Arc::default();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(size as usize));
+        (0..size as Rank)
+            .map(|rank| ThreadBoot {
+                rank,
+                size,
+                job: job.to_owned(),
+                kvs: std::sync::Arc::clone(&kvs),
+                barrier: std::sync::Arc::clone(&barrier),
+                mangle: None,
+            })
+            .collect()
+    }
+
+    /// Rewrites every value this rank publishes with `f(key, value)`: a
+    /// test's way to fake a broken or hostile peer.
+    #[must_use]
+    pub fn mangled(mut self, f: fn(&str, String) -> String) -> Self {
+        self.mangle = Some(f);
+        self
+    }
+
+    fn map(
+        &self,
+    ) -> Result<std::sync::MutexGuard<'_, std::collections::HashMap<String, String>>, BootstrapError>
+    {
+        self.kvs
+            .lock()
+            .map_err(|_| BootstrapError::Io("a rank thread panicked holding the map".into()))
+    }
+}
+
+impl Bootstrap for ThreadBoot {
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+    fn size(&self) -> u32 {
+        self.size
+    }
+    fn job_id(&self) -> &str {
+        &self.job
+    }
+    fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
+        let value = match self.mangle {
+            Some(f) => f(key, value.to_owned()),
+            None => value.to_owned(),
+        };
+        self.map()?.insert(key.to_owned(), value);
+        Ok(())
+    }
+    fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
+        self.map()?
+            .get(key)
+            .cloned()
+            .ok_or_else(|| BootstrapError::NotFound(key.to_owned()))
+    }
+    fn barrier(&mut self) -> Result<(), BootstrapError> {
+        self.barrier.wait();
+        Ok(())
+    }
+}

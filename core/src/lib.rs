@@ -59,7 +59,7 @@ mod slab;
 pub mod status;
 pub mod wire;
 
-pub use bootstrap::{Bootstrap, BootstrapError};
+pub use bootstrap::{Bootstrap, BootstrapError, ThreadBoot};
 pub use buffer::{Buf, ByteStorage};
 pub use config::{Config, RndvMode};
 pub use device::{Caps, Device};

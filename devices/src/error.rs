@@ -204,6 +204,12 @@ pub enum SetupError {
     /// Shared-memory setup failed.
     #[error("shared-memory device setup failed: {0}")]
     Shm(String),
+    /// libfabric device setup failed.
+    #[error("ofi device setup failed: {0}")]
+    Ofi(String),
+    /// Verbs device setup failed.
+    #[error("verbs device setup failed: {0}")]
+    Verbs(String),
     /// The OS refused a resource needed at setup.
     #[error("{what}: {err}")]
     Os {

@@ -94,6 +94,10 @@ mod counters;
 mod error;
 pub mod launcher;
 mod node;
+#[cfg(feature = "ofi")]
+mod net_ofi;
+#[cfg(feature = "verbs")]
+mod net_verbs;
 mod p2p;
 mod persistent;
 pub mod pmi;

@@ -3,59 +3,12 @@
 //! included: a process may `process_vm_readv` itself). The multi-process
 //! tests are in `tests/`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Barrier, Mutex};
-
 use ferry_core::device::{Access, Armed, Device, MemHandle, OpToken, Sent};
 use ferry_core::wire::RemoteKey;
-use ferry_core::{Bootstrap, BootstrapError, Buf, DeviceError, Error, PeerError, Rank};
+use ferry_core::{Buf, DeviceError, Error, PeerError, Rank, ThreadBoot};
 
 use crate::rdma::status;
 use crate::{ShmDevice, ShmOptions};
-
-/// A bootstrap for threads of one process.
-#[derive(Debug, Clone)]
-struct ThreadBoot {
-    rank: Rank,
-    size: u32,
-    job: String,
-    kvs: Arc<Mutex<HashMap<String, String>>>,
-    barrier: Arc<Barrier>,
-    /// Rewrites values as they are published (to fake a broken peer).
-    mangle: Option<fn(&str, String) -> String>,
-}
-
-impl Bootstrap for ThreadBoot {
-    fn rank(&self) -> Rank {
-        self.rank
-    }
-    fn size(&self) -> u32 {
-        self.size
-    }
-    fn job_id(&self) -> &str {
-        &self.job
-    }
-    fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
-        let value = match self.mangle {
-            Some(f) => f(key, value.to_owned()),
-            None => value.to_owned(),
-        };
-        self.kvs.lock().unwrap().insert(key.to_owned(), value);
-        Ok(())
-    }
-    fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
-        self.kvs
-            .lock()
-            .unwrap()
-            .get(key)
-            .cloned()
-            .ok_or_else(|| BootstrapError::NotFound(key.to_owned()))
-    }
-    fn barrier(&mut self) -> Result<(), BootstrapError> {
-        self.barrier.wait();
-        Ok(())
-    }
-}
 
 fn job_id(tag: &str) -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
@@ -102,18 +55,13 @@ fn try_devices(
     mangle: Option<fn(&str, String) -> String>,
 ) -> Vec<Result<ShmDevice, crate::ShmError>> {
     let job = job_id(tag);
-    let kvs = Arc::new(Mutex::new(HashMap::new()));
-    let barrier = Arc::new(Barrier::new(n as usize));
     let ranks: Vec<Rank> = (0..n as Rank).collect();
-    let handles: Vec<_> = (0..n)
-        .map(|r| {
-            let mut boot = ThreadBoot {
-                rank: r as Rank,
-                size: n,
-                job: job.clone(),
-                kvs: kvs.clone(),
-                barrier: barrier.clone(),
-                mangle,
+    let handles: Vec<_> = ThreadBoot::group(n, &job)
+        .into_iter()
+        .map(|boot| {
+            let mut boot = match mangle {
+                Some(f) => boot.mangled(f),
+                None => boot,
             };
             let (ranks, opts) = (ranks.clone(), opts.clone());
             std::thread::spawn(move || ShmDevice::new(&mut boot, &ranks, opts))
