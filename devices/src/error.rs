@@ -184,8 +184,9 @@ pub enum SetupError {
     NotImplemented(&'static str),
     /// Some peers are on other nodes and no network device is available.
     #[error(
-        "{remote} of {size} ranks run on other nodes: a network device (ofi or verbs) is \
-         needed, and none is available in this version of ferry"
+        "{remote} of {size} ranks run on other nodes: a network device is needed, and this \
+         build has neither (rebuild ferry with the `ofi` or `verbs` feature), or FERRY_DEVICE \
+         asks for shm only"
     )]
     NetworkDeviceNeeded {
         /// Ranks on other nodes.

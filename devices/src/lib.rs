@@ -93,11 +93,12 @@ pub mod config;
 mod counters;
 mod error;
 pub mod launcher;
-mod node;
+pub mod mixed;
 #[cfg(feature = "ofi")]
 mod net_ofi;
 #[cfg(feature = "verbs")]
 mod net_verbs;
+mod node;
 mod p2p;
 mod persistent;
 pub mod pmi;

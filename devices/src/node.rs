@@ -10,12 +10,21 @@ use ferry_core::loopback::Loopback;
 use ferry_core::wire::RemoteKey;
 use ferry_core::{Buf, Error, Rank};
 
+#[allow(unused_imports)]
+use crate::mixed::Mixed;
+
 /// How a waiter can sleep on a device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SleepKind {
     /// On this fd (and the waiter's eventfd).
     #[cfg_attr(not(feature = "shm"), allow(dead_code))]
     Fd(i32),
+    /// On both of these fds: a node device and a network device.
+    #[cfg_attr(
+        not(all(feature = "shm", any(feature = "ofi", feature = "verbs"))),
+        allow(dead_code)
+    )]
+    TwoFds(i32, i32),
     /// On the waiter's eventfd alone: the device gets no events from outside
     /// this process's calls (the loopback).
     Internal,
@@ -36,6 +45,19 @@ pub enum NodeDevice {
     /// Ranks on one node, through shared memory.
     #[cfg(feature = "shm")]
     Shm(ferry_shm::ShmDevice),
+    /// Every rank through libfabric.
+    #[cfg(feature = "ofi")]
+    Ofi(ferry_ofi::OfiDevice),
+    /// Every rank through InfiniBand / RoCE verbs.
+    #[cfg(feature = "verbs")]
+    Verbs(ferry_verbs::VerbsDevice),
+    /// This node's ranks through shared memory, the others through
+    /// libfabric.
+    #[cfg(all(feature = "shm", feature = "ofi"))]
+    ShmOfi(Mixed<ferry_shm::ShmDevice, ferry_ofi::OfiDevice>),
+    /// This node's ranks through shared memory, the others through verbs.
+    #[cfg(all(feature = "shm", feature = "verbs"))]
+    ShmVerbs(Mixed<ferry_shm::ShmDevice, ferry_verbs::VerbsDevice>),
 }
 
 /// Dispatches a method call to the variant.
@@ -45,25 +67,50 @@ macro_rules! each {
             NodeDevice::Loopback($d) => $e,
             #[cfg(feature = "shm")]
             NodeDevice::Shm($d) => $e,
+            #[cfg(feature = "ofi")]
+            NodeDevice::Ofi($d) => $e,
+            #[cfg(feature = "verbs")]
+            NodeDevice::Verbs($d) => $e,
+            #[cfg(all(feature = "shm", feature = "ofi"))]
+            NodeDevice::ShmOfi($d) => $e,
+            #[cfg(all(feature = "shm", feature = "verbs"))]
+            NodeDevice::ShmVerbs($d) => $e,
         }
     };
 }
 
 impl NodeDevice {
-    /// The device's name (`loopback`, `shm`).
+    /// The device's name (`loopback`, `shm`, `ofi`, `verbs`, `shm+ofi`,
+    /// `shm+verbs`).
     pub fn name(&self) -> &'static str {
         match self {
             NodeDevice::Loopback(_) => "loopback",
             #[cfg(feature = "shm")]
             NodeDevice::Shm(_) => "shm",
+            #[cfg(feature = "ofi")]
+            NodeDevice::Ofi(_) => "ofi",
+            #[cfg(feature = "verbs")]
+            NodeDevice::Verbs(_) => "verbs",
+            #[cfg(all(feature = "shm", feature = "ofi"))]
+            NodeDevice::ShmOfi(_) => "shm+ofi",
+            #[cfg(all(feature = "shm", feature = "verbs"))]
+            NodeDevice::ShmVerbs(_) => "shm+verbs",
         }
     }
 
     pub(crate) fn sleep_kind(&self) -> SleepKind {
         match self {
             NodeDevice::Loopback(_) => SleepKind::Internal,
-            #[cfg(feature = "shm")]
-            NodeDevice::Shm(d) => match d.wait_fd() {
+            #[cfg(all(feature = "shm", feature = "ofi"))]
+            NodeDevice::ShmOfi(d) => d
+                .wait_fds()
+                .map_or(SleepKind::Poll, |(a, b)| SleepKind::TwoFds(a, b)),
+            #[cfg(all(feature = "shm", feature = "verbs"))]
+            NodeDevice::ShmVerbs(d) => d
+                .wait_fds()
+                .map_or(SleepKind::Poll, |(a, b)| SleepKind::TwoFds(a, b)),
+            #[allow(unreachable_patterns)]
+            other => match other.wait_fd() {
                 Some(fd) => SleepKind::Fd(fd),
                 None => SleepKind::Poll,
             },

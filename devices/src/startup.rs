@@ -6,8 +6,18 @@
 //! - Launched by one (`ferryrun`, Hydra): every rank publishes a host id
 //!   (hostname and kernel boot id) in the job's key-value space; the ranks
 //!   with this rank's host id share a node and talk through shared memory.
-//!   A rank on another node needs a network device (ofi or verbs), which this
-//!   version does not have yet: a typed error says so.
+//!   The device per peer:
+//!   - `FERRY_DEVICE=auto` (the default): this node's ranks through shared
+//!     memory and, if the job spans nodes, the others through the network
+//!     device compiled in (verbs if built with it, else ofi), both in one
+//!     engine ([`Mixed`](crate::mixed::Mixed));
+//!   - `shm`: every rank through shared memory (one node only);
+//!   - `ofi` / `verbs`: every rank, this one included, through that device.
+//!
+//!   Two testing knobs split one machine into "nodes", so the mixed path
+//!   runs without a second machine: `FERRY_HOST_ID` replaces this rank's
+//!   host id, and `FERRY_RANKS_PER_NODE=k` puts ranks `k·i … k·i+k-1` on
+//!   node `i`.
 
 use ferry_core::loopback::Loopback;
 use ferry_core::{Bootstrap, Engine, Rank};
@@ -15,6 +25,8 @@ use ferry_core::{Bootstrap, Engine, Rank};
 use crate::boot::{Boot, SingletonBoot};
 use crate::config::{Config, DeviceChoice};
 use crate::error::{Result, SetupError};
+#[allow(unused_imports)]
+use crate::mixed::Mixed;
 use crate::node::NodeDevice;
 use crate::pmi::PmiClient;
 use crate::world::{Shared, World};
@@ -69,8 +81,6 @@ fn check_compiled(device: DeviceChoice) -> Result<()> {
             feature: "verbs",
             needs: "libibverbs-dev",
         }),
-        DeviceChoice::Ofi => Some(SetupError::NotImplemented("ofi")),
-        DeviceChoice::Verbs => Some(SetupError::NotImplemented("verbs")),
         _ => None,
     };
     missing.map_or(Ok(()), |e| Err(e.into()))
@@ -107,7 +117,7 @@ fn singleton(config: &Config) -> Result<Engine<NodeDevice>> {
         DeviceChoice::Auto | DeviceChoice::Loopback => NodeDevice::Loopback(Loopback::new(0)),
         DeviceChoice::Shm => shm_device(config, &mut SingletonBoot::new(), &[0])?,
         DeviceChoice::Ofi | DeviceChoice::Verbs => {
-            return Err(SetupError::NotImplemented(config.device.name()).into())
+            net_device(config.device, &mut SingletonBoot::new(), &[0])?
         }
     };
     Ok(Engine::new(0, 1, device, config.engine.clone())?)
@@ -117,10 +127,31 @@ fn singleton(config: &Config) -> Result<Engine<NodeDevice>> {
 /// with one hostname on different kernels are different nodes; one host
 /// name reused after a reboot is a different boot).
 pub(crate) fn host_id() -> String {
+    if let Ok(forced) = std::env::var("FERRY_HOST_ID") {
+        if !forced.is_empty() {
+            return forced;
+        }
+    }
     let uname = rustix::system::uname();
     let host = uname.nodename().to_string_lossy().into_owned();
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
     format!("{host}/{}", boot.trim())
+}
+
+/// `FERRY_RANKS_PER_NODE`, if set (a testing knob; see the module docs).
+fn ranks_per_node() -> Result<Option<u32>> {
+    match std::env::var("FERRY_RANKS_PER_NODE") {
+        Err(_) => Ok(None),
+        Ok(v) => match v.trim().parse::<u32>() {
+            Ok(k) if k > 0 => Ok(Some(k)),
+            _ => Err(crate::error::ConfigError {
+                var: "FERRY_RANKS_PER_NODE",
+                value: v,
+                expected: "a whole number of ranks, at least 1",
+            }
+            .into()),
+        },
+    }
 }
 
 fn host_key(rank: Rank) -> String {
@@ -130,7 +161,10 @@ fn host_key(rank: Rank) -> String {
 /// The job ranks on this node, in order (this rank included).
 fn local_ranks<B: Bootstrap + ?Sized>(boot: &mut B) -> Result<Vec<Rank>> {
     let me = boot.rank();
-    let mine = host_id();
+    let mut mine = host_id();
+    if let Some(k) = ranks_per_node()? {
+        mine = format!("{mine}/node{}", me as u32 / k);
+    }
     boot.put(&host_key(me), &mine)?;
     boot.barrier()?;
     let mut local = Vec::new();
@@ -156,10 +190,14 @@ fn launched(config: &Config, boot: &mut PmiClient) -> Result<Engine<NodeDevice>>
             .into())
         }
         DeviceChoice::Loopback => NodeDevice::Loopback(Loopback::new(rank)),
-        _ if remote > 0 => return Err(SetupError::NetworkDeviceNeeded { remote, size }.into()),
+        DeviceChoice::Auto if remote > 0 => mixed_device(config, &mut *boot, &local)?,
+        DeviceChoice::Shm if remote > 0 => {
+            return Err(SetupError::NetworkDeviceNeeded { remote, size }.into())
+        }
         DeviceChoice::Auto | DeviceChoice::Shm => shm_device(config, &mut *boot, &local)?,
         DeviceChoice::Ofi | DeviceChoice::Verbs => {
-            return Err(SetupError::NotImplemented(config.device.name()).into())
+            let all: Vec<Rank> = (0..size as Rank).collect();
+            net_device(config.device, &mut *boot, &all)?
         }
     };
     Ok(Engine::new(rank, size, device, config.engine.clone())?)
@@ -184,6 +222,58 @@ fn shm_device(_config: &Config, _boot: &mut dyn Bootstrap, _local: &[Rank]) -> R
         device: "shm",
         feature: "shm",
         needs: "nothing but Rust",
+    }
+    .into())
+}
+
+/// The network device asked for, over `peers` (collective over every rank
+/// with a peer on it).
+#[allow(unused_variables)]
+fn net_device(
+    choice: DeviceChoice,
+    boot: &mut dyn Bootstrap,
+    peers: &[Rank],
+) -> Result<NodeDevice> {
+    match choice {
+        #[cfg(feature = "ofi")]
+        DeviceChoice::Ofi => Ok(NodeDevice::Ofi(crate::net_ofi::ofi_device(boot, peers)?)),
+        #[cfg(feature = "verbs")]
+        DeviceChoice::Verbs => Ok(NodeDevice::Verbs(crate::net_verbs::verbs_device(
+            boot, peers,
+        )?)),
+        // `check_compiled` turned away devices this build lacks.
+        other => Err(SetupError::NotImplemented(other.name()).into()),
+    }
+}
+
+/// Shared memory for `local`, the network device for everyone else. Every
+/// rank of a job that spans nodes has remote peers, so the network setup
+/// is collective over the whole job, as its exchange needs.
+#[allow(unused_variables)]
+fn mixed_device(config: &Config, boot: &mut PmiClient, local: &[Rank]) -> Result<NodeDevice> {
+    let size = boot.size();
+    let on_node: Vec<bool> = (0..size as Rank).map(|r| local.contains(&r)).collect();
+    let remote: Vec<Rank> = (0..size as Rank).filter(|r| !local.contains(r)).collect();
+    #[cfg(all(feature = "shm", feature = "verbs"))]
+    {
+        let NodeDevice::Shm(node) = shm_device(config, &mut *boot, local)? else {
+            return Err(SetupError::NotImplemented("shm").into());
+        };
+        let net = crate::net_verbs::verbs_device(&mut *boot, &remote)?;
+        return Ok(NodeDevice::ShmVerbs(Mixed::new(node, net, &on_node)));
+    }
+    #[cfg(all(feature = "shm", feature = "ofi", not(feature = "verbs")))]
+    {
+        let NodeDevice::Shm(node) = shm_device(config, &mut *boot, local)? else {
+            return Err(SetupError::NotImplemented("shm").into());
+        };
+        let net = crate::net_ofi::ofi_device(&mut *boot, &remote)?;
+        return Ok(NodeDevice::ShmOfi(Mixed::new(node, net, &on_node)));
+    }
+    #[allow(unreachable_code)]
+    Err(SetupError::NetworkDeviceNeeded {
+        remote: remote.len(),
+        size,
     }
     .into())
 }

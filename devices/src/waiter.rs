@@ -149,7 +149,12 @@ impl Slot {
             epoll::EventFlags::IN,
         )
         .map_err(|e| Error::os("epoll_ctl(eventfd)", e))?;
-        if let SleepKind::Fd(fd) = kind {
+        let fds = match kind {
+            SleepKind::Fd(fd) => [Some(fd), None],
+            SleepKind::TwoFds(a, b) => [Some(a), Some(b)],
+            SleepKind::Internal | SleepKind::Poll => [None, None],
+        };
+        for fd in fds.into_iter().flatten() {
             crate::raw::epoll_add_device_fd(&epoll, fd, DEVICE)
                 .map_err(|e| Error::os("epoll_ctl(device wait fd)", e))?;
         }
@@ -175,7 +180,7 @@ impl Slot {
             tv_nsec: timeout.subsec_nanos() as _,
         };
         // On the stack: a sleep allocates nothing.
-        let mut space = [std::mem::MaybeUninit::<epoll::Event>::uninit(); 2];
+        let mut space = [std::mem::MaybeUninit::<epoll::Event>::uninit(); 3];
         let events = match epoll::wait(self.epoll.as_fd(), &mut space, Some(&ts)) {
             Ok((events, _)) => events,
             // A signal: a spurious wake-up, which the caller tolerates.

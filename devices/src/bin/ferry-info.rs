@@ -127,16 +127,8 @@ fn main() -> ExitCode {
         println!("            CMA disabled by FERRY_SHM_CMA=0");
     }
     println!("            /dev/shm: {}", dev_shm());
-    for (name, on) in [
-        ("ofi", cfg!(feature = "ofi")),
-        ("verbs", cfg!(feature = "verbs")),
-    ] {
-        if on {
-            println!("  {name:<9} compiled in, not implemented yet");
-        } else {
-            println!("  {name:<9} not compiled in (feature `{name}`)");
-        }
-    }
+    ofi_providers();
+    verbs_ports();
     shm_formula();
     ExitCode::SUCCESS
 }
@@ -161,3 +153,47 @@ fn shm_formula() {
 
 #[cfg(not(feature = "shm"))]
 fn shm_formula() {}
+
+/// The libfabric providers `fi_getinfo` offers (FERRY_OFI_PROVIDER picks one).
+#[cfg(feature = "ofi")]
+fn ofi_providers() {
+    match ferry_ofi::providers() {
+        Ok(list) if list.is_empty() => {
+            println!("  ofi       compiled in; fi_getinfo offers no provider")
+        }
+        Ok(list) => {
+            println!(
+                "  ofi       compiled in; providers (FERRY_OFI_PROVIDER or FI_PROVIDER picks one):"
+            );
+            for p in list {
+                println!("              {}", p.summary);
+            }
+        }
+        Err(e) => println!("  ofi       compiled in, unusable: {e}"),
+    }
+}
+
+#[cfg(not(feature = "ofi"))]
+fn ofi_providers() {
+    println!("  ofi       not compiled in (feature `ofi`)");
+}
+
+/// The RDMA devices and ports libibverbs finds (FERRY_VERBS_DEVICE picks one).
+#[cfg(feature = "verbs")]
+fn verbs_ports() {
+    match ferry_verbs::devices() {
+        Ok(list) if list.is_empty() => println!("  verbs     compiled in; no RDMA device found"),
+        Ok(list) => {
+            println!("  verbs     compiled in; devices (FERRY_VERBS_DEVICE picks one):");
+            for p in list {
+                println!("              {}", p.summary);
+            }
+        }
+        Err(e) => println!("  verbs     compiled in, unusable: {e}"),
+    }
+}
+
+#[cfg(not(feature = "verbs"))]
+fn verbs_ports() {
+    println!("  verbs     not compiled in (feature `verbs`)");
+}
