@@ -50,9 +50,12 @@ pub(crate) fn init_with(config: Config) -> Result<World> {
     let pmi = crate::boot::from_env()?;
     let span = rank_span(&config, pmi.as_ref().map_or(0, Bootstrap::rank));
     let entered = span.enter();
-    let (engine, boot) = match pmi {
-        None => (singleton(&config)?, Boot::Singleton),
-        Some(mut pmi) => (launched(&config, &mut pmi)?, Boot::Pmi(Some(pmi))),
+    let (engine, boot, local_ranks) = match pmi {
+        None => (singleton(&config)?, Boot::Singleton, 1),
+        Some(mut pmi) => {
+            let (engine, local_ranks) = launched(&config, &mut pmi)?;
+            (engine, Boot::Pmi(Some(pmi)), local_ranks)
+        }
     };
     tracing::debug!(
         size = engine.size(),
@@ -60,7 +63,13 @@ pub(crate) fn init_with(config: Config) -> Result<World> {
         "ferry initialised"
     );
     drop(entered);
-    Ok(World::from_shared(Shared::new(engine, config, boot, span)))
+    Ok(World::from_shared(Shared::new(
+        engine,
+        config,
+        boot,
+        span,
+        local_ranks,
+    )))
 }
 
 /// Asking for a device this build lacks is an error before anything starts.
@@ -176,7 +185,8 @@ fn local_ranks<B: Bootstrap + ?Sized>(boot: &mut B) -> Result<Vec<Rank>> {
     Ok(local)
 }
 
-fn launched(config: &Config, boot: &mut PmiClient) -> Result<Engine<NodeDevice>> {
+/// The engine, and how many ranks share this node.
+fn launched(config: &Config, boot: &mut PmiClient) -> Result<(Engine<NodeDevice>, usize)> {
     let (rank, size) = (boot.rank(), boot.size());
     let local = local_ranks(boot)?;
     let remote = size as usize - local.len();
@@ -200,7 +210,10 @@ fn launched(config: &Config, boot: &mut PmiClient) -> Result<Engine<NodeDevice>>
             net_device(config.device, &mut *boot, &all)?
         }
     };
-    Ok(Engine::new(rank, size, device, config.engine.clone())?)
+    Ok((
+        Engine::new(rank, size, device, config.engine.clone())?,
+        local.len(),
+    ))
 }
 
 #[cfg(feature = "shm")]

@@ -93,8 +93,16 @@ pub(crate) const SAFETY_NET: Duration = Duration::from_secs(1);
 /// Spin rounds between reads of the clock (hybrid mode).
 const CLOCK_EVERY: u32 = 32;
 
-/// Spin rounds between two `sched_yield`s.
-const YIELD_EVERY: u32 = 16;
+/// Spin rounds between two `sched_yield`s when the node has more ranks than
+/// this process may use cores: the rank this one waits for may need the
+/// core to run at all.
+pub(crate) const YIELD_EVERY_OVERSUBSCRIBED: u32 = 16;
+
+/// Spin rounds between two `sched_yield`s otherwise. A yield costs a system
+/// call (a few hundred ns in a VM) that a ping-pong would see as latency,
+/// so it is rare; it stays as a backstop for threads that oversubscribe
+/// the cores, which no rank count reveals.
+pub(crate) const YIELD_EVERY: u32 = 1024;
 
 /// epoll user data: the sleeper's own eventfd.
 const KICK: u64 = 0;
@@ -252,12 +260,13 @@ impl Guard<'_> {
     pub(crate) fn engine(&mut self) -> Result<&mut Engine<NodeDevice>> {
         let l = &mut *self.locked;
         l.armed = false;
-        if l.engine.is_none() {
-            return Err(l.gone_error());
+        match l.engine.as_mut() {
+            Some(engine) => Ok(engine),
+            None => Err(match l.poison {
+                Some(e) => e.into(),
+                None => ApiError::Finalized.into(),
+            }),
         }
-        l.engine
-            .as_mut()
-            .ok_or(Error::Internal("engine vanished under the lock"))
     }
 
     /// The engine, for a call that does not progress it.
@@ -364,10 +373,19 @@ pub(crate) fn block_on<R>(
     let mut spin_over = false;
     let mut rounds = 0u32;
     let mut waited = false;
-    loop {
+    // Counted here and published once: an atomic add per round would cost
+    // as much as the rest of a spin round.
+    let mut spun = 0u64;
+    let result = loop {
         let mut g = shared.lock();
-        if let Some(r) = attempt(g.engine()?)? {
-            return Ok(r);
+        let engine = match g.engine() {
+            Ok(e) => e,
+            Err(e) => break Err(e),
+        };
+        match attempt(engine) {
+            Ok(Some(r)) => break Ok(r),
+            Ok(None) => {}
+            Err(e) => break Err(e.into()),
         }
         if !waited {
             waited = true;
@@ -386,9 +404,9 @@ pub(crate) fn block_on<R>(
         };
         if spinning {
             drop(g);
-            bump(&shared.stats.spins);
+            spun += 1;
             rounds = rounds.wrapping_add(1);
-            if rounds % YIELD_EVERY == 0 {
+            if rounds % shared.yield_every == 0 {
                 // Let a process that shares this core (an oversubscribed
                 // job: the peer this one waits for) run.
                 std::thread::yield_now();
@@ -397,7 +415,14 @@ pub(crate) fn block_on<R>(
             }
             continue;
         }
-        match g.engine()?.device_check(CheckMode::Blocking)? {
+        let check = match g
+            .engine()
+            .and_then(|e| Ok(e.device_check(CheckMode::Blocking)?))
+        {
+            Ok(c) => c,
+            Err(e) => break Err(e),
+        };
+        match check {
             Check::WouldBlock if shared.sleep_kind != SleepKind::Poll => {}
             Check::Progressed => continue,
             // Pushed-back work, or a device that cannot wake us: poll.
@@ -408,17 +433,25 @@ pub(crate) fn block_on<R>(
                 continue;
             }
         }
-        let slot = g.register_sleeper()?;
+        let slot = match g.register_sleeper() {
+            Ok(s) => s,
+            Err(e) => break Err(e),
+        };
         drop(g);
         bump(&shared.stats.sleeps);
         let woke = slot.sleep(SAFETY_NET);
         shared.lock().unregister_sleeper(&slot);
-        match woke? {
-            Woke::Device => bump(&shared.stats.wake_device),
-            Woke::Kick => bump(&shared.stats.wake_kick),
-            Woke::Timeout => bump(&shared.stats.wake_timeout),
+        match woke {
+            Ok(Woke::Device) => bump(&shared.stats.wake_device),
+            Ok(Woke::Kick) => bump(&shared.stats.wake_kick),
+            Ok(Woke::Timeout) => bump(&shared.stats.wake_timeout),
+            Err(e) => break Err(e),
         }
+    };
+    if spun > 0 {
+        shared.stats.spins.fetch_add(spun, Relaxed);
     }
+    result
 }
 
 impl Locked {

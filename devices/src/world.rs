@@ -38,6 +38,8 @@ pub(crate) struct Shared {
     pub(crate) size: u32,
     pub(crate) wait_mode: WaitMode,
     pub(crate) spin: Duration,
+    /// Spin rounds between `sched_yield`s (see the waiter).
+    pub(crate) yield_every: u32,
     pub(crate) sleep_kind: SleepKind,
     pub(crate) stats: WaitStats,
     pub(crate) span: tracing::Span,
@@ -53,7 +55,14 @@ impl Shared {
         config: Config,
         boot: Boot,
         span: tracing::Span,
+        local_ranks: usize,
     ) -> Shared {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let yield_every = if local_ranks > cores {
+            crate::waiter::YIELD_EVERY_OVERSUBSCRIBED
+        } else {
+            crate::waiter::YIELD_EVERY
+        };
         let sleep_kind = engine.device().sleep_kind();
         let device_name = engine.device().name();
         Shared {
@@ -68,6 +77,7 @@ impl Shared {
             }),
             wait_mode: config.wait_mode,
             spin: config.spin,
+            yield_every,
             sleep_kind,
             stats: WaitStats::default(),
             span,
