@@ -12,7 +12,7 @@
 # Usage: ci/compare.sh [--reps N] [--quick] [--peers "ferry ompi_vader ..."] [--no-install]
 #   --reps N     repetitions (default 5; medians are taken over them)
 #   --quick      1 repetition (unless --reps is given), few sizes, fewer iterations
-#   --peers      subset of: ferry ferry_nocma ompi_vader ompi_ucx mpich
+#   --peers      subset of: ferry ferry_cma ompi_vader ompi_ucx mpich
 #                ucx_posix_cma ucx_sysv ucx_tcp fi_shm fi_tcp
 # Env: MAXWAIT (s, default 20) caps each wait for an idle machine; runs that
 #      start busy are flagged in docs/perf/raw/runs.log and in the README.

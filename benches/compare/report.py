@@ -30,8 +30,8 @@ from collections import defaultdict
 
 # peer id -> (label, kind); kind: ferry, shm (candidate for best peer), net
 PEERS = [
-    ("ferry", "ferry (shm, CMA)", "ferry"),
-    ("ferry-nocma", "ferry (shm, FERRY_SHM_CMA=0)", "ferry-alt"),
+    ("ferry", "ferry (shm, default: CMA chosen by a setup probe)", "ferry"),
+    ("ferry-cma", "ferry (shm, FERRY_SHM_CMA=1)", "ferry-alt"),
     ("ompi-vader", "Open MPI ob1+vader", "shm"),
     ("ompi-ucx", "Open MPI pml ucx", "shm"),
     ("mpich", "MPICH (ch4)", "shm"),
@@ -44,13 +44,13 @@ PEERS = [
 LABEL = {p: l for p, l, _ in PEERS}
 KIND = {p: k for p, _, k in PEERS}
 SHORT = {
-    "ferry": "ferry", "ferry-nocma": "ferry no-CMA", "ompi-vader": "OMPI vader",
+    "ferry": "ferry", "ferry-cma": "ferry CMA", "ompi-vader": "OMPI vader",
     "ompi-ucx": "OMPI ucx", "mpich": "MPICH", "ucx-posix-cma": "UCX posix,cma",
     "ucx-sysv": "UCX sysv", "fi-shm": "fi shm", "ucx-tcp": "UCX tcp",
     "fi-tcp-rxm": "fi tcp;rxm",
 }
 COLORS = {
-    "ferry": "#d62728", "ferry-nocma": "#ff9896", "ompi-vader": "#1f77b4",
+    "ferry": "#d62728", "ferry-cma": "#ff9896", "ompi-vader": "#1f77b4",
     "ompi-ucx": "#aec7e8", "mpich": "#2ca02c", "ucx-posix-cma": "#9467bd",
     "ucx-sysv": "#c5b0d5", "fi-shm": "#8c564b", "ucx-tcp": "#7f7f7f",
     "fi-tcp-rxm": "#bcbd22",
@@ -423,10 +423,10 @@ def main():
                 ("bandwidth 4 MiB", "bw_MBps", 4 << 20, False, "GB/s", 1e-3),
                 ("message rate 8 B (bw, window 64)", "bw_msgs", 8, False, "M msg/s", 1e-6),
                 ("message rate 8 B (best of bw, mbw_mr)", "rate_msgs", 8, False, "M msg/s", 1e-6)]
-        out = ["| figure | ferry | ferry no-CMA | best peer | ferry / best |", "|---|---|---|---|---|"]
+        out = ["| figure | ferry | ferry with CMA forced | best peer | ferry / best |", "|---|---|---|---|---|"]
         for name, m, s, low, unit, sc in rows:
             f = summ.get(("ferry", m, s))
-            g = summ.get(("ferry-nocma", m, s))
+            g = summ.get(("ferry-cma", m, s))
             r, bp, bv = ratio(summ, m, s, low)
             out.append(f"| {name} | {f['median']*sc:.3g} {unit} | " if f else f"| {name} | – | ")
             out[-1] += (f"{g['median']*sc:.3g} {unit} | " if g else "– | ")
@@ -454,7 +454,7 @@ def main():
         md += ["Runs that failed (see `raw/runs.log`):", ""] + [f"- `{x}`" for x in failed[:20]] + [""]
     spread_notes = []
     for (p, m, sz), e in sorted(summ.items()):
-        if p in ("ferry", "ferry-nocma") and (m, sz) in (("lat_p50_us", 8), ("lat_p50_us", 65536), ("bw_MBps", 1 << 20),
+        if p in ("ferry", "ferry-cma") and (m, sz) in (("lat_p50_us", 8), ("lat_p50_us", 65536), ("bw_MBps", 1 << 20),
                                                         ("rate_msgs", 8)) \
                 and e["n"] > 1 and e["min"] > 0 and e["max"] / e["min"] > 1.8:
             unit, sc = {"lat_p50_us": ("µs", 1), "bw_MBps": ("GB/s", 1e-3), "rate_msgs": ("M msg/s", 1e-6)}[m]
@@ -498,9 +498,9 @@ def main():
            msgrate_table(summ), "",
            "## ferry's spread over repetitions", "",
            "Latency (OSU average, µs):", "",
-           spread_table(summ, "lat_us", "us", 1, ("ferry", "ferry-nocma")), "",
+           spread_table(summ, "lat_us", "us", 1, ("ferry", "ferry-cma")), "",
            "Bandwidth (GB/s):", "",
-           spread_table(summ, "bw_MBps", "GBps", 1e-3, ("ferry", "ferry-nocma")), "",
+           spread_table(summ, "bw_MBps", "GBps", 1e-3, ("ferry", "ferry-cma")), "",
            "## How each figure is measured", "",
            "- **ferry:** `ferryrun -n 2 sh -c 'exec taskset -c $PMI_RANK ...' target/release/ferry-bench latency|bw|mbw-mr --sizes ...`, "
            "`FERRY_DEVICE=shm`, and again with `FERRY_SHM_CMA=0`. Latency: `avg_us` column; bandwidth: `MB/s`; message rate: `msgs/s`.",

@@ -76,8 +76,8 @@ ferry_common() { # label env...
     quiet "$name.mr"; run_to "$d/$name.mr.txt" env "$@" "$FR" -n 2 --timeout 600 sh -c "$PIN" "$FB" mbw-mr --sizes "$MR_SIZES"
   fi
 }
-peer_ferry()       { ferry_common "$1" ferry FERRY_DEVICE=shm; }
-peer_ferry_nocma() { ferry_common "$1" ferry-nocma FERRY_DEVICE=shm FERRY_SHM_CMA=0; }
+peer_ferry()       { ferry_common "$1" ferry FERRY_DEVICE=shm; }  # CMA chosen by the setup-time probe
+peer_ferry_cma()   { ferry_common "$1" ferry-cma FERRY_DEVICE=shm FERRY_SHM_CMA=1; }
 
 mpi_common() { # dir name suffix launcher...
   local d=$1 name=$2 suf=$3; shift 3
@@ -163,7 +163,7 @@ fi_run() { # dir name provider sizes
 peer_fi_shm() { fi_run "$1" fi-shm shm "$FI_SHM"; }
 peer_fi_tcp() { fi_run "$1" fi-tcp-rxm "tcp;ofi_rxm" "$FI_TCP"; }
 
-ALL="ferry ompi_vader ompi_ucx mpich ucx_posix_cma ucx_sysv ferry_nocma fi_shm ucx_tcp fi_tcp"
+ALL="ferry ompi_vader ompi_ucx mpich ucx_posix_cma ucx_sysv ferry_cma fi_shm ucx_tcp fi_tcp"
 PEERS=${PEERS:-$ALL}
 log "compare run: reps=$REPS quick=$QUICK peers: $PEERS"
 for rep in $(seq "$REPS"); do

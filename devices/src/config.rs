@@ -74,7 +74,8 @@ pub struct Config {
     /// A `tracing` filter (`FERRY_LOG`); `None` installs no subscriber.
     pub log: Option<String>,
     /// Allow the shm device's CMA single-copy path (`FERRY_SHM_CMA`);
-    /// `None` leaves the device's default (use it where the kernel permits).
+    /// `None` (unset) times CMA against a memcpy at setup and uses CMA
+    /// where the kernel permits it and it is the faster of the two.
     pub shm_cma: Option<bool>,
     /// Print the counters at finalize (`FERRY_PRINT_COUNTERS`).
     pub print_counters: bool,

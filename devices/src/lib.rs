@@ -87,6 +87,8 @@
 #![warn(missing_docs)]
 
 mod boot;
+#[cfg(feature = "shm")]
+mod cma_tune;
 mod comm;
 mod completion;
 pub mod config;

@@ -221,8 +221,20 @@ fn shm_device(config: &Config, boot: &mut dyn Bootstrap, local: &[Rank]) -> Resu
     // The device's own variables (FERRY_SHM_CELL_SIZE, FERRY_SHM_CELLS,
     // FERRY_SHM_DIR); FERRY_SHM_CMA as this crate's `Config` says.
     let mut opts = ferry_shm::ShmOptions::from_env().map_err(|e| SetupError::Shm(e.to_string()))?;
-    if let Some(cma) = config.shm_cma {
-        opts.cma = cma;
+    match config.shm_cma {
+        Some(cma) => opts.cma = cma,
+        // Only a job with peers on this node can use CMA at all.
+        None if opts.cma && local.len() > 1 => {
+            let probe = crate::cma_tune::probe();
+            opts.cma = probe.prefer_cma();
+            tracing::debug!(
+                memcpy_gbs = probe.memcpy / 1e9,
+                cma_gbs = probe.cma / 1e9,
+                cma = opts.cma,
+                "CMA against memcpy"
+            );
+        }
+        None => {}
     }
     let device =
         ferry_shm::ShmDevice::new(boot, local, opts).map_err(|e| SetupError::Shm(e.to_string()))?;
