@@ -27,6 +27,7 @@ pub(crate) const ARECV: Subcommand = Subcommand {
     iterations: crate::latency::osu_latency_iterations,
     counts_allocations: true,
     job_warmup: true,
+    multi_pair: false,
     measure,
 };
 

@@ -3,10 +3,11 @@
 //! (one `wait_all_into`); both directions are in flight at once, and the
 //! figure is the bytes moved both ways per second.
 //!
-//! `mbw-mr`: osu_mbw_mr's multi-pair bandwidth and message rate. With the
-//! 2 ranks ferry-bench runs it is one pair (rank 0 sends, rank 1
-//! receives), so the loop is osu_bw's (a window of 64 and an ack); the
-//! figures are the pair's aggregate MB/s and messages/s.
+//! `mbw-mr`: osu_mbw_mr's multi-pair bandwidth and message rate. With `2n`
+//! ranks (`ferryrun -n 4 ferry-bench mbw-mr`: 2 pairs; ferry-bench alone
+//! starts 2 ranks, 1 pair), rank `i < n` sends to rank `i + n`, each pair
+//! running osu_bw's loop (a window of 64 and an ack); as in OSU, the
+//! figures are rank 0's pair rate times the number of pairs.
 //!
 //! Buffers as in `bw`: the sends of a window share one block of memory,
 //! each receive has its own buffer; all are made once per size.
@@ -43,19 +44,21 @@ pub(crate) const BIBW: Subcommand = Subcommand {
     iterations: |size| if size > LARGE { (20, 2) } else { (100, 10) },
     counts_allocations: true,
     job_warmup: true,
+    multi_pair: false,
     measure: measure_bibw,
 };
 
 /// The `mbw-mr` subcommand.
 pub(crate) const MBW_MR: Subcommand = Subcommand {
     name: "mbw-mr",
-    about: "multi-pair bandwidth (MB/s) and message rate (messages/s), window 64, as osu_mbw_mr; 2 ranks = 1 pair",
+    about: "multi-pair bandwidth (MB/s) and message rate (messages/s), window 64, as osu_mbw_mr; 2n ranks = n pairs",
     columns: &["MB/s", "msgs/s", "p50_msgs/s"],
     default_sizes: || powers_of_two(1),
     // osu_mbw_mr: 100 iterations + 10 warm-up, 20 + 2 above 8 KiB.
     iterations: |size| if size > LARGE { (20, 2) } else { (100, 10) },
     counts_allocations: true,
     job_warmup: true,
+    multi_pair: true,
     measure: measure_mbw_mr,
 };
 
@@ -70,7 +73,7 @@ fn measure_mbw_mr(
         return Ok(None);
     }
     let window = b.options.window as f64;
-    let pairs = 1.0;
+    let pairs = b.pairs as f64;
     let mut sample = vec![
         pairs * size as f64 * window * iters as f64 / w.elapsed / 1e6,
         pairs * window * iters as f64 / w.elapsed,

@@ -34,6 +34,7 @@ pub(crate) const BW: Subcommand = Subcommand {
     iterations: |size| if size > LARGE { (20, 2) } else { (100, 10) },
     counts_allocations: true,
     job_warmup: true,
+    multi_pair: false,
     measure,
 };
 
@@ -98,7 +99,7 @@ pub(crate) fn unidirectional(
     warmup: usize,
 ) -> Result<Window, String> {
     let (c, peer, window, validate) = (&b.comm, b.peer, b.options.window, b.options.validate);
-    let sender = b.rank == 0;
+    let sender = b.is_sender();
     let mut bufs: Vec<Option<Buf>> = if sender {
         let block = Arc::new(fill(size, b.rank));
         (0..window)

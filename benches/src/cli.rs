@@ -39,6 +39,9 @@ pub struct Subcommand {
     /// Run the first size once untimed before the table (cheap for the
     /// ping-pong loops; `wait` would spend seconds on it).
     pub job_warmup: bool,
+    /// Runs with any even number of ranks, as pairs (`mbw-mr`); the
+    /// others need exactly 2.
+    pub multi_pair: bool,
     /// Measures one size on this rank; rank 0 returns the columns.
     pub measure: Measure,
 }

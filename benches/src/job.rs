@@ -22,10 +22,12 @@ pub struct Bench {
     pub world: World,
     /// `world.world()`.
     pub comm: Comm,
-    /// 0 or 1.
+    /// 0 or 1 (any rank for a multi-pair subcommand).
     pub rank: Rank,
-    /// The other rank.
+    /// The other rank of this rank's pair.
     pub peer: Rank,
+    /// Pairs in the job (1 unless multi-pair).
+    pub pairs: usize,
     /// The options.
     pub options: Options,
     /// Heap allocations so far, if counted.
@@ -41,7 +43,7 @@ impl Bench {
     /// A ferry error, as text.
     pub fn sync(&self) -> Result<(), String> {
         let c = &self.comm;
-        let r = if self.rank == 0 {
+        let r = if self.is_sender() {
             c.send::<u8>(&[], self.peer, SYNC)
                 .and_then(|()| c.recv::<u8>(&mut [], self.peer, SYNC).map(drop))
         } else {
@@ -49,6 +51,12 @@ impl Bench {
                 .and_then(|_| c.send::<u8>(&[], self.peer, SYNC))
         };
         r.map_err(|e| format!("sync: {e}"))
+    }
+
+    /// Whether this rank sends in one-directional loops: the first rank of
+    /// each pair.
+    pub fn is_sender(&self) -> bool {
+        (self.rank as usize) < self.pairs
     }
 
     /// Heap allocations so far (0 if not counted).
@@ -96,17 +104,30 @@ fn iterations(sub: &Subcommand, o: &Options, size: usize) -> (usize, usize) {
 pub fn run(o: &Options, allocations: Option<fn() -> u64>) -> Result<(), String> {
     let sub = subcommand(o);
     let world = start(o)?;
-    if world.size() != 2 {
+    let size = world.size() as usize;
+    if sub.multi_pair && (size < 2 || size % 2 != 0) {
         return Err(format!(
-            "needs exactly 2 ranks, got {} (run it as `ferryrun -n 2 ferry-bench {}`)",
-            world.size(),
+            "needs an even number of ranks, got {size} (run it as `ferryrun -n 4 ferry-bench {}` for 2 pairs)",
+            sub.name
+        ));
+    }
+    if !sub.multi_pair && size != 2 {
+        return Err(format!(
+            "needs exactly 2 ranks, got {size} (run it as `ferryrun -n 2 ferry-bench {}`)",
             sub.name
         ));
     }
     let rank = world.rank();
+    let pairs = size / 2;
+    let peer = if (rank as usize) < pairs {
+        rank + pairs as Rank
+    } else {
+        rank - pairs as Rank
+    };
     let mut bench = Bench {
         comm: world.world(),
-        peer: 1 - rank,
+        peer,
+        pairs,
         rank,
         world,
         options: o.clone(),

@@ -59,6 +59,7 @@ pub(crate) const LATENCY: Subcommand = Subcommand {
     iterations: osu_latency_iterations,
     counts_allocations: true,
     job_warmup: true,
+    multi_pair: false,
     measure,
 };
 

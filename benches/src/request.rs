@@ -38,6 +38,7 @@ pub(crate) const REQUEST: Subcommand = Subcommand {
     iterations: |_| (1000, 100),
     counts_allocations: true,
     job_warmup: true,
+    multi_pair: false,
     measure,
 };
 

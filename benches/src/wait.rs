@@ -46,6 +46,7 @@ pub(crate) const WAIT: Subcommand = Subcommand {
     iterations: |_| (1000, 10),
     counts_allocations: false,
     job_warmup: false,
+    multi_pair: false,
     measure,
 };
 

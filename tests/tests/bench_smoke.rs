@@ -42,13 +42,17 @@ fn parse_table(f: &Finished) -> (Vec<String>, BTreeMap<usize, Vec<f64>>) {
 }
 
 fn bench(launcher: Launcher, args: &[&str], sizes: &[usize]) -> Vec<String> {
+    bench_ranks(launcher, 2, args, sizes)
+}
+
+fn bench_ranks(launcher: Launcher, ranks: u32, args: &[&str], sizes: &[usize]) -> Vec<String> {
     let json = std::env::temp_dir().join(format!(
-        "ferry-bench-smoke-{}-{}-{launcher:?}.json",
+        "ferry-bench-smoke-{}-{}-{launcher:?}-{ranks}.json",
         std::process::id(),
         args[0]
     ));
     let list: Vec<String> = sizes.iter().map(usize::to_string).collect();
-    let mut job = Job::new(launcher, FERRYRUN, 2, BENCH)
+    let mut job = Job::new(launcher, FERRYRUN, ranks, BENCH)
         .args(args)
         .args(&["--reps", "2", "--sizes", &list.join(","), "--json"])
         .args(&[json.to_str().expect("utf-8 temp dir")]);
@@ -146,6 +150,17 @@ fn bibw_parses() {
 fn mbw_mr_parses() {
     let cols = bench(
         Launcher::Ferryrun,
+        &["mbw-mr", "--iters", "3", "--warmup", "1", "--validate"],
+        &[8, 65536],
+    );
+    assert_eq!(cols[..2], ["MB/s", "msgs/s"]);
+}
+
+#[test]
+fn mbw_mr_runs_as_two_pairs_on_four_ranks() {
+    let cols = bench_ranks(
+        Launcher::Ferryrun,
+        4,
         &["mbw-mr", "--iters", "3", "--warmup", "1", "--validate"],
         &[8, 65536],
     );
