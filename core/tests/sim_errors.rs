@@ -101,7 +101,44 @@ fn a_stale_handle_behind_a_pending_one_is_reported_by_the_all_forms() {
     let pending = sim.engine(0).irecv(1, 2, 0, zeroed(1)).unwrap().request;
     let e = sim.engine(0);
     stale(e.testall(&mut [pending, copy], &mut Vec::new()));
+    stale(e.testall_resume(&mut [pending, copy], &mut Vec::new(), &mut None));
     stale(e.get_status_all(&[pending, copy], &mut Vec::new()));
+}
+
+#[test]
+fn testall_resume_skips_the_complete_prefix_and_completes_in_order() {
+    let mut sim = sim(2);
+    let mut reqs: Vec<Request> = (0..3)
+        .map(|tag| sim.engine(0).irecv(1, tag, 0, zeroed(1)).unwrap().request)
+        .collect();
+    let (mut out, mut cursor) = (Vec::new(), None);
+    send_now(&mut sim, 1, 0, 0, b"a");
+    sim.run_until_idle().unwrap();
+    assert!(!sim
+        .engine(0)
+        .testall_resume(&mut reqs, &mut out, &mut cursor)
+        .unwrap());
+    assert_eq!(
+        cursor,
+        Some(1),
+        "the first receive is done, the second pending"
+    );
+    send_now(&mut sim, 1, 0, 2, b"c");
+    sim.run_until_idle().unwrap();
+    assert!(!sim
+        .engine(0)
+        .testall_resume(&mut reqs, &mut out, &mut cursor)
+        .unwrap());
+    assert_eq!(cursor, Some(1), "the cursor waits at the first pending one");
+    send_now(&mut sim, 1, 0, 1, b"b");
+    sim.run_until_idle().unwrap();
+    assert!(sim
+        .engine(0)
+        .testall_resume(&mut reqs, &mut out, &mut cursor)
+        .unwrap());
+    assert!(reqs.iter().all(|r| r.is_null()));
+    let got: Vec<u8> = out.iter().map(|c| c.buf.as_ref().unwrap()[0]).collect();
+    assert_eq!(got, b"abc");
 }
 
 #[test]

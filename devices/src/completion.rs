@@ -129,7 +129,10 @@ pub fn wait_all_into(requests: &mut [Request], out: &mut Vec<Completion>) -> Res
         };
         hs.clear();
         hs.extend(requests.iter().map(|r| r.handle));
-        let r = block_on(&shared, |e| Ok(e.testall(hs, done)?.then_some(())));
+        let mut cursor = None;
+        let r = block_on(&shared, |e| {
+            Ok(e.testall_resume(hs, done, &mut cursor)?.then_some(()))
+        });
         write_back(requests, hs);
         r?;
         out.extend(

@@ -132,8 +132,10 @@ impl Shared {
             }
         }
         let mut out = Vec::new();
+        let mut cursor = None;
         crate::waiter::block_on(self, |e| {
-            Ok(e.testall(&mut requests, &mut out)?.then_some(()))
+            Ok(e.testall_resume(&mut requests, &mut out, &mut cursor)?
+                .then_some(()))
         })?;
         if let Some(err) = out.iter().find_map(|c| c.status.error) {
             return Err(err.into());

@@ -161,6 +161,19 @@ impl State {
         Ok(all)
     }
 
+    /// Moves `next` past the requests that are no longer pending; true if
+    /// it reached the end. Requests never go back to pending, so a loop
+    /// examines each one until it completes, and no more.
+    fn advance(&self, requests: &[Request], next: &mut usize) -> Result<bool> {
+        while let Some(r) = requests.get(*next) {
+            if self.standing(*r)? == Standing::Pending {
+                return Ok(false);
+            }
+            *next += 1;
+        }
+        Ok(true)
+    }
+
     fn any_active(&self, requests: &[Request]) -> Result<bool> {
         let mut active = false;
         for r in requests {
@@ -225,6 +238,37 @@ impl<D: Device> Engine<D> {
         Ok(true)
     }
 
+    /// [`Engine::testall`] for a loop that calls it until it succeeds (a
+    /// waitall): `cursor` starts as `None`; the first call validates every
+    /// handle, and each call then examines the requests from the first one
+    /// still pending, not all of them (a window of 64 receives costs one
+    /// check per round, not 64).
+    ///
+    /// # Errors
+    /// As for [`Engine::testall`].
+    pub fn testall_resume(
+        &mut self,
+        requests: &mut [Request],
+        out: &mut Vec<Completion>,
+        cursor: &mut Option<usize>,
+    ) -> Result<bool> {
+        let next = match cursor {
+            Some(next) => next,
+            None => {
+                self.st.all_complete(requests)?;
+                cursor.insert(0)
+            }
+        };
+        if !self.st.advance(requests, next)? {
+            self.progress()?;
+            if !self.st.advance(requests, next)? {
+                return Ok(false);
+            }
+        }
+        self.take_all(requests, out)?;
+        Ok(true)
+    }
+
     fn take_all(&mut self, requests: &mut [Request], out: &mut Vec<Completion>) -> Result<()> {
         out.clear();
         for r in requests.iter_mut() {
@@ -243,7 +287,9 @@ impl<D: Device> Engine<D> {
         out: &mut Vec<Completion>,
         park: &mut P,
     ) -> Result<()> {
-        self.block_until(park, |e| e.st.all_complete(requests))?;
+        self.st.all_complete(requests)?;
+        let mut next = 0;
+        self.block_until(park, |e| e.st.advance(requests, &mut next))?;
         self.take_all(requests, out)
     }
 
