@@ -7,8 +7,10 @@
 #            with the shared libraries (ldd) of every executable in it.
 #   Each command is one busybox-ash command line; the list runs in order under
 #   `set -e`, in $PWD if that path exists in the VM (else /).
-#   Always in the image: busybox, rdma, ibv_* tools, perftest (ib_*), libibverbs,
-#   librdmacm, the rxe provider and /etc/libibverbs.d/rxe.driver.
+#   Always in the image: busybox (ash, taskset, timeout, ...), nice, chrt, rdma,
+#   ibv_* tools, perftest (ib_*), libibverbs, librdmacm, the rxe provider and
+#   /etc/libibverbs.d/rxe.driver; modules rdma_rxe, ib_uverbs, rdma_ucm, dummy.
+#   Keep -f payloads small (binaries, not a whole target dir): they live in RAM.
 #   Inside the VM: RDMA_DEV=rxe0, FERRY_VM_IP (dummy0's address, 10.99.0.1), and
 #   every host variable named FERRY_* or RUST_* (except the FERRY_VM_* knobs).
 #
@@ -35,7 +37,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 HERE=$ROOT/ci
 VM_IP=10.99.0.1
 
-usage() { sed -n '2,17p' "$0" >&2; exit 2; }
+usage() { sed -n '2,19p' "$0" >&2; exit 2; }
 log() { echo "[softroce $(date +%T)] $*" >&2; }
 die() { log "error: $*"; exit 2; }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
@@ -44,7 +46,8 @@ since() { local d=$(( $(now_ms) - $1 )); printf '%d.%03d' $((d / 1000)) $((d % 1
 FILES=()
 while getopts "f:h" opt; do
   case $opt in
-    f) [ -e "$OPTARG" ] || die "-f $OPTARG: no such file"; FILES+=("$(realpath "$OPTARG")");;
+    # realpath -s: absolute, but symlinks kept, so the VM has the path the caller uses.
+    f) [ -e "$OPTARG" ] || die "-f $OPTARG: no such file"; FILES+=("$(realpath -s "$OPTARG")");;
     *) usage;;
   esac
 done
@@ -71,14 +74,14 @@ SUDO=""
 apt_get() { $SUDO env DEBIAN_FRONTEND=noninteractive apt-get "$@"; }
 LIBDIR=/usr/lib/x86_64-linux-gnu
 need=()
-for p in qemu-system-x86_64:qemu-system-x86 /bin/busybox:busybox-static rdma:iproute2 \
-         ibv_devices:ibverbs-utils ib_send_lat:perftest xz:xz-utils rdma-ndd:rdma-core; do
-  command -v "${p%%:*}" >/dev/null 2>&1 || need+=("${p#*:}")
+# busybox-static: it is what goes into the image (PID 1 needs no libraries).
+# ibverbs-providers: the rxe provider (librxe-rdmav*.so + /etc/libibverbs.d/rxe.driver).
+PKGS=(qemu-system-x86 busybox-static iproute2 ibverbs-utils perftest ibverbs-providers rdma-core xz-utils)
+installed=" $(dpkg-query -W -f='${db:Status-Abbrev}|${Package}\n' "${PKGS[@]}" 2>/dev/null \
+              | awk -F'|' '$1 ~ /^ii/ {printf "%s ", $2}') "
+for p in "${PKGS[@]}"; do
+  [[ $installed == *" $p "* ]] || need+=("$p")
 done
-compgen -G "$LIBDIR/libibverbs/librxe-rdmav*.so" >/dev/null && [ -e /etc/libibverbs.d/rxe.driver ] \
-  || need+=(ibverbs-providers)
-# busybox-static is what we put into the image; the dynamic busybox package also owns /bin/busybox.
-if [ -x /bin/busybox ] && ldd /bin/busybox >/dev/null 2>&1; then need+=(busybox-static); fi
 if [ ${#need[@]} -gt 0 ]; then
   log "installing host packages: ${need[*]}"
   # Refresh the package lists only if one of the packages is unknown to them.
@@ -92,10 +95,19 @@ fi
 ldd /bin/busybox >/dev/null 2>&1 && die "/bin/busybox is dynamically linked (need busybox-static)"
 
 # ---- 2. kernel: download, unpack into the cache, keep vmlinux + the module subset ----
-KPKG=${FERRY_VM_KPKG:-$(apt-cache depends linux-image-amd64 2>/dev/null \
-                        | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')}
-[ -n "$KPKG" ] || { apt_get update -qq >&2; KPKG=$(apt-cache depends linux-image-amd64 \
-                      | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'); }
+# The kernel the linux-image-amd64 metapackage points at. apt-cache takes ~1 s, so
+# the answer is cached until the package lists change.
+kernel_pkg() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'; }
+KPKG=${FERRY_VM_KPKG:-}
+if [ -z "$KPKG" ]; then
+  if [ -s "$DIR/kpkg" ] && [ "$DIR/kpkg" -nt /var/lib/apt/lists ]; then
+    KPKG=$(cat "$DIR/kpkg")
+  else
+    KPKG=$(kernel_pkg)
+    [ -n "$KPKG" ] || { apt_get update -qq >&2; KPKG=$(kernel_pkg); }
+    [ -z "$KPKG" ] || echo "$KPKG" > "$DIR/kpkg"
+  fi
+fi
 [ -n "$KPKG" ] || die "cannot determine the kernel package (set FERRY_VM_KPKG)"
 K=${KPKG#linux-image-}
 KDIR=$DIR/kernel-$K
@@ -107,7 +119,9 @@ if [ "$(cat "$KDIR/stamp" 2>/dev/null)" != "$MODULES" ]; then
   log "preparing kernel $KPKG (one-time)"
   mkdir -p "$KDIR/deb"
   if ! compgen -G "$KDIR/deb/${KPKG}_*.deb" >/dev/null; then
-    (cd "$KDIR/deb" && { apt-get download "$KPKG" >&2 || { apt_get update -qq >&2 && apt-get download "$KPKG" >&2; }; })
+    # Sandbox user root: the cache dir need not be readable by apt's _apt user.
+    download() { (cd "$KDIR/deb" && apt-get -o APT::Sandbox::User=root download "$KPKG" >&2); }
+    download || { apt_get update -qq >&2 && download; }
   fi
   X=$KDIR/unpacked; rm -rf "$X" "$KDIR/modules" "$KDIR/stamp"
   dpkg -x "$KDIR"/deb/"$KPKG"_*.deb "$X"
@@ -161,9 +175,12 @@ fi
 # ---- 3. base initramfs: busybox, RDMA user space, modules, init (cached) ----------
 pkgvers=$(dpkg-query -W -f='${Package}=${Version} ' busybox-static libibverbs1 ibverbs-providers \
             librdmacm1 perftest ibverbs-utils iproute2 2>/dev/null || true)
-STAMP="$K $(cat "$0" "$HERE/vm/init" | sha256sum | cut -c1-16) $pkgvers"
-BASE=$DIR/base-$K.cpio
-if [ ! -s "$BASE" ] || [ "$(cat "$BASE.stamp" 2>/dev/null)" != "$STAMP" ]; then
+# Named by a hash of what goes into it, so that different checkouts of this script
+# sharing one cache dir do not rebuild it in turn; unused ones go after a week.
+STAMP=$(cat "$0" "$HERE/vm/init" <(echo "$K $pkgvers") | sha256sum | cut -c1-16)
+BASE=$DIR/base-$K-$STAMP.cpio
+find "$DIR" -maxdepth 1 -name 'base-*.cpio' ! -newermt '7 days ago' -delete 2>/dev/null || true
+if [ ! -s "$BASE" ]; then
   log "building the base initramfs"
   R=$DIR/rootfs
   rm -rf "$R"
@@ -174,7 +191,7 @@ if [ ! -s "$BASE" ] || [ "$(cat "$BASE.stamp" 2>/dev/null)" != "$STAMP" ]; then
   install -m 755 "$HERE/vm/init" "$R/init"
   for f in $(command -v rdma ibv_devices ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong \
                ib_send_lat ib_write_lat ib_read_lat ib_send_bw ib_write_bw ib_read_bw \
-               ib_atomic_lat ib_atomic_bw 2>/dev/null) \
+               ib_atomic_lat ib_atomic_bw nice chrt 2>/dev/null) \
            "$LIBDIR"/libibverbs/librxe-rdmav*.so "$LIBDIR"/librdmacm.so.1 "$LIBDIR"/libibverbs.so.1 \
            "$LIBDIR"/libgcc_s.so.1; do   # libgcc_s: Rust's std unwinder loads it
     for x in "$f" $(ldd "$f" 2>/dev/null | grep -oE '/[^ ]+' || true); do
@@ -185,14 +202,21 @@ if [ ! -s "$BASE" ] || [ "$(cat "$BASE.stamp" 2>/dev/null)" != "$STAMP" ]; then
   cp /etc/libibverbs.d/rxe.driver "$R/etc/libibverbs.d/"
   (cd "$R" && find . -mindepth 1 | /bin/busybox cpio -o -H newc -R 0:0 2>/dev/null > "$BASE.tmp")
   mv "$BASE.tmp" "$BASE"
-  echo "$STAMP" > "$BASE.stamp"
   rm -rf "$R"
 fi
 exec 9>&-   # release the preparation lock
 
 # ---- 4. per-run payload: commands, environment, -f files and their libraries ----
+# Leftovers of runs killed hard (SIGKILL skips the trap) go after a day.
+find "$DIR" -maxdepth 1 -name 'run.*' -mmin +1440 -exec rm -rf {} + 2>/dev/null || true
 W=$(mktemp -d "$DIR/run.XXXXXX")
 trap 'rm -rf "$W"' EXIT
+# timeout(1) puts QEMU in its own process group, out of reach of a terminal's
+# Ctrl-C: stop it explicitly when we are interrupted.
+# shellcheck disable=SC2317  # called from the traps
+stop_vm() { if [ -s "$W/timeout.pid" ]; then kill -TERM "$(cat "$W/timeout.pid")" 2>/dev/null || true; fi; }
+trap 'stop_vm; exit 130' INT
+trap 'stop_vm; exit 143' TERM
 P=$W/payload
 mkdir -p "$P/test"
 TOKEN=$(head -c8 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -224,6 +248,7 @@ for f in ${FILES[@]+"${FILES[@]}"}; do
 done
 (cd "$P" && find . -mindepth 1 | /bin/busybox cpio -o -H newc -R 0:0 2>/dev/null > "$W/payload.cpio")
 # Concatenated newc archives: the kernel unpacks both, later entries win.
+touch "$BASE"   # in use: keeps the weekly clean-up away
 cat "$BASE" "$W/payload.cpio" > "$W/initrd"
 
 # ---- 5. boot -----------------------------------------------------------------
@@ -233,7 +258,7 @@ if [ -z "$ACCEL" ]; then
 fi
 case $ACCEL in
   kvm) CPU=(-accel kvm -cpu host);;
-  tcg) CPU=(-accel tcg,thread=multi -cpu max);;
+  tcg) CPU=(-accel "tcg,thread=multi" -cpu max);;
   *) die "FERRY_VM_ACCEL must be kvm or tcg";;
 esac
 # qboot is a minimal firmware: faster than SeaBIOS under TCG and prints nothing.
@@ -243,12 +268,18 @@ LOG=${FERRY_VM_LOG:-$W/serial.log}
 log "booting $K ($ACCEL, $SMP vCPU, ${MEM} MiB); preparation took $(since "$T0") s"
 T1=$(now_ms)
 set +e
-timeout -k 10 "$TIMEOUT" qemu-system-x86_64 "${CPU[@]}" -m "$MEM" -smp "$SMP" \
-    -nographic -no-reboot -nodefaults -serial stdio "${BIOS[@]}" \
-    -kernel "$KDIR/vmlinux" -initrd "$W/initrd" \
-    -append "console=ttyS0 panic=-1 oops=panic quiet" </dev/null 2>&1 \
-  | tr -d '\r' | tee "$LOG" | grep --line-buffered -vE "^FERRY-VM-EXIT-$TOKEN=|^\[ *[0-9.]+\] reboot: Power down$"
-qrc=${PIPESTATUS[0]}
+{
+  timeout -k 10 "$TIMEOUT" qemu-system-x86_64 "${CPU[@]}" -m "$MEM" -smp "$SMP" \
+      -nographic -no-reboot -nodefaults -serial stdio "${BIOS[@]}" \
+      -kernel "$KDIR/vmlinux" -initrd "$W/initrd" \
+      -append "console=ttyS0 panic=-1 oops=panic quiet" </dev/null 2>&1 &
+  echo $! > "$W/timeout.pid"
+  wait $!
+  { echo $? > "$W/qemu.rc"; } 2>/dev/null   # $W is gone if we were interrupted
+} | sed -u 's/\r$//' | tee "$LOG" | grep --line-buffered -vE "^FERRY-VM-EXIT-$TOKEN=|^\[ *[0-9.]+\] reboot: Power down$" &
+# (sed -u, tee and grep --line-buffered: the console streams live, line by line.)
+wait $!   # (in the background so that the INT/TERM traps run at once)
+qrc=$(cat "$W/qemu.rc" 2>/dev/null || echo "?")
 set -e
 rc=$(sed -n "s/^FERRY-VM-EXIT-$TOKEN=\([0-9]*\)\$/\1/p" "$LOG" | tail -1)
 log "VM wall time (boot + run): $(since "$T1") s; total with preparation: $(since "$T0") s"
