@@ -17,14 +17,16 @@ fuzz_target!(|data: &[u8]| {
     match decode(body, owner) {
         Ok(d) => {
             assert_eq!(d.src, owner);
+            assert!(d.header.as_ptr() as usize >= body.as_ptr() as usize + 16);
             assert!(d.header.len() <= HEADER_CAP);
             assert!(PAYLOAD_OFFSET + d.payload.len() <= body.len());
             let base = body.as_ptr() as usize;
             assert!(d.payload.as_ptr() as usize >= base + PAYLOAD_OFFSET);
             let mut again = vec![0u8; body.len()];
-            encode(&mut again, d.src, d.header, d.payload).expect("a decoded cell re-encodes");
+            encode(&mut again, d.src, d.seq, d.header, d.payload)
+                .expect("a decoded cell re-encodes");
             let e = decode(&again, owner).expect("a re-encoded cell decodes");
-            assert_eq!((e.header, e.payload), (d.header, d.payload));
+            assert_eq!((e.seq, e.header, e.payload), (d.seq, d.header, d.payload));
         }
         Err(CellError::Short) => assert!(body.len() < PAYLOAD_OFFSET),
         Err(_) => {}

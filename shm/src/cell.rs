@@ -9,8 +9,9 @@
 //! | 0 | 4 | source: the sender's local index (little-endian) |
 //! | 4 | 4 | header length, at most [`HEADER_CAP`] |
 //! | 8 | 4 | payload length, at most the cell's payload capacity |
-//! | 12 | 64 | header bytes |
-//! | 76 | capacity | payload bytes |
+//! | 12 | 4 | per-pair sequence number (see [`crate::fastbox`]: it orders cells against fastbox packets) |
+//! | 16 | 64 | header bytes |
+//! | 80 | capacity | payload bytes |
 //!
 //! The body lives in memory that other processes can write, so the decoder
 //! trusts nothing: it reads each length **once** into a local, checks it
@@ -21,7 +22,7 @@
 use ferry_core::wire::MAX_HEADER;
 
 /// Bytes of fixed fields at the start of the body.
-pub const FIELDS_LEN: usize = 12;
+pub const FIELDS_LEN: usize = 16;
 /// Room for the packet header.
 pub const HEADER_CAP: usize = MAX_HEADER;
 /// Where the payload starts in the body.
@@ -37,6 +38,9 @@ pub const fn body_len(payload_cap: usize) -> usize {
 pub struct Decoded<'a> {
     /// The sender's local index, as written in the cell.
     pub src: u32,
+    /// The sender's sequence number for this (sender, receiver) pair. The
+    /// decoder does not judge it (the receiver's sequencer does).
+    pub seq: u32,
     /// The packet header.
     pub header: &'a [u8],
     /// The packet payload.
@@ -93,6 +97,7 @@ pub fn decode(body: &[u8], expected_src: u32) -> Result<Decoded<'_>, CellError> 
     let src = read_u32(body, 0);
     let header_len = read_u32(body, 4) as usize;
     let payload_len = read_u32(body, 8) as usize;
+    let seq = read_u32(body, 12);
     if src != expected_src {
         return Err(CellError::WrongSource);
     }
@@ -105,6 +110,7 @@ pub fn decode(body: &[u8], expected_src: u32) -> Result<Decoded<'_>, CellError> 
     }
     Ok(Decoded {
         src,
+        seq,
         header: &body[FIELDS_LEN..FIELDS_LEN + header_len],
         payload: &body[PAYLOAD_OFFSET..PAYLOAD_OFFSET + payload_len],
     })
@@ -117,7 +123,13 @@ pub fn decode(body: &[u8], expected_src: u32) -> Result<Decoded<'_>, CellError> 
 /// packet does not fit ([`CellError::Short`] for a body without the fixed
 /// room); nothing is written then.
 #[inline]
-pub fn encode(body: &mut [u8], src: u32, header: &[u8], payload: &[u8]) -> Result<(), CellError> {
+pub fn encode(
+    body: &mut [u8],
+    src: u32,
+    seq: u32,
+    header: &[u8],
+    payload: &[u8],
+) -> Result<(), CellError> {
     if body.len() < PAYLOAD_OFFSET {
         return Err(CellError::Short);
     }
@@ -130,6 +142,7 @@ pub fn encode(body: &mut [u8], src: u32, header: &[u8], payload: &[u8]) -> Resul
     body[0..4].copy_from_slice(&src.to_le_bytes());
     body[4..8].copy_from_slice(&(header.len() as u32).to_le_bytes());
     body[8..12].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    body[12..16].copy_from_slice(&seq.to_le_bytes());
     body[FIELDS_LEN..FIELDS_LEN + header.len()].copy_from_slice(header);
     body[PAYLOAD_OFFSET..PAYLOAD_OFFSET + payload.len()].copy_from_slice(payload);
     Ok(())
@@ -142,12 +155,13 @@ mod tests {
     #[test]
     fn round_trip() {
         let mut body = vec![0xEEu8; body_len(100)];
-        encode(&mut body, 3, b"hdr", &[7; 100]).unwrap();
+        encode(&mut body, 3, 0xDEAD_BEEF, b"hdr", &[7; 100]).unwrap();
         let d = decode(&body, 3).unwrap();
         assert_eq!(d.src, 3);
+        assert_eq!(d.seq, 0xDEAD_BEEF);
         assert_eq!(d.header, b"hdr");
         assert_eq!(d.payload, &[7; 100][..]);
-        encode(&mut body, 3, &[1; HEADER_CAP], &[]).unwrap();
+        encode(&mut body, 3, 1, &[1; HEADER_CAP], &[]).unwrap();
         let d = decode(&body, 3).unwrap();
         assert_eq!(d.header.len(), HEADER_CAP);
         assert!(d.payload.is_empty());
@@ -157,21 +171,24 @@ mod tests {
     fn oversized_packets_are_refused_and_write_nothing() {
         let mut body = vec![0u8; body_len(8)];
         assert_eq!(
-            encode(&mut body, 0, &[0; HEADER_CAP + 1], &[]),
+            encode(&mut body, 0, 0, &[0; HEADER_CAP + 1], &[]),
             Err(CellError::HeaderTooLong)
         );
         assert_eq!(
-            encode(&mut body, 0, &[], &[0; 9]),
+            encode(&mut body, 0, 0, &[], &[0; 9]),
             Err(CellError::PayloadTooLong)
         );
         assert!(body.iter().all(|&b| b == 0));
-        assert_eq!(encode(&mut [0u8; 10], 0, &[], &[]), Err(CellError::Short));
+        assert_eq!(
+            encode(&mut [0u8; 10], 0, 0, &[], &[]),
+            Err(CellError::Short)
+        );
     }
 
     #[test]
     fn malformed_cells_are_rejected() {
         let mut body = vec![0u8; body_len(16)];
-        encode(&mut body, 1, b"h", b"p").unwrap();
+        encode(&mut body, 1, 0, b"h", b"p").unwrap();
         assert_eq!(decode(&body, 2), Err(CellError::WrongSource));
         assert_eq!(
             decode(&body[..PAYLOAD_OFFSET - 1], 1),

@@ -10,6 +10,7 @@ use ferry_core::{Buf, DeviceError, Error, PeerError, Rank, UsageError};
 use rustix::net::SocketAddrUnix;
 
 use crate::cell;
+use crate::fastbox::{self, Lane};
 use crate::ffi::{Consumer, OwnedCell, Popped, Segment};
 use crate::incoming::{recycle, ShmIncoming};
 use crate::os::{self, Epoll};
@@ -74,6 +75,14 @@ pub struct ShmDevice {
     /// This rank's free cells (LIFO, private: no atomics).
     pub(crate) pool: Vec<OwnedCell>,
     pub(crate) peers: Vec<Peer>,
+    /// Per local peer: sequence numbers and fastbox positions.
+    pub(crate) lanes: Vec<Lane>,
+    /// Slots per fastbox ring (0: fastboxes off).
+    pub(crate) fb_slots: u32,
+    /// Header plus payload bytes a fastbox slot holds (0: off).
+    pub(crate) fb_cap: usize,
+    /// Consumed slots are freed at the latest when this many are used.
+    pub(crate) fb_free_at: u32,
     pub(crate) wake: Wake,
     pub(crate) rdma: Rdma,
     pub(crate) batch: usize,
@@ -209,7 +218,7 @@ impl ShmDevice {
     }
 
     /// Marks local peer `p` failed (reported on the next drained progress).
-    fn fail(&mut self, p: u32, error: Error) {
+    pub(crate) fn fail(&mut self, p: u32, error: Error) {
         if let Some(peer) = self.peers.get_mut(p as usize) {
             if peer.health == Health::Alive {
                 peer.health = Health::Failed {
@@ -226,15 +235,23 @@ impl ShmDevice {
         self.unreported > 0
     }
 
-    /// Hands one arrived cell to the sink (or rejects it).
+    /// Hands one arrived cell to the sink, after the fastbox packets its
+    /// sender sent before it (or rejects it). Returns the packets delivered.
     #[inline]
-    fn deliver<S: Sink>(&mut self, cell: OwnedCell, sink: &mut S) {
+    fn deliver<S: Sink>(&mut self, cell: OwnedCell, sink: &mut S) -> usize {
         let owner = self.seg.geometry().owner(cell.index());
         let rank = self.ranks[owner as usize];
-        let lens =
-            cell::decode(self.seg.body(&cell), owner).map(|d| (d.header.len(), d.payload.len()));
-        match lens {
-            Ok((header_len, payload_len)) => {
+        let fields = cell::decode(self.seg.body(&cell), owner)
+            .map(|d| (d.header.len(), d.payload.len(), d.seq));
+        match fields {
+            Ok((header_len, payload_len, seq)) => {
+                let (now, events) = self.fb_catch_up(owner, seq, sink);
+                if !now {
+                    recycle(&self.seg, self.me, &mut self.pool, cell);
+                    return events;
+                }
+                let lane = &mut self.lanes[owner as usize];
+                lane.rx_seq = lane.rx_seq.wrapping_add(1);
                 let packet = ShmIncoming {
                     seg: &self.seg,
                     me: self.me,
@@ -245,23 +262,12 @@ impl ShmDevice {
                     max_parked: self.max_parked,
                 };
                 sink.packet(rank, packet);
+                events + 1
             }
             Err(e) => {
-                tracing::warn!(
-                    rank = self.rank,
-                    from = rank,
-                    what = e.what(),
-                    "corrupted shm cell"
-                );
                 recycle(&self.seg, self.me, &mut self.pool, cell);
-                self.fail(
-                    owner,
-                    PeerError::Protocol {
-                        rank,
-                        what: e.what(),
-                    }
-                    .into(),
-                );
+                self.poison(owner, e.what());
+                0
             }
         }
     }
@@ -359,14 +365,28 @@ impl Device for ShmDevice {
         if header.len() > MAX_HEADER {
             return Err(Error::Internal("packet header longer than MAX_HEADER"));
         }
+        if header.len() + payload.len() <= self.fb_cap {
+            if let Some(sleeps) = self.fb_send(dest, header, payload) {
+                if sleeps {
+                    self.signal(dest);
+                }
+                return Ok(Sent::Done);
+            }
+        }
         let Some(mut cell) = self.take_cell() else {
             return Ok(Sent::Busy);
         };
-        if cell::encode(self.seg.body_mut(&mut cell), self.me, header, payload).is_err() {
+        let seq = self.lanes[dest as usize].tx_seq;
+        if cell::encode(self.seg.body_mut(&mut cell), self.me, seq, header, payload).is_err() {
             self.pool.push(cell);
             return Err(Error::Internal("shm cell smaller than max_payload"));
         }
-        match self.seg.push_recv(dest, cell) {
+        let pushed = self.seg.push_recv(dest, cell);
+        if pushed.is_ok() {
+            let lane = &mut self.lanes[dest as usize];
+            lane.tx_seq = lane.tx_seq.wrapping_add(1);
+        }
+        match pushed {
             Ok(false) => {}
             Ok(true) => self.signal(dest),
             Err(c) => {
@@ -440,11 +460,16 @@ impl Device for ShmDevice {
         let mut drained = true;
         if self.broken.is_none() {
             drained = false;
-            for _ in 0..self.batch {
+            let mut budget = self.batch;
+            if self.fb_slots != 0 {
+                let (n, _) = self.fb_poll(sink, budget);
+                events += n;
+                budget -= n;
+            }
+            for _ in 0..budget {
                 match self.seg.pop_recv(&mut self.consumer) {
                     Ok(Popped::Cell(cell)) => {
-                        self.deliver(cell, sink);
-                        events += 1;
+                        events += self.deliver(cell, sink);
                     }
                     Ok(Popped::Empty | Popped::Busy) => {
                         drained = true;
@@ -479,8 +504,17 @@ impl Device for ShmDevice {
         if self.rdma.has_work() || self.has_unreported() {
             return Ok(Armed::Pending);
         }
-        if self.broken.is_none() && !self.seg.arm(&mut self.consumer) {
-            return Ok(Armed::Pending);
+        if self.broken.is_none() {
+            // A sleeper holds no slot: its senders keep their rings.
+            self.fb_free_all();
+            let (seg, me, lanes) = (&self.seg, self.me, &self.lanes[..]);
+            let window = seg.geometry().cells_per_rank;
+            let fb = self.fb_slots != 0;
+            if !seg.arm(&mut self.consumer, || {
+                !fb || fastbox::quiet(seg, me, lanes, window)
+            }) {
+                return Ok(Armed::Pending);
+            }
         }
         self.wake.armed = true;
         Ok(Armed::Sleep)

@@ -24,17 +24,30 @@
 //!   change bytes under a reader, as with any shared mapping (see memmap2's
 //!   docs); readers therefore take every length once and validate it
 //!   ([`crate::cell::decode`]), so they never index out of bounds.
+//! - **Fastbox slots** (see [`crate::fastbox`]) are plain bytes behind an
+//!   atomic control word. The [`Consumer`] of rank `r` is also the right to
+//!   write the slots of the rings *from* `r` and to read those of the rings
+//!   *to* `r`: the writable view ([`Segment::fb_data_mut`]) needs the
+//!   `&mut Consumer`, the readable one ([`Segment::fb_data`]) a `&Consumer`,
+//!   so in this process the two never coexist (even on the ring from `r` to
+//!   itself). By the protocol the sender writes a slot only while its
+//!   control word is 0 and the receiver reads it only while it is not, so
+//!   no other process writes the bytes we read or reads those we write;
+//!   a process that breaks the protocol can change bytes under us, as for
+//!   cells, and every length is again taken once and validated
+//!   ([`crate::fastbox::decode`]).
 //! - **Lifetime.** The mapping lives as long as the [`Segment`]; references
 //!   borrow the `Segment`, and ARecv buffers hold an `Arc<Segment>`.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use memmap2::MmapRaw;
 
+use crate::fastbox::CTRL_LEN;
 use crate::layout::{
     Geometry, RankBlock, SegmentHeader, CELL_ALIGN, CELL_BODY, CELL_LINK, PAGE, RANKS_OFFSET,
 };
-use crate::queue::{Arena, Corrupt, Pop, Queue};
+use crate::queue::{claim_sleeper, Arena, Corrupt, Pop, Queue};
 
 /// The header of a mapping whose geometry is not yet known (a mapper reads
 /// it to learn the geometry). `None` if the mapping is too short or not
@@ -271,12 +284,91 @@ impl Segment {
     }
 
     /// Raises the consumer's sleeping flag if its receive queue is empty
-    /// (see [`Queue::arm`]); `true` means it may sleep.
-    pub(crate) fn arm(&self, c: &mut Consumer) -> bool {
+    /// and `quiet` (the fastbox check) agrees (see [`Queue::arm`]); `true`
+    /// means it may sleep.
+    pub(crate) fn arm(&self, c: &mut Consumer, quiet: impl FnOnce() -> bool) -> bool {
         match self.rank(c.rank) {
             Some(b) => Queue::new(&b.recv.tail, &*b.recv_head, self.geo.recv_stub(c.rank))
-                .arm(&b.recv.sleeping),
+                .arm(&b.recv.sleeping, quiet),
             None => false,
+        }
+    }
+
+    /// After a fastbox publish to `dest`: whether `dest` sleeps and must be
+    /// signalled (claims the signal, see [`claim_sleeper`]).
+    #[inline]
+    pub(crate) fn take_sleeper(&self, dest: u32) -> bool {
+        self.rank(dest)
+            .is_some_and(|b| claim_sleeper(&b.recv.sleeping))
+    }
+
+    /// The offset of slot `slot` of the fastbox ring from `src` to `dst`,
+    /// or `None` for an index outside the geometry (always, when fastboxes
+    /// are off).
+    #[inline]
+    fn fb_off(&self, src: u32, dst: u32, slot: u32) -> Option<usize> {
+        let g = &self.geo;
+        if src >= g.nranks || dst >= g.nranks || slot >= g.fb_slots {
+            return None;
+        }
+        let off = g.fb_slot_off(src, dst, slot);
+        debug_assert!(off % CELL_ALIGN == 0 && off + g.fb_size <= g.total);
+        Some(off)
+    }
+
+    /// The control word of a fastbox slot.
+    #[inline]
+    pub(crate) fn fb_ctrl(&self, src: u32, dst: u32, slot: u32) -> Option<&AtomicU64> {
+        let off = self.fb_off(src, dst, slot)?;
+        // SAFETY: indices in range, so the slot lies inside the mapping
+        // (invariant "bounds") on a CELL_ALIGN boundary, which satisfies
+        // AtomicU64's alignment; the word is an atomic ("shared mutation");
+        // it borrows `self`.
+        Some(unsafe { &*self.map.as_ptr().add(off).cast::<AtomicU64>() })
+    }
+
+    /// The data bytes (after the control word) of slot `slot` of the ring
+    /// from `src` to the consumer: read them only while the control word
+    /// says full (invariant "fastbox slots"). Empty for indices out of
+    /// range.
+    #[inline]
+    pub(crate) fn fb_data<'a>(&'a self, c: &'a Consumer, src: u32, slot: u32) -> &'a [u8] {
+        let Some(off) = self.fb_off(src, c.rank, slot) else {
+            return &[];
+        };
+        // SAFETY: `off + fb_size` lies inside the mapping (see `fb_ctrl`) and
+        // `fb_size > CTRL_LEN` (checked geometry); bytes have no alignment or
+        // validity requirements; no writable view exists in this process
+        // while `c` is borrowed (invariant "fastbox slots").
+        unsafe {
+            std::slice::from_raw_parts(
+                self.map.as_ptr().add(off + CTRL_LEN),
+                self.geo.fb_size - CTRL_LEN,
+            )
+        }
+    }
+
+    /// The data bytes of slot `slot` of the ring from the consumer to
+    /// `dst`, writable: write them only while the control word is 0.
+    /// Empty for indices out of range.
+    #[inline]
+    pub(crate) fn fb_data_mut<'a>(
+        &'a self,
+        c: &'a mut Consumer,
+        dst: u32,
+        slot: u32,
+    ) -> &'a mut [u8] {
+        let Some(off) = self.fb_off(c.rank, dst, slot) else {
+            return &mut [];
+        };
+        // SAFETY: in bounds as for `fb_data`; the `&mut Consumer` makes this
+        // the only view of the slot's bytes in this process while it lasts
+        // (invariant "fastbox slots").
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.map.as_mut_ptr().add(off + CTRL_LEN),
+                self.geo.fb_size - CTRL_LEN,
+            )
         }
     }
 

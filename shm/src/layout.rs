@@ -7,7 +7,10 @@
 //! RANKS_OFFSET        RankBlock × N (2944 B each): receive queue, free queue,
 //!                     sleeping flag, pid/CMA/parking info, registration table
 //! cells_off (page)    cell × (N × cells_per_rank), `stride` bytes each:
-//!                     [link: u32][body: see crate::cell]
+//!                     [link: u32][pad: 12 B][body: see crate::cell]
+//! fb_off (page)       fastbox ring × N² (only if fb_slots > 0), ring
+//!                     (src → dst) at index dst·N + src: fb_slots slots of
+//!                     fb_size bytes, [control word: u64][data: see crate::fastbox]
 //! ```
 //! Cell `i` belongs to rank `i / cells_per_rank`. Queue nodes are named by
 //! `u32` index: cells are `0..ncells`; rank `r`'s receive-queue stub is
@@ -24,13 +27,14 @@ use crate::cell;
 /// "FERRYSHM", little-endian.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"FERRYSHM");
 /// Bumped on any incompatible layout change.
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
 /// Published registrations per rank (rendezvous keys a peer can check).
 pub(crate) const REG_SLOTS: usize = 64;
 /// Offset of a cell's queue link.
 pub(crate) const CELL_LINK: usize = 0;
-/// Offset of a cell's body (after the link).
-pub(crate) const CELL_BODY: usize = 4;
+/// Offset of a cell's body (after the link and padding that keeps the
+/// payload 16-byte aligned).
+pub(crate) const CELL_BODY: usize = 16;
 /// Offset of a cell's payload.
 pub(crate) const CELL_PAYLOAD: usize = CELL_BODY + cell::PAYLOAD_OFFSET;
 /// Cells start on this boundary.
@@ -53,7 +57,11 @@ pub(crate) struct SegmentHeader {
     /// [`FINGERPRINT`]: refuses a binary with another layout.
     pub(crate) fingerprint: AtomicU64,
     pub(crate) total_len: AtomicU64,
-    _reserved: [AtomicU64; 11],
+    /// Slots per fastbox ring (0: no fastboxes).
+    pub(crate) fb_slots: AtomicU32,
+    /// Bytes per fastbox slot.
+    pub(crate) fb_slot_size: AtomicU32,
+    _reserved: [AtomicU64; 10],
 }
 
 /// The producers' line of a receive queue: `tail`, and the consumer's
@@ -151,6 +159,9 @@ pub(crate) const FINGERPRINT: u64 = {
     h = mix(h, CELL_BODY);
     h = mix(h, CELL_PAYLOAD);
     h = mix(h, CELL_ALIGN);
+    h = mix(h, offset_of!(SegmentHeader, fb_slots));
+    h = mix(h, crate::fastbox::CTRL_LEN);
+    h = mix(h, crate::fastbox::FORMAT as usize);
     h
 };
 
@@ -171,17 +182,39 @@ pub(crate) struct Geometry {
     /// Bytes per cell.
     pub(crate) stride: usize,
     pub(crate) cells_off: usize,
+    /// Slots per fastbox ring (0: fastboxes off).
+    pub(crate) fb_slots: u32,
+    /// Bytes per fastbox slot (a multiple of [`CELL_ALIGN`]).
+    pub(crate) fb_size: usize,
+    /// Where the fastbox rings start (page-aligned; `total` when off).
+    pub(crate) fb_off: usize,
     /// Segment length.
     pub(crate) total: usize,
 }
 
 impl Geometry {
     /// The geometry, or `None` if it overflows or the node indices would not
-    /// fit in a `u32` below the null index.
-    pub(crate) fn new(nranks: usize, payload: usize, cells_per_rank: usize) -> Option<Geometry> {
+    /// fit in a `u32` below the null index. `fb_slots` = 0 means no
+    /// fastboxes (`fb_size` is then ignored); otherwise `fb_size` must be a
+    /// multiple of [`CELL_ALIGN`] accepted by [`crate::fastbox::slot_size_ok`].
+    pub(crate) fn new(
+        nranks: usize,
+        payload: usize,
+        cells_per_rank: usize,
+        fb_slots: usize,
+        fb_size: usize,
+    ) -> Option<Geometry> {
         if nranks == 0 || cells_per_rank == 0 || payload > u32::MAX as usize / 2 {
             return None;
         }
+        let (fb_slots, fb_size) = if fb_slots == 0 {
+            (0, 0)
+        } else {
+            if !crate::fastbox::slot_size_ok(fb_size) || fb_slots > crate::fastbox::MAX_SLOTS {
+                return None;
+            }
+            (fb_slots, fb_size)
+        };
         let ncells = nranks.checked_mul(cells_per_rank)?;
         let nodes = ncells.checked_add(nranks.checked_mul(2)?)?;
         if nodes >= crate::queue::NIL as usize {
@@ -190,7 +223,10 @@ impl Geometry {
         let stride = round_up(CELL_PAYLOAD.checked_add(payload)?, CELL_ALIGN)?;
         let blocks = nranks.checked_mul(size_of::<RankBlock>())?;
         let cells_off = round_up(RANKS_OFFSET.checked_add(blocks)?, PAGE)?;
-        let total = round_up(cells_off.checked_add(ncells.checked_mul(stride)?)?, PAGE)?;
+        let fb_off = round_up(cells_off.checked_add(ncells.checked_mul(stride)?)?, PAGE)?;
+        let rings = nranks.checked_mul(nranks)?;
+        let fb_bytes = rings.checked_mul(fb_slots)?.checked_mul(fb_size)?;
+        let total = round_up(fb_off.checked_add(fb_bytes)?, PAGE)?;
         Some(Geometry {
             nranks: u32::try_from(nranks).ok()?,
             payload,
@@ -198,6 +234,9 @@ impl Geometry {
             ncells: u32::try_from(ncells).ok()?,
             stride,
             cells_off,
+            fb_slots: u32::try_from(fb_slots).ok()?,
+            fb_size,
+            fb_off,
             total,
         })
     }
@@ -237,6 +276,14 @@ impl Geometry {
         self.ncells + 2 * r + 1
     }
 
+    /// The offset of slot `slot` of the fastbox ring from `src` to `dst`
+    /// (all in range: `src, dst < nranks`, `slot < fb_slots`).
+    #[inline]
+    pub(crate) fn fb_slot_off(&self, src: u32, dst: u32, slot: u32) -> usize {
+        let ring = dst as usize * self.nranks as usize + src as usize;
+        self.fb_off + (ring * self.fb_slots as usize + slot as usize) * self.fb_size
+    }
+
     /// Bytes of a cell body.
     pub(crate) fn body_len(&self) -> usize {
         cell::body_len(self.payload)
@@ -252,7 +299,7 @@ mod tests {
 
     #[test]
     fn geometry_is_checked() {
-        let g = Geometry::new(4, 1000, 8).unwrap();
+        let g = Geometry::new(4, 1000, 8, 0, 0).unwrap();
         assert_eq!(g.ncells, 32);
         assert_eq!(g.stride % CELL_ALIGN, 0);
         assert!(g.stride >= CELL_PAYLOAD + 1000);
@@ -263,9 +310,23 @@ mod tests {
         assert_eq!(g.pool(2), 16..24);
         assert_eq!(g.recv_stub(1), 34);
         assert_eq!(g.free_stub(1), 35);
-        assert!(Geometry::new(0, 1, 1).is_none());
-        assert!(Geometry::new(1 << 20, 1 << 20, 1 << 20).is_none());
-        assert!(Geometry::new(usize::MAX, 1, 1).is_none());
-        assert!(Geometry::new(1, usize::MAX, 1).is_none());
+        assert_eq!(g.fb_off, g.total);
+        assert!(Geometry::new(0, 1, 1, 0, 0).is_none());
+        assert!(Geometry::new(1 << 20, 1 << 20, 1 << 20, 0, 0).is_none());
+        assert!(Geometry::new(usize::MAX, 1, 1, 0, 0).is_none());
+        assert!(Geometry::new(1, usize::MAX, 1, 0, 0).is_none());
+        // Fastboxes: N² rings after the cells.
+        let f = Geometry::new(4, 1000, 8, 16, 256).unwrap();
+        assert_eq!(f.fb_off, g.total);
+        assert_eq!(f.total, g.total + 16 * 16 * 256);
+        assert_eq!(f.fb_slot_off(0, 0, 0), f.fb_off);
+        assert_eq!(f.fb_slot_off(1, 0, 0), f.fb_off + 16 * 256);
+        assert_eq!(f.fb_slot_off(0, 1, 2), f.fb_off + (4 * 16 + 2) * 256);
+        assert_eq!(f.fb_slot_off(3, 3, 15) + 256, f.total);
+        assert!(
+            Geometry::new(4, 1000, 8, 16, 100).is_none(),
+            "not a line multiple"
+        );
+        assert!(Geometry::new(4, 1000, 8, 1 << 30, 256).is_none());
     }
 }

@@ -1,8 +1,9 @@
 //! # ferry-shm
 //!
 //! ferry's shared-memory device: the transport between ranks on one node.
-//! It implements [`ferry_core::Device`]: eager packets travel through cells
-//! in one shared segment, large messages by a single copy with
+//! It implements [`ferry_core::Device`]: small packets travel through
+//! per-pair fastbox rings, other eager packets through cells in one shared
+//! segment, large messages by a single copy with
 //! cross-memory attach (CMA, `process_vm_readv`), and a rank with nothing to
 //! do sleeps in the kernel on one pollable fd.
 //!
@@ -41,6 +42,24 @@
 //!   empty pool is back-pressure ([`Sent::Busy`](ferry_core::device::Sent)),
 //!   never an error. Memory is linear in the number of local ranks (formula
 //!   below). The algorithm is model-checked with loom.
+//! - **Fastboxes for small packets** (as Open MPI vader's fast boxes, UCX
+//!   sysv's rings and MPICH's fastboxes): for every ordered pair of local
+//!   ranks, a ring of [`ShmOptions::fastbox_slots`] slots (default 64) of
+//!   [`ShmOptions::fastbox_slot_size`] bytes (default 256: an 8-byte
+//!   control word, then header and payload inline). A packet that fits
+//!   goes into the sender's next slot if it is free, else by cell, so the
+//!   rings add no back-pressure. One fastbox packet moves the cache line(s)
+//!   of one slot between the two cores, against 4–6 lines for a cell (free
+//!   queue, receive queue tail and link, the cell, its return).
+//!   **Per-pair FIFO order across both paths** comes from a per-pair
+//!   sequence number in every packet: the receiver delivers a slot only when
+//!   it is the next it expects, and a cell that arrives ahead of its turn
+//!   first pulls the slots sent before it (visible by then: they were
+//!   published before the cell was enqueued). The protocol, its checks and
+//!   its wake-up argument are in the [`fastbox`] module; loom checks it.
+//!   Fastboxes are used on nodes with at most
+//!   [`ShmOptions::fastbox_max_ranks`] local ranks (default 32), since their
+//!   memory is quadratic; `FERRY_SHM_FASTBOX_SLOTS=0` turns them off.
 //! - **Eager** packets are copied once into a cell and once out of it. Every
 //!   length and index read from shared memory is validated before use
 //!   ([`cell::decode`], fuzzed): a corrupted cell is a
@@ -55,20 +74,23 @@
 //!   fragmented protocol becomes a **pipelined copy through the cells**
 //!   (bounce buffers of `cell_size` bytes). See *Performance* for which is
 //!   faster where.
-//! - **ARecv zero-copy**: an eager message taken with
+//! - **ARecv zero-copy**: an eager message in a cell taken with
 //!   [`Incoming::into_payload`](ferry_core::device::Incoming) (an
 //!   unexpected message, or an `arecv`) is handed over *in its cell*: the
 //!   `Buf`'s bytes are the cell's, and dropping the `Buf` returns the cell
 //!   to its owner. At most half of an owner's cells can be parked like
 //!   this at once; beyond that the payload is copied and the cell returned
 //!   at once, so parked cells can never starve a sender (the **parking
-//!   rule**, see the `incoming` module).
+//!   rule**, see the `incoming` module). A fastbox packet's payload is
+//!   copied (it is small, and its slot must be freed soon).
 //! - **Passive waiting** (`caps.wait_fd`): [`Device::arm`] raises the
-//!   receiver's `sleeping` flag and re-checks its queue; a sender, after
-//!   enqueueing, takes the flag with an atomic swap and only if it was set
-//!   sends one datagram to the receiver's abstract Unix socket. So the send
-//!   path makes **no system call while the receiver is awake**, and no
-//!   wake-up is lost (the Dekker argument is in the `queue` module). The
+//!   receiver's `sleeping` flag and re-checks its queue and the next slot
+//!   of every fastbox ring towards it; a sender, after enqueueing or
+//!   publishing a slot, takes the flag with an atomic swap and only if it
+//!   was set sends one datagram to the receiver's abstract Unix socket. So
+//!   the send path makes **no system call while the receiver is awake**,
+//!   and no wake-up is lost (the Dekker arguments are in the `queue` and
+//!   [`fastbox`] modules). The
 //!   [`wait_fd`](ferry_core::Device::wait_fd) is an epoll fd holding that socket and a
 //!   pidfd per local peer, so a peer's death wakes a sleeper too.
 //! - **Peer death** is detected through the pidfds (one `epoll_wait(0)`
@@ -81,23 +103,31 @@
 //! ## Memory
 //! The segment takes exactly [`segment_bytes`]`(N, opts)` bytes:
 //!
-//! `page(128 + N·2944) + page(N·C·⌈(80 + S)/64⌉·64)`
+//! `page(128 + N·2944) + page(N·C·⌈(96 + S)/64⌉·64) + page(N²·K·Z)`
 //!
-//! for `N` local ranks, `C` cells per rank and `S` payload bytes per cell
-//! (2944 bytes is the per-rank block: queue heads and tails, flags, the
-//! 64-entry registration table; `page` rounds up to 4 KiB). With the
-//! defaults (`S` = 64 KiB, `C` = 32), as printed by the test
-//! `memory_formula_figures`:
+//! for `N` local ranks, `C` cells per rank, `S` payload bytes per cell, `K`
+//! fastbox slots per ring and `Z` bytes per slot (2944 bytes is the
+//! per-rank block: queue heads and tails, flags, the 64-entry registration
+//! table; `page` rounds up to 4 KiB; `K` is 0 above
+//! [`ShmOptions::fastbox_max_ranks`]). The cells are linear in `N`, the
+//! fastboxes quadratic: `K·Z` = 16 KiB per ordered pair with the defaults.
+//! With the defaults (`S` = 64 KiB, `C` = 32, `K` = 64, `Z` = 256, up to
+//! 32 ranks), as printed by the test `memory_formula_figures`:
 //!
-//! | local ranks | segment | per rank |
-//! |---:|---:|---:|
-//! | 2 | 4.0 MiB (4 210 688 B) | 2.01 MiB |
-//! | 16 | 32.1 MiB (33 669 120 B) | 2.01 MiB |
-//! | 64 | 128.4 MiB (134 672 384 B) | 2.01 MiB |
-//! | 256 | 513.7 MiB (538 677 248 B) | 2.01 MiB |
+//! | local ranks | segment | of which fastboxes | per rank |
+//! |---:|---:|---:|---:|
+//! | 2 | 4.1 MiB (4 276 224 B) | 64 KiB | 2.04 MiB |
+//! | 8 | 17.1 MiB (17 883 136 B) | 1 MiB | 2.13 MiB |
+//! | 16 | 36.1 MiB (37 863 424 B) | 4 MiB | 2.26 MiB |
+//! | 32 | 80.2 MiB (84 115 456 B) | 16 MiB | 2.51 MiB |
+//! | 33 (no fastboxes) | 66.2 MiB (69 439 488 B) | 0 | 2.01 MiB |
+//! | 64 | 128.4 MiB (134 672 384 B) | 0 | 2.01 MiB |
+//! | 256 | 513.7 MiB (538 677 248 B) | 0 | 2.01 MiB |
 //!
-//! Per-pair rings of the same depth would need `N²·C·S`: 128 GiB at 256
-//! ranks. `/dev/shm` pages are allocated only when first touched, and the
+//! Fastboxes at 256 ranks would take 1 GiB with the defaults (64 MiB with
+//! `K` = 8, `Z` = 128); per-pair rings as deep as the cell pools would need
+//! `N²·C·S`: 128 GiB. A ring's pages are touched only once its pair
+//! exchanges small packets. `/dev/shm` pages are allocated only when first touched, and the
 //! pools are LIFO, so a rank exchanging small messages touches a few cells
 //! only. 64 KiB cells make the copy-through-cells rendezvous fast (it
 //! matches the engine's default fragment); on nodes with many ranks,
@@ -118,6 +148,31 @@
 //! | bandwidth, 1 MiB, window 8 | 12.8 GB/s | 45 GB/s |
 //! | bandwidth, 1 MiB, window 64 | 7.9 GB/s | 17.5 GB/s |
 //!
+//! (That table predates the fastboxes; the large-message rows do not
+//! involve them.) **Fastboxes**, measured with `ferry-bench` (two
+//! processes, `taskset -c 0,1`, 20 000 iterations), medians of 11
+//! alternating runs against the previous, cell-only device built from the
+//! same tree, on a shared and busy VM (absolute figures are higher than on
+//! an idle one; 1 and 4 KiB go by cell in both):
+//!
+//! | | cells only | fastboxes |
+//! |---|---:|---:|
+//! | one-way latency p50, 8 B (spin / hybrid) | 0.310 / 0.310 µs | 0.226 / 0.231 µs |
+//! | one-way latency min, 8 B (spin / hybrid) | 0.245 / 0.251 µs | 0.185 / 0.190 µs |
+//! | one-way latency p50, 64 B (spin / hybrid) | 0.326 / 0.316 µs | 0.226 / 0.226 µs |
+//! | one-way latency p50, 1 KiB (cells either way) | 0.356 / 0.351 µs | 0.331 / 0.336 µs |
+//! | one-way latency p50, 4 KiB (cells either way) | 0.506 / 0.511 µs | 0.466 / 0.476 µs |
+//! | message rate, 8 B, window 64 (spin / hybrid) | 3.95 / 3.50 M/s | 4.80 / 5.08 M/s |
+//! | message rate, 64 B, window 64 (spin / hybrid) | 4.04 / 4.02 M/s | 5.13 / 4.28 M/s |
+//!
+//! The device alone (`examples/device_pingpong.rs`, two threads, no
+//! engine) moves an 8-byte packet one way in 83–98 ns by fastbox against
+//! 133–146 ns by cell (the quieter runs). Per round trip both paths execute
+//! about the same number of instructions (`examples/pingpong_1thread.rs`
+//! under callgrind: 5 591 by fastbox, 5 602 by cell, both engines
+//! included): the gain is in the cache lines that cross between the cores,
+//! and most of the remaining latency is the engine's.
+//!
 //! Eager messages (up to the engine's eager limit, 8 KiB by default) take
 //! the same path either way. For large messages, `process_vm_readv` itself
 //! is the limit on this machine: alone, it copies 1 MiB in 70 µs
@@ -134,10 +189,11 @@
 //! ## Safety
 //! All `unsafe` code is in the `ffi` module (the crate is
 //! `#![deny(unsafe_code)]` elsewhere): creating references to the atomics of
-//! the mapped segment and viewing cell bodies as byte slices. Its invariants
-//! (bounds from the checked geometry, alignment asserted at compile time,
-//! only atomics in shared structures, one owner per cell through a
-//! non-forgeable token) are documented there. System calls go through the
+//! the mapped segment and viewing cell bodies and fastbox slots as byte
+//! slices. Its invariants (bounds from the checked geometry, alignment
+//! asserted at compile time, only atomics in shared structures, one owner
+//! per cell through a non-forgeable token, fastbox slots viewed through the
+//! rank's consumer token) are documented there. System calls go through the
 //! safe interfaces of `rustix` and `nix` (the `os` module).
 //!
 //! Other processes can write the segment: it is mode 0600, so only the
@@ -165,6 +221,10 @@
 //! abstract namespace and vanish with their process.
 //!
 //! ## Limitations
+//! - A peer that sends a malformed fastbox slot or a packet out of sequence
+//!   is a protocol error, and its later packets are dropped (its sequence
+//!   can no longer be trusted). A peer that publishes a slot ahead of its
+//!   turn and never sends the cells before it stalls only its own packets.
 //! - A producer killed *between* the two steps of an enqueue (the tail
 //!   exchange and the link store, a few instructions) leaves the receiver's
 //!   queue cut at that point: later packets to that receiver stay invisible
@@ -182,6 +242,7 @@
 pub mod cell;
 mod device;
 mod error;
+pub mod fastbox;
 #[allow(unsafe_code)]
 mod ffi;
 mod incoming;

@@ -30,6 +30,18 @@ pub struct ShmOptions {
     /// Peers' liveness is checked every this many `progress` calls (default
     /// 1024; always after a wake-up). One `epoll_wait(0)` per check.
     pub liveness_interval: u32,
+    /// Slots of each per-pair fastbox ring (`FERRY_SHM_FASTBOX_SLOTS`,
+    /// default 64; 0 turns fastboxes off). Small packets go through these
+    /// rings while they have room, others through the cells.
+    pub fastbox_slots: usize,
+    /// Bytes per fastbox slot (`FERRY_SHM_FASTBOX_SIZE`, default 256, a
+    /// multiple of 64 between 64 and 4096): 8 of them are the control word,
+    /// the rest holds a packet's header and payload.
+    pub fastbox_slot_size: usize,
+    /// Fastboxes are used only on nodes with at most this many local ranks
+    /// (`FERRY_SHM_FASTBOX_MAX_RANKS`, default 32): their memory grows with
+    /// the square of the rank count.
+    pub fastbox_max_ranks: usize,
     /// Directory of the segment file (`FERRY_SHM_DIR`, default `/dev/shm`).
     pub dir: PathBuf,
 }
@@ -42,6 +54,9 @@ impl Default for ShmOptions {
             cells_per_rank: 32,
             progress_batch: 64,
             liveness_interval: 1024,
+            fastbox_slots: 64,
+            fastbox_slot_size: 256,
+            fastbox_max_ranks: 32,
             dir: PathBuf::from("/dev/shm"),
         }
     }
@@ -62,8 +77,9 @@ fn parse_size(var: &'static str, v: &str) -> Result<usize, ShmError> {
 
 impl ShmOptions {
     /// The defaults, overridden by `FERRY_SHM_CMA` (`0`/`1`/`false`/`true`),
-    /// `FERRY_SHM_CELL_SIZE` (bytes; `k`/`m` suffixes), `FERRY_SHM_CELLS`
-    /// and `FERRY_SHM_DIR`.
+    /// `FERRY_SHM_CELL_SIZE` (bytes; `k`/`m` suffixes), `FERRY_SHM_CELLS`,
+    /// `FERRY_SHM_FASTBOX_SLOTS`, `FERRY_SHM_FASTBOX_SIZE`,
+    /// `FERRY_SHM_FASTBOX_MAX_RANKS` and `FERRY_SHM_DIR`.
     ///
     /// # Errors
     /// [`ShmError::Options`] for a value that does not parse.
@@ -85,6 +101,15 @@ impl ShmOptions {
         }
         if let Ok(v) = std::env::var("FERRY_SHM_CELLS") {
             o.cells_per_rank = parse_size("FERRY_SHM_CELLS", &v)?;
+        }
+        if let Ok(v) = std::env::var("FERRY_SHM_FASTBOX_SLOTS") {
+            o.fastbox_slots = parse_size("FERRY_SHM_FASTBOX_SLOTS", &v)?;
+        }
+        if let Ok(v) = std::env::var("FERRY_SHM_FASTBOX_SIZE") {
+            o.fastbox_slot_size = parse_size("FERRY_SHM_FASTBOX_SIZE", &v)?;
+        }
+        if let Ok(v) = std::env::var("FERRY_SHM_FASTBOX_MAX_RANKS") {
+            o.fastbox_max_ranks = parse_size("FERRY_SHM_FASTBOX_MAX_RANKS", &v)?;
         }
         if let Ok(v) = std::env::var("FERRY_SHM_DIR") {
             o.dir = PathBuf::from(v);
@@ -111,21 +136,52 @@ impl ShmOptions {
         if self.liveness_interval == 0 {
             return bad("liveness_interval must be at least 1");
         }
+        if self.fastbox_slots > crate::fastbox::MAX_SLOTS {
+            return bad("fastbox_slots must be at most 65536");
+        }
+        if !crate::fastbox::slot_size_ok(self.fastbox_slot_size) {
+            return bad("fastbox_slot_size must be a multiple of 64 between 64 and 4096");
+        }
         Ok(())
+    }
+
+    /// Fastbox slots per ring for a node of `local_ranks` ranks (0 above
+    /// [`fastbox_max_ranks`](Self::fastbox_max_ranks)).
+    pub(crate) fn fastbox_slots_for(&self, local_ranks: usize) -> usize {
+        if local_ranks > self.fastbox_max_ranks {
+            0
+        } else {
+            self.fastbox_slots
+        }
+    }
+
+    /// The segment geometry for `local_ranks` ranks.
+    pub(crate) fn geometry(&self, local_ranks: usize) -> Option<Geometry> {
+        Geometry::new(
+            local_ranks,
+            self.cell_size,
+            self.cells_per_rank,
+            self.fastbox_slots_for(local_ranks),
+            self.fastbox_slot_size,
+        )
     }
 }
 
 /// The exact size of the segment for `local_ranks` ranks (0 if the geometry
 /// overflows):
 ///
-/// `page(128 + N·R) + page(N · C · stride)`, with `stride = ⌈(80 + S) / 64⌉·64`,
+/// `page(128 + N·R) + page(N · C · stride) + page(N² · K · Z)`, with
+/// `stride = ⌈(96 + S) / 64⌉·64`,
 ///
 /// where `N` = local ranks, `C` = cells per rank, `S` = cell payload size,
 /// `R` = the per-rank block (queue heads and tails, flags, the registration
-/// table: 2944 bytes on x86-64) and `page(x)` rounds up to 4 KiB. It is
-/// linear in `N`: each rank brings its own cells, whoever it talks to.
+/// table: 2944 bytes on x86-64), `K` = fastbox slots per ring (0 when
+/// `N` > [`ShmOptions::fastbox_max_ranks`]), `Z` = fastbox slot size, and
+/// `page(x)` rounds up to 4 KiB. The cells are linear in `N` (each rank
+/// brings its own, whoever it talks to); the fastboxes, one ring per ordered
+/// pair, are quadratic, hence the rank limit.
 pub fn segment_bytes(local_ranks: usize, opts: &ShmOptions) -> usize {
-    Geometry::new(local_ranks, opts.cell_size, opts.cells_per_rank).map_or(0, |g| g.total)
+    opts.geometry(local_ranks).map_or(0, |g| g.total)
 }
 
 /// The per-rank block `R` of the formula, in bytes.

@@ -86,6 +86,22 @@ impl Link for loom::sync::atomic::AtomicU32 {
     }
 }
 
+/// Producer, after publishing to a consumer (a push, or a fastbox slot): whether
+/// the consumer sleeps and must be signalled. The producer that finds the
+/// flag raised also lowers it, so one sleep costs one signal however many
+/// producers arrive.
+#[inline]
+pub(crate) fn claim_sleeper<L: Link>(sleeping: &L) -> bool {
+    // Relaxed (P2): ordered by the publishing RMW before it (the exchange in
+    // `push`, or the one in `fastbox::publish`), see `Queue::arm`.
+    if sleeping.load(Relaxed) == 0 {
+        return false;
+    }
+    // AcqRel: claims the one signal of this sleep; pairs with the other
+    // producers' claims and the consumer's `arm` swap.
+    sleeping.swap(0, AcqRel) != 0
+}
+
 /// Where the nodes' `next` links live.
 pub(crate) trait Arena {
     /// The link type.
@@ -227,7 +243,11 @@ impl<'a, L: Link> Queue<'a, L> {
     /// So P2 can be a plain load, and the send path has no fence and no RMW
     /// on the flag while the consumer is awake. (Model-checked by
     /// `loom_no_lost_wakeup`, which fails when A2 is a plain load.)
-    pub(crate) fn arm(&self, sleeping: &L) -> bool {
+    ///
+    /// `quiet` is called between the two steps' end and the verdict: the
+    /// device's fastbox check (A2 on every slot the consumer polls, see
+    /// [`crate::fastbox`]); `false` there also means no sleep.
+    pub(crate) fn arm(&self, sleeping: &L, quiet: impl FnOnce() -> bool) -> bool {
         // Relaxed would do for A1 (A2 carries the ordering); AcqRel keeps it
         // ordered before A2 in any reading.
         sleeping.swap(1, AcqRel);
@@ -235,7 +255,7 @@ impl<'a, L: Link> Queue<'a, L> {
         // argued above.
         let tail = self.tail.fetch_add(0, AcqRel);
         let head = self.head.load(Relaxed);
-        if head == self.stub && tail == self.stub {
+        if head == self.stub && tail == self.stub && quiet() {
             true
         } else {
             sleeping.store(0, Relaxed);
@@ -263,14 +283,9 @@ impl<'a, L: Link> Queue<'a, L> {
         sleeping: &L,
     ) -> Result<bool, Corrupt> {
         self.push(arena, node)?;
-        // Relaxed (P2): ordered by the exchange in `push`, see `arm`. It
-        // shares the cache line of `tail`, which the exchange just made ours.
-        if sleeping.load(Relaxed) == 0 {
-            return Ok(false);
-        }
-        // AcqRel: claims the one signal of this sleep; pairs with the other
-        // producers' claims and the consumer's `arm` swap.
-        Ok(sleeping.swap(0, AcqRel) != 0)
+        // P2: ordered by the exchange in `push`, see `arm`. The flag shares
+        // the cache line of `tail`, which the exchange just made ours.
+        Ok(claim_sleeper(sleeping))
     }
 }
 
@@ -356,10 +371,12 @@ mod tests {
             a.links[2].store(NIL, Relaxed);
             let prev = a.words[0].swap(2, AcqRel);
             assert_eq!(q.pop(&a).unwrap(), Pop::Busy);
-            assert!(!q.arm(a.flag(0)), "a half-done push is not empty");
+            assert!(!q.arm(a.flag(0), || true), "a half-done push is not empty");
             a.links[prev as usize].store(2, Release);
             assert_eq!(q.pop(&a).unwrap(), Pop::Item(2));
-            assert!(q.arm(a.flag(0)));
+            assert!(q.arm(a.flag(0), || true));
+            assert!(!q.arm(a.flag(0), || false), "a busy fastbox is not empty");
+            assert!(q.arm(a.flag(0), || true));
             assert!(q.push_notify(&a, 1, a.flag(0)).unwrap(), "sleeper is seen");
             assert!(
                 !q.push_notify(&a, 3, a.flag(0)).unwrap(),
@@ -556,7 +573,7 @@ mod tests {
                     let a = a.clone();
                     thread::spawn(move || a.queue(0).push_notify(&*a, 0, a.flag(0)).unwrap())
                 };
-                let slept = a.queue(0).arm(a.flag(0));
+                let slept = a.queue(0).arm(a.flag(0), || true);
                 let signalled = producer.join().unwrap();
                 if slept {
                     assert!(signalled, "the consumer slept and nobody woke it");

@@ -30,6 +30,7 @@ use ferry_core::{Bootstrap, Rank};
 
 use crate::device::{Health, Peer, ShmDevice, Wake, NOT_LOCAL, WAKE_TAG};
 use crate::error::ShmError;
+use crate::fastbox::{Lane, CTRL_LEN};
 use crate::ffi::{header_of, Segment};
 use crate::layout::{Geometry, FINGERPRINT, MAGIC, VERSION};
 use crate::options::ShmOptions;
@@ -156,6 +157,8 @@ fn create(
     h.cells_per_rank.store(geo.cells_per_rank, Relaxed);
     h.fingerprint.store(FINGERPRINT, Relaxed);
     h.total_len.store(geo.total as u64, Relaxed);
+    h.fb_slots.store(geo.fb_slots, Relaxed);
+    h.fb_slot_size.store(geo.fb_size as u32, Relaxed);
     // Release: publishes the header and the initialised queues; pairs with
     // the Acquire load of the magic in `attach`.
     h.magic.store(MAGIC, Release);
@@ -194,6 +197,8 @@ fn attach(dir: &std::path::Path, name: &str, nranks: usize) -> Result<Arc<Segmen
         n,
         h.cell_payload.load(Relaxed) as usize,
         h.cells_per_rank.load(Relaxed) as usize,
+        h.fb_slots.load(Relaxed) as usize,
+        h.fb_slot_size.load(Relaxed) as usize,
     ) {
         Some(g) if g.total as u64 == h.total_len.load(Relaxed) && g.total as u64 <= len => g,
         _ => return bad("geometry does not match the file"),
@@ -329,7 +334,8 @@ impl ShmDevice {
         let me = check_ranks(boot, local_ranks)?;
         let rank = boot.rank();
         let job = os::sanitize_job_id(boot.job_id());
-        let geo = Geometry::new(local_ranks.len(), opts.cell_size, opts.cells_per_rank)
+        let geo = opts
+            .geometry(local_ranks.len())
             .ok_or_else(|| ShmError::Options("segment geometry overflows".into()))?;
         let seed = os::random_u64().map_err(ShmError::os("reading /dev/urandom"))?;
         if opts.cma {
@@ -464,6 +470,14 @@ fn finish(
         ranks: local_ranks.to_vec(),
         pool: a.pool,
         peers,
+        lanes: vec![Lane::default(); local_ranks.len()],
+        fb_slots: geo.fb_slots,
+        fb_free_at: crate::fastbox::FREE_AT.min(geo.fb_slots / 2).max(1),
+        fb_cap: if geo.fb_slots == 0 {
+            0
+        } else {
+            geo.fb_size - CTRL_LEN
+        },
         wake: Wake {
             epoll,
             sock: a.sock,

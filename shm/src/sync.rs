@@ -7,6 +7,6 @@
 //! holds `std` atomics (loom's cannot live in an mmap).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::AtomicU32;
+pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64};
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::AtomicU32;

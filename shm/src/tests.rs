@@ -74,11 +74,22 @@ fn try_devices(
 
 use ferry_core::recorder::Recorder;
 
+/// Cells only (no fastboxes): the cell path's tests.
 fn small() -> ShmOptions {
     ShmOptions {
         cell_size: 256,
         cells_per_rank: 8,
+        fastbox_slots: 0,
         ..ShmOptions::default()
+    }
+}
+
+/// Small cells and small fastbox rings (4 slots of 128 bytes).
+fn small_fb() -> ShmOptions {
+    ShmOptions {
+        fastbox_slots: 4,
+        fastbox_slot_size: 128,
+        ..small()
     }
 }
 
@@ -150,7 +161,7 @@ fn corrupted_cells_are_protocol_errors_reported_once() {
         let d = &mut devs[0];
         let mut cell = d.pool.pop().unwrap();
         let body = d.seg.body_mut(&mut cell);
-        crate::cell::encode(body, 0, b"hh", b"pp").unwrap();
+        crate::cell::encode(body, 0, 0, b"hh", b"pp").unwrap();
         body[at..at + 4].copy_from_slice(&value.to_le_bytes());
         d.seg.push_recv(1, cell).unwrap();
     }
@@ -453,22 +464,334 @@ fn device_is_send() {
 fn memory_formula_figures() {
     let opts = ShmOptions::default();
     println!(
-        "segment size, cell_size = {} B, cells_per_rank = {}:",
-        opts.cell_size, opts.cells_per_rank
+        "segment size, cell_size = {} B, cells_per_rank = {}, fastboxes {} x {} B up to {} ranks:",
+        opts.cell_size,
+        opts.cells_per_rank,
+        opts.fastbox_slots,
+        opts.fastbox_slot_size,
+        opts.fastbox_max_ranks
     );
     let mut last = 0;
-    for n in [2usize, 16, 64, 256] {
+    for n in [2usize, 8, 16, 32, 33, 64, 256] {
         let bytes = ShmDevice::segment_bytes(n, &opts);
         println!(
             "{n:>4} ranks: {bytes:>11} bytes = {:>7.1} MiB ({:.2} MiB per rank)",
             bytes as f64 / 1048576.0,
             bytes as f64 / 1048576.0 / n as f64
         );
-        assert!(bytes > last);
+        assert!(bytes > last || n == 33, "{n}");
         last = bytes;
     }
-    // Linear: 256 ranks cost 128 times 2 ranks, give or take a page.
-    let two = ShmDevice::segment_bytes(2, &opts) as f64;
-    let many = ShmDevice::segment_bytes(256, &opts) as f64;
+    // Without fastboxes it is linear: 256 ranks cost 128 times 2 ranks,
+    // give or take a page.
+    let cells = ShmOptions {
+        fastbox_slots: 0,
+        ..ShmOptions::default()
+    };
+    let two = ShmDevice::segment_bytes(2, &cells) as f64;
+    let many = ShmDevice::segment_bytes(256, &cells) as f64;
     assert!((many / two - 128.0).abs() < 1.0);
+    // The fastboxes add exactly N² · K · Z (a multiple of a page here).
+    for n in [2usize, 16, 32] {
+        assert_eq!(
+            ShmDevice::segment_bytes(n, &opts) - ShmDevice::segment_bytes(n, &cells),
+            n * n * opts.fastbox_slots * opts.fastbox_slot_size
+        );
+    }
+    assert_eq!(
+        ShmDevice::segment_bytes(33, &opts),
+        ShmDevice::segment_bytes(33, &cells),
+        "no fastboxes above fastbox_max_ranks"
+    );
+}
+
+/// The payload of the `i`-th packet of sender `s` in the order tests: sizes
+/// that go by fastbox (≤ 120 bytes with the header) and by cell, mixed.
+fn mixed_payload(s: usize, i: usize) -> Vec<u8> {
+    let len = match (i * 7 + s) % 5 {
+        0 => 200,
+        1 => 0,
+        2 => 100,
+        3 => 119,
+        _ => 8,
+    };
+    vec![(s * 31 + i) as u8; len]
+}
+
+/// Checks that `sink` holds `count` packets from sender `s`, in order, as
+/// `mixed_payload` made them.
+fn check_mixed(sink: &Recorder, s: usize, count: usize) {
+    let packets = sink.packets();
+    let mine: Vec<_> = packets.iter().filter(|p| p.0 == s as Rank).collect();
+    assert_eq!(mine.len(), count, "sender {s}");
+    for (i, (_, h, p)) in mine.iter().enumerate() {
+        assert_eq!(
+            h,
+            &(i as u32).to_le_bytes(),
+            "sender {s}: packet {i} out of order"
+        );
+        assert_eq!(p, &mixed_payload(s, i), "sender {s}: packet {i}");
+    }
+}
+
+/// Fastbox packets and cells from one sender arrive in the order sent,
+/// whatever the receiver polls first: full rings fall back to cells, cells
+/// overtake nothing, and slots wait for the cells before them.
+#[test]
+fn fastbox_and_cells_keep_per_pair_order() {
+    let mut devs = devices(3, small_fb(), "fborder");
+    let mut sink = Recorder::default();
+    let mut sent = [0usize; 3];
+    // Rounds of sends with partial progress in between.
+    for round in 0..40 {
+        for (s, dev) in devs.iter_mut().enumerate() {
+            for _ in 0..(round % 4 + 1) {
+                let i = sent[s];
+                let p = mixed_payload(s, i);
+                match dev.send(1, &(i as u32).to_le_bytes(), &p).unwrap() {
+                    Sent::Done => sent[s] += 1,
+                    Sent::Busy => break,
+                }
+            }
+        }
+        if round % 3 != 0 {
+            devs[1].progress(&mut sink).unwrap();
+        }
+        for s in [0, 2] {
+            devs[s].progress(&mut Recorder::default()).unwrap();
+        }
+    }
+    while devs[1].progress(&mut sink).unwrap() > 0 {}
+    assert!(sink.failures().is_empty(), "{:?}", sink.failures());
+    let total: usize = sent.iter().sum();
+    assert_eq!(sink.packets().len(), total);
+    let min = *sent.iter().min().unwrap();
+    assert!(min > 20, "{sent:?}");
+    for (s, &count) in sent.iter().enumerate() {
+        check_mixed(&sink, s, count);
+    }
+    assert_eq!(devs[1].arm().unwrap(), Armed::Sleep);
+    devs[1].disarm();
+}
+
+/// The same under real concurrency: two sender threads and a receiver
+/// thread, each with its own mapping, the receiver taking every payload.
+#[test]
+fn fastbox_and_cells_keep_order_across_threads() {
+    const COUNT: usize = 20_000;
+    let mut devs = devices(3, small_fb(), "fbthreads");
+    let mut recv = devs.remove(1);
+    let handles: Vec<_> = devs
+        .into_iter()
+        .zip([0usize, 2])
+        .map(|(mut dev, s)| {
+            std::thread::spawn(move || {
+                let mut i = 0;
+                while i < COUNT {
+                    match dev.send(1, &(i as u32).to_le_bytes(), &mixed_payload(s, i)) {
+                        Ok(Sent::Done) => i += 1,
+                        Ok(Sent::Busy) => {
+                            dev.progress(&mut Recorder::default()).unwrap();
+                            std::thread::yield_now();
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                dev
+            })
+        })
+        .collect();
+    let mut sink = Recorder {
+        take: true,
+        ..Recorder::default()
+    };
+    let mut got = 0;
+    while got < 2 * COUNT {
+        got += recv.progress(&mut sink).unwrap();
+        assert!(sink.failures().is_empty(), "{:?}", sink.failures());
+    }
+    let _devs: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    for s in [0usize, 2] {
+        check_mixed(&sink, s, COUNT);
+    }
+}
+
+/// Small packets take no cell while the ring has room; a full ring falls
+/// back to cells; the receiver frees the slots.
+#[test]
+fn small_packets_go_by_fastbox_until_the_ring_is_full() {
+    let mut devs = devices(2, small_fb(), "fbring");
+    for i in 0..4u8 {
+        assert_eq!(devs[0].send(1, &[i], &[i; 50]).unwrap(), Sent::Done);
+    }
+    assert_eq!(devs[0].free_cells(), 8, "four packets, no cell");
+    assert_eq!(devs[0].send(1, &[4], &[4; 50]).unwrap(), Sent::Done);
+    assert_eq!(devs[0].free_cells(), 7, "the full ring fell back to a cell");
+    assert_eq!(devs[0].send(1, &[5], &[5; 150]).unwrap(), Sent::Done);
+    assert_eq!(devs[0].free_cells(), 6, "too big for a slot");
+    let mut sink = Recorder {
+        take: true,
+        ..Recorder::default()
+    };
+    assert_eq!(devs[1].progress(&mut sink).unwrap(), 6);
+    let bufs = sink.bufs();
+    for (i, b) in bufs.iter().enumerate() {
+        let len = if i == 5 { 150 } else { 50 };
+        assert_eq!(&b[..], &vec![i as u8; len][..]);
+    }
+    // Fastbox payloads are copies; cell payloads are parked cells.
+    let in_seg: Vec<bool> = bufs
+        .iter()
+        .map(|b| devs[1].segment_contains(b.id()))
+        .collect();
+    assert_eq!(in_seg, [false, false, false, false, true, true]);
+    drop(bufs);
+    // The slots were freed: four more go by fastbox.
+    devs[0].refill();
+    for i in 0..4u8 {
+        assert_eq!(devs[0].send(1, &[i], b"again").unwrap(), Sent::Done);
+    }
+    assert_eq!(devs[0].free_cells(), 8);
+    assert_eq!(devs[1].progress(&mut sink).unwrap(), 4);
+}
+
+#[test]
+fn sleeping_receiver_is_woken_by_a_fastbox_send() {
+    let mut devs = devices(2, small_fb(), "fbwake");
+    assert_eq!(devs[1].arm().unwrap(), Armed::Sleep);
+    assert!(!readable(&devs[1], 0));
+    assert_eq!(devs[0].send(1, b"wake", b"x").unwrap(), Sent::Done);
+    assert_eq!(devs[0].free_cells(), 8, "it went by fastbox");
+    assert!(
+        readable(&devs[1], 1000),
+        "the fastbox send woke the sleeper"
+    );
+    devs[1].disarm();
+    let mut sink = Recorder::default();
+    assert_eq!(devs[1].progress(&mut sink).unwrap(), 1);
+    assert!(!readable(&devs[1], 0));
+    // Awake: no signal; a full slot makes `arm` pending.
+    assert_eq!(devs[0].send(1, b"quiet", b"").unwrap(), Sent::Done);
+    assert!(!readable(&devs[1], 0));
+    assert_eq!(devs[1].arm().unwrap(), Armed::Pending, "a slot is full");
+    devs[1].disarm();
+    assert_eq!(devs[1].progress(&mut sink).unwrap(), 1);
+    assert_eq!(devs[1].arm().unwrap(), Armed::Sleep);
+    devs[1].disarm();
+}
+
+/// Forged slots and sequence numbers: a protocol error for that peer,
+/// reported once, its later packets dropped; other peers unaffected.
+#[test]
+fn corrupted_fastboxes_and_sequences_are_protocol_errors() {
+    use std::sync::atomic::Ordering::Release;
+    // (what to forge, on rank 0's ring to rank 1)
+    let forge: [fn(&mut ShmDevice); 4] = [
+        // A control word with reserved bits.
+        |d| {
+            d.seg
+                .fb_ctrl(0, 1, 0)
+                .unwrap()
+                .store(1 << 63 | 1 << 60, Release);
+        },
+        // A payload longer than the slot.
+        |d| {
+            d.seg
+                .fb_ctrl(0, 1, 0)
+                .unwrap()
+                .store(1 << 63 | 200 << 40, Release);
+        },
+        // A slot far ahead of the sequence.
+        |d| {
+            d.seg
+                .fb_ctrl(0, 1, 0)
+                .unwrap()
+                .store(1 << 63 | 1000, Release);
+        },
+        // A cell two ahead, with no fastbox packets before it.
+        |d| {
+            let mut cell = d.pool.pop().unwrap();
+            crate::cell::encode(d.seg.body_mut(&mut cell), 0, 2, b"h", b"p").unwrap();
+            d.seg.push_recv(1, cell).unwrap();
+        },
+    ];
+    for (k, f) in forge.iter().enumerate() {
+        let mut devs = devices(3, small_fb(), "fbcorrupt");
+        f(&mut devs[0]);
+        assert_eq!(devs[2].send(1, b"fine", b"").unwrap(), Sent::Done);
+        let mut sink = Recorder::default();
+        devs[1].progress(&mut sink).unwrap();
+        devs[1].progress(&mut sink).unwrap();
+        let failures = sink.failures();
+        assert_eq!(failures.len(), 1, "case {k}: {failures:?}");
+        assert!(
+            matches!(
+                failures[0],
+                (0, Error::Peer(PeerError::Protocol { rank: 0, .. }))
+            ),
+            "case {k}: {failures:?}"
+        );
+        let from: Vec<Rank> = sink.packets().iter().map(|p| p.0).collect();
+        assert_eq!(from, vec![2], "case {k}: only rank 2's packet");
+        // Rank 0's later packets are dropped, not delivered out of order.
+        assert_eq!(devs[0].send(1, b"late", b"").unwrap(), Sent::Done);
+        assert_eq!(devs[0].send(1, b"late", &[0; 200]).unwrap(), Sent::Done);
+        devs[1].progress(&mut sink).unwrap();
+        assert_eq!(sink.packets().len(), 1, "case {k}");
+        assert_eq!(devs[1].arm().unwrap(), Armed::Sleep, "case {k}");
+        devs[1].disarm();
+    }
+}
+
+/// With fastboxes off (option or too many ranks), everything goes by cell.
+#[test]
+fn fastboxes_can_be_turned_off() {
+    let opts = ShmOptions {
+        fastbox_max_ranks: 1,
+        ..small_fb()
+    };
+    let mut devs = devices(2, opts, "fboff");
+    assert_eq!(devs[0].send(1, b"h", b"x").unwrap(), Sent::Done);
+    assert_eq!(devs[0].free_cells(), 7, "a cell");
+    let mut sink = Recorder::default();
+    assert_eq!(devs[1].progress(&mut sink).unwrap(), 1);
+    assert_eq!(
+        ShmDevice::segment_bytes(2, &small()),
+        devs[0].seg.geometry().total
+    );
+}
+
+/// A catch-up that consumes the whole ring leaves every slot used: the
+/// next poll frees them before it looks at the next slot (which still
+/// holds a consumed packet), and the ring is usable again.
+#[test]
+fn a_ring_used_up_by_a_catch_up_is_freed_before_the_next_look() {
+    let mut devs = devices(2, small_fb(), "fbwrap");
+    for i in 0..4u8 {
+        assert_eq!(devs[0].send(1, &[i], &[i; 8]).unwrap(), Sent::Done);
+    }
+    assert_eq!(devs[0].send(1, &[4], &[4; 200]).unwrap(), Sent::Done);
+    assert_eq!(devs[0].free_cells(), 7, "four slots, one cell");
+    let mut sink = Recorder::default();
+    // What `deliver` does for the cell (sequence 4) before the poll saw
+    // the slots: deliver the four slots first.
+    assert_eq!(devs[1].fb_catch_up(0, 4, &mut sink), (true, 4));
+    assert_eq!(devs[1].lanes[0].rx_used, 4, "every slot used, none freed");
+    // The ring is full of consumed packets: these go by cell.
+    for i in 5..7u8 {
+        assert_eq!(devs[0].send(1, &[i], &[i; 8]).unwrap(), Sent::Done);
+    }
+    assert_eq!(devs[0].free_cells(), 5);
+    while devs[1].progress(&mut sink).unwrap() > 0 {}
+    assert_eq!(devs[1].lanes[0].rx_used, 0);
+    // The slots were freed: fastbox again.
+    for i in 7..11u8 {
+        assert_eq!(devs[0].send(1, &[i], &[i; 8]).unwrap(), Sent::Done);
+    }
+    devs[0].refill();
+    assert_eq!(devs[0].free_cells(), 8, "all by fastbox, every cell back");
+    while devs[1].progress(&mut sink).unwrap() > 0 {}
+    let got: Vec<u8> = sink.packets().iter().map(|p| p.1[0]).collect();
+    assert_eq!(got, (0..11).collect::<Vec<u8>>());
+    assert!(sink.failures().is_empty());
 }
