@@ -5,19 +5,28 @@
 //! lane only counts its stale entries and drops them later: at the head when
 //! a search walks past them, or all at once by compaction.
 //!
-//! Invariant, restored after every operation: a lane in the map has at least
-//! one live entry, and no more stale entries than live ones. So a lane's
-//! length is at most twice its live count, an idle key costs nothing, and
-//! compaction (linear in the lane) only runs after at least as many cheap
-//! operations made entries stale, which keeps everything amortized O(1).
+//! Invariant, restored after every operation: a lane has no more stale
+//! entries than live ones (so an empty lane has none at all). So a lane's
+//! length is at most twice its live count, and compaction (linear in the
+//! lane) only runs after at least as many cheap operations made entries
+//! stale, which keeps everything amortized O(1).
+//!
+//! A lane that empties stays in the map: the next message on the same key
+//! (a ping-pong reuses one key forever) then finds it without a hash
+//! insert and remove per message. Empty lanes are swept out together once
+//! they outnumber both [`EMPTY_KEEP`] and the lanes in use, so a stream of
+//! distinct keys costs amortized O(1) and bounded memory.
 
 use std::collections::VecDeque;
 use std::hash::Hash;
 
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 
 use super::slots::Ref;
 
+/// Empty lanes tolerated in the map before a sweep.
+const EMPTY_KEEP: usize = 64;
 /// Emptied lanes kept for reuse, so that churn through distinct keys (a new
 /// tag per message) does not allocate a fresh `VecDeque` every time.
 const SPARE_LANES: usize = 64;
@@ -39,6 +48,8 @@ struct Lane {
 pub(crate) struct LaneMap<K> {
     lanes: FxHashMap<K, Lane>,
     spare: Vec<VecDeque<Ref>>,
+    /// Lanes in the map with no entry.
+    empty: usize,
     /// Entries dropped by compaction: lets tests check that compaction work
     /// stays proportional to the removals that caused it.
     compacted: u64,
@@ -49,6 +60,7 @@ impl<K> Default for LaneMap<K> {
         LaneMap {
             lanes: FxHashMap::default(),
             spare: Vec::new(),
+            empty: 0,
             compacted: 0,
         }
     }
@@ -57,11 +69,19 @@ impl<K> Default for LaneMap<K> {
 impl<K: Hash + Eq + Copy> LaneMap<K> {
     /// Appends `r`, whose sequence number is larger than any in the lane.
     pub(crate) fn push(&mut self, key: K, r: Ref) {
-        let spare = &mut self.spare;
-        let lane = self.lanes.entry(key).or_insert_with(|| Lane {
-            entries: spare.pop().unwrap_or_default(),
-            stale: 0,
-        });
+        let lane = match self.lanes.entry(key) {
+            Entry::Occupied(o) => {
+                let lane = o.into_mut();
+                if lane.entries.is_empty() {
+                    self.empty -= 1;
+                }
+                lane
+            }
+            Entry::Vacant(v) => v.insert(Lane {
+                entries: self.spare.pop().unwrap_or_default(),
+                stale: 0,
+            }),
+        };
         debug_assert!(lane.entries.back().is_none_or(|b| b.seq < r.seq));
         lane.entries.push_back(r);
     }
@@ -75,6 +95,9 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
         examined: &mut u64,
     ) -> Option<Ref> {
         let lane = self.lanes.get_mut(&key)?;
+        if lane.entries.is_empty() {
+            return None;
+        }
         while let Some(&r) = lane.entries.front() {
             *examined += 1;
             if is_live(r) {
@@ -82,11 +105,13 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
             }
             lane.entries.pop_front();
             debug_assert!(lane.stale > 0, "an uncounted stale entry");
-            lane.stale -= 1;
+            lane.stale = lane.stale.saturating_sub(1);
         }
-        // The invariant says this cannot happen; recover rather than leak.
+        // The invariant says this cannot happen (stale entries never
+        // outnumber live ones); recover rather than leak.
         debug_assert!(false, "a lane without a live entry");
-        self.drop_lane(key);
+        lane.stale = 0;
+        self.emptied();
         None
     }
 
@@ -134,22 +159,44 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
             }
         }
         if lane.entries.is_empty() {
-            self.drop_lane(key);
+            self.emptied();
         }
     }
 
-    fn drop_lane(&mut self, key: K) {
-        if let Some(mut lane) = self.lanes.remove(&key) {
-            if self.spare.len() < SPARE_LANES && lane.entries.capacity() <= SPARE_CAPACITY {
-                lane.entries.clear();
-                self.spare.push(lane.entries);
+    /// One more lane became empty: sweep the empty ones out once they
+    /// outnumber the lanes in use (and [`EMPTY_KEEP`]). The sweep is linear
+    /// in the map, after at least as many lanes emptied: amortized O(1).
+    fn emptied(&mut self) {
+        self.empty += 1;
+        let in_use = self.lanes.len() - self.empty;
+        if self.empty <= EMPTY_KEEP.max(in_use) {
+            return;
+        }
+        let spare = &mut self.spare;
+        self.lanes.retain(|_, lane| {
+            if !lane.entries.is_empty() {
+                return true;
             }
-        }
+            if spare.len() < SPARE_LANES && lane.entries.capacity() <= SPARE_CAPACITY {
+                spare.push(std::mem::take(&mut lane.entries));
+            }
+            false
+        });
+        self.empty = 0;
     }
 
-    /// Number of lanes in the map.
+    /// Number of lanes in use (with at least one entry).
     #[cfg(test)]
     pub(crate) fn lane_count(&self) -> usize {
+        self.lanes
+            .values()
+            .filter(|l| !l.entries.is_empty())
+            .count()
+    }
+
+    /// Number of lanes in the map, empty ones included.
+    #[cfg(test)]
+    pub(crate) fn map_len(&self) -> usize {
         self.lanes.len()
     }
 
@@ -196,7 +243,7 @@ mod tests {
                 lanes.lane_len(0)
             );
         }
-        assert_eq!(lanes.lane_count(), 0, "an empty lane leaves the map");
+        assert_eq!(lanes.lane_count(), 0, "no lane left in use");
         assert!(lanes.compacted() <= 1000);
     }
 
@@ -239,6 +286,32 @@ mod tests {
             lanes.pop_head(seq as u8, |r| slab.is_live(r));
         }
         assert_eq!(lanes.lane_count(), 0);
-        assert_eq!(lanes.spare.len(), 1, "one buffer cycles through every key");
+        assert!(
+            lanes.map_len() <= EMPTY_KEEP + 1,
+            "empty lanes are swept: {} kept",
+            lanes.map_len()
+        );
+        assert!(lanes.spare.len() <= SPARE_LANES);
+    }
+
+    #[test]
+    fn a_key_in_steady_use_keeps_its_lane() {
+        let mut slab = SeqSlab::default();
+        let mut lanes = LaneMap::default();
+        for seq in 0..10u64 {
+            let r = slab.insert(seq, ());
+            lanes.push(7, r);
+            let mut examined = 0;
+            assert_eq!(lanes.head(7, |r| slab.is_live(r), &mut examined), Some(r));
+            slab.remove(r);
+            lanes.pop_head(7, |r| slab.is_live(r));
+            assert_eq!(lanes.lane_count(), 0);
+            assert_eq!(
+                lanes.map_len(),
+                1,
+                "the emptied lane stays for the next message"
+            );
+            assert_eq!(lanes.empty, 1);
+        }
     }
 }
