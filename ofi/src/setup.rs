@@ -1,0 +1,393 @@
+//! [`OfiDevice::new`]: choosing the provider, opening the endpoint, and
+//! exchanging addresses through the bootstrap KVS.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferry_core::device::Caps;
+use ferry_core::wire::MAX_HEADER;
+use ferry_core::{Bootstrap, Rank};
+
+use crate::cq::Contexts;
+use crate::device::{Health, OfiDevice};
+use crate::eager::{Returned, MAX_RANKS};
+use crate::error::OfiError;
+use crate::ffi::Fabric;
+use crate::liveness::{Listener, Liveness};
+use crate::rma::Regions;
+use crate::{info, sys, OfiOptions};
+
+/// Concurrent `fi_read`/`fi_write` operations per device.
+const RMA_SLOTS: usize = 256;
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// What a rank publishes: `hexaddr;rma;max_payload;liveness-addr`.
+#[derive(Debug, Clone)]
+struct Published {
+    addr: Vec<u8>,
+    rma: bool,
+    max_payload: usize,
+    live: Option<String>,
+}
+
+impl Published {
+    fn encode(&self) -> String {
+        format!(
+            "{};{};{};{}",
+            hex(&self.addr),
+            u8::from(self.rma),
+            self.max_payload,
+            self.live.as_deref().unwrap_or("-")
+        )
+    }
+
+    fn decode(rank: Rank, s: &str) -> Result<Published, OfiError> {
+        let bad = |what| OfiError::BadPeer { rank, what };
+        let mut it = s.split(';');
+        let addr = it
+            .next()
+            .and_then(unhex)
+            .filter(|a| !a.is_empty())
+            .ok_or(bad("address is not hex"))?;
+        let rma = match it.next() {
+            Some("1") => true,
+            Some("0") => false,
+            _ => return Err(bad("rma flag")),
+        };
+        let max_payload = it
+            .next()
+            .and_then(|v| v.parse().ok())
+            .ok_or(bad("max payload"))?;
+        let live = match it.next() {
+            Some("-") => None,
+            Some(a) => Some(a.to_owned()),
+            None => return Err(bad("liveness address missing")),
+        };
+        Ok(Published {
+            addr,
+            rma,
+            max_payload,
+            live,
+        })
+    }
+}
+
+impl OfiDevice {
+    /// Collective setup over every rank that has a peer on this device
+    /// (see the crate docs): chooses the provider, opens an RDM endpoint,
+    /// and exchanges addresses through `boot`.
+    ///
+    /// # Errors
+    /// [`OfiError::NoProvider`] (listing what `fi_getinfo` offers) when the
+    /// provider asked for does not exist here, a libfabric failure, or a
+    /// bootstrap failure.
+    pub fn new(
+        boot: &mut dyn Bootstrap,
+        peers: &[Rank],
+        opts: OfiOptions,
+    ) -> Result<OfiDevice, OfiError> {
+        let rank = boot.rank();
+        let size = boot.size();
+        if u64::from(size) > MAX_RANKS {
+            return Err(OfiError::BadOption {
+                var: "job size",
+                value: size.to_string(),
+                expected: "at most 2^24 ranks (the tag's rank field)",
+            });
+        }
+        let chosen = info::choose(opts.provider.as_deref())?;
+        let e = chosen.info.first().ok_or(OfiError::NoProvider {
+            wanted: opts.provider.clone(),
+            offers: Vec::new(),
+        })?;
+        let provider = e.provider();
+        let mr_mode = e.mr_mode();
+        let mr_local = mr_mode & u64::from(sys::FI_MR_LOCAL) != 0;
+        let shm = provider == "shm";
+        let eager_size = match opts.eager_size {
+            0 if shm => 8192,
+            0 => 16384,
+            n => n,
+        };
+        let recv = match opts.recv_buffers {
+            0 if shm => e.rx_size().clamp(64, 4096),
+            0 => 64,
+            n => n,
+        };
+        let buf_size = MAX_HEADER + eager_size;
+        if buf_size > e.max_msg_size() {
+            return Err(OfiError::BadOption {
+                var: "FERRY_OFI_EAGER_SIZE",
+                value: eager_size.to_string(),
+                expected: "at most the provider's max_msg_size",
+            });
+        }
+        let inject_size = e.inject_size().min(buf_size);
+        let send = opts.send_buffers.max(1).min(e.tx_size().max(1));
+        let cq_size = (recv + send + RMA_SLOTS) * 2;
+        let fabric = Fabric::open(&chosen.info, cq_size, true)?;
+        let provider_rma = chosen.rma;
+        drop(chosen);
+
+        let listener = if opts.liveness && peers.iter().any(|&p| p != rank) {
+            Some(Listener::bind()?)
+        } else {
+            None
+        };
+        let mine = Published {
+            addr: fabric.name()?,
+            rma: opts.rma && provider_rma,
+            max_payload: eager_size,
+            live: listener.as_ref().map(|l| l.addr.clone()),
+        };
+        boot.put(&format!("ferry-ofi-addr-{rank}"), &mine.encode())?;
+        boot.barrier()?;
+
+        let mut dev = OfiDevice {
+            rank,
+            caps: Caps {
+                name: "ofi",
+                max_payload: eager_size,
+                rdma_get: false,
+                rdma_put: false,
+                tag_offload: false,
+                wait_fd: fabric.wait_fd().is_some(),
+            },
+            provider,
+            addrs: vec![sys::FI_ADDR_UNSPEC; size as usize],
+            seq_out: vec![0; size as usize],
+            seq_in: vec![0; size as usize],
+            health: vec![Health::Alive; size as usize],
+            hellos: vec![false; size as usize],
+            unreported: 0,
+            inject_size,
+            scratch: vec![0; inject_size],
+            send_bufs: Vec::with_capacity(send),
+            send_free: (0..send).rev().collect(),
+            send_peer: vec![0; send],
+            slots: (0..recv).map(|_| None).collect(),
+            empty: (0..recv).rev().collect(),
+            free: Vec::new(),
+            returned: Arc::new(Returned::default()),
+            held: Vec::new(),
+            allocated: 0,
+            max_buffers: recv + opts.max_parked + recv,
+            max_parked: opts.max_parked,
+            buf_size,
+            mr_local,
+            ctx: Contexts::new(recv, send, RMA_SLOTS),
+            rma_ops: vec![None; RMA_SLOTS],
+            rma_free: (0..RMA_SLOTS).rev().collect(),
+            zombies: Vec::new(),
+            done: VecDeque::new(),
+            stash: VecDeque::new(),
+            entries: Vec::with_capacity(crate::ffi::CQ_BATCH),
+            liveness: None,
+            dead: Vec::new(),
+            calls: 0,
+            check_now: false,
+            regions: Regions::new(mr_mode, mine.rma),
+            bounce_mrs: Vec::new(),
+            fabric,
+        };
+        let mut rma = mine.rma;
+        let mut live = Vec::new();
+        for &p in peers {
+            if p < 0 || p as u32 >= size {
+                return Err(OfiError::BadPeer {
+                    rank: p,
+                    what: "rank outside the job",
+                });
+            }
+            let theirs = if p == rank {
+                mine.clone()
+            } else {
+                Published::decode(p, &boot.get(&format!("ferry-ofi-addr-{p}"))?)?
+            };
+            dev.addrs[p as usize] = dev.fabric.av_insert(&theirs.addr)?;
+            rma &= theirs.rma;
+            dev.caps.max_payload = dev.caps.max_payload.min(theirs.max_payload);
+            if p != rank {
+                if let Some(a) = theirs.live {
+                    live.push((p, a));
+                }
+            }
+        }
+        dev.caps.rdma_get = rma;
+        dev.caps.rdma_put = rma;
+        for _ in 0..send {
+            let b = dev.new_bounce(u64::from(sys::FI_SEND))?;
+            dev.send_bufs.push(b);
+        }
+        dev.replenish()
+            .map_err(|e| OfiError::Bootstrap(e.to_string()))?;
+        if let Some(l) = listener {
+            dev.liveness = Some(Liveness::connect(
+                rank,
+                l,
+                &live,
+                dev.fabric.wait_fd(),
+                Duration::from_secs(60),
+            )?);
+        }
+        dev.handshake(peers, Duration::from_secs(60))?;
+        // Nobody sends a packet before everyone has all its hellos, so the
+        // handshake's progress calls never see one.
+        boot.barrier()?;
+        tracing::debug!(
+            rank,
+            provider = dev.provider,
+            rma,
+            max_payload = dev.caps.max_payload,
+            wait_fd = dev.caps.wait_fd,
+            mr_local,
+            inject_size,
+            "ofi device ready"
+        );
+        Ok(dev)
+    }
+}
+
+/// The sink of the handshake: only failures can happen.
+#[derive(Debug, Default)]
+struct SetupSink {
+    failed: Option<(Rank, ferry_core::Error)>,
+    rdma: Option<ferry_core::Result<()>>,
+}
+
+impl ferry_core::device::Sink for SetupSink {
+    fn packet<I: ferry_core::device::Incoming>(&mut self, from: Rank, _packet: I) {
+        tracing::warn!(from, "ofi: packet before setup finished dropped");
+    }
+    fn rdma_done(&mut self, _token: ferry_core::device::OpToken, result: ferry_core::Result<()>) {
+        self.rdma = Some(result);
+    }
+    fn peer_failed(&mut self, peer: Rank, error: ferry_core::Error) {
+        self.failed.get_or_insert((peer, error));
+    }
+}
+
+impl OfiDevice {
+    /// Sends a hello to every peer and waits for every peer's: providers
+    /// that connect lazily (rxm, shm) would otherwise refuse the first
+    /// sends with `-FI_EAGAIN`, and a job's first message would never
+    /// complete inside its `isend`.
+    fn handshake(&mut self, peers: &[Rank], limit: Duration) -> Result<(), OfiError> {
+        use ferry_core::device::{Device, Sent};
+        let start = std::time::Instant::now();
+        let mut to_send: Vec<Rank> = peers.to_vec();
+        let mut sink = SetupSink::default();
+        loop {
+            let mut err = None;
+            to_send.retain(|&p| match self.send_hello(p) {
+                Ok(Sent::Done) => false,
+                Ok(Sent::Busy) => true,
+                Err(e) => {
+                    err.get_or_insert(e);
+                    false
+                }
+            });
+            let progressed = self.progress(&mut sink);
+            if let Some((rank, e)) = sink.failed.take() {
+                return Err(OfiError::Handshake(format!("rank {rank}: {e}")));
+            }
+            if let Some(e) = err.or(progressed.err()) {
+                return Err(OfiError::Handshake(e.to_string()));
+            }
+            if to_send.is_empty() && peers.iter().all(|&p| self.hellos[p as usize]) {
+                return self.warm_up_rma(&mut sink, limit);
+            }
+            if start.elapsed() > limit {
+                let missing: Vec<Rank> = peers
+                    .iter()
+                    .copied()
+                    .filter(|&p| !self.hellos[p as usize])
+                    .collect();
+                return Err(OfiError::Handshake(format!(
+                    "no hello within {limit:?} from ranks {missing:?}"
+                )));
+            }
+            if to_send.is_empty() {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+impl OfiDevice {
+    /// Reads 8 bytes from this rank itself. rxm over tcp allocates about
+    /// 17 MiB of buffers at an endpoint's first RMA: doing it here keeps
+    /// that out of the job's first rendezvous (and out of its measured
+    /// memory growth).
+    fn warm_up_rma(&mut self, sink: &mut SetupSink, limit: Duration) -> Result<(), OfiError> {
+        use ferry_core::device::{Access, Device, OpToken, Sent};
+        if !self.caps.rdma_get {
+            return Ok(());
+        }
+        let fail = |e: ferry_core::Error| OfiError::Handshake(format!("RMA warm-up: {e}"));
+        let me = self.rank as usize;
+        let restore = self.addrs[me];
+        if restore == sys::FI_ADDR_UNSPEC {
+            let name = self.fabric.name()?;
+            self.addrs[me] = self.fabric.av_insert(&name)?;
+        }
+        let result = (|| {
+            let (src, key) = self
+                .register(
+                    self.rank,
+                    ferry_core::Buf::zeroed(8).map_err(fail)?,
+                    Access::RemoteRead,
+                )
+                .map_err(|(e, _)| fail(e))?;
+            let (dst, _) = self
+                .register(
+                    self.rank,
+                    ferry_core::Buf::zeroed(8).map_err(fail)?,
+                    Access::LocalWrite,
+                )
+                .map_err(|(e, _)| fail(e))?;
+            let start = std::time::Instant::now();
+            while self
+                .get(self.rank, key, dst, 8, OpToken(u64::MAX))
+                .map_err(fail)?
+                == Sent::Busy
+            {
+                self.progress(sink).map_err(fail)?;
+                if start.elapsed() > limit {
+                    return Err(fail(ferry_core::Error::Internal(
+                        "warm-up read stayed busy",
+                    )));
+                }
+            }
+            while sink.rdma.is_none() {
+                self.progress(sink).map_err(fail)?;
+                if start.elapsed() > limit {
+                    return Err(fail(ferry_core::Error::Internal(
+                        "warm-up read never completed",
+                    )));
+                }
+            }
+            self.deregister(src);
+            self.deregister(dst);
+            sink.rdma.take().unwrap_or(Ok(())).map_err(fail)
+        })();
+        // The AV entry stays (AV_TABLE entries cannot be reused); only the
+        // rank's reachability is restored.
+        self.addrs[me] = restore;
+        result
+    }
+}

@@ -1,0 +1,586 @@
+//! Device tests inside one process over real libfabric providers: each
+//! "rank" is an endpoint set up on its own thread (setup is collective),
+//! then driven from the test thread. Every test body runs on `tcp;ofi_rxm`
+//! and on `shm` (the `on_both!` modules at the bottom). Engine-level tests
+//! run one engine per thread.
+
+use std::time::{Duration, Instant};
+
+use ferry_core::device::{Access, Armed, Device, OpToken, Sent};
+use ferry_core::recorder::{Event, Recorder};
+use ferry_core::{Buf, Error, PeerError, Rank, ThreadBoot, UsageError};
+
+use crate::{OfiDevice, OfiError, OfiOptions};
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn job(tag: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "ofi{}x{}x{tag}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn opts(provider: &str) -> OfiOptions {
+    OfiOptions::with_provider(provider)
+}
+
+fn try_devices(n: u32, o: OfiOptions, tag: &str) -> Vec<Result<OfiDevice, OfiError>> {
+    let ranks: Vec<Rank> = (0..n as Rank).collect();
+    let handles: Vec<_> = ThreadBoot::group(n, &job(tag))
+        .into_iter()
+        .map(|mut boot| {
+            let (ranks, o) = (ranks.clone(), o.clone());
+            std::thread::spawn(move || OfiDevice::new(&mut boot, &ranks, o))
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+fn devices(n: u32, o: OfiOptions, tag: &str) -> Vec<OfiDevice> {
+    try_devices(n, o, tag)
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|e| panic!("setup: {e}")))
+        .collect()
+}
+
+/// Progresses every device (senders need it too: manual progress) until
+/// `done` holds for the recorders, or panics after [`LIMIT`].
+fn drive(devs: &mut [OfiDevice], sinks: &mut [Recorder], done: impl Fn(&[Recorder]) -> bool) {
+    let start = Instant::now();
+    while !done(sinks) {
+        for (d, s) in devs.iter_mut().zip(sinks.iter_mut()) {
+            d.progress(s).unwrap();
+        }
+        if start.elapsed() > LIMIT {
+            let counts: Vec<_> = sinks
+                .iter()
+                .map(|s| (s.packets().len(), s.rdma(), s.failures()))
+                .collect();
+            let state: Vec<_> = devs
+                .iter()
+                .map(|d| {
+                    (
+                        d.held.len(),
+                        d.empty.len(),
+                        d.free.len(),
+                        d.allocated,
+                        d.returned.parked(),
+                        d.seq_in.clone(),
+                        d.stash.len(),
+                    )
+                })
+                .collect();
+            panic!("timed out; (packets, rdma, failures) per rank: {counts:?}; (held, empty, free, allocated, parked, seq_in, stash): {state:?}");
+        }
+    }
+}
+
+fn recorders(n: usize, take: bool) -> Vec<Recorder> {
+    (0..n)
+        .map(|_| Recorder {
+            take,
+            ..Recorder::default()
+        })
+        .collect()
+}
+
+/// Sends, progressing every device while the sender is busy.
+fn send_retry(
+    devs: &mut [OfiDevice],
+    sinks: &mut [Recorder],
+    from: usize,
+    to: Rank,
+    h: &[u8],
+    p: &[u8],
+) {
+    let start = Instant::now();
+    while devs[from].send(to, h, p).unwrap() == Sent::Busy {
+        for (d, s) in devs.iter_mut().zip(sinks.iter_mut()) {
+            d.progress(s).unwrap();
+        }
+        assert!(start.elapsed() < LIMIT, "send stayed busy");
+    }
+}
+
+/// Starts a get (`put == false`) or put, progressing while busy.
+#[allow(clippy::too_many_arguments)]
+fn rma_retry(
+    devs: &mut [OfiDevice],
+    sinks: &mut [Recorder],
+    from: usize,
+    put: bool,
+    peer: Rank,
+    key: ferry_core::wire::RemoteKey,
+    local: ferry_core::device::MemHandle,
+    len: usize,
+    token: OpToken,
+) -> Result<(), Error> {
+    let start = Instant::now();
+    loop {
+        let r = if put {
+            devs[from].put(peer, local, key, len, token)?
+        } else {
+            devs[from].get(peer, key, local, len, token)?
+        };
+        if r == Sent::Done {
+            return Ok(());
+        }
+        for (d, s) in devs.iter_mut().zip(sinks.iter_mut()) {
+            d.progress(s).unwrap();
+        }
+        assert!(start.elapsed() < LIMIT, "rma stayed busy");
+    }
+}
+
+fn readable(fd: i32, ms: i32) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; poll only reads fd and writes revents.
+    unsafe { libc::poll(&mut p, 1, ms) > 0 }
+}
+
+fn packets_arrive_in_order_from_every_sender_including_self(provider: &str) {
+    let mut devs = devices(3, opts(provider), "order");
+    let max = devs[0].caps(1).max_payload;
+    for d in &devs {
+        assert_eq!(
+            d.caps(0).wait_fd,
+            d.wait_fd().is_some(),
+            "caps match wait_fd()"
+        );
+    }
+    if provider.starts_with("tcp") {
+        assert!(devs[0].caps(0).wait_fd, "tcp;ofi_rxm gives FI_WAIT_FD");
+    }
+    let sizes = [0usize, 1, 8, 40, 100, 5000, max];
+    let mut sinks = recorders(3, false);
+    for i in 0..30u8 {
+        for s in 0..3 {
+            let len = sizes[i as usize % sizes.len()];
+            let payload = vec![s as u8 * 10 + i; len];
+            send_retry(&mut devs, &mut sinks, s, 1, &[s as u8, i], &payload);
+        }
+    }
+    drive(&mut devs, &mut sinks, |s| s[1].packets().len() == 90);
+    let packets = sinks[1].packets();
+    for s in 0..3 {
+        let mine: Vec<_> = packets.iter().filter(|p| p.0 == s).collect();
+        assert_eq!(mine.len(), 30);
+        for (i, (_, h, p)) in mine.iter().enumerate() {
+            assert_eq!(h, &vec![s as u8, i as u8], "order from {s}");
+            assert_eq!(p, &vec![s as u8 * 10 + i as u8; sizes[i % sizes.len()]]);
+        }
+    }
+    // Oversized payloads and headers are refused, not truncated.
+    assert!(matches!(
+        devs[0].send(1, b"h", &vec![0; max + 1]),
+        Err(Error::Usage(UsageError::MessageTooLarge { .. }))
+    ));
+    assert!(matches!(
+        devs[0].send(1, &[0; 65], b""),
+        Err(Error::Internal(_))
+    ));
+    assert!(matches!(
+        devs[0].send(3, b"", b""),
+        Err(Error::Usage(UsageError::InvalidRank { rank: 3, .. }))
+    ));
+}
+
+fn a_full_pool_is_busy_not_an_error_and_recovers(provider: &str) {
+    let o = OfiOptions {
+        send_buffers: 4,
+        ..opts(provider)
+    };
+    let mut devs = devices(2, o, "busy");
+    let payload = vec![5u8; devs[0].caps(1).max_payload.min(10_000)];
+    let mut sent = 0u32;
+    let mut busy = false;
+    // The receiver does not progress: the pool (and the provider's queues)
+    // run out, and that is back-pressure.
+    while sent < 100_000 {
+        match devs[0].send(1, &sent.to_le_bytes(), &payload).unwrap() {
+            Sent::Done => sent += 1,
+            Sent::Busy => {
+                busy = true;
+                break;
+            }
+        }
+    }
+    assert!(busy, "{sent} sends never ran out of resources");
+    let mut sinks = recorders(2, false);
+    let total = sent + 10;
+    for i in sent..total {
+        send_retry(&mut devs, &mut sinks, 0, 1, &i.to_le_bytes(), &payload);
+    }
+    drive(&mut devs, &mut sinks, |s| {
+        s[1].packets().len() == total as usize
+    });
+    for (i, (_, h, p)) in sinks[1].packets().iter().enumerate() {
+        assert_eq!(h[..], (i as u32).to_le_bytes(), "FIFO after back-pressure");
+        assert_eq!(p.len(), payload.len());
+    }
+    drive(&mut devs, &mut sinks, |_| true);
+}
+
+fn into_payload_hands_the_bounce_buffer_over(provider: &str) {
+    let o = OfiOptions {
+        max_parked: 4,
+        ..opts(provider)
+    };
+    let mut devs = devices(2, o, "park");
+    let mut sinks = recorders(2, true);
+    for i in 0..6u8 {
+        send_retry(&mut devs, &mut sinks, 0, 1, &[i], &[i; 100]);
+    }
+    drive(&mut devs, &mut sinks, |s| s[1].packets().len() == 6);
+    let handed: Vec<bool> = sinks[1]
+        .events
+        .iter()
+        .map(|e| match e {
+            Event::Packet {
+                payload_addr,
+                buf_id,
+                ..
+            } => payload_addr == buf_id,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        handed,
+        [true, true, true, true, false, false],
+        "4 handed over, then copies"
+    );
+    assert_eq!(devs[1].parked_buffers(), 4);
+    let mut bufs = sinks[1].bufs();
+    for (i, b) in bufs.iter().enumerate() {
+        assert_eq!(&b[..], &[i as u8; 100][..]);
+    }
+    bufs[0][0] = 42;
+    assert_eq!(bufs[0][0], 42, "handed-over buffers are writable");
+    drop(bufs);
+    assert_eq!(devs[1].parked_buffers(), 0, "dropping returned them");
+    // The returned buffers are posted again and work.
+    let mut sinks = recorders(2, true);
+    for i in 0..200u8 {
+        send_retry(&mut devs, &mut sinks, 0, 1, &[i], &[i; 300]);
+    }
+    drive(&mut devs, &mut sinks, |s| s[1].packets().len() == 200);
+    // A buffer outlives its device.
+    let mut sinks = recorders(2, true);
+    send_retry(&mut devs, &mut sinks, 0, 1, b"h", b"payload");
+    drive(&mut devs, &mut sinks, |s| s[1].packets().len() == 1);
+    let b = sinks[1].bufs().pop().unwrap();
+    drop(devs);
+    assert_eq!(&b[..], b"payload");
+}
+
+fn get_and_put_move_bytes_and_report_errors(provider: &str) {
+    let mut devs = devices(2, opts(provider), "rma");
+    assert!(
+        devs[0].caps(1).rdma_get && devs[0].caps(1).rdma_put,
+        "{provider} has FI_RMA"
+    );
+    let mut sinks = recorders(2, false);
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7) as u8).collect();
+    let (src, key) = devs[0]
+        .register(1, Buf::from(data.clone()), Access::RemoteRead)
+        .unwrap();
+    let (dst, _) = devs[1]
+        .register(0, Buf::zeroed(data.len()).unwrap(), Access::LocalWrite)
+        .unwrap();
+    rma_retry(
+        &mut devs,
+        &mut sinks,
+        1,
+        false,
+        0,
+        key,
+        dst,
+        data.len(),
+        OpToken(1),
+    )
+    .unwrap();
+    drive(&mut devs, &mut sinks, |s| !s[1].rdma().is_empty());
+    assert_eq!(sinks[1].rdma(), vec![(OpToken(1), Ok(()))]);
+    let got = devs[1].deregister(dst).unwrap();
+    assert!(got[..] == data[..], "3 MB read byte for byte");
+    // From itself.
+    let (own, _) = devs[0]
+        .register(0, Buf::zeroed(1000).unwrap(), Access::LocalWrite)
+        .unwrap();
+    rma_retry(
+        &mut devs,
+        &mut sinks,
+        0,
+        false,
+        0,
+        key,
+        own,
+        1000,
+        OpToken(2),
+    )
+    .unwrap();
+    drive(&mut devs, &mut sinks, |s| !s[0].rdma().is_empty());
+    assert_eq!(sinks[0].rdma(), vec![(OpToken(2), Ok(()))]);
+    assert!(devs[0].deregister(own).unwrap()[..] == data[..1000]);
+    // Local checks are synchronous errors.
+    let (small, _) = devs[1]
+        .register(0, Buf::zeroed(16).unwrap(), Access::LocalWrite)
+        .unwrap();
+    assert!(matches!(
+        devs[1].get(0, key, small, 17, OpToken(3)),
+        Err(Error::Usage(UsageError::LengthMismatch(_)))
+    ));
+    assert!(devs[1].deregister(small).is_some());
+    assert!(devs[1].deregister(small).is_none(), "stale handle");
+    assert!(matches!(
+        devs[1].get(0, key, small, 1, OpToken(4)),
+        Err(Error::Usage(UsageError::StaleHandle))
+    ));
+    // put: rank 0 writes into rank 1's exposed buffer.
+    let (target, tkey) = devs[1]
+        .register(0, Buf::zeroed(5).unwrap(), Access::RemoteWrite)
+        .unwrap();
+    let (out, _) = devs[0]
+        .register(1, Buf::from(&b"hello"[..]), Access::LocalRead)
+        .unwrap();
+    let mut sinks = recorders(2, false);
+    rma_retry(&mut devs, &mut sinks, 0, true, 1, tkey, out, 5, OpToken(30)).unwrap();
+    drive(&mut devs, &mut sinks, |s| !s[0].rdma().is_empty());
+    assert_eq!(sinks[0].rdma(), vec![(OpToken(30), Ok(()))]);
+    assert_eq!(&devs[1].deregister(target).unwrap()[..], b"hello");
+    // A region given up while a read into it is in flight stays with the
+    // device (the provider may still write it) until the read ends.
+    let (late, _) = devs[1]
+        .register(0, Buf::zeroed(data.len()).unwrap(), Access::LocalWrite)
+        .unwrap();
+    let before = devs[1].registrations();
+    rma_retry(
+        &mut devs,
+        &mut sinks,
+        1,
+        false,
+        0,
+        key,
+        late,
+        data.len(),
+        OpToken(40),
+    )
+    .unwrap();
+    assert!(devs[1].deregister(late).is_none(), "kept while in flight");
+    drive(&mut devs, &mut sinks, |s| !s[1].rdma().is_empty());
+    assert_eq!(
+        devs[1].registrations(),
+        before - 1,
+        "released at completion"
+    );
+    assert_eq!(devs[0].deregister(src).unwrap().len(), data.len());
+    devs[0].deregister(out).unwrap();
+    assert_eq!(devs[0].registrations() + devs[1].registrations(), 0);
+}
+
+fn sleeping_receiver_is_woken_by_a_send(provider: &str) {
+    let mut devs = devices(2, opts(provider), "wake");
+    let mut sinks = recorders(2, false);
+    // Connect first (rxm connects on the first send).
+    send_retry(&mut devs, &mut sinks, 0, 1, b"hello", b"");
+    drive(&mut devs, &mut sinks, |s| s[1].packets().len() == 1);
+    let Some(fd) = devs[1].wait_fd() else {
+        // shm (libfabric 1.17) refuses FI_WAIT_FD: the caps say so, and
+        // the owner polls (arm has nothing to arm).
+        assert!(!devs[1].caps(0).wait_fd);
+        return;
+    };
+    let start = Instant::now();
+    loop {
+        devs[1].progress(&mut sinks[1]).unwrap();
+        devs[0].progress(&mut sinks[0]).unwrap();
+        if devs[1].arm().unwrap() == Armed::Sleep {
+            break;
+        }
+        devs[1].disarm();
+        assert!(start.elapsed() < LIMIT, "never armed");
+    }
+    assert!(!readable(fd, 0), "nothing happened yet");
+    send_retry(&mut devs, &mut sinks, 0, 1, b"wake", &[1; 100]);
+    let start = Instant::now();
+    while !readable(fd, 1) {
+        devs[0].progress(&mut sinks[0]).unwrap();
+        assert!(start.elapsed() < LIMIT, "the send did not wake the sleeper");
+    }
+    devs[1].disarm();
+    drive(&mut devs, &mut sinks, |s| s[1].packets().len() == 2);
+    assert_eq!(sinks[1].packets()[1].1, b"wake");
+}
+
+fn a_dead_peer_is_reported_once(provider: &str) {
+    let mut devs = devices(3, opts(provider), "dead");
+    let mut sinks = recorders(3, false);
+    send_retry(&mut devs, &mut sinks, 2, 0, b"last words", b"");
+    drive(&mut devs, &mut sinks, |s| s[0].packets().len() == 1);
+    // Rank 2's process "dies": its endpoint and liveness sockets close.
+    drop(devs.pop());
+    sinks.pop();
+    let start = Instant::now();
+    while sinks[0].failures().is_empty() || sinks[1].failures().is_empty() {
+        for (d, s) in devs.iter_mut().zip(sinks.iter_mut()) {
+            d.progress(s).unwrap();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "death not noticed"
+        );
+    }
+    for s in &sinks {
+        assert_eq!(
+            s.failures(),
+            vec![(2, Error::Peer(PeerError::Died { rank: 2 }))]
+        );
+    }
+    assert_eq!(
+        devs[0].send(2, b"", b"").unwrap_err(),
+        Error::Peer(PeerError::Died { rank: 2 })
+    );
+    // The others still talk.
+    send_retry(&mut devs, &mut sinks, 0, 1, b"still here", b"");
+    drive(&mut devs, &mut sinks, |s| s[1].packets().len() == 1);
+}
+
+/// Prints what one register + deregister costs (the crate docs quote it).
+fn registration_cost(provider: &str) {
+    let mut devs = devices(1, opts(provider), "regcost");
+    for size in [4096usize, 1 << 20, 16 << 20] {
+        let mut buf = Some(Buf::zeroed(size).unwrap());
+        let n = 200;
+        let start = Instant::now();
+        for _ in 0..n {
+            let (h, _) = devs[0]
+                .register(0, buf.take().unwrap(), Access::RemoteRead)
+                .unwrap();
+            buf = devs[0].deregister(h);
+        }
+        let us = start.elapsed().as_secs_f64() * 1e6 / f64::from(n);
+        println!("{provider}: register + deregister of {size} B: {us:.2} us");
+    }
+}
+
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {
+        mod tcp {
+            $(#[test] fn $name() { super::$name("tcp;ofi_rxm") })*
+        }
+        mod shm {
+            $(#[test] fn $name() { super::$name("shm") })*
+        }
+    };
+}
+
+on_both!(
+    packets_arrive_in_order_from_every_sender_including_self,
+    a_full_pool_is_busy_not_an_error_and_recovers,
+    into_payload_hands_the_bounce_buffer_over,
+    get_and_put_move_bytes_and_report_errors,
+    sleeping_receiver_is_woken_by_a_send,
+    a_dead_peer_is_reported_once,
+    registration_cost,
+);
+
+#[test]
+fn a_bad_provider_name_lists_what_fi_getinfo_offers() {
+    let results = try_devices(2, opts("no-such-provider"), "badprov");
+    for r in results {
+        let e = r.unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, OfiError::NoProvider { .. }), "{text}");
+        assert!(text.contains("\"no-such-provider\""), "{text}");
+        assert!(
+            text.contains("tcp;ofi_rxm") && text.contains("shm"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn providers_lists_tcp_and_shm() {
+    let list = crate::providers().unwrap();
+    for p in &list {
+        println!("{}", p.summary);
+    }
+    assert!(list
+        .iter()
+        .any(|p| p.provider == "tcp;ofi_rxm" && p.summary.contains("rma=yes")));
+    assert!(list
+        .iter()
+        .any(|p| p.provider == "shm" && p.wait_fd.is_some()));
+}
+
+#[test]
+fn without_rma_the_caps_say_so_and_get_is_unsupported() {
+    let o = OfiOptions {
+        rma: false,
+        ..opts("tcp;ofi_rxm")
+    };
+    let mut devs = devices(2, o, "norma");
+    assert!(!devs[0].caps(1).rdma_get && !devs[0].caps(1).rdma_put);
+    let (h, key) = devs[0]
+        .register(0, Buf::zeroed(4).unwrap(), Access::RemoteRead)
+        .unwrap();
+    assert!(matches!(
+        devs[1].get(0, key, h, 4, OpToken(0)),
+        Err(Error::Device(ferry_core::DeviceError::Unsupported(_)))
+    ));
+}
+
+#[test]
+fn device_is_send() {
+    fn is_send<T: Send>() {}
+    is_send::<OfiDevice>();
+}
+
+mod engine;
+
+/// As in a job spanning nodes (shm on the node, ofi beyond): each device
+/// reaches only the other rank, not itself. Traffic flows, self-sends are
+/// refused, and a death is still noticed (the liveness sockets exist
+/// whenever there is another peer).
+#[test]
+fn a_device_without_self_in_its_peers() {
+    let handles: Vec<_> = ThreadBoot::group(2, &job("noself"))
+        .into_iter()
+        .enumerate()
+        .map(|(r, mut boot)| {
+            std::thread::spawn(move || {
+                OfiDevice::new(&mut boot, &[1 - r as Rank], opts("tcp;ofi_rxm")).unwrap()
+            })
+        })
+        .collect();
+    let mut devs: Vec<OfiDevice> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let mut sinks = recorders(2, false);
+    send_retry(&mut devs, &mut sinks, 0, 1, b"over the network", &[7; 3000]);
+    drive(&mut devs, &mut sinks, |s| s[1].packets().len() == 1);
+    assert!(matches!(
+        devs[0].send(0, b"", b""),
+        Err(Error::Device(ferry_core::DeviceError::Unsupported(_)))
+    ));
+    drop(devs.pop());
+    sinks.pop();
+    let start = Instant::now();
+    while sinks[0].failures().is_empty() {
+        devs[0].progress(&mut sinks[0]).unwrap();
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "death not noticed"
+        );
+    }
+    assert_eq!(
+        sinks[0].failures(),
+        vec![(1, Error::Peer(PeerError::Died { rank: 1 }))]
+    );
+}
