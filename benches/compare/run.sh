@@ -8,7 +8,7 @@
 #   writes DIR/rep<N>/<peer>.<bench>.txt (bench: lat, bw, mr), each in the
 #   ferry-bench format ('#' headers, the last one naming the columns, then
 #   rows `size value ...`), plus DIR/runs.log (commands, waits, failures).
-# Needs: target/release/{ferry-bench,ferryrun}, build/*.ompi|*.mpich (make),
+# Needs: ${CARGO_TARGET_DIR:-target}/release/{ferry-bench,ferryrun}, build/*.ompi|*.mpich (make),
 #        ucx_perftest, fi_pingpong.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -24,8 +24,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 BIN=${COMPARE_BUILD:-$HERE/build}
-FB=$ROOT/target/release/ferry-bench
-FR=$ROOT/target/release/ferryrun
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+case $TARGET in /*) ;; *) TARGET=$ROOT/$TARGET;; esac
+FB=$TARGET/release/ferry-bench
+FR=$TARGET/release/ferryrun
 LOG=$OUT/runs.log
 mkdir -p "$OUT"
 : > "$LOG"
