@@ -1,146 +1,99 @@
-//! # ferry-verbs (skeleton: the contract the `ferry` crate builds against)
+//! # ferry-verbs: ferry's InfiniBand / RoCE device
 //!
-//! - `VerbsOptions::from_env()` reads the device's own `FERRY_*` variables.
-//! - `VerbsDevice::new(boot, peers, opts)` is collective over **every rank of
-//!   the job that has at least one peer on this device**; `peers` is the
-//!   sorted list of global ranks this device must reach (it contains this
-//!   rank when the whole job runs on this device, so self-traffic goes
-//!   through it too). Other ranks are never passed to its methods.
-//! - `VerbsDevice` implements [`ferry_core::Device`] with global ranks.
-//! - `devices()` lists what this machine offers, for `ferry-info`.
+//! A [`ferry_core::Device`] over libibverbs (bindings: `rdma-sys`): one RC
+//! queue pair per peer, a shared receive queue of registered eager buffers
+//! with credit-based flow control, inline sends for tiny packets, RDMA READ
+//! / WRITE for rendezvous, and a completion channel for passive waiting.
+//!
+//! # Quick start
+//! `ferry` builds this device when compiled with feature `verbs` and run
+//! with `FERRY_DEVICE=verbs`; `FERRY_VERBS_DEVICE=mlx5_0` picks the device
+//! (default: the first with an active port; see [`VerbsOptions`]).
+//! `ferry-info` lists the ports ([`devices`]). Directly:
+//!
+//! ```no_run
+//! # fn demo(boot: &mut dyn ferry_core::Bootstrap) -> Result<(), ferry_verbs::VerbsError> {
+//! let peers: Vec<ferry_core::Rank> = (0..boot.size() as ferry_core::Rank).collect();
+//! let dev = ferry_verbs::VerbsDevice::new(boot, &peers, ferry_verbs::VerbsOptions::from_env()?)?;
+//! # let _ = dev; Ok(()) }
+//! ```
+//!
+//! # Contract
+//! - [`VerbsDevice::new`] is collective over every rank that has a peer on
+//!   the device; `peers` is the sorted list of job ranks to reach, this rank
+//!   included when self-traffic goes through the device (a loopback QP
+//!   pair carries it).
+//! - Peers are global job ranks.
+//!
+//! # Design (one module per concept)
+//! - `ffi`: every raw call, checked; the ops-table verbs never panic.
+//! - `context`: device / port / GID selection, [`devices`].
+//! - `qp`: RC connection setup through the bootstrap KVS (at init).
+//! - `srq`, `slab`: eager receive buffers and the ARecv handover.
+//! - `credits`, `imm`: flow control and the 32-bit immediate framing.
+//! - `mr`: registration (no cache, so never stale; see there).
+//! - `rdma`: `get` / `put`, split into chunks of at most `max_msg_sz`.
+//! - `cq`: polling and the arm/sleep/disarm protocol.
+//! - `liveness`: keepalive probes, so a rank that only waits for a dead
+//!   peer learns of its death too.
+//! - `device`, `setup`: the [`ferry_core::Device`] implementation.
+//!
+//! # Features
+//! None. Building needs libibverbs-dev, librdmacm-dev, clang (libclang) and
+//! pkg-config (rdma-sys runs bindgen); running needs an RDMA device
+//! (a ConnectX HCA, or Soft-RoCE: `rdma link add rxe0 type rxe netdev eth0`)
+//! and enough locked memory (`ulimit -l`).
+//!
+//! # Safety
+//! Unsafe code is confined to `ffi` (raw calls) and to the few places that
+//! hand registered memory to the HCA (`srq`, `slab`, `device`, `mr`); each
+//! block states the invariant it relies on. The rule throughout: memory is
+//! registered only while something this crate owns keeps it alive, and a
+//! buffer is touched by the CPU only while no work request uses it.
+//!
+//! # Thread safety
+//! [`VerbsDevice`] is `Send`, not `Sync`: the engine drives it through
+//! `&mut`. ARecv buffers it hands out are `Send` and may be dropped on any
+//! thread.
+//!
+//! # Errors
+//! Setup fails with [`VerbsError`]. Afterwards a failed work completion is
+//! a [`ferry_core::DeviceError::Completion`] on the affected operation, and
+//! the peer whose QP failed is reported once through
+//! [`ferry_core::device::Sink::peer_failed`] (`PeerError::Died` for
+//! retry-exceeded, `TransferFailed` otherwise); other peers keep working.
+//!
+//! # Cleanup
+//! Dropping the device destroys QPs, memory regions, SRQ, CQ, channel, PD
+//! and context, in that order. Nothing outlives the process.
 
-use ferry_core::{Bootstrap, Rank};
+mod context;
+mod cq;
+mod credits;
+mod device;
+mod error;
+mod ffi;
+mod imm;
+mod liveness;
+mod mr;
+mod options;
+mod qp;
+mod rdma;
+mod setup;
+mod slab;
+mod srq;
 
-/// Setup errors.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum VerbsError {
-    /// Not written yet.
-    #[error("not implemented yet")]
-    NotImplemented,
-}
+#[cfg(test)]
+mod tests;
 
-/// Options, from the environment.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct VerbsOptions {}
-
-impl VerbsOptions {
-    /// Reads the device's variables.
-    ///
-    /// # Errors
-    /// A malformed variable.
-    pub fn from_env() -> Result<Self, VerbsError> {
-        Ok(Self::default())
-    }
-}
-
-/// What `devices()` reports, one per entry.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct PortInfo {
-    /// One line describing the entry.
-    pub summary: String,
-}
-
-/// What this machine offers.
-///
-/// # Errors
-/// The library cannot be queried.
-pub fn devices() -> Result<Vec<PortInfo>, VerbsError> {
-    Err(VerbsError::NotImplemented)
-}
-
-/// The device.
-#[derive(Debug)]
-pub struct VerbsDevice {
-    _private: (),
-}
-
-impl VerbsDevice {
-    /// Collective setup; see the crate docs.
-    ///
-    /// # Errors
-    /// See [`VerbsError`].
-    pub fn new(
-        boot: &mut dyn Bootstrap,
-        peers: &[Rank],
-        opts: VerbsOptions,
-    ) -> Result<Self, VerbsError> {
-        let _ = (boot, peers, opts);
-        Err(VerbsError::NotImplemented)
-    }
-}
-
-const SKELETON: ferry_core::Error =
-    ferry_core::Error::Device(ferry_core::DeviceError::Unsupported("verbs (skeleton)"));
-
-static CAPS: ferry_core::Caps = ferry_core::Caps {
-    name: "verbs",
-    max_payload: 0,
-    rdma_get: false,
-    rdma_put: false,
-    tag_offload: false,
-    wait_fd: false,
+/// The engine may move its device between threads (behind a mutex): keep
+/// the device `Send`.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<VerbsDevice>();
 };
 
-impl ferry_core::Device for VerbsDevice {
-    fn caps(&self, _peer: Rank) -> &ferry_core::Caps {
-        &CAPS
-    }
-    fn send(
-        &mut self,
-        _peer: Rank,
-        _header: &[u8],
-        _payload: &[u8],
-    ) -> Result<ferry_core::device::Sent, ferry_core::Error> {
-        Err(SKELETON)
-    }
-    fn register(
-        &mut self,
-        _peer: Rank,
-        buf: ferry_core::Buf,
-        _access: ferry_core::device::Access,
-    ) -> Result<
-        (ferry_core::device::MemHandle, ferry_core::wire::RemoteKey),
-        (ferry_core::Error, ferry_core::Buf),
-    > {
-        Err((SKELETON, buf))
-    }
-    fn deregister(&mut self, _mem: ferry_core::device::MemHandle) -> Option<ferry_core::Buf> {
-        None
-    }
-    fn get(
-        &mut self,
-        _peer: Rank,
-        _remote: ferry_core::wire::RemoteKey,
-        _local: ferry_core::device::MemHandle,
-        _len: usize,
-        _token: ferry_core::device::OpToken,
-    ) -> Result<ferry_core::device::Sent, ferry_core::Error> {
-        Err(SKELETON)
-    }
-    fn put(
-        &mut self,
-        _peer: Rank,
-        _local: ferry_core::device::MemHandle,
-        _remote: ferry_core::wire::RemoteKey,
-        _len: usize,
-        _token: ferry_core::device::OpToken,
-    ) -> Result<ferry_core::device::Sent, ferry_core::Error> {
-        Err(SKELETON)
-    }
-    fn progress<S: ferry_core::device::Sink>(
-        &mut self,
-        _sink: &mut S,
-    ) -> Result<usize, ferry_core::Error> {
-        Ok(0)
-    }
-    fn arm(&mut self) -> Result<ferry_core::device::Armed, ferry_core::Error> {
-        Ok(ferry_core::device::Armed::Pending)
-    }
-    fn disarm(&mut self) {}
-    fn wait_fd(&self) -> Option<i32> {
-        None
-    }
-}
+pub use context::{devices, PortInfo};
+pub use device::VerbsDevice;
+pub use error::VerbsError;
+pub use options::VerbsOptions;

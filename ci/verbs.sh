@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# ci/verbs.sh — the verbs device's CI: build with --features verbs, lint it, then
+# run its tests for real on Soft-RoCE (rxe0) inside ONE throw-away VM boot
+# (ci/softroce.sh):
+#   1. the device tests of ferry-verbs (each "rank" a thread; send/recv, order,
+#      credits under a flood, inline, get/put, ARecv handover, arm/wait_fd,
+#      the stale-registration test, dead-peer detection);
+#   2. the conformance suite (tests/tests/conformance_verbs.rs: every body
+#      through ferryrun with 2 and 4 ranks, FERRY_DEVICE=verbs);
+#   3. the failure scenarios on verbs (tests/tests/failure_verbs.rs: rank 1
+#      SIGKILLed; the survivors' waits fail naming it, the job ends).
+# FERRY_VERBS_DEVICE is unset, so the default device selection is what runs.
+# Inside the VM FERRY_VERBS_REQUIRE=1: a verbs test that finds no RDMA device
+# fails instead of skipping. A VM that does not boot fails (ci/softroce.sh
+# exits 124/125). Conformance bodies that skip print "*** ... SKIPPED".
+#
+# Usage: ci/verbs.sh            (from any directory; works from a fresh clone)
+# Env:   CARGO_TARGET_DIR (default target), FERRY_VM_* knobs of ci/softroce.sh
+#        (FERRY_VM_TIMEOUT defaults to 1800 s here; FERRY_VM_SMP to 2).
+#        FERRY_VERBS_SKIP_CLIPPY=1 skips the lint step.
+# Exit status: non-zero if any build, lint or test failed, or the VM failed.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+step() { printf '\n=== %s\n' "$*"; }
+T0=$(date +%s)
+
+step "system packages (libibverbs-dev, librdmacm-dev, clang, pkg-config)"
+need=()
+pkg-config --exists libibverbs 2>/dev/null || need+=(libibverbs-dev)
+pkg-config --exists librdmacm 2>/dev/null || need+=(librdmacm-dev)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v clang >/dev/null || need+=(clang)
+compgen -G "/usr/lib/llvm-*/lib/libclang*.so*" >/dev/null || compgen -G "/usr/lib/x86_64-linux-gnu/libclang*.so*" >/dev/null \
+  || need+=(libclang-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+
+target=${CARGO_TARGET_DIR:-target}
+case $target in /*) ;; *) target=$ROOT/$target;; esac
+export CARGO_TARGET_DIR=$target
+
+# Prints the test executable named $1 (deps/$1-<hash>) among those cargo built
+# (from its JSON messages; a --no-run build also reports the package's binaries).
+executable() { grep -o '"executable":"[^"]*"' | sed 's/"executable":"//; s/"$//' | grep "/deps/$1-[0-9a-f]*$" | head -1; }
+
+step "build: ferry-verbs device tests (debug)"
+unit=$(cargo test -p ferry-verbs --locked --no-run --message-format=json | executable ferry_verbs)
+[ -x "$unit" ] || { echo "ci/verbs.sh: no ferry-verbs test binary" >&2; exit 1; }
+
+step "build: conformance suite with --features verbs (release: the VM is emulated)"
+# Release, because the suite's flood bodies send ~100k messages and the VM
+# may run under TCG; the runner and launcher binaries are built alongside.
+json=$(cargo test -p ferry-tests --features verbs --release --locked --no-run \
+  --test conformance_verbs --test failure_verbs --message-format=json)
+conf=$(executable conformance_verbs <<<"$json")
+fail=$(executable failure_verbs <<<"$json")
+cargo build -p ferry-tests --features verbs --release --locked --bins
+[ -x "$conf" ] && [ -x "$fail" ] || { echo "ci/verbs.sh: test binaries missing" >&2; exit 1; }
+bins=("$target/release/ferry-conformance" "$target/release/ferry-tests-ferryrun")
+
+if [ "${FERRY_VERBS_SKIP_CLIPPY:-0}" != 1 ]; then
+  step "clippy: ferry-verbs (-D warnings)"
+  cargo clippy -p ferry-verbs --all-targets --locked -- -D warnings
+  cargo fmt -p ferry-verbs -- --check
+fi
+
+step "Soft-RoCE VM: device tests + conformance suite (one boot)"
+unset FERRY_VERBS_DEVICE
+export FERRY_VERBS_REQUIRE=1
+export FERRY_VM_TIMEOUT=${FERRY_VM_TIMEOUT:-1800}
+export FERRY_VM_SMP=${FERRY_VM_SMP:-2}
+V0=$(date +%s)
+set +e
+"$ROOT/ci/softroce.sh" -f "$unit" -f "$conf" -f "$fail" -f "${bins[0]}" -f "${bins[1]}" -- \
+  'echo "[verbs] FERRY_VERBS_DEVICE=${FERRY_VERBS_DEVICE:-<unset>}"; ibv_devices' \
+  "$unit --test-threads=1 --nocapture" \
+  "$conf --test-threads=1 --nocapture" \
+  "$fail --test-threads=1 --nocapture"
+rc=$?
+set -e
+echo "ci/verbs.sh: VM run took $(( $(date +%s) - V0 )) s (status $rc); total $(( $(date +%s) - T0 )) s"
+exit $rc

@@ -1,0 +1,122 @@
+//! The completion queue, its channel, and the arm/sleep/disarm protocol.
+//!
+//! # Waiting without losing a wakeup
+//! - [`Completions::arm`]: drain stale channel events, `ibv_req_notify_cq`,
+//!   *then* poll once. A completion that arrived before the request is
+//!   found by that poll (kept in a stash for the next `progress`, and
+//!   `arm` reports `Pending`); one that arrives after it raises an event on
+//!   the channel, whose fd ([`Completions::fd`], non-blocking) the engine's
+//!   owner sleeps on. There is no window in between.
+//! - [`Completions::disarm`]: takes every event from the channel without
+//!   blocking and acks them (in batches; the CQ acks the rest before it is
+//!   destroyed), so the fd is not readable for events already handled.
+
+use crate::ffi::{sys, wc_array, wc_imm, Channel, Context, Cq, FfiError};
+
+/// What `progress` needs of one work completion (copied out of `ibv_wc`,
+/// which is not `Copy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Completion {
+    pub(crate) wr_id: u64,
+    pub(crate) status: u32,
+    pub(crate) opcode: u32,
+    pub(crate) byte_len: u32,
+    pub(crate) imm: u32,
+    pub(crate) qp_num: u32,
+    pub(crate) with_imm: bool,
+}
+
+/// Completions polled per call.
+pub(crate) const BATCH: usize = 32;
+
+/// The CQ and its channel.
+pub(crate) struct Completions {
+    // Field order is drop order: the CQ before its channel.
+    pub(crate) cq: Cq,
+    channel: Channel,
+    wc: Vec<sys::ibv_wc>,
+    /// Completions polled by `arm`, delivered by the next `poll`.
+    stash: Vec<Completion>,
+    armed: bool,
+}
+
+impl std::fmt::Debug for Completions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Completions")
+            .field("cq", &self.cq)
+            .field("fd", &self.channel.fd())
+            .field("stashed", &self.stash.len())
+            .field("armed", &self.armed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Completions {
+    pub(crate) fn new(ctx: &Context, entries: i32) -> Result<Completions, FfiError> {
+        let channel = Channel::new(ctx)?;
+        let cq = Cq::new(ctx, entries, &channel)?;
+        Ok(Completions {
+            cq,
+            channel,
+            wc: wc_array(BATCH),
+            stash: Vec::with_capacity(BATCH),
+            armed: false,
+        })
+    }
+
+    pub(crate) fn fd(&self) -> i32 {
+        self.channel.fd()
+    }
+
+    /// Polls up to [`BATCH`] completions into `out` (cleared first).
+    #[inline]
+    pub(crate) fn poll(&mut self, out: &mut Vec<Completion>) -> Result<(), FfiError> {
+        out.clear();
+        if !self.stash.is_empty() {
+            out.append(&mut self.stash);
+            return Ok(());
+        }
+        let n = self.cq.poll(&mut self.wc)?;
+        out.extend(self.wc[..n].iter().map(|wc| Completion {
+            wr_id: wc.wr_id,
+            status: wc.status,
+            opcode: wc.opcode,
+            byte_len: wc.byte_len,
+            imm: wc_imm(wc),
+            qp_num: wc.qp_num,
+            with_imm: wc.wc_flags & sys::ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0,
+        }));
+        Ok(())
+    }
+
+    /// Requests an event, then re-polls: `Ok(true)` = something is pending
+    /// (progress instead of sleeping); see the module docs.
+    pub(crate) fn arm(&mut self) -> Result<bool, FfiError> {
+        if !self.stash.is_empty() {
+            return Ok(true);
+        }
+        self.drain_events()?;
+        self.cq.req_notify()?;
+        self.armed = true;
+        let mut found = std::mem::take(&mut self.stash);
+        self.poll(&mut found)?;
+        self.stash = found;
+        Ok(!self.stash.is_empty())
+    }
+
+    /// Ends the armed state: drains and acks channel events.
+    pub(crate) fn disarm(&mut self) {
+        if std::mem::take(&mut self.armed) {
+            if let Err(e) = self.drain_events() {
+                tracing::warn!(error = %e, "draining the verbs completion channel failed");
+            }
+        }
+    }
+
+    fn drain_events(&mut self) -> Result<(), FfiError> {
+        while self.channel.try_get_event()? {
+            self.cq.event_taken();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,659 @@
+//! [`VerbsDevice`] and its [`Device`] implementation: the send and progress
+//! hot paths, RDMA, waiting, and peer failure.
+
+use std::collections::{HashMap, VecDeque};
+
+use ferry_core::device::{Access, Armed, Caps, Device, MemHandle, OpToken, Sent, Sink};
+use ferry_core::wire::{RemoteKey, MAX_HEADER};
+use ferry_core::{Buf, DeviceError, Error, PeerError, Rank, UsageError};
+
+use crate::context::Selected;
+use crate::cq::{Completion, Completions};
+use crate::credits::Credits;
+use crate::ffi::{sys, Pd, Qp, SendOp, Sge};
+use crate::imm::Imm;
+use crate::liveness::Liveness;
+use crate::mr::Registry;
+use crate::rdma::{Ops, RdmaOp, RDMA_TAG};
+use crate::slab::Slab;
+use crate::srq::{RecvPool, VerbsIncoming, RECV_TAG};
+
+/// Work-request id tags (top byte); the low 32 bits carry a slot or op index.
+pub(crate) const SEND_BUF_TAG: u64 = 1 << 56;
+pub(crate) const INLINE_TAG: u64 = 2 << 56;
+pub(crate) const CREDIT_TAG: u64 = 3 << 56;
+/// Keepalive probes (`liveness.rs`); the low bits carry the peer index.
+pub(crate) const PROBE_TAG: u64 = 6 << 56;
+const TAG_MASK: u64 = 0xff << 56;
+
+/// What this rank knows about a peer's health.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Health {
+    Alive,
+    /// Failed; `reported` once the sink was told.
+    Failed {
+        error: Error,
+        reported: bool,
+    },
+}
+
+/// One connected peer.
+#[derive(Debug)]
+pub(crate) struct Peer {
+    pub(crate) rank: Rank,
+    /// The QP this rank sends on.
+    pub(crate) qp: Qp,
+    /// For this rank itself: the receiving end of the loopback pair (owned
+    /// here so that it lives exactly as long as the sending end).
+    pub(crate) loop_rx: Option<Qp>,
+    /// A keepalive probe is in flight.
+    pub(crate) probing: bool,
+    pub(crate) credits: Credits,
+    /// Send-queue slots free on `qp`.
+    pub(crate) sq_free: u32,
+    pub(crate) health: Health,
+}
+
+/// The registered send buffers.
+#[derive(Debug)]
+pub(crate) struct SendPool {
+    pub(crate) slab: Slab,
+    pub(crate) free: Vec<u32>,
+}
+
+/// The verbs device. See the crate docs.
+#[derive(Debug)]
+pub struct VerbsDevice {
+    // Field order is destruction order (verbs children before parents):
+    // QPs, then user MRs, send and receive buffers (with the SRQ), the CQ
+    // and its channel, the PD, and the device context last.
+    pub(crate) peers: Vec<Peer>,
+    pub(crate) registry: Registry,
+    pub(crate) send: SendPool,
+    pub(crate) recv: RecvPool,
+    pub(crate) live: Liveness,
+    pub(crate) cq: Completions,
+    pub(crate) pd: Pd,
+    pub(crate) sel: Selected,
+    pub(crate) rank: Rank,
+    /// Job rank → index into `peers` (`u32::MAX`: not a peer).
+    pub(crate) index_of: Vec<u32>,
+    /// Local QP number → index into `peers`.
+    pub(crate) qpn_peer: HashMap<u32, u32>,
+    pub(crate) caps: Caps,
+    /// Packets up to this many bytes (header + payload) go inline.
+    pub(crate) max_inline: usize,
+    /// Largest RDMA work request (the port's `max_msg_sz`); longer
+    /// transfers are split (`rdma.rs`).
+    pub(crate) max_msg: usize,
+    ops: Ops,
+    /// Zero-length transfers, completed at the next `progress`.
+    ready: VecDeque<OpToken>,
+    batch: Vec<Completion>,
+    unreported: usize,
+    credits_due: bool,
+}
+
+pub(crate) const NOT_PEER: u32 = u32::MAX;
+
+impl VerbsDevice {
+    /// Assembles a device from connected parts (see `setup.rs`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn assemble(
+        peers: Vec<Peer>,
+        send: SendPool,
+        recv: RecvPool,
+        live: Liveness,
+        cq: Completions,
+        pd: Pd,
+        sel: Selected,
+        rank: Rank,
+        index_of: Vec<u32>,
+        qpn_peer: HashMap<u32, u32>,
+        caps: Caps,
+        max_inline: usize,
+    ) -> VerbsDevice {
+        let max_msg = sel.port_attr.max_msg_sz as usize;
+        VerbsDevice {
+            peers,
+            registry: Registry::default(),
+            send,
+            recv,
+            live,
+            cq,
+            pd,
+            sel,
+            rank,
+            index_of,
+            qpn_peer,
+            caps,
+            max_inline,
+            max_msg,
+            ops: Ops::default(),
+            ready: VecDeque::new(),
+            batch: Vec::with_capacity(crate::cq::BATCH),
+            unreported: 0,
+            credits_due: false,
+        }
+    }
+
+    /// The device and port in use, e.g. `rxe0:1`.
+    pub fn port_name(&self) -> String {
+        format!("{}:{}", self.sel.name, self.sel.port)
+    }
+
+    /// The GID index used for addressing (`None` on InfiniBand with LID
+    /// routing).
+    pub fn gid_index(&self) -> Option<u8> {
+        self.sel.gid_index
+    }
+
+    /// The largest header + payload sent inline (`IBV_SEND_INLINE`).
+    pub fn max_inline(&self) -> usize {
+        self.max_inline
+    }
+
+    /// Whether `addr` lies in the eager receive buffers: an ARecv buffer
+    /// whose [`Buf::id`] does was handed over without a copy.
+    pub fn eager_buffer_contains(&self, addr: usize) -> bool {
+        self.recv.contains(addr)
+    }
+
+    /// Data messages this rank may still send to `peer` before it must wait
+    /// for credits (`None` for a rank that is not a peer).
+    pub fn credits_available(&self, peer: Rank) -> Option<u32> {
+        let i = self.peer_index(peer).ok()?;
+        Some(self.peers[i].credits.available())
+    }
+
+    /// Live rendezvous registrations.
+    pub fn registrations(&self) -> usize {
+        self.registry.live()
+    }
+
+    fn peer_index(&self, peer: Rank) -> Result<usize, Error> {
+        let size = self.index_of.len() as u32;
+        let i = usize::try_from(peer)
+            .ok()
+            .and_then(|p| self.index_of.get(p).copied())
+            .ok_or(UsageError::InvalidRank { rank: peer, size })?;
+        if i == NOT_PEER {
+            return Err(
+                DeviceError::Unsupported("verbs: rank is not a peer of this device").into(),
+            );
+        }
+        Ok(i as usize)
+    }
+
+    /// The peer at `i`, if alive; else its failure.
+    #[inline]
+    fn alive(&self, i: usize) -> Result<(), Error> {
+        match self.peers[i].health {
+            Health::Alive => Ok(()),
+            Health::Failed { error, .. } => Err(error),
+        }
+    }
+
+    /// Marks peer `i` failed (reported once by `progress`).
+    fn fail(&mut self, i: usize, error: Error) {
+        let p = &mut self.peers[i];
+        if p.health == Health::Alive {
+            tracing::warn!(rank = self.rank, peer = p.rank, %error, "verbs peer failed");
+            p.health = Health::Failed {
+                error,
+                reported: false,
+            };
+            self.unreported += 1;
+        }
+    }
+
+    /// A work completion failed on peer `i`'s QP. In RC, any error moves the
+    /// QP to the error state (the rest of its work flushes), so the
+    /// connection is lost: retry-exceeded means the peer is dead or
+    /// unreachable; anything else is a failed transfer.
+    fn wc_failed(&mut self, i: usize, status: u32) {
+        use sys::ibv_wc_status as S;
+        let rank = self.peers[i].rank;
+        let error = match status {
+            S::IBV_WC_WR_FLUSH_ERR if self.peers[i].health != Health::Alive => return,
+            S::IBV_WC_RETRY_EXC_ERR | S::IBV_WC_RNR_RETRY_EXC_ERR | S::IBV_WC_WR_FLUSH_ERR => {
+                PeerError::Died { rank }
+            }
+            _ => PeerError::TransferFailed { rank },
+        };
+        self.fail(i, error.into());
+    }
+
+    fn report_failures<S: Sink>(&mut self, sink: &mut S) -> usize {
+        let mut events = 0;
+        for p in &mut self.peers {
+            if let Health::Failed {
+                error,
+                reported: false,
+            } = p.health
+            {
+                p.health = Health::Failed {
+                    error,
+                    reported: true,
+                };
+                sink.peer_failed(p.rank, error);
+                events += 1;
+            }
+        }
+        self.unreported = 0;
+        events
+    }
+
+    /// Sends explicit credit messages where due and possible.
+    fn flush_credits(&mut self) -> Result<(), Error> {
+        self.credits_due = false;
+        for p in &mut self.peers {
+            if p.health != Health::Alive || !p.credits.explicit_due() {
+                continue;
+            }
+            if p.sq_free == 0 {
+                // Retried after a send completion frees a slot.
+                self.credits_due = true;
+                continue;
+            }
+            let n = p.credits.take_owed();
+            // SAFETY: no SGEs: a zero-length SEND carries only the immediate.
+            let r = unsafe {
+                p.qp.post_send(CREDIT_TAG, SendOp::SendImm(Imm::credit(n)), &[], false)
+            };
+            match r {
+                Ok(()) => p.sq_free -= 1,
+                Err(e) => {
+                    p.credits.restore_owed(n);
+                    return Err(e.into());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends a keepalive probe to every live remote peer that has none in
+    /// flight (see `liveness.rs`).
+    fn probe(&mut self) {
+        for (i, p) in self.peers.iter_mut().enumerate() {
+            if p.loop_rx.is_some() || p.probing || p.health != Health::Alive || p.sq_free == 0 {
+                continue;
+            }
+            let op = SendOp::Write { addr: 0, rkey: 0 };
+            // SAFETY: no SGEs: a zero-length RDMA WRITE reads no local memory
+            // and writes none at the peer (the rkey is not even checked).
+            match unsafe { p.qp.post_send(PROBE_TAG | i as u64, op, &[], false) } {
+                Ok(()) => {
+                    p.sq_free -= 1;
+                    p.probing = true;
+                }
+                Err(e) => {
+                    tracing::warn!(peer = p.rank, error = %e, "verbs keepalive probe not posted")
+                }
+            }
+        }
+    }
+
+    /// Handles one completion; returns the events reported to the sink.
+    #[inline]
+    fn complete<S: Sink>(&mut self, c: &Completion, sink: &mut S) -> usize {
+        let index = (c.wr_id & 0xffff_ffff) as u32;
+        if c.wr_id & TAG_MASK == RECV_TAG {
+            return self.complete_recv(c, index, sink);
+        }
+        let Some(&pi) = self.qpn_peer.get(&c.qp_num) else {
+            tracing::error!(qpn = c.qp_num, "verbs completion for an unknown QP");
+            return 0;
+        };
+        let pi = pi as usize;
+        self.peers[pi].sq_free += 1;
+        if self.peers[pi].credits.explicit_due() {
+            self.credits_due = true;
+        }
+        let ok = c.status == sys::ibv_wc_status::IBV_WC_SUCCESS;
+        if !ok {
+            self.wc_failed(pi, c.status);
+        }
+        match c.wr_id & TAG_MASK {
+            SEND_BUF_TAG => {
+                if index < self.send.slab.count() {
+                    self.send.free.push(index);
+                }
+                0
+            }
+            PROBE_TAG => {
+                self.peers[pi].probing = false;
+                0
+            }
+            RDMA_TAG => {
+                let status = (!ok).then_some(c.status as i32);
+                match self.ops.chunk_done(index, status) {
+                    Some((token, result)) => {
+                        sink.rdma_done(token, result);
+                        1
+                    }
+                    None => 0,
+                }
+            }
+            _ => 0,
+        }
+    }
+
+    fn complete_recv<S: Sink>(&mut self, c: &Completion, index: u32, sink: &mut S) -> usize {
+        let Some(slot) = self.recv.slot_valid(u64::from(index)) else {
+            tracing::error!(index, "verbs receive completion for an unknown buffer");
+            return 0;
+        };
+        let Some(&pi) = self.qpn_peer.get(&c.qp_num) else {
+            self.recv.recycle(slot);
+            return 0;
+        };
+        let pi = pi as usize;
+        if c.status != sys::ibv_wc_status::IBV_WC_SUCCESS {
+            self.recv.recycle(slot);
+            self.wc_failed(pi, c.status);
+            return 0;
+        }
+        let rank = self.peers[pi].rank;
+        if self.peers[pi].health != Health::Alive {
+            // What a failed peer sends after its failure was reported is
+            // dropped (its requests have failed already).
+            self.recv.recycle(slot);
+            return 0;
+        }
+        let byte_len = c.byte_len as usize;
+        let decoded = if !c.with_imm {
+            Err("verbs: message without an immediate")
+        } else if byte_len > self.recv.slot_size() {
+            Err("verbs: message longer than an eager buffer")
+        } else {
+            Imm::decode(c.imm, byte_len)
+        };
+        let imm = match decoded
+            .and_then(|imm| self.peers[pi].credits.returned(imm.credits).map(|()| imm))
+        {
+            Ok(imm) => imm,
+            Err(what) => {
+                self.recv.recycle(slot);
+                self.fail(pi, PeerError::Protocol { rank, what }.into());
+                return 0;
+            }
+        };
+        if imm.credit_only {
+            self.recv.recycle(slot);
+            return 0;
+        }
+        let packet = VerbsIncoming {
+            pool: &mut self.recv,
+            slot: Some(slot),
+            header_len: imm.header_len,
+            payload_len: byte_len - imm.header_len,
+        };
+        // Dropping the packet (inside or after the sink) refills the SRQ;
+        // only then is the peer's credit owed back.
+        sink.packet(rank, packet);
+        let credits = &mut self.peers[pi].credits;
+        credits.consumed();
+        if credits.explicit_due() {
+            self.credits_due = true;
+        }
+        1
+    }
+
+    fn rdma(
+        &mut self,
+        peer: Rank,
+        local: MemHandle,
+        remote: RemoteKey,
+        len: usize,
+        token: OpToken,
+        write: bool,
+    ) -> Result<Sent, Error> {
+        let i = self.peer_index(peer)?;
+        self.alive(i)?;
+        let l = self.registry.local(local).ok_or(UsageError::StaleHandle)?;
+        if len > l.len {
+            return Err(UsageError::LengthMismatch(
+                "verbs: RDMA longer than the local registration",
+            )
+            .into());
+        }
+        let Ok(rkey) = u32::try_from(remote.key) else {
+            return Err(PeerError::Protocol {
+                rank: peer,
+                what: "verbs: remote key wider than 32 bits",
+            }
+            .into());
+        };
+        if len == 0 {
+            self.ready.push_back(token);
+            return Ok(Sent::Done);
+        }
+        if self.peers[i].sq_free == 0 {
+            return Ok(Sent::Busy);
+        }
+        let op = RdmaOp {
+            token,
+            write,
+            peer: i,
+            local: l.addr,
+            lkey: l.lkey,
+            remote: remote.addr,
+            rkey,
+            len,
+            posted: 0,
+            in_flight: 0,
+            error: None,
+        };
+        Ok(if self.ops.start(op, &mut self.peers, self.max_msg)? {
+            Sent::Done
+        } else {
+            Sent::Busy
+        })
+    }
+}
+
+impl Device for VerbsDevice {
+    fn caps(&self, _peer: Rank) -> &Caps {
+        &self.caps
+    }
+
+    #[inline]
+    fn send(&mut self, peer: Rank, header: &[u8], payload: &[u8]) -> Result<Sent, Error> {
+        let i = self.peer_index(peer)?;
+        if payload.len() > self.caps.max_payload {
+            return Err(UsageError::MessageTooLarge {
+                len: payload.len(),
+                max: self.caps.max_payload,
+            }
+            .into());
+        }
+        if header.len() > MAX_HEADER {
+            return Err(Error::Internal("packet header longer than MAX_HEADER"));
+        }
+        self.alive(i)?;
+        let p = &mut self.peers[i];
+        if p.sq_free == 0 || !p.credits.take() {
+            return Ok(Sent::Busy);
+        }
+        let total = header.len() + payload.len();
+        let slot = if total <= self.max_inline {
+            None
+        } else if let Some(s) = self.send.free.pop() {
+            Some(s)
+        } else {
+            p.credits.untake();
+            return Ok(Sent::Busy);
+        };
+        let owed = p.credits.take_owed();
+        let op = SendOp::SendImm(Imm::data(header.len(), owed));
+        let r = match slot {
+            None => {
+                let mut sges = [Sge {
+                    addr: 0,
+                    len: 0,
+                    lkey: 0,
+                }; 2];
+                let mut n = 0;
+                for part in [header, payload] {
+                    if !part.is_empty() {
+                        sges[n] = Sge {
+                            addr: part.as_ptr() as u64,
+                            len: part.len() as u32,
+                            lkey: 0,
+                        };
+                        n += 1;
+                    }
+                }
+                // SAFETY: inline: the provider copies the bytes during the
+                // call, so the borrowed slices need only live across it.
+                unsafe { p.qp.post_send(INLINE_TAG, op, &sges[..n], true) }
+            }
+            Some(s) => {
+                let dst = self.send.slab.ptr(s);
+                // SAFETY: slot `s` is free (popped from the free list: no
+                // send in flight reads it) and holds `max_payload +
+                // MAX_HEADER >= total` bytes (checked above).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(header.as_ptr(), dst, header.len());
+                    std::ptr::copy_nonoverlapping(
+                        payload.as_ptr(),
+                        dst.add(header.len()),
+                        payload.len(),
+                    );
+                }
+                let sge = Sge {
+                    addr: dst as u64,
+                    len: total as u32,
+                    lkey: self.send.slab.lkey(),
+                };
+                // SAFETY: the SGE lies in the registered send slab and slot
+                // `s` is not touched again until its completion returns it
+                // to the free list.
+                unsafe {
+                    p.qp.post_send(SEND_BUF_TAG | u64::from(s), op, &[sge], false)
+                }
+            }
+        };
+        match r {
+            Ok(()) => {
+                p.sq_free -= 1;
+                Ok(Sent::Done)
+            }
+            Err(e) => {
+                p.credits.untake();
+                p.credits.restore_owed(owed);
+                if let Some(s) = slot {
+                    self.send.free.push(s);
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    fn register(
+        &mut self,
+        _peer: Rank,
+        buf: Buf,
+        access: Access,
+    ) -> Result<(MemHandle, RemoteKey), (Error, Buf)> {
+        self.registry.register(&self.pd, buf, access)
+    }
+
+    fn deregister(&mut self, mem: MemHandle) -> Option<Buf> {
+        self.registry.deregister(mem)
+    }
+
+    fn get(
+        &mut self,
+        peer: Rank,
+        remote: RemoteKey,
+        local: MemHandle,
+        len: usize,
+        token: OpToken,
+    ) -> Result<Sent, Error> {
+        self.rdma(peer, local, remote, len, token, false)
+    }
+
+    fn put(
+        &mut self,
+        peer: Rank,
+        local: MemHandle,
+        remote: RemoteKey,
+        len: usize,
+        token: OpToken,
+    ) -> Result<Sent, Error> {
+        self.rdma(peer, local, remote, len, token, true)
+    }
+
+    #[inline]
+    fn progress<S: Sink>(&mut self, sink: &mut S) -> Result<usize, Error> {
+        if let Some(e) = self.recv.failed {
+            return Err(e.into());
+        }
+        let mut events = 0;
+        while let Some(token) = self.ready.pop_front() {
+            sink.rdma_done(token, Ok(()));
+            events += 1;
+        }
+        let mut batch = std::mem::take(&mut self.batch);
+        let polled = self.cq.poll(&mut batch);
+        for c in &batch {
+            events += self.complete(c, sink);
+        }
+        self.batch = batch;
+        polled?;
+        if self.credits_due {
+            self.flush_credits()?;
+        }
+        if self.ops.has_unposted() {
+            let mut done = Vec::new();
+            self.ops
+                .resume(&mut self.peers, self.max_msg, |t, r| done.push((t, r)));
+            for (t, r) in done {
+                sink.rdma_done(t, r);
+                events += 1;
+            }
+        }
+        if self.live.due() {
+            self.probe();
+        }
+        if self.unreported > 0 {
+            events += self.report_failures(sink);
+        }
+        Ok(events)
+    }
+
+    fn arm(&mut self) -> Result<Armed, Error> {
+        if !self.ready.is_empty() || self.unreported > 0 || self.recv.failed.is_some() {
+            return Ok(Armed::Pending);
+        }
+        if self.live.arm()? {
+            return Ok(Armed::Pending);
+        }
+        Ok(if self.cq.arm()? {
+            Armed::Pending
+        } else {
+            Armed::Sleep
+        })
+    }
+
+    fn disarm(&mut self) {
+        self.cq.disarm();
+        self.live.disarm();
+    }
+
+    fn wait_fd(&self) -> Option<i32> {
+        Some(self.live.fd())
+    }
+}
+
+/// The device's wait fd (an epoll set of the completion channel and the
+/// keepalive timer), borrowed.
+impl std::os::fd::AsFd for VerbsDevice {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        // SAFETY: the epoll fd is open for as long as the device lives, and
+        // the borrow cannot outlive `self`.
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(self.live.fd()) }
+    }
+}

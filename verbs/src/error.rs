@@ -1,0 +1,60 @@
+//! Setup errors ([`VerbsError`]). Errors after setup are
+//! [`ferry_core::Error`]s, like every device's.
+
+use ferry_core::{BootstrapError, Rank};
+
+/// Why the verbs device could not be set up (or listed).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VerbsError {
+    /// No RDMA device, or none with an active port, or not the one asked for.
+    #[error("no usable verbs device: {0}")]
+    NoDevice(String),
+    /// A verbs call failed.
+    #[error("{what}: error code {code}")]
+    Os {
+        /// The call.
+        what: &'static str,
+        /// errno or the verb's error code.
+        code: i32,
+    },
+    /// The provider lacks an operation ferry needs.
+    #[error("the verbs provider does not implement {0}")]
+    Unsupported(&'static str),
+    /// A `FERRY_VERBS_*` variable is malformed.
+    #[error("{var}={value:?}: {why}")]
+    BadVariable {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// The bootstrap (PMI) failed during the address exchange.
+    #[error("bootstrap failed during the verbs address exchange: {0}")]
+    Bootstrap(#[from] BootstrapError),
+    /// A peer published an address this rank cannot parse or use.
+    #[error("rank {rank} published a bad verbs address: {what}")]
+    BadPeerAddress {
+        /// The peer.
+        rank: Rank,
+        /// What was wrong.
+        what: String,
+    },
+    /// `peers` is not a sorted list of job ranks.
+    #[error("invalid peer list: {0}")]
+    BadPeers(&'static str),
+    /// Memory for the eager buffers could not be allocated.
+    #[error("out of memory allocating {0} bytes of eager buffers")]
+    OutOfMemory(usize),
+}
+
+impl From<crate::ffi::FfiError> for VerbsError {
+    fn from(e: crate::ffi::FfiError) -> Self {
+        match e {
+            crate::ffi::FfiError::Missing(what) => VerbsError::Unsupported(what),
+            crate::ffi::FfiError::Os { what, code } => VerbsError::Os { what, code },
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! Connection setup: RC queue pairs, one per peer, wired at init through the
+//! bootstrap key-value store.
+//!
+//! # Protocol (collective over the ranks that use the device)
+//! 1. Each rank creates one RC QP per peer (two for itself: a loopback pair,
+//!    see below), all sharing one CQ and one SRQ, and moves them to INIT.
+//! 2. It publishes `ferry-verbs-port-<rank>` = `v1,<lid>,<gid>,<mtu>` (its
+//!    port address: LID for IB, GID for RoCE) and, per peer,
+//!    `ferry-verbs-qp-<rank>-<peer>` = `<qpn>,<psn>`. Barrier.
+//! 3. It reads each peer's port key and the peer's QP key for this rank,
+//!    moves each QP to RTR (path MTU = the smaller of the two active MTUs)
+//!    and RTS. Barrier again, so that no rank sends before every QP that
+//!    could receive it is in RTR (a packet for a QP still in INIT would be
+//!    dropped and cost a retransmission timeout).
+//!
+//! Connecting at init costs `peers` QPs per rank up front and one KVS put
+//! per peer (fine for the node counts Soft-RoCE CI and small clusters see;
+//! a large job would connect lazily on first send, or use DC/UD, which is
+//! future work). Every value is validated on read: a malformed address is a
+//! typed [`VerbsError::BadPeerAddress`].
+//!
+//! # Self traffic
+//! A rank reaches itself through a loopback pair: QP `A` (used for sending)
+//! connected to QP `B` (only receives, through the SRQ) on the same port.
+//! So self-sends, self-gets and self-puts take exactly the path remote ones
+//! do, with the same ordering and flow control.
+//!
+//! # Timeouts
+//! `timeout` and `retry_cnt` come from [`VerbsOptions`]: a dead peer fails
+//! the QP with `IBV_WC_RETRY_EXC_ERR` after about `4.096 µs × 2^timeout ×
+//! (retry + 1)` (≈ 2 s by default). `rnr_retry` is finite (6) although the
+//! credit scheme makes RNR impossible (`credits.rs`): if that reasoning
+//! were ever wrong, the result is an error, never a hang.
+
+use ferry_core::Rank;
+
+use crate::context::Selected;
+use crate::error::VerbsError;
+use crate::ffi::{sys, Qp};
+use crate::options::VerbsOptions;
+
+/// A rank's port address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PortAddr {
+    pub(crate) lid: u16,
+    pub(crate) gid: [u8; 16],
+    /// `ibv_mtu` value (1..=5).
+    pub(crate) mtu: u32,
+}
+
+/// One end of a connection, as published: QP number and starting PSN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QpAddr {
+    pub(crate) qpn: u32,
+    pub(crate) psn: u32,
+}
+
+pub(crate) fn port_key(rank: Rank) -> String {
+    format!("ferry-verbs-port-{rank}")
+}
+
+pub(crate) fn qp_key(from: Rank, to: Rank) -> String {
+    format!("ferry-verbs-qp-{from}-{to}")
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl PortAddr {
+    pub(crate) fn encode(&self) -> String {
+        format!("v1,{:x},{},{}", self.lid, hex(&self.gid), self.mtu)
+    }
+
+    pub(crate) fn decode(rank: Rank, s: &str) -> Result<PortAddr, VerbsError> {
+        let bad = |what: &str| VerbsError::BadPeerAddress {
+            rank,
+            what: format!("{what} in {s:?}"),
+        };
+        let f: Vec<&str> = s.split(',').collect();
+        if f.len() != 4 || f[0] != "v1" {
+            return Err(bad("not a v1 verbs port address"));
+        }
+        let lid = u16::from_str_radix(f[1], 16).map_err(|_| bad("bad LID"))?;
+        if f[2].len() != 32 || !f[2].is_ascii() {
+            return Err(bad("bad GID"));
+        }
+        let mut gid = [0u8; 16];
+        for (i, g) in gid.iter_mut().enumerate() {
+            *g = u8::from_str_radix(&f[2][2 * i..2 * i + 2], 16).map_err(|_| bad("bad GID"))?;
+        }
+        let mtu: u32 = f[3].parse().map_err(|_| bad("bad MTU"))?;
+        if !(1..=5).contains(&mtu) {
+            return Err(bad("bad MTU"));
+        }
+        Ok(PortAddr { lid, gid, mtu })
+    }
+}
+
+impl QpAddr {
+    pub(crate) fn encode(&self) -> String {
+        format!("{:x},{:x}", self.qpn, self.psn)
+    }
+
+    pub(crate) fn decode(rank: Rank, s: &str) -> Result<QpAddr, VerbsError> {
+        let bad = || VerbsError::BadPeerAddress {
+            rank,
+            what: format!("bad QP address {s:?}"),
+        };
+        let (q, p) = s.split_once(',').ok_or_else(bad)?;
+        let qpn = u32::from_str_radix(q, 16).map_err(|_| bad())?;
+        let psn = u32::from_str_radix(p, 16).map_err(|_| bad())?;
+        // QPNs and PSNs are 24-bit.
+        if qpn >> 24 != 0 || psn >> 24 != 0 || qpn == 0 {
+            return Err(bad());
+        }
+        Ok(QpAddr { qpn, psn })
+    }
+}
+
+/// A starting PSN: 24 bits, different per QP so that a stale packet of an
+/// earlier job on a reused QPN is unlikely to be accepted.
+pub(crate) fn initial_psn(rank: Rank, qpn: u32) -> u32 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    (nanos ^ qpn.wrapping_mul(0x9e37_79b9) ^ (rank as u32).wrapping_mul(7919)) & 0xff_ffff
+}
+
+fn mask(flags: &[sys::ibv_qp_attr_mask]) -> u32 {
+    flags.iter().fold(0, |m, f| m | f.0)
+}
+
+fn zeroed_attr() -> sys::ibv_qp_attr {
+    // SAFETY: all-zero is a valid value of this plain C struct.
+    unsafe { std::mem::zeroed() }
+}
+
+/// RESET → INIT: the QP may be the target of remote reads and writes (the
+/// memory regions decide what is actually allowed).
+pub(crate) fn to_init(qp: &mut Qp, port: u8) -> Result<(), VerbsError> {
+    use sys::ibv_qp_attr_mask as M;
+    let mut a = zeroed_attr();
+    a.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
+    a.pkey_index = 0;
+    a.port_num = port;
+    a.qp_access_flags = sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0
+        | sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0;
+    qp.modify(
+        &mut a,
+        mask(&[
+            M::IBV_QP_STATE,
+            M::IBV_QP_PKEY_INDEX,
+            M::IBV_QP_PORT,
+            M::IBV_QP_ACCESS_FLAGS,
+        ]),
+    )?;
+    Ok(())
+}
+
+/// INIT → RTR → RTS towards `remote`.
+pub(crate) fn connect(
+    qp: &mut Qp,
+    sel: &Selected,
+    local_psn: u32,
+    remote_port: &PortAddr,
+    remote: QpAddr,
+    opts: &VerbsOptions,
+) -> Result<(), VerbsError> {
+    use sys::ibv_qp_attr_mask as M;
+    let rd_atom = sel.dev_attr.max_qp_rd_atom.clamp(1, 16) as u8;
+    let mut a = zeroed_attr();
+    a.qp_state = sys::ibv_qp_state::IBV_QPS_RTR;
+    a.path_mtu = sel.port_attr.active_mtu.min(remote_port.mtu);
+    a.dest_qp_num = remote.qpn;
+    a.rq_psn = remote.psn;
+    a.max_dest_rd_atomic = rd_atom;
+    a.min_rnr_timer = 12; // 0.64 ms
+    a.ah_attr.port_num = sel.port;
+    a.ah_attr.dlid = remote_port.lid;
+    a.ah_attr.sl = 0;
+    if let Some(g) = sel.gid_index {
+        a.ah_attr.is_global = 1;
+        a.ah_attr.grh.dgid = sys::ibv_gid {
+            raw: remote_port.gid,
+        };
+        a.ah_attr.grh.sgid_index = g;
+        a.ah_attr.grh.hop_limit = 64;
+    }
+    qp.modify(
+        &mut a,
+        mask(&[
+            M::IBV_QP_STATE,
+            M::IBV_QP_AV,
+            M::IBV_QP_PATH_MTU,
+            M::IBV_QP_DEST_QPN,
+            M::IBV_QP_RQ_PSN,
+            M::IBV_QP_MAX_DEST_RD_ATOMIC,
+            M::IBV_QP_MIN_RNR_TIMER,
+        ]),
+    )?;
+    let mut a = zeroed_attr();
+    a.qp_state = sys::ibv_qp_state::IBV_QPS_RTS;
+    a.timeout = opts.timeout;
+    a.retry_cnt = opts.retry;
+    a.rnr_retry = 6;
+    a.sq_psn = local_psn;
+    a.max_rd_atomic = rd_atom;
+    qp.modify(
+        &mut a,
+        mask(&[
+            M::IBV_QP_STATE,
+            M::IBV_QP_TIMEOUT,
+            M::IBV_QP_RETRY_CNT,
+            M::IBV_QP_RNR_RETRY,
+            M::IBV_QP_SQ_PSN,
+            M::IBV_QP_MAX_QP_RD_ATOMIC,
+        ]),
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_round_trip_and_garbage_is_rejected() {
+        let p = PortAddr {
+            lid: 0x12,
+            gid: [0xab; 16],
+            mtu: 3,
+        };
+        assert_eq!(PortAddr::decode(1, &p.encode()).unwrap(), p);
+        for bad in [
+            "",
+            "v2,1,00,3",
+            "v1,zz,00000000000000000000000000000000,3",
+            "v1,1,00,3",
+            "v1,1,0000000000000000000000000000000g,3",
+            "v1,1,00000000000000000000000000000000,9",
+        ] {
+            assert!(PortAddr::decode(1, bad).is_err(), "{bad}");
+        }
+        let q = QpAddr {
+            qpn: 0x11,
+            psn: 0xabcdef,
+        };
+        assert_eq!(QpAddr::decode(0, &q.encode()).unwrap(), q);
+        for bad in ["", "11", "0,1", "1000000,1", "1,1000000", "x,1"] {
+            assert!(QpAddr::decode(0, bad).is_err(), "{bad}");
+        }
+        assert!(initial_psn(3, 17) < 1 << 24);
+    }
+}

@@ -1,0 +1,236 @@
+//! The eager receive side: the shared receive queue, its registered
+//! buffers, and the ARecv handover of a buffer to the user.
+//!
+//! # Buffers
+//! The receive slab has twice as many slots as the SRQ holds: `depth`
+//! posted, `depth` spare. When the engine takes a payload
+//! ([`Incoming::into_payload`], an unexpected message or an ARecv), the
+//! slot itself becomes the user's `Buf` ([`RecvBuf`]) and a spare is posted
+//! in its place; dropping the `Buf` (on any thread) puts the slot back on a
+//! shared return list. When no spare is left (the user holds `depth`
+//! buffers), the payload is copied and the slot reposted: memory stays
+//! bounded by the pool, and the SRQ is refilled either way before the
+//! credit is returned (see `credits.rs`).
+
+use std::sync::{Arc, Mutex};
+
+use ferry_core::device::Incoming;
+use ferry_core::{Buf, ByteStorage, Error};
+
+use crate::error::VerbsError;
+use crate::ffi::{sys, Block, FfiError, Pd, Srq};
+use crate::slab::Slab;
+
+/// Receive work-request ids carry this tag in the top byte.
+pub(crate) const RECV_TAG: u64 = 5 << 56;
+
+/// Slots lent to users come back here.
+type Returns = Arc<Mutex<Vec<u32>>>;
+
+/// The SRQ and its buffers.
+#[derive(Debug)]
+pub(crate) struct RecvPool {
+    pub(crate) srq: Srq,
+    slab: Slab,
+    spare: Vec<u32>,
+    returns: Returns,
+    /// Set when a repost failed inside a drop (reported by `progress`).
+    pub(crate) failed: Option<FfiError>,
+}
+
+impl RecvPool {
+    /// An SRQ of `depth` buffers of `size` bytes, all posted.
+    pub(crate) fn new(pd: &Pd, depth: u32, size: usize) -> Result<RecvPool, VerbsError> {
+        let srq = Srq::new(pd, depth)?;
+        let slab = Slab::new(
+            pd,
+            size,
+            depth * 2,
+            sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0,
+        )?;
+        let mut pool = RecvPool {
+            srq,
+            slab,
+            spare: (depth..depth * 2).rev().collect(),
+            returns: Arc::default(),
+            failed: None,
+        };
+        for i in 0..depth {
+            pool.post(i)?;
+        }
+        Ok(pool)
+    }
+
+    /// Posts slot `i` on the SRQ.
+    #[inline]
+    pub(crate) fn post(&mut self, i: u32) -> Result<(), FfiError> {
+        let addr = self.slab.ptr(i) as u64;
+        // SAFETY: slot `i` lies in the slab's registered region (LOCAL_WRITE)
+        // and is owned by this pool (not lent, not posted) until its
+        // completion is polled.
+        unsafe {
+            self.srq.post_recv(
+                RECV_TAG | u64::from(i),
+                addr,
+                self.slab.slot_size() as u32,
+                self.slab.lkey(),
+            )
+        }
+    }
+
+    fn repost(&mut self, i: u32) {
+        if let Err(e) = self.post(i) {
+            tracing::error!(error = %e, "could not repost an eager receive buffer");
+            self.failed.get_or_insert(e);
+        }
+    }
+
+    /// A spare slot: from the private list, else from those users gave back.
+    fn take_spare(&mut self) -> Option<u32> {
+        if let Some(i) = self.spare.pop() {
+            return Some(i);
+        }
+        if let Ok(mut r) = self.returns.lock() {
+            self.spare.append(&mut r);
+        }
+        self.spare.pop()
+    }
+
+    /// The bytes of slot `i` (`i` from a receive completion, validated).
+    pub(crate) fn slot_valid(&self, i: u64) -> Option<u32> {
+        u32::try_from(i).ok().filter(|&i| i < self.slab.count())
+    }
+
+    pub(crate) fn slot_size(&self) -> usize {
+        self.slab.slot_size()
+    }
+
+    /// Gives back a slot whose message is dropped (a credit message, a
+    /// failed completion, a packet from a failed peer).
+    pub(crate) fn recycle(&mut self, i: u32) {
+        self.repost(i);
+    }
+
+    /// Whether `addr` lies in the receive buffers (ARecv zero-copy check).
+    pub(crate) fn contains(&self, addr: usize) -> bool {
+        self.slab.contains(addr)
+    }
+
+    fn bytes(&self, i: u32, start: usize, len: usize) -> &[u8] {
+        let len = len.min(self.slab.slot_size().saturating_sub(start));
+        // SAFETY: slot `i` belongs to the caller (a completed receive not
+        // yet reposted), `start + len` lies inside it, and the HCA no longer
+        // writes it.
+        unsafe { std::slice::from_raw_parts(self.slab.ptr(i).add(start), len) }
+    }
+}
+
+/// A received packet in its slot, as the sink sees it. Dropping it reposts
+/// the slot (or, after a handover, the spare that replaces it).
+#[derive(Debug)]
+pub(crate) struct VerbsIncoming<'a> {
+    pub(crate) pool: &'a mut RecvPool,
+    /// `None` once handed over.
+    pub(crate) slot: Option<u32>,
+    /// Validated by `Imm::decode` against the received length.
+    pub(crate) header_len: usize,
+    /// Received length minus header, validated against the slot size.
+    pub(crate) payload_len: usize,
+}
+
+impl Incoming for VerbsIncoming<'_> {
+    #[inline]
+    fn header(&self) -> &[u8] {
+        match self.slot {
+            Some(i) => self.pool.bytes(i, 0, self.header_len),
+            None => &[],
+        }
+    }
+
+    #[inline]
+    fn payload(&self) -> &[u8] {
+        match self.slot {
+            Some(i) => self.pool.bytes(i, self.header_len, self.payload_len),
+            None => &[],
+        }
+    }
+
+    fn into_payload(mut self) -> Result<Buf, Error> {
+        let Some(i) = self.slot.take() else {
+            return Ok(Buf::new());
+        };
+        if let Some(spare) = self.pool.take_spare() {
+            self.pool.repost(spare);
+            let storage = RecvBuf {
+                block: Arc::clone(self.pool.slab.block()),
+                ptr: self.pool.slab.ptr(i).wrapping_add(self.header_len),
+                cap: self.pool.slab.slot_size() - self.header_len,
+                slot: i,
+                returns: Arc::clone(&self.pool.returns),
+            };
+            return Ok(Buf::from_storage_with_len(
+                Box::new(storage),
+                self.payload_len,
+            ));
+        }
+        let copy = Buf::copy_from(self.pool.bytes(i, self.header_len, self.payload_len));
+        self.pool.repost(i);
+        copy
+    }
+}
+
+impl Drop for VerbsIncoming<'_> {
+    fn drop(&mut self) {
+        if let Some(i) = self.slot.take() {
+            self.pool.repost(i);
+        }
+    }
+}
+
+/// An eager receive buffer lent to the user: the payload part of a slot.
+/// Dropping it gives the slot back to the pool (from any thread).
+pub(crate) struct RecvBuf {
+    /// Keeps the memory alive even after the device is gone.
+    block: Arc<Block>,
+    ptr: *mut u8,
+    cap: usize,
+    slot: u32,
+    returns: Returns,
+}
+
+impl std::fmt::Debug for RecvBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RecvBuf(slot {}, {} bytes)", self.slot, self.cap)
+    }
+}
+
+// SAFETY: the slot is owned by this value alone (it is neither posted nor
+// lent elsewhere until `drop` returns it), and the block it points into is
+// kept alive by the `Arc`.
+unsafe impl Send for RecvBuf {}
+
+impl ByteStorage for RecvBuf {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `ptr..ptr+cap` lies in the block (a slot's payload part),
+        // which this value keeps alive and owns exclusively (see `Send`).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.cap) }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as for `bytes`; `&mut self` makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.cap) }
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
+    }
+}
+
+impl Drop for RecvBuf {
+    fn drop(&mut self) {
+        let _ = &self.block;
+        if let Ok(mut r) = self.returns.lock() {
+            r.push(self.slot);
+        }
+    }
+}
