@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # ci/test.sh — the README's test command: everything CI checks, runnable by a person.
 #
-# Installs what it needs, then runs, in order:
-#   1. rustfmt and clippy (-D warnings) over the whole workspace;
+# Installs what it needs (MPICH for mpiexec.hydra; libfabric-dev,
+# libibverbs-dev, librdmacm-dev, clang for the network devices; ci/softroce.sh
+# installs QEMU and the rest of the VM's parts), then runs, in order:
+#   1. rustfmt and clippy (-D warnings) over the whole workspace, and over the
+#      code behind the `ofi` and `verbs` features;
 #   2. every test: unit, integration (simulation, proptest), doc tests;
 #   3. the long stress tests that are #[ignore]d in a normal `cargo test`;
-#   4. a short fuzz run of every decoder of peer-supplied bytes (cargo fuzz);
-#   5. a smoke run of the criterion benches (tiny measurement time), so they never rot.
+#   4. the ofi device on libfabric's tcp;ofi_rxm and shm providers
+#      (ci/ofi.sh), then a job split across two "nodes" over shm + ofi;
+#   5. the verbs device on Soft-RoCE in a QEMU VM (ci/verbs.sh);
+#   6. a short fuzz run of every decoder of peer-supplied bytes (cargo fuzz);
+#   7. a smoke run of the criterion benches (tiny measurement time), so they never rot.
 #
 # Env: FERRY_CI_SKIP_FUZZ=1 / FERRY_CI_SKIP_BENCH=1 skip steps 4 / 5;
 # FERRY_FUZZ_SECONDS sets the time per fuzz target (default 30).
@@ -17,13 +23,21 @@ step() { printf '\n=== %s\n' "$*"; }
 
 step "toolchain and system packages"
 # Default cargo features need nothing but Rust. The tests also run ranks
-# under MPICH's Hydra (mpiexec.hydra), so install it on a fresh machine.
+# under MPICH's Hydra (mpiexec.hydra), and build the network devices, whose
+# bindings need the C libraries' headers and libclang (bindgen).
 for tool in cargo rustfmt cargo-clippy; do
   command -v "$tool" >/dev/null || { echo "missing $tool: install it with rustup" >&2; exit 1; }
 done
 cargo --version
 packages=()
 command -v mpiexec.hydra >/dev/null || packages+=(mpich)
+command -v pkg-config >/dev/null || packages+=(pkg-config)
+command -v clang >/dev/null || packages+=(clang)
+dpkg -s libclang-dev >/dev/null 2>&1 || packages+=(libclang-dev)
+dpkg -s libfabric-dev >/dev/null 2>&1 || packages+=(libfabric-dev)
+command -v fi_info >/dev/null || packages+=(libfabric-bin)
+dpkg -s libibverbs-dev >/dev/null 2>&1 || packages+=(libibverbs-dev)
+dpkg -s librdmacm-dev >/dev/null 2>&1 || packages+=(librdmacm-dev)
 if [ "${#packages[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -37,9 +51,16 @@ cargo fmt --all -- --check
 
 step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The code behind the features (ferry's ofi/verbs/mixed wiring, the feature
+# test instantiations) is only compiled with them.
+cargo clippy -p ferry -p ferry-tests -p ferry-bench --features ofi,verbs --all-targets --locked -- -D warnings
+
+# The device crates' own tests run in their scripts below: ferry-ofi's need
+# libfabric's providers, ferry-verbs' an RDMA device (the VM's).
+network=(--exclude ferry-ofi --exclude ferry-verbs)
 
 step "tests"
-cargo test --workspace --locked
+cargo test --workspace "${network[@]}" --locked
 
 step "loom model check of the shm queue"
 # A separate target dir: the cfg flag would otherwise rebuild everything.
@@ -47,7 +68,17 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom" \
   cargo test -p ferry-shm --release --locked --lib loom
 
 step "stress tests (ignored by default)"
-cargo test --workspace --locked --release -- --ignored
+cargo test --workspace "${network[@]}" --locked --release -- --ignored
+
+step "ofi device: tcp;ofi_rxm and shm providers"
+bash ci/ofi.sh
+
+step "mixed devices: shm inside a node, ofi (tcp;ofi_rxm) across, one engine"
+# FERRY_RANKS_PER_NODE=2 splits this machine into two nodes of 2 ranks.
+cargo test -p ferry-tests --features ofi --locked --test mixed
+
+step "verbs device: Soft-RoCE in a QEMU VM"
+bash ci/verbs.sh
 
 if [ "${FERRY_CI_SKIP_FUZZ:-0}" != 1 ]; then
   step "fuzz smoke run (every decoder of peer-supplied bytes)"
