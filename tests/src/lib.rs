@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod bodies;
+pub mod fault;
 pub mod harness;
 
 /// Calls `$callback!($($args)* ; body, body, ...)` with the name of every

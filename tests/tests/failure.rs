@@ -12,52 +12,15 @@
 
 use std::time::Duration;
 
-use ferry_tests::harness::{Job, Launcher};
+use ferry_tests::fault::{assert_noticed, run_killed};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_ferry-conformance");
 const FERRYRUN: &str = env!("CARGO_BIN_EXE_ferry-tests-ferryrun");
 const BOUND: Duration = Duration::from_secs(10);
 
 fn killed(scenario: &str, ranks: u32, env: &[(&str, &str)]) {
-    let mut job = Job::new(Launcher::Ferryrun, FERRYRUN, ranks, RUNNER)
-        .args(&["fault", scenario])
-        .envs(env);
-    job.timeout = Duration::from_secs(60);
-    let f = job.run();
-    assert_eq!(
-        f.code,
-        Some(128 + 9),
-        "ferryrun should report rank 1's SIGKILL\n{f}"
-    );
-    assert!(
-        f.stderr.contains("rank 1 was killed by signal 9"),
-        "ferryrun did not name the dead rank\n{f}"
-    );
-    assert!(
-        f.elapsed < BOUND + Duration::from_secs(5),
-        "the job took {:?}\n{f}",
-        f.elapsed
-    );
-    for r in (0..ranks).filter(|&r| r != 1) {
-        let lead = format!("ferry-conformance fault {scenario} rank {r}: ");
-        let line = f
-            .stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&lead))
-            .unwrap_or_else(|| panic!("rank {r} did not report (hung until killed?)\n{f}"));
-        let ms: u64 = line
-            .strip_prefix("error after ")
-            .and_then(|rest| rest.split(' ').next()?.parse().ok())
-            .unwrap_or_else(|| panic!("rank {r}'s wait did not fail: {line}\n{f}"));
-        assert!(
-            Duration::from_millis(ms) < BOUND,
-            "rank {r} noticed after {ms} ms\n{f}"
-        );
-        assert!(
-            line.contains("rank 1"),
-            "rank {r}'s error does not name rank 1: {line}"
-        );
-    }
+    let (f, survivors) = run_killed(RUNNER, FERRYRUN, scenario, ranks, env);
+    assert_noticed(&f, &survivors, BOUND);
 }
 
 #[test]

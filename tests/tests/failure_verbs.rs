@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use ferry_tests::harness::{Job, Launcher};
+use ferry_tests::fault::run_killed;
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_ferry-conformance");
 const FERRYRUN: &str = env!("CARGO_BIN_EXE_ferry-tests-ferryrun");
@@ -26,30 +26,13 @@ fn killed(scenario: &str, ranks: u32, extra: &[(&str, &str)]) {
         ("FERRY_VERBS_KEEPALIVE_MS", "200"),
     ];
     env.extend_from_slice(extra);
-    let mut job = Job::new(Launcher::Ferryrun, FERRYRUN, ranks, RUNNER)
-        .args(&["fault", scenario])
-        .envs(&env);
-    job.timeout = Duration::from_secs(60);
-    let f = job.run();
-    assert_eq!(
-        f.code,
-        Some(128 + 9),
-        "ferryrun should report rank 1's SIGKILL\n{f}"
-    );
-    for r in (0..ranks).filter(|&r| r != 1) {
-        let lead = format!("ferry-conformance fault {scenario} rank {r}: ");
-        let line = f
-            .stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&lead))
-            .unwrap_or_else(|| panic!("rank {r} did not report (hung until killed?)\n{f}"));
-        let ms: u64 = line
-            .strip_prefix("error after ")
-            .and_then(|rest| rest.split(' ').next()?.parse().ok())
-            .unwrap_or_else(|| panic!("rank {r}'s wait did not fail: {line}\n{f}"));
+    let (f, survivors) = run_killed(RUNNER, FERRYRUN, scenario, ranks, &env);
+    for s in &survivors {
+        let (r, line) = (s.rank, &s.line);
         assert!(
-            Duration::from_millis(ms) < BOUND,
-            "rank {r} noticed after {ms} ms\n{f}"
+            s.noticed_after < BOUND,
+            "rank {r} noticed after {:?}\n{f}",
+            s.noticed_after
         );
         // A wait on a transfer from rank 1 fails with the transfer's own
         // error, the RDMA READ's completion status (12 =
