@@ -354,7 +354,16 @@ unsafe impl Send for Fabric {}
 impl Fabric {
     /// Opens everything for `info`, the CQ with `FI_WAIT_FD` when `wait`
     /// (falling back to `FI_WAIT_NONE` if the provider refuses it).
-    pub(crate) fn open(info: &InfoList, cq_size: usize, wait: bool) -> Result<Fabric, Fail> {
+    /// Opens fabric, domain, CQ, AV and endpoint, and enables the endpoint.
+    /// `name`, if given, is set with `fi_setname` before `fi_enable`: the
+    /// shm provider names its shared-memory region after it (see
+    /// `setup.rs`).
+    pub(crate) fn open(
+        info: &InfoList,
+        cq_size: usize,
+        wait: bool,
+        name: Option<&std::ffi::CStr>,
+    ) -> Result<Fabric, Fail> {
         let i = info.0;
         let mut f = Fabric {
             fabric: null_mut(),
@@ -417,6 +426,16 @@ impl Fabric {
             let flags = u64::from(sys::FI_TRANSMIT) | u64::from(sys::FI_RECV);
             let rc = sys::fi_ep_bind(f.ep, addr_of_mut!((*f.cq).fid), flags);
             check("fi_ep_bind(cq)", rc as isize)?;
+            if let Some(name) = name {
+                // fi_setname copies the string (the shm provider strdups it).
+                let bytes = name.to_bytes_with_nul();
+                let rc = sys::fi_setname(
+                    addr_of_mut!((*f.ep).fid),
+                    name.as_ptr().cast_mut().cast(),
+                    bytes.len(),
+                );
+                check("fi_setname", rc as isize)?;
+            }
             let rc = sys::fi_enable(f.ep);
             check("fi_enable", rc as isize)?;
         }

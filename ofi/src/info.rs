@@ -164,7 +164,7 @@ fn list_entries(list: &InfoList, out: &mut Vec<ProviderInfo>) {
         let rma = e.caps() & RMA_CAPS == RMA_CAPS;
         let wait_fd = InfoList::dup(e)
             .ok()
-            .and_then(|one| Fabric::open(&one, 16, true).ok())
+            .and_then(|one| Fabric::open(&one, 16, true, None).ok())
             .map(|f| f.wait_fd().is_some());
         let yes = |b: bool| if b { "yes" } else { "no" };
         let summary = format!(

@@ -139,7 +139,15 @@ impl OfiDevice {
         let inject_size = e.inject_size().min(buf_size);
         let send = opts.send_buffers.max(1).min(e.tx_size().max(1));
         let cq_size = (recv + send + RMA_SLOTS) * 2;
-        let fabric = Fabric::open(&chosen.info, cq_size, true)?;
+        // libfabric's shm provider names its region `<pid>:<n>:<n>` in
+        // /dev/shm and leaves it there when the process is killed; a later
+        // process that gets the same pid (pids wrap at 32768 in many
+        // containers) then fails in fi_enable with EBUSY. A name of our own,
+        // unique per job, rank and process, cannot collide.
+        let region = shm
+            .then(|| shm_region_name(boot.job_id(), rank))
+            .transpose()?;
+        let fabric = Fabric::open(&chosen.info, cq_size, true, region.as_deref())?;
         let provider_rma = chosen.rma;
         drop(chosen);
 
@@ -390,4 +398,31 @@ impl OfiDevice {
         self.addrs[me] = restore;
         result
     }
+}
+
+/// A name for this rank's shm-provider region: the job, the rank, the
+/// process and 64 random bits (a launcher may reuse a job id; Hydra's
+/// contains a pid). It does not start with `ferry-`: that prefix is the shm
+/// device's, which `ferryrun` sweeps after a failed job and the tests
+/// check; the provider unlinks its region itself when the endpoint
+/// closes, and only a killed process leaves one behind, as it always has.
+fn shm_region_name(job: &str, rank: Rank) -> Result<std::ffi::CString, OfiError> {
+    use std::hash::{BuildHasher, Hasher};
+    let nonce = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let job: String = job
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .take(64)
+        .collect();
+    std::ffi::CString::new(format!(
+        "fi_shm-ferry-{job}-{rank}-{}-{nonce:016x}",
+        std::process::id()
+    ))
+    .map_err(|_| OfiError::BadOption {
+        var: "job id",
+        value: job,
+        expected: "no NUL byte",
+    })
 }

@@ -584,3 +584,31 @@ fn a_device_without_self_in_its_peers() {
         vec![(1, Error::Peer(PeerError::Died { rank: 1 }))]
     );
 }
+
+#[test]
+fn stale_shm_regions_of_dead_processes_do_not_block_setup() {
+    // The files a killed process with this pid would have left under the
+    // shm provider's default names (`<pid>:<n>:<n>`): setup must not trip
+    // over them (it names its regions itself).
+    let pid = std::process::id();
+    let decoys: Vec<String> = (0..4)
+        .flat_map(|a| (0..2).map(move |b| format!("/dev/shm/{pid}:{a}:{b}")))
+        .collect();
+    let created: Vec<&String> = decoys
+        .iter()
+        .filter(|p| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(p)
+                .is_ok()
+        })
+        .collect();
+    let devs = try_devices(2, opts("shm"), "stale");
+    for p in &created {
+        let _ = std::fs::remove_file(p);
+    }
+    for d in devs {
+        assert!(d.is_ok(), "setup failed next to stale regions: {d:?}");
+    }
+}
