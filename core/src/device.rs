@@ -126,6 +126,22 @@ pub enum Access {
     LocalRead,
 }
 
+/// What a device knows about one peer's health: alive, or failed with the
+/// error the peer's requests get, `reported` once [`Sink::peer_failed`]
+/// was called (a failure is reported exactly once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerHealth {
+    /// Nothing wrong seen.
+    Alive,
+    /// Failed: died, unreachable, or sent something invalid.
+    Failed {
+        /// The error for this peer's operations.
+        error: Error,
+        /// Whether the sink has been told.
+        reported: bool,
+    },
+}
+
 /// A device's handle to a registration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MemHandle(pub u64);

@@ -15,16 +15,8 @@ use crate::liveness::Liveness;
 use crate::rma::Regions;
 use crate::sys;
 
-/// What this rank knows about a peer's health.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Health {
-    Alive,
-    /// Failed; `reported` once the sink was told.
-    Failed {
-        error: Error,
-        reported: bool,
-    },
-}
+/// What this rank knows about a peer's health (shared by every device).
+pub(crate) use ferry_core::device::PeerHealth as Health;
 
 /// Completions read outside `progress` are kept at most this many.
 const STASH_MAX: usize = 4096;

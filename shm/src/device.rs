@@ -23,16 +23,8 @@ pub(crate) const NOT_LOCAL: u32 = u32::MAX;
 /// index).
 pub(crate) const WAKE_TAG: u64 = u64::MAX;
 
-/// What this rank knows about a local peer's health.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Health {
-    Alive,
-    /// Failed (died, or sent garbage); `reported` once the sink was told.
-    Failed {
-        error: Error,
-        reported: bool,
-    },
-}
+/// What this rank knows about a peer's health (shared by every device).
+pub(crate) use ferry_core::device::PeerHealth as Health;
 
 /// A local peer.
 #[derive(Debug)]

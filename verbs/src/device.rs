@@ -26,16 +26,8 @@ pub(crate) const CREDIT_TAG: u64 = 3 << 56;
 pub(crate) const PROBE_TAG: u64 = 6 << 56;
 const TAG_MASK: u64 = 0xff << 56;
 
-/// What this rank knows about a peer's health.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Health {
-    Alive,
-    /// Failed; `reported` once the sink was told.
-    Failed {
-        error: Error,
-        reported: bool,
-    },
-}
+/// What this rank knows about a peer's health (shared by every device).
+pub(crate) use ferry_core::device::PeerHealth as Health;
 
 /// One connected peer.
 #[derive(Debug)]
