@@ -20,6 +20,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+# shellcheck source=ci/lib/packages.sh
+. ci/lib/packages.sh
+ci_fail_trap ci/compare.sh
 
 REPS="" QUICK=0 PEERS="" INSTALL=1
 while [ $# -gt 0 ]; do
@@ -39,21 +42,13 @@ export MAXWAIT=${MAXWAIT:-20}
 step() { printf '\n=== %s\n' "$*"; }
 
 step "system packages"
-need=()
-have_pkg() { dpkg-query -W -f '${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
-for p in openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils libfabric-bin; do
-  have_pkg "$p" || need+=("$p")
-done
-if [ "${#need[@]}" -gt 0 ]; then
-  if [ $INSTALL = 0 ]; then echo "missing packages: ${need[*]} (--no-install given)" >&2; exit 1; fi
-  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  echo "installing: ${need[*]}"
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq "${need[@]}"
-else
-  echo "all present: openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils libfabric-bin"
+pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils libfabric-bin)
+missing=()
+for p in "${pkgs[@]}"; do ci_package_installed "$p" || missing+=("$p"); done
+if [ "${#missing[@]}" -gt 0 ] && [ $INSTALL = 0 ]; then
+  echo "missing packages: ${missing[*]} (--no-install given)" >&2; exit 1
 fi
+ci_packages_ensure "${pkgs[@]}"
 for t in mpicc.openmpi mpicc.mpich mpirun.openmpi mpiexec.hydra ucx_perftest fi_pingpong taskset python3; do
   command -v "$t" >/dev/null || { echo "ci/compare.sh: $t not found" >&2; exit 1; }
 done

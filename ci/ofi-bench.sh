@@ -13,6 +13,9 @@
 # Env: REPS (default 5); CARGO_TARGET_DIR is honoured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=ci/lib/packages.sh
+. ci/lib/packages.sh
+ci_fail_trap ci/ofi-bench.sh
 ROOT=$PWD
 REPS=${REPS:-5}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -26,20 +29,7 @@ UCX_PORT=13347
 step() { printf '\n=== %s\n' "$*"; }
 
 step "system packages"
-packages=()
-command -v fi_pingpong >/dev/null || packages+=(libfabric-bin)
-command -v ucx_perftest >/dev/null || packages+=(ucx-utils)
-dpkg -s libfabric-dev >/dev/null 2>&1 || packages+=(libfabric-dev)
-command -v clang >/dev/null || packages+=(clang)
-dpkg -s libclang-dev >/dev/null 2>&1 || packages+=(libclang-dev)
-command -v pkg-config >/dev/null || packages+=(pkg-config)
-if [ "${#packages[@]}" -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}"
-fi
+ci_packages_ensure libfabric-bin ucx-utils libfabric-dev clang libclang-dev pkg-config
 
 step "build"
 cargo build --release --locked -p ferry-bench --features ofi

@@ -15,24 +15,14 @@
 # Called by ci/test.sh; honours CARGO_TARGET_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=ci/lib/packages.sh
+. ci/lib/packages.sh
+ci_fail_trap ci/ofi.sh
 
 step() { printf '\n=== %s\n' "$*"; }
 
 step "system packages"
-packages=()
-dpkg -s libfabric-dev >/dev/null 2>&1 || packages+=(libfabric-dev)
-command -v fi_info >/dev/null || packages+=(libfabric-bin)
-command -v clang >/dev/null || packages+=(clang)
-dpkg -s libclang-dev >/dev/null 2>&1 || packages+=(libclang-dev)
-command -v pkg-config >/dev/null || packages+=(pkg-config)
-command -v mpiexec.hydra >/dev/null || packages+=(mpich)
-if [ "${#packages[@]}" -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}"
-fi
+ci_packages_ensure libfabric-dev libfabric-bin clang libclang-dev pkg-config mpich
 echo "libfabric $(pkg-config --modversion libfabric)"
 
 step "providers"

@@ -36,6 +36,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 HERE=$ROOT/ci
 VM_IP=10.99.0.1
+# shellcheck source=ci/lib/packages.sh
+. "$HERE/lib/packages.sh"
+ci_fail_trap ci/softroce.sh
 
 usage() { sed -n '2,19p' "$0" >&2; exit 2; }
 log() { echo "[softroce $(date +%T)] $*" >&2; }
@@ -73,25 +76,10 @@ SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 apt_get() { $SUDO env DEBIAN_FRONTEND=noninteractive apt-get "$@"; }
 LIBDIR=/usr/lib/x86_64-linux-gnu
-need=()
 # busybox-static: it is what goes into the image (PID 1 needs no libraries).
 # ibverbs-providers: the rxe provider (librxe-rdmav*.so + /etc/libibverbs.d/rxe.driver).
-PKGS=(qemu-system-x86 busybox-static iproute2 ibverbs-utils perftest ibverbs-providers rdma-core xz-utils)
-installed=" $(dpkg-query -W -f='${db:Status-Abbrev}|${Package}\n' "${PKGS[@]}" 2>/dev/null \
-              | awk -F'|' '$1 ~ /^ii/ {printf "%s ", $2}') "
-for p in "${PKGS[@]}"; do
-  [[ $installed == *" $p "* ]] || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  log "installing host packages: ${need[*]}"
-  # Refresh the package lists only if one of the packages is unknown to them.
-  for p in "${need[@]}"; do
-    if ! apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-      apt_get update -qq >&2; break
-    fi
-  done
-  apt_get install -y -qq --no-install-recommends "${need[@]}" >&2
-fi
+ci_packages_ensure qemu-system-x86 busybox-static iproute2 ibverbs-utils perftest \
+  ibverbs-providers rdma-core xz-utils || die "could not install the VM's host packages (see above)"
 ldd /bin/busybox >/dev/null 2>&1 && die "/bin/busybox is dynamically linked (need busybox-static)"
 
 # ---- 2. kernel: download, unpack into the cache, keep vmlinux + the module subset ----

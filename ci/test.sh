@@ -18,8 +18,14 @@
 # FERRY_FUZZ_SECONDS sets the time per fuzz target (default 30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=ci/lib/packages.sh
+. ci/lib/packages.sh
+ci_fail_trap ci/test.sh
 
 step() { printf '\n=== %s\n' "$*"; }
+
+step "package checks are safe on a fresh machine"
+bash ci/packages-selftest.sh
 
 step "toolchain and system packages"
 # Default cargo features need nothing but Rust. The tests also run ranks
@@ -29,22 +35,8 @@ for tool in cargo rustfmt cargo-clippy; do
   command -v "$tool" >/dev/null || { echo "missing $tool: install it with rustup" >&2; exit 1; }
 done
 cargo --version
-packages=()
-command -v mpiexec.hydra >/dev/null || packages+=(mpich)
-command -v pkg-config >/dev/null || packages+=(pkg-config)
-command -v clang >/dev/null || packages+=(clang)
-dpkg -s libclang-dev >/dev/null 2>&1 || packages+=(libclang-dev)
-dpkg -s libfabric-dev >/dev/null 2>&1 || packages+=(libfabric-dev)
-command -v fi_info >/dev/null || packages+=(libfabric-bin)
-dpkg -s libibverbs-dev >/dev/null 2>&1 || packages+=(libibverbs-dev)
-dpkg -s librdmacm-dev >/dev/null 2>&1 || packages+=(librdmacm-dev)
-if [ "${#packages[@]}" -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}"
-fi
+ci_packages_ensure mpich pkg-config clang libclang-dev libfabric-dev libfabric-bin \
+  libibverbs-dev librdmacm-dev
 
 step "format"
 cargo fmt --all -- --check

@@ -22,23 +22,14 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+# shellcheck source=ci/lib/packages.sh
+. ci/lib/packages.sh
+ci_fail_trap ci/verbs.sh
 step() { printf '\n=== %s\n' "$*"; }
 T0=$(date +%s)
 
 step "system packages (libibverbs-dev, librdmacm-dev, clang, pkg-config)"
-need=()
-pkg-config --exists libibverbs 2>/dev/null || need+=(libibverbs-dev)
-pkg-config --exists librdmacm 2>/dev/null || need+=(librdmacm-dev)
-command -v pkg-config >/dev/null || need+=(pkg-config)
-command -v clang >/dev/null || need+=(clang)
-compgen -G "/usr/lib/llvm-*/lib/libclang*.so*" >/dev/null || compgen -G "/usr/lib/x86_64-linux-gnu/libclang*.so*" >/dev/null \
-  || need+=(libclang-dev)
-if [ ${#need[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
-fi
+ci_packages_ensure libibverbs-dev librdmacm-dev pkg-config clang libclang-dev
 
 target=${CARGO_TARGET_DIR:-target}
 case $target in /*) ;; *) target=$ROOT/$target;; esac

@@ -54,6 +54,7 @@ pub mod loopback;
 pub mod matching;
 pub mod protocol;
 pub mod recorder;
+pub mod settings;
 pub mod sim;
 mod slab;
 pub mod status;
