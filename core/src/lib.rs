@@ -7,7 +7,8 @@
 //!
 //! Most users want the `ferry` crate, which adds real devices, bootstrap and a
 //! launcher. Use ferry-core directly to write a device, or to test protocol
-//! logic deterministically with the [`sim`] harness.
+//! logic deterministically with the `sim` harness (behind the test-only
+//! `__testkit` feature).
 //!
 //! ## Quick start
 //! ```
@@ -25,12 +26,17 @@
 //!
 //! ## Map
 //! - [`Engine`]: posting, progress and the completion family.
-//! - [`device`]: the device contract; [`loopback`] and [`sim`] implement it
-//!   in memory.
+//! - [`device`]: the device contract; [`loopback`] implements it in memory.
 //! - [`wire`]: the protocol headers and their validating decoder.
 //! - [`Request`], [`Message`]: generational handles, with `NULL` and `EMPTY`.
 //! - [`Buf`]: owned buffers that move through the engine (soundness under
 //!   `mem::forget`).
+//!
+//! ## Features
+//! - `__testkit` (test-only, not for users): the simulation network
+//!   (`sim`), the recording sink (`recorder`) and the device-contract test
+//!   kit (`testkit`, `device_contract_tests!`). Device crates enable it in
+//!   their `[dev-dependencies]`; a user's build does not ship them.
 //!
 //! ## Safety
 //! `#![forbid(unsafe_code)]`. Devices that need `unsafe` live in their own
@@ -53,11 +59,15 @@ pub mod handle;
 pub mod loopback;
 pub mod matching;
 pub mod protocol;
+#[cfg(any(test, feature = "__testkit"))]
 pub mod recorder;
 pub mod settings;
+#[cfg(any(test, feature = "__testkit"))]
 pub mod sim;
 mod slab;
 pub mod status;
+#[cfg(any(test, feature = "__testkit"))]
+pub mod testkit;
 pub mod wire;
 
 pub use bootstrap::{Bootstrap, BootstrapError, ThreadBoot};

@@ -62,6 +62,7 @@ impl InlinePacket {
     }
 
     /// The header, writable (the simulation corrupts headers on request).
+    #[cfg(any(test, feature = "__testkit"))]
     pub(crate) fn header_mut(&mut self) -> &mut [u8] {
         &mut self.header[..usize::from(self.header_len)]
     }
