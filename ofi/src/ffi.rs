@@ -17,6 +17,11 @@ use std::ptr::{self, addr_of_mut, null_mut};
 
 use crate::sys;
 
+mod fd;
+pub(crate) use fd::epoll_add_wait_fd;
+#[cfg(test)]
+pub(crate) use fd::poll_readable;
+
 /// A failed call: which, and the positive `FI_E*` code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Fail {

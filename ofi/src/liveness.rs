@@ -11,7 +11,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use ferry_core::Rank;
@@ -109,15 +109,7 @@ impl Liveness {
         }
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
         if let Some(fd) = cq_fd {
-            // SAFETY: the CQ's wait fd stays open as long as the CQ, which
-            // outlives this set (the device drops it first).
-            let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-            epoll::add(
-                &epoll,
-                fd,
-                epoll::EventData::new_u64(CQ_TAG),
-                epoll::EventFlags::IN,
-            )?;
+            crate::ffi::epoll_add_wait_fd(&epoll, fd, CQ_TAG)?;
         }
         for (r, s) in &socks {
             s.set_nonblocking(true)?;
