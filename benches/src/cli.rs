@@ -262,14 +262,14 @@ fn self_launch(args: &[String]) -> ExitCode {
         "ferry-bench: not started by a launcher; running `ferryrun -n 2 {}`",
         args.join(" ")
     );
-    let opts = ferry::launcher::Options {
+    let opts = ferry_launch::Options {
         ranks: 2,
         label: false,
         timeout: None,
         program: program.into_os_string(),
         args: args.iter().map(Into::into).collect(),
     };
-    match ferry::launcher::run(&opts) {
+    match ferry_launch::run(&opts) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
             eprintln!("ferry-bench: {e}");

@@ -235,7 +235,14 @@ mod tests {
         ] {
             assert_eq!(parse_size("X", text), Ok(want), "{text:?}");
         }
-        for bad in ["-1", "12q", "k", "1.5k", "99999999999999999999g", "64 KiB x"] {
+        for bad in [
+            "-1",
+            "12q",
+            "k",
+            "1.5k",
+            "99999999999999999999g",
+            "64 KiB x",
+        ] {
             let e = parse_size("X", bad).unwrap_err();
             assert_eq!(e.var, "X");
             assert_eq!(e.value, bad);
@@ -266,7 +273,10 @@ mod tests {
         assert_eq!(text(&src, "B"), None);
         assert_eq!(size(&src, "MISSING"), Ok(None));
         assert_eq!(size(&src, "S"), Ok(Some(8192)));
-        assert_eq!(choice(&src, "C", &[("spin", 1), ("passive", 2)]), Ok(Some(1)));
+        assert_eq!(
+            choice(&src, "C", &[("spin", 1), ("passive", 2)]),
+            Ok(Some(1))
+        );
         let e = choice(&src, "S", &[("spin", 1), ("passive", 2)]).unwrap_err();
         assert_eq!(e.to_string(), "S=\"8k\": expected one of spin, passive");
         assert!(size_in(&src, "S", 0, 4096).is_err());

@@ -4,36 +4,44 @@
 //! | Variable | Values | Default |
 //! |---|---|---|
 //! | `FERRY_DEVICE` | `auto`, `shm`, `loopback`, `ofi`, `verbs` | `auto` |
-//! | `FERRY_EAGER_LIMIT` | bytes (`8192`, `8k`, `1M`) | 8 KiB |
-//! | `FERRY_RNDV_THRESHOLD` | bytes: rendezvous messages at least this large use RDMA/CMA, smaller ones fragments | 0 |
+//! | `FERRY_EAGER_LIMIT` | a size (`8192`, `8k`, `8KiB`, `1M`) | 8 KiB |
+//! | `FERRY_RNDV_THRESHOLD` | a size: rendezvous messages at least this large use RDMA/CMA, smaller ones fragments | 0 |
 //! | `FERRY_RNDV_MODE` | `auto`, `get`, `put`, `frag`: the large-message protocol (falls back to `frag` where the device lacks RDMA) | `auto` |
 //! | `FERRY_WAIT_MODE` | `spin`, `passive`, `hybrid` | `hybrid` |
 //! | `FERRY_SPIN_US` | microseconds to spin before sleeping (hybrid); `0` sleeps at once | 50 |
 //! | `FERRY_LOG` | a `tracing` filter (`info`, `ferry=debug,warn`) | off |
-//! | `FERRY_SHM_CMA` | `0` / `1`: allow the single-copy CMA path | device default |
-//! | `FERRY_PRINT_COUNTERS` | `0` / `1`: print counters at finalize | `0` |
+//! | `FERRY_PRINT_COUNTERS` | a flag (`0`/`1`): print counters at finalize | `0` |
+//!
+//! Every value has the syntax of [`ferry_core::settings`] (sizes take
+//! `64k`, `64KiB` or `65536`; flags `0`/`1`, `true`/`false`, ...), and a
+//! variable set to the empty string counts as unset. The devices read
+//! their own variables (`FERRY_SHM_*` in `ferry_shm::ShmOptions`,
+//! `FERRY_OFI_*`, `FERRY_VERBS_*`), each in one place; the README lists
+//! them all.
 //!
 //! A bad value is a [`ConfigError`] naming the variable; nothing is
 //! silently ignored.
 
 use std::time::Duration;
 
+use ferry_core::settings::{self, Source};
+
 use crate::error::{ConfigError, Result};
 
 /// Which device carries the job's traffic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DeviceChoice {
-    /// Shared memory between ranks on one node (loopback for a singleton);
-    /// a network device for other nodes once one exists.
+    /// Shared memory between ranks on one node (loopback for a singleton),
+    /// and the network device compiled in for ranks on other nodes.
     #[default]
     Auto,
     /// Shared memory (the `shm` feature).
     Shm,
     /// The in-memory loopback: singleton jobs only.
     Loopback,
-    /// libfabric (the `ofi` feature; a later issue).
+    /// libfabric (the `ofi` feature).
     Ofi,
-    /// InfiniBand verbs (the `verbs` feature; a later issue).
+    /// InfiniBand / RoCE verbs (the `verbs` feature).
     Verbs,
 }
 
@@ -73,10 +81,6 @@ pub struct Config {
     pub spin: Duration,
     /// A `tracing` filter (`FERRY_LOG`); `None` installs no subscriber.
     pub log: Option<String>,
-    /// Allow the shm device's CMA single-copy path (`FERRY_SHM_CMA`);
-    /// `None` (unset) times CMA against a memcpy at setup and uses CMA
-    /// where the kernel permits it and it is the faster of the two.
-    pub shm_cma: Option<bool>,
     /// Print the counters at finalize (`FERRY_PRINT_COUNTERS`).
     pub print_counters: bool,
     /// The engine's settings (`FERRY_EAGER_LIMIT` sets `eager_limit`,
@@ -91,7 +95,6 @@ impl Default for Config {
             wait_mode: WaitMode::Hybrid,
             spin: Config::DEFAULT_SPIN,
             log: None,
-            shm_cma: None,
             print_counters: false,
             engine: ferry_core::Config::default(),
         }
@@ -117,46 +120,29 @@ impl Config {
     /// # Errors
     /// As for [`Config::from_env`].
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config> {
+        let src = &lookup;
         let mut c = Config::default();
-        let get = |var: &str| lookup(var).map(|v| v.trim().to_owned());
-        if let Some(v) = get("FERRY_DEVICE") {
-            c.device = parse_device(&v)?;
+        if let Some(device) = settings::choice(src, "FERRY_DEVICE", DEVICES)? {
+            c.device = device;
         }
-        if let Some(v) = get("FERRY_EAGER_LIMIT") {
-            c.engine.eager_limit = parse_size("FERRY_EAGER_LIMIT", &v)?;
+        if let Some(n) = settings::size(src, "FERRY_EAGER_LIMIT")? {
+            c.engine.eager_limit = n;
         }
-        if let Some(v) = get("FERRY_RNDV_THRESHOLD") {
-            c.engine.rdma_threshold = parse_size("FERRY_RNDV_THRESHOLD", &v)?;
+        if let Some(n) = settings::size(src, "FERRY_RNDV_THRESHOLD")? {
+            c.engine.rdma_threshold = n;
         }
-        if let Some(v) = get("FERRY_RNDV_MODE") {
-            c.engine.rndv_mode = parse_rndv_mode(&v)?;
+        if let Some(mode) = settings::choice(src, "FERRY_RNDV_MODE", RNDV_MODES)? {
+            c.engine.rndv_mode = mode;
         }
-        if let Some(v) = get("FERRY_WAIT_MODE") {
-            c.wait_mode = parse_wait_mode(&v)?;
+        if let Some(mode) = settings::choice(src, "FERRY_WAIT_MODE", WAIT_MODES)? {
+            c.wait_mode = mode;
         }
-        if let Some(v) = get("FERRY_SPIN_US") {
-            let us = v.parse::<u64>().map_err(|_| ConfigError {
-                var: "FERRY_SPIN_US",
-                value: v.clone(),
-                expected: "a whole number of microseconds (0 sleeps at once)",
-            })?;
+        if let Some(us) = settings::number(src, "FERRY_SPIN_US", 0, u64::MAX)? {
             c.spin = Duration::from_micros(us);
         }
-        if let Some(v) = get("FERRY_LOG") {
-            if !v.is_empty() {
-                tracing_subscriber::EnvFilter::try_new(&v).map_err(|_| ConfigError {
-                    var: "FERRY_LOG",
-                    value: v.clone(),
-                    expected: "a tracing filter such as `info` or `ferry=debug,warn`",
-                })?;
-                c.log = Some(v);
-            }
-        }
-        if let Some(v) = get("FERRY_SHM_CMA") {
-            c.shm_cma = Some(parse_bool("FERRY_SHM_CMA", &v)?);
-        }
-        if let Some(v) = get("FERRY_PRINT_COUNTERS") {
-            c.print_counters = parse_bool("FERRY_PRINT_COUNTERS", &v)?;
+        c.log = log_filter(src)?;
+        if let Some(on) = settings::flag(src, "FERRY_PRINT_COUNTERS")? {
+            c.print_counters = on;
         }
         Ok(c)
     }
@@ -166,110 +152,53 @@ impl Config {
     /// # Errors
     /// As for [`crate::init`].
     pub fn init(self) -> Result<crate::World> {
-        crate::startup::init_with(self)
+        crate::select::init_with(self)
     }
 }
 
-fn parse_rndv_mode(v: &str) -> Result<ferry_core::RndvMode> {
-    use ferry_core::RndvMode;
-    Ok(match v.to_ascii_lowercase().as_str() {
-        "auto" | "" => RndvMode::Auto,
-        "get" => RndvMode::Get,
-        "put" => RndvMode::Put,
-        "frag" | "fragmented" => RndvMode::Fragmented,
-        _ => {
-            return Err(ConfigError {
-                var: "FERRY_RNDV_MODE",
-                value: v.to_owned(),
-                expected: "auto, get, put or frag",
-            }
-            .into())
-        }
-    })
-}
+/// `FERRY_DEVICE`'s values (and their aliases).
+const DEVICES: &[(&str, DeviceChoice)] = &[
+    ("auto", DeviceChoice::Auto),
+    ("shm", DeviceChoice::Shm),
+    ("loopback", DeviceChoice::Loopback),
+    ("self", DeviceChoice::Loopback),
+    ("ofi", DeviceChoice::Ofi),
+    ("libfabric", DeviceChoice::Ofi),
+    ("verbs", DeviceChoice::Verbs),
+    ("ib", DeviceChoice::Verbs),
+];
 
-fn parse_device(v: &str) -> Result<DeviceChoice> {
-    Ok(match v.to_ascii_lowercase().as_str() {
-        "auto" | "" => DeviceChoice::Auto,
-        "shm" => DeviceChoice::Shm,
-        "loopback" | "self" => DeviceChoice::Loopback,
-        "ofi" | "libfabric" => DeviceChoice::Ofi,
-        "verbs" | "ib" => DeviceChoice::Verbs,
-        _ => {
-            return Err(ConfigError {
-                var: "FERRY_DEVICE",
-                value: v.to_owned(),
-                expected: "one of auto, shm, loopback, ofi, verbs",
-            }
-            .into())
-        }
-    })
-}
+/// `FERRY_RNDV_MODE`'s values.
+const RNDV_MODES: &[(&str, ferry_core::RndvMode)] = &[
+    ("auto", ferry_core::RndvMode::Auto),
+    ("get", ferry_core::RndvMode::Get),
+    ("put", ferry_core::RndvMode::Put),
+    ("frag", ferry_core::RndvMode::Fragmented),
+    ("fragmented", ferry_core::RndvMode::Fragmented),
+];
 
-fn parse_wait_mode(v: &str) -> Result<WaitMode> {
-    Ok(match v.to_ascii_lowercase().as_str() {
-        "spin" | "poll" => WaitMode::Spin,
-        "passive" | "sleep" => WaitMode::Passive,
-        "hybrid" => WaitMode::Hybrid,
-        _ => {
-            return Err(ConfigError {
-                var: "FERRY_WAIT_MODE",
-                value: v.to_owned(),
-                expected: "one of spin, passive, hybrid",
-            }
-            .into())
-        }
-    })
-}
+/// `FERRY_WAIT_MODE`'s values.
+const WAIT_MODES: &[(&str, WaitMode)] = &[
+    ("spin", WaitMode::Spin),
+    ("poll", WaitMode::Spin),
+    ("passive", WaitMode::Passive),
+    ("sleep", WaitMode::Passive),
+    ("hybrid", WaitMode::Hybrid),
+];
 
-fn parse_bool(var: &'static str, v: &str) -> Result<bool> {
-    match v.to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(ConfigError {
-            var,
-            value: v.to_owned(),
-            expected: "0 or 1",
+/// `FERRY_LOG`, checked now so that a bad filter fails before anything
+/// starts.
+fn log_filter(src: &impl Source) -> Result<Option<String>> {
+    let Some(filter) = settings::text(src, "FERRY_LOG") else {
+        return Ok(None);
+    };
+    match tracing_subscriber::EnvFilter::try_new(&filter) {
+        Ok(_) => Ok(Some(filter)),
+        Err(_) => Err(ConfigError {
+            var: "FERRY_LOG",
+            value: filter,
+            expected: "a tracing filter such as `info` or `ferry=debug,warn`".into(),
         }
         .into()),
-    }
-}
-
-/// A byte size: digits with an optional `k`/`m`/`g` suffix (powers of 1024,
-/// `KiB` and `kb` spellings accepted).
-fn parse_size(var: &'static str, v: &str) -> Result<usize> {
-    let bad = || ConfigError {
-        var,
-        value: v.to_owned(),
-        expected: "a byte count such as 8192, 64k or 1M",
-    };
-    let lower = v.to_ascii_lowercase();
-    let digits_end = lower
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(lower.len());
-    let (digits, suffix) = lower.split_at(digits_end);
-    let n: usize = digits.parse().map_err(|_| bad())?;
-    let shift = match suffix.trim() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        _ => return Err(bad().into()),
-    };
-    n.checked_mul(1usize << shift).ok_or_else(|| bad().into())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("X", "8192").unwrap(), 8192);
-        assert_eq!(parse_size("X", "64k").unwrap(), 65536);
-        assert_eq!(parse_size("X", "1MiB").unwrap(), 1 << 20);
-        assert!(parse_size("X", "-1").is_err());
-        assert!(parse_size("X", "12q").is_err());
-        assert!(parse_size("X", "99999999999999999999g").is_err());
     }
 }

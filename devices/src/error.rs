@@ -72,8 +72,16 @@ impl Error {
             Error::Usage(_) | Error::Api(_) | Error::Config(_) => Fault::Usage,
             Error::Peer(_) => Fault::Peer,
             Error::Device(_) => Fault::Device,
-            Error::Setup(SetupError::Shm(_)) => Fault::Device,
-            Error::Bootstrap(_) | Error::Setup(_) => Fault::Environment,
+            Error::Bootstrap(_)
+            | Error::Setup(
+                SetupError::FeatureNotCompiled { .. }
+                | SetupError::NetworkDeviceNeeded { .. }
+                | SetupError::DeviceUnsuitable { .. }
+                | SetupError::Log(_),
+            ) => Fault::Environment,
+            // The rest are the devices' own setup failures (one variant per
+            // device compiled in).
+            Error::Setup(_) => Fault::Device,
             Error::Internal(_) => Fault::Internal,
         }
     }
@@ -150,17 +158,9 @@ pub enum ApiError {
     MessageTaken,
 }
 
-/// An invalid configuration value.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{var}={value:?} is invalid: expected {expected}")]
-pub struct ConfigError {
-    /// The variable (or `Config` field) at fault, e.g. `FERRY_EAGER_LIMIT`.
-    pub var: &'static str,
-    /// The value given.
-    pub value: String,
-    /// What would have been accepted.
-    pub expected: &'static str,
-}
+/// An invalid configuration value: the variable (or `Config` field), its
+/// value and what was expected. The same type every crate's settings use.
+pub use ferry_core::settings::SettingError as ConfigError;
 
 /// Why the job cannot be set up.
 #[non_exhaustive]
@@ -179,9 +179,6 @@ pub enum SetupError {
         /// The system packages it needs.
         needs: &'static str,
     },
-    /// The device is compiled in but not implemented yet.
-    #[error("device {0:?} is not implemented yet in this version of ferry")]
-    NotImplemented(&'static str),
     /// Some peers are on other nodes and no network device is available.
     #[error(
         "{remote} of {size} ranks run on other nodes: a network device is needed, and this \
@@ -203,25 +200,20 @@ pub enum SetupError {
         why: &'static str,
     },
     /// Shared-memory setup failed.
+    #[cfg(feature = "shm")]
     #[error("shared-memory device setup failed: {0}")]
-    Shm(String),
+    Shm(#[source] ferry_shm::ShmError),
     /// libfabric device setup failed.
+    #[cfg(feature = "ofi")]
     #[error("ofi device setup failed: {0}")]
-    Ofi(String),
+    Ofi(#[source] ferry_ofi::OfiError),
     /// Verbs device setup failed.
+    #[cfg(feature = "verbs")]
     #[error("verbs device setup failed: {0}")]
-    Verbs(String),
-    /// The OS refused a resource needed at setup.
-    #[error("{what}: {err}")]
-    Os {
-        /// What was being done.
-        what: &'static str,
-        /// The OS error.
-        err: std::io::Error,
-    },
+    Verbs(#[source] ferry_verbs::VerbsError),
     /// Logging could not be set up.
     #[error("FERRY_LOG: {0}")]
-    Log(String),
+    Log(#[source] tracing_subscriber::filter::ParseError),
 }
 
 /// The result type of the ferry API.

@@ -3,8 +3,12 @@
 //! MPI-style tagged messaging for Rust: point-to-point operations with
 //! typed buffers, the full request-completion family (including
 //! `REQUEST_EMPTY`, ARecv and MPI 4.1's `get_status_*`), many threads at
-//! once, and passive waiting. The engine is [`ferry_core`]; this crate adds
-//! the devices, the bootstrap (PMI-1), the launcher `ferryrun` and the API.
+//! once, and passive waiting. The engine is [`ferry_core`]; this crate is
+//! the API users depend on, and the place where the devices meet it: the
+//! choice of device per peer ([`select`]), configuration ([`config`]) and
+//! waiting ([`waiter`]). The devices themselves are the crates
+//! `ferry-shm`, `ferry-ofi` and `ferry-verbs`; the bootstrap is
+//! `ferry-pmi` and the launcher `ferryrun` is `ferry-launch`.
 //!
 //! ## Quick start
 //! ```
@@ -29,8 +33,9 @@
 //! world.finalize()?;
 //! # Ok::<(), ferry::Error>(())
 //! ```
-//! Run a job with `cargo run --bin ferryrun -- -n 4 target/debug/my-program`
-//! (or `mpiexec.hydra -n 4 ...`).
+//! Run a job with `ferryrun -n 4 target/debug/my-program` (crate
+//! `ferry-launch`; `cargo build` at the workspace root builds it), or
+//! `mpiexec.hydra -n 4 ...`.
 //!
 //! ## Buffers: three styles
 //! - **Owned** (the default): nonblocking calls take a `Vec<T>` of any
@@ -54,9 +59,10 @@
 //!
 //! ## Features
 //! - `shm` (default): the shared-memory device; needs nothing but Rust.
-//! - `ofi`, `verbs`: the network devices (later issues). Without them,
-//!   `FERRY_DEVICE=ofi`/`verbs`, or a job spanning nodes, is a typed
-//!   [`SetupError`], never a panic.
+//! - `ofi`, `verbs`: the network devices over libfabric and InfiniBand /
+//!   RoCE verbs (they need libfabric-dev, or libibverbs-dev and
+//!   librdmacm-dev, and clang). Without them, `FERRY_DEVICE=ofi`/`verbs`,
+//!   or a job spanning nodes, is a typed [`SetupError`], never a panic.
 //!
 //! Configuration: [`Config`] and the `FERRY_*` variables (see [`config`]).
 //!
@@ -65,8 +71,9 @@
 //! `mem::forget`: nonblocking operations own their buffers (a leaked request
 //! leaks its buffer, it never leaves a dangling borrow), and borrowed
 //! buffers are only lent inside a call or a scope that completes their
-//! requests first. All `unsafe` code is in one module, `raw`, with a
-//! `// SAFETY:` comment on each block. If completing a borrowed request
+//! requests first. All of this crate's `unsafe` code is in one module,
+//! `raw` (the pointer layer and scopes), with a `// SAFETY:` comment on
+//! each block; the rest of the crate denies `unsafe`. If completing a borrowed request
 //! fails with a fatal device error, the engine is torn down rather than left
 //! holding the borrow; later calls report the error.
 //!
@@ -86,28 +93,17 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-mod boot;
-#[cfg(feature = "shm")]
-mod cma_tune;
 mod comm;
 mod completion;
 pub mod config;
 mod counters;
 mod error;
-pub mod launcher;
-pub mod mixed;
-#[cfg(feature = "ofi")]
-mod net_ofi;
-#[cfg(feature = "verbs")]
-mod net_verbs;
-mod node;
 mod p2p;
 mod persistent;
-pub mod pmi;
 #[allow(unsafe_code)]
 mod raw;
 mod request;
-mod startup;
+pub mod select;
 mod typed;
 pub mod waiter;
 mod world;
@@ -120,12 +116,11 @@ pub use completion::{
 pub use config::{Config, DeviceChoice, WaitMode};
 pub use counters::Counters;
 pub use error::{ApiError, ConfigError, Error, Fault, Result, SetupError};
-pub use node::NodeDevice;
 pub use p2p::Message;
 pub use persistent::start_all;
 pub use raw::{Scope, ScopedRequest};
 pub use request::{Canceller, Completion, Request};
-pub use startup::init;
+pub use select::{init, NodeDevice};
 pub use typed::Element;
 pub use world::World;
 

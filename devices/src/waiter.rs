@@ -84,7 +84,7 @@ use rustix::event::{epoll, eventfd, EventfdFlags};
 
 use crate::config::WaitMode;
 use crate::error::{ApiError, Error, Result};
-use crate::node::{NodeDevice, SleepKind};
+use crate::select::node::{NodeDevice, SleepKind};
 use crate::world::{Locked, Shared};
 
 /// The longest single sleep; see the module docs.

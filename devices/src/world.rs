@@ -9,12 +9,12 @@ use std::time::Duration;
 use ferry_core::protocol::ProtocolTable;
 use ferry_core::{Buf, Engine, Rank};
 
-use crate::boot::Boot;
 use crate::comm::{Comm, Group, FINALIZE_CONTEXT};
 use crate::config::{Config, WaitMode};
 use crate::counters::Counters;
 use crate::error::{ApiError, Result};
-use crate::node::{NodeDevice, SleepKind};
+use crate::select::boot::Boot;
+use crate::select::node::{NodeDevice, SleepKind};
 use crate::waiter::{Sleeper, Slot, WaitStats};
 
 /// What the lock protects.

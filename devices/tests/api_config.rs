@@ -33,7 +33,6 @@ fn every_variable_parses() {
         ("FERRY_WAIT_MODE", "passive"),
         ("FERRY_SPIN_US", "0"),
         ("FERRY_LOG", "ferry=debug,warn"),
-        ("FERRY_SHM_CMA", "0"),
         ("FERRY_PRINT_COUNTERS", "1"),
     ])
     .unwrap();
@@ -43,7 +42,6 @@ fn every_variable_parses() {
     assert_eq!(c.wait_mode, WaitMode::Passive);
     assert_eq!(c.spin, Duration::ZERO);
     assert_eq!(c.log.as_deref(), Some("ferry=debug,warn"));
-    assert_eq!(c.shm_cma, Some(false));
     assert!(c.print_counters);
     assert_eq!(
         parse(&[("FERRY_WAIT_MODE", "SPIN")]).unwrap().wait_mode,
@@ -61,7 +59,6 @@ fn a_bad_value_names_its_variable() {
         ("FERRY_WAIT_MODE", "sometimes"),
         ("FERRY_SPIN_US", "1.5"),
         ("FERRY_LOG", "ferry=loudly"),
-        ("FERRY_SHM_CMA", "maybe"),
         ("FERRY_PRINT_COUNTERS", "2"),
     ] {
         match parse(&[(var, value)]) {
@@ -73,6 +70,33 @@ fn a_bad_value_names_its_variable() {
             other => panic!("{var}={value}: {other:?}"),
         }
         assert_eq!(parse(&[(var, value)]).unwrap_err().fault(), Fault::Usage);
+    }
+}
+
+#[test]
+fn an_empty_value_is_unset_and_sizes_share_one_syntax() {
+    let all_empty: Vec<(&str, &str)> = [
+        "FERRY_DEVICE",
+        "FERRY_EAGER_LIMIT",
+        "FERRY_RNDV_THRESHOLD",
+        "FERRY_RNDV_MODE",
+        "FERRY_WAIT_MODE",
+        "FERRY_SPIN_US",
+        "FERRY_LOG",
+        "FERRY_PRINT_COUNTERS",
+    ]
+    .into_iter()
+    .map(|var| (var, ""))
+    .collect();
+    assert_eq!(parse(&all_empty).unwrap(), Config::default());
+    for (text, bytes) in [
+        ("65536", 65536),
+        ("64k", 65536),
+        ("64KiB", 65536),
+        ("1M", 1 << 20),
+    ] {
+        let c = parse(&[("FERRY_EAGER_LIMIT", text)]).unwrap();
+        assert_eq!(c.engine.eager_limit, bytes, "{text}");
     }
 }
 

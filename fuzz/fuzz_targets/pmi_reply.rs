@@ -4,9 +4,9 @@
 //! to the same message.
 #![no_main]
 
-use ferry::pmi::reply::{parse_reply, Request};
-use ferry::pmi::server::PmiJob;
-use ferry::pmi::wire::Message;
+use ferry_pmi::reply::{parse_reply, Request};
+use ferry_pmi::server::PmiJob;
+use ferry_pmi::wire::Message;
 use libfuzzer_sys::fuzz_target;
 
 const REQUESTS: [Request; 9] = [

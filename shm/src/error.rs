@@ -18,6 +18,9 @@ pub enum ShmError {
         #[source]
         source: std::io::Error,
     },
+    /// A `FERRY_SHM_*` variable does not parse.
+    #[error("shm setting: {0}")]
+    Setting(#[from] ferry_core::settings::SettingError),
     /// An option is out of range, or the rank list is unusable.
     #[error("invalid shm setup: {0}")]
     Options(String),
@@ -52,7 +55,9 @@ impl From<ShmError> for ferry_core::Error {
                 code: -1,
             }
             .into(),
-            ShmError::Options(_) => DeviceError::Unsupported("shm setup: invalid options").into(),
+            ShmError::Options(_) | ShmError::Setting(_) => {
+                DeviceError::Unsupported("shm setup: invalid options").into()
+            }
             ShmError::Segment(_) => {
                 DeviceError::Unsupported("shm setup: incompatible segment").into()
             }

@@ -240,6 +240,7 @@
 #![warn(missing_docs)]
 
 pub mod cell;
+mod cma_tune;
 mod device;
 mod error;
 pub mod fastbox;
@@ -247,6 +248,7 @@ pub mod fastbox;
 mod ffi;
 mod incoming;
 mod layout;
+pub mod names;
 mod options;
 mod os;
 mod queue;

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use ferry_core::settings::{self, Source};
+
 use crate::error::ShmError;
 use crate::layout::{Geometry, RANK_BLOCK_BYTES};
 
@@ -15,6 +17,13 @@ pub struct ShmOptions {
     /// the kernel refuses it, large messages go through the cells as a
     /// pipelined copy (the engine's fragmented protocol).
     pub cma: bool,
+    /// With [`cma`](Self::cma) on, time CMA against a memcpy at setup (about
+    /// 2 ms) and keep CMA only if it is at least as fast: under a hypervisor
+    /// CMA can be several times slower. [`from_env`](Self::from_env) turns
+    /// this on when `FERRY_SHM_CMA` is unset (or empty), and off when it is
+    /// set, so a user's explicit choice is never second-guessed. Default
+    /// `false`: a program that builds its options says what it wants.
+    pub cma_probe: bool,
     /// Payload bytes per cell (`FERRY_SHM_CELL_SIZE`, default 64 KiB): the
     /// device's `max_payload`, so it bounds eager messages and the fragments
     /// of the copy-through-cells rendezvous (the engine's default fragment
@@ -50,6 +59,7 @@ impl Default for ShmOptions {
     fn default() -> Self {
         ShmOptions {
             cma: true,
+            cma_probe: false,
             cell_size: 64 * 1024,
             cells_per_rank: 32,
             progress_batch: 64,
@@ -62,60 +72,58 @@ impl Default for ShmOptions {
     }
 }
 
-fn parse_size(var: &'static str, v: &str) -> Result<usize, ShmError> {
-    let v = v.trim();
-    let (num, mult) = match v.as_bytes().last() {
-        Some(b'k' | b'K') => (&v[..v.len() - 1], 1024),
-        Some(b'm' | b'M') => (&v[..v.len() - 1], 1024 * 1024),
-        _ => (v, 1),
-    };
-    num.parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| ShmError::Options(format!("{var}={v:?} is not a size")))
-}
-
 impl ShmOptions {
-    /// The defaults, overridden by `FERRY_SHM_CMA` (`0`/`1`/`false`/`true`),
-    /// `FERRY_SHM_CELL_SIZE` (bytes; `k`/`m` suffixes), `FERRY_SHM_CELLS`,
-    /// `FERRY_SHM_FASTBOX_SLOTS`, `FERRY_SHM_FASTBOX_SIZE`,
-    /// `FERRY_SHM_FASTBOX_MAX_RANKS` and `FERRY_SHM_DIR`.
+    /// The defaults, overridden by the process environment: see
+    /// [`from_source`](Self::from_source).
     ///
     /// # Errors
-    /// [`ShmError::Options`] for a value that does not parse.
+    /// [`ShmError::Setting`] for a value that does not parse,
+    /// [`ShmError::Options`] for one out of range.
     pub fn from_env() -> Result<ShmOptions, ShmError> {
+        Self::from_source(&|var: &str| std::env::var(var).ok())
+    }
+
+    /// The defaults, overridden by `FERRY_SHM_CMA` (a flag; unset, CMA is
+    /// probed at setup: see [`cma_probe`](Self::cma_probe)),
+    /// `FERRY_SHM_CELL_SIZE` (a size: `64k`), `FERRY_SHM_CELLS`,
+    /// `FERRY_SHM_FASTBOX_SLOTS`, `FERRY_SHM_FASTBOX_SIZE` (a size),
+    /// `FERRY_SHM_FASTBOX_MAX_RANKS` and `FERRY_SHM_DIR`, read from `src` in
+    /// the syntax of [`ferry_core::settings`] (an empty value is unset).
+    ///
+    /// # Errors
+    /// [`ShmError::Setting`] for a value that does not parse,
+    /// [`ShmError::Options`] for one out of range.
+    pub fn from_source(src: &impl Source) -> Result<ShmOptions, ShmError> {
         let mut o = ShmOptions::default();
-        if let Ok(v) = std::env::var("FERRY_SHM_CMA") {
-            o.cma = match v.trim().to_ascii_lowercase().as_str() {
-                "1" | "true" | "yes" | "on" => true,
-                "0" | "false" | "no" | "off" => false,
-                _ => {
-                    return Err(ShmError::Options(format!(
-                        "FERRY_SHM_CMA={v:?}: expected 0 or 1"
-                    )))
-                }
-            };
+        match settings::flag(src, "FERRY_SHM_CMA")? {
+            Some(cma) => o.cma = cma,
+            None => o.cma_probe = true,
         }
-        if let Ok(v) = std::env::var("FERRY_SHM_CELL_SIZE") {
-            o.cell_size = parse_size("FERRY_SHM_CELL_SIZE", &v)?;
+        if let Some(n) = settings::size(src, "FERRY_SHM_CELL_SIZE")? {
+            o.cell_size = n;
         }
-        if let Ok(v) = std::env::var("FERRY_SHM_CELLS") {
-            o.cells_per_rank = parse_size("FERRY_SHM_CELLS", &v)?;
+        if let Some(n) = settings::number(src, "FERRY_SHM_CELLS", 0, usize::MAX)? {
+            o.cells_per_rank = n;
         }
-        if let Ok(v) = std::env::var("FERRY_SHM_FASTBOX_SLOTS") {
-            o.fastbox_slots = parse_size("FERRY_SHM_FASTBOX_SLOTS", &v)?;
+        if let Some(n) = settings::number(src, "FERRY_SHM_FASTBOX_SLOTS", 0, usize::MAX)? {
+            o.fastbox_slots = n;
         }
-        if let Ok(v) = std::env::var("FERRY_SHM_FASTBOX_SIZE") {
-            o.fastbox_slot_size = parse_size("FERRY_SHM_FASTBOX_SIZE", &v)?;
+        if let Some(n) = settings::size(src, "FERRY_SHM_FASTBOX_SIZE")? {
+            o.fastbox_slot_size = n;
         }
-        if let Ok(v) = std::env::var("FERRY_SHM_FASTBOX_MAX_RANKS") {
-            o.fastbox_max_ranks = parse_size("FERRY_SHM_FASTBOX_MAX_RANKS", &v)?;
+        if let Some(n) = settings::number(src, "FERRY_SHM_FASTBOX_MAX_RANKS", 0, usize::MAX)? {
+            o.fastbox_max_ranks = n;
         }
-        if let Ok(v) = std::env::var("FERRY_SHM_DIR") {
-            o.dir = PathBuf::from(v);
-        }
+        o.dir = Self::dir_from_source(src);
         o.validate()?;
         Ok(o)
+    }
+
+    /// The segment directory alone (`FERRY_SHM_DIR`, default `/dev/shm`):
+    /// what the launcher sweeps after a job.
+    pub fn dir_from_source(src: &impl Source) -> PathBuf {
+        settings::text(src, "FERRY_SHM_DIR")
+            .map_or_else(|| ShmOptions::default().dir, PathBuf::from)
     }
 
     /// Checks the values.
@@ -187,4 +195,69 @@ pub fn segment_bytes(local_ranks: usize, opts: &ShmOptions) -> usize {
 /// The per-rank block `R` of the formula, in bytes.
 pub const fn rank_block_bytes() -> usize {
     RANK_BLOCK_BYTES
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(pairs: &'static [(&'static str, &'static str)]) -> Result<ShmOptions, ShmError> {
+        ShmOptions::from_source(&|var: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == var)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn cma_is_probed_only_when_the_user_did_not_say() {
+        let unset = from(&[]).unwrap();
+        assert!(unset.cma && unset.cma_probe);
+        let empty = from(&[("FERRY_SHM_CMA", "")]).unwrap();
+        assert!(empty.cma && empty.cma_probe, "an empty value is unset");
+        let off = from(&[("FERRY_SHM_CMA", "0")]).unwrap();
+        assert!(!off.cma && !off.cma_probe);
+        let on = from(&[("FERRY_SHM_CMA", "yes")]).unwrap();
+        assert!(on.cma && !on.cma_probe);
+        let bad = from(&[("FERRY_SHM_CMA", "maybe")]).unwrap_err();
+        assert!(
+            matches!(&bad, ShmError::Setting(e) if e.var == "FERRY_SHM_CMA" && e.value == "maybe"),
+            "{bad:?}"
+        );
+    }
+
+    #[test]
+    fn sizes_take_the_common_syntax_and_are_checked() {
+        let o = from(&[
+            ("FERRY_SHM_CELL_SIZE", "16KiB"),
+            ("FERRY_SHM_CELLS", "8"),
+            ("FERRY_SHM_FASTBOX_SLOTS", "0"),
+            ("FERRY_SHM_FASTBOX_SIZE", "128"),
+            ("FERRY_SHM_DIR", "/tmp"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (
+                o.cell_size,
+                o.cells_per_rank,
+                o.fastbox_slots,
+                o.fastbox_slot_size
+            ),
+            (16384, 8, 0, 128)
+        );
+        assert_eq!(o.dir, PathBuf::from("/tmp"));
+        assert!(matches!(
+            from(&[("FERRY_SHM_CELLS", "8k")]),
+            Err(ShmError::Setting(_))
+        ));
+        assert!(matches!(
+            from(&[("FERRY_SHM_CELL_SIZE", "1g")]),
+            Err(ShmError::Options(_))
+        ));
+        assert_eq!(
+            ShmOptions::dir_from_source(&|_: &str| Some(String::new())),
+            PathBuf::from("/dev/shm")
+        );
+    }
 }

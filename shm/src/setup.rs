@@ -33,6 +33,7 @@ use crate::error::ShmError;
 use crate::fastbox::{Lane, CTRL_LEN};
 use crate::ffi::{header_of, Segment};
 use crate::layout::{Geometry, FINGERPRINT, MAGIC, VERSION};
+use crate::names;
 use crate::options::ShmOptions;
 use crate::os::{self, CmaError, Epoll};
 use crate::rdma::Rdma;
@@ -135,9 +136,9 @@ fn create(
     job: &str,
     geo: Geometry,
 ) -> Result<(Arc<Segment>, Unlink, String), ShmError> {
-    let name = format!(
-        "ferry-{job}-{:016x}",
-        os::random_u64().map_err(ShmError::os("reading /dev/urandom"))?
+    let name = names::segment_name(
+        job,
+        os::random_u64().map_err(ShmError::os("reading /dev/urandom"))?,
     );
     let path = dir.join(&name);
     let file = os::create_segment_file(&path).map_err(ShmError::os("creating the shm segment"))?;
@@ -167,7 +168,7 @@ fn create(
 
 /// A non-creator's part of step 2: map and check the creator's segment.
 fn attach(dir: &std::path::Path, name: &str, nranks: usize) -> Result<Arc<Segment>, ShmError> {
-    if name.contains('/') || !name.starts_with("ferry-") {
+    if !names::is_segment_name(name) {
         return Err(ShmError::Segment(format!("bad segment name {name:?}")));
     }
     let file =
@@ -281,6 +282,25 @@ fn join(
 
 /// Reads every peer's probe buffer; false (with the reason logged) if any
 /// read fails or returns the wrong bytes.
+/// `opts` with CMA kept only if the setup probe finds it at least as fast
+/// as a memcpy ([`ShmOptions::cma_probe`]); only a node with peers can use
+/// CMA at all, so a rank alone on its node skips the probe. Each rank
+/// decides alone; the exchange below turns CMA off everywhere if any rank
+/// declined.
+fn decide_cma(mut opts: ShmOptions, local_ranks: usize) -> ShmOptions {
+    if opts.cma && opts.cma_probe && local_ranks > 1 {
+        let probe = crate::cma_tune::probe();
+        opts.cma = probe.prefer_cma();
+        tracing::debug!(
+            memcpy_gbs = probe.memcpy / 1e9,
+            cma_gbs = probe.cma / 1e9,
+            cma = opts.cma,
+            "CMA against memcpy"
+        );
+    }
+    opts
+}
+
 fn probe_cma(me: u32, local_ranks: &[Rank], cards: &[PeerCard]) -> bool {
     for (l, card) in cards.iter().enumerate() {
         if l as u32 == me {
@@ -332,6 +352,7 @@ impl ShmDevice {
     ) -> Result<ShmDevice, ShmError> {
         opts.validate()?;
         let me = check_ranks(boot, local_ranks)?;
+        let opts = decide_cma(opts, local_ranks.len());
         let rank = boot.rank();
         let job = os::sanitize_job_id(boot.job_id());
         let geo = opts

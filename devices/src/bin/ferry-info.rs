@@ -123,9 +123,7 @@ fn main() -> ExitCode {
         println!("  shm       not compiled in (feature `shm`)");
     }
     println!("            CMA permitted: {}", cma_permission());
-    if config.shm_cma == Some(false) {
-        println!("            CMA disabled by FERRY_SHM_CMA=0");
-    }
+    shm_cma_setting();
     println!("            /dev/shm: {}", dev_shm());
     ofi_providers();
     verbs_ports();
@@ -153,6 +151,22 @@ fn shm_formula() {
 
 #[cfg(not(feature = "shm"))]
 fn shm_formula() {}
+
+/// What FERRY_SHM_CMA asks for, as the shm device reads it.
+#[cfg(feature = "shm")]
+fn shm_cma_setting() {
+    match ferry_shm::ShmOptions::from_env() {
+        Ok(o) if !o.cma => println!("            CMA disabled by FERRY_SHM_CMA"),
+        Ok(o) if o.cma_probe => {
+            println!("            CMA timed against memcpy at setup (FERRY_SHM_CMA unset)")
+        }
+        Ok(_) => println!("            CMA forced on by FERRY_SHM_CMA"),
+        Err(e) => println!("            {e}"),
+    }
+}
+
+#[cfg(not(feature = "shm"))]
+fn shm_cma_setting() {}
 
 /// The libfabric providers `fi_getinfo` offers (FERRY_OFI_PROVIDER picks one).
 #[cfg(feature = "ofi")]

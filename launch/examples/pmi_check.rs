@@ -19,8 +19,8 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ferry::pmi::PmiClient;
-use ferry::{Bootstrap, BootstrapError};
+use ferry_core::{Bootstrap, BootstrapError};
+use ferry_pmi::PmiClient;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -1,5 +1,9 @@
+//! # ferry-pmi
+//!
 //! Bootstrap over the PMI-1 wire protocol: how a rank learns its rank, its
-//! job's size and the other ranks' addresses.
+//! job's size and the other ranks' addresses. Of ferry's crates it depends
+//! only on `ferry-core`, for the [`Bootstrap`](ferry_core::Bootstrap) trait
+//! the client implements.
 //!
 //! - [`PmiClient`] implements [`ferry_core::Bootstrap`] against a PMI-1
 //!   server: `ferryrun`, or MPICH's Hydra (`mpiexec.hydra`), so the same
@@ -32,6 +36,13 @@
 //!   a server would cut or mangle.
 //! - One kvsname (the job's own); no `spawn`, `publish_name` or
 //!   `getbyidx`. PMI-2 (Slurm) is a later step.
+//!
+//! # Safety
+//! `unsafe` is denied except in the private `ffi` module: adopting the
+//! socket the launcher passed as `PMI_FD` (an `OwnedFd::from_raw_fd`, after
+//! checking through `/proc/self/fd` that it is an open socket, adopted once).
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 mod client;
 mod env;

@@ -1,5 +1,18 @@
-//! `init`: configuration → logging → bootstrap → device per peer → engine →
-//! [`World`].
+//! Device selection: configuration → logging → bootstrap → device per peer
+//! → engine → [`World`]. Everything that decides which device reaches which
+//! rank lives here:
+//!
+//! - [`init`] and the grouping of ranks by node (this module);
+//! - [`NodeDevice`], the enum of the devices compiled in (`node`);
+//! - [`Mixed`](mixed::Mixed), shared memory on the node and a network device
+//!   beyond it, in one engine (`mixed`);
+//! - one module per device feature, `shm`, `ofi`, `verbs`, that builds the
+//!   device from its `FERRY_*` variables; a build without the feature gets
+//!   the module's stub from `stub/` (as mio's `shell` backend, MPICH's
+//!   `stubnm`), which returns [`SetupError::FeatureNotCompiled`];
+//! - `across`: the network device beside shared memory for a job that spans
+//!   nodes, one file per combination of features;
+//! - `boot`: the PMI client, or a singleton's key-value space.
 //!
 //! - Not launched by a PMI server: a singleton job (rank 0 of 1) over the
 //!   loopback device.
@@ -10,7 +23,7 @@
 //!   - `FERRY_DEVICE=auto` (the default): this node's ranks through shared
 //!     memory and, if the job spans nodes, the others through the network
 //!     device compiled in (verbs if built with it, else ofi), both in one
-//!     engine ([`Mixed`](crate::mixed::Mixed));
+//!     engine ([`Mixed`](mixed::Mixed));
 //!   - `shm`: every rank through shared memory (one node only);
 //!   - `ofi` / `verbs`: every rank, this one included, through that device.
 //!
@@ -20,16 +33,72 @@
 //!   node `i`.
 
 use ferry_core::loopback::Loopback;
-use ferry_core::{Bootstrap, Engine, Rank};
+use ferry_core::{settings, Bootstrap, Engine, Rank};
+use ferry_pmi::PmiClient;
 
-use crate::boot::{Boot, SingletonBoot};
 use crate::config::{Config, DeviceChoice};
 use crate::error::{Result, SetupError};
-#[allow(unused_imports)]
-use crate::mixed::Mixed;
-use crate::node::NodeDevice;
-use crate::pmi::PmiClient;
 use crate::world::{Shared, World};
+use boot::{Boot, SingletonBoot};
+pub use node::NodeDevice;
+
+/// The body of a `stub/` module: `compiled` and `node_device` both return
+/// [`SetupError::FeatureNotCompiled`] for `$feature`, which needs `$needs`.
+macro_rules! stub_device {
+    ($feature:literal, $needs:literal) => {
+        use ferry_core::{Bootstrap, Rank};
+
+        use super::node::NodeDevice;
+        use crate::error::{Error, Result, SetupError};
+
+        fn missing() -> Error {
+            SetupError::FeatureNotCompiled {
+                device: $feature,
+                feature: $feature,
+                needs: $needs,
+            }
+            .into()
+        }
+
+        /// This build lacks the device.
+        pub(super) fn compiled() -> Result<()> {
+            Err(missing())
+        }
+
+        /// Always [`compiled`]'s error.
+        pub(super) fn node_device(
+            _boot: &mut dyn Bootstrap,
+            _peers: &[Rank],
+        ) -> Result<NodeDevice> {
+            Err(missing())
+        }
+    };
+}
+
+pub(crate) mod boot;
+pub mod mixed;
+pub(crate) mod node;
+
+#[cfg_attr(not(feature = "shm"), path = "stub/shm.rs")]
+mod shm;
+
+#[cfg_attr(not(feature = "ofi"), path = "stub/ofi.rs")]
+mod ofi;
+
+#[cfg_attr(not(feature = "verbs"), path = "stub/verbs.rs")]
+mod verbs;
+
+// The network device beside shared memory: verbs if built, else ofi.
+#[cfg_attr(all(feature = "shm", feature = "verbs"), path = "across/shm_verbs.rs")]
+#[cfg_attr(
+    all(feature = "shm", feature = "ofi", not(feature = "verbs")),
+    path = "across/shm_ofi.rs"
+)]
+#[cfg_attr(
+    not(all(feature = "shm", any(feature = "ofi", feature = "verbs"))),
+    path = "across/none.rs"
+)]
+mod across;
 
 /// Starts ferry from the `FERRY_*` environment variables:
 /// `Config::from_env()?.init()`.
@@ -47,7 +116,7 @@ pub fn init() -> Result<World> {
 pub(crate) fn init_with(config: Config) -> Result<World> {
     check_compiled(config.device)?;
     install_subscriber(&config)?;
-    let pmi = crate::boot::from_env()?;
+    let pmi = boot::from_env()?;
     let span = rank_span(&config, pmi.as_ref().map_or(0, Bootstrap::rank));
     let entered = span.enter();
     let (engine, boot, local_ranks) = match pmi {
@@ -74,25 +143,12 @@ pub(crate) fn init_with(config: Config) -> Result<World> {
 
 /// Asking for a device this build lacks is an error before anything starts.
 fn check_compiled(device: DeviceChoice) -> Result<()> {
-    let missing = match device {
-        DeviceChoice::Shm if !cfg!(feature = "shm") => Some(SetupError::FeatureNotCompiled {
-            device: "shm",
-            feature: "shm",
-            needs: "nothing but Rust",
-        }),
-        DeviceChoice::Ofi if !cfg!(feature = "ofi") => Some(SetupError::FeatureNotCompiled {
-            device: "ofi",
-            feature: "ofi",
-            needs: "libfabric-dev",
-        }),
-        DeviceChoice::Verbs if !cfg!(feature = "verbs") => Some(SetupError::FeatureNotCompiled {
-            device: "verbs",
-            feature: "verbs",
-            needs: "libibverbs-dev",
-        }),
-        _ => None,
-    };
-    missing.map_or(Ok(()), |e| Err(e.into()))
+    match device {
+        DeviceChoice::Shm => shm::compiled(),
+        DeviceChoice::Ofi => ofi::compiled(),
+        DeviceChoice::Verbs => verbs::compiled(),
+        DeviceChoice::Auto | DeviceChoice::Loopback => Ok(()),
+    }
 }
 
 /// Installs a `tracing` subscriber for `FERRY_LOG`, unless the application
@@ -101,8 +157,7 @@ fn install_subscriber(config: &Config) -> Result<()> {
     let Some(filter) = &config.log else {
         return Ok(());
     };
-    let filter = tracing_subscriber::EnvFilter::try_new(filter)
-        .map_err(|e| SetupError::Log(e.to_string()))?;
+    let filter = tracing_subscriber::EnvFilter::try_new(filter).map_err(SetupError::Log)?;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -124,7 +179,7 @@ fn rank_span(config: &Config, rank: Rank) -> tracing::Span {
 fn singleton(config: &Config) -> Result<Engine<NodeDevice>> {
     let device = match config.device {
         DeviceChoice::Auto | DeviceChoice::Loopback => NodeDevice::Loopback(Loopback::new(0)),
-        DeviceChoice::Shm => shm_device(config, &mut SingletonBoot::new(), &[0])?,
+        DeviceChoice::Shm => shm::node_device(&mut SingletonBoot::new(), &[0])?,
         DeviceChoice::Ofi | DeviceChoice::Verbs => {
             net_device(config.device, &mut SingletonBoot::new(), &[0])?
         }
@@ -136,10 +191,8 @@ fn singleton(config: &Config) -> Result<Engine<NodeDevice>> {
 /// with one hostname on different kernels are different nodes; one host
 /// name reused after a reboot is a different boot).
 pub(crate) fn host_id() -> String {
-    if let Ok(forced) = std::env::var("FERRY_HOST_ID") {
-        if !forced.is_empty() {
-            return forced;
-        }
+    if let Some(forced) = settings::text(&env, "FERRY_HOST_ID") {
+        return forced;
     }
     let uname = rustix::system::uname();
     let host = uname.nodename().to_string_lossy().into_owned();
@@ -147,20 +200,14 @@ pub(crate) fn host_id() -> String {
     format!("{host}/{}", boot.trim())
 }
 
+/// The process environment, as a settings source.
+fn env(var: &str) -> Option<String> {
+    std::env::var(var).ok()
+}
+
 /// `FERRY_RANKS_PER_NODE`, if set (a testing knob; see the module docs).
 fn ranks_per_node() -> Result<Option<u32>> {
-    match std::env::var("FERRY_RANKS_PER_NODE") {
-        Err(_) => Ok(None),
-        Ok(v) => match v.trim().parse::<u32>() {
-            Ok(k) if k > 0 => Ok(Some(k)),
-            _ => Err(crate::error::ConfigError {
-                var: "FERRY_RANKS_PER_NODE",
-                value: v,
-                expected: "a whole number of ranks, at least 1",
-            }
-            .into()),
-        },
-    }
+    Ok(settings::number(&env, "FERRY_RANKS_PER_NODE", 1, u32::MAX)?)
 }
 
 fn host_key(rank: Rank) -> String {
@@ -200,11 +247,11 @@ fn launched(config: &Config, boot: &mut PmiClient) -> Result<(Engine<NodeDevice>
             .into())
         }
         DeviceChoice::Loopback => NodeDevice::Loopback(Loopback::new(rank)),
-        DeviceChoice::Auto if remote > 0 => mixed_device(config, &mut *boot, &local)?,
+        DeviceChoice::Auto if remote > 0 => across_nodes(&mut *boot, &local)?,
         DeviceChoice::Shm if remote > 0 => {
             return Err(SetupError::NetworkDeviceNeeded { remote, size }.into())
         }
-        DeviceChoice::Auto | DeviceChoice::Shm => shm_device(config, &mut *boot, &local)?,
+        DeviceChoice::Auto | DeviceChoice::Shm => shm::node_device(&mut *boot, &local)?,
         DeviceChoice::Ofi | DeviceChoice::Verbs => {
             let all: Vec<Rank> = (0..size as Rank).collect();
             net_device(config.device, &mut *boot, &all)?
@@ -216,89 +263,32 @@ fn launched(config: &Config, boot: &mut PmiClient) -> Result<(Engine<NodeDevice>
     ))
 }
 
-#[cfg(feature = "shm")]
-fn shm_device(config: &Config, boot: &mut dyn Bootstrap, local: &[Rank]) -> Result<NodeDevice> {
-    // The device's own variables (FERRY_SHM_CELL_SIZE, FERRY_SHM_CELLS,
-    // FERRY_SHM_DIR); FERRY_SHM_CMA as this crate's `Config` says.
-    let mut opts = ferry_shm::ShmOptions::from_env().map_err(|e| SetupError::Shm(e.to_string()))?;
-    match config.shm_cma {
-        Some(cma) => opts.cma = cma,
-        // Only a job with peers on this node can use CMA at all.
-        None if opts.cma && local.len() > 1 => {
-            let probe = crate::cma_tune::probe();
-            opts.cma = probe.prefer_cma();
-            tracing::debug!(
-                memcpy_gbs = probe.memcpy / 1e9,
-                cma_gbs = probe.cma / 1e9,
-                cma = opts.cma,
-                "CMA against memcpy"
-            );
-        }
-        None => {}
-    }
-    let device =
-        ferry_shm::ShmDevice::new(boot, local, opts).map_err(|e| SetupError::Shm(e.to_string()))?;
-    Ok(NodeDevice::Shm(device))
-}
-
-#[cfg(not(feature = "shm"))]
-fn shm_device(_config: &Config, _boot: &mut dyn Bootstrap, _local: &[Rank]) -> Result<NodeDevice> {
-    Err(SetupError::FeatureNotCompiled {
-        device: "shm",
-        feature: "shm",
-        needs: "nothing but Rust",
-    }
-    .into())
-}
-
 /// The network device asked for, over `peers` (collective over every rank
 /// with a peer on it).
-#[allow(unused_variables)]
 fn net_device(
     choice: DeviceChoice,
     boot: &mut dyn Bootstrap,
     peers: &[Rank],
 ) -> Result<NodeDevice> {
     match choice {
-        #[cfg(feature = "ofi")]
-        DeviceChoice::Ofi => Ok(NodeDevice::Ofi(crate::net_ofi::ofi_device(boot, peers)?)),
-        #[cfg(feature = "verbs")]
-        DeviceChoice::Verbs => Ok(NodeDevice::Verbs(crate::net_verbs::verbs_device(
-            boot, peers,
-        )?)),
-        // `check_compiled` turned away devices this build lacks.
-        other => Err(SetupError::NotImplemented(other.name()).into()),
+        DeviceChoice::Verbs => verbs::node_device(boot, peers),
+        DeviceChoice::Ofi => ofi::node_device(boot, peers),
+        DeviceChoice::Auto | DeviceChoice::Shm | DeviceChoice::Loopback => {
+            Err(SetupError::DeviceUnsuitable {
+                device: choice.name(),
+                why: "it is not a network device",
+            }
+            .into())
+        }
     }
 }
 
 /// Shared memory for `local`, the network device for everyone else. Every
 /// rank of a job that spans nodes has remote peers, so the network setup
 /// is collective over the whole job, as its exchange needs.
-#[allow(unused_variables)]
-fn mixed_device(config: &Config, boot: &mut PmiClient, local: &[Rank]) -> Result<NodeDevice> {
+fn across_nodes(boot: &mut PmiClient, local: &[Rank]) -> Result<NodeDevice> {
     let size = boot.size();
     let on_node: Vec<bool> = (0..size as Rank).map(|r| local.contains(&r)).collect();
     let remote: Vec<Rank> = (0..size as Rank).filter(|r| !local.contains(r)).collect();
-    #[cfg(all(feature = "shm", feature = "verbs"))]
-    {
-        let NodeDevice::Shm(node) = shm_device(config, &mut *boot, local)? else {
-            return Err(SetupError::NotImplemented("shm").into());
-        };
-        let net = crate::net_verbs::verbs_device(&mut *boot, &remote)?;
-        return Ok(NodeDevice::ShmVerbs(Mixed::new(node, net, &on_node)));
-    }
-    #[cfg(all(feature = "shm", feature = "ofi", not(feature = "verbs")))]
-    {
-        let NodeDevice::Shm(node) = shm_device(config, &mut *boot, local)? else {
-            return Err(SetupError::NotImplemented("shm").into());
-        };
-        let net = crate::net_ofi::ofi_device(&mut *boot, &remote)?;
-        return Ok(NodeDevice::ShmOfi(Mixed::new(node, net, &on_node)));
-    }
-    #[allow(unreachable_code)]
-    Err(SetupError::NetworkDeviceNeeded {
-        remote: remote.len(),
-        size,
-    }
-    .into())
+    across::device(boot, local, &on_node, &remote)
 }

@@ -1,14 +1,13 @@
-//! Multi-process smoke tests of the public API: `examples/api_smoke.rs`
+//! Multi-process smoke tests of the public API: `devices/examples/api_smoke.rs`
 //! run by `ferryrun -n 2` over the shm device, in each wait mode, with and
 //! without CMA.
-#![cfg(feature = "shm")]
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
 fn ferryrun() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_ferryrun"))
+    PathBuf::from(env!("CARGO_BIN_EXE_ferry-tests-ferryrun"))
 }
 
 /// The example binary, (re)built once per test run: `cargo test --test

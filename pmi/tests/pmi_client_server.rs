@@ -7,9 +7,9 @@ use std::os::unix::net::UnixStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use ferry::pmi::server::{PmiJob, PmiServer, ServerEvent};
-use ferry::pmi::PmiClient;
-use ferry::{Bootstrap, BootstrapError};
+use ferry_core::{Bootstrap, BootstrapError};
+use ferry_pmi::server::{PmiJob, PmiServer, ServerEvent};
+use ferry_pmi::PmiClient;
 
 /// Starts a server for `size` ranks on a thread; returns the client ends
 /// and the server thread (which yields every event once all ranks left).

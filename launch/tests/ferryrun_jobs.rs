@@ -87,30 +87,18 @@ fn pmi_check() -> &'static Path {
         let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
         let target_dir = profile_dir.parent().unwrap();
         let profile = profile_dir.file_name().unwrap().to_str().unwrap();
-        let features: Vec<&str> = [
-            ("shm", cfg!(feature = "shm")),
-            ("verbs", cfg!(feature = "verbs")),
-            ("ofi", cfg!(feature = "ofi")),
-        ]
-        .into_iter()
-        .filter_map(|(f, on)| on.then_some(f))
-        .collect();
         let mut cmd = Command::new(option_env!("CARGO").unwrap_or("cargo"));
         cmd.args([
             "build",
             "--quiet",
             "--locked",
             "-p",
-            "ferry",
+            "ferry-launch",
             "--example",
             "pmi_check",
         ])
         .arg("--target-dir")
-        .arg(target_dir)
-        .arg("--no-default-features");
-        if !features.is_empty() {
-            cmd.arg("--features").arg(features.join(","));
-        }
+        .arg(target_dir);
         match profile {
             "debug" => {}
             "release" => {

@@ -10,27 +10,40 @@ use ferry_core::loopback::Loopback;
 use ferry_core::wire::RemoteKey;
 use ferry_core::{Buf, Error, Rank};
 
-#[allow(unused_imports)]
-use crate::mixed::Mixed;
+use super::mixed::Mixed;
 
 /// How a waiter can sleep on a device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SleepKind {
     /// On this fd (and the waiter's eventfd).
-    #[cfg_attr(not(feature = "shm"), allow(dead_code))]
     Fd(i32),
     /// On both of these fds: a node device and a network device.
-    #[cfg_attr(
-        not(all(feature = "shm", any(feature = "ofi", feature = "verbs"))),
-        allow(dead_code)
-    )]
     TwoFds(i32, i32),
     /// On the waiter's eventfd alone: the device gets no events from outside
     /// this process's calls (the loopback).
     Internal,
     /// Not at all: events may arrive with nothing to wake a sleeper; poll.
-    #[cfg_attr(not(feature = "shm"), allow(dead_code))]
     Poll,
+}
+
+/// How a waiter sleeps on each kind of device: on its wait fd by default.
+pub(crate) trait SleepOn: Device {
+    fn sleep_kind(&self) -> SleepKind {
+        self.wait_fd().map_or(SleepKind::Poll, SleepKind::Fd)
+    }
+}
+
+impl SleepOn for Loopback {
+    fn sleep_kind(&self) -> SleepKind {
+        SleepKind::Internal
+    }
+}
+
+impl<L: Device, N: Device> SleepOn for Mixed<L, N> {
+    fn sleep_kind(&self) -> SleepKind {
+        self.wait_fds()
+            .map_or(SleepKind::Poll, |(a, b)| SleepKind::TwoFds(a, b))
+    }
 }
 
 /// The device an engine drives; see the module docs.
@@ -99,22 +112,7 @@ impl NodeDevice {
     }
 
     pub(crate) fn sleep_kind(&self) -> SleepKind {
-        match self {
-            NodeDevice::Loopback(_) => SleepKind::Internal,
-            #[cfg(all(feature = "shm", feature = "ofi"))]
-            NodeDevice::ShmOfi(d) => d
-                .wait_fds()
-                .map_or(SleepKind::Poll, |(a, b)| SleepKind::TwoFds(a, b)),
-            #[cfg(all(feature = "shm", feature = "verbs"))]
-            NodeDevice::ShmVerbs(d) => d
-                .wait_fds()
-                .map_or(SleepKind::Poll, |(a, b)| SleepKind::TwoFds(a, b)),
-            #[allow(unreachable_patterns)]
-            other => match other.wait_fd() {
-                Some(fd) => SleepKind::Fd(fd),
-                None => SleepKind::Poll,
-            },
-        }
+        each!(self, d => SleepOn::sleep_kind(d))
     }
 }
 

@@ -1,5 +1,6 @@
 //! Whether the shm device should use cross-memory attach for rendezvous,
-//! when the user did not say (`FERRY_SHM_CMA` unset).
+//! when the user did not say (`FERRY_SHM_CMA` unset, so
+//! [`ShmOptions::cma_probe`](crate::ShmOptions::cma_probe) is on).
 //!
 //! CMA copies once, through the kernel; the alternative pipelines two
 //! copies through the cells on two cores. Which is faster depends on the

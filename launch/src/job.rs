@@ -12,7 +12,6 @@ use std::io::{self, IsTerminal, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,9 +23,11 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::unistd::Pid;
 
 use super::args::Options;
-use super::cleanup::{new_job_id, remove_job_files, SHM_DIR};
+use super::cleanup::new_job_id;
 use super::relay::{LineRelay, Sink};
-use crate::pmi::server::{PmiJob, PmiServer, ServerEvent};
+use ferry_pmi::server::{PmiJob, PmiServer, ServerEvent};
+use ferry_shm::names::remove_job_files;
+use ferry_shm::ShmOptions;
 
 /// Time between SIGTERM and SIGKILL when the job is being killed.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -197,16 +198,21 @@ pub fn run(opts: &Options) -> Result<i32, LaunchError> {
         None if job.gave_up => 1,
         None => 0,
     });
-    match remove_job_files(Path::new(SHM_DIR), &job.job_id) {
+    // The ranks inherit this process's environment, so FERRY_SHM_DIR here
+    // is the directory they used.
+    let shm_dir = ShmOptions::dir_from_source(&|var: &str| std::env::var(var).ok());
+    match remove_job_files(&shm_dir, &job.job_id) {
         Ok(removed) if removed.is_empty() => {}
         Ok(removed) => say(&format!(
-            "removed {} leftover shared-memory file(s) in {SHM_DIR}: {}",
+            "removed {} leftover shared-memory file(s) in {}: {}",
             removed.len(),
+            shm_dir.display(),
             removed.join(" ")
         )),
         Err(e) => {
             say(&format!(
-                "could not clean up {SHM_DIR} for job {}: {e}",
+                "could not clean up {} for job {}: {e}",
+                shm_dir.display(),
                 job.job_id
             ));
             if code == 0 {
@@ -514,6 +520,9 @@ impl Job {
                 ServerEvent::Disconnected { rank, finalized } => {
                     tracing::debug!(rank, finalized, "PMI connection closed");
                 }
+                // `ServerEvent` is non_exhaustive: an event a newer server
+                // reports needs no action from this launcher.
+                other => tracing::debug!(?other, "PMI server event"),
             }
         }
     }

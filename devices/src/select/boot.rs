@@ -4,7 +4,7 @@
 use ferry_core::BootstrapError;
 
 use crate::error::Result;
-use crate::pmi::PmiClient;
+use ferry_pmi::PmiClient;
 
 /// The bootstrap a job was started with, kept until finalize.
 #[derive(Debug)]

@@ -1,10 +1,36 @@
+//! # ferry-launch
+//!
 //! `ferryrun`, the single-node launcher: starts N ranks of a program,
 //! serves them PMI-1 (so they find each other through
-//! [`crate::pmi::PmiClient`], exactly as under MPICH's `mpiexec.hydra`),
-//! and turns the job's fate into one exit code.
+//! `ferry_pmi::PmiClient`, exactly as under MPICH's `mpiexec.hydra`), and
+//! turns the job's fate into one exit code.
 //!
+//! ## Quick start
+//! ```text
+//! cargo build --release
+//! target/release/ferryrun -n 4 [--label] [--timeout SECS] PROGRAM [ARGS...]
+//! ```
 //! The binary is a thin wrapper around [`main`]; the pieces are public so
-//! that tools can embed the launcher. See [`HELP`] for the behaviour.
+//! that tools (ferry-bench) can embed the launcher. See [`HELP`] for the
+//! behaviour.
+//!
+//! ## Dependencies
+//! Of ferry's crates, the PMI crate (the server side of the wire protocol)
+//! and, for one thing, the shm device's: the names of the files a job may
+//! leave in `FERRY_SHM_DIR`, swept at the end of every job
+//! (`ferry_shm::names`), so the sweep always matches what the device
+//! creates.
+//!
+//! ## Safety
+//! `unsafe` is denied except in the private `ffi` module: one `pre_exec`
+//! hook that resets each rank's signal mask and descriptor limit between
+//! `fork` and `exec`.
+//!
+//! ## Cleanup
+//! At the end of a job, however it ends, ferryrun removes the job's files
+//! from the shm directory and reports what it removed.
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 mod args;
 mod cleanup;
@@ -13,7 +39,7 @@ mod job;
 mod relay;
 
 pub use args::{parse_args, Invocation, Options, UsageError, HELP, MAX_RANKS};
-pub use cleanup::{new_job_id, remove_job_files, SHM_DIR};
+pub use cleanup::new_job_id;
 pub use job::{run, LaunchError, EXIT_TIMEOUT, KILL_GRACE};
 
 /// Exit code for command-line mistakes.
