@@ -44,8 +44,8 @@ mod waiting;
 use std::time::{Duration, Instant};
 
 pub use packets::{
-    a_sent_packet_is_buffered, back_pressure_is_busy_and_recovers_in_order,
-    caps_match_the_device, into_payload_hands_over_a_buffer_that_outlives_the_device,
+    a_sent_packet_is_buffered, back_pressure_is_busy_and_recovers_in_order, caps_match_the_device,
+    into_payload_hands_over_a_buffer_that_outlives_the_device,
     oversized_packets_and_unknown_ranks_are_refused,
     packets_arrive_in_order_from_every_sender_including_self, progress_counts_what_it_reports,
 };
@@ -161,7 +161,12 @@ impl<'k, K: DeviceKit> Bench<'k, K> {
     /// `n` devices in `setup`, or `None` (skip) if the kit has none.
     pub(crate) fn new(kit: &'k mut K, n: usize, setup: Setup, take: bool) -> Option<Self> {
         let devs = kit.devices(n, setup)?;
-        assert_eq!(devs.len(), n, "the kit built {} devices, not {n}", devs.len());
+        assert_eq!(
+            devs.len(),
+            n,
+            "the kit built {} devices, not {n}",
+            devs.len()
+        );
         let sinks = (0..n)
             .map(|_| Recorder {
                 take,
@@ -215,7 +220,10 @@ impl<'k, K: DeviceKit> Bench<'k, K> {
             == Sent::Busy
         {
             self.round();
-            assert!(start.elapsed() < DEADLINE, "send {from} -> {to} stayed busy");
+            assert!(
+                start.elapsed() < DEADLINE,
+                "send {from} -> {to} stayed busy"
+            );
         }
     }
 

@@ -28,7 +28,11 @@ pub fn get_and_put_move_the_bytes<K: DeviceKit>(mut kit: K) {
         let data: Vec<u8> = (0..len).map(|i| (i % 253) as u8).collect();
         // get: `other` reads rank 0's region.
         let (src, key) = b.devs[0]
-            .register(other as Rank, Buf::from_vec(data.clone()), Access::RemoteRead)
+            .register(
+                other as Rank,
+                Buf::from_vec(data.clone()),
+                Access::RemoteRead,
+            )
             .expect("register");
         let (dst, _) = b.devs[other]
             .register(0, Buf::zeroed(len).unwrap(), Access::LocalWrite)
@@ -47,7 +51,11 @@ pub fn get_and_put_move_the_bytes<K: DeviceKit>(mut kit: K) {
                 .register(0, Buf::zeroed(len).unwrap(), Access::RemoteWrite)
                 .expect("register");
             let (out, _) = b.devs[0]
-                .register(target as Rank, Buf::from_vec(data.clone()), Access::LocalRead)
+                .register(
+                    target as Rank,
+                    Buf::from_vec(data.clone()),
+                    Access::LocalRead,
+                )
                 .expect("register");
             token += 1;
             let t = OpToken(token);
@@ -71,7 +79,10 @@ pub fn get_and_put_move_the_bytes<K: DeviceKit>(mut kit: K) {
     for _ in 0..20 {
         b.round();
     }
-    assert!(b.sinks.iter().all(|s| s.rdma().is_empty()), "completed once");
+    assert!(
+        b.sinks.iter().all(|s| s.rdma().is_empty()),
+        "completed once"
+    );
 }
 
 /// *Memory*: `register` takes the buffer and `deregister` gives the same

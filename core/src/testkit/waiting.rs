@@ -31,6 +31,10 @@ pub fn arm_is_pending_while_an_event_is_deliverable<K: DeviceKit>(mut kit: K) {
     }
     let wake = kit.expect().wake;
     let n = kit.expect().max_ranks.clamp(1, 2);
+    if wake == Wake::None && n > 1 {
+        // Events from other ranks can appear unseen: the owner never sleeps.
+        return skip(check, "the device has no wake-up (its owner spins)");
+    }
     let to = n - 1;
     let mut b = Bench::new(&mut kit, n, Setup::Default, false).expect("a default setup");
     // Connect first (some providers connect on the first send).
@@ -97,7 +101,10 @@ pub fn a_sleeper_is_woken_by_a_send<K: DeviceKit>(mut kit: K) {
         if b.kit.woken(&b.devs, 1, Duration::from_millis(1)) {
             break;
         }
-        assert!(start.elapsed() < DEADLINE, "the send did not wake the sleeper");
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the send did not wake the sleeper"
+        );
     }
     b.devs[1].disarm();
     b.drive("the wake-up packet", |s| s[1].packets().len() == 2);
