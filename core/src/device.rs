@@ -74,11 +74,16 @@
 //! A dead or unreachable peer is reported once through
 //! [`Sink::peer_failed`]; the engine fails that peer's requests and keeps
 //! the rest of the job running. Afterwards, `send` to that peer may return
-//! [`PeerError::Died`].
+//! [`PeerError::Died`]. [`PeerFailures`] keeps this bookkeeping for a
+//! device.
 //!
 //! [`PeerError::Protocol`]: crate::PeerError::Protocol
 //! [`PeerError::Died`]: crate::PeerError::Died
 //! [`DeviceError::Unsupported`]: crate::DeviceError::Unsupported
+
+mod failures;
+
+pub use failures::PeerFailures;
 
 use crate::buffer::Buf;
 use crate::envelope::Rank;

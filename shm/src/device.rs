@@ -23,8 +23,7 @@ pub(crate) const NOT_LOCAL: u32 = u32::MAX;
 /// index).
 pub(crate) const WAKE_TAG: u64 = u64::MAX;
 
-/// What this rank knows about a peer's health (shared by every device).
-pub(crate) use ferry_core::device::PeerHealth as Health;
+use ferry_core::device::PeerFailures;
 
 /// A local peer.
 #[derive(Debug)]
@@ -33,7 +32,6 @@ pub(crate) struct Peer {
     /// Readable once the peer exits; `None` where pidfds are unavailable
     /// (then `kill(pid, 0)` is polled).
     pub(crate) pidfd: Option<OwnedFd>,
-    pub(crate) health: Health,
 }
 
 /// The wake-up machinery: the socket peers signal, and the epoll set that
@@ -84,8 +82,8 @@ pub struct ShmDevice {
     pub(crate) max_parked: u32,
     /// Set when a shared queue of ours was found corrupted.
     pub(crate) broken: Option<&'static str>,
-    /// Peers marked failed but not yet reported to the sink.
-    pub(crate) unreported: usize,
+    /// Each local peer's health, and the failures not yet reported.
+    pub(crate) failures: PeerFailures,
     pub(crate) name: String,
 }
 
@@ -148,10 +146,7 @@ impl ShmDevice {
                 .into(),
             );
         }
-        match self.peers[p as usize].health {
-            Health::Alive => None,
-            Health::Failed { error, .. } => Some(error),
-        }
+        self.failures.error(p as usize)
     }
 
     /// A free cell of ours, or `None` (back-pressure).
@@ -211,20 +206,7 @@ impl ShmDevice {
 
     /// Marks local peer `p` failed (reported on the next drained progress).
     pub(crate) fn fail(&mut self, p: u32, error: Error) {
-        if let Some(peer) = self.peers.get_mut(p as usize) {
-            if peer.health == Health::Alive {
-                peer.health = Health::Failed {
-                    error,
-                    reported: false,
-                };
-                self.unreported += 1;
-            }
-        }
-    }
-
-    #[inline]
-    fn has_unreported(&self) -> bool {
-        self.unreported > 0
+        self.failures.fail(p as usize, error);
     }
 
     /// Hands one arrived cell to the sink, after the fastbox packets its
@@ -282,7 +264,7 @@ impl ShmDevice {
             let peer = &self.peers[p];
             if p as u32 != self.me
                 && peer.pidfd.is_none()
-                && peer.health == Health::Alive
+                && self.failures.is_alive(p)
                 && os::pid_gone(peer.pid)
             {
                 let rank = self.ranks[p];
@@ -294,20 +276,8 @@ impl ShmDevice {
     /// Tells the sink about failures not yet reported, once each.
     fn report_failures<S: Sink>(&mut self, sink: &mut S) -> usize {
         let mut events = 0;
-        for p in 0..self.peers.len() {
-            let Health::Failed {
-                error,
-                reported: false,
-            } = self.peers[p].health
-            else {
-                continue;
-            };
+        while let Some((p, error)) = self.failures.take_unreported() {
             let rank = self.ranks[p];
-            self.peers[p].health = Health::Failed {
-                error,
-                reported: true,
-            };
-            self.unreported -= 1;
             tracing::warn!(rank = self.rank, peer = rank, %error, "shm peer failed");
             if let Some(fd) = &self.peers[p].pidfd {
                 // A dead peer's pidfd stays readable: stop watching it, or
@@ -486,14 +456,14 @@ impl Device for ShmDevice {
         }
         // Deaths are reported once the queue is drained, so that what a
         // dead peer sent before dying is delivered first.
-        if (drained || periodic) && self.has_unreported() {
+        if (drained || periodic) && self.failures.has_unreported() {
             events += self.report_failures(sink);
         }
         Ok(events)
     }
 
     fn arm(&mut self) -> Result<Armed, Error> {
-        if self.rdma.has_work() || self.has_unreported() {
+        if self.rdma.has_work() || self.failures.has_unreported() {
             return Ok(Armed::Pending);
         }
         if self.broken.is_none() {

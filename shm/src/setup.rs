@@ -28,7 +28,7 @@ use std::sync::Arc;
 use ferry_core::device::Caps;
 use ferry_core::{Bootstrap, Rank};
 
-use crate::device::{Health, Peer, ShmDevice, Wake, NOT_LOCAL, WAKE_TAG};
+use crate::device::{Peer, ShmDevice, Wake, NOT_LOCAL, WAKE_TAG};
 use crate::error::ShmError;
 use crate::fastbox::{Lane, CTRL_LEN};
 use crate::ffi::{header_of, Segment};
@@ -460,7 +460,6 @@ fn finish(
         peers.push(Peer {
             pid: card.pid,
             pidfd,
-            health: Health::Alive,
         });
     }
     let mut local_of = vec![NOT_LOCAL; size as usize];
@@ -514,7 +513,7 @@ fn finish(
         check_now: false,
         max_parked: geo.cells_per_rank / 2,
         broken: None,
-        unreported: 0,
+        failures: ferry_core::device::PeerFailures::new(local_ranks.len()),
         seg: a.seg,
         name,
     })
