@@ -3,19 +3,23 @@
 #
 # Installs what it needs (MPICH for mpiexec.hydra; libfabric-dev,
 # libibverbs-dev, librdmacm-dev, clang for the network devices; ci/softroce.sh
-# installs QEMU and the rest of the VM's parts), then runs, in order:
+# installs QEMU and the rest of the VM's parts) through ci/lib/packages.sh,
+# whose checks are safe for packages a fresh machine has never heard of (its
+# self-test runs first). Then, in order:
 #   1. rustfmt and clippy (-D warnings) over the whole workspace, and over the
-#      code behind the `ofi` and `verbs` features;
+#      code behind the `ofi` and `verbs` features; rustdoc with -D warnings;
 #   2. every test: unit, integration (simulation, proptest), doc tests;
-#   3. the long stress tests that are #[ignore]d in a normal `cargo test`;
-#   4. the ofi device on libfabric's tcp;ofi_rxm and shm providers
+#   3. the loom model check of the shm queue;
+#   4. the long stress tests that are #[ignore]d in a normal `cargo test`;
+#   5. the ofi device on libfabric's tcp;ofi_rxm and shm providers
 #      (ci/ofi.sh), then a job split across two "nodes" over shm + ofi;
-#   5. the verbs device on Soft-RoCE in a QEMU VM (ci/verbs.sh);
-#   6. a short fuzz run of every decoder of peer-supplied bytes (cargo fuzz);
-#   7. a smoke run of the criterion benches (tiny measurement time), so they never rot.
+#   6. the verbs device on Soft-RoCE in a QEMU VM (ci/verbs.sh);
+#   7. a short fuzz run of every decoder of peer-supplied bytes (cargo fuzz);
+#   8. a smoke run of the criterion benches (tiny measurement time), so they never rot.
 #
-# Env: FERRY_CI_SKIP_FUZZ=1 / FERRY_CI_SKIP_BENCH=1 skip steps 4 / 5;
+# Env: FERRY_CI_SKIP_FUZZ=1 / FERRY_CI_SKIP_BENCH=1 skip steps 7 / 8;
 # FERRY_FUZZ_SECONDS sets the time per fuzz target (default 30).
+# Any failing command prints the line and the command (ci_fail_trap).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=ci/lib/packages.sh
@@ -46,6 +50,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # The code behind the features (ferry's ofi/verbs/mixed wiring, the feature
 # test instantiations) is only compiled with them.
 cargo clippy -p ferry -p ferry-tests -p ferry-bench --features ofi,verbs --all-targets --locked -- -D warnings
+# And without any device: the stub modules, and the typed errors they return.
+cargo clippy -p ferry --no-default-features --all-targets --locked -- -D warnings
+
+step "rustdoc (-D warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 
 # The device crates' own tests run in their scripts below: ferry-ofi's need
 # libfabric's providers, ferry-verbs' an RDMA device (the VM's).
@@ -53,6 +62,8 @@ network=(--exclude ferry-ofi --exclude ferry-verbs)
 
 step "tests"
 cargo test --workspace "${network[@]}" --locked
+# The API without any device compiled in: typed errors from the stubs.
+cargo test -p ferry --no-default-features --locked
 
 step "loom model check of the shm queue"
 # A separate target dir: the cfg flag would otherwise rebuild everything.

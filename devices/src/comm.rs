@@ -8,7 +8,7 @@
 //! # Context ids
 //! Every communicator owns [`CONTEXTS_PER_COMM`] consecutive context ids:
 //! the first carries point-to-point traffic, the others are reserved for its
-//! collective schedules (a later issue), so the two never match each other.
+//! collective schedules (none exists yet), so the two never match each other.
 //! `world` owns `0..4`, `self` owns `4..8`; communicators made later
 //! (`dup`, `split`) take ids from [`FIRST_FREE_CONTEXT`] on.
 

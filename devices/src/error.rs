@@ -72,15 +72,9 @@ impl Error {
             Error::Usage(_) | Error::Api(_) | Error::Config(_) => Fault::Usage,
             Error::Peer(_) => Fault::Peer,
             Error::Device(_) => Fault::Device,
-            Error::Bootstrap(_)
-            | Error::Setup(
-                SetupError::FeatureNotCompiled { .. }
-                | SetupError::NetworkDeviceNeeded { .. }
-                | SetupError::DeviceUnsuitable { .. }
-                | SetupError::Log(_),
-            ) => Fault::Environment,
-            // The rest are the devices' own setup failures (one variant per
-            // device compiled in).
+            Error::Bootstrap(_) => Fault::Environment,
+            Error::Setup(e) if e.is_environment() => Fault::Environment,
+            // The devices' own setup failures (one variant per device built).
             Error::Setup(_) => Fault::Device,
             Error::Internal(_) => Fault::Internal,
         }
@@ -214,6 +208,20 @@ pub enum SetupError {
     /// Logging could not be set up.
     #[error("FERRY_LOG: {0}")]
     Log(#[source] tracing_subscriber::filter::ParseError),
+}
+
+impl SetupError {
+    /// The machine, the build or the launch cannot serve the job (as
+    /// opposed to a device that failed while setting up).
+    fn is_environment(&self) -> bool {
+        matches!(
+            self,
+            SetupError::FeatureNotCompiled { .. }
+                | SetupError::NetworkDeviceNeeded { .. }
+                | SetupError::DeviceUnsuitable { .. }
+                | SetupError::Log(_)
+        )
+    }
 }
 
 /// The result type of the ferry API.

@@ -35,7 +35,7 @@
 //!   [`ferry_core::BootstrapError::Invalid`] instead of sending something
 //!   a server would cut or mangle.
 //! - One kvsname (the job's own); no `spawn`, `publish_name` or
-//!   `getbyidx`. PMI-2 (Slurm) is a later step.
+//!   `getbyidx`; PMI-2 (Slurm's `srun --mpi=pmi2`) is not implemented.
 //!
 //! # Safety
 //! `unsafe` is denied except in the private `ffi` module: adopting the
