@@ -15,8 +15,7 @@ use crate::liveness::Liveness;
 use crate::rma::Regions;
 use crate::sys;
 
-/// What this rank knows about a peer's health (shared by every device).
-pub(crate) use ferry_core::device::PeerHealth as Health;
+use ferry_core::device::PeerFailures;
 
 /// Completions read outside `progress` are kept at most this many.
 const STASH_MAX: usize = 4096;
@@ -33,10 +32,10 @@ pub struct OfiDevice {
     pub(crate) addrs: Vec<Addr>,
     pub(crate) seq_out: Vec<u16>,
     pub(crate) seq_in: Vec<u16>,
-    pub(crate) health: Vec<Health>,
+    /// Each rank's health, and the failures not yet reported.
+    pub(crate) failures: PeerFailures,
     /// Ranks whose setup hello arrived.
     pub(crate) hellos: Vec<bool>,
-    pub(crate) unreported: usize,
     pub(crate) inject_size: usize,
     pub(crate) scratch: Vec<u8>,
     /// Send buffers by slot, the free slots, and each busy slot's peer.
@@ -117,7 +116,7 @@ impl OfiDevice {
         if a == sys::FI_ADDR_UNSPEC {
             return Err(DeviceError::Unsupported("ofi: peer is not on this device").into());
         }
-        if let Health::Failed { error, .. } = self.health[peer as usize] {
+        if let Some(error) = self.failures.error(peer as usize) {
             return Err(error);
         }
         Ok(a)
@@ -346,7 +345,7 @@ impl OfiDevice {
             self.free.push(b);
             return 0;
         }
-        if self.health[from as usize] != Health::Alive {
+        if !self.failures.is_alive(from as usize) {
             self.free.push(b);
             return 0;
         }
@@ -595,14 +594,14 @@ impl Device for OfiDevice {
         }
         // Deaths are reported once the CQ is drained, so that what a dead
         // peer sent before dying is delivered first.
-        if drained && self.unreported > 0 {
+        if drained && self.failures.has_unreported() {
             events += self.report_failures(sink);
         }
         Ok(events)
     }
 
     fn arm(&mut self) -> Result<Armed, Error> {
-        if !self.done.is_empty() || !self.stash.is_empty() || self.unreported > 0 {
+        if !self.done.is_empty() || !self.stash.is_empty() || self.failures.has_unreported() {
             return Ok(Armed::Pending);
         }
         // A message that finds no posted receive raises no completion, so

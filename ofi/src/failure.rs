@@ -6,7 +6,7 @@ use ferry_core::device::Sink;
 use ferry_core::{Error, PeerError, Rank};
 
 use crate::cq::{is_dead, op_error, Op};
-use crate::device::{Health, OfiDevice};
+use crate::device::OfiDevice;
 use crate::eager;
 use crate::ffi::Fail;
 use crate::sys;
@@ -14,17 +14,8 @@ use crate::sys;
 impl OfiDevice {
     /// Marks `peer` failed (reported once the CQ is drained).
     pub(crate) fn fail(&mut self, peer: Rank, error: Error) {
-        if let Some(h) = usize::try_from(peer)
-            .ok()
-            .and_then(|p| self.health.get_mut(p))
-        {
-            if *h == Health::Alive {
-                *h = Health::Failed {
-                    error,
-                    reported: false,
-                };
-                self.unreported += 1;
-            }
+        if let Ok(p) = usize::try_from(peer) {
+            self.failures.fail(p, error);
         }
     }
 
@@ -101,11 +92,8 @@ impl OfiDevice {
         let dead = is_dead(code)
             || code == sys::FI_ECANCELED as i32
             || matches!(
-                self.health.get(peer as usize),
-                Some(Health::Failed {
-                    error: Error::Peer(PeerError::Died { .. }),
-                    ..
-                })
+                self.failures.error(peer as usize),
+                Some(Error::Peer(PeerError::Died { .. }))
             );
         if dead {
             PeerError::Died { rank: peer }.into()
@@ -117,22 +105,11 @@ impl OfiDevice {
     /// Tells the sink about failures not yet reported, once each.
     pub(crate) fn report_failures<S: Sink>(&mut self, sink: &mut S) -> usize {
         let mut events = 0;
-        for p in 0..self.health.len() {
-            if let Health::Failed {
-                error,
-                reported: false,
-            } = self.health[p]
-            {
-                self.health[p] = Health::Failed {
-                    error,
-                    reported: true,
-                };
-                self.unreported -= 1;
-                self.held.retain(|h| h.from != p as Rank);
-                tracing::warn!(rank = self.rank, peer = p, %error, "ofi peer failed");
-                sink.peer_failed(p as Rank, error);
-                events += 1;
-            }
+        while let Some((p, error)) = self.failures.take_unreported() {
+            self.held.retain(|h| h.from != p as Rank);
+            tracing::warn!(rank = self.rank, peer = p, %error, "ofi peer failed");
+            sink.peer_failed(p as Rank, error);
+            events += 1;
         }
         events
     }

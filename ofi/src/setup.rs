@@ -5,12 +5,12 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferry_core::device::Caps;
+use ferry_core::device::{Caps, PeerFailures};
 use ferry_core::wire::MAX_HEADER;
 use ferry_core::{Bootstrap, Rank};
 
 use crate::cq::Contexts;
-use crate::device::{Health, OfiDevice};
+use crate::device::OfiDevice;
 use crate::eager::{Returned, MAX_RANKS};
 use crate::error::OfiError;
 use crate::ffi::Fabric;
@@ -179,9 +179,8 @@ impl OfiDevice {
             addrs: vec![sys::FI_ADDR_UNSPEC; size as usize],
             seq_out: vec![0; size as usize],
             seq_in: vec![0; size as usize],
-            health: vec![Health::Alive; size as usize],
+            failures: PeerFailures::new(size as usize),
             hellos: vec![false; size as usize],
-            unreported: 0,
             inject_size,
             scratch: vec![0; inject_size],
             send_bufs: Vec::with_capacity(send),

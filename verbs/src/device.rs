@@ -26,8 +26,7 @@ pub(crate) const CREDIT_TAG: u64 = 3 << 56;
 pub(crate) const PROBE_TAG: u64 = 6 << 56;
 const TAG_MASK: u64 = 0xff << 56;
 
-/// What this rank knows about a peer's health (shared by every device).
-pub(crate) use ferry_core::device::PeerHealth as Health;
+use ferry_core::device::PeerFailures;
 
 /// One connected peer.
 #[derive(Debug)]
@@ -43,7 +42,6 @@ pub(crate) struct Peer {
     pub(crate) credits: Credits,
     /// Send-queue slots free on `qp`.
     pub(crate) sq_free: u32,
-    pub(crate) health: Health,
 }
 
 /// The registered send buffers.
@@ -82,7 +80,9 @@ pub struct VerbsDevice {
     /// Zero-length transfers, completed at the next `progress`.
     ready: VecDeque<OpToken>,
     batch: Vec<Completion>,
-    unreported: usize,
+    /// Each peer's health (by index into `peers`), and the failures not
+    /// yet reported.
+    failures: PeerFailures,
     credits_due: bool,
 }
 
@@ -106,6 +106,7 @@ impl VerbsDevice {
         max_inline: usize,
     ) -> VerbsDevice {
         let max_msg = sel.port_attr.max_msg_sz as usize;
+        let peers_len = peers.len();
         VerbsDevice {
             peers,
             registry: Registry::default(),
@@ -124,7 +125,7 @@ impl VerbsDevice {
             ops: Ops::default(),
             ready: VecDeque::new(),
             batch: Vec::with_capacity(crate::cq::BATCH),
-            unreported: 0,
+            failures: PeerFailures::new(peers_len),
             credits_due: false,
         }
     }
@@ -180,22 +181,17 @@ impl VerbsDevice {
     /// The peer at `i`, if alive; else its failure.
     #[inline]
     fn alive(&self, i: usize) -> Result<(), Error> {
-        match self.peers[i].health {
-            Health::Alive => Ok(()),
-            Health::Failed { error, .. } => Err(error),
+        match self.failures.error(i) {
+            None => Ok(()),
+            Some(error) => Err(error),
         }
     }
 
     /// Marks peer `i` failed (reported once by `progress`).
     fn fail(&mut self, i: usize, error: Error) {
-        let p = &mut self.peers[i];
-        if p.health == Health::Alive {
-            tracing::warn!(rank = self.rank, peer = p.rank, %error, "verbs peer failed");
-            p.health = Health::Failed {
-                error,
-                reported: false,
-            };
-            self.unreported += 1;
+        if self.failures.fail(i, error) {
+            let peer = self.peers[i].rank;
+            tracing::warn!(rank = self.rank, peer, %error, "verbs peer failed");
         }
     }
 
@@ -207,7 +203,7 @@ impl VerbsDevice {
         use sys::ibv_wc_status as S;
         let rank = self.peers[i].rank;
         let error = match status {
-            S::IBV_WC_WR_FLUSH_ERR if self.peers[i].health != Health::Alive => return,
+            S::IBV_WC_WR_FLUSH_ERR if !self.failures.is_alive(i) => return,
             S::IBV_WC_RETRY_EXC_ERR | S::IBV_WC_RNR_RETRY_EXC_ERR | S::IBV_WC_WR_FLUSH_ERR => {
                 PeerError::Died { rank }
             }
@@ -218,29 +214,18 @@ impl VerbsDevice {
 
     fn report_failures<S: Sink>(&mut self, sink: &mut S) -> usize {
         let mut events = 0;
-        for p in &mut self.peers {
-            if let Health::Failed {
-                error,
-                reported: false,
-            } = p.health
-            {
-                p.health = Health::Failed {
-                    error,
-                    reported: true,
-                };
-                sink.peer_failed(p.rank, error);
-                events += 1;
-            }
+        while let Some((i, error)) = self.failures.take_unreported() {
+            sink.peer_failed(self.peers[i].rank, error);
+            events += 1;
         }
-        self.unreported = 0;
         events
     }
 
     /// Sends explicit credit messages where due and possible.
     fn flush_credits(&mut self) -> Result<(), Error> {
         self.credits_due = false;
-        for p in &mut self.peers {
-            if p.health != Health::Alive || !p.credits.explicit_due() {
+        for (i, p) in self.peers.iter_mut().enumerate() {
+            if !self.failures.is_alive(i) || !p.credits.explicit_due() {
                 continue;
             }
             if p.sq_free == 0 {
@@ -268,7 +253,7 @@ impl VerbsDevice {
     /// flight (see `liveness.rs`).
     fn probe(&mut self) {
         for (i, p) in self.peers.iter_mut().enumerate() {
-            if p.loop_rx.is_some() || p.probing || p.health != Health::Alive || p.sq_free == 0 {
+            if p.loop_rx.is_some() || p.probing || !self.failures.is_alive(i) || p.sq_free == 0 {
                 continue;
             }
             let op = SendOp::Write { addr: 0, rkey: 0 };
@@ -347,7 +332,7 @@ impl VerbsDevice {
             return 0;
         }
         let rank = self.peers[pi].rank;
-        if self.peers[pi].health != Health::Alive {
+        if !self.failures.is_alive(pi) {
             // What a failed peer sends after its failure was reported is
             // dropped (its requests have failed already).
             self.recv.recycle(slot);
@@ -437,11 +422,16 @@ impl VerbsDevice {
             in_flight: 0,
             error: None,
         };
-        Ok(if self.ops.start(op, &mut self.peers, self.max_msg)? {
-            Sent::Done
-        } else {
-            Sent::Busy
-        })
+        Ok(
+            if self
+                .ops
+                .start(op, &mut self.peers, &self.failures, self.max_msg)?
+            {
+                Sent::Done
+            } else {
+                Sent::Busy
+            },
+        )
     }
 }
 
@@ -601,7 +591,9 @@ impl Device for VerbsDevice {
         if self.ops.has_unposted() {
             let mut done = Vec::new();
             self.ops
-                .resume(&mut self.peers, self.max_msg, |t, r| done.push((t, r)));
+                .resume(&mut self.peers, &self.failures, self.max_msg, |t, r| {
+                    done.push((t, r))
+                });
             for (t, r) in done {
                 sink.rdma_done(t, r);
                 events += 1;
@@ -610,14 +602,14 @@ impl Device for VerbsDevice {
         if self.live.due() {
             self.probe();
         }
-        if self.unreported > 0 {
+        if self.failures.has_unreported() {
             events += self.report_failures(sink);
         }
         Ok(events)
     }
 
     fn arm(&mut self) -> Result<Armed, Error> {
-        if !self.ready.is_empty() || self.unreported > 0 || self.recv.failed.is_some() {
+        if !self.ready.is_empty() || self.failures.has_unreported() || self.recv.failed.is_some() {
             return Ok(Armed::Pending);
         }
         if self.live.arm()? {

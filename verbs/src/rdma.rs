@@ -12,7 +12,9 @@
 use ferry_core::device::OpToken;
 use ferry_core::{DeviceError, Error};
 
-use crate::device::{Health, Peer};
+use ferry_core::device::PeerFailures;
+
+use crate::device::Peer;
 use crate::ffi::{SendOp, Sge};
 
 /// Work-request id tag of RDMA chunks (top byte); low 32 bits: op index.
@@ -66,6 +68,7 @@ impl Ops {
         &mut self,
         op: RdmaOp,
         peers: &mut [Peer],
+        failures: &PeerFailures,
         max_msg: usize,
     ) -> Result<bool, Error> {
         let index = match self.free.pop() {
@@ -76,8 +79,8 @@ impl Ops {
             }
         };
         let mut op = op;
-        let peer = &mut peers[op.peer];
-        if let Err(e) = post(index, &mut op, peer, max_msg) {
+        let (peer, failed) = (&mut peers[op.peer], failures.error(op.peer));
+        if let Err(e) = post(index, &mut op, peer, failed, max_msg) {
             if op.in_flight == 0 {
                 self.free.push(index);
                 return Err(e);
@@ -138,6 +141,7 @@ impl Ops {
     pub(crate) fn resume(
         &mut self,
         peers: &mut [Peer],
+        failures: &PeerFailures,
         max_msg: usize,
         mut done: impl FnMut(OpToken, Result<(), Error>),
     ) {
@@ -148,8 +152,8 @@ impl Ops {
                 self.unposted.swap_remove(i);
                 continue;
             };
-            let peer = &mut peers[op.peer];
-            if let Err(e) = post(index, op, peer, max_msg) {
+            let (peer, failed) = (&mut peers[op.peer], failures.error(op.peer));
+            if let Err(e) = post(index, op, peer, failed, max_msg) {
                 op.error.get_or_insert(e);
             }
             if op.posted == op.len || op.error.is_some() {
@@ -168,9 +172,16 @@ impl Ops {
     }
 }
 
-/// Posts chunks of `op` while its peer has send-queue slots.
-fn post(index: u32, op: &mut RdmaOp, peer: &mut Peer, max_msg: usize) -> Result<(), Error> {
-    if let Health::Failed { error, .. } = peer.health {
+/// Posts chunks of `op` while its peer has send-queue slots (none if the
+/// peer `failed`).
+fn post(
+    index: u32,
+    op: &mut RdmaOp,
+    peer: &mut Peer,
+    failed: Option<Error>,
+    max_msg: usize,
+) -> Result<(), Error> {
+    if let Some(error) = failed {
         return Err(error);
     }
     let max = max_msg.clamp(1, u32::MAX as usize);

@@ -10,7 +10,7 @@ use ferry_core::{Bootstrap, Rank};
 use crate::context;
 use crate::cq::Completions;
 use crate::credits::{Credits, RESERVE};
-use crate::device::{Health, Peer, SendPool, VerbsDevice, NOT_PEER};
+use crate::device::{Peer, SendPool, VerbsDevice, NOT_PEER};
 use crate::error::VerbsError;
 use crate::ffi::{sys, Cq, Pd, Qp, Srq};
 use crate::liveness::Liveness;
@@ -194,7 +194,6 @@ impl VerbsDevice {
                 probing: false,
                 credits: Credits::new(credits),
                 sq_free: sq_depth,
-                health: Health::Alive,
             });
         }
         let max_inline = (max_inline as usize).min(eager);

@@ -8,7 +8,7 @@
 use std::io;
 use std::os::fd::{BorrowedFd, RawFd};
 
-use rustix::event::{epoll, poll, PollFd, PollFlags, Timespec};
+use rustix::event::epoll;
 
 /// Adds libfabric's wait fd `fd` to `set` with `data`, waiting for input.
 ///
@@ -43,6 +43,7 @@ pub(crate) fn poll_readable(fd: RawFd, ms: i32) -> io::Result<bool> {
     // SAFETY: the caller passes a device's wait fd, open while the device
     // lives, which outlives this call; the borrow ends with it.
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
     let mut fds = [PollFd::new(&fd, PollFlags::IN)];
     let t = Timespec {
         tv_sec: i64::from(ms / 1000),
