@@ -129,7 +129,7 @@ fn logs_carry_a_rank_span_and_counters_print_at_finalize() {
     for rank in 0..2 {
         assert!(
             stderr.contains(&format!(
-                "rank{{rank={rank}}}: ferry::startup: ferry initialised"
+                "rank{{rank={rank}}}: ferry::select: ferry initialised"
             )),
             "{stderr}"
         );
