@@ -348,6 +348,38 @@ fn leftover_dev_shm_files_are_removed_after_failure() {
 }
 
 #[test]
+fn the_sweep_honours_ferry_shm_dir() {
+    let dir = std::env::temp_dir().join(format!("ferryrun-shm-dir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = ferryrun(&[
+        "-n",
+        "1",
+        "sh",
+        "-c",
+        r#"touch "$FERRY_SHM_DIR/ferry-$FERRY_JOB_ID-elsewhere" "$FERRY_SHM_DIR/other-$FERRY_JOB_ID""#,
+    ]);
+    cmd.env("FERRY_SHM_DIR", &dir);
+    let f = run(cmd);
+    assert_eq!(f.code, Some(0), "{}", f.stderr);
+    let removed = removed_files(&f.stderr);
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    assert!(removed[0].ends_with("-elsewhere"), "{removed:?}");
+    assert!(
+        f.stderr.contains(&dir.display().to_string()),
+        "{}",
+        f.stderr
+    );
+    // Only the shm device's own prefix is swept: the other file stays.
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].starts_with("other-"), "{left:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn signals_are_forwarded_to_the_ranks() {
     let script = r#"trap 'echo "term $PMI_RANK"; exit 0' TERM; echo ready; sleep 60 & wait"#;
     let mut child = ferryrun(&["-n", "2", "--label", "sh", "-c", script])
