@@ -82,8 +82,10 @@
 //! [`DeviceError::Unsupported`]: crate::DeviceError::Unsupported
 
 mod failures;
+mod rdma;
 
 pub use failures::PeerFailures;
+pub use rdma::{RdmaDir, WcStatus};
 
 use crate::buffer::Buf;
 use crate::envelope::Rank;

@@ -26,7 +26,9 @@
 use std::collections::VecDeque;
 
 use crate::buffer::Buf;
-use crate::device::{Access, Armed, Caps, Device, Incoming, MemHandle, OpToken, Sent, Sink};
+use crate::device::{
+    Access, Armed, Caps, Device, Incoming, MemHandle, OpToken, RdmaDir, Sent, Sink, WcStatus,
+};
 use crate::envelope::Rank;
 use crate::error::{DeviceError, Error, UsageError};
 use crate::slab::Slab;
@@ -118,22 +120,8 @@ pub(crate) struct Endpoint<K> {
     pub(crate) access: Access,
 }
 
-/// Work-completion codes for RDMA failures. They mirror `ibv_wc_status`, so
-/// a test or a log reads the same for the in-memory devices as for verbs.
-pub(crate) mod status {
-    /// `IBV_WC_LOC_LEN_ERR`: the length runs past the local region.
-    pub(crate) const LOC_LEN_ERR: i32 = 1;
-    /// `IBV_WC_LOC_PROT_ERR`: the local handle is unknown or lacks the access.
-    pub(crate) const LOC_PROT_ERR: i32 = 4;
-    /// `IBV_WC_REM_INV_REQ_ERR`: the length runs past the remote region.
-    pub(crate) const REM_INV_REQ_ERR: i32 = 9;
-    /// `IBV_WC_REM_ACCESS_ERR`: the remote key is unknown, wrong, or lacks
-    /// the access.
-    pub(crate) const REM_ACCESS_ERR: i32 = 10;
-}
-
-fn completion(what: &'static str, status: i32) -> Error {
-    DeviceError::Completion { what, status }.into()
+fn completion(what: &'static str, status: WcStatus) -> Error {
+    status.error(what)
 }
 
 fn check(region: Option<&Region>, end: Endpoint<impl Copy>, len: usize) -> Result<(), Error> {
@@ -142,39 +130,39 @@ fn check(region: Option<&Region>, end: Endpoint<impl Copy>, len: usize) -> Resul
         return Err(if remote {
             completion(
                 "rdma: remote key names no registration",
-                status::REM_ACCESS_ERR,
+                WcStatus::RemAccessErr,
             )
         } else {
             completion(
                 "rdma: local handle names no registration",
-                status::LOC_PROT_ERR,
+                WcStatus::LocProtErr,
             )
         });
     };
     if end.secret.is_some_and(|s| s != region.secret) {
         return Err(completion(
             "rdma: remote key secret mismatch",
-            status::REM_ACCESS_ERR,
+            WcStatus::RemAccessErr,
         ));
     }
     if region.access != end.access {
         return Err(if remote {
             completion(
                 "rdma: remote region lacks the access",
-                status::REM_ACCESS_ERR,
+                WcStatus::RemAccessErr,
             )
         } else {
-            completion("rdma: local region lacks the access", status::LOC_PROT_ERR)
+            completion("rdma: local region lacks the access", WcStatus::LocProtErr)
         });
     }
     if len > region.buf.len() {
         return Err(if remote {
             completion(
                 "rdma: length exceeds the remote region",
-                status::REM_INV_REQ_ERR,
+                WcStatus::RemInvReqErr,
             )
         } else {
-            completion("rdma: length exceeds the local region", status::LOC_LEN_ERR)
+            completion("rdma: length exceeds the local region", WcStatus::LocLenErr)
         });
     }
     Ok(())
@@ -184,7 +172,8 @@ fn check(region: Option<&Region>, end: Endpoint<impl Copy>, len: usize) -> Resul
 /// start of `dst`. Nothing is written unless both sides are valid.
 ///
 /// # Errors
-/// [`DeviceError::Completion`] with a [`status`] code naming what was wrong.
+/// [`DeviceError::Completion`] with a [`WcStatus`] code naming what was
+/// wrong.
 pub(crate) fn rdma_copy<K, T>(
     table: &mut T,
     src: Endpoint<K>,
@@ -308,6 +297,43 @@ impl Loopback {
         self.secret_counter = self.secret_counter.wrapping_add(0x9E37_79B9_7F4A_7C15);
         mix(self.secret_counter) | 1
     }
+
+    /// `get` or `put`: copies at once, reports on the next `progress`.
+    fn rdma(
+        &mut self,
+        dir: RdmaDir,
+        peer: Rank,
+        local: MemHandle,
+        remote: RemoteKey,
+        len: usize,
+        token: OpToken,
+    ) -> Result<Sent, Error> {
+        self.check_peer(peer)?;
+        let supported = match dir {
+            RdmaDir::Get => self.caps.rdma_get,
+            RdmaDir::Put => self.caps.rdma_put,
+        };
+        if !supported {
+            return Err(DeviceError::Unsupported(dir.name()).into());
+        }
+        let local = Endpoint {
+            key: local.0,
+            secret: None,
+            access: dir.local_access(),
+        };
+        let remote = Endpoint {
+            key: remote.addr,
+            secret: Some(remote.key),
+            access: dir.remote_access(),
+        };
+        let (src, dst) = match dir {
+            RdmaDir::Get => (remote, local),
+            RdmaDir::Put => (local, remote),
+        };
+        let result = rdma_copy(&mut self.regions, src, dst, len);
+        self.completions.push_back((token, result));
+        Ok(Sent::Done)
+    }
 }
 
 impl Device for Loopback {
@@ -365,23 +391,7 @@ impl Device for Loopback {
         len: usize,
         token: OpToken,
     ) -> Result<Sent, Error> {
-        self.check_peer(peer)?;
-        if !self.caps.rdma_get {
-            return Err(DeviceError::Unsupported("rdma get").into());
-        }
-        let src = Endpoint {
-            key: remote.addr,
-            secret: Some(remote.key),
-            access: Access::RemoteRead,
-        };
-        let dst = Endpoint {
-            key: local.0,
-            secret: None,
-            access: Access::LocalWrite,
-        };
-        let result = rdma_copy(&mut self.regions, src, dst, len);
-        self.completions.push_back((token, result));
-        Ok(Sent::Done)
+        self.rdma(RdmaDir::Get, peer, local, remote, len, token)
     }
 
     fn put(
@@ -392,23 +402,7 @@ impl Device for Loopback {
         len: usize,
         token: OpToken,
     ) -> Result<Sent, Error> {
-        self.check_peer(peer)?;
-        if !self.caps.rdma_put {
-            return Err(DeviceError::Unsupported("rdma put").into());
-        }
-        let src = Endpoint {
-            key: local.0,
-            secret: None,
-            access: Access::LocalRead,
-        };
-        let dst = Endpoint {
-            key: remote.addr,
-            secret: Some(remote.key),
-            access: Access::RemoteWrite,
-        };
-        let result = rdma_copy(&mut self.regions, src, dst, len);
-        self.completions.push_back((token, result));
-        Ok(Sent::Done)
+        self.rdma(RdmaDir::Put, peer, local, remote, len, token)
     }
 
     fn progress<S: Sink>(&mut self, sink: &mut S) -> Result<usize, Error> {
@@ -607,13 +601,13 @@ pub(crate) mod tests {
             ..src_key
         };
         let cases = [
-            (forged, dst, 4, status::REM_ACCESS_ERR),
-            (RemoteKey::default(), dst, 4, status::REM_ACCESS_ERR),
-            (src_key, dst, 7, status::REM_INV_REQ_ERR),
-            (src_key, dst, 5, status::LOC_LEN_ERR),
-            (src_key, MemHandle(12345), 1, status::LOC_PROT_ERR),
+            (forged, dst, 4, WcStatus::RemAccessErr),
+            (RemoteKey::default(), dst, 4, WcStatus::RemAccessErr),
+            (src_key, dst, 7, WcStatus::RemInvReqErr),
+            (src_key, dst, 5, WcStatus::LocLenErr),
+            (src_key, MemHandle(12345), 1, WcStatus::LocProtErr),
             // The source registered for reading is not a valid get target.
-            (src_key, src, 1, status::LOC_PROT_ERR),
+            (src_key, src, 1, WcStatus::LocProtErr),
         ];
         for (i, &(key, local, len, _)) in cases.iter().enumerate() {
             assert_eq!(
@@ -631,9 +625,9 @@ pub(crate) mod tests {
         let done = sink.rdma();
         for (i, &(_, _, _, code)) in cases.iter().enumerate() {
             assert_eq!(done[i].0, OpToken(i as u64));
-            assert_eq!(status_of(done[i].1), code, "case {i}");
+            assert_eq!(status_of(done[i].1), code.code(), "case {i}");
         }
-        assert_eq!(status_of(done[cases.len()].1), status::LOC_PROT_ERR);
+        assert_eq!(status_of(done[cases.len()].1), WcStatus::LocProtErr.code());
         assert_eq!(
             &dev.deregister(dst).unwrap()[..],
             &[0; 4],
@@ -652,7 +646,7 @@ pub(crate) mod tests {
         dev.progress(&mut sink).unwrap();
         assert_eq!(
             status_of(sink.rdma().last().unwrap().1),
-            status::REM_ACCESS_ERR,
+            WcStatus::RemAccessErr.code(),
             "stale key"
         );
     }

@@ -15,7 +15,7 @@ use crate::liveness::Liveness;
 use crate::rma::Regions;
 use crate::sys;
 
-use ferry_core::device::PeerFailures;
+use ferry_core::device::{PeerFailures, RdmaDir};
 
 /// Completions read outside `progress` are kept at most this many.
 const STASH_MAX: usize = 4096;
@@ -414,7 +414,7 @@ impl OfiDevice {
     #[allow(clippy::too_many_arguments)]
     fn rma(
         &mut self,
-        write: bool,
+        dir: RdmaDir,
         peer: Rank,
         local: MemHandle,
         remote: RemoteKey,
@@ -422,9 +422,7 @@ impl OfiDevice {
         token: OpToken,
     ) -> Result<Sent, Error> {
         if !self.caps.rdma_get {
-            return Err(
-                DeviceError::Unsupported(if write { "rdma put" } else { "rdma get" }).into(),
-            );
+            return Err(DeviceError::Unsupported(dir.name()).into());
         }
         let addr = self.peer_addr(peer)?;
         let l = self.regions.local(local, len)?;
@@ -440,16 +438,8 @@ impl OfiDevice {
         // until deregistered (the engine deregisters only after rdma_done);
         // ctx belongs to a free RMA slot, held until its completion.
         let r = unsafe {
-            self.fabric.rma(
-                write,
-                l.ptr,
-                len,
-                l.desc,
-                addr,
-                remote.addr,
-                remote.key,
-                ctx,
-            )
+            self.fabric
+                .rma(dir, l.ptr, len, l.desc, addr, remote.addr, remote.key, ctx)
         };
         match r {
             Ok(true) => {
@@ -530,7 +520,7 @@ impl Device for OfiDevice {
         len: usize,
         token: OpToken,
     ) -> Result<Sent, Error> {
-        self.rma(false, peer, local, remote, len, token)
+        self.rma(RdmaDir::Get, peer, local, remote, len, token)
     }
 
     fn put(
@@ -541,7 +531,7 @@ impl Device for OfiDevice {
         len: usize,
         token: OpToken,
     ) -> Result<Sent, Error> {
-        self.rma(true, peer, local, remote, len, token)
+        self.rma(RdmaDir::Put, peer, local, remote, len, token)
     }
 
     fn progress<S: Sink>(&mut self, sink: &mut S) -> Result<usize, Error> {

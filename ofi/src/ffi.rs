@@ -15,6 +15,8 @@
 use std::ffi::{c_void, CStr, CString};
 use std::ptr::{self, addr_of_mut, null_mut};
 
+use ferry_core::device::RdmaDir;
+
 use crate::sys;
 
 mod fd;
@@ -596,7 +598,7 @@ impl Fabric {
         posted("fi_trecv", rc)
     }
 
-    /// `fi_read` (`write == false`) or `fi_write` of `len` bytes between a
+    /// `fi_read` ([`RdmaDir::Get`]) or `fi_write` of `len` bytes between a
     /// local buffer and a peer's registered region.
     ///
     /// # Safety
@@ -604,7 +606,7 @@ impl Fabric {
     #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn rma(
         &mut self,
-        write: bool,
+        dir: RdmaDir,
         local: *mut u8,
         len: usize,
         desc: *mut c_void,
@@ -615,7 +617,7 @@ impl Fabric {
     ) -> Result<bool, Fail> {
         // SAFETY: the caller's contract; ep is open.
         let rc = unsafe {
-            if write {
+            if dir == RdmaDir::Put {
                 sys::fi_write(
                     self.ep,
                     local.cast(),
@@ -639,7 +641,14 @@ impl Fabric {
                 )
             }
         };
-        posted(if write { "fi_write" } else { "fi_read" }, rc)
+        posted(
+            if dir == RdmaDir::Put {
+                "fi_write"
+            } else {
+                "fi_read"
+            },
+            rc,
+        )
     }
 
     /// Reads up to [`CQ_BATCH`] completions, appending them to `out` (also

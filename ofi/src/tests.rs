@@ -10,7 +10,7 @@ mod contract;
 
 use std::time::{Duration, Instant};
 
-use ferry_core::device::{Access, Device, OpToken, Sent};
+use ferry_core::device::{Access, Device, OpToken, RdmaDir, Sent};
 use ferry_core::recorder::{Event, Recorder};
 use ferry_core::{Buf, Error, PeerError, Rank, ThreadBoot, UsageError};
 
@@ -110,13 +110,13 @@ fn send_retry(
     }
 }
 
-/// Starts a get (`put == false`) or put, progressing while busy.
+/// Starts a get or put, progressing while busy.
 #[allow(clippy::too_many_arguments)]
 fn rma_retry(
     devs: &mut [OfiDevice],
     sinks: &mut [Recorder],
     from: usize,
-    put: bool,
+    dir: RdmaDir,
     peer: Rank,
     key: ferry_core::wire::RemoteKey,
     local: ferry_core::device::MemHandle,
@@ -125,10 +125,9 @@ fn rma_retry(
 ) -> Result<(), Error> {
     let start = Instant::now();
     loop {
-        let r = if put {
-            devs[from].put(peer, local, key, len, token)?
-        } else {
-            devs[from].get(peer, key, local, len, token)?
+        let r = match dir {
+            RdmaDir::Put => devs[from].put(peer, local, key, len, token)?,
+            RdmaDir::Get => devs[from].get(peer, key, local, len, token)?,
         };
         if r == Sent::Done {
             return Ok(());
@@ -218,7 +217,7 @@ fn rma_local_checks_and_in_flight_regions(provider: &str) {
         &mut devs,
         &mut sinks,
         1,
-        false,
+        RdmaDir::Get,
         0,
         key,
         late,

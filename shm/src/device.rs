@@ -23,7 +23,7 @@ pub(crate) const NOT_LOCAL: u32 = u32::MAX;
 /// index).
 pub(crate) const WAKE_TAG: u64 = u64::MAX;
 
-use ferry_core::device::PeerFailures;
+use ferry_core::device::{PeerFailures, RdmaDir};
 
 /// A local peer.
 #[derive(Debug)]
@@ -390,8 +390,15 @@ impl Device for ShmDevice {
             return Err(e);
         }
         let pid = self.peers[p as usize].pid;
-        self.rdma
-            .start(&self.seg, (p, peer, pid), remote, local, len, token, false);
+        self.rdma.start(
+            &self.seg,
+            (p, peer, pid),
+            remote,
+            local,
+            len,
+            token,
+            RdmaDir::Get,
+        );
         Ok(Sent::Done)
     }
 
@@ -411,8 +418,15 @@ impl Device for ShmDevice {
             return Err(e);
         }
         let pid = self.peers[p as usize].pid;
-        self.rdma
-            .start(&self.seg, (p, peer, pid), remote, local, len, token, true);
+        self.rdma.start(
+            &self.seg,
+            (p, peer, pid),
+            remote,
+            local,
+            len,
+            token,
+            RdmaDir::Put,
+        );
         Ok(Sent::Done)
     }
 

@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::fence;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
-use ferry_core::device::{Access, MemHandle, OpToken, Sink};
+use ferry_core::device::{Access, MemHandle, OpToken, RdmaDir, Sink, WcStatus};
 use ferry_core::wire::RemoteKey;
 use ferry_core::{Buf, DeviceError, Error, PeerError, Rank};
 
@@ -39,21 +39,8 @@ pub(crate) const CHUNK: usize = 2 * 1024 * 1024;
 const SECRET_MASK: u64 = (1 << 48) - 1;
 const UNPUBLISHED: u64 = 0xFFFF;
 
-/// Work-completion codes, as `ferry_core::loopback` uses them
-/// (`ibv_wc_status`).
-pub(crate) mod status {
-    /// `IBV_WC_LOC_LEN_ERR`.
-    pub(crate) const LOC_LEN_ERR: i32 = 1;
-    /// `IBV_WC_LOC_PROT_ERR`.
-    pub(crate) const LOC_PROT_ERR: i32 = 4;
-    /// `IBV_WC_REM_INV_REQ_ERR`.
-    pub(crate) const REM_INV_REQ_ERR: i32 = 9;
-    /// `IBV_WC_REM_ACCESS_ERR`.
-    pub(crate) const REM_ACCESS_ERR: i32 = 10;
-}
-
-fn completion(what: &'static str, status: i32) -> Error {
-    DeviceError::Completion { what, status }.into()
+fn completion(what: &'static str, status: WcStatus) -> Error {
+    status.error(what)
 }
 
 #[derive(Debug)]
@@ -74,7 +61,7 @@ struct Op {
     local: MemHandle,
     len: usize,
     done: usize,
-    write: bool,
+    dir: RdmaDir,
 }
 
 /// Registrations and copies in flight.
@@ -228,7 +215,7 @@ impl Rdma {
         let denied = || {
             completion(
                 "cma: remote key names no registration",
-                status::REM_ACCESS_ERR,
+                WcStatus::RemAccessErr,
             )
         };
         let block = seg.rank(peer).ok_or_else(denied)?;
@@ -253,20 +240,20 @@ impl Rdma {
         if acc != access_code(access) || addr != key.addr {
             return Err(completion(
                 "cma: remote region lacks the access",
-                status::REM_ACCESS_ERR,
+                WcStatus::RemAccessErr,
             ));
         }
         if len as u64 > reg_len {
             return Err(completion(
                 "cma: length exceeds the remote region",
-                status::REM_INV_REQ_ERR,
+                WcStatus::RemInvReqErr,
             ));
         }
         Ok(())
     }
 
-    /// Starts a copy between `local` and the peer's `remote` (`write`: local
-    /// to remote). Failures of the operation itself go to `rdma_done`.
+    /// Starts a copy between `local` and the peer's `remote` (a
+    /// [`RdmaDir::Put`] copies local to remote). Failures of the operation itself go to `rdma_done`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn start(
         &mut self,
@@ -276,25 +263,21 @@ impl Rdma {
         local: MemHandle,
         len: usize,
         token: OpToken,
-        write: bool,
+        dir: RdmaDir,
     ) {
-        let (local_access, remote_access) = if write {
-            (Access::LocalRead, Access::RemoteWrite)
-        } else {
-            (Access::LocalWrite, Access::RemoteRead)
-        };
+        let (local_access, remote_access) = (dir.local_access(), dir.remote_access());
         let checked = match self.region(local) {
             None => Err(completion(
                 "cma: local handle names no registration",
-                status::LOC_PROT_ERR,
+                WcStatus::LocProtErr,
             )),
             Some(r) if r.access != local_access => Err(completion(
                 "cma: local region lacks the access",
-                status::LOC_PROT_ERR,
+                WcStatus::LocProtErr,
             )),
             Some(r) if len > r.buf.len() => Err(completion(
                 "cma: length exceeds the local region",
-                status::LOC_LEN_ERR,
+                WcStatus::LocLenErr,
             )),
             Some(_) => Self::check_remote(seg, peer, remote, len, remote_access),
         };
@@ -311,7 +294,7 @@ impl Rdma {
             local,
             len,
             done: 0,
-            write,
+            dir,
         };
         self.step(op);
     }
@@ -322,14 +305,14 @@ impl Rdma {
         let result = match self.region_mut(op.local) {
             None => Err(completion(
                 "cma: local region deregistered during the copy",
-                status::LOC_PROT_ERR,
+                WcStatus::LocProtErr,
             )),
             Some(r) => {
                 let range = op.done..op.done + n;
                 let remote = op.remote.checked_add(op.done as u64);
                 // A put only reads its local region, which may be a read-only
                 // loan of the user's send buffer: never ask it for `&mut`.
-                if op.write {
+                if op.dir == RdmaDir::Put {
                     match (r.buf.as_slice().get(range), remote) {
                         (Some(local), Some(remote)) => os::cma_write(op.pid, local, remote),
                         _ => Err(CmaError::Fault),
@@ -395,7 +378,7 @@ fn cma_failure(e: CmaError, rank: Rank) -> Error {
         CmaError::NoProcess => PeerError::Died { rank }.into(),
         CmaError::Fault => completion(
             "cma: address range not mapped in the peer",
-            status::REM_ACCESS_ERR,
+            WcStatus::RemAccessErr,
         ),
         CmaError::Denied => DeviceError::Os {
             what: "process_vm_readv/writev refused (EPERM)",

@@ -7,11 +7,10 @@
 
 mod contract;
 
-use ferry_core::device::{Access, Armed, Device, MemHandle, OpToken, Sent};
+use ferry_core::device::{Access, Armed, Device, MemHandle, OpToken, Sent, WcStatus};
 use ferry_core::wire::RemoteKey;
 use ferry_core::{Buf, DeviceError, Error, PeerError, Rank, ThreadBoot};
 
-use crate::rdma::status;
 use crate::{ShmDevice, ShmOptions};
 
 fn job_id(tag: &str) -> String {
@@ -270,11 +269,11 @@ fn cma_refuses_forged_stale_and_out_of_range_keys() {
         addr: key.addr + 8,
         ..key
     };
-    let cases: [(RemoteKey, MemHandle, usize, i32); 4] = [
-        (forged, dst, 16, status::REM_ACCESS_ERR),
-        (moved, dst, 8, status::REM_ACCESS_ERR),
-        (key, dst, 17, status::LOC_LEN_ERR),
-        (key, MemHandle(999), 1, status::LOC_PROT_ERR),
+    let cases: [(RemoteKey, MemHandle, usize, WcStatus); 4] = [
+        (forged, dst, 16, WcStatus::RemAccessErr),
+        (moved, dst, 8, WcStatus::RemAccessErr),
+        (key, dst, 17, WcStatus::LocLenErr),
+        (key, MemHandle(999), 1, WcStatus::LocProtErr),
     ];
     for (i, (k, local, len, _)) in cases.iter().enumerate() {
         assert_eq!(
@@ -291,7 +290,7 @@ fn cma_refuses_forged_stale_and_out_of_range_keys() {
     for (i, (_, _, _, code)) in cases.iter().enumerate() {
         match done[i].1 {
             Err(Error::Device(DeviceError::Completion { status, .. })) => {
-                assert_eq!(status, *code, "case {i}")
+                assert_eq!(status, code.code(), "case {i}")
             }
             other => panic!("case {i}: {other:?}"),
         }

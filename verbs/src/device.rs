@@ -26,7 +26,7 @@ pub(crate) const CREDIT_TAG: u64 = 3 << 56;
 pub(crate) const PROBE_TAG: u64 = 6 << 56;
 const TAG_MASK: u64 = 0xff << 56;
 
-use ferry_core::device::PeerFailures;
+use ferry_core::device::{PeerFailures, RdmaDir};
 
 /// One connected peer.
 #[derive(Debug)]
@@ -384,7 +384,7 @@ impl VerbsDevice {
         remote: RemoteKey,
         len: usize,
         token: OpToken,
-        write: bool,
+        dir: RdmaDir,
     ) -> Result<Sent, Error> {
         let i = self.peer_index(peer)?;
         self.alive(i)?;
@@ -411,7 +411,7 @@ impl VerbsDevice {
         }
         let op = RdmaOp {
             token,
-            write,
+            dir,
             peer: i,
             local: l.addr,
             lkey: l.lkey,
@@ -554,7 +554,7 @@ impl Device for VerbsDevice {
         len: usize,
         token: OpToken,
     ) -> Result<Sent, Error> {
-        self.rdma(peer, local, remote, len, token, false)
+        self.rdma(peer, local, remote, len, token, RdmaDir::Get)
     }
 
     fn put(
@@ -565,7 +565,7 @@ impl Device for VerbsDevice {
         len: usize,
         token: OpToken,
     ) -> Result<Sent, Error> {
-        self.rdma(peer, local, remote, len, token, true)
+        self.rdma(peer, local, remote, len, token, RdmaDir::Put)
     }
 
     #[inline]

@@ -12,7 +12,7 @@
 use ferry_core::device::OpToken;
 use ferry_core::{DeviceError, Error};
 
-use ferry_core::device::PeerFailures;
+use ferry_core::device::{PeerFailures, RdmaDir};
 
 use crate::device::Peer;
 use crate::ffi::{SendOp, Sge};
@@ -24,7 +24,7 @@ pub(crate) const RDMA_TAG: u64 = 4 << 56;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RdmaOp {
     pub(crate) token: OpToken,
-    pub(crate) write: bool,
+    pub(crate) dir: RdmaDir,
     pub(crate) peer: usize,
     /// Local start (registered with `lkey`).
     pub(crate) local: u64,
@@ -110,7 +110,7 @@ impl Ops {
         if let Some(status) = status {
             op.error.get_or_insert(
                 DeviceError::Completion {
-                    what: if op.write {
+                    what: if op.dir == RdmaDir::Put {
                         "verbs RDMA write"
                     } else {
                         "verbs RDMA read"
@@ -188,7 +188,7 @@ fn post(
     while op.posted < op.len && peer.sq_free > 0 {
         let chunk = (op.len - op.posted).min(max);
         let (remote, local) = (op.remote + op.posted as u64, op.local + op.posted as u64);
-        let wr = if op.write {
+        let wr = if op.dir == RdmaDir::Put {
             SendOp::Write {
                 addr: remote,
                 rkey: op.rkey,

@@ -5,9 +5,8 @@ use std::fmt;
 use std::rc::Rc;
 
 use super::network::{Event, Network};
-use super::rdma::RdmaKind;
 use crate::buffer::Buf;
-use crate::device::{Access, Armed, Caps, Device, MemHandle, OpToken, Sent, Sink};
+use crate::device::{Access, Armed, Caps, Device, MemHandle, OpToken, RdmaDir, Sent, Sink};
 use crate::envelope::Rank;
 use crate::error::{Error, PeerError};
 use crate::wire::RemoteKey;
@@ -106,7 +105,7 @@ impl Device for SimDevice {
         token: OpToken,
     ) -> Result<Sent, Error> {
         let mut net = self.net.borrow_mut();
-        net.start_rdma(self.rank, peer, RdmaKind::Get, local, remote, len, token)
+        net.start_rdma(self.rank, peer, RdmaDir::Get, local, remote, len, token)
     }
 
     fn put(
@@ -118,7 +117,7 @@ impl Device for SimDevice {
         token: OpToken,
     ) -> Result<Sent, Error> {
         let mut net = self.net.borrow_mut();
-        net.start_rdma(self.rank, peer, RdmaKind::Put, local, remote, len, token)
+        net.start_rdma(self.rank, peer, RdmaDir::Put, local, remote, len, token)
     }
 
     fn progress<S: Sink>(&mut self, sink: &mut S) -> Result<usize, Error> {

@@ -6,24 +6,17 @@ use rustc_hash::FxHashMap;
 use super::config::meet;
 use super::network::Network;
 use crate::buffer::Buf;
-use crate::device::{Access, MemHandle, OpToken, Sent};
+use crate::device::{Access, MemHandle, OpToken, RdmaDir, Sent, WcStatus};
 use crate::envelope::Rank;
 use crate::error::{DeviceError, Error, PeerError};
-use crate::loopback::{rdma_copy, status, Endpoint, Region, RegionTable};
+use crate::loopback::{rdma_copy, Endpoint, Region, RegionTable};
 use crate::wire::RemoteKey;
-
-/// Which way an RDMA operation copies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RdmaKind {
-    Get,
-    Put,
-}
 
 #[derive(Debug)]
 pub(super) struct RdmaOp {
     pub(super) initiator: Rank,
     pub(super) peer: Rank,
-    pub(super) kind: RdmaKind,
+    pub(super) kind: RdmaDir,
     pub(super) local: u64,
     pub(super) remote: RemoteKey,
     pub(super) len: usize,
@@ -93,7 +86,7 @@ impl Network {
         &mut self,
         initiator: Rank,
         peer: Rank,
-        kind: RdmaKind,
+        kind: RdmaDir,
         local: MemHandle,
         remote: RemoteKey,
         len: usize,
@@ -103,14 +96,14 @@ impl Network {
         self.check_alive(i, p)?;
         let caps = meet(&self.nodes[i].caps, &self.nodes[p].caps);
         match kind {
-            RdmaKind::Get if !caps.rdma_get => {
+            RdmaDir::Get if !caps.rdma_get => {
                 return Err(DeviceError::Unsupported("rdma get").into())
             }
-            RdmaKind::Put if !caps.rdma_put => {
+            RdmaDir::Put if !caps.rdma_put => {
                 return Err(DeviceError::Unsupported("rdma put").into())
             }
-            RdmaKind::Get => self.rdma_stats.gets += 1,
-            RdmaKind::Put => self.rdma_stats.puts += 1,
+            RdmaDir::Get => self.rdma_stats.gets += 1,
+            RdmaDir::Put => self.rdma_stats.puts += 1,
         }
         let complete_at = self.now.saturating_add(self.delay());
         let op = RdmaOp {
@@ -161,7 +154,7 @@ impl Network {
         if owner != op.peer {
             return Err(DeviceError::Completion {
                 what: "rdma: remote key belongs to another rank",
-                status: status::REM_ACCESS_ERR,
+                status: WcStatus::RemAccessErr.code(),
             }
             .into());
         }
@@ -177,13 +170,13 @@ impl Network {
             access,
         };
         match op.kind {
-            RdmaKind::Get => rdma_copy(
+            RdmaDir::Get => rdma_copy(
                 &mut self.regions,
                 remote(Access::RemoteRead),
                 local(Access::LocalWrite),
                 op.len,
             ),
-            RdmaKind::Put => rdma_copy(
+            RdmaDir::Put => rdma_copy(
                 &mut self.regions,
                 local(Access::LocalRead),
                 remote(Access::RemoteWrite),

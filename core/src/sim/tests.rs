@@ -5,10 +5,10 @@ use std::rc::Rc;
 
 use super::*;
 use crate::buffer::Buf;
+use crate::device::WcStatus;
 use crate::device::{Access, Armed, Caps, Device, MemHandle, OpToken, Sent};
 use crate::envelope::Rank;
 use crate::error::{DeviceError, Error, PeerError, UsageError};
-use crate::loopback::status;
 use crate::loopback::tests::{Event, Recorder};
 use crate::wire::RemoteKey;
 
@@ -369,12 +369,12 @@ fn sim_rdma_failures_arrive_through_rdma_done() {
             },
             dst,
             4,
-            status::REM_ACCESS_ERR,
+            WcStatus::RemAccessErr.code(),
         ),
-        (other_rank_key, dst, 4, status::REM_ACCESS_ERR),
-        (RemoteKey::default(), dst, 4, status::REM_ACCESS_ERR),
-        (key, dst, 5, status::REM_INV_REQ_ERR),
-        (key, MemHandle(777), 4, status::LOC_PROT_ERR),
+        (other_rank_key, dst, 4, WcStatus::RemAccessErr.code()),
+        (RemoteKey::default(), dst, 4, WcStatus::RemAccessErr.code()),
+        (key, dst, 5, WcStatus::RemInvReqErr.code()),
+        (key, MemHandle(777), 4, WcStatus::LocProtErr.code()),
     ];
     for (i, &(key, local, len, _)) in cases.iter().enumerate() {
         assert_eq!(
@@ -395,7 +395,10 @@ fn sim_rdma_failures_arrive_through_rdma_done() {
         assert_eq!(done[i].0, OpToken(i as u64));
         assert_eq!(completion_status(done[i].1), code, "case {i}");
     }
-    assert_eq!(completion_status(done[cases.len()].1), status::LOC_PROT_ERR);
+    assert_eq!(
+        completion_status(done[cases.len()].1),
+        WcStatus::LocProtErr.code()
+    );
     assert_eq!(
         net.borrow().registered_bytes(0, dst),
         Some(&[0u8; 4][..]),
