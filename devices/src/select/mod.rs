@@ -42,39 +42,6 @@ use crate::world::{Shared, World};
 use boot::{Boot, SingletonBoot};
 pub use node::NodeDevice;
 
-/// The body of a `stub/` module: `compiled` and `node_device` both return
-/// [`SetupError::FeatureNotCompiled`] for `$feature`, which needs `$needs`.
-macro_rules! stub_device {
-    ($feature:literal, $needs:literal) => {
-        use ferry_core::{Bootstrap, Rank};
-
-        use super::node::NodeDevice;
-        use crate::error::{Error, Result, SetupError};
-
-        fn missing() -> Error {
-            SetupError::FeatureNotCompiled {
-                device: $feature,
-                feature: $feature,
-                needs: $needs,
-            }
-            .into()
-        }
-
-        /// This build lacks the device.
-        pub(super) fn compiled() -> Result<()> {
-            Err(missing())
-        }
-
-        /// Always [`compiled`]'s error.
-        pub(super) fn node_device(
-            _boot: &mut dyn Bootstrap,
-            _peers: &[Rank],
-        ) -> Result<NodeDevice> {
-            Err(missing())
-        }
-    };
-}
-
 pub(crate) mod boot;
 pub mod mixed;
 pub(crate) mod node;

@@ -1,4 +1,6 @@
 //! Stub for a build without the `verbs` feature: asking for the verbs device
 //! is a typed error naming the feature and what it needs.
 
-stub_device!("verbs", "libibverbs-dev and librdmacm-dev");
+const FEATURE: &str = "verbs";
+const NEEDS: &str = "libibverbs-dev and librdmacm-dev";
+include!("stub.rs");
