@@ -11,9 +11,10 @@
 //!   the module's stub from `stub/` (as mio's `shell` backend, MPICH's
 //!   `stubnm`), which returns [`SetupError::FeatureNotCompiled`];
 //! - `across`: the network device beside shared memory for a job that spans
-//!   nodes, one file per combination of features;
+//!   nodes: `shm_verbs`, `shm_ofi` or `none`, by the features built;
 //! - `boot`: the PMI client, or a singleton's key-value space.
 //!
+//! How [`init`] chooses:
 //! - Not launched by a PMI server: a singleton job (rank 0 of 1) over the
 //!   loopback device.
 //! - Launched by one (`ferryrun`, Hydra): every rank publishes a host id
