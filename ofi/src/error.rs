@@ -29,7 +29,10 @@ pub enum OfiError {
         /// What `fi_getinfo` offers on this machine (`provider (fabric/domain)`).
         offers: Vec<String>,
     },
-    /// A `FERRY_OFI_*` variable has a bad value.
+    /// A `FERRY_OFI_*` variable does not parse or is out of range.
+    #[error("ferry-ofi setting: {0}")]
+    BadVariable(#[from] ferry_core::settings::SettingError),
+    /// An option is unusable with the provider chosen.
     #[error("{var}={value:?}: expected {expected}")]
     BadOption {
         /// The variable.
@@ -41,7 +44,10 @@ pub enum OfiError {
     },
     /// The bootstrap (address exchange) failed.
     #[error("ofi address exchange: {0}")]
-    Bootstrap(String),
+    Bootstrap(#[from] ferry_core::BootstrapError),
+    /// Posting the receive buffers at setup failed.
+    #[error("ofi setup: posting the receive buffers failed: {0}")]
+    PostReceives(#[source] ferry_core::Error),
     /// A peer published something unusable.
     #[error("ofi setup: rank {rank} published a bad address: {what}")]
     BadPeer {
@@ -65,11 +71,5 @@ impl From<Fail> for OfiError {
             code: f.code,
             message: crate::ffi::strerror(f.code),
         }
-    }
-}
-
-impl From<ferry_core::BootstrapError> for OfiError {
-    fn from(e: ferry_core::BootstrapError) -> Self {
-        OfiError::Bootstrap(e.to_string())
     }
 }

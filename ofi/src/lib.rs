@@ -43,15 +43,23 @@
 //!   `liveness` module), which the kernel closes when a process dies.
 //!
 //! ## Environment
+//! Read once, by [`OfiOptions::from_env`], in the syntax of
+//! `ferry_core::settings`: sizes as `16384`, `16k` or `16KiB`, flags as
+//! `0`/`1` (or `off`/`on`, ...), and an empty value is the same as unset.
+//!
 //! | variable | meaning | default |
 //! |---|---|---|
 //! | `FERRY_OFI_PROVIDER` | provider name (`tcp;ofi_rxm`, `shm`, ...) | `FI_PROVIDER`, else libfabric's choice |
 //! | `FERRY_OFI_EAGER_SIZE` | largest packet payload (`caps.max_payload`) | 16384 (shm: 8192) |
 //! | `FERRY_OFI_RECV_BUFFERS` | receive buffers kept posted | 64 (shm: its rx queue size, 1024) |
 //! | `FERRY_OFI_SEND_BUFFERS` | send buffers (back-pressure beyond) | 64 |
+//! | `FERRY_OFI_MAX_PARKED` | receive buffers handed to the engine at once (`into_payload` copies beyond) | 64 |
 //! | `FERRY_OFI_RMA` | `0` turns rendezvous by RMA off | `1` |
 //! | `FERRY_OFI_LIVENESS` | `0` turns the liveness sockets off | `1` |
 //! | `FERRY_OFI_LIVENESS_ADDR` | the IP peers reach this rank's liveness socket at | the host's first IPv4 address |
+//!
+//! `FI_PROVIDER` is libfabric's own variable, honoured when
+//! `FERRY_OFI_PROVIDER` is unset.
 //!
 //! ## Safety
 //! All raw libfabric calls are in the `ffi` module, behind wrappers that
@@ -96,6 +104,8 @@ pub use device::OfiDevice;
 pub use error::OfiError;
 pub use info::{providers, ProviderInfo};
 
+use ferry_core::settings::{self, Source};
+
 /// Options, from the environment (see the crate docs' table).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -122,6 +132,9 @@ pub struct OfiOptions {
     pub rma: bool,
     /// Watch peers through liveness sockets.
     pub liveness: bool,
+    /// The address peers reach this rank's liveness socket at; `None`: this
+    /// host's first non-loopback IPv4 address.
+    pub liveness_addr: Option<String>,
 }
 
 impl Default for OfiOptions {
@@ -134,59 +147,43 @@ impl Default for OfiOptions {
             max_parked: 64,
             rma: true,
             liveness: true,
+            liveness_addr: None,
         }
     }
 }
 
-fn env_usize(var: &'static str, default: usize, min: usize, max: usize) -> Result<usize, OfiError> {
-    match std::env::var(var) {
-        Err(_) => Ok(default),
-        Ok(v) => v
-            .trim()
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (min..=max).contains(n))
-            .ok_or(OfiError::BadOption {
-                var,
-                value: v,
-                expected: "a number in range (see ferry-ofi's docs)",
-            }),
-    }
-}
-
-fn env_bool(var: &'static str, default: bool) -> Result<bool, OfiError> {
-    match std::env::var(var) {
-        Err(_) => Ok(default),
-        Ok(v) => match v.trim() {
-            "1" | "yes" | "true" | "on" => Ok(true),
-            "0" | "no" | "false" | "off" => Ok(false),
-            _ => Err(OfiError::BadOption {
-                var,
-                value: v,
-                expected: "0 or 1",
-            }),
-        },
-    }
-}
-
 impl OfiOptions {
-    /// Reads the device's variables.
+    /// Reads the device's variables from the environment.
     ///
     /// # Errors
-    /// [`OfiError::BadOption`] for a malformed variable.
+    /// [`OfiError::BadVariable`] for a malformed or out-of-range variable.
     pub fn from_env() -> Result<Self, OfiError> {
+        OfiOptions::from_source(&|var: &str| std::env::var(var).ok())
+    }
+
+    /// Reads the device's variables from `src`, each in this one place, in
+    /// the syntax of [`ferry_core::settings`] (sizes as `8k`, an empty value
+    /// as unset).
+    ///
+    /// # Errors
+    /// [`OfiError::BadVariable`] for a malformed or out-of-range variable.
+    pub fn from_source(src: &impl Source) -> Result<Self, OfiError> {
         let d = OfiOptions::default();
-        let provider = ["FERRY_OFI_PROVIDER", "FI_PROVIDER"]
-            .iter()
-            .find_map(|v| std::env::var(v).ok().filter(|s| !s.trim().is_empty()));
+        let provider = settings::text(src, "FERRY_OFI_PROVIDER")
+            .or_else(|| settings::text(src, "FI_PROVIDER"));
         Ok(OfiOptions {
             provider,
-            eager_size: env_usize("FERRY_OFI_EAGER_SIZE", d.eager_size, 0, 1 << 24)?,
-            recv_buffers: env_usize("FERRY_OFI_RECV_BUFFERS", d.recv_buffers, 0, 1 << 16)?,
-            send_buffers: env_usize("FERRY_OFI_SEND_BUFFERS", d.send_buffers, 1, 1 << 16)?,
-            max_parked: env_usize("FERRY_OFI_MAX_PARKED", d.max_parked, 0, 1 << 20)?,
-            rma: env_bool("FERRY_OFI_RMA", d.rma)?,
-            liveness: env_bool("FERRY_OFI_LIVENESS", d.liveness)?,
+            eager_size: settings::size_in(src, "FERRY_OFI_EAGER_SIZE", 0, 1 << 24)?
+                .unwrap_or(d.eager_size),
+            recv_buffers: settings::number(src, "FERRY_OFI_RECV_BUFFERS", 0, 1 << 16)?
+                .unwrap_or(d.recv_buffers),
+            send_buffers: settings::number(src, "FERRY_OFI_SEND_BUFFERS", 1, 1 << 16)?
+                .unwrap_or(d.send_buffers),
+            max_parked: settings::number(src, "FERRY_OFI_MAX_PARKED", 0, 1 << 20)?
+                .unwrap_or(d.max_parked),
+            rma: settings::flag(src, "FERRY_OFI_RMA")?.unwrap_or(d.rma),
+            liveness: settings::flag(src, "FERRY_OFI_LIVENESS")?.unwrap_or(d.liveness),
+            liveness_addr: settings::text(src, "FERRY_OFI_LIVENESS_ADDR"),
         })
     }
 
@@ -196,5 +193,45 @@ impl OfiOptions {
             provider: Some(provider.to_owned()),
             ..OfiOptions::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod options_tests {
+    use super::*;
+
+    #[test]
+    fn variables_take_the_shared_syntax() {
+        let table = [
+            ("FERRY_OFI_EAGER_SIZE", "8k"),
+            ("FERRY_OFI_SEND_BUFFERS", "16"),
+            ("FERRY_OFI_RMA", "off"),
+            ("FERRY_OFI_PROVIDER", ""),
+            ("FI_PROVIDER", "shm"),
+            ("FERRY_OFI_LIVENESS_ADDR", "10.0.0.1"),
+        ];
+        let src = |var: &str| {
+            table
+                .iter()
+                .find(|(k, _)| *k == var)
+                .map(|(_, v)| v.to_string())
+        };
+        let o = OfiOptions::from_source(&src).unwrap();
+        assert_eq!(o.eager_size, 8192);
+        assert_eq!(o.send_buffers, 16);
+        assert!(!o.rma);
+        assert_eq!(o.provider.as_deref(), Some("shm"), "empty is unset");
+        assert_eq!(o.liveness_addr.as_deref(), Some("10.0.0.1"));
+        assert_eq!(o.max_parked, OfiOptions::default().max_parked);
+        let bad = |var: &str| (var == "FERRY_OFI_SEND_BUFFERS").then(|| "0".to_owned());
+        let e = OfiOptions::from_source(&bad).unwrap_err();
+        let OfiError::BadVariable(s) = &e else {
+            panic!("{e}")
+        };
+        assert_eq!(s.var, "FERRY_OFI_SEND_BUFFERS");
+        assert!(
+            std::error::Error::source(&e).is_some(),
+            "carried as the source"
+        );
     }
 }

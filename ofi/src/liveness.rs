@@ -20,11 +20,12 @@ use rustix::event::epoll;
 /// Epoll tag of the CQ's wait fd (sockets are tagged with their rank).
 pub(crate) const CQ_TAG: u64 = u64::MAX;
 
-/// The address peers connect to: `FERRY_OFI_LIVENESS_ADDR`, else this
-/// host's first non-loopback IPv4 address, else loopback.
-fn advertised_ip() -> String {
-    if let Ok(a) = std::env::var("FERRY_OFI_LIVENESS_ADDR") {
-        return a;
+/// The address peers connect to: `configured`
+/// ([`OfiOptions::liveness_addr`](crate::OfiOptions::liveness_addr)), else
+/// this host's first non-loopback IPv4 address, else loopback.
+fn advertised_ip(configured: Option<&str>) -> String {
+    if let Some(a) = configured {
+        return a.to_owned();
     }
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
@@ -45,12 +46,12 @@ pub(crate) struct Listener {
 }
 
 impl Listener {
-    pub(crate) fn bind() -> io::Result<Listener> {
+    pub(crate) fn bind(advertise: Option<&str>) -> io::Result<Listener> {
         let listener = TcpListener::bind(("0.0.0.0", 0))?;
         let port = listener.local_addr()?.port();
         Ok(Listener {
             listener,
-            addr: format!("{}:{port}", advertised_ip()),
+            addr: format!("{}:{port}", advertised_ip(advertise)),
         })
     }
 }

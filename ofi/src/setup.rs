@@ -152,7 +152,7 @@ impl OfiDevice {
         drop(chosen);
 
         let listener = if opts.liveness && peers.iter().any(|&p| p != rank) {
-            Some(Listener::bind()?)
+            Some(Listener::bind(opts.liveness_addr.as_deref())?)
         } else {
             None
         };
@@ -240,8 +240,7 @@ impl OfiDevice {
             let b = dev.new_bounce(u64::from(sys::FI_SEND))?;
             dev.send_bufs.push(b);
         }
-        dev.replenish()
-            .map_err(|e| OfiError::Bootstrap(e.to_string()))?;
+        dev.replenish().map_err(OfiError::PostReceives)?;
         if let Some(l) = listener {
             dev.liveness = Some(Liveness::connect(
                 rank,

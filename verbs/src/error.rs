@@ -21,16 +21,9 @@ pub enum VerbsError {
     /// The provider lacks an operation ferry needs.
     #[error("the verbs provider does not implement {0}")]
     Unsupported(&'static str),
-    /// A `FERRY_VERBS_*` variable is malformed.
-    #[error("{var}={value:?}: {why}")]
-    BadVariable {
-        /// The variable.
-        var: &'static str,
-        /// Its value.
-        value: String,
-        /// What is wrong.
-        why: &'static str,
-    },
+    /// A `FERRY_VERBS_*` variable does not parse or is out of range.
+    #[error("ferry-verbs setting: {0}")]
+    BadVariable(#[from] ferry_core::settings::SettingError),
     /// The bootstrap (PMI) failed during the address exchange.
     #[error("bootstrap failed during the verbs address exchange: {0}")]
     Bootstrap(#[from] BootstrapError),

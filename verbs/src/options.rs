@@ -1,8 +1,14 @@
 //! [`VerbsOptions`]: the device's `FERRY_VERBS_*` variables.
 
+use ferry_core::settings::{self, Source};
+
 use crate::error::VerbsError;
 
 /// Options, from the environment ([`VerbsOptions::from_env`]) or set by hand.
+///
+/// The variables take the syntax of `ferry_core::settings`: numbers in
+/// decimal, `FERRY_VERBS_EAGER` as a size (`8192`, `8k`, `8KiB`), and an
+/// empty value is the same as unset.
 ///
 /// | variable | meaning | default |
 /// |---|---|---|
@@ -58,51 +64,75 @@ impl Default for VerbsOptions {
     }
 }
 
-fn var(name: &'static str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-fn number<T: std::str::FromStr + PartialOrd>(
-    name: &'static str,
-    min: T,
-    max: T,
-) -> Result<Option<T>, VerbsError> {
-    let Some(v) = var(name) else {
-        return Ok(None);
-    };
-    match v.trim().parse::<T>() {
-        Ok(n) if n >= min && n <= max => Ok(Some(n)),
-        Ok(_) => Err(VerbsError::BadVariable {
-            var: name,
-            value: v,
-            why: "out of range",
-        }),
-        Err(_) => Err(VerbsError::BadVariable {
-            var: name,
-            value: v,
-            why: "not a number",
-        }),
-    }
-}
-
 impl VerbsOptions {
     /// Reads the `FERRY_VERBS_*` variables (see the table above).
     ///
     /// # Errors
     /// [`VerbsError::BadVariable`] for a malformed or out-of-range value.
     pub fn from_env() -> Result<Self, VerbsError> {
+        VerbsOptions::from_source(&|var: &str| std::env::var(var).ok())
+    }
+
+    /// Reads the `FERRY_VERBS_*` variables from `src`, each in this one
+    /// place, in the syntax of [`ferry_core::settings`] (`FERRY_VERBS_EAGER`
+    /// as a size such as `8k`; an empty value is the same as unset).
+    ///
+    /// # Errors
+    /// [`VerbsError::BadVariable`] for a malformed or out-of-range value.
+    pub fn from_source(src: &impl Source) -> Result<Self, VerbsError> {
         let d = VerbsOptions::default();
         Ok(VerbsOptions {
-            device: var("FERRY_VERBS_DEVICE"),
-            port: number("FERRY_VERBS_PORT", 1, 255)?,
-            gid_index: number("FERRY_VERBS_GID_INDEX", 0, 255)?,
-            eager_size: number("FERRY_VERBS_EAGER", 256, 1 << 20)?.unwrap_or(d.eager_size),
-            credits: number("FERRY_VERBS_CREDITS", 2, 4096)?.unwrap_or(d.credits),
-            send_bufs: number("FERRY_VERBS_SEND_BUFS", 1, 65536)?.unwrap_or(d.send_bufs),
-            timeout: number("FERRY_VERBS_TIMEOUT", 1, 31)?.unwrap_or(d.timeout),
-            retry: number("FERRY_VERBS_RETRY", 0, 7)?.unwrap_or(d.retry),
-            keepalive_ms: number("FERRY_VERBS_KEEPALIVE_MS", 0, 3_600_000)?
+            device: settings::text(src, "FERRY_VERBS_DEVICE"),
+            port: settings::number(src, "FERRY_VERBS_PORT", 1, 255)?,
+            gid_index: settings::number(src, "FERRY_VERBS_GID_INDEX", 0, 255)?,
+            eager_size: settings::size_in(src, "FERRY_VERBS_EAGER", 256, 1 << 20)?
+                .unwrap_or(d.eager_size),
+            credits: settings::number(src, "FERRY_VERBS_CREDITS", 2, 4096)?.unwrap_or(d.credits),
+            send_bufs: settings::number(src, "FERRY_VERBS_SEND_BUFS", 1, 65536)?
+                .unwrap_or(d.send_bufs),
+            timeout: settings::number(src, "FERRY_VERBS_TIMEOUT", 1, 31)?.unwrap_or(d.timeout),
+            retry: settings::number(src, "FERRY_VERBS_RETRY", 0, 7)?.unwrap_or(d.retry),
+            keepalive_ms: settings::number(src, "FERRY_VERBS_KEEPALIVE_MS", 0, 3_600_000)?
                 .unwrap_or(d.keepalive_ms),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(pairs: &'static [(&'static str, &'static str)]) -> impl Source {
+        move |var: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == var)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn variables_take_the_shared_syntax() {
+        let o = VerbsOptions::from_source(&table(&[
+            ("FERRY_VERBS_EAGER", "4k"),
+            ("FERRY_VERBS_CREDITS", "16"),
+            ("FERRY_VERBS_DEVICE", " rxe0 "),
+            ("FERRY_VERBS_PORT", ""),
+        ]))
+        .unwrap();
+        assert_eq!(o.eager_size, 4096);
+        assert_eq!(o.credits, 16);
+        assert_eq!(o.device.as_deref(), Some("rxe0"));
+        assert_eq!(o.port, None, "empty is unset");
+        assert_eq!(o.keepalive_ms, VerbsOptions::default().keepalive_ms);
+        let e = VerbsOptions::from_source(&table(&[("FERRY_VERBS_RETRY", "9")])).unwrap_err();
+        let VerbsError::BadVariable(s) = &e else {
+            panic!("{e}")
+        };
+        assert_eq!(s.var, "FERRY_VERBS_RETRY");
+        assert!(
+            std::error::Error::source(&e).is_some(),
+            "carried as the source"
+        );
     }
 }
