@@ -103,9 +103,6 @@ pub struct Caps {
     pub rdma_get: bool,
     /// `put` (rendezvous by sender-side write) works.
     pub rdma_put: bool,
-    /// The device matches tags itself (reserved; no device offloads yet, and
-    /// the engine does all matching).
-    pub tag_offload: bool,
     /// `wait_fd` returns a pollable fd.
     pub wait_fd: bool,
 }

@@ -236,7 +236,6 @@ impl Loopback {
         max_payload: 64 * 1024,
         rdma_get: true,
         rdma_put: true,
-        tag_offload: false,
         wait_fd: false,
     };
 

@@ -74,7 +74,6 @@ mod tests {
             max_payload: 4096,
             rdma_get: get,
             rdma_put: put,
-            tag_offload: false,
             wait_fd: false,
         }
     }

@@ -172,7 +172,6 @@ impl OfiDevice {
                 max_payload: eager_size,
                 rdma_get: false,
                 rdma_put: false,
-                tag_offload: false,
                 wait_fd: fabric.wait_fd().is_some(),
             },
             provider,

@@ -480,7 +480,6 @@ fn finish(
             max_payload: geo.payload,
             rdma_get: cma,
             rdma_put: cma,
-            tag_offload: false,
             wait_fd: true,
         },
         consumer: a.consumer,

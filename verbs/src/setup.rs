@@ -202,7 +202,6 @@ impl VerbsDevice {
             max_payload: eager - MAX_HEADER,
             rdma_get: true,
             rdma_put: true,
-            tag_offload: false,
             wait_fd: true,
         };
         tracing::debug!(

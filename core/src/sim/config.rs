@@ -29,7 +29,6 @@ impl NetConfig {
         max_payload: 16 * 1024,
         rdma_get: true,
         rdma_put: true,
-        tag_offload: false,
         wait_fd: false,
     };
 
@@ -118,7 +117,6 @@ pub(super) fn meet(local: &Caps, remote: &Caps) -> Caps {
         max_payload: local.max_payload.min(remote.max_payload),
         rdma_get: local.rdma_get && remote.rdma_get,
         rdma_put: local.rdma_put && remote.rdma_put,
-        tag_offload: local.tag_offload && remote.tag_offload,
         wait_fd: false,
     }
 }
