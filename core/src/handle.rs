@@ -8,7 +8,7 @@
 //!
 //! Two handle values are reserved: [`Request::NULL`] (no request) and
 //! [`Request::EMPTY`] (an operation that already completed inside its
-//! initiating call; seed *request-empty-proposal*). Checking for either is a
+//! initiating call; the MPI Forum proposal "MPI_REQUEST_EMPTY"). Checking for either is a
 //! plain comparison: no call into the engine.
 //!
 //! [`UsageError::StaleHandle`]: crate::UsageError::StaleHandle

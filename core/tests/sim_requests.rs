@@ -1,8 +1,9 @@
-//! Requests on the simulated network: REQUEST_EMPTY (seed
-//! *request-empty-proposal*), `is_complete` without progress (seed
-//! *mpid-completion-devicecheck*), the completion family with MPI's null and
-//! inactive rules, the non-destructive `get_status*` forms (seed
-//! *request-get-status-multi-paper*), cancel and generic requests.
+//! Requests on the simulated network: REQUEST_EMPTY (the MPI Forum proposal
+//! "MPI_REQUEST_EMPTY"), `is_complete` without progress (MPICH's ADI
+//! completion design, `MPID_DeviceCheck`), the completion family with
+//! MPI's null and inactive rules, the non-destructive `get_status*` forms
+//! (Williams et al., "Enabling Non-Destructive Testing of the Statuses of
+//! Multiple Requests", EuroMPI'23), cancel and generic requests.
 
 mod common_requests;
 

@@ -1,4 +1,5 @@
-//! The progress and wait contract (seed *mpid-completion-devicecheck*):
+//! The progress and wait contract (MPICH's ADI completion design,
+//! `MPID_DeviceCheck`):
 //! `device_check(Blocking)` arms only when nothing happened, the
 //! no-lost-wakeup rule holds wherever an arrival lands in the
 //! progress/arm/sleep sequence, the checker that enforces it really catches a

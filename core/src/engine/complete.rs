@@ -1,6 +1,7 @@
 //! The completion family: `test`/`wait` and their `all`/`any`/`some` forms,
-//! and the non-destructive `get_status` forms (MPI 4.1; seed
-//! *request-get-status-multi-paper*).
+//! and the non-destructive `get_status` forms (MPI 4.1; Williams et al.,
+//! "Enabling Non-Destructive Testing of the Statuses of Multiple Requests",
+//! EuroMPI'23).
 //!
 //! Rules, as MPI has them:
 //! - [`Request::NULL`] and inactive persistent requests are *inactive*: the
@@ -14,7 +15,7 @@
 //!   The `any` and `some` forms always progress once before looking, so an
 //!   entry that is always complete (EMPTY, say) cannot starve the others:
 //!   a receive that keeps appearing in the list while its message is
-//!   available eventually completes (MPI's fairness rule, which the seed
+//!   available eventually completes (MPI's fairness rule, which that
 //!   paper extends to `get_status_some`). `wait*` block through
 //!   `device_check(Blocking)`.
 //! - `testany`, `waitany` and `get_status_any` start scanning at a rotating

@@ -4,7 +4,7 @@
 //! request state. It is a plain `&mut self` state machine: the `ferry` crate
 //! puts it behind a lock for many threads and does the OS-level sleeping.
 //!
-//! # Progress and waiting (seed: *mpid-completion-devicecheck*)
+//! # Progress and waiting (MPICH's ADI completion design, `MPID_DeviceCheck`)
 //! - [`Engine::is_complete`] reads a request's state without progress.
 //! - [`Engine::test`] (and the other `test*`) progress once, then check.
 //! - [`Engine::device_check`] with [`CheckMode::Blocking`] is

@@ -1,5 +1,10 @@
-//! Starting operations: sends, receives, ARecv, probes, matched probes,
-//! persistent requests, cancel and free.
+//! Starting operations: sends in every mode (with the eager fast path that
+//! completes inside the call), receives and ARecv, probes and matched probes
+//! (`iprobe`, `improbe` and their request forms), and receives of a matched
+//! message (`imrecv`, `imarecv`); also the protocol choice per message and
+//! the activation of a posted receive. Persistent requests are in
+//! `persistent.rs`, cancel and free in `manage.rs`, the blocking forms in
+//! `blocking.rs`.
 //!
 //! Argument errors (a bad rank, a bad tag, a stale handle) are returned as
 //! `Err` before anything starts. Once an operation has started, failures
