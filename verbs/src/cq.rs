@@ -64,8 +64,9 @@ impl Completions {
         })
     }
 
-    pub(crate) fn fd(&self) -> i32 {
-        self.channel.fd()
+    /// The completion channel's fd, borrowed.
+    pub(crate) fn channel_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.channel.as_fd()
     }
 
     /// Polls up to [`BATCH`] completions into `out` (cleared first).

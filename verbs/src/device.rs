@@ -636,8 +636,6 @@ impl Device for VerbsDevice {
 /// keepalive timer), borrowed.
 impl std::os::fd::AsFd for VerbsDevice {
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        // SAFETY: the epoll fd is open for as long as the device lives, and
-        // the borrow cannot outlive `self`.
-        unsafe { std::os::fd::BorrowedFd::borrow_raw(self.live.fd()) }
+        self.live.as_fd()
     }
 }

@@ -321,6 +321,13 @@ impl Channel {
         unsafe { (*self.0.as_ptr()).fd }
     }
 
+    /// The channel's fd, borrowed for as long as the channel.
+    pub(crate) fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        // SAFETY: the channel owns its fd, open until `ibv_destroy_comp_channel`
+        // in `Drop`; the borrow cannot outlive `self`.
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(self.fd()) }
+    }
+
     /// Takes one pending event without blocking: `Ok(true)` if there was one
     /// (the caller must ack it on its CQ), `Ok(false)` if none.
     pub(crate) fn try_get_event(&self) -> Result<bool> {

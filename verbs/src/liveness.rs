@@ -18,18 +18,28 @@
 //! Cost: one small packet (and its ACK) per peer per interval per rank;
 //! fine for the job sizes this device connects at init (see `qp.rs`).
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
+
+use rustix::event::epoll;
+use rustix::time::{
+    timerfd_create, timerfd_settime, Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags,
+    Timespec,
+};
 
 use crate::ffi::FfiError;
 
 /// How often progress reads the clock (the check costs a vDSO call).
 const CHECK_EVERY: u32 = 64;
 
-fn os(what: &'static str) -> FfiError {
-    FfiError::Os {
+/// Epoll tags of the two members of the wait set.
+const CHANNEL_TAG: u64 = 0;
+const TIMER_TAG: u64 = 1;
+
+fn os(what: &'static str) -> impl Fn(rustix::io::Errno) -> FfiError {
+    move |e| FfiError::Os {
         what,
-        code: std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        code: e.raw_os_error(),
     }
 }
 
@@ -48,37 +58,27 @@ pub(crate) struct Liveness {
 }
 
 impl Liveness {
-    /// An epoll set of `channel_fd` (the completion channel) and a timerfd.
-    pub(crate) fn new(channel_fd: i32, interval: Option<Duration>) -> Result<Liveness, FfiError> {
-        // SAFETY: plain syscall; the result is checked and owned below.
-        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if ep < 0 {
-            return Err(os("epoll_create1"));
-        }
-        // SAFETY: `ep` is a fresh fd that nothing else owns.
-        let epoll = unsafe { OwnedFd::from_raw_fd(ep) };
-        // SAFETY: plain syscall; the result is checked and owned below.
-        let t = unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+    /// An epoll set of `channel` (the completion channel's fd) and a
+    /// timerfd.
+    pub(crate) fn new(
+        channel: BorrowedFd<'_>,
+        interval: Option<Duration>,
+    ) -> Result<Liveness, FfiError> {
+        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(os("epoll_create1"))?;
+        let timer = timerfd_create(
+            TimerfdClockId::Monotonic,
+            TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+        )
+        .map_err(os("timerfd_create"))?;
+        // The channel outlives this set: the device drops the set first.
+        for (fd, tag) in [(channel, CHANNEL_TAG), (timer.as_fd(), TIMER_TAG)] {
+            epoll::add(
+                &epoll,
+                fd,
+                epoll::EventData::new_u64(tag),
+                epoll::EventFlags::IN,
             )
-        };
-        if t < 0 {
-            return Err(os("timerfd_create"));
-        }
-        // SAFETY: `t` is a fresh fd that nothing else owns.
-        let timer = unsafe { OwnedFd::from_raw_fd(t) };
-        for fd in [channel_fd, timer.as_raw_fd()] {
-            let mut ev = libc::epoll_event {
-                events: libc::EPOLLIN as u32,
-                u64: fd as u64,
-            };
-            // SAFETY: both fds are open (the channel outlives this set: the
-            // device drops the set first); `ev` is a valid event.
-            if unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
-                return Err(os("epoll_ctl"));
-            }
+            .map_err(os("epoll_ctl"))?;
         }
         Ok(Liveness {
             epoll,
@@ -94,6 +94,11 @@ impl Liveness {
     /// The fd a waiter sleeps on.
     pub(crate) fn fd(&self) -> i32 {
         self.epoll.as_raw_fd()
+    }
+
+    /// The fd a waiter sleeps on, borrowed.
+    pub(crate) fn as_fd(&self) -> BorrowedFd<'_> {
+        self.epoll.as_fd()
     }
 
     /// Whether probes are due now (the clock is read every [`CHECK_EVERY`]
@@ -139,10 +144,10 @@ impl Liveness {
             if let Err(e) = self.set(Duration::ZERO) {
                 tracing::warn!(error = %e, "could not stop the verbs keepalive timer");
             }
-            let mut n = 0u64;
-            // SAFETY: reads 8 bytes into `n` from the non-blocking timerfd;
-            // EAGAIN (not expired) is fine.
-            let _ = unsafe { libc::read(self.timer.as_raw_fd(), (&mut n as *mut u64).cast(), 8) };
+            // The expiry count, from the non-blocking timerfd; EAGAIN (not
+            // expired) is fine.
+            let mut count = [0u8; 8];
+            let _ = rustix::io::read(&self.timer, &mut count);
             // The sleep may have ended because probes are due.
             self.force = true;
         }
@@ -156,23 +161,18 @@ impl Liveness {
         } else {
             after.max(Duration::from_nanos(1))
         };
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec {
+        let spec = Itimerspec {
+            it_interval: Timespec {
                 tv_sec: 0,
                 tv_nsec: 0,
             },
-            it_value: libc::timespec {
-                tv_sec: after.as_secs() as libc::time_t,
-                tv_nsec: libc::c_long::from(after.subsec_nanos() as i32),
+            it_value: Timespec {
+                tv_sec: after.as_secs() as i64,
+                tv_nsec: i64::from(after.subsec_nanos()),
             },
         };
-        // SAFETY: a valid timerfd and timer spec; the old value is not asked.
-        let rc = unsafe {
-            libc::timerfd_settime(self.timer.as_raw_fd(), 0, &spec, std::ptr::null_mut())
-        };
-        if rc < 0 {
-            return Err(os("timerfd_settime"));
-        }
+        timerfd_settime(&self.timer, TimerfdTimerFlags::empty(), &spec)
+            .map_err(os("timerfd_settime"))?;
         Ok(())
     }
 }
