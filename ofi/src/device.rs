@@ -9,7 +9,7 @@ use ferry_core::wire::{RemoteKey, MAX_HEADER};
 use ferry_core::{Buf, DeviceError, Error, PeerError, Rank, UsageError};
 
 use crate::cq::{Contexts, Op};
-use crate::eager::{self, Bounce, Held, OfiIncoming, Returned, HELLO, TAG_MASK};
+use crate::eager::{self, Bounce, Held, OfiIncoming, Returned, HELLO};
 use crate::ffi::{Addr, CqRead, Done, Fabric, Fail, Mr};
 use crate::liveness::Liveness;
 use crate::rma::Regions;
@@ -196,32 +196,18 @@ impl OfiDevice {
     /// the provider allow).
     pub(crate) fn replenish(&mut self) -> Result<(), Error> {
         while let Some(&i) = self.empty.last() {
-            let Some(mut b) = self.take_bounce()? else {
+            let Some(b) = self.take_bounce()? else {
                 break;
             };
-            let ctx = self.ctx.recv(i);
-            // SAFETY: the buffer is owned by slot `i` until its completion
-            // is read (a Box does not move its heap block); ctx is slot i's
-            // context, unused while the slot is empty; desc is its MR's.
-            let r = unsafe {
-                self.fabric.trecv(
-                    b.mem.as_mut_ptr(),
-                    b.mem.len(),
-                    b.desc as *mut std::ffi::c_void,
-                    TAG_MASK,
-                    ctx,
-                )
-            };
-            match r {
-                Ok(true) => {
-                    self.slots[i] = Some(b);
+            match self.post_recv(i, b) {
+                Ok(None) => {
                     self.empty.pop();
                 }
-                Ok(false) => {
+                Ok(Some(b)) => {
                     self.free.push(b);
                     break;
                 }
-                Err(f) => {
+                Err((f, b)) => {
                     self.free.push(b);
                     return Err(f.into());
                 }
@@ -260,11 +246,7 @@ impl OfiDevice {
         let b = &mut self.send_bufs[slot];
         b.mem[..h].copy_from_slice(header);
         b.mem[h..total].copy_from_slice(payload);
-        let (ptr, desc) = (b.mem.as_ptr(), b.desc as *mut std::ffi::c_void);
-        let ctx = self.ctx.send(slot);
-        // SAFETY: send buffer `slot` is ours until its completion (the slot
-        // is off the free list); ctx is that slot's context.
-        let r = unsafe { self.fabric.tsend(ptr, total, desc, addr, tag, ctx) };
+        let r = self.post_send(slot, total, addr, tag);
         match r {
             Ok(true) => {
                 self.send_peer[slot] = peer;
@@ -433,14 +415,7 @@ impl OfiDevice {
         let Some(slot) = self.take_rma_slot()? else {
             return Ok(Sent::Busy);
         };
-        let ctx = self.ctx.rma(slot);
-        // SAFETY: the local region is registered and owned by the device
-        // until deregistered (the engine deregisters only after rdma_done);
-        // ctx belongs to a free RMA slot, held until its completion.
-        let r = unsafe {
-            self.fabric
-                .rma(dir, l.ptr, len, l.desc, addr, remote.addr, remote.key, ctx)
-        };
+        let r = self.post_rma(slot, dir, l, len, addr, remote);
         match r {
             Ok(true) => {
                 self.rma_ops[slot] = Some((token, peer, local));

@@ -17,9 +17,12 @@ use std::ptr::{self, addr_of_mut, null_mut};
 
 use ferry_core::device::RdmaDir;
 
-use crate::sys;
-
+mod context;
 mod fd;
+mod post;
+pub(crate) mod sys;
+
+pub(crate) use context::{Contexts, Op};
 pub(crate) use fd::epoll_add_wait_fd;
 #[cfg(test)]
 pub(crate) use fd::poll_readable;

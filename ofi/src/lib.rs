@@ -62,8 +62,14 @@
 //! `FERRY_OFI_PROVIDER` is unset.
 //!
 //! ## Safety
-//! All raw libfabric calls are in the `ffi` module, behind wrappers that
-//! map `-FI_E*` to typed errors; every `unsafe` block states its invariant.
+//! All `unsafe` code is in the `ffi` module (the crate is
+//! `#![deny(unsafe_code)]` elsewhere): the bindings (`ffi::sys`), the raw
+//! libfabric calls behind wrappers that map `-FI_E*` to typed errors, the
+//! operation contexts (`ffi::context`), the three places the device hands
+//! its memory to the provider (`ffi::post`, which states the bookkeeping
+//! that keeps that memory alive until its completion), and the borrowing
+//! of libfabric's wait fd (`ffi::fd`). Every `unsafe` block states its
+//! invariant.
 //! Buffers handed to the provider are owned by the device until their
 //! completion is read, and the endpoint is closed before any of them is
 //! freed.
@@ -86,19 +92,24 @@
 //! sends one 2 s after its SIGTERM, so a job killed during start-up ends
 //! 2 s later than it would.
 
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
 mod cq;
 mod device;
 mod eager;
 mod error;
 mod failure;
+#[allow(unsafe_code)]
 mod ffi;
 mod info;
 mod liveness;
 mod rma;
 mod setup;
-mod sys;
 #[cfg(test)]
 mod tests;
+
+use ffi::sys;
 
 pub use device::OfiDevice;
 pub use error::OfiError;

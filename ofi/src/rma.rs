@@ -31,7 +31,8 @@ struct Region {
     buf: Buf,
     /// `None` for an empty buffer (nothing to register).
     mr: Option<Mr>,
-    ptr: *mut u8,
+    /// The buffer's address (kept as a number: the `Buf` owns the memory).
+    addr: usize,
     len: usize,
 }
 
@@ -49,10 +50,6 @@ pub(crate) struct Regions {
     /// the buffer (the engine never calls get/put).
     enabled: bool,
 }
-
-// SAFETY: `ptr` points into the region's own `Buf`, which the region owns;
-// the MR is Send. Moving the table to another thread moves both.
-unsafe impl Send for Regions {}
 
 /// A local region, ready for `fi_read`/`fi_write`.
 #[derive(Debug, Clone, Copy)]
@@ -132,7 +129,12 @@ impl Regions {
             addr: if self.virt_addr { ptr as u64 } else { 0 },
             key: mr.as_ref().map_or(0, |m| m.key),
         };
-        let region = Region { buf, mr, ptr, len };
+        let region = Region {
+            buf,
+            mr,
+            addr: ptr as usize,
+            len,
+        };
         let idx = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -177,7 +179,7 @@ impl Regions {
             return Err(UsageError::LengthMismatch("rdma longer than the local region").into());
         }
         Ok(Local {
-            ptr: r.ptr,
+            ptr: r.addr as *mut u8,
             desc: r.mr.as_ref().map_or(std::ptr::null_mut(), |m| m.desc),
         })
     }

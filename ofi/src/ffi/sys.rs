@@ -1,6 +1,7 @@
 //! The bindgen output for libfabric's headers (see `build.rs`). Static
 //! inline functions link to the `*__extern` wrappers of the compiled shim.
-//! Only [`crate::ffi`] uses this module.
+//! Only [`crate::ffi`] calls the functions; the rest of the crate uses the
+//! constants and plain types.
 
 #![allow(
     non_camel_case_types,
