@@ -10,12 +10,12 @@ use ferry_core::{Buf, DeviceError, Error, PeerError, Rank, UsageError};
 use crate::context::Selected;
 use crate::cq::{Completion, Completions};
 use crate::credits::Credits;
-use crate::ffi::{sys, Pd, Qp, SendOp, Sge};
+use crate::ffi::slab::Slab;
+use crate::ffi::{sys, Pd, Qp, SendOp};
 use crate::imm::Imm;
 use crate::liveness::Liveness;
 use crate::mr::Registry;
 use crate::rdma::{Ops, RdmaOp, RDMA_TAG};
-use crate::slab::Slab;
 use crate::srq::{RecvPool, VerbsIncoming, RECV_TAG};
 
 /// Work-request id tags (top byte); the low 32 bits carry a slot or op index.
@@ -234,10 +234,8 @@ impl VerbsDevice {
                 continue;
             }
             let n = p.credits.take_owed();
-            // SAFETY: no SGEs: a zero-length SEND carries only the immediate.
-            let r = unsafe {
-                p.qp.post_send(CREDIT_TAG, SendOp::SendImm(Imm::credit(n)), &[], false)
-            };
+            // A zero-length SEND carries only the immediate.
+            let r = p.qp.post_empty(CREDIT_TAG, SendOp::SendImm(Imm::credit(n)));
             match r {
                 Ok(()) => p.sq_free -= 1,
                 Err(e) => {
@@ -257,9 +255,9 @@ impl VerbsDevice {
                 continue;
             }
             let op = SendOp::Write { addr: 0, rkey: 0 };
-            // SAFETY: no SGEs: a zero-length RDMA WRITE reads no local memory
-            // and writes none at the peer (the rkey is not even checked).
-            match unsafe { p.qp.post_send(PROBE_TAG | i as u64, op, &[], false) } {
+            // A zero-length RDMA WRITE reads no local memory and writes none
+            // at the peer (the rkey is not even checked).
+            match p.qp.post_empty(PROBE_TAG | i as u64, op) {
                 Ok(()) => {
                     p.sq_free -= 1;
                     p.probing = true;
@@ -468,54 +466,24 @@ impl Device for VerbsDevice {
             return Ok(Sent::Busy);
         };
         let owed = p.credits.take_owed();
-        let op = SendOp::SendImm(Imm::data(header.len(), owed));
+        let imm = Imm::data(header.len(), owed);
         let r = match slot {
-            None => {
-                let mut sges = [Sge {
-                    addr: 0,
-                    len: 0,
-                    lkey: 0,
-                }; 2];
-                let mut n = 0;
-                for part in [header, payload] {
-                    if !part.is_empty() {
-                        sges[n] = Sge {
-                            addr: part.as_ptr() as u64,
-                            len: part.len() as u32,
-                            lkey: 0,
-                        };
-                        n += 1;
-                    }
-                }
-                // SAFETY: inline: the provider copies the bytes during the
-                // call, so the borrowed slices need only live across it.
-                unsafe { p.qp.post_send(INLINE_TAG, op, &sges[..n], true) }
-            }
-            Some(s) => {
-                let dst = self.send.slab.ptr(s);
-                // SAFETY: slot `s` is free (popped from the free list: no
-                // send in flight reads it) and holds `max_payload +
-                // MAX_HEADER >= total` bytes (checked above).
-                unsafe {
-                    std::ptr::copy_nonoverlapping(header.as_ptr(), dst, header.len());
-                    std::ptr::copy_nonoverlapping(
-                        payload.as_ptr(),
-                        dst.add(header.len()),
-                        payload.len(),
-                    );
-                }
-                let sge = Sge {
-                    addr: dst as u64,
-                    len: total as u32,
-                    lkey: self.send.slab.lkey(),
-                };
-                // SAFETY: the SGE lies in the registered send slab and slot
-                // `s` is not touched again until its completion returns it
-                // to the free list.
-                unsafe {
-                    p.qp.post_send(SEND_BUF_TAG | u64::from(s), op, &[sge], false)
-                }
-            }
+            // Inline: the provider copies the bytes during the call.
+            None => p.qp.post_inline(INLINE_TAG, imm, [header, payload]),
+            // Slot `s` is free (popped from the free list: no send in flight
+            // reads it) and holds `max_payload + MAX_HEADER >= total` bytes
+            // (checked above); it is not touched again until its completion
+            // returns it to the free list.
+            Some(s) => match self.send.slab.write(s, header, payload) {
+                Some(len) => p.qp.post_slot(
+                    SEND_BUF_TAG | u64::from(s),
+                    SendOp::SendImm(imm),
+                    &self.send.slab,
+                    s,
+                    len,
+                ),
+                None => Err(crate::ffi::FfiError::Missing("a send longer than its slot")),
+            },
         };
         match r {
             Ok(()) => {

@@ -25,6 +25,12 @@ use std::ptr::{self, NonNull};
 
 pub(crate) use rdma_sys as sys;
 
+mod post;
+mod registered;
+pub(crate) mod slab;
+
+pub(crate) use registered::RegisteredBuf;
+
 /// What a raw call reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum FfiError {
@@ -238,7 +244,7 @@ impl Pd {
     /// The memory must stay allocated (and not move) until the returned
     /// [`Mr`] is dropped, and must be writable if `access` includes a write
     /// flag.
-    pub(crate) unsafe fn reg_mr(&self, addr: *mut u8, len: usize, access: u32) -> Result<Mr> {
+    pub(super) unsafe fn reg_mr(&self, addr: *mut u8, len: usize, access: u32) -> Result<Mr> {
         // SAFETY: live PD; the caller guarantees the memory outlives the MR.
         // `access` is a plain flag set (no OPTIONAL_RANGE), so the exported
         // `ibv_reg_mr` is the right symbol (the header macro picks it too).
@@ -478,7 +484,7 @@ impl Srq {
     /// write access, and must not be read or written by anyone else until
     /// its completion is polled.
     #[inline]
-    pub(crate) unsafe fn post_recv(
+    pub(super) unsafe fn post_recv(
         &mut self,
         wr_id: u64,
         addr: u64,
@@ -592,7 +598,7 @@ impl Qp {
     /// and untouched (read-only for a send, not accessed at all for a read)
     /// until the completion is polled; a remote region must be the peer's.
     #[inline]
-    pub(crate) unsafe fn post_send(
+    pub(super) unsafe fn post_send(
         &mut self,
         wr_id: u64,
         op: SendOp,
@@ -668,6 +674,12 @@ impl Drop for Qp {
     }
 }
 
+/// A zeroed QP attribute struct, to fill in for `ibv_modify_qp`.
+pub(crate) fn zeroed_qp_attr() -> sys::ibv_qp_attr {
+    // SAFETY: all-zero is a valid value of this plain C struct.
+    unsafe { std::mem::zeroed() }
+}
+
 /// A zeroed work completion array of `n` entries.
 pub(crate) fn wc_array(n: usize) -> Vec<sys::ibv_wc> {
     // SAFETY: all-zero is a valid value of this plain C struct.
@@ -680,41 +692,4 @@ pub(crate) fn wc_imm(wc: &sys::ibv_wc) -> u32 {
     // IBV_WC_WITH_IMM it is the immediate, otherwise a value the caller
     // validates anyway.
     u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data })
-}
-
-/// An aligned, zeroed heap block that never moves; freed on drop.
-#[derive(Debug)]
-pub(crate) struct Block {
-    ptr: NonNull<u8>,
-    layout: std::alloc::Layout,
-}
-
-// SAFETY: a plain heap allocation; access is coordinated by its owners (see
-// `slab.rs`: each slot has one owner at a time).
-unsafe impl Send for Block {}
-// SAFETY: as above; `&Block` only hands out the base pointer.
-unsafe impl Sync for Block {}
-
-impl Block {
-    pub(crate) fn new(len: usize) -> Option<Block> {
-        let layout = std::alloc::Layout::from_size_align(len.max(1), 4096).ok()?;
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        NonNull::new(ptr).map(|ptr| Block { ptr, layout })
-    }
-
-    pub(crate) fn ptr(&self) -> *mut u8 {
-        self.ptr.as_ptr()
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.layout.size()
-    }
-}
-
-impl Drop for Block {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout, freed once.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
-    }
 }

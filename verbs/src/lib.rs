@@ -26,10 +26,13 @@
 //! - Peers are global job ranks.
 //!
 //! # Design (one module per concept)
-//! - `ffi`: every raw call, checked; the ops-table verbs never panic.
+//! - `ffi`: every raw call, checked; the ops-table verbs never panic;
+//!   `ffi::slab` (registered slots and the ARecv handover buffer),
+//!   `ffi::registered` (an engine buffer with its MR), `ffi::post` (the safe
+//!   ways to post work requests).
 //! - `context`: device / port / GID selection, [`devices`].
 //! - `qp`: RC connection setup through the bootstrap KVS (at init).
-//! - `srq`, `slab`: eager receive buffers and the ARecv handover.
+//! - `srq`: eager receive buffers and the ARecv handover.
 //! - `credits`, `imm`: flow control and the 32-bit immediate framing.
 //! - `mr`: registration (no cache, so never stale; see there).
 //! - `rdma`: `get` / `put`, split into chunks of at most `max_msg_sz`.
@@ -45,11 +48,14 @@
 //! and enough locked memory (`ulimit -l`).
 //!
 //! # Safety
-//! Unsafe code is confined to `ffi` (raw calls) and to the few places that
-//! hand registered memory to the HCA (`srq`, `slab`, `device`, `mr`); each
-//! block states the invariant it relies on. The rule throughout: memory is
-//! registered only while something this crate owns keeps it alive, and a
-//! buffer is touched by the CPU only while no work request uses it.
+//! All `unsafe` code is in the `ffi` module (the crate is
+//! `#![deny(unsafe_code)]` elsewhere): the raw calls, the registered slabs
+//! and the buffers lent from them (`ffi::slab`), registration of engine
+//! buffers (`ffi::registered`) and posting (`ffi::post`); each block states
+//! the invariant it relies on. The rule throughout: memory is registered
+//! only while something this crate owns keeps it alive (an MR is always
+//! deregistered before its memory goes), and a buffer is touched by the CPU
+//! only while no work request uses it.
 //!
 //! # Thread safety
 //! [`VerbsDevice`] is `Send`, not `Sync`: the engine drives it through
@@ -67,11 +73,15 @@
 //! Dropping the device destroys QPs, memory regions, SRQ, CQ, channel, PD
 //! and context, in that order. Nothing outlives the process.
 
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
 mod context;
 mod cq;
 mod credits;
 mod device;
 mod error;
+#[allow(unsafe_code)]
 mod ffi;
 mod imm;
 mod liveness;
@@ -80,7 +90,6 @@ mod options;
 mod qp;
 mod rdma;
 mod setup;
-mod slab;
 mod srq;
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use ferry_core::device::{Access, MemHandle};
 use ferry_core::wire::RemoteKey;
 use ferry_core::{Buf, Error};
 
-use crate::ffi::{sys, Mr, Pd};
+use crate::ffi::{sys, Pd, RegisteredBuf};
 
 /// The access flags `ibv_reg_mr` gets for each use: nothing more than the
 /// use needs (REMOTE_WRITE requires LOCAL_WRITE by the verbs rules).
@@ -47,12 +47,8 @@ fn writable(access: Access) -> bool {
 
 #[derive(Debug)]
 struct Entry {
-    // Field order is drop order: deregister, then release the buffer.
-    /// `None` for an empty buffer (nothing to register).
-    mr: Option<Mr>,
-    buf: Buf,
-    addr: u64,
-    len: usize,
+    /// The buffer and its MR (deregistered before the buffer goes).
+    reg: RegisteredBuf,
     generation: u32,
 }
 
@@ -78,36 +74,17 @@ impl Registry {
     pub(crate) fn register(
         &mut self,
         pd: &Pd,
-        mut buf: Buf,
+        buf: Buf,
         access: Access,
     ) -> Result<(MemHandle, RemoteKey), (Error, Buf)> {
-        let (ptr, len) = if writable(access) {
-            let s = buf.as_mut_slice();
-            (s.as_mut_ptr(), s.len())
-        } else {
-            let s = buf.as_slice();
-            // Never written through: the region has no write access.
-            (s.as_ptr().cast_mut(), s.len())
+        let reg = match RegisteredBuf::new(pd, buf, access_flags(access), writable(access)) {
+            Ok(reg) => reg,
+            Err((e, buf)) => return Err((e.into(), buf)),
         };
-        let mr = if len == 0 {
-            None
-        } else {
-            // SAFETY: `ptr..ptr+len` is the buffer's memory, which does not
-            // move while the `Buf` lives (buffer.rs, "Address stability"),
-            // and the entry keeps the `Buf` until the MR is dropped. Write
-            // access is only asked for memory taken with `as_mut_slice`.
-            match unsafe { pd.reg_mr(ptr, len, access_flags(access)) } {
-                Ok(mr) => Some(mr),
-                Err(e) => return Err((e.into(), buf)),
-            }
-        };
-        let rkey = mr.as_ref().map_or(0, Mr::rkey);
+        let (addr, rkey) = (reg.addr(), reg.rkey());
         self.generation = self.generation.wrapping_add(1);
         let entry = Entry {
-            mr,
-            buf,
-            addr: ptr as u64,
-            len,
+            reg,
             generation: self.generation,
         };
         let index = match self.free.pop() {
@@ -124,7 +101,7 @@ impl Registry {
         Ok((
             handle,
             RemoteKey {
-                addr: ptr as u64,
+                addr,
                 key: u64::from(rkey),
             },
         ))
@@ -142,18 +119,16 @@ impl Registry {
         let index = self.index(mem)?;
         let entry = self.entries[index].take()?;
         self.free.push(index as u32);
-        let Entry { mr, buf, .. } = entry;
-        drop(mr);
-        Some(buf)
+        Some(entry.reg.into_buf())
     }
 
     /// The local side of a transfer.
     pub(crate) fn local(&self, mem: MemHandle) -> Option<Local> {
         let e = self.entries[self.index(mem)?].as_ref()?;
         Some(Local {
-            addr: e.addr,
-            len: e.len,
-            lkey: e.mr.as_ref().map_or(0, Mr::lkey),
+            addr: e.reg.addr(),
+            len: e.reg.len(),
+            lkey: e.reg.lkey(),
         })
     }
 

@@ -132,8 +132,7 @@ fn mask(flags: &[sys::ibv_qp_attr_mask]) -> u32 {
 }
 
 fn zeroed_attr() -> sys::ibv_qp_attr {
-    // SAFETY: all-zero is a valid value of this plain C struct.
-    unsafe { std::mem::zeroed() }
+    crate::ffi::zeroed_qp_attr()
 }
 
 /// RESET → INIT: the QP may be the target of remote reads and writes (the

@@ -204,15 +204,13 @@ fn post(
             len: chunk as u32,
             lkey: op.lkey,
         };
-        // SAFETY: the SGE lies in a live registration (checked against its
-        // length by `get`/`put`), owned with its `Buf` by the registry until
-        // the engine deregisters it, which it does only after `rdma_done`;
-        // the access flags match the operation (LocalWrite for a read's
-        // target, LocalRead for a write's source).
-        unsafe {
-            peer.qp
-                .post_send(RDMA_TAG | u64::from(index), wr, &[sge], false)
-        }?;
+        // The SGE lies in a live registration (checked against its length
+        // by `get`/`put`), owned with its `Buf` by the registry until the
+        // engine deregisters it, which it does only after `rdma_done`; the
+        // access flags match the operation (LocalWrite for a read's target,
+        // LocalRead for a write's source).
+        peer.qp
+            .post_registered(RDMA_TAG | u64::from(index), wr, sge)?;
         peer.sq_free -= 1;
         op.in_flight += 1;
         op.posted += chunk;

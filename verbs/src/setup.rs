@@ -12,11 +12,11 @@ use crate::cq::Completions;
 use crate::credits::{Credits, RESERVE};
 use crate::device::{Peer, SendPool, VerbsDevice, NOT_PEER};
 use crate::error::VerbsError;
+use crate::ffi::slab::Slab;
 use crate::ffi::{sys, Cq, Pd, Qp, Srq};
 use crate::liveness::Liveness;
 use crate::options::VerbsOptions;
 use crate::qp::{self, PortAddr, QpAddr};
-use crate::slab::Slab;
 use crate::srq::RecvPool;
 
 /// Inline sizes asked for, largest first (providers refuse what they cannot

@@ -12,20 +12,17 @@
 //! bounded by the pool, and the SRQ is refilled either way before the
 //! credit is returned (see `credits.rs`).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ferry_core::device::Incoming;
-use ferry_core::{Buf, ByteStorage, Error};
+use ferry_core::{Buf, Error};
 
 use crate::error::VerbsError;
-use crate::ffi::{sys, Block, FfiError, Pd, Srq};
-use crate::slab::Slab;
+use crate::ffi::slab::{Returns, Slab};
+use crate::ffi::{sys, FfiError, Pd, Srq};
 
 /// Receive work-request ids carry this tag in the top byte.
 pub(crate) const RECV_TAG: u64 = 5 << 56;
-
-/// Slots lent to users come back here.
-type Returns = Arc<Mutex<Vec<u32>>>;
 
 /// The SRQ and its buffers.
 #[derive(Debug)]
@@ -64,18 +61,9 @@ impl RecvPool {
     /// Posts slot `i` on the SRQ.
     #[inline]
     pub(crate) fn post(&mut self, i: u32) -> Result<(), FfiError> {
-        let addr = self.slab.ptr(i) as u64;
-        // SAFETY: slot `i` lies in the slab's registered region (LOCAL_WRITE)
-        // and is owned by this pool (not lent, not posted) until its
+        // Slot `i` is owned by this pool (not lent, not posted) until its
         // completion is polled.
-        unsafe {
-            self.srq.post_recv(
-                RECV_TAG | u64::from(i),
-                addr,
-                self.slab.slot_size() as u32,
-                self.slab.lkey(),
-            )
-        }
+        self.srq.post_slot(RECV_TAG | u64::from(i), &self.slab, i)
     }
 
     fn repost(&mut self, i: u32) {
@@ -116,12 +104,9 @@ impl RecvPool {
         self.slab.contains(addr)
     }
 
+    /// Bytes of slot `i`, a completed receive not yet reposted.
     fn bytes(&self, i: u32, start: usize, len: usize) -> &[u8] {
-        let len = len.min(self.slab.slot_size().saturating_sub(start));
-        // SAFETY: slot `i` belongs to the caller (a completed receive not
-        // yet reposted), `start + len` lies inside it, and the HCA no longer
-        // writes it.
-        unsafe { std::slice::from_raw_parts(self.slab.ptr(i).add(start), len) }
+        self.slab.bytes(i, start, len)
     }
 }
 
@@ -161,12 +146,8 @@ impl Incoming for VerbsIncoming<'_> {
         };
         if let Some(spare) = self.pool.take_spare() {
             self.pool.repost(spare);
-            let storage = RecvBuf {
-                block: Arc::clone(self.pool.slab.block()),
-                ptr: self.pool.slab.ptr(i).wrapping_add(self.header_len),
-                cap: self.pool.slab.slot_size() - self.header_len,
-                slot: i,
-                returns: Arc::clone(&self.pool.returns),
+            let Some(storage) = self.pool.slab.lend(i, self.header_len, &self.pool.returns) else {
+                return Err(Error::Internal("verbs: a receive slot past the slab"));
             };
             return Ok(Buf::from_storage_with_len(
                 Box::new(storage),
@@ -183,54 +164,6 @@ impl Drop for VerbsIncoming<'_> {
     fn drop(&mut self) {
         if let Some(i) = self.slot.take() {
             self.pool.repost(i);
-        }
-    }
-}
-
-/// An eager receive buffer lent to the user: the payload part of a slot.
-/// Dropping it gives the slot back to the pool (from any thread).
-pub(crate) struct RecvBuf {
-    /// Keeps the memory alive even after the device is gone.
-    block: Arc<Block>,
-    ptr: *mut u8,
-    cap: usize,
-    slot: u32,
-    returns: Returns,
-}
-
-impl std::fmt::Debug for RecvBuf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RecvBuf(slot {}, {} bytes)", self.slot, self.cap)
-    }
-}
-
-// SAFETY: the slot is owned by this value alone (it is neither posted nor
-// lent elsewhere until `drop` returns it), and the block it points into is
-// kept alive by the `Arc`.
-unsafe impl Send for RecvBuf {}
-
-impl ByteStorage for RecvBuf {
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: `ptr..ptr+cap` lies in the block (a slot's payload part),
-        // which this value keeps alive and owns exclusively (see `Send`).
-        unsafe { std::slice::from_raw_parts(self.ptr, self.cap) }
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as for `bytes`; `&mut self` makes the access unique.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.cap) }
-    }
-
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
-        self
-    }
-}
-
-impl Drop for RecvBuf {
-    fn drop(&mut self) {
-        let _ = &self.block;
-        if let Ok(mut r) = self.returns.lock() {
-            r.push(self.slot);
         }
     }
 }
