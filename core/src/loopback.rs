@@ -308,11 +308,7 @@ impl Loopback {
         token: OpToken,
     ) -> Result<Sent, Error> {
         self.check_peer(peer)?;
-        let supported = match dir {
-            RdmaDir::Get => self.caps.rdma_get,
-            RdmaDir::Put => self.caps.rdma_put,
-        };
-        if !supported {
+        if !self.caps.rdma(dir) {
             return Err(DeviceError::Unsupported(dir.name()).into());
         }
         let local = Endpoint {

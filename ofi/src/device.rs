@@ -403,7 +403,7 @@ impl OfiDevice {
         len: usize,
         token: OpToken,
     ) -> Result<Sent, Error> {
-        if !self.caps.rdma_get {
+        if !self.caps.rdma(dir) {
             return Err(DeviceError::Unsupported(dir.name()).into());
         }
         let addr = self.peer_addr(peer)?;

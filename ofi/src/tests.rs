@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use ferry_core::device::{Access, Device, OpToken, RdmaDir, Sent};
 use ferry_core::recorder::{Event, Recorder};
-use ferry_core::{Buf, Error, PeerError, Rank, ThreadBoot, UsageError};
+use ferry_core::testkit::on_threads;
+use ferry_core::{Buf, Error, PeerError, Rank, UsageError};
 
 use crate::{OfiDevice, OfiError, OfiOptions};
 
@@ -34,14 +35,9 @@ fn opts(provider: &str) -> OfiOptions {
 
 fn try_devices(n: u32, o: OfiOptions, tag: &str) -> Vec<Result<OfiDevice, OfiError>> {
     let ranks: Vec<Rank> = (0..n as Rank).collect();
-    let handles: Vec<_> = ThreadBoot::group(n, &job(tag))
-        .into_iter()
-        .map(|mut boot| {
-            let (ranks, o) = (ranks.clone(), o.clone());
-            std::thread::spawn(move || OfiDevice::new(&mut boot, &ranks, o))
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
+    on_threads(n, &job(tag), None, move |_, boot| {
+        OfiDevice::new(boot, &ranks, o.clone())
+    })
 }
 
 fn devices(n: u32, o: OfiOptions, tag: &str) -> Vec<OfiDevice> {
@@ -314,16 +310,9 @@ mod engine;
 /// whenever there is another peer).
 #[test]
 fn a_device_without_self_in_its_peers() {
-    let handles: Vec<_> = ThreadBoot::group(2, &job("noself"))
-        .into_iter()
-        .enumerate()
-        .map(|(r, mut boot)| {
-            std::thread::spawn(move || {
-                OfiDevice::new(&mut boot, &[1 - r as Rank], opts("tcp;ofi_rxm")).unwrap()
-            })
-        })
-        .collect();
-    let mut devs: Vec<OfiDevice> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let mut devs: Vec<OfiDevice> = on_threads(2, &job("noself"), None, |r, boot| {
+        OfiDevice::new(boot, &[1 - r], opts("tcp;ofi_rxm")).unwrap()
+    });
     let mut sinks = recorders(2, false);
     send_retry(&mut devs, &mut sinks, 0, 1, b"over the network", &[7; 3000]);
     drive(&mut devs, &mut sinks, |s| s[1].packets().len() == 1);

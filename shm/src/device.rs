@@ -209,6 +209,31 @@ impl ShmDevice {
         self.failures.fail(p as usize, error);
     }
 
+    /// `get` or `put` by CMA: starts the copy, reported by a later
+    /// `progress`.
+    fn rdma(
+        &mut self,
+        dir: RdmaDir,
+        peer: Rank,
+        local: MemHandle,
+        remote: RemoteKey,
+        len: usize,
+        token: OpToken,
+    ) -> Result<Sent, Error> {
+        if !self.caps.rdma(dir) {
+            return Err(DeviceError::Unsupported(dir.name()).into());
+        }
+        let p = self.local_index(peer)?;
+        if let Some(e) = self.peer_error(p) {
+            return Err(e);
+        }
+        let pid = self.peers[p as usize].pid;
+        let who = (p, peer, pid);
+        self.rdma
+            .start(&self.seg, who, remote, local, len, token, dir);
+        Ok(Sent::Done)
+    }
+
     /// Hands one arrived cell to the sink, after the fastbox packets its
     /// sender sent before it (or rejects it). Returns the packets delivered.
     #[inline]
@@ -382,24 +407,7 @@ impl Device for ShmDevice {
         len: usize,
         token: OpToken,
     ) -> Result<Sent, Error> {
-        if !self.caps.rdma_get {
-            return Err(DeviceError::Unsupported("rdma get").into());
-        }
-        let p = self.local_index(peer)?;
-        if let Some(e) = self.peer_error(p) {
-            return Err(e);
-        }
-        let pid = self.peers[p as usize].pid;
-        self.rdma.start(
-            &self.seg,
-            (p, peer, pid),
-            remote,
-            local,
-            len,
-            token,
-            RdmaDir::Get,
-        );
-        Ok(Sent::Done)
+        self.rdma(RdmaDir::Get, peer, local, remote, len, token)
     }
 
     fn put(
@@ -410,24 +418,7 @@ impl Device for ShmDevice {
         len: usize,
         token: OpToken,
     ) -> Result<Sent, Error> {
-        if !self.caps.rdma_put {
-            return Err(DeviceError::Unsupported("rdma put").into());
-        }
-        let p = self.local_index(peer)?;
-        if let Some(e) = self.peer_error(p) {
-            return Err(e);
-        }
-        let pid = self.peers[p as usize].pid;
-        self.rdma.start(
-            &self.seg,
-            (p, peer, pid),
-            remote,
-            local,
-            len,
-            token,
-            RdmaDir::Put,
-        );
-        Ok(Sent::Done)
+        self.rdma(RdmaDir::Put, peer, local, remote, len, token)
     }
 
     #[inline]

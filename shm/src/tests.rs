@@ -9,7 +9,7 @@ mod contract;
 
 use ferry_core::device::{Access, Armed, Device, MemHandle, OpToken, Sent, WcStatus};
 use ferry_core::wire::RemoteKey;
-use ferry_core::{Buf, DeviceError, Error, PeerError, Rank, ThreadBoot};
+use ferry_core::{Buf, DeviceError, Error, PeerError, Rank};
 
 use crate::{ShmDevice, ShmOptions};
 
@@ -59,23 +59,15 @@ fn try_devices(
 ) -> Vec<Result<ShmDevice, crate::ShmError>> {
     let job = job_id(tag);
     let ranks: Vec<Rank> = (0..n as Rank).collect();
-    let handles: Vec<_> = ThreadBoot::group(n, &job)
-        .into_iter()
-        .map(|boot| {
-            let mut boot = match mangle {
-                Some(f) => boot.mangled(f),
-                None => boot,
-            };
-            let (ranks, opts) = (ranks.clone(), opts.clone());
-            std::thread::spawn(move || ShmDevice::new(&mut boot, &ranks, opts))
-        })
-        .collect();
-    let devs = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let devs = on_threads(n, &job, mangle, move |_, boot| {
+        ShmDevice::new(boot, &ranks, opts.clone())
+    });
     assert_clean(&job);
     devs
 }
 
 use ferry_core::recorder::Recorder;
+use ferry_core::testkit::on_threads;
 
 /// Cells only (no fastboxes): the cell path's tests.
 fn small() -> ShmOptions {

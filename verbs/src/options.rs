@@ -102,30 +102,23 @@ impl VerbsOptions {
 mod tests {
     use super::*;
 
-    fn table(pairs: &'static [(&'static str, &'static str)]) -> impl Source {
-        move |var: &str| {
-            pairs
-                .iter()
-                .find(|(k, _)| *k == var)
-                .map(|(_, v)| v.to_string())
-        }
-    }
-
     #[test]
     fn variables_take_the_shared_syntax() {
-        let o = VerbsOptions::from_source(&table(&[
+        let env: std::collections::HashMap<&str, &str> = [
             ("FERRY_VERBS_EAGER", "4k"),
             ("FERRY_VERBS_CREDITS", "16"),
             ("FERRY_VERBS_DEVICE", " rxe0 "),
             ("FERRY_VERBS_PORT", ""),
-        ]))
-        .unwrap();
+        ]
+        .into();
+        let o = VerbsOptions::from_source(&|v: &str| env.get(v).map(|s| s.to_string())).unwrap();
         assert_eq!(o.eager_size, 4096);
         assert_eq!(o.credits, 16);
         assert_eq!(o.device.as_deref(), Some("rxe0"));
         assert_eq!(o.port, None, "empty is unset");
         assert_eq!(o.keepalive_ms, VerbsOptions::default().keepalive_ms);
-        let e = VerbsOptions::from_source(&table(&[("FERRY_VERBS_RETRY", "9")])).unwrap_err();
+        let retry = |v: &str| (v == "FERRY_VERBS_RETRY").then(|| "9".to_owned());
+        let e = VerbsOptions::from_source(&retry).unwrap_err();
         let VerbsError::BadVariable(s) = &e else {
             panic!("{e}")
         };

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use ferry_core::device::{Access, Armed, Device, OpToken, Sent};
 use ferry_core::recorder::Recorder;
+use ferry_core::testkit::on_threads;
 use ferry_core::{Buf, DeviceError, Error, PeerError, Rank, ThreadBoot};
 
 use crate::{VerbsDevice, VerbsError, VerbsOptions};
@@ -47,18 +48,9 @@ fn try_devices(
     mangle: Option<fn(&str, String) -> String>,
 ) -> Vec<Result<VerbsDevice, VerbsError>> {
     let ranks: Vec<Rank> = (0..n as Rank).collect();
-    let handles: Vec<_> = ThreadBoot::group(n, "verbs-unit")
-        .into_iter()
-        .map(|boot| {
-            let mut boot = match mangle {
-                Some(f) => boot.mangled(f),
-                None => boot,
-            };
-            let (ranks, opts) = (ranks.clone(), opts.clone());
-            std::thread::spawn(move || VerbsDevice::new(&mut boot, &ranks, opts))
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
+    on_threads(n, "verbs-unit", mangle, move |_, boot| {
+        VerbsDevice::new(boot, &ranks, opts.clone())
+    })
 }
 
 fn devices(n: u32, opts: VerbsOptions) -> Vec<VerbsDevice> {

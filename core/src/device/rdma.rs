@@ -42,6 +42,17 @@ impl RdmaDir {
     }
 }
 
+impl super::Caps {
+    /// Whether `dir` works ([`rdma_get`](super::Caps::rdma_get) or
+    /// [`rdma_put`](super::Caps::rdma_put)).
+    pub const fn rdma(&self, dir: RdmaDir) -> bool {
+        match dir {
+            RdmaDir::Get => self.rdma_get,
+            RdmaDir::Put => self.rdma_put,
+        }
+    }
+}
+
 /// Work-completion codes for RDMA failures found by a device's own checks.
 /// They mirror `ibv_wc_status`, so a test or a log reads the same for the
 /// in-memory devices and shm as for verbs; they travel as the `status` of
@@ -100,5 +111,13 @@ mod tests {
         assert_eq!(RdmaDir::Get.local_access(), Access::LocalWrite);
         assert_eq!(RdmaDir::Put.remote_access(), Access::RemoteWrite);
         assert_eq!(RdmaDir::Put.name(), "rdma put");
+        let caps = super::super::Caps {
+            name: "t",
+            max_payload: 1,
+            rdma_get: true,
+            rdma_put: false,
+            wait_fd: false,
+        };
+        assert!(caps.rdma(RdmaDir::Get) && !caps.rdma(RdmaDir::Put));
     }
 }

@@ -95,13 +95,10 @@ impl Network {
         let (i, p) = (self.expect_index(initiator), self.peer_index(peer)?);
         self.check_alive(i, p)?;
         let caps = meet(&self.nodes[i].caps, &self.nodes[p].caps);
+        if !caps.rdma(kind) {
+            return Err(DeviceError::Unsupported(kind.name()).into());
+        }
         match kind {
-            RdmaDir::Get if !caps.rdma_get => {
-                return Err(DeviceError::Unsupported("rdma get").into())
-            }
-            RdmaDir::Put if !caps.rdma_put => {
-                return Err(DeviceError::Unsupported("rdma put").into())
-            }
             RdmaDir::Get => self.rdma_stats.gets += 1,
             RdmaDir::Put => self.rdma_stats.puts += 1,
         }

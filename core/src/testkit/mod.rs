@@ -58,6 +58,7 @@ pub use waiting::{
     arm_is_pending_while_an_event_is_deliverable,
 };
 
+use crate::bootstrap::ThreadBoot;
 use crate::device::{Device, Sent};
 use crate::envelope::Rank;
 use crate::recorder::Recorder;
@@ -143,6 +144,41 @@ pub trait DeviceKit {
         devices.pop();
         true
     }
+}
+
+/// Runs `make` for every rank of an `n`-rank [`ThreadBoot`] group `job`,
+/// each on its own thread (device setup is collective), and returns the
+/// results in rank order. `mangle`, if given, rewrites what every rank
+/// reads from the key-value space (see [`ThreadBoot::mangled`]).
+///
+/// # Panics
+/// If a thread panics.
+pub fn on_threads<T, F>(
+    n: u32,
+    job: &str,
+    mangle: Option<fn(&str, String) -> String>,
+    make: F,
+) -> Vec<T>
+where
+    T: Send + 'static,
+    F: Fn(Rank, &mut ThreadBoot) -> T + Send + Clone + 'static,
+{
+    let handles: Vec<_> = ThreadBoot::group(n, job)
+        .into_iter()
+        .enumerate()
+        .map(|(rank, boot)| {
+            let mut boot = match mangle {
+                Some(f) => boot.mangled(f),
+                None => boot,
+            };
+            let make = make.clone();
+            std::thread::spawn(move || make(rank as Rank, &mut boot))
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().expect("a setup thread panicked"))
+        .collect()
 }
 
 /// Prints why a check did not run.
