@@ -15,7 +15,7 @@
 //! | `Rts` | context, tag, seq, total length, sender request, [remote key], [SYNC, READY, PUT] | none |
 //! | `Cts` | sender request, receiver request, length to send, [remote key] | none |
 //! | `Frag` | receiver request, offset | a piece of the message |
-//! | `Fin` | the request the FIN completes, [FAILED] | none |
+//! | `Fin` | the request the FIN completes, \[FAILED\] | none |
 //! | `SyncAck` | sender request | none |
 //! | `Credit` | credits returned | none |
 
