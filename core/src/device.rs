@@ -2,8 +2,11 @@
 //!
 //! The engine ([`crate::Engine`]) runs every protocol; a device only moves
 //! bytes. This page is the whole contract, in the manner of mio's `sys`
-//! backends and libfabric's "requirements for core providers". The
-//! conformance suite in `ferry-tests` checks it for every device.
+//! backends and libfabric's "requirements for core providers". Each clause
+//! has one generic check in the device-contract test kit (`testkit`, behind
+//! the test-only `__testkit` feature), which `device_contract_tests!`
+//! instantiates for every device; the conformance suite in `ferry-tests`
+//! checks whole jobs on top.
 //!
 //! # Peers
 //! Peers are job ranks `0..size`, including the local rank itself (a device
