@@ -18,6 +18,22 @@ fn receiver(n: usize) -> usize {
     usize::from(n > 1)
 }
 
+/// The start of a multi-sender check: `None` when the kit skips `check`,
+/// else the default bench of [`ranks`] ranks (`take`: payloads handed over
+/// through `into_payload`), its size and its receiver.
+fn start<'k, K: DeviceKit>(
+    kit: &'k mut K,
+    check: &str,
+    take: bool,
+) -> Option<(Bench<'k, K>, usize, usize)> {
+    if !kit.available(check) {
+        return None;
+    }
+    let n = ranks(kit);
+    let bench = Bench::new(kit, n, Setup::Default, take).expect("a default setup");
+    Some((bench, n, receiver(n)))
+}
+
 /// [`crate::Caps`]: every peer's caps agree with what the device does and
 /// with what the kit expects: `wait_fd` is set exactly when `wait_fd()`
 /// returns an fd, RDMA as expected, and a payload limit that fits a packet.
@@ -59,13 +75,13 @@ pub fn caps_match_the_device<K: DeviceKit>(mut kit: K) {
 /// once, in send order per sender, with the header and payload boundaries
 /// they were sent with.
 pub fn packets_arrive_in_order_from_every_sender_including_self<K: DeviceKit>(mut kit: K) {
-    let check = "packets_arrive_in_order_from_every_sender_including_self";
-    if !kit.available(check) {
+    let Some((mut b, n, to)) = start(
+        &mut kit,
+        "packets_arrive_in_order_from_every_sender_including_self",
+        false,
+    ) else {
         return;
-    }
-    let n = ranks(&kit);
-    let to = receiver(n);
-    let mut b = Bench::new(&mut kit, n, Setup::Default, false).expect("a default setup");
+    };
     let max = b.devs[0].caps(to as Rank).max_payload;
     let sizes = [0usize, 1, 8, 40, 100, 5000.min(max), max];
     let count = 30u8;
@@ -101,13 +117,9 @@ pub fn packets_arrive_in_order_from_every_sender_including_self<K: DeviceKit>(mu
 /// *Buffered*: once `send` returns `Done` the caller may reuse both slices;
 /// what arrives is what they held at the call.
 pub fn a_sent_packet_is_buffered<K: DeviceKit>(mut kit: K) {
-    let check = "a_sent_packet_is_buffered";
-    if !kit.available(check) {
+    let Some((mut b, _, to)) = start(&mut kit, "a_sent_packet_is_buffered", false) else {
         return;
-    }
-    let n = ranks(&kit);
-    let to = receiver(n);
-    let mut b = Bench::new(&mut kit, n, Setup::Default, false).expect("a default setup");
+    };
     let max = b.devs[0].caps(to as Rank).max_payload;
     let mut header = vec![0u8; 8];
     let mut payload = vec![0u8; max.min(3000)];
@@ -136,13 +148,13 @@ pub fn a_sent_packet_is_buffered<K: DeviceKit>(mut kit: K) {
 /// internal error (both refused, never truncated); a rank outside the job
 /// is [`UsageError::InvalidRank`]; the limits themselves are accepted.
 pub fn oversized_packets_and_unknown_ranks_are_refused<K: DeviceKit>(mut kit: K) {
-    let check = "oversized_packets_and_unknown_ranks_are_refused";
-    if !kit.available(check) {
+    let Some((mut b, n, to)) = start(
+        &mut kit,
+        "oversized_packets_and_unknown_ranks_are_refused",
+        false,
+    ) else {
         return;
-    }
-    let n = ranks(&kit);
-    let to = receiver(n);
-    let mut b = Bench::new(&mut kit, n, Setup::Default, false).expect("a default setup");
+    };
     let max = b.devs[0].caps(to as Rank).max_payload;
     let d = &mut b.devs[0];
     assert!(
@@ -235,13 +247,9 @@ pub fn back_pressure_is_busy_and_recovers_in_order<K: DeviceKit>(mut kit: K) {
 /// it reported (every round of the kit checks that), and returns 0 once
 /// everything is delivered.
 pub fn progress_counts_what_it_reports<K: DeviceKit>(mut kit: K) {
-    let check = "progress_counts_what_it_reports";
-    if !kit.available(check) {
+    let Some((mut b, n, to)) = start(&mut kit, "progress_counts_what_it_reports", false) else {
         return;
-    }
-    let n = ranks(&kit);
-    let to = receiver(n);
-    let mut b = Bench::new(&mut kit, n, Setup::Default, false).expect("a default setup");
+    };
     let mut reported = 0;
     for i in 0..5u8 {
         for s in 0..n {
@@ -275,14 +283,14 @@ pub fn progress_counts_what_it_reports<K: DeviceKit>(mut kit: K) {
 /// says the device hands over (the first packet of an idle device at
 /// least), and outlives the device.
 pub fn into_payload_hands_over_a_buffer_that_outlives_the_device<K: DeviceKit>(mut kit: K) {
-    let check = "into_payload_hands_over_a_buffer_that_outlives_the_device";
-    if !kit.available(check) {
+    let Some((mut b, _, to)) = start(
+        &mut kit,
+        "into_payload_hands_over_a_buffer_that_outlives_the_device",
+        true,
+    ) else {
         return;
-    }
-    let hands_over = kit.expect().hands_over;
-    let n = ranks(&kit);
-    let to = receiver(n);
-    let mut b = Bench::new(&mut kit, n, Setup::Default, true).expect("a default setup");
+    };
+    let hands_over = b.kit.expect().hands_over;
     // Past any small-packet path that copies (shm's fastboxes).
     let len = b.devs[0].caps(to as Rank).max_payload.min(1000);
     for i in 0..6u8 {
