@@ -54,7 +54,7 @@ for t in mpicc.openmpi mpicc.mpich mpirun.openmpi mpiexec.hydra ucx_perftest fi_
 done
 
 step "build ferry-bench, ferryrun and the C peers"
-cargo build --release -p ferry-bench -p ferry
+cargo build --release -p ferry-bench -p ferry-launch
 make -C benches/compare
 
 step "run ($REPS alternating repetition(s)$([ $QUICK = 1 ] && echo ', quick'))"

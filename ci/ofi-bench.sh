@@ -33,7 +33,7 @@ ci_packages_ensure libfabric-bin ucx-utils libfabric-dev clang libclang-dev pkg-
 
 step "build"
 cargo build --release --locked -p ferry-bench --features ofi
-cargo build --release --locked -p ferry --bin ferryrun
+cargo build --release --locked -p ferry-launch --bin ferryrun
 FB=$TARGET/release/ferry-bench
 FR=$TARGET/release/ferryrun
 

@@ -23,7 +23,7 @@ target=${CARGO_TARGET_DIR:-target}
 case $target in /*) ;; *) target=$ROOT/$target;; esac
 export CARGO_TARGET_DIR=$target
 cargo build --release --locked -p ferry-bench --features verbs --bin ferry-bench
-cargo build --release --locked -p ferry --bin ferryrun
+cargo build --release --locked -p ferry-launch --bin ferryrun
 R=$target/release
 unset FERRY_VERBS_DEVICE
 exec "$ROOT/ci/perftest-vm.sh" --mode "$MODE" --reps 3 -f "$R/ferryrun" -f "$R/ferry-bench" \

@@ -1,7 +1,7 @@
 //! Measures passive waiting, over shm with 2 ranks:
 //!
 //! ```text
-//! cargo build --release -p ferry --example wait_figures --bin ferryrun
+//! cargo build --release -p ferry --example wait_figures -p ferry-launch --bin ferryrun
 //! for m in passive hybrid spin; do
 //!   target/release/ferryrun -n 2 target/release/examples/wait_figures $m 1000 [pin]
 //! done

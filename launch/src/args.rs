@@ -56,7 +56,7 @@ Options end at the first argument that is not one; PROGRAM's own options
 follow it untouched. `--` also ends them.
 
 Each rank runs PROGRAM with a PMI-1 connection to ferryrun, so it finds its
-peers through ferry::pmi::PmiClient (or any PMI-1 client, e.g. MPICH's):
+peers through ferry_pmi::PmiClient (or any PMI-1 client, e.g. MPICH's):
   PMI_FD, PMI_RANK, PMI_SIZE   the PMI-1 socket, rank and job size
   FERRY_JOB_ID                 the job's random id, also the PMI kvsname
   MPI_LOCALRANKID, MPI_LOCALNRANKS   rank and size on this node (as Hydra)
