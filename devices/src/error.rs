@@ -150,6 +150,9 @@ pub enum ApiError {
     /// A matched-probe message was already received (or is null).
     #[error("the message was already received")]
     MessageTaken,
+    /// A group argument broke MPI's rules (a rank listed twice, a rank outside the group, a range with stride 0 or one that leaves the group).
+    #[error("invalid group argument: {0}")]
+    InvalidGroup(&'static str),
 }
 
 /// An invalid configuration value: the variable (or `Config` field), its

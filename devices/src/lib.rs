@@ -98,6 +98,7 @@ mod completion;
 pub mod config;
 mod counters;
 mod error;
+mod group;
 mod p2p;
 mod persistent;
 #[allow(unsafe_code)]
@@ -116,6 +117,7 @@ pub use completion::{
 pub use config::{Config, DeviceChoice, WaitMode};
 pub use counters::Counters;
 pub use error::{ApiError, ConfigError, Error, Fault, Result, SetupError};
+pub use group::{Group, GroupCompare};
 pub use p2p::Message;
 pub use persistent::start_all;
 pub use raw::{Scope, ScopedRequest};
