@@ -109,6 +109,14 @@ pub enum UsageError {
     /// An input and output slice have different lengths.
     #[error("slice lengths differ: {0}")]
     LengthMismatch(&'static str),
+    /// The reduction operation is not defined on this datatype (MPI_ERR_OP), e.g. a bitwise op on floats.
+    #[error("reduction {op} is not defined on {datatype}")]
+    OpNotDefined {
+        /// The operation's name, as [`ReduceOp::name`](crate::coll::reduce::ReduceOp::name) gives it.
+        op: &'static str,
+        /// The datatype's name, as [`Datatype::name`](crate::coll::reduce::Datatype::name) gives it.
+        datatype: &'static str,
+    },
     /// The device needed for this is not present or not compiled in.
     #[error("unsupported: {0}")]
     Unsupported(&'static str),

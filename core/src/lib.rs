@@ -50,6 +50,7 @@
 
 pub mod bootstrap;
 pub mod buffer;
+pub mod coll;
 pub mod config;
 pub mod device;
 pub mod engine;

@@ -1,0 +1,2 @@
+//! Collective operations: schedules of point-to-point steps and local reductions.
+pub mod reduce;
