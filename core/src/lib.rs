@@ -76,8 +76,8 @@ pub use buffer::{Buf, ByteStorage};
 pub use config::{Config, RndvMode};
 pub use device::{Caps, Device};
 pub use engine::{
-    Any, Check, CheckMode, Completion, Counters, Engine, Outcount, Park, SendMode, SpinPark,
-    Started, StatusAny,
+    Any, Check, CheckMode, CollStarted, Completion, Counters, Engine, Outcount, Park, SendMode,
+    SpinPark, Started, StatusAny,
 };
 pub use envelope::{
     ContextId, Envelope, Pattern, Rank, Tag, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB,

@@ -1,2 +1,190 @@
-//! Collective operations: schedules of point-to-point steps and local reductions.
+//! Collective operations as sans-IO schedules (DESIGN §9).
+//!
+//! A collective call is turned into a [`Schedule`] by [`build`]: rounds of
+//! sends and receives on the communicator's collective context, plus local
+//! reductions and copies. The engine runs it from its progress
+//! ([`Engine::start_coll`](crate::Engine::start_coll), or
+//! [`Engine::coll_init`](crate::Engine::coll_init) for a persistent one that
+//! [`Engine::start`](crate::Engine::start) runs again), and completes a
+//! request of the same kind as point-to-point ones.
+//!
+//! Counts here are in bytes; the `ferry` crate multiplies element counts by
+//! the element size. Each call's messages carry the call's `tag` (its
+//! sequence number on the communicator), so two collectives outstanding on
+//! one communicator never take each other's messages, and the collective
+//! context keeps them apart from user traffic.
+//!
+//! Algorithms are chosen by a [`CollTable`] built once per communicator
+//! ([`tune`]); the builders are in `algo/`, one family per file.
+
+mod algo;
 pub mod reduce;
+pub mod schedule;
+pub mod tune;
+
+use std::sync::Arc;
+
+pub use reduce::{reduce_into, Datatype, ReduceOp, UserOp};
+pub use schedule::{CollKind, Region, Schedule, SlotId, Step, INPUT, OUTPUT};
+pub use tune::{CollTable, CollTuning};
+
+use crate::buffer::Buf;
+use crate::envelope::{ContextId, Rank, Tag};
+use crate::error::{Result, UsageError};
+
+/// A communicator as the builders see it.
+#[derive(Debug, Clone)]
+pub struct Team {
+    /// The collective context id.
+    pub context: ContextId,
+    /// This process's rank in the communicator.
+    pub rank: u32,
+    /// The communicator's size.
+    pub size: u32,
+    /// Communicator rank to job rank (`None`: the identity).
+    pub job_ranks: Option<Arc<[Rank]>>,
+}
+
+/// A collective call and its byte counts. Buffers are passed separately:
+/// see each variant for what `input` and `output` must hold (`None` where
+/// MPI would take `MPI_IN_PLACE` or ignore the argument).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Collective {
+    /// No buffers.
+    Barrier,
+    /// `output` on every rank: the root's data, overwritten elsewhere.
+    Bcast {
+        /// The root.
+        root: u32,
+    },
+    /// `input`: this rank's data (`None` in place at the root, whose data
+    /// is then in `output`); `output`: the result, at the root only.
+    Reduce {
+        /// The root.
+        root: u32,
+        /// The operation.
+        op: ReduceOp,
+        /// The element type.
+        dtype: Datatype,
+    },
+    /// `input` (or `None` in place); `output`: the result everywhere.
+    Allreduce {
+        /// The operation.
+        op: ReduceOp,
+        /// The element type.
+        dtype: Datatype,
+    },
+    /// `input`: this rank's block (`None` in place at the root, whose block
+    /// already sits in `output`); `output` at the root: every block, by
+    /// rank, at `displs` (all equal counts when `counts` is `None`).
+    Gather {
+        /// The root.
+        root: u32,
+        /// Per-rank byte counts and displacements (gatherv), or `None`.
+        v: Option<Counts>,
+    },
+    /// `input` at the root: every block; `output`: this rank's block
+    /// (`None` in place at the root, which keeps its block in `input`).
+    Scatter {
+        /// The root.
+        root: u32,
+        /// Per-rank byte counts and displacements (scatterv), or `None`.
+        v: Option<Counts>,
+    },
+    /// `input`: this rank's block (`None` in place: it is already in
+    /// `output` at this rank's place); `output`: every block.
+    Allgather {
+        /// Per-rank counts and displacements (allgatherv), or `None`.
+        v: Option<Counts>,
+    },
+    /// `input`: one block per destination (`None` in place: `output` holds
+    /// them and is overwritten); `output`: one block per source.
+    Alltoall {
+        /// Per-rank send and receive counts (alltoallv), or `None`.
+        v: Option<(Counts, Counts)>,
+    },
+    /// `input`: the full vector (`None` in place: `output` holds it);
+    /// `output`: this rank's block of the reduced vector (in place: at the
+    /// start of `output`). Block sizes: `counts`, or equal.
+    ReduceScatter {
+        /// Per-rank byte counts (reduce_scatter), or `None` (the block
+        /// variant, `output`'s length each).
+        counts: Option<Vec<usize>>,
+        /// The operation.
+        op: ReduceOp,
+        /// The element type.
+        dtype: Datatype,
+    },
+    /// `input` (or `None` in place); `output`: the reduction over ranks
+    /// `0..=rank`.
+    Scan {
+        /// The operation.
+        op: ReduceOp,
+        /// The element type.
+        dtype: Datatype,
+    },
+    /// As [`Collective::Scan`] over ranks `0..rank`; rank 0's `output` is
+    /// left as it was.
+    Exscan {
+        /// The operation.
+        op: ReduceOp,
+        /// The element type.
+        dtype: Datatype,
+    },
+}
+
+/// Per-rank byte counts and displacements of a v-collective.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counts {
+    /// Bytes per rank.
+    pub counts: Vec<usize>,
+    /// Byte offset of each rank's block.
+    pub displs: Vec<usize>,
+}
+
+impl Counts {
+    /// Blocks laid end to end.
+    pub fn packed(counts: Vec<usize>) -> Counts {
+        let mut displs = Vec::with_capacity(counts.len());
+        let mut at = 0;
+        for &c in &counts {
+            displs.push(at);
+            at += c;
+        }
+        Counts { counts, displs }
+    }
+
+    fn check(&self, size: u32, buf_len: usize) -> Result<()> {
+        if self.counts.len() != size as usize || self.displs.len() != size as usize {
+            return Err(UsageError::LengthMismatch("one count and displacement per rank").into());
+        }
+        for (&c, &d) in self.counts.iter().zip(&self.displs) {
+            if d.checked_add(c).is_none_or(|end| end > buf_len) {
+                return Err(UsageError::LengthMismatch(
+                    "a block's displacement and count leave its buffer",
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Builds the schedule of one collective call.
+///
+/// # Errors
+/// [`UsageError::InvalidRank`] for a root outside the communicator,
+/// [`UsageError::LengthMismatch`] for buffers of the wrong size (or a
+/// missing one), `OpNotDefined` for an op the datatype does not support,
+/// out of memory for temporaries.
+pub fn build(
+    team: &Team,
+    tag: Tag,
+    table: &CollTable,
+    coll: Collective,
+    input: Option<Buf>,
+    output: Option<Buf>,
+) -> Result<Schedule> {
+    algo::build(team, tag, table, coll, input, output)
+}

@@ -135,6 +135,7 @@ impl<D: Device> Engine<D> {
                 status: Status::EMPTY,
                 buf: started.buf,
                 message: None,
+                input: None,
             });
         }
         let mut request = started.request;

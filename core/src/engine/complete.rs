@@ -23,7 +23,7 @@
 //!   request in turn instead of always favouring index 0. `get_status_*`
 //!   complete nothing and free nothing: a later `test`/`wait` does.
 
-use super::{Completion, Engine, Park, State};
+use super::{Completion, Engine, Op, Park, State};
 use crate::device::Device;
 use crate::error::Result;
 use crate::handle::Request;
@@ -68,7 +68,7 @@ pub enum Outcount {
 
 /// Where a handle stands, read without progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Standing {
+pub(super) enum Standing {
     /// Null, or an inactive persistent request.
     Inactive,
     Pending,
@@ -76,7 +76,7 @@ enum Standing {
 }
 
 impl State {
-    fn standing(&self, request: Request) -> Result<Standing> {
+    pub(super) fn standing(&self, request: Request) -> Result<Standing> {
         if request.is_null() {
             return Ok(Standing::Inactive);
         }
@@ -105,7 +105,7 @@ impl State {
 
     /// Completes a complete request: frees it (the handle becomes NULL) or,
     /// if persistent, makes it inactive. `None` if it is still pending.
-    fn take(&mut self, request: &mut Request) -> Result<Option<Completion>> {
+    pub(super) fn take(&mut self, request: &mut Request) -> Result<Option<Completion>> {
         match self.standing(*request)? {
             Standing::Pending => return Ok(None),
             Standing::Inactive => return Ok(Some(Completion::empty())),
@@ -117,6 +117,23 @@ impl State {
         }
         let key = request.0;
         let req = self.requests.get_mut(key).ok_or_else(State::stale)?;
+        if let Op::Coll(run) = req.op {
+            let persistent = req.persistent;
+            let status = req.status;
+            if persistent {
+                req.active = false;
+            } else {
+                self.requests.remove(key);
+                *request = Request::NULL;
+            }
+            let (buf, input) = self.take_coll(run, persistent);
+            return Ok(Some(Completion {
+                status,
+                buf,
+                message: None,
+                input,
+            }));
+        }
         if req.persistent {
             req.active = false;
             let message = req.message.take();
@@ -124,6 +141,7 @@ impl State {
                 status: req.status,
                 buf: None,
                 message,
+                input: None,
             }));
         }
         let req = self.requests.remove(key).ok_or_else(State::stale)?;
@@ -132,6 +150,7 @@ impl State {
             status: req.status,
             buf: req.buf,
             message: req.message,
+            input: None,
         }))
     }
 

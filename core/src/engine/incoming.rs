@@ -365,7 +365,8 @@ fn depends_on(req: &super::Req, peer: Rank) -> bool {
             m.source == peer
         }
         Op::Probing => req.spec.peer == peer,
-        Op::Posted { .. } | Op::Idle | Op::Releasing(_) => false,
+        // A collective fails through its own sends and receives.
+        Op::Posted { .. } | Op::Idle | Op::Releasing(_) | Op::Coll(_) => false,
     }
 }
 

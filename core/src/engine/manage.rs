@@ -61,7 +61,12 @@ impl<D: Device> Engine<D> {
         let req = self.st.requests.get_mut(key).filter(|r| !r.detached);
         let req = req.ok_or_else(State::stale)?;
         if req.complete || !req.active {
-            self.st.requests.remove(key);
+            if let Some(Req {
+                op: Op::Coll(run), ..
+            }) = self.st.requests.remove(key)
+            {
+                self.st.drop_coll(run);
+            }
         } else {
             req.detached = true;
             req.persistent = false;

@@ -31,6 +31,7 @@
 //! [`Status::error`] and hands the buffer back, so no buffer is ever lost.
 
 mod blocking;
+mod coll;
 mod complete;
 mod incoming;
 mod manage;
@@ -54,6 +55,7 @@ use crate::slab::Slab;
 use crate::status::Status;
 use crate::wire::Rts;
 
+pub use coll::CollStarted;
 pub use complete::{Any, Outcount, StatusAny};
 pub(crate) use outbox::Out;
 pub use request::SendMode;
@@ -70,6 +72,9 @@ pub struct Completion {
     pub buf: Option<Buf>,
     /// For a matched-probe request: the message it took.
     pub message: Option<Message>,
+    /// For a collective: the caller's input buffer, handed back (`buf` is
+    /// its output).
+    pub input: Option<Buf>,
 }
 
 impl Completion {
@@ -78,6 +83,7 @@ impl Completion {
             status: Status::EMPTY,
             buf: None,
             message: None,
+            input: None,
         }
     }
 }
@@ -239,6 +245,10 @@ pub(crate) struct State {
     pub(crate) events: u64,
     /// Rotating start for `testany` / `get_status_any` fairness.
     pub(crate) fair: usize,
+    /// Collective schedules, running or (persistent) waiting for `start`.
+    pub(crate) colls: Slab<coll::Running>,
+    /// Keys of the running ones.
+    pub(crate) colls_active: Vec<u64>,
 }
 
 /// See the module docs.
@@ -285,6 +295,8 @@ impl<D: Device> Engine<D> {
                 counters: Counters::default(),
                 events: 0,
                 fair: 0,
+                colls: Slab::default(),
+                colls_active: Vec::new(),
             },
             armed: false,
         })
@@ -383,6 +395,9 @@ impl<D: Device> Engine<D> {
         self.device.progress(&mut self.st)?;
         if !self.st.outbox.is_empty() {
             outbox::flush(&mut self.device, &mut self.st)?;
+        }
+        if !self.st.colls_active.is_empty() {
+            self.advance_colls()?;
         }
         Ok((self.st.events - before) as usize)
     }

@@ -94,6 +94,9 @@ impl<D: Device> Engine<D> {
         req.active = true;
         req.complete = false;
         req.status = Status::EMPTY;
+        if let Op::Coll(run) = req.op {
+            return self.start_coll_persistent(run);
+        }
         let spec = req.spec;
         if spec.peer == PROC_NULL {
             let status = if req.kind == Kind::Send {
@@ -166,9 +169,31 @@ impl<D: Device> Engine<D> {
             .get_mut(request.0)
             .ok_or_else(State::stale)?;
         check_inactive_persistent(req)?;
+        if let Op::Coll(_) = req.op {
+            // A persistent collective's one buffer: its output, or the
+            // input of a member without one (a reduce's non-root).
+            let (input, output) = self.coll_buffers_mut(request)?;
+            return output
+                .or(input)
+                .ok_or(Error::Internal("persistent collective without a buffer"));
+        }
+        let req = self
+            .st
+            .requests
+            .get_mut(request.0)
+            .ok_or_else(State::stale)?;
         req.buf
             .as_mut()
             .ok_or(Error::Internal("persistent request without a buffer"))
+    }
+
+    /// Is this request a collective?
+    ///
+    /// # Errors
+    /// [`UsageError::StaleHandle`].
+    pub fn is_coll(&self, request: &Request) -> Result<bool> {
+        let req = self.st.requests.get(request.0).ok_or_else(State::stale)?;
+        Ok(matches!(req.op, Op::Coll(_)))
     }
 }
 

@@ -40,6 +40,8 @@ pub(crate) enum Kind {
     /// Completed by its owner (a collective schedule) through
     /// [`Engine::complete_generic`](super::Engine::complete_generic).
     Generic,
+    /// A collective: its `Op::Coll` names the running schedule.
+    Coll,
 }
 
 /// What the operation was asked to do; kept for persistent restarts.
@@ -107,6 +109,9 @@ pub(crate) enum Op {
     RndvRecv(RndvRecv),
     /// Done; the registration ends and the request completes in the outbox.
     Releasing(Releasing),
+    /// A collective's schedule (a key of `State::colls`), kept across
+    /// completions so that a persistent collective can run again.
+    Coll(u64),
 }
 
 /// A send that has chosen its protocol but not yet sent its first packet.

@@ -1,0 +1,187 @@
+//! The algorithm builders: each writes one collective's steps for one
+//! rank. Ranks here are communicator ranks; the [`Builder`] translates
+//! them. Families: trees (`tree.rs`: barrier, bcast, reduce),
+//! `allreduce.rs` (with reduce-scatter), `scan.rs`, `gather.rs` (with
+//! scatter), `allgather.rs`, `alltoall.rs`.
+//!
+//! Every builder checks its buffers' sizes first, so a schedule never
+//! indexes outside them; the builder's `finish` checks every region again.
+
+mod allgather;
+mod allreduce;
+mod alltoall;
+mod gather;
+mod scan;
+mod tree;
+
+use super::schedule::{length_error, Builder, CollKind, Region, Schedule, SlotId, INPUT, OUTPUT};
+use super::{CollTable, Collective, Datatype, ReduceOp, Team};
+use crate::buffer::Buf;
+use crate::envelope::Tag;
+use crate::error::{Result, UsageError};
+
+/// The common facts every builder needs.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Me {
+    /// Communicator size.
+    pub(super) n: u32,
+    /// My rank.
+    pub(super) r: u32,
+}
+
+impl Me {
+    /// `r` relative to `root`.
+    pub(super) fn rel(self, root: u32) -> u32 {
+        (self.r + self.n - root) % self.n
+    }
+
+    /// The rank whose rank relative to `root` is `rel`.
+    pub(super) fn abs(self, rel: u32, root: u32) -> u32 {
+        (rel + root) % self.n
+    }
+}
+
+pub(super) fn build(
+    team: &Team,
+    tag: Tag,
+    table: &CollTable,
+    coll: Collective,
+    input: Option<Buf>,
+    output: Option<Buf>,
+) -> Result<Schedule> {
+    if team.size == 0 || team.rank >= team.size {
+        return Err(UsageError::InvalidRank {
+            rank: team.rank as i32,
+            size: team.size,
+        }
+        .into());
+    }
+    let me = Me {
+        n: team.size,
+        r: team.rank,
+    };
+    let kind = kind_of(&coll);
+    let mut b = Builder::new(
+        kind,
+        team.context,
+        tag,
+        team.job_ranks.clone(),
+        input,
+        output,
+    );
+    match coll {
+        Collective::Barrier => tree::barrier(&mut b, me)?,
+        Collective::Bcast { root } => tree::bcast(&mut b, me, table, check_root(root, me)?)?,
+        Collective::Reduce { root, op, dtype } => {
+            set_op(&mut b, op, dtype)?;
+            tree::reduce(&mut b, me, check_root(root, me)?, dtype)?;
+        }
+        Collective::Allreduce { op, dtype } => {
+            set_op(&mut b, op.clone(), dtype)?;
+            allreduce::allreduce(&mut b, me, table, &op, dtype)?;
+        }
+        Collective::ReduceScatter { counts, op, dtype } => {
+            set_op(&mut b, op.clone(), dtype)?;
+            allreduce::reduce_scatter(&mut b, me, counts, &op, dtype)?;
+        }
+        Collective::Scan { op, dtype } => {
+            set_op(&mut b, op, dtype)?;
+            scan::scan(&mut b, me, dtype, false)?;
+        }
+        Collective::Exscan { op, dtype } => {
+            set_op(&mut b, op, dtype)?;
+            scan::scan(&mut b, me, dtype, true)?;
+        }
+        Collective::Gather { root, v } => gather::gather(&mut b, me, check_root(root, me)?, v)?,
+        Collective::Scatter { root, v } => {
+            gather::scatter(&mut b, me, check_root(root, me)?, v)?;
+        }
+        Collective::Allgather { v } => allgather::allgather(&mut b, me, table, v)?,
+        Collective::Alltoall { v } => alltoall::alltoall(&mut b, me, table, v)?,
+    }
+    b.finish()
+}
+
+fn kind_of(coll: &Collective) -> CollKind {
+    match coll {
+        Collective::Barrier => CollKind::Barrier,
+        Collective::Bcast { .. } => CollKind::Bcast,
+        Collective::Reduce { .. } => CollKind::Reduce,
+        Collective::Allreduce { .. } => CollKind::Allreduce,
+        Collective::Gather { .. } => CollKind::Gather,
+        Collective::Scatter { .. } => CollKind::Scatter,
+        Collective::Allgather { .. } => CollKind::Allgather,
+        Collective::Alltoall { .. } => CollKind::Alltoall,
+        Collective::ReduceScatter { .. } => CollKind::ReduceScatter,
+        Collective::Scan { .. } => CollKind::Scan,
+        Collective::Exscan { .. } => CollKind::Exscan,
+    }
+}
+
+fn check_root(root: u32, me: Me) -> Result<u32> {
+    if root < me.n {
+        Ok(root)
+    } else {
+        Err(UsageError::InvalidRank {
+            rank: i32::try_from(root).unwrap_or(i32::MAX),
+            size: me.n,
+        }
+        .into())
+    }
+}
+
+fn set_op(b: &mut Builder, op: ReduceOp, dtype: Datatype) -> Result<()> {
+    op.check(dtype)?;
+    b.set_op(op, dtype);
+    Ok(())
+}
+
+/// The slot holding this rank's contribution: the input, or the output for
+/// an in-place call.
+pub(super) fn source(b: &Builder) -> SlotId {
+    if b.has(INPUT) {
+        INPUT
+    } else {
+        OUTPUT
+    }
+}
+
+/// Checks that `slot` is present with exactly `len` bytes.
+pub(super) fn need(b: &Builder, slot: SlotId, len: usize, what: &'static str) -> Result<()> {
+    if b.has(slot) && b.slot_len(slot) == len {
+        Ok(())
+    } else {
+        Err(length_error(what))
+    }
+}
+
+/// Checks that a byte length is a whole number of elements.
+pub(super) fn whole(len: usize, dtype: Datatype) -> Result<usize> {
+    let size = dtype.size();
+    if size == 0 || len % size != 0 {
+        return Err(length_error("buffer is not a whole number of elements"));
+    }
+    Ok(len / size)
+}
+
+/// `len` bytes split into `parts` element-aligned segments as `(offset,
+/// len)`, the first ones one element longer when it does not divide.
+pub(super) fn split(len: usize, elem: usize, parts: u32) -> Vec<(usize, usize)> {
+    let parts = parts.max(1) as usize;
+    let elems = len / elem.max(1);
+    let (base, extra) = (elems / parts, elems % parts);
+    let mut at = 0;
+    (0..parts)
+        .map(|i| {
+            let n = (base + usize::from(i < extra)) * elem;
+            let seg = (at, n);
+            at += n;
+            seg
+        })
+        .collect()
+}
+
+/// A region from an `(offset, len)` pair.
+pub(super) fn region(slot: SlotId, seg: (usize, usize)) -> Region {
+    Region::new(slot, seg.0, seg.1)
+}
