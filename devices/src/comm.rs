@@ -1,4 +1,4 @@
-//! Communicators: a group of processes with their own context id.
+//! Communicators: a group of processes with their own context ids.
 //!
 //! Ranks passed to and reported by a [`Comm`] are communicator ranks; the
 //! engine works in job ranks. Each communicator translates both ways (its
@@ -7,20 +7,25 @@
 //!
 //! # Context ids
 //! Every communicator owns [`CONTEXTS_PER_COMM`] consecutive context ids:
-//! the first carries point-to-point traffic, the others are reserved for its
-//! collective schedules (none exists yet), so the two never match each other.
-//! `world` owns `0..4`, `self` owns `4..8`; communicators made later
-//! (`dup`, `split`) take ids from [`FIRST_FREE_CONTEXT`] on.
+//! the first carries point-to-point traffic, the second its collectives
+//! (so the two never match each other); the others are reserved (`world`
+//! uses its last for finalize's drain). `world` owns `0..4`, `self` owns
+//! `4..8`; communicators made later (`dup`, `split`, `create`) take blocks
+//! from [`FIRST_FREE_CONTEXT`] on, agreed by every member (see
+//! `contexts.rs`), and give them back when their last handle drops.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use ferry_core::{ContextId, Rank, Status, ANY_SOURCE, PROC_NULL};
+use ferry_core::coll::{CollTable, Team};
+use ferry_core::{ContextId, Rank, Status, ANY_SOURCE, PROC_NULL, TAG_UB};
 
-use crate::error::{ApiError, Result};
+use crate::error::Result;
+use crate::group::Group;
 use crate::world::{Shared, World};
 
-/// Context ids owned by each communicator: one for point-to-point, the rest
-/// reserved for collectives.
+/// Context ids owned by each communicator: point-to-point, collectives,
+/// and two reserved.
 pub const CONTEXTS_PER_COMM: ContextId = 4;
 /// `world`'s first context id.
 pub(crate) const WORLD_CONTEXT: ContextId = 0;
@@ -32,55 +37,14 @@ pub(crate) const SELF_CONTEXT: ContextId = CONTEXTS_PER_COMM;
 /// The first context id not taken by `world` and `self`.
 pub const FIRST_FREE_CONTEXT: ContextId = 2 * CONTEXTS_PER_COMM;
 
-/// Which job ranks a communicator holds, in communicator-rank order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Group {
-    /// Every job rank, in order: translation is the identity.
-    World { size: u32 },
-    /// One job rank (`self`).
-    Single { job_rank: Rank },
-}
-
-impl Group {
-    pub(crate) fn size(&self) -> u32 {
-        match self {
-            Group::World { size } => *size,
-            Group::Single { .. } => 1,
-        }
-    }
-
-    /// The job rank of communicator rank `rank`; `PROC_NULL` and
-    /// `ANY_SOURCE` pass through.
-    ///
-    /// # Errors
-    /// [`ApiError::InvalidRank`] for a rank outside the communicator.
-    pub(crate) fn to_job(&self, rank: Rank) -> Result<Rank> {
-        if rank == PROC_NULL || rank == ANY_SOURCE {
-            return Ok(rank);
-        }
-        let size = self.size();
-        if rank < 0 || rank as u32 >= size {
-            return Err(ApiError::InvalidRank { rank, size }.into());
-        }
-        Ok(match self {
-            Group::World { .. } => rank,
-            Group::Single { job_rank } => *job_rank,
-        })
-    }
-
-    /// The communicator rank of job rank `rank` (the special ranks pass
-    /// through; a rank outside the group, which the context id makes
-    /// impossible for a matched message, reports as `PROC_NULL`).
-    pub(crate) fn to_comm(&self, rank: Rank) -> Rank {
-        if rank == PROC_NULL || rank == ANY_SOURCE {
-            return rank;
-        }
-        match self {
-            Group::World { .. } => rank,
-            Group::Single { job_rank } if *job_rank == rank => 0,
-            Group::Single { .. } => PROC_NULL,
-        }
-    }
+/// Per-communicator hints (MPI's info keys), inherited by `dup`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hints {
+    /// `mpi_recv_req_may_be_empty` (the `REQUEST_EMPTY` proposal): a
+    /// receive that finds its message already arrived may complete inside
+    /// its call and return `REQUEST_EMPTY` (with its buffer) instead of a
+    /// request. Off unless the communicator opts in.
+    pub recv_may_be_empty: bool,
 }
 
 /// What a communicator's handles share.
@@ -90,33 +54,91 @@ pub(crate) struct CommInner {
     pub(crate) group: Group,
     pub(crate) context: ContextId,
     pub(crate) rank: Rank,
+    /// Communicator rank to job rank for the collective builders (`None`:
+    /// the identity).
+    job_ranks: Option<Arc<[Rank]>>,
+    pub(crate) table: CollTable,
+    /// The next collective's sequence number (its tag): every member
+    /// issues collectives in the same order, so they agree on it.
+    seq: AtomicU32,
+    pub(crate) hints: Hints,
+    /// The context block to give back on drop (`None` for world and self).
+    block: Option<u32>,
 }
 
 impl CommInner {
     /// A status with its source translated to this communicator's ranks.
     pub(crate) fn status(&self, mut s: Status) -> Status {
-        s.source = self.group.to_comm(s.source);
+        if s.source != PROC_NULL && s.source != ANY_SOURCE {
+            s.source = self.group.to_group(s.source).unwrap_or(PROC_NULL);
+        }
         s
+    }
+
+    /// The collective context id.
+    pub(crate) fn coll_context(&self) -> ContextId {
+        self.context + 1
+    }
+
+    /// The team the collective builders see.
+    pub(crate) fn team(&self) -> Team {
+        Team {
+            context: self.coll_context(),
+            rank: self.rank as u32,
+            size: self.group.size(),
+            job_ranks: self.job_ranks.clone(),
+        }
+    }
+
+    /// The tag of the next collective.
+    pub(crate) fn next_tag(&self) -> i32 {
+        (self.seq.fetch_add(1, Ordering::Relaxed) & TAG_UB as u32) as i32
     }
 }
 
-/// A communicator: `Send + Sync`, cheap to clone.
+impl Drop for CommInner {
+    fn drop(&mut self) {
+        if let Some(block) = self.block {
+            self.shared.contexts.release(block);
+        }
+    }
+}
+
+/// A communicator: `Send + Sync`, cheap to clone. The last handle dropped
+/// frees it (`MPI_Comm_free`) and gives its context ids back.
 ///
 /// Point-to-point operations are methods of `Comm` (see the crate docs for
-/// the three buffer styles: owned, scoped, raw).
+/// the three buffer styles: owned, scoped, raw), and so are the collectives
+/// and the communicator constructors (`dup`, `split`, `create`).
 #[derive(Debug, Clone)]
 pub struct Comm {
     pub(crate) inner: Arc<CommInner>,
 }
 
 impl Comm {
-    pub(crate) fn new(shared: Arc<Shared>, group: Group, context: ContextId, rank: Rank) -> Comm {
+    /// A communicator over `group` (which must hold this process) with the
+    /// context block `block` (`None`: one of the fixed ones at `context`).
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        group: Group,
+        context: ContextId,
+        block: Option<u32>,
+        hints: Hints,
+    ) -> Comm {
+        let rank = group.rank().unwrap_or(PROC_NULL);
+        let job_ranks = (!group.is_identity()).then(|| Arc::from(group.job_ranks()));
+        let table = CollTable::new(group.size(), shared.config.coll);
         Comm {
             inner: Arc::new(CommInner {
                 shared,
                 group,
                 context,
                 rank,
+                job_ranks,
+                table,
+                seq: AtomicU32::new(0),
+                hints,
+                block,
             }),
         }
     }
@@ -137,10 +159,21 @@ impl Comm {
         self.inner.context
     }
 
+    /// The communicator's group (`MPI_Comm_group`).
+    pub fn group(&self) -> Group {
+        self.inner.group.clone()
+    }
+
+    /// The communicator's hints.
+    pub fn hints(&self) -> Hints {
+        self.inner.hints
+    }
+
     /// The job rank of communicator rank `rank`.
     ///
     /// # Errors
-    /// [`ApiError::InvalidRank`] for a rank outside the communicator.
+    /// [`ApiError::InvalidRank`](crate::ApiError::InvalidRank) for a rank
+    /// outside the communicator.
     pub fn job_rank(&self, rank: Rank) -> Result<Rank> {
         self.inner.group.to_job(rank)
     }

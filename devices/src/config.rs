@@ -86,6 +86,11 @@ pub struct Config {
     /// The engine's settings (`FERRY_EAGER_LIMIT` sets `eager_limit`,
     /// `FERRY_RNDV_THRESHOLD` sets `rdma_threshold`).
     pub engine: ferry_core::Config,
+    /// Forced collective algorithms (`FERRY_COLL_BCAST`,
+    /// `FERRY_COLL_ALLREDUCE`, `FERRY_COLL_ALLGATHER`,
+    /// `FERRY_COLL_ALLTOALL`); unset, each communicator's table chooses by
+    /// size.
+    pub coll: ferry_core::coll::CollTuning,
 }
 
 impl Default for Config {
@@ -97,6 +102,7 @@ impl Default for Config {
             log: None,
             print_counters: false,
             engine: ferry_core::Config::default(),
+            coll: ferry_core::coll::CollTuning::default(),
         }
     }
 }
@@ -144,6 +150,17 @@ impl Config {
         if let Some(on) = settings::flag(src, "FERRY_PRINT_COUNTERS")? {
             c.print_counters = on;
         }
+        for (var, op) in COLL_VARS {
+            if let Some(name) = settings::text(src, var) {
+                c.coll
+                    .set(op, &name.to_ascii_lowercase())
+                    .map_err(|valid| ConfigError {
+                        var,
+                        value: name,
+                        expected: format!("one of {valid}"),
+                    })?;
+            }
+        }
         Ok(c)
     }
 
@@ -155,6 +172,14 @@ impl Config {
         crate::select::init_with(self)
     }
 }
+
+/// The variables that force a collective algorithm, and their operation.
+const COLL_VARS: [(&str, &str); 4] = [
+    ("FERRY_COLL_BCAST", "bcast"),
+    ("FERRY_COLL_ALLREDUCE", "allreduce"),
+    ("FERRY_COLL_ALLGATHER", "allgather"),
+    ("FERRY_COLL_ALLTOALL", "alltoall"),
+];
 
 /// `FERRY_DEVICE`'s values (and their aliases).
 const DEVICES: &[(&str, DeviceChoice)] = &[

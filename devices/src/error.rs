@@ -150,6 +150,10 @@ pub enum ApiError {
     /// A matched-probe message was already received (or is null).
     #[error("the message was already received")]
     MessageTaken,
+    /// Every context id is in use on some member: too many communicators
+    /// alive at once (4096 per process).
+    #[error("no context id is free on every member: too many communicators alive at once")]
+    ContextsExhausted,
     /// A group argument broke MPI's rules (a rank listed twice, a rank outside the group, a range with stride 0 or one that leaves the group).
     #[error("invalid group argument: {0}")]
     InvalidGroup(&'static str),

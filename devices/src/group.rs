@@ -188,7 +188,6 @@ impl Group {
     /// The group of every job rank in order (`MPI_COMM_WORLD`'s group), in
     /// O(1) memory. A `size` beyond what [`Rank`] can number is cut to
     /// 2^31.
-    #[cfg_attr(not(test), expect(dead_code, reason = "comm.rs switches to it next"))]
     pub(crate) fn world(size: u32, my_job_rank: Rank) -> Group {
         Group::new(
             Layout::Identity {
@@ -202,7 +201,6 @@ impl Group {
     ///
     /// # Errors
     /// [`ApiError::InvalidGroup`] if a job rank is negative or listed twice.
-    #[cfg_attr(not(test), expect(dead_code, reason = "comm.rs switches to it next"))]
     pub(crate) fn from_job_ranks(job_ranks: Vec<Rank>, my_job_rank: Rank) -> Result<Group> {
         if job_ranks.iter().any(|&j| j < 0) {
             return Err(ApiError::InvalidGroup("a job rank is negative").into());
@@ -262,7 +260,6 @@ impl Group {
     /// # Errors
     /// [`ApiError::InvalidRank`] for any other rank outside `0..size`.
     #[inline]
-    #[cfg_attr(not(test), expect(dead_code, reason = "comm.rs switches to it next"))]
     pub(crate) fn to_job(&self, rank: Rank) -> Result<Rank> {
         if rank == PROC_NULL || rank == ANY_SOURCE {
             return Ok(rank);

@@ -93,10 +93,13 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod coll;
 mod comm;
 mod completion;
 pub mod config;
+mod contexts;
 mod counters;
+mod create;
 mod error;
 mod group;
 mod p2p;
@@ -109,13 +112,17 @@ mod typed;
 pub mod waiter;
 mod world;
 
-pub use comm::{Comm, CONTEXTS_PER_COMM, FIRST_FREE_CONTEXT};
+pub use coll::op::{
+    DoubleInt, FloatInt, Integer, LocPair, LongInt, Op, Reducible, ShortInt, TwoInt,
+};
+pub use comm::{Comm, Hints, CONTEXTS_PER_COMM, FIRST_FREE_CONTEXT};
 pub use completion::{
     get_status_all, get_status_any, get_status_some, test_all, test_any, test_some, wait_all,
     wait_all_into, wait_any, wait_some, Outcome,
 };
 pub use config::{Config, DeviceChoice, WaitMode};
 pub use counters::Counters;
+pub use create::{CommCompare, PendingComm, SplitType, UNDEFINED};
 pub use error::{ApiError, ConfigError, Error, Fault, Result, SetupError};
 pub use group::{Group, GroupCompare};
 pub use p2p::Message;

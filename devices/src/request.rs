@@ -48,6 +48,8 @@ pub struct Completion {
     pub(crate) buf: Option<Buf>,
     pub(crate) origin: Option<TypeId>,
     pub(crate) message: Option<ferry_core::Message>,
+    /// A collective's input buffer, handed back beside its output.
+    pub(crate) input: Option<Buf>,
 }
 
 impl Completion {
@@ -57,6 +59,7 @@ impl Completion {
             buf: None,
             origin: None,
             message: None,
+            input: None,
         }
     }
 
@@ -71,7 +74,13 @@ impl Completion {
             buf: c.buf.or(ready),
             origin,
             message: c.message,
+            input: c.input,
         }
+    }
+
+    /// True if a collective's input buffer came back.
+    pub(crate) fn has_input(&self) -> bool {
+        self.input.is_some()
     }
 
     /// The buffer's bytes (empty if there is none). For a receive this is
@@ -100,7 +109,9 @@ impl Completion {
     /// [`ApiError::NoBuffer`], [`ApiError::ElementSize`], or
     /// `OutOfMemory` if a copy cannot be allocated.
     pub fn into_vec<T: Element>(self) -> Result<Vec<T>> {
-        match self.buf {
+        // A collective rank without an output (a reduce's non-root) gets
+        // its input back.
+        match self.buf.or(self.input) {
             Some(buf) => buf_into_vec(buf, self.origin),
             None => Err(ApiError::NoBuffer.into()),
         }
@@ -139,6 +150,16 @@ impl Request {
             origin,
             comm: Some(Arc::clone(&comm.inner)),
         }
+    }
+
+    pub(crate) fn coll_started(
+        comm: &Comm,
+        started: ferry_core::CollStarted,
+        origin: Option<TypeId>,
+    ) -> Self {
+        let mut r = Request::new(comm, started.request, origin);
+        r.ready = Exclusive::new(started.output.or(started.input));
+        r
     }
 
     pub(crate) fn started(comm: &Comm, started: Started, origin: Option<TypeId>) -> Self {

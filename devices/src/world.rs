@@ -9,10 +9,11 @@ use std::time::Duration;
 use ferry_core::protocol::ProtocolTable;
 use ferry_core::{Buf, Engine, Rank};
 
-use crate::comm::{Comm, Group, FINALIZE_CONTEXT};
+use crate::comm::{Comm, FINALIZE_CONTEXT};
 use crate::config::{Config, WaitMode};
 use crate::counters::Counters;
 use crate::error::{ApiError, Result};
+use crate::group::Group;
 use crate::select::boot::Boot;
 use crate::select::node::{NodeDevice, SleepKind};
 use crate::waiter::{Sleeper, Slot, WaitStats};
@@ -47,6 +48,10 @@ pub(crate) struct Shared {
     pub(crate) device_name: &'static str,
     boot: Mutex<Boot>,
     finalized: AtomicBool,
+    /// The job ranks on this node, in order (`split_type(Shared)`).
+    pub(crate) node_ranks: Vec<Rank>,
+    /// The context ids free on this process.
+    pub(crate) contexts: crate::contexts::ContextPool,
 }
 
 impl Shared {
@@ -55,10 +60,10 @@ impl Shared {
         config: Config,
         boot: Boot,
         span: tracing::Span,
-        local_ranks: usize,
+        node_ranks: Vec<Rank>,
     ) -> Shared {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let yield_every = if local_ranks > cores {
+        let yield_every = if node_ranks.len() > cores {
             crate::waiter::YIELD_EVERY_OVERSUBSCRIBED
         } else {
             crate::waiter::YIELD_EVERY
@@ -85,6 +90,8 @@ impl Shared {
             device_name,
             boot: Mutex::new(boot),
             finalized: AtomicBool::new(false),
+            node_ranks,
+            contexts: crate::contexts::ContextPool::default(),
         }
     }
 
@@ -232,23 +239,22 @@ impl World {
     pub fn world(&self) -> Comm {
         Comm::new(
             Arc::clone(&self.shared),
-            Group::World {
-                size: self.shared.size,
-            },
+            Group::world(self.shared.size, self.shared.rank),
             crate::comm::WORLD_CONTEXT,
-            self.shared.rank,
+            None,
+            crate::comm::Hints::default(),
         )
     }
 
     /// The communicator of this process alone (`MPI_COMM_SELF`).
     pub fn self_comm(&self) -> Comm {
+        let me = self.shared.rank;
         Comm::new(
             Arc::clone(&self.shared),
-            Group::Single {
-                job_rank: self.shared.rank,
-            },
+            Group::from_job_ranks(vec![me], me).unwrap_or_else(|_| Group::empty()),
             crate::comm::SELF_CONTEXT,
-            0,
+            None,
+            crate::comm::Hints::default(),
         )
     }
 

@@ -58,6 +58,8 @@ macro_rules! __with_conformance_bodies {
             unexpected_flood,
             threads4,
             passive_wait,
+            collectives,
+            communicators,
         }
     };
 }

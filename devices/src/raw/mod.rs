@@ -346,6 +346,40 @@ impl Message {
     }
 }
 
+impl Comm {
+    /// Runs a collective on borrowed memory to completion (the blocking
+    /// collectives). The engine gives every lent buffer back when the
+    /// collective completes; if a failed collective had to leave a send
+    /// holding one (a peer that never took it), the engine is torn down, so
+    /// nothing can read or write the memory after this returns.
+    pub(crate) fn coll_borrowed(
+        &self,
+        coll: ferry_core::coll::Collective,
+        input: Option<&[u8]>,
+        output: Option<&mut [u8]>,
+    ) -> Result<()> {
+        let shared = self.shared();
+        // SAFETY: `input` stays borrowed until this function returns, and the
+        // checks below make sure no request holds the loan by then.
+        let input = input.map(|b| unsafe { lend(b.as_ptr(), b.len()) });
+        // SAFETY: as for `input`, with `output` mutably borrowed.
+        let output = output.map(|b| unsafe { lend_mut(b.as_mut_ptr(), b.len()) });
+        let (lent_in, lent_out) = (input.is_some(), output.is_some());
+        let req = started(shared, self.coll_start(coll, input, output, None, false))?;
+        let empty = req.is_empty();
+        let done = finish(shared, req)?;
+        if !empty && (done.has_buf() != lent_out || done.has_input() != lent_in) {
+            let e = ferry_core::Error::Internal(
+                "a failed collective left borrowed memory with a pending send",
+            );
+            shared.poison(e);
+            return Err(e.into());
+        }
+        done.status.ok()?;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

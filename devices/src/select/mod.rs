@@ -88,7 +88,7 @@ pub(crate) fn init_with(config: Config) -> Result<World> {
     let span = rank_span(&config, pmi.as_ref().map_or(0, Bootstrap::rank));
     let entered = span.enter();
     let (engine, boot, local_ranks) = match pmi {
-        None => (singleton(&config)?, Boot::Singleton, 1),
+        None => (singleton(&config)?, Boot::Singleton, vec![0]),
         Some(mut pmi) => {
             let (engine, local_ranks) = launched(&config, &mut pmi)?;
             (engine, Boot::Pmi(Some(pmi)), local_ranks)
@@ -200,8 +200,8 @@ fn local_ranks<B: Bootstrap + ?Sized>(boot: &mut B) -> Result<Vec<Rank>> {
     Ok(local)
 }
 
-/// The engine, and how many ranks share this node.
-fn launched(config: &Config, boot: &mut PmiClient) -> Result<(Engine<NodeDevice>, usize)> {
+/// The engine, and the job ranks on this node.
+fn launched(config: &Config, boot: &mut PmiClient) -> Result<(Engine<NodeDevice>, Vec<Rank>)> {
     let (rank, size) = (boot.rank(), boot.size());
     let local = local_ranks(boot)?;
     let remote = size as usize - local.len();
@@ -227,7 +227,7 @@ fn launched(config: &Config, boot: &mut PmiClient) -> Result<(Engine<NodeDevice>
     };
     Ok((
         Engine::new(rank, size, device, config.engine.clone())?,
-        local.len(),
+        local,
     ))
 }
 

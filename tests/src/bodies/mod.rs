@@ -19,6 +19,8 @@
 //! Failures are returned as [`Failure`] (with the file and line of the
 //! check that failed), which the runner prints before exiting non-zero.
 
+mod collectives;
+mod communicators;
 mod completion;
 pub mod fault;
 mod matching;
@@ -30,6 +32,8 @@ use std::time::{Duration, Instant};
 
 use ferry::{Comm, Config, Rank, Tag, World};
 
+pub use collectives::collectives;
+pub use communicators::communicators;
 pub use completion::{arecv_mixed, cancel_recv, get_status_some, persistent, request_empty};
 pub use matching::{any_source_order, issend_sync, mprobe_threads};
 pub use p2p::{

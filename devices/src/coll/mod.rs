@@ -1,0 +1,71 @@
+//! Collectives on a communicator (DESIGN §9), in three forms:
+//! - **blocking** (`barrier`, `allreduce`, ...; `blocking.rs`) on borrowed
+//!   slices, lent to the engine without a copy for the length of the call;
+//! - **nonblocking** (`ibarrier`, `iallreduce`, ...; `nonblocking.rs`) on
+//!   owned vectors, returning the same [`Request`] as point-to-point, so
+//!   they mix with sends, receives, ARecv and persistent requests in every
+//!   completion call; the completion hands back the result vector;
+//! - **persistent** (`barrier_init`, `allreduce_init`, ...; MPI 4.0;
+//!   `persistent.rs`): the schedule is built once and run by every
+//!   [`Request::start`]; the request keeps its vector, reached between runs
+//!   with [`Request::with_buf`] / [`Request::with_buf_mut`].
+//!
+//! Counts are in elements. A collective that completed inside its call (on
+//! a communicator of one) returns `REQUEST_EMPTY`. Every member must call
+//! the same collectives in the same order (MPI's rule); the engine tells
+//! concurrent collectives apart by that order.
+
+mod blocking;
+mod nonblocking;
+pub(crate) mod op;
+mod persistent;
+
+use std::any::TypeId;
+
+use ferry_core::coll::{build, Collective, Counts};
+use ferry_core::Buf;
+
+use crate::comm::Comm;
+use crate::error::Result;
+use crate::request::Request;
+
+impl Comm {
+    /// Builds and starts one collective (persistent: builds it and returns
+    /// the inactive request).
+    pub(crate) fn coll_start(
+        &self,
+        coll: Collective,
+        input: Option<Buf>,
+        output: Option<Buf>,
+        origin: Option<TypeId>,
+        persistent: bool,
+    ) -> Result<Request> {
+        let c = &self.inner;
+        let tag = c.next_tag();
+        let sched = build(&c.team(), tag, &c.table, coll, input, output)?;
+        let mut g = c.shared.lock();
+        let engine = g.engine()?;
+        if persistent {
+            let handle = engine.coll_init(sched);
+            return Ok(Request::new(self, handle, origin));
+        }
+        let started = engine.start_coll(sched)?;
+        drop(g);
+        Ok(Request::coll_started(self, started, origin))
+    }
+}
+
+/// Element counts and displacements to byte ones.
+pub(crate) fn byte_counts<T>(counts: &[usize], displs: &[usize]) -> Counts {
+    let size = std::mem::size_of::<T>();
+    Counts {
+        counts: counts.iter().map(|c| c.saturating_mul(size)).collect(),
+        displs: displs.iter().map(|d| d.saturating_mul(size)).collect(),
+    }
+}
+
+/// Packed element counts to byte ones.
+pub(crate) fn packed<T>(counts: &[usize]) -> Counts {
+    let size = std::mem::size_of::<T>();
+    Counts::packed(counts.iter().map(|c| c.saturating_mul(size)).collect())
+}

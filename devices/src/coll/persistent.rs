@@ -1,0 +1,100 @@
+//! Persistent collectives (MPI 4.0's `MPI_Barrier_init`,
+//! `MPI_Allreduce_init`, ...): the schedule is built once, here; every
+//! [`Request::start`] runs it again without rebuilding or allocating. The
+//! request owns its vector: fill and read it between runs with
+//! [`Request::with_buf_mut`] / [`Request::with_buf`]. The forms are the
+//! in-place ones, so one vector is both input and result.
+
+use ferry_core::coll::Collective;
+use ferry_core::Rank;
+
+use super::blocking::root_of;
+use super::op::Op;
+use crate::comm::Comm;
+use crate::error::Result;
+use crate::request::Request;
+use crate::typed::{origin_of, vec_into_buf, Element};
+
+impl Comm {
+    /// `MPI_Barrier_init`.
+    ///
+    /// # Errors
+    /// The world was finalized.
+    pub fn barrier_init(&self) -> Result<Request> {
+        self.coll_start(Collective::Barrier, None, None, None, true)
+    }
+
+    /// `MPI_Bcast_init` on `buf`.
+    ///
+    /// # Errors
+    /// A bad root; the world was finalized.
+    pub fn bcast_init<T: Element>(&self, buf: Vec<T>, root: Rank) -> Result<Request> {
+        let coll = Collective::Bcast {
+            root: root_of(root, self.size())?,
+        };
+        self.coll_start(coll, None, Some(vec_into_buf(buf)), origin_of::<T>(), true)
+    }
+
+    /// `MPI_Reduce_init`: the root's vector receives the result in place;
+    /// the others' vectors are their input.
+    ///
+    /// # Errors
+    /// As for [`Comm::bcast_init`].
+    pub fn reduce_init<T: Element>(&self, buf: Vec<T>, op: &Op<T>, root: Rank) -> Result<Request> {
+        let coll = Collective::Reduce {
+            root: root_of(root, self.size())?,
+            op: op.op.clone(),
+            dtype: op.dtype,
+        };
+        let buf = vec_into_buf(buf);
+        let (input, output) = if self.rank() == root {
+            (None, Some(buf))
+        } else {
+            (Some(buf), None)
+        };
+        self.coll_start(coll, input, output, origin_of::<T>(), true)
+    }
+
+    /// `MPI_Allreduce_init` in place on `buf`.
+    ///
+    /// # Errors
+    /// As for [`Comm::barrier_init`].
+    pub fn allreduce_init<T: Element>(&self, buf: Vec<T>, op: &Op<T>) -> Result<Request> {
+        let coll = Collective::Allreduce {
+            op: op.op.clone(),
+            dtype: op.dtype,
+        };
+        self.coll_start(coll, None, Some(vec_into_buf(buf)), origin_of::<T>(), true)
+    }
+
+    /// `MPI_Allgather_init` in place: `buf` is `size` blocks, this
+    /// member's filled in at its rank's place.
+    ///
+    /// # Errors
+    /// As for [`Comm::barrier_init`].
+    pub fn allgather_init<T: Element>(&self, buf: Vec<T>) -> Result<Request> {
+        let coll = Collective::Allgather { v: None };
+        self.coll_start(coll, None, Some(vec_into_buf(buf)), origin_of::<T>(), true)
+    }
+
+    /// `MPI_Alltoall_init` in place on `buf` (`size` blocks).
+    ///
+    /// # Errors
+    /// As for [`Comm::barrier_init`].
+    pub fn alltoall_init<T: Element>(&self, buf: Vec<T>) -> Result<Request> {
+        let coll = Collective::Alltoall { v: None };
+        self.coll_start(coll, None, Some(vec_into_buf(buf)), origin_of::<T>(), true)
+    }
+
+    /// `MPI_Scan_init` in place on `buf`.
+    ///
+    /// # Errors
+    /// As for [`Comm::barrier_init`].
+    pub fn scan_init<T: Element>(&self, buf: Vec<T>, op: &Op<T>) -> Result<Request> {
+        let coll = Collective::Scan {
+            op: op.op.clone(),
+            dtype: op.dtype,
+        };
+        self.coll_start(coll, None, Some(vec_into_buf(buf)), origin_of::<T>(), true)
+    }
+}

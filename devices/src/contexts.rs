@@ -1,0 +1,152 @@
+//! Context ids for new communicators, agreed by every member (MPICH's
+//! mask allreduce), never taken from a local counter: two communicators
+//! made in different orders on different ranks can never share one.
+//!
+//! Each process keeps a mask of the context blocks it has free. To make a
+//! communicator, the members of the parent AND their masks together (an
+//! allreduce on the parent) and all take the lowest block free everywhere.
+//!
+//! Threads: only one thread of a process may offer its mask at a time, or
+//! two concurrent agreements could both pick the same block. A thread that
+//! finds the mask taken offers zeros, and everyone retries (MPICH's scheme);
+//! among the threads trying, the one whose parent has the lowest context id
+//! goes first, so the retries always end. The allreduce carries a last word
+//! saying whether every member offered its real mask: only then is the
+//! result final, and an empty result means the contexts are exhausted.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use ferry_core::ContextId;
+
+use crate::coll::op::Op;
+use crate::comm::{Comm, CONTEXTS_PER_COMM, FIRST_FREE_CONTEXT};
+use crate::error::{ApiError, Result};
+
+/// Mask words: 64 × 64 = 4096 communicators alive at once per process.
+const WORDS: usize = 64;
+
+#[derive(Debug)]
+struct Pool {
+    /// Bit set: the block is free here.
+    free: [u64; WORDS],
+    /// A thread is offering the mask.
+    in_use: bool,
+    /// Parent contexts of the agreements in progress (with a count, for
+    /// several threads on one parent).
+    trying: BTreeMap<ContextId, usize>,
+}
+
+/// This process's free context blocks; see the module docs.
+#[derive(Debug)]
+pub(crate) struct ContextPool {
+    pool: Mutex<Pool>,
+}
+
+impl Default for ContextPool {
+    fn default() -> Self {
+        ContextPool {
+            pool: Mutex::new(Pool {
+                free: [u64::MAX; WORDS],
+                in_use: false,
+                trying: BTreeMap::new(),
+            }),
+        }
+    }
+}
+
+/// The first context id of block `block`.
+pub(crate) fn base_of(block: u32) -> ContextId {
+    FIRST_FREE_CONTEXT + block * CONTEXTS_PER_COMM
+}
+
+impl ContextPool {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pool> {
+        self.pool.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Gives a block back (its communicator's last handle dropped).
+    pub(crate) fn release(&self, block: u32) {
+        let (w, b) = (block as usize / 64, block % 64);
+        if let Some(word) = self.lock().free.get_mut(w) {
+            *word |= 1 << b;
+        }
+    }
+
+    /// Agrees on a block with every member of `parent`: collective over
+    /// `parent`.
+    ///
+    /// # Errors
+    /// [`ApiError::ContextsExhausted`]; a failure of the allreduce.
+    pub(crate) fn agree(&self, parent: &Comm) -> Result<u32> {
+        let key = self.enter(parent);
+        let result = loop {
+            let (mut words, offered) = self.offer(key);
+            let reduced = parent.allreduce_in_place(&mut words[..], &Op::band());
+            match self.conclude(&words, offered, reduced) {
+                Some(r) => break r,
+                None => std::thread::yield_now(),
+            }
+        };
+        self.leave(key);
+        result
+    }
+
+    /// Registers an agreement on `parent`; returns its priority key.
+    pub(crate) fn enter(&self, parent: &Comm) -> ContextId {
+        let key = parent.context();
+        *self.lock().trying.entry(key).or_default() += 1;
+        key
+    }
+
+    /// Unregisters an agreement.
+    pub(crate) fn leave(&self, key: ContextId) {
+        let mut pool = self.lock();
+        if let Some(n) = pool.trying.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                pool.trying.remove(&key);
+            }
+        }
+    }
+
+    /// This round's contribution: the free mask and an all-ones last word
+    /// if this thread may offer it, zeros otherwise.
+    pub(crate) fn offer(&self, key: ContextId) -> (Vec<u64>, bool) {
+        let mut words = vec![0u64; WORDS + 1];
+        let mut pool = self.lock();
+        let first = pool.trying.keys().next().copied();
+        if !pool.in_use && first == Some(key) {
+            pool.in_use = true;
+            words[..WORDS].copy_from_slice(&pool.free);
+            words[WORDS] = u64::MAX;
+            return (words, true);
+        }
+        (words, false)
+    }
+
+    /// After the allreduce: the agreed block, or `None` to try again.
+    pub(crate) fn conclude(
+        &self,
+        words: &[u64],
+        offered: bool,
+        reduced: Result<()>,
+    ) -> Option<Result<u32>> {
+        let mut pool = self.lock();
+        if offered {
+            pool.in_use = false;
+        }
+        if let Err(e) = reduced {
+            return Some(Err(e));
+        }
+        if words.get(WORDS) != Some(&u64::MAX) {
+            return None;
+        }
+        let Some(w) = words[..WORDS].iter().position(|&w| w != 0) else {
+            return Some(Err(ApiError::ContextsExhausted.into()));
+        };
+        let b = words[w].trailing_zeros();
+        pool.free[w] &= !(1 << b);
+        Some(Ok((w * 64) as u32 + b))
+    }
+}

@@ -1,0 +1,246 @@
+//! Making communicators: `dup`, `idup`, `split`, `split_type`, `create`,
+//! and comparing them. Each new communicator's context ids are agreed by
+//! the parent's members (`contexts.rs`); it inherits the parent's hints
+//! unless given its own.
+
+use std::sync::Arc;
+
+use ferry_core::Rank;
+
+use crate::coll::op::Op;
+use crate::comm::{Comm, Hints};
+use crate::contexts::base_of;
+use crate::error::{ApiError, Result};
+use crate::group::{Group, GroupCompare};
+use crate::request::Request;
+
+/// `MPI_UNDEFINED`: the `split` color of a process that wants no new
+/// communicator.
+pub const UNDEFINED: i32 = -32766;
+
+/// What `split_type` groups by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SplitType {
+    /// The processes that share this node (`MPI_COMM_TYPE_SHARED`).
+    Shared,
+}
+
+/// How two communicators relate (`MPI_Comm_compare`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommCompare {
+    /// The same communicator (`MPI_IDENT`).
+    Ident,
+    /// The same members in the same order, another context (`MPI_CONGRUENT`).
+    Congruent,
+    /// The same members in another order (`MPI_SIMILAR`).
+    Similar,
+    /// Otherwise (`MPI_UNEQUAL`).
+    Unequal,
+}
+
+impl Comm {
+    fn derived(&self, group: Group, block: u32, hints: Hints) -> Comm {
+        Comm::new(
+            Arc::clone(&self.inner.shared),
+            group,
+            base_of(block),
+            Some(block),
+            hints,
+        )
+    }
+
+    /// `MPI_Comm_dup`: the same members with new context ids and the same
+    /// hints. Collective.
+    ///
+    /// # Errors
+    /// [`ApiError::ContextsExhausted`]; a failed member; the world was
+    /// finalized.
+    pub fn dup(&self) -> Result<Comm> {
+        self.dup_with_hints(self.hints())
+    }
+
+    /// `MPI_Comm_dup_with_info`: as [`Comm::dup`] with other hints.
+    ///
+    /// # Errors
+    /// As for [`Comm::dup`].
+    pub fn dup_with_hints(&self, hints: Hints) -> Result<Comm> {
+        let block = self.shared().contexts.agree(self)?;
+        Ok(self.derived(self.group(), block, hints))
+    }
+
+    /// `MPI_Comm_idup`: starts a dup; [`PendingComm::wait`] or
+    /// [`PendingComm::test`] gives the communicator.
+    ///
+    /// # Errors
+    /// As for [`Comm::dup`].
+    pub fn idup(&self) -> Result<PendingComm> {
+        let pool = &self.shared().contexts;
+        let key = pool.enter(self);
+        let (words, offered) = pool.offer(key);
+        let request = match self.iallreduce(words, &Op::band()) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = pool.conclude(&[], offered, Ok(()));
+                pool.leave(key);
+                return Err(e);
+            }
+        };
+        Ok(PendingComm {
+            parent: self.clone(),
+            request,
+            offered,
+            key,
+            done: false,
+        })
+    }
+
+    /// `MPI_Comm_split`: the members with the same `color` form a new
+    /// communicator, ranked by `key` then by rank here. [`UNDEFINED`]
+    /// gives `None`. Collective.
+    ///
+    /// # Errors
+    /// A negative color other than [`UNDEFINED`]; as for [`Comm::dup`].
+    pub fn split(&self, color: i32, key: i32) -> Result<Option<Comm>> {
+        if color < 0 && color != UNDEFINED {
+            return Err(ApiError::InvalidGroup("a split color must be >= 0 or UNDEFINED").into());
+        }
+        let n = self.size() as usize;
+        let mut all = vec![0i32; 2 * n];
+        self.allgather(&[color, key], &mut all)?;
+        let block = self.shared().contexts.agree(self)?;
+        if color == UNDEFINED {
+            self.shared().contexts.release(block);
+            return Ok(None);
+        }
+        let mut members: Vec<(i32, Rank)> = (0..n)
+            .filter(|&r| all[2 * r] == color)
+            .map(|r| (all[2 * r + 1], r as Rank))
+            .collect();
+        members.sort_unstable();
+        let ranks: Vec<Rank> = members.iter().map(|&(_, r)| r).collect();
+        let group = self.group().incl(&ranks)?;
+        Ok(Some(self.derived(group, block, self.hints())))
+    }
+
+    /// `MPI_Comm_split_type`: with [`SplitType::Shared`], the members on
+    /// this node, ranked by `key` then by rank here. Collective.
+    ///
+    /// # Errors
+    /// As for [`Comm::split`].
+    pub fn split_type(&self, kind: SplitType, key: i32) -> Result<Option<Comm>> {
+        match kind {
+            SplitType::Shared => {
+                // The node's lowest job rank names the node for everyone on it.
+                let color = self.shared().node_ranks.first().copied().unwrap_or(0);
+                self.split(color, key)
+            }
+        }
+    }
+
+    /// `MPI_Comm_create`: a communicator of `group`'s members (a subgroup
+    /// of this one, the same on every member); `None` here if this process
+    /// is not in it. Collective over this communicator.
+    ///
+    /// # Errors
+    /// A group with a process outside this communicator; as for
+    /// [`Comm::dup`].
+    pub fn create(&self, group: &Group) -> Result<Option<Comm>> {
+        let mine = self.group();
+        if group.difference(&mine).size() != 0 {
+            return Err(
+                ApiError::InvalidGroup("the group has processes outside the communicator").into(),
+            );
+        }
+        let block = self.shared().contexts.agree(self)?;
+        let me = self.inner.shared.rank;
+        let group = Group::from_job_ranks(group.job_ranks(), me)?;
+        if group.rank().is_none() {
+            self.shared().contexts.release(block);
+            return Ok(None);
+        }
+        Ok(Some(self.derived(group, block, self.hints())))
+    }
+
+    /// `MPI_Comm_compare`.
+    pub fn compare(&self, other: &Comm) -> CommCompare {
+        if Arc::ptr_eq(&self.inner, &other.inner)
+            || (Arc::ptr_eq(&self.inner.shared, &other.inner.shared)
+                && self.context() == other.context())
+        {
+            return CommCompare::Ident;
+        }
+        match self.group().compare(&other.group()) {
+            GroupCompare::Ident => CommCompare::Congruent,
+            GroupCompare::Similar => CommCompare::Similar,
+            GroupCompare::Unequal => CommCompare::Unequal,
+        }
+    }
+}
+
+/// A communicator being duplicated by [`Comm::idup`].
+#[derive(Debug)]
+#[must_use = "wait or test it to get the communicator"]
+pub struct PendingComm {
+    parent: Comm,
+    request: Request,
+    offered: bool,
+    key: ferry_core::ContextId,
+    done: bool,
+}
+
+impl PendingComm {
+    /// The communicator, once the agreement is done (`MPI_Test` on the
+    /// idup request).
+    ///
+    /// # Errors
+    /// As for [`Comm::dup`].
+    pub fn test(&mut self) -> Result<Option<Comm>> {
+        match self.request.test()? {
+            Some(c) => self.conclude(c).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Waits for the communicator (`MPI_Wait` on the idup request).
+    ///
+    /// # Errors
+    /// As for [`Comm::dup`].
+    pub fn wait(mut self) -> Result<Comm> {
+        let c = self.request.wait()?;
+        self.conclude(c)
+    }
+
+    fn conclude(&mut self, c: crate::Completion) -> Result<Comm> {
+        let pool = &self.parent.shared().contexts;
+        let status = c.status;
+        let words: Vec<u64> = c.into_vec()?;
+        let reduced = status.ok().map(|_| ()).map_err(Into::into);
+        let agreed = pool.conclude(&words, self.offered, reduced);
+        self.offered = false;
+        // A round that did not settle continues as a blocking dup (all
+        // members see the same result, so all take this path together).
+        let block = match agreed {
+            Some(r) => r,
+            None => pool.agree(&self.parent),
+        };
+        pool.leave(self.key);
+        self.done = true;
+        let block = block?;
+        Ok(self
+            .parent
+            .derived(self.parent.group(), block, self.parent.hints()))
+    }
+}
+
+impl Drop for PendingComm {
+    fn drop(&mut self) {
+        if !self.done {
+            let pool = &self.parent.shared().contexts;
+            if self.offered {
+                let _ = pool.conclude(&[], true, Ok(()));
+            }
+            pool.leave(self.key);
+        }
+    }
+}
