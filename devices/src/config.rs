@@ -84,7 +84,9 @@ pub struct Config {
     /// Print the counters at finalize (`FERRY_PRINT_COUNTERS`).
     pub print_counters: bool,
     /// The engine's settings (`FERRY_EAGER_LIMIT` sets `eager_limit`,
-    /// `FERRY_RNDV_THRESHOLD` sets `rdma_threshold`).
+    /// `FERRY_RNDV_THRESHOLD` sets `rdma_threshold`,
+    /// `FERRY_RECV_MAY_BE_EMPTY` sets `recv_may_be_empty`, which is the
+    /// hint `world` and `self` start with: see [`Hints`](crate::Hints)).
     pub engine: ferry_core::Config,
     /// Forced collective algorithms (`FERRY_COLL_BCAST`,
     /// `FERRY_COLL_ALLREDUCE`, `FERRY_COLL_ALLGATHER`,
@@ -149,6 +151,9 @@ impl Config {
         c.log = log_filter(src)?;
         if let Some(on) = settings::flag(src, "FERRY_PRINT_COUNTERS")? {
             c.print_counters = on;
+        }
+        if let Some(on) = settings::flag(src, "FERRY_RECV_MAY_BE_EMPTY")? {
+            c.engine.recv_may_be_empty = on;
         }
         for (var, op) in COLL_VARS {
             if let Some(name) = settings::text(src, var) {

@@ -107,11 +107,12 @@ impl Comm {
     ) -> Result<Request> {
         let c = &self.inner;
         let source = c.group.to_job(source)?;
-        let started = c
-            .shared
-            .lock()
-            .engine()?
-            .irecv(source, tag, c.context, buf)?;
+        let empty_ok = c.hints.recv_may_be_empty;
+        let started =
+            c.shared
+                .lock()
+                .engine()?
+                .irecv_hinted(source, tag, c.context, Some(buf), empty_ok)?;
         Ok(Request::started(self, started, origin))
     }
 
@@ -128,7 +129,12 @@ impl Comm {
     pub fn iarecv(&self, source: Rank, tag: Tag) -> Result<Request> {
         let c = &self.inner;
         let source = c.group.to_job(source)?;
-        let started = c.shared.lock().engine()?.iarecv(source, tag, c.context)?;
+        let empty_ok = c.hints.recv_may_be_empty;
+        let started = c
+            .shared
+            .lock()
+            .engine()?
+            .irecv_hinted(source, tag, c.context, None, empty_ok)?;
         Ok(Request::started(self, started, None))
     }
 

@@ -242,7 +242,7 @@ impl World {
             Group::world(self.shared.size, self.shared.rank),
             crate::comm::WORLD_CONTEXT,
             None,
-            crate::comm::Hints::default(),
+            self.default_hints(),
         )
     }
 
@@ -254,8 +254,16 @@ impl World {
             Group::from_job_ranks(vec![me], me).unwrap_or_else(|_| Group::empty()),
             crate::comm::SELF_CONTEXT,
             None,
-            crate::comm::Hints::default(),
+            self.default_hints(),
         )
+    }
+
+    /// The hints `world` and `self` start with: the configuration's
+    /// (`FERRY_RECV_MAY_BE_EMPTY`).
+    fn default_hints(&self) -> crate::comm::Hints {
+        crate::comm::Hints {
+            recv_may_be_empty: self.shared.config.engine.recv_may_be_empty,
+        }
     }
 
     /// The configuration in force.

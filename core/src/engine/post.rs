@@ -208,7 +208,30 @@ impl<D: Device> Engine<D> {
         context: ContextId,
         buf: Buf,
     ) -> Result<Started> {
-        self.post_recv(Kind::Recv, source, tag, context, Some(buf))
+        let empty_ok = self.st.config.recv_may_be_empty;
+        self.post_recv(Kind::Recv, source, tag, context, Some(buf), empty_ok)
+    }
+
+    /// [`Engine::irecv`] (with `Some(buf)`) or [`Engine::iarecv`] (with
+    /// `None`), with the `recv_may_be_empty` choice made by the caller (a
+    /// communicator's hint) instead of the engine's configuration.
+    ///
+    /// # Errors
+    /// As for [`Engine::irecv`].
+    pub fn irecv_hinted(
+        &mut self,
+        source: Rank,
+        tag: Tag,
+        context: ContextId,
+        buf: Option<Buf>,
+        may_be_empty: bool,
+    ) -> Result<Started> {
+        let kind = if buf.is_some() {
+            Kind::Recv
+        } else {
+            Kind::ARecv
+        };
+        self.post_recv(kind, source, tag, context, buf, may_be_empty)
     }
 
     /// Starts a receive of a message of unknown size into a buffer the
@@ -222,7 +245,8 @@ impl<D: Device> Engine<D> {
     /// # Errors
     /// As for [`Engine::irecv`].
     pub fn iarecv(&mut self, source: Rank, tag: Tag, context: ContextId) -> Result<Started> {
-        self.post_recv(Kind::ARecv, source, tag, context, None)
+        let empty_ok = self.st.config.recv_may_be_empty;
+        self.post_recv(Kind::ARecv, source, tag, context, None, empty_ok)
     }
 
     /// A request that completes when a matching message is available, with
@@ -238,7 +262,7 @@ impl<D: Device> Engine<D> {
         context: ContextId,
     ) -> Result<Request> {
         Ok(self
-            .post_recv(Kind::Probe, source, tag, context, None)?
+            .post_recv(Kind::Probe, source, tag, context, None, false)?
             .request)
     }
 
@@ -257,7 +281,7 @@ impl<D: Device> Engine<D> {
         context: ContextId,
     ) -> Result<Request> {
         Ok(self
-            .post_recv(Kind::MProbe, source, tag, context, None)?
+            .post_recv(Kind::MProbe, source, tag, context, None, false)?
             .request)
     }
 
@@ -268,6 +292,7 @@ impl<D: Device> Engine<D> {
         tag: Tag,
         context: ContextId,
         buf: Option<Buf>,
+        empty_ok: bool,
     ) -> Result<Started> {
         let pattern = self.pattern(source, tag, context)?;
         let spec = Spec {
@@ -277,18 +302,17 @@ impl<D: Device> Engine<D> {
             mode: SendMode::Standard,
         };
         let Some(pattern) = pattern else {
-            return Ok(self.proc_null_request(kind, spec, buf));
+            return Ok(self.proc_null_request(kind, spec, buf, empty_ok));
         };
         let key = self.st.requests.insert(Req::new(kind, spec, buf));
         self.st.activate_recv(key, pattern);
         outbox::flush(&mut self.device, &mut self.st)?;
-        Ok(self.recv_started(key))
+        Ok(self.recv_started(key, empty_ok))
     }
 
     /// EMPTY for a receive that completed cleanly inside the call, when the
     /// configuration allows it; the buffer comes straight back.
-    fn recv_started(&mut self, key: u64) -> Started {
-        let allowed = self.st.config.recv_may_be_empty;
+    fn recv_started(&mut self, key: u64, allowed: bool) -> Started {
         let done = allowed
             && self.st.requests.get(key).is_some_and(|r| {
                 r.complete
@@ -309,8 +333,14 @@ impl<D: Device> Engine<D> {
         }
     }
 
-    fn proc_null_request(&mut self, kind: Kind, spec: Spec, buf: Option<Buf>) -> Started {
-        if self.st.config.recv_may_be_empty && matches!(kind, Kind::Recv | Kind::ARecv) {
+    fn proc_null_request(
+        &mut self,
+        kind: Kind,
+        spec: Spec,
+        buf: Option<Buf>,
+        empty_ok: bool,
+    ) -> Started {
+        if empty_ok && matches!(kind, Kind::Recv | Kind::ARecv) {
             return Started {
                 request: Request::EMPTY,
                 buf: buf.or_else(|| Some(Buf::new())),
@@ -425,7 +455,7 @@ impl<D: Device> Engine<D> {
         };
         if message.is_no_proc() {
             *message = Message::NULL;
-            return Ok(self.proc_null_request(kind, spec, buf));
+            return Ok(self.proc_null_request(kind, spec, buf, self.st.config.recv_may_be_empty));
         }
         let (env, msg) = self
             .st
@@ -446,7 +476,7 @@ impl<D: Device> Engine<D> {
             Body::Rts(r) => self.st.match_rts(key, env, r),
         }
         outbox::flush(&mut self.device, &mut self.st)?;
-        Ok(self.recv_started(key))
+        Ok(self.recv_started(key, self.st.config.recv_may_be_empty))
     }
 }
 

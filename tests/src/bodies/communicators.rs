@@ -142,6 +142,23 @@ pub fn communicators(ctx: &Ctx) -> Outcome {
         "hints are inherited"
     );
     ensure!(!world.dup()?.hints().recv_may_be_empty, "hints default off");
+    // Its effect: a receive that finds its message here returns
+    // REQUEST_EMPTY on the hinted communicator only.
+    let plain = world.dup()?;
+    let (to, from) = ((me + 1) % n as Rank, (me + n as Rank - 1) % n as Rank);
+    h.send(&[7u8], to, 9)?;
+    plain.send(&[8u8], to, 9)?;
+    for (c, byte, empty) in [(&h, 7u8, true), (&plain, 8u8, false)] {
+        while c.iprobe(from, 9)?.is_none() {}
+        let mut r = c.irecv(vec![0u8; 1], from, 9)?;
+        ensure!(
+            r.is_empty() == empty,
+            "recv_may_be_empty={empty}: got EMPTY={}",
+            r.is_empty()
+        );
+        let got: Vec<u8> = r.wait()?.into_vec()?;
+        ensure!(got == [byte], "hinted receive data");
+    }
 
     churn(world, 500 * ctx.scale)?;
     threads(world, 4, 50 * ctx.scale)?;
