@@ -154,6 +154,17 @@ pub enum PeerError {
         /// The dead peer.
         rank: Rank,
     },
+    /// A receive from `ANY_SOURCE` on a communicator one of whose members
+    /// died: it cannot be known whether the message would have come from
+    /// the dead rank, so it fails rather than wait forever (ULFM's
+    /// `MPI_ERR_PROC_FAILED_PENDING`).
+    #[error(
+        "rank {rank} of this communicator died: a receive from any source cannot complete safely"
+    )]
+    FailedPending {
+        /// The dead rank (job rank).
+        rank: Rank,
+    },
 }
 
 /// Errors reported by a device or the OS.

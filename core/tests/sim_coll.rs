@@ -821,3 +821,97 @@ proptest! {
         check_scans(&mut job, op, elems.min(5));
     }
 }
+
+#[test]
+fn a_member_that_dies_fails_the_collective_on_every_survivor() {
+    // Ring allreduce on 5 ranks: rank 2 dies before it enters. Ranks that
+    // never exchange a message with it (0 and 4 in the first rounds) must
+    // fail too, naming it, instead of waiting for partners that gave up.
+    let n = 5;
+    let mut t = CollTuning::default();
+    t.set("allreduce", "ring").unwrap();
+    let mut job = Job::new(n, 3, t);
+    let table = CollTable::new(n, t);
+    let len = 8 * 64;
+    let mut reqs = Vec::new();
+    for r in [0, 1, 3, 4] {
+        let s = build(
+            &job.team(r),
+            70,
+            &table,
+            Collective::Allreduce {
+                op: ReduceOp::Sum,
+                dtype: Datatype::I64,
+            },
+            None,
+            Some(Buf::from(data(r, len, 0))),
+        )
+        .unwrap();
+        reqs.push((r, job.sim.engine(r as i32).start_coll(s).unwrap().request));
+    }
+    job.sim.run_until_idle().unwrap();
+    job.sim.kill(2);
+    job.sim.run_until_idle().unwrap();
+    for (r, mut q) in reqs {
+        let done = job.sim.engine(r as i32).test(&mut q).unwrap();
+        let done = done.unwrap_or_else(|| panic!("rank {r} still waits for a dead member"));
+        assert_eq!(
+            done.status.error,
+            Some(ferry_core::PeerError::Died { rank: 2 }.into()),
+            "rank {r}"
+        );
+        assert!(done.buf.is_some(), "rank {r}: the buffer comes back");
+    }
+}
+
+#[test]
+fn any_source_receives_fail_when_a_member_of_their_communicator_dies() {
+    let mut job = Job::new(4, 1, CollTuning::default());
+    // Context 8 holds ranks 0, 1, 3; context 12 holds 0 and 1 only.
+    for r in 0..4 {
+        let e = job.sim.engine(r);
+        e.set_context_members(8, vec![0, 1, 3].into());
+        e.set_context_members(12, vec![0, 1].into());
+    }
+    let e = job.sim.engine(0);
+    let mut on_world = e
+        .irecv(ferry_core::ANY_SOURCE, 1, 0, Buf::zeroed(4).unwrap())
+        .unwrap()
+        .request;
+    let mut on_8 = e
+        .irecv(ferry_core::ANY_SOURCE, 1, 8, Buf::zeroed(4).unwrap())
+        .unwrap()
+        .request;
+    let mut on_12 = e
+        .irecv(ferry_core::ANY_SOURCE, 1, 12, Buf::zeroed(4).unwrap())
+        .unwrap()
+        .request;
+    job.sim.kill(3);
+    job.sim.run_until_idle().unwrap();
+    let e = job.sim.engine(0);
+    let pending = Some(ferry_core::PeerError::FailedPending { rank: 3 }.into());
+    for (name, q) in [("world", &mut on_world), ("context 8", &mut on_8)] {
+        let done = e
+            .test(q)
+            .unwrap()
+            .unwrap_or_else(|| panic!("{name}: still waiting"));
+        assert_eq!(done.status.error, pending, "{name}");
+        assert_eq!(
+            done.buf.map(|b| b.len()),
+            Some(4),
+            "{name}: buffer handed back"
+        );
+    }
+    assert!(
+        e.test(&mut on_12).unwrap().is_none(),
+        "a communicator without rank 3 keeps waiting"
+    );
+    // A new ANY_SOURCE receive on an affected communicator fails at once.
+    let mut late = e
+        .irecv(ferry_core::ANY_SOURCE, 2, 8, Buf::zeroed(4).unwrap())
+        .unwrap()
+        .request;
+    let done = e.test(&mut late).unwrap().expect("fails inside the call");
+    assert_eq!(done.status.error, pending);
+    e.cancel(&on_12).unwrap();
+}

@@ -99,6 +99,9 @@ impl CommInner {
 impl Drop for CommInner {
     fn drop(&mut self) {
         if let Some(block) = self.block {
+            if let Ok(e) = self.shared.lock().engine() {
+                e.clear_context_members(self.context);
+            }
             self.shared.contexts.release(block);
         }
     }
@@ -126,7 +129,18 @@ impl Comm {
         hints: Hints,
     ) -> Comm {
         let rank = group.rank().unwrap_or(PROC_NULL);
-        let job_ranks = (!group.is_identity()).then(|| Arc::from(group.job_ranks()));
+        let job_ranks: Option<Arc<[Rank]>> =
+            (!group.is_identity()).then(|| Arc::from(group.job_ranks()));
+        let partial = job_ranks
+            .clone()
+            .or_else(|| (group.size() != shared.size).then(|| Arc::from(group.job_ranks())));
+        if let Some(members) = partial {
+            // A member's death must fail this communicator's ANY_SOURCE
+            // receives, and only this one's.
+            if let Ok(e) = shared.lock().engine() {
+                e.set_context_members(context, members);
+            }
+        }
         let table = CollTable::new(group.size(), shared.config.coll);
         Comm {
             inner: Arc::new(CommInner {

@@ -19,6 +19,11 @@ use crate::rdma::Rdma;
 
 /// `local_of` entry of a rank not on this node.
 pub(crate) const NOT_LOCAL: u32 = u32::MAX;
+/// Progress calls between looks at the clock for the liveness check.
+const LIVENESS_CLOCK_EVERY: u32 = 64;
+/// The longest a polling rank goes without checking its peers' liveness.
+const LIVENESS_MAX_AGE: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// Epoll tag of the wake socket (peers' pidfds are tagged with their local
 /// index).
 pub(crate) const WAKE_TAG: u64 = u64::MAX;
@@ -79,6 +84,11 @@ pub struct ShmDevice {
     pub(crate) liveness_interval: u32,
     pub(crate) calls: u32,
     pub(crate) check_now: bool,
+    /// When the peers' liveness was last checked: a rank that polls
+    /// instead of sleeping (work pushed back, an oversubscribed node where
+    /// every poll yields) may make few progress calls per second, so the
+    /// call count alone could leave a death unseen for a long time.
+    pub(crate) last_liveness: std::time::Instant,
     pub(crate) max_parked: u32,
     /// Set when a shared queue of ours was found corrupted.
     pub(crate) broken: Option<&'static str>,
@@ -454,9 +464,12 @@ impl Device for ShmDevice {
             events += self.rdma.progress(sink);
         }
         self.calls = self.calls.wrapping_add(1);
-        let periodic = self.calls % self.liveness_interval == 0;
+        let periodic = self.calls % self.liveness_interval == 0
+            || (self.calls % LIVENESS_CLOCK_EVERY == 0
+                && self.last_liveness.elapsed() >= LIVENESS_MAX_AGE);
         if self.check_now || periodic {
             self.check_now = false;
+            self.last_liveness = std::time::Instant::now();
             self.check_liveness();
         }
         // Deaths are reported once the queue is drained, so that what a

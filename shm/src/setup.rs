@@ -510,6 +510,7 @@ fn finish(
         liveness_interval: opts.liveness_interval,
         calls: 0,
         check_now: false,
+        last_liveness: std::time::Instant::now(),
         max_parked: geo.cells_per_rank / 2,
         broken: None,
         failures: ferry_core::device::PeerFailures::new(local_ranks.len()),

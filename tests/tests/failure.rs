@@ -52,3 +52,28 @@ fn killed_in_the_middle_of_a_64_mib_transfer() {
 fn killed_in_the_middle_of_a_64_mib_transfer_without_cma() {
     killed("die-mid-transfer", 3, &[("FERRY_SHM_CMA", "0")]);
 }
+
+#[test]
+fn killed_inside_an_allreduce() {
+    // The ring: most survivors are not rank 1's neighbours.
+    killed("die-in-allreduce", 5, &[("FERRY_COLL_ALLREDUCE", "ring")]);
+}
+
+#[test]
+fn killed_inside_an_allreduce_by_recursive_doubling() {
+    killed(
+        "die-in-allreduce",
+        4,
+        &[("FERRY_COLL_ALLREDUCE", "recursive_doubling")],
+    );
+}
+
+#[test]
+fn killed_before_a_barrier() {
+    killed("die-before-barrier", 4, &[]);
+}
+
+#[test]
+fn any_source_receives_fail_when_a_member_dies() {
+    killed("any-source-after-death", 3, &[]);
+}

@@ -205,6 +205,11 @@ pub struct Schedule {
     /// Scratch for a reduction whose input is the right operand of a
     /// non-commutative op.
     pub(crate) scratch: Vec<u8>,
+    /// The team: communicator rank to job rank (`None`: the identity over
+    /// `size` ranks), so a member's death fails the collective on every
+    /// survivor, whether or not it talks to the dead rank.
+    pub(crate) members: Option<std::sync::Arc<[Rank]>>,
+    pub(crate) size: u32,
 }
 
 impl Schedule {
@@ -221,6 +226,14 @@ impl Schedule {
     /// The number of slots.
     pub fn slot_count(&self) -> usize {
         self.slots.len()
+    }
+
+    /// The first member that has failed, by `failed(job_rank)`.
+    pub(crate) fn failed_member(&self, failed: impl Fn(Rank) -> bool) -> Option<Rank> {
+        match &self.members {
+            Some(m) => m.iter().copied().find(|&r| failed(r)),
+            None => (0..self.size as Rank).find(|&r| failed(r)),
+        }
     }
 
     /// Runs the local steps of a schedule that has no send or receive (a
@@ -250,7 +263,7 @@ impl Builder {
     /// the identity).
     pub(crate) fn new(
         kind: CollKind,
-        context: ContextId,
+        (context, size): (ContextId, u32),
         tag: Tag,
         job_ranks: Option<std::sync::Arc<[Rank]>>,
         input: Option<Buf>,
@@ -265,6 +278,8 @@ impl Builder {
                 context,
                 tag,
                 scratch: Vec::new(),
+                members: job_ranks.clone(),
+                size,
             },
             job_ranks,
             round_has_send: false,

@@ -22,7 +22,7 @@ use crate::coll::reduce::reduce_into;
 use crate::coll::schedule::{Region, Schedule, SlotId, SlotState, Step, Window, INPUT, OUTPUT};
 use crate::device::Device;
 use crate::envelope::{ANY_TAG, PROC_NULL};
-use crate::error::{Error, Result, UsageError};
+use crate::error::{Error, PeerError, Result, UsageError};
 use crate::handle::Request;
 use crate::status::Status;
 
@@ -48,6 +48,9 @@ pub(crate) struct Running {
     /// The engine event count when this schedule last looked at its
     /// sub-operations: nothing can have completed if it has not moved.
     seen: u64,
+    /// The engine's peer-failure count when this schedule last checked its
+    /// members.
+    failures_seen: u64,
 }
 
 /// What starting a collective gives back.
@@ -162,6 +165,7 @@ impl<D: Device> Engine<D> {
         run.pc = 0;
         run.failed = None;
         run.seen = u64::MAX;
+        run.failures_seen = 0;
         self.st.colls_active.push(run_key);
         self.advance_colls()
     }
@@ -201,6 +205,22 @@ impl<D: Device> Engine<D> {
         // Events from here on (a receive that matches inside `issue`, say)
         // must make the next call look again.
         let now = self.st.events;
+        if run.failures_seen != self.st.peer_failures && run.failed.is_none() {
+            // A member's death fails the collective on every survivor, not
+            // only on those that exchange messages with it: the others
+            // would wait for partners that gave up.
+            run.failures_seen = self.st.peer_failures;
+            let sched = &run.sched;
+            let dead = self
+                .st
+                .failure_order
+                .iter()
+                .copied()
+                .find(|&r| sched.failed_member(|m| m == r).is_some());
+            if let Some(rank) = dead {
+                run.failed = Some(PeerError::Died { rank }.into());
+            }
+        }
         if run.seen != now {
             self.harvest(run)?;
         }
@@ -375,6 +395,7 @@ impl Running {
             request,
             failed: None,
             seen: u64::MAX,
+            failures_seen: 0,
         }
     }
 

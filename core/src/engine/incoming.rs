@@ -295,8 +295,25 @@ impl State {
             return;
         }
         self.events += 1;
+        self.peer_failures += 1;
+        self.failure_order.push(peer);
         self.peers[peer as usize].failed = Some(error);
         tracing::warn!(peer, %error, "peer failed");
+        // Receives from ANY_SOURCE on a communicator holding the peer can
+        // never be sure they are not waiting for it.
+        let members = &self.context_members;
+        let pending = self.posted.remove_where(|pattern, _| {
+            pattern.source.is_none() && super::is_member(members, pattern.context, peer)
+        });
+        for key in pending {
+            self.complete(
+                key,
+                Status {
+                    error: Some(PeerError::FailedPending { rank: peer }.into()),
+                    ..Status::EMPTY
+                },
+            );
+        }
         // Unexpected RTSs from the peer can never be fetched.
         self.unexpected
             .remove_where(|env, m| env.source == peer && matches!(m.body, Body::Rts(_)));

@@ -46,7 +46,7 @@ use std::collections::VecDeque;
 use crate::buffer::Buf;
 use crate::config::Config;
 use crate::device::{Armed, Device};
-use crate::envelope::Rank;
+use crate::envelope::{ContextId, Rank};
 use crate::error::{Error, Result, UsageError};
 use crate::handle::{Message, Request};
 use crate::matching::{PostedQueue, UnexpectedQueue};
@@ -249,6 +249,17 @@ pub(crate) struct State {
     pub(crate) colls: Slab<coll::Running>,
     /// Keys of the running ones.
     pub(crate) colls_active: Vec<u64>,
+    /// Peers failed so far (a running collective rechecks its members
+    /// when this moves).
+    pub(crate) peer_failures: u64,
+    /// The failed peers, in the order their failures were seen: a
+    /// collective reports the first of its members to fail, not a survivor
+    /// that gave up because of it.
+    pub(crate) failure_order: Vec<Rank>,
+    /// Members (job ranks) of the communicators whose point-to-point
+    /// context is listed; a context not listed spans the whole job. Only
+    /// wildcard receives consult it, when a peer has failed.
+    pub(crate) context_members: rustc_hash::FxHashMap<ContextId, std::sync::Arc<[Rank]>>,
 }
 
 /// See the module docs.
@@ -297,6 +308,9 @@ impl<D: Device> Engine<D> {
                 fair: 0,
                 colls: Slab::default(),
                 colls_active: Vec::new(),
+                peer_failures: 0,
+                failure_order: Vec::new(),
+                context_members: rustc_hash::FxHashMap::default(),
             },
             armed: false,
         })
@@ -466,6 +480,21 @@ impl State {
         }
     }
 
+    /// Does the communicator of point-to-point context `context` hold job
+    /// rank `rank`?
+    pub(crate) fn is_member(&self, context: ContextId, rank: Rank) -> bool {
+        is_member(&self.context_members, context, rank)
+    }
+
+    /// The first failed member of `context`'s communicator, if any.
+    pub(crate) fn failed_member(&self, context: ContextId) -> Option<Rank> {
+        if self.peer_failures == 0 {
+            return None;
+        }
+        (0..self.size as Rank)
+            .find(|&r| self.peers[r as usize].failed.is_some() && self.is_member(context, r))
+    }
+
     /// Is `rank` a rank of this job?
     pub(crate) fn valid_peer(&self, rank: Rank) -> bool {
         rank >= 0 && (rank as u32) < self.size
@@ -473,5 +502,28 @@ impl State {
 
     pub(crate) fn stale() -> Error {
         UsageError::StaleHandle.into()
+    }
+}
+
+pub(crate) fn is_member(
+    members: &rustc_hash::FxHashMap<ContextId, std::sync::Arc<[Rank]>>,
+    context: ContextId,
+    rank: Rank,
+) -> bool {
+    members.get(&context).is_none_or(|m| m.contains(&rank))
+}
+
+impl<D: Device> Engine<D> {
+    /// Declares the members (job ranks) of the communicator whose
+    /// point-to-point context is `context`, so that a member's death fails
+    /// its receives from `ANY_SOURCE` and no other communicator's. Without
+    /// it a context spans the whole job.
+    pub fn set_context_members(&mut self, context: ContextId, members: std::sync::Arc<[Rank]>) {
+        self.st.context_members.insert(context, members);
+    }
+
+    /// Forgets [`Engine::set_context_members`] (the communicator was freed).
+    pub fn clear_context_members(&mut self, context: ContextId) {
+        self.st.context_members.remove(&context);
     }
 }

@@ -305,6 +305,20 @@ impl<D: Device> Engine<D> {
             return Ok(self.proc_null_request(kind, spec, buf, empty_ok));
         };
         let key = self.st.requests.insert(Req::new(kind, spec, buf));
+        if pattern.source.is_none() {
+            if let Some(rank) = self.st.failed_member(context) {
+                let error = crate::error::PeerError::FailedPending { rank };
+                let status = Status {
+                    error: Some(error.into()),
+                    ..Status::EMPTY
+                };
+                self.st.complete(key, status);
+                return Ok(Started {
+                    request: Request(key),
+                    buf: None,
+                });
+            }
+        }
         self.st.activate_recv(key, pattern);
         outbox::flush(&mut self.device, &mut self.st)?;
         Ok(self.recv_started(key, empty_ok))

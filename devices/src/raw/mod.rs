@@ -369,9 +369,13 @@ impl Comm {
         let empty = req.is_empty();
         let done = finish(shared, req)?;
         if !empty && (done.has_buf() != lent_out || done.has_input() != lent_in) {
-            let e = ferry_core::Error::Internal(
-                "a failed collective left borrowed memory with a pending send",
-            );
+            // Only a failed collective leaves a send behind (to a peer that
+            // gave up too): tear the engine down rather than let it touch
+            // the caller's memory later, and report why it failed.
+            let e = done.status.error.unwrap_or(ferry_core::Error::Internal(
+                "a collective kept borrowed memory after completing",
+            ));
+            tracing::error!(error = %e, "a failed collective left borrowed memory with a pending send: engine torn down");
             shared.poison(e);
             return Err(e.into());
         }

@@ -90,6 +90,14 @@ fn run_fault(scenario: &str) -> ExitCode {
     match fault::run(&ctx, scenario) {
         Ok(line) => {
             println!("{LINE_PREFIX} fault {scenario} rank {}: {line}", ctx.rank);
+            if fault::LINGER.contains(&scenario) {
+                // A survivor that exited would be a second death, which the
+                // slower survivors of a collective could see before the
+                // first one: stay up, as a real survivor would, until
+                // `ferryrun` kills the job.
+                let _ = std::io::Write::flush(&mut std::io::stdout());
+                std::thread::sleep(std::time::Duration::from_secs(30));
+            }
             // No finalize: its barrier would wait for the dead rank.
             // Dropping the world tears the device down without one.
             drop(ctx);

@@ -19,7 +19,20 @@ use nix::sys::signal::{raise, SigSet, Signal};
 use super::{Ctx, Failure};
 
 /// The scenarios, by name.
-pub const SCENARIOS: &[&str] = &["rts-then-die", "die-while-waiting", "die-mid-transfer"];
+pub const SCENARIOS: &[&str] = &[
+    "rts-then-die",
+    "die-while-waiting",
+    "die-mid-transfer",
+    "die-in-allreduce",
+    "die-before-barrier",
+    "any-source-after-death",
+];
+
+/// Scenarios whose survivors stay up after reporting (see the runner).
+pub const LINGER: &[&str] = &["die-in-allreduce", "die-before-barrier"];
+
+/// Elements of the allreduce rank 1 dies in (8 MiB of f64: many rounds).
+const ALLREDUCE: usize = 1 << 20;
 
 const BIG: usize = 64 << 20;
 const DATA: Tag = 1;
@@ -94,6 +107,34 @@ pub fn run(ctx: &Ctx, scenario: &str) -> Result<String, Failure> {
             let mut buf = vec![0u8; BIG];
             c.recv(&mut buf, 1, DATA).map(|s| s.bytes)
         }
+        // Rank 1 starts an 8 MiB allreduce and dies 2 ms into it; the
+        // others are in the same allreduce, most of them never talking to
+        // rank 1 directly in the round they are in.
+        ("die-in-allreduce", 1) => {
+            let _r = c.iallreduce(vec![1.0f64; ALLREDUCE], &ferry::Op::sum())?;
+            thread::sleep(Duration::from_millis(2));
+            die()
+        }
+        ("die-in-allreduce", _) => {
+            let send = vec![1.0f64; ALLREDUCE];
+            let mut recv = vec![0.0f64; ALLREDUCE];
+            c.allreduce(&send, &mut recv, &ferry::Op::sum()).map(|()| 0)
+        }
+        // Rank 1 dies before entering a barrier the others wait in.
+        ("die-before-barrier", 1) => {
+            thread::sleep(Duration::from_millis(200));
+            die()
+        }
+        ("die-before-barrier", _) => c.barrier().map(|()| 0),
+        // The others wait in a receive from ANY_SOURCE, which only rank 1
+        // would have matched.
+        ("any-source-after-death", 1) => {
+            thread::sleep(Duration::from_millis(200));
+            die()
+        }
+        ("any-source-after-death", _) => c
+            .recv::<u8>(&mut [0u8; 8], ferry::ANY_SOURCE, NEVER)
+            .map(|s| s.bytes),
         (s, _) if !SCENARIOS.contains(&s) => {
             return Err(Failure(format!("unknown fault scenario {s:?}")))
         }

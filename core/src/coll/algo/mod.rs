@@ -63,7 +63,7 @@ pub(super) fn build(
     let kind = kind_of(&coll);
     let mut b = Builder::new(
         kind,
-        team.context,
+        (team.context, team.size),
         tag,
         team.job_ranks.clone(),
         input,
