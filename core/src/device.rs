@@ -85,9 +85,11 @@
 //! [`DeviceError::Unsupported`]: crate::DeviceError::Unsupported
 
 mod failures;
+pub mod node;
 mod rdma;
 
 pub use failures::PeerFailures;
+pub use node::{NodeCollectives, NodeKind, NodeOp};
 pub use rdma::{RdmaDir, WcStatus};
 
 use crate::buffer::Buf;
@@ -268,4 +270,10 @@ pub trait Device {
 
     /// The fd that becomes readable when an armed device has events.
     fn wait_fd(&self) -> Option<i32>;
+
+    /// The node collectives, if this device shares memory with its node's
+    /// ranks (see [`node`]). The default has none.
+    fn node(&mut self) -> Option<&mut dyn NodeCollectives> {
+        None
+    }
 }

@@ -99,6 +99,7 @@ impl Job {
             rank: r,
             size: self.n,
             job_ranks: None,
+            node: None,
         }
     }
 
@@ -756,6 +757,7 @@ fn bad_arguments_are_typed_errors() {
         rank: 0,
         size: 4,
         job_ranks: None,
+        node: None,
     };
     let bad_root = build(
         &team,

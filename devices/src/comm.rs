@@ -17,7 +17,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use ferry_core::coll::{CollTable, Team};
+use ferry_core::coll::{CollTable, NodeTeam, Team};
 use ferry_core::{ContextId, Rank, Status, ANY_SOURCE, PROC_NULL, TAG_UB};
 
 use crate::error::Result;
@@ -64,6 +64,12 @@ pub(crate) struct CommInner {
     pub(crate) hints: Hints,
     /// The context block to give back on drop (`None` for world and self).
     block: Option<u32>,
+    /// The layout over nodes for node collectives, set up by the first
+    /// collective (`None` inside: point-to-point only).
+    pub(crate) node: std::sync::OnceLock<Option<Arc<NodeTeam>>>,
+    /// Set while the node layout is being set up (its own collectives run
+    /// point-to-point).
+    pub(crate) node_setup: std::sync::atomic::AtomicBool,
 }
 
 impl CommInner {
@@ -87,7 +93,14 @@ impl CommInner {
             rank: self.rank as u32,
             size: self.group.size(),
             job_ranks: self.job_ranks.clone(),
+            node: self.node.get().cloned().flatten(),
         }
+    }
+
+    /// The node region's id: the collective context, unique on this
+    /// process and agreed by every member.
+    pub(crate) fn region(&self) -> u64 {
+        u64::from(self.coll_context())
     }
 
     /// The tag of the next collective.
@@ -98,10 +111,18 @@ impl CommInner {
 
 impl Drop for CommInner {
     fn drop(&mut self) {
-        if let Some(block) = self.block {
-            if let Ok(e) = self.shared.lock().engine() {
+        let attached = self.node.get().is_some_and(Option::is_some);
+        if let Ok(e) = self.shared.lock().engine() {
+            if self.block.is_some() {
                 e.clear_context_members(self.context);
             }
+            if attached {
+                if let Some(node) = ferry_core::Device::node(e.device_mut()) {
+                    node.detach(self.region());
+                }
+            }
+        }
+        if let Some(block) = self.block {
             self.shared.contexts.release(block);
         }
     }
@@ -153,6 +174,8 @@ impl Comm {
                 seq: AtomicU32::new(0),
                 hints,
                 block,
+                node: std::sync::OnceLock::new(),
+                node_setup: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }

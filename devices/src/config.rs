@@ -93,6 +93,10 @@ pub struct Config {
     /// `FERRY_COLL_ALLTOALL`); unset, each communicator's table chooses by
     /// size.
     pub coll: ferry_core::coll::CollTuning,
+    /// Barrier, bcast, reduce and allreduce through shared memory among a
+    /// node's ranks, and hierarchically across nodes (`FERRY_COLL_NODE`,
+    /// default on); off, every collective runs point-to-point.
+    pub coll_node: bool,
 }
 
 impl Default for Config {
@@ -105,6 +109,7 @@ impl Default for Config {
             print_counters: false,
             engine: ferry_core::Config::default(),
             coll: ferry_core::coll::CollTuning::default(),
+            coll_node: true,
         }
     }
 }
@@ -151,6 +156,9 @@ impl Config {
         c.log = log_filter(src)?;
         if let Some(on) = settings::flag(src, "FERRY_PRINT_COUNTERS")? {
             c.print_counters = on;
+        }
+        if let Some(on) = settings::flag(src, "FERRY_COLL_NODE")? {
+            c.coll_node = on;
         }
         if let Some(on) = settings::flag(src, "FERRY_RECV_MAY_BE_EMPTY")? {
             c.engine.recv_may_be_empty = on;

@@ -95,6 +95,8 @@ pub struct ShmDevice {
     /// Each local peer's health, and the failures not yet reported.
     pub(crate) failures: PeerFailures,
     pub(crate) name: String,
+    /// Node-collective regions (`node/`).
+    pub(crate) node: crate::node::Nodes,
 }
 
 impl ShmDevice {
@@ -204,7 +206,7 @@ impl ShmDevice {
     /// Wakes local peer `p`, which is asleep: one datagram on its socket,
     /// counted in its rank block after it was sent.
     #[cold]
-    fn signal(&mut self, p: u32) {
+    pub(crate) fn signal(&mut self, p: u32) {
         match os::signal(&self.wake.sock, &self.wake.addrs[p as usize]) {
             Ok(true) => self.seg.count_signal(p),
             Ok(false) => {}
@@ -490,8 +492,9 @@ impl Device for ShmDevice {
             let (seg, me, lanes) = (&self.seg, self.me, &self.lanes[..]);
             let window = seg.geometry().cells_per_rank;
             let fb = self.fb_slots != 0;
+            let node = &self.node;
             if !seg.arm(&mut self.consumer, || {
-                !fb || fastbox::quiet(seg, me, lanes, window)
+                (!fb || fastbox::quiet(seg, me, lanes, window)) && node.quiet()
             }) {
                 return Ok(Armed::Pending);
             }
@@ -521,5 +524,9 @@ impl Device for ShmDevice {
 
     fn wait_fd(&self) -> Option<i32> {
         Some(self.wake.epoll.raw())
+    }
+
+    fn node(&mut self) -> Option<&mut dyn ferry_core::device::NodeCollectives> {
+        Some(self)
     }
 }

@@ -187,7 +187,8 @@
 //! cells, larger ones by CMA.
 //!
 //! ## Safety
-//! All `unsafe` code is in the `ffi` module (the crate is
+//! All `unsafe` code is in the `ffi` modules, `ffi` and `node::ffi` (the
+//! node-collective regions; the crate is
 //! `#![deny(unsafe_code)]` elsewhere): creating references to the atomics of
 //! the mapped segment and viewing cell bodies and fastbox slots as byte
 //! slices. Its invariants (bounds from the checked geometry, alignment
@@ -249,6 +250,7 @@ mod ffi;
 mod incoming;
 mod layout;
 pub mod names;
+mod node;
 mod options;
 mod os;
 mod queue;

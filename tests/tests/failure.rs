@@ -54,9 +54,14 @@ fn killed_in_the_middle_of_a_64_mib_transfer_without_cma() {
 }
 
 #[test]
-fn killed_inside_an_allreduce() {
-    // The ring: most survivors are not rank 1's neighbours.
-    killed("die-in-allreduce", 5, &[("FERRY_COLL_ALLREDUCE", "ring")]);
+fn killed_inside_a_ring_allreduce() {
+    // Point-to-point, by the ring: most survivors are not rank 1's
+    // neighbours.
+    killed(
+        "die-in-allreduce",
+        5,
+        &[("FERRY_COLL_NODE", "0"), ("FERRY_COLL_ALLREDUCE", "ring")],
+    );
 }
 
 #[test]
@@ -64,8 +69,21 @@ fn killed_inside_an_allreduce_by_recursive_doubling() {
     killed(
         "die-in-allreduce",
         4,
-        &[("FERRY_COLL_ALLREDUCE", "recursive_doubling")],
+        &[
+            ("FERRY_COLL_NODE", "0"),
+            ("FERRY_COLL_ALLREDUCE", "recursive_doubling"),
+        ],
     );
+}
+
+#[test]
+fn killed_inside_a_shared_memory_allreduce() {
+    killed("die-in-allreduce", 4, &[]);
+}
+
+#[test]
+fn killed_inside_the_shared_memory_barrier() {
+    killed("die-in-node-barrier", 4, &[]);
 }
 
 #[test]

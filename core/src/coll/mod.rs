@@ -43,6 +43,24 @@ pub struct Team {
     pub size: u32,
     /// Communicator rank to job rank (`None`: the identity).
     pub job_ranks: Option<Arc<[Rank]>>,
+    /// How the members sit on nodes, when this rank's node runs node
+    /// collectives for the communicator (`None`: point-to-point only).
+    pub node: Option<Arc<NodeTeam>>,
+}
+
+/// A communicator's layout over nodes, for the node and hierarchical
+/// algorithms (DESIGN §9: node level through shared memory, then the node
+/// leaders over the network device, then node level again).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeTeam {
+    /// The node region of this rank's node
+    /// ([`NodeCollectives`](crate::device::NodeCollectives)).
+    pub region: u64,
+    /// For every communicator rank, the index of its node.
+    pub node_of: Vec<u32>,
+    /// For every node, its members' communicator ranks in order (the first
+    /// is the node's leader).
+    pub nodes: Vec<Vec<u32>>,
 }
 
 /// A collective call and its byte counts. Buffers are passed separately:

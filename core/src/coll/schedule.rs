@@ -98,6 +98,17 @@ pub enum Step {
     },
     /// Wait for every send and receive issued so far.
     Fence,
+    /// A node collective through the device's shared memory
+    /// ([`NodeCollectives`](crate::device::NodeCollectives)): the schedule's
+    /// node operation `op`, on `input` (`None`: in place, in `output`).
+    Node {
+        /// Index into the schedule's node operations.
+        op: u16,
+        /// This rank's contribution, unless in place.
+        input: Option<Region>,
+        /// Where results land (and the contribution, in place).
+        output: Region,
+    },
 }
 
 /// A byte window onto a slot's buffer: what a send or receive is lent.
@@ -210,6 +221,8 @@ pub struct Schedule {
     /// survivor, whether or not it talks to the dead rank.
     pub(crate) members: Option<std::sync::Arc<[Rank]>>,
     pub(crate) size: u32,
+    /// The node operations its `Node` steps run.
+    pub(crate) node_ops: Vec<crate::device::NodeOp>,
 }
 
 impl Schedule {
@@ -236,13 +249,13 @@ impl Schedule {
         }
     }
 
-    /// Runs the local steps of a schedule that has no send or receive (a
-    /// communicator of one) at once.
+    /// Runs the local steps of a schedule that has no send, receive or
+    /// node step (a communicator of one) at once.
     pub(crate) fn is_local(&self) -> bool {
         !self
             .steps
             .iter()
-            .any(|s| matches!(s, Step::Send { .. } | Step::Recv { .. }))
+            .any(|s| matches!(s, Step::Send { .. } | Step::Recv { .. } | Step::Node { .. }))
     }
 }
 
@@ -280,6 +293,7 @@ impl Builder {
                 scratch: Vec::new(),
                 members: job_ranks.clone(),
                 size,
+                node_ops: Vec::new(),
             },
             job_ranks,
             round_has_send: false,
@@ -362,6 +376,45 @@ impl Builder {
         }
     }
 
+    /// A node collective step (its own round: fenced on both sides).
+    ///
+    /// # Errors
+    /// More than 65535 node operations in one schedule.
+    pub(crate) fn node(
+        &mut self,
+        op: crate::device::NodeOp,
+        input: Option<Region>,
+        output: Region,
+    ) -> Result<()> {
+        self.fence();
+        let index = u16::try_from(self.sched.node_ops.len())
+            .map_err(|_| Error::Internal("schedule needs more than 65535 node steps"))?;
+        self.sched.node_ops.push(op);
+        self.sched.steps.push(Step::Node {
+            op: index,
+            input,
+            output,
+        });
+        self.fence();
+        Ok(())
+    }
+
+    /// Maps the communicator ranks of later steps through `job_ranks`
+    /// instead (a sub-team: the node leaders of a hierarchical collective).
+    pub(crate) fn set_team(&mut self, job_ranks: std::sync::Arc<[Rank]>) {
+        self.job_ranks = Some(job_ranks);
+    }
+
+    /// Back to `job_ranks` after [`Builder::set_team`].
+    pub(crate) fn restore_team(&mut self, job_ranks: Option<std::sync::Arc<[Rank]>>) {
+        self.job_ranks = job_ranks;
+    }
+
+    /// The schedule's reduction, for a node step.
+    pub(crate) fn op_pair(&self) -> Option<(ReduceOp, Datatype)> {
+        self.sched.op.clone()
+    }
+
     /// Ends a round.
     pub(crate) fn fence(&mut self) {
         self.round_has_send = false;
@@ -407,6 +460,11 @@ impl Builder {
                     fits(input) && fits(inout) && input.len == inout.len && self.sched.op.is_some()
                 }
                 Step::Copy { from, to } => fits(from) && fits(to) && from.len == to.len,
+                Step::Node { op, input, output } => {
+                    input.as_ref().is_none_or(&fits)
+                        && fits(output)
+                        && self.sched.node_ops.get(*op as usize).is_some()
+                }
                 Step::Fence => true,
             };
             if !ok {

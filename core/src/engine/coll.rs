@@ -75,7 +75,8 @@ impl<D: Device> Engine<D> {
     /// # Errors
     /// A fatal device error. (Argument errors were found when the schedule
     /// was built.)
-    pub fn start_coll(&mut self, sched: Schedule) -> Result<CollStarted> {
+    pub fn start_coll(&mut self, mut sched: Schedule) -> Result<CollStarted> {
+        self.reserve_node_ops(&mut sched)?;
         if sched.is_local() {
             let mut run = Running::new(sched, 0);
             self.run_local(&mut run)?;
@@ -161,6 +162,13 @@ impl<D: Device> Engine<D> {
 
     /// `start` of a persistent collective: run its schedule again.
     pub(super) fn start_coll_persistent(&mut self, run_key: u64) -> Result<()> {
+        let mut colls = std::mem::take(&mut self.st.colls);
+        let reserved = match colls.get_mut(run_key) {
+            Some(run) => self.reserve_node_ops(&mut run.sched),
+            None => Err(State::stale()),
+        };
+        self.st.colls = colls;
+        reserved?;
         let run = self.st.colls.get_mut(run_key).ok_or_else(State::stale)?;
         run.pc = 0;
         run.failed = None;
@@ -229,6 +237,10 @@ impl<D: Device> Engine<D> {
             return Ok(true);
         }
         self.issue(run)?;
+        if run.failed.is_some() {
+            self.abandon(run)?;
+            return Ok(true);
+        }
         run.seen = now;
         Ok(run.pc == run.sched.steps.len() && run.pending.is_empty())
     }
@@ -292,8 +304,56 @@ impl<D: Device> Engine<D> {
                         return Ok(());
                     }
                 }
+                Step::Node { op, input, output } => {
+                    let Some(node) = self.device.node() else {
+                        return Err(Error::Internal(
+                            "a node step on a device without node collectives",
+                        ));
+                    };
+                    let sched = &mut run.sched;
+                    let node_op = sched
+                        .node_ops
+                        .get_mut(op as usize)
+                        .ok_or(Error::Internal("node step out of range"))?;
+                    let polled = match input {
+                        Some(input) => {
+                            let (src, dst) = two_regions(&mut sched.slots, input, output)?;
+                            node.poll(node_op, Some(src), dst)
+                        }
+                        None => {
+                            let dst = region_mut(&mut sched.slots, output)?;
+                            node.poll(node_op, None, dst)
+                        }
+                    };
+                    match polled {
+                        Ok(true) => {}
+                        Ok(false) => return Ok(()),
+                        // A dead member or a bad reduction fails this
+                        // collective, not the engine.
+                        Err(e) => {
+                            run.failed = Some(e);
+                            return Ok(());
+                        }
+                    }
+                }
             }
             run.pc += 1;
+        }
+        Ok(())
+    }
+
+    /// Takes the sequence numbers of a schedule's node operations, in issue
+    /// order (at its start, so that every member numbers them alike).
+    fn reserve_node_ops(&mut self, sched: &mut Schedule) -> Result<()> {
+        if sched.node_ops.is_empty() {
+            return Ok(());
+        }
+        let node = self.device.node().ok_or(Error::Internal(
+            "a node step on a device without node collectives",
+        ))?;
+        for op in &mut sched.node_ops {
+            op.reset();
+            node.reserve(op)?;
         }
         Ok(())
     }
@@ -499,6 +559,18 @@ impl Running {
             _ => {}
         }
         Ok(true)
+    }
+}
+
+/// The bytes of one region, writable.
+fn region_mut(slots: &mut [SlotState], r: Region) -> Result<&mut [u8]> {
+    match slots.get_mut(r.slot as usize) {
+        Some(SlotState::Idle(w)) => w
+            .buf
+            .as_mut_slice()
+            .get_mut(r.offset..r.offset + r.len)
+            .ok_or(Error::Internal("collective region leaves its slot")),
+        _ => Err(Error::Internal("node step on a lent or absent slot")),
     }
 }
 

@@ -16,6 +16,7 @@
 //! concurrent collectives apart by that order.
 
 mod blocking;
+mod node;
 mod nonblocking;
 pub(crate) mod op;
 mod persistent;
@@ -41,6 +42,9 @@ impl Comm {
         persistent: bool,
     ) -> Result<Request> {
         let c = &self.inner;
+        if c.node.get().is_none() && !c.node_setup.load(std::sync::atomic::Ordering::Relaxed) {
+            self.node_team()?;
+        }
         let tag = c.next_tag();
         let sched = build(&c.team(), tag, &c.table, coll, input, output)?;
         let mut g = c.shared.lock();

@@ -198,6 +198,12 @@ impl<L: Device, N: Device> Device for Mixed<L, N> {
     fn wait_fd(&self) -> Option<i32> {
         None
     }
+
+    /// The node device's: collectives among this node's ranks go through
+    /// its shared memory.
+    fn node(&mut self) -> Option<&mut dyn ferry_core::device::NodeCollectives> {
+        self.node.node()
+    }
 }
 
 #[cfg(test)]

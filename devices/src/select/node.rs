@@ -185,4 +185,8 @@ impl Device for NodeDevice {
     fn wait_fd(&self) -> Option<i32> {
         each!(self, d => d.wait_fd())
     }
+
+    fn node(&mut self) -> Option<&mut dyn ferry_core::device::NodeCollectives> {
+        each!(self, d => d.node())
+    }
 }

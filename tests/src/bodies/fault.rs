@@ -25,11 +25,17 @@ pub const SCENARIOS: &[&str] = &[
     "die-mid-transfer",
     "die-in-allreduce",
     "die-before-barrier",
+    "die-in-node-barrier",
     "any-source-after-death",
 ];
 
 /// Scenarios whose survivors stay up after reporting (see the runner).
-pub const LINGER: &[&str] = &["die-in-allreduce", "die-before-barrier"];
+pub const LINGER: &[&str] = &[
+    "die-in-allreduce",
+    "die-before-barrier",
+    "die-in-node-barrier",
+    "any-source-after-death",
+];
 
 /// Elements of the allreduce rank 1 dies in (8 MiB of f64: many rounds).
 const ALLREDUCE: usize = 1 << 20;
@@ -111,11 +117,14 @@ pub fn run(ctx: &Ctx, scenario: &str) -> Result<String, Failure> {
         // others are in the same allreduce, most of them never talking to
         // rank 1 directly in the round they are in.
         ("die-in-allreduce", 1) => {
+            c.barrier()?;
             let _r = c.iallreduce(vec![1.0f64; ALLREDUCE], &ferry::Op::sum())?;
             thread::sleep(Duration::from_millis(2));
             die()
         }
         ("die-in-allreduce", _) => {
+            c.barrier()?;
+            start = Instant::now();
             let send = vec![1.0f64; ALLREDUCE];
             let mut recv = vec![0.0f64; ALLREDUCE];
             c.allreduce(&send, &mut recv, &ferry::Op::sum()).map(|()| 0)
@@ -126,6 +135,19 @@ pub fn run(ctx: &Ctx, scenario: &str) -> Result<String, Failure> {
             die()
         }
         ("die-before-barrier", _) => c.barrier().map(|()| 0),
+        // The same inside the shared-memory barrier: one barrier with
+        // everyone first sets the node collectives up, so the second runs
+        // on the node region's flags.
+        ("die-in-node-barrier", 1) => {
+            c.barrier()?;
+            thread::sleep(Duration::from_millis(200));
+            die()
+        }
+        ("die-in-node-barrier", _) => {
+            c.barrier()?;
+            start = Instant::now();
+            c.barrier().map(|()| 0)
+        }
         // The others wait in a receive from ANY_SOURCE, which only rank 1
         // would have matched.
         ("any-source-after-death", 1) => {

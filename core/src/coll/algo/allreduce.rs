@@ -21,17 +21,8 @@ pub(super) fn allreduce(
     op: &ReduceOp,
     dtype: Datatype,
 ) -> Result<()> {
-    let len = b.slot_len(OUTPUT);
-    need(b, OUTPUT, len, "allreduce needs its output buffer")?;
-    if b.has(INPUT) {
-        need(
-            b,
-            INPUT,
-            len,
-            "allreduce: send and receive buffers differ in size",
-        )?;
-    }
-    let elems = whole(len, dtype)?;
+    let len = check(b, dtype)?;
+    let elems = len / dtype.size().max(1);
     if b.has(INPUT) {
         b.copy(Region::whole(INPUT, len), Region::whole(OUTPUT, len));
     }
@@ -44,6 +35,41 @@ pub(super) fn allreduce(
         AllreduceAlgo::Rabenseifner => rabenseifner(b, me, out, dtype.size()),
         AllreduceAlgo::Ring => ring(b, me, out, dtype.size()),
     }
+}
+
+/// Allreduce of `data` in place among `me`'s team (the heads of a
+/// hierarchical allreduce), by the table's usual choice for its size.
+pub(super) fn over_region(b: &mut Builder, me: Me, data: Region, dtype: Datatype) -> Result<()> {
+    if me.n == 1 {
+        return Ok(());
+    }
+    let elems = data.len / dtype.size().max(1);
+    let pof2 = prev_pof2(me.n) as usize;
+    if data.len > 2048
+        && elems >= pof2.max(me.n as usize)
+        && data.slot == OUTPUT
+        && data.offset == 0
+    {
+        rabenseifner(b, me, data, dtype.size())
+    } else {
+        recursive_doubling(b, me, data)
+    }
+}
+
+/// Checks an allreduce's buffers; the vector's length.
+pub(super) fn check(b: &Builder, dtype: Datatype) -> Result<usize> {
+    let len = b.slot_len(OUTPUT);
+    need(b, OUTPUT, len, "allreduce needs its output buffer")?;
+    if b.has(INPUT) {
+        need(
+            b,
+            INPUT,
+            len,
+            "allreduce: send and receive buffers differ in size",
+        )?;
+    }
+    whole(len, dtype)?;
+    Ok(len)
 }
 
 /// The real rank of folded rank `new`.

@@ -11,6 +11,7 @@ mod allgather;
 mod allreduce;
 mod alltoall;
 mod gather;
+mod node;
 mod scan;
 mod tree;
 
@@ -70,15 +71,39 @@ pub(super) fn build(
         output,
     );
     match coll {
-        Collective::Barrier => tree::barrier(&mut b, me)?,
-        Collective::Bcast { root } => tree::bcast(&mut b, me, table, check_root(root, me)?)?,
+        Collective::Barrier => match node::usable(team, true) {
+            Some(nt) => node::barrier(&mut b, team, me, nt)?,
+            None => tree::barrier(&mut b, me)?,
+        },
+        Collective::Bcast { root } => {
+            let root = check_root(root, me)?;
+            if !b.has(OUTPUT) {
+                return Err(length_error("bcast needs its buffer"));
+            }
+            match node::usable(team, true) {
+                Some(nt) if me.n > 1 => node::bcast(&mut b, team, me, nt, root)?,
+                _ => tree::bcast(&mut b, me, table, root)?,
+            }
+        }
         Collective::Reduce { root, op, dtype } => {
+            let root = check_root(root, me)?;
+            let commutative = op.is_commutative();
             set_op(&mut b, op, dtype)?;
-            tree::reduce(&mut b, me, check_root(root, me)?, dtype)?;
+            let len = tree::check_reduce(&b, me, root, dtype)?;
+            match node::usable(team, commutative) {
+                Some(nt) if commutative => {
+                    node::reduce(&mut b, team, me, nt, Some(root), len, dtype)?
+                }
+                _ => tree::reduce(&mut b, me, root, dtype)?,
+            }
         }
         Collective::Allreduce { op, dtype } => {
             set_op(&mut b, op.clone(), dtype)?;
-            allreduce::allreduce(&mut b, me, table, &op, dtype)?;
+            let len = allreduce::check(&b, dtype)?;
+            match node::usable(team, op.is_commutative()) {
+                Some(nt) if me.n > 1 => node::reduce(&mut b, team, me, nt, None, len, dtype)?,
+                _ => allreduce::allreduce(&mut b, me, table, &op, dtype)?,
+            }
         }
         Collective::ReduceScatter { counts, op, dtype } => {
             set_op(&mut b, op.clone(), dtype)?;

@@ -123,7 +123,8 @@ fn scatter_allgather(b: &mut Builder, me: Me, root: u32, len: usize) -> Result<(
 /// higher relative ranks, whose data comes after mine: with root 0 the
 /// operands stay in rank order, so a non-commutative op reduces to rank 0
 /// and rank 0 passes the result to the root.
-pub(super) fn reduce(b: &mut Builder, me: Me, root: u32, dtype: Datatype) -> Result<()> {
+/// Checks a reduce's buffers; the vector's length.
+pub(super) fn check_reduce(b: &Builder, me: Me, root: u32, dtype: Datatype) -> Result<usize> {
     let at_root = me.r == root;
     let len = if at_root {
         b.slot_len(OUTPUT)
@@ -144,6 +145,12 @@ pub(super) fn reduce(b: &mut Builder, me: Me, root: u32, dtype: Datatype) -> Res
         need(b, INPUT, len, "reduce: a non-root needs its input buffer")?;
     }
     whole(len, dtype)?;
+    Ok(len)
+}
+
+pub(super) fn reduce(b: &mut Builder, me: Me, root: u32, dtype: Datatype) -> Result<()> {
+    let at_root = me.r == root;
+    let len = check_reduce(b, me, root, dtype)?;
     let commutative = b.op_commutative();
     let tree_root = if commutative { root } else { 0 };
     // The accumulator: the output at the tree's root if it is the root,

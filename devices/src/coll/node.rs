@@ -1,0 +1,197 @@
+//! Setting up a communicator's node collectives: on its first collective,
+//! every member learns which node each member is on (an allgather of node
+//! names: the lowest job rank of each node), and the members of each node
+//! attach a shared region (the leader creates it, a barrier, the others
+//! open it, a barrier, the leader removes its name). Afterwards barrier,
+//! bcast, reduce and allreduce go through shared memory on the node and
+//! point-to-point between nodes only (`ferry_core::coll`'s node
+//! algorithms).
+//!
+//! The decision to set up depends only on what every member shares (the
+//! device kind and the communicator size), never on this node, so either
+//! every member runs the setup's collectives or none does.
+
+use std::sync::Arc;
+
+use ferry_core::coll::{Collective, NodeTeam};
+use ferry_core::device::{NodeKind, NodeOp};
+use ferry_core::Device;
+
+use crate::comm::Comm;
+use crate::error::Result;
+use crate::typed::{as_bytes, as_bytes_mut};
+use crate::waiter::block_on;
+
+impl Comm {
+    /// The communicator's node layout, setting it up on first use
+    /// (collective: every member calls this in its first collective).
+    pub(crate) fn node_team(&self) -> Result<Option<Arc<NodeTeam>>> {
+        if let Some(n) = self.inner.node.get() {
+            return Ok(n.clone());
+        }
+        // Relaxed: only this thread reads it meanwhile (a collective on one
+        // communicator runs on one thread at a time).
+        self.inner
+            .node_setup
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let team = self.set_up_node();
+        self.inner
+            .node_setup
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        let team = team?;
+        // Two threads racing here would be two concurrent collectives on
+        // one communicator, which MPI forbids: the first one wins.
+        Ok(self.inner.node.get_or_init(|| team).clone())
+    }
+
+    fn set_up_node(&self) -> Result<Option<Arc<NodeTeam>>> {
+        let n = self.size() as usize;
+        let capable = {
+            let mut g = self.shared().lock();
+            g.engine()?.device_mut().node().is_some()
+        };
+        // The configuration is the same on every member (the launcher
+        // passes one environment), so this choice is too.
+        if !capable || !self.shared().config.coll_node || n < 2 || self.rank() < 0 {
+            return Ok(None);
+        }
+        let shared = self.shared();
+        let my_node = shared.node_ranks.first().copied().unwrap_or(shared.rank);
+        let mut names = vec![0i32; n];
+        self.coll_borrowed(
+            Collective::Allgather { v: None },
+            Some(as_bytes(&[my_node])),
+            Some(as_bytes_mut(&mut names)),
+        )?;
+        let mut distinct: Vec<i32> = names.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let node_of: Vec<u32> = names
+            .iter()
+            .map(|x| distinct.binary_search(x).unwrap_or(0) as u32)
+            .collect();
+        let mut nodes = vec![Vec::new(); distinct.len()];
+        for (r, &k) in node_of.iter().enumerate() {
+            nodes[k as usize].push(r as u32);
+        }
+        let mine = &nodes[node_of[self.rank() as usize] as usize];
+        let members: Vec<ferry_core::Rank> = mine
+            .iter()
+            .map(|&r| self.job_rank(r as ferry_core::Rank))
+            .collect::<Result<_>>()?;
+        let attach = mine.len() >= 2;
+        let leader = mine.first() == Some(&(self.rank() as u32));
+        let region = self.inner.region();
+        let step = |open: bool| -> Result<()> {
+            if attach && leader != open {
+                let mut g = self.shared().lock();
+                let dev = g.engine()?.device_mut().node();
+                if let Some(dev) = dev {
+                    dev.attach(region, &members, leader)?;
+                }
+            }
+            self.coll_borrowed(Collective::Barrier, None, None)
+        };
+        step(false)?;
+        step(true)?;
+        if attach && leader {
+            let mut g = self.shared().lock();
+            if let Some(dev) = g.engine()?.device_mut().node() {
+                dev.attached(region);
+            }
+        }
+        Ok(Some(Arc::new(NodeTeam {
+            region,
+            node_of,
+            nodes,
+        })))
+    }
+}
+
+/// Polls of a node collective's flags per progress round while blocked.
+const FLAG_LOOKS: u32 = 16;
+
+impl Comm {
+    /// The blocking barrier, bcast, reduce and allreduce of a communicator
+    /// that lives on one node: straight through the node region, without
+    /// a schedule or a request (nothing to allocate, nothing lent to the
+    /// engine: the device reads and writes the caller's slices only inside
+    /// each poll). `Ok(false)` if this collective cannot go this way.
+    pub(crate) fn node_fast(
+        &self,
+        coll: &Collective,
+        input: Option<&[u8]>,
+        output: &mut Option<&mut [u8]>,
+    ) -> Result<bool> {
+        if self
+            .inner
+            .node_setup
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Ok(false);
+        }
+        let Some(nt) = self.node_team()? else {
+            return Ok(false);
+        };
+        if nt.nodes.len() != 1 {
+            return Ok(false);
+        }
+        let (kind, root, op) = match coll {
+            Collective::Barrier => (NodeKind::Barrier, 0, None),
+            Collective::Bcast { root } => (NodeKind::Bcast, *root, None),
+            Collective::Reduce { root, op, dtype } => {
+                (NodeKind::Reduce, *root, Some((op.clone(), *dtype)))
+            }
+            Collective::Allreduce { op, dtype } => {
+                (NodeKind::Allreduce, 0, Some((op.clone(), *dtype)))
+            }
+            _ => return Ok(false),
+        };
+        if root >= self.size() {
+            return Ok(false);
+        }
+        if let Some((op, dtype)) = &op {
+            op.check(*dtype)?;
+        }
+        let out: &mut [u8] = output.as_deref_mut().unwrap_or(&mut []);
+        let len = match kind {
+            NodeKind::Barrier => 0,
+            NodeKind::Reduce if self.rank() as u32 != root => input.map_or(0, <[u8]>::len),
+            _ => out.len(),
+        };
+        let elem = op.as_ref().map_or(1, |(_, d)| d.size().max(1));
+        let bad_input = input.is_some_and(|i| i.len() != len);
+        let bad_output = matches!(kind, NodeKind::Bcast | NodeKind::Allreduce) && out.len() != len
+            || kind == NodeKind::Reduce && self.rank() as u32 == root && out.len() != len;
+        if bad_input || bad_output || len % elem != 0 {
+            // The schedule path reports the precise error.
+            return Ok(false);
+        }
+        let mut node_op = NodeOp::new(nt.region, kind, len, root, op);
+        let shared = self.shared();
+        {
+            let mut g = shared.lock();
+            let node = g.engine()?.device_mut().node();
+            node.ok_or(ferry_core::Error::Internal(
+                "node team without node collectives",
+            ))?
+            .reserve(&mut node_op)?;
+        }
+        block_on(shared, |e| {
+            let node = e.device_mut().node().ok_or(ferry_core::Error::Internal(
+                "node team without node collectives",
+            ))?;
+            // A few cheap looks at the flags before each full progress
+            // round: the other members usually arrive within one cache-line
+            // transfer, and a progress round costs several.
+            for _ in 0..FLAG_LOOKS {
+                if node.poll(&mut node_op, input, out)? {
+                    return Ok(Some(()));
+                }
+                std::hint::spin_loop();
+            }
+            Ok(None)
+        })?;
+        Ok(true)
+    }
+}

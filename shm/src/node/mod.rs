@@ -1,0 +1,441 @@
+//! Node collectives over shared memory (DESIGN §9): barrier, bcast, reduce
+//! and allreduce among a communicator's ranks on this node, through one
+//! region per communicator of flags and buffers, not messages (after
+//! MPICH's POSIX release/gather and Open MPI's xhc). The engine reaches
+//! them through [`NodeCollectives`]; `ffi.rs` holds the raw region.
+//!
+//! # The protocol
+//! Each member `i` has two counters, `arrive[i]` and `done[i]`, and two
+//! slots (parities). Operations take consecutive sequence numbers `s`
+//! (one per chunk of at most a slot) in the order every member issues them;
+//! chunk `s` uses the slots of parity `s % 2`.
+//! - **Publish.** A member that contributes data waits until every
+//!   `done[j] ≥ s − 2` (the last readers of its parity-`p` slot are done
+//!   with it), copies its chunk in, then sets `arrive[i] = s`.
+//! - **Consume.** A member that needs others' data waits for their
+//!   `arrive ≥ s`, reads their slots (reducing in member order, so a
+//!   non-commutative op sees its operands in rank order), then sets
+//!   `done[i] = s`. Members that read nothing in a chunk set `done` when
+//!   they publish.
+//!
+//! A barrier is a chunk without data: publish `arrive`, wait for all.
+//! Two parities let a member publish chunk `s + 1` while the others still
+//! read chunk `s`.
+//!
+//! Counters are written with an AcqRel swap (Release: publishes the slot
+//! bytes, pairs with the readers' Acquire loads; RMW: the producer half of
+//! the sleep protocol's Dekker pair, as a fastbox publish is), after which
+//! the writer wakes every member that sleeps ([`Segment::take_sleeper`]).
+//! A poll that must wait records what for; the device's `arm` re-reads
+//! those counters with an AcqRel RMW after raising its sleep flag (the
+//! consumer half), so a change that lands between the poll and the sleep
+//! either is seen there or finds the flag raised and signals.
+//!
+//! [`Segment::take_sleeper`]: crate::ffi::Segment::take_sleeper
+
+#[allow(unsafe_code)]
+mod ffi;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering::AcqRel, Ordering::Acquire};
+
+use ferry_core::coll::reduce_into;
+use ferry_core::device::{NodeCollectives, NodeKind, NodeOp};
+use ferry_core::{Error, PeerError, Rank, UsageError};
+
+use self::ffi::Region;
+use crate::device::ShmDevice;
+
+/// Bytes per slot: chunks of this size move through the region.
+const SLOT: usize = 64 << 10;
+
+/// A region this rank is attached to.
+#[derive(Debug)]
+struct Attached {
+    region: Region,
+    /// My index among the members.
+    me: usize,
+    /// Each member's local index in the device (for wake-ups and liveness).
+    local: Vec<u32>,
+    /// Each member's job rank.
+    ranks: Vec<Rank>,
+    /// The last sequence number reserved.
+    next: u64,
+    /// The file, until every member has mapped it (leader only).
+    path: Option<PathBuf>,
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        // A leader whose members never all attached still owns the name.
+        if let Some(path) = self.path.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Which counter a wait is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Counter {
+    Arrive,
+    Done,
+}
+
+/// What a member waits for: counter `which` of `who` (every member, or
+/// one) to reach `at_least`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Wait {
+    region: u64,
+    which: Counter,
+    who: Option<usize>,
+    at_least: u64,
+}
+
+/// The device's node regions and pending waits.
+#[derive(Debug, Default)]
+pub(crate) struct Nodes {
+    regions: rustc_hash::FxHashMap<u64, Attached>,
+    waits: Vec<Wait>,
+    /// Where region files go, and the segment name they extend.
+    pub(crate) dir: PathBuf,
+}
+
+fn counter(r: &Region, which: Counter, i: usize) -> &AtomicU64 {
+    match which {
+        Counter::Arrive => r.arrive(i),
+        Counter::Done => r.done(i),
+    }
+}
+
+impl Nodes {
+    /// No regions yet; their files go in `dir`.
+    pub(crate) fn new(dir: PathBuf) -> Nodes {
+        Nodes {
+            regions: rustc_hash::FxHashMap::default(),
+            waits: Vec::new(),
+            dir,
+        }
+    }
+
+    /// True if no recorded wait is satisfied: the sleep check of `arm`.
+    /// Each counter is read with an AcqRel RMW (see the module docs).
+    pub(crate) fn quiet(&self) -> bool {
+        self.waits.iter().all(|w| {
+            let Some(a) = self.regions.get(&w.region) else {
+                return true;
+            };
+            let reached =
+                |i: usize| counter(&a.region, w.which, i).fetch_add(0, AcqRel) >= w.at_least;
+            let ready = match w.who {
+                Some(i) => reached(i),
+                None => (0..a.local.len()).all(reached),
+            };
+            !ready
+        })
+    }
+}
+
+fn chunk_bytes(op: &NodeOp) -> usize {
+    let elem = op.op.as_ref().map_or(1, |(_, d)| d.size().max(1));
+    (SLOT / elem).max(1) * elem
+}
+
+fn chunks(op: &NodeOp) -> u64 {
+    match op.kind {
+        NodeKind::Barrier => 1,
+        _ => (op.len.div_ceil(chunk_bytes(op)).max(1)) as u64,
+    }
+}
+
+fn missing(id: u64) -> Error {
+    tracing::error!(
+        region = id,
+        "node collective on a region this rank has not attached"
+    );
+    Error::Internal("node collective on an unattached region")
+}
+
+impl ShmDevice {
+    /// The region's file: the context id alone is not unique on a node
+    /// (a split gives disjoint communicators one context), the leader's
+    /// job rank with it is.
+    fn region_path(&self, id: u64, leader: Rank) -> PathBuf {
+        self.node
+            .dir
+            .join(format!("{}-c{id:x}-{leader}", self.name))
+    }
+
+    /// Wakes every other member that sleeps (no allocation: this runs on
+    /// every flag a node collective publishes).
+    fn wake_members(&mut self, id: u64) {
+        let mut at = 0;
+        loop {
+            let next = {
+                let Some(a) = self.node.regions.get(&id) else {
+                    return;
+                };
+                let (me, local) = (a.me, &a.local);
+                let seg = &self.seg;
+                (at..local.len())
+                    .find(|&i| i != me && seg.take_sleeper(local[i]))
+                    .map(|i| (i, local[i]))
+            };
+            match next {
+                Some((i, l)) => {
+                    self.signal(l);
+                    at = i + 1;
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// Records a wait, or fails if a member it needs died.
+    fn must_wait(&mut self, w: Wait) -> Result<bool, Error> {
+        let a = self
+            .node
+            .regions
+            .get(&w.region)
+            .ok_or_else(|| missing(w.region))?;
+        let who: Vec<usize> = match w.who {
+            Some(i) => vec![i],
+            None => (0..a.local.len()).collect(),
+        };
+        for i in who {
+            if !self.failures.is_alive(a.local[i] as usize) {
+                return Err(PeerError::Died { rank: a.ranks[i] }.into());
+            }
+        }
+        if !self.node.waits.contains(&w) {
+            self.node.waits.push(w);
+        }
+        Ok(false)
+    }
+
+    /// The wait `w` (if recorded) is over.
+    fn passed(&mut self, w: Wait) {
+        self.node.waits.retain(|x| *x != w);
+    }
+}
+
+impl NodeCollectives for ShmDevice {
+    fn local_ranks(&self) -> &[Rank] {
+        &self.ranks
+    }
+
+    fn attach(&mut self, id: u64, members: &[Rank], leader: bool) -> Result<(), Error> {
+        let os = |what: &'static str| {
+            move |e: std::io::Error| {
+                tracing::error!(error = %e, what, "node collective region");
+                Error::Device(ferry_core::DeviceError::Os {
+                    what,
+                    code: e.raw_os_error().unwrap_or(0),
+                })
+            }
+        };
+        let local = members
+            .iter()
+            .map(|&r| {
+                self.local_of
+                    .get(r as usize)
+                    .copied()
+                    .filter(|&l| l != crate::device::NOT_LOCAL)
+                    .ok_or(Error::Usage(UsageError::InvalidRank {
+                        rank: r,
+                        size: self.local_of.len() as u32,
+                    }))
+            })
+            .collect::<Result<Vec<u32>, Error>>()?;
+        let me = members
+            .iter()
+            .position(|&r| r == self.rank)
+            .ok_or(Error::Internal("node region without this rank"))?;
+        let first = *members
+            .first()
+            .ok_or(Error::Internal("node region without members"))?;
+        let path = self.region_path(id, first);
+        let region = if leader {
+            let file =
+                crate::os::create_segment_file(&path).map_err(os("creating a node region"))?;
+            Region::create(&file, members.len(), SLOT).map_err(os("mapping a node region"))?
+        } else {
+            let file = crate::os::open_segment_file(&path).map_err(os("opening a node region"))?;
+            Region::open(&file, members.len(), SLOT).map_err(os("mapping a node region"))?
+        };
+        self.node.regions.insert(
+            id,
+            Attached {
+                region,
+                me,
+                local,
+                ranks: members.to_vec(),
+                next: 0,
+                path: leader.then_some(path),
+            },
+        );
+        Ok(())
+    }
+
+    fn attached(&mut self, id: u64) {
+        if let Some(path) = self.node.regions.get_mut(&id).and_then(|a| a.path.take()) {
+            if let Err(e) = std::fs::remove_file(&path) {
+                tracing::warn!(error = %e, path = %path.display(), "could not remove a node region's name");
+            }
+        }
+    }
+
+    fn detach(&mut self, id: u64) {
+        self.attached(id);
+        self.node.regions.remove(&id);
+        self.node.waits.retain(|w| w.region != id);
+    }
+
+    fn has(&self, id: u64) -> bool {
+        self.node.regions.contains_key(&id)
+    }
+
+    fn reserve(&mut self, op: &mut NodeOp) -> Result<(), Error> {
+        let a = self
+            .node
+            .regions
+            .get_mut(&op.region)
+            .ok_or_else(|| missing(op.region))?;
+        op.seq = a.next + 1;
+        op.chunk = 0;
+        op.phase = 0;
+        a.next += chunks(op);
+        Ok(())
+    }
+
+    fn poll(
+        &mut self,
+        op: &mut NodeOp,
+        input: Option<&[u8]>,
+        output: &mut [u8],
+    ) -> Result<bool, Error> {
+        let id = op.region;
+        let total = chunks(op);
+        let cb = chunk_bytes(op);
+        while op.chunk < total {
+            let s = op.seq + op.chunk;
+            let parity = (s % 2) as usize;
+            let start = (op.chunk as usize * cb).min(op.len);
+            let end = (start + cb).min(op.len);
+            let a = self.node.regions.get(&id).ok_or_else(|| missing(id))?;
+            let (me, m) = (a.me, a.local.len());
+            let root = op.root as usize;
+            let r = &a.region;
+            if op.phase == 0 {
+                // Publish in sequence order: a later operation's `arrive`
+                // must not claim an earlier one's data (several may be
+                // outstanding on one region).
+                let mine = Wait {
+                    region: id,
+                    which: Counter::Arrive,
+                    who: Some(me),
+                    at_least: s - 1,
+                };
+                if r.arrive(me).load(Acquire) != s - 1 {
+                    return self.must_wait(mine);
+                }
+                let reuse = Wait {
+                    region: id,
+                    which: Counter::Done,
+                    who: None,
+                    at_least: s.saturating_sub(2),
+                };
+                let writes = match op.kind {
+                    NodeKind::Barrier => false,
+                    NodeKind::Bcast => me == root,
+                    NodeKind::Reduce | NodeKind::Allreduce => true,
+                };
+                if writes {
+                    if !(0..m).all(|i| r.done(i).load(Acquire) >= reuse.at_least) {
+                        return self.must_wait(reuse);
+                    }
+                    let src = input.unwrap_or(&*output);
+                    let chunk =
+                        src.get(start..end)
+                            .ok_or(Error::Usage(UsageError::LengthMismatch(
+                                "node collective: buffer shorter than the operation",
+                            )))?;
+                    r.write_slot(me, parity, chunk);
+                }
+                // AcqRel: see the module docs.
+                r.arrive(me).swap(s, AcqRel);
+                op.phase = 1;
+                self.passed(mine);
+                self.passed(reuse);
+                self.wake_members(id);
+                continue;
+            }
+            let reads = match op.kind {
+                NodeKind::Barrier | NodeKind::Allreduce => Some(None),
+                NodeKind::Bcast if me != root => Some(Some(root)),
+                NodeKind::Reduce if me == root => Some(None),
+                _ => None,
+            };
+            if let Some(who) = reads {
+                let ready = match who {
+                    Some(i) => r.arrive(i).load(Acquire) >= s,
+                    None => (0..m).all(|i| r.arrive(i).load(Acquire) >= s),
+                };
+                let wait = Wait {
+                    region: id,
+                    which: Counter::Arrive,
+                    who,
+                    at_least: s,
+                };
+                if !ready {
+                    return self.must_wait(wait);
+                }
+            }
+            // Finish in sequence order too, for the same reason.
+            let mine = Wait {
+                region: id,
+                which: Counter::Done,
+                who: Some(me),
+                at_least: s - 1,
+            };
+            if r.done(me).load(Acquire) != s - 1 {
+                return self.must_wait(mine);
+            }
+            if reads.is_some() {
+                let len = end - start;
+                let out =
+                    output
+                        .get_mut(start..end)
+                        .ok_or(Error::Usage(UsageError::LengthMismatch(
+                            "node collective: output shorter than the operation",
+                        )))?;
+                match (op.kind, &op.op) {
+                    (NodeKind::Barrier, _) => {}
+                    (NodeKind::Bcast, _) => out.copy_from_slice(r.slot(root, parity, len)),
+                    (_, Some((rop, dtype))) => {
+                        // Right fold: x0 ⊕ (x1 ⊕ (… ⊕ x(m−1))), operands in
+                        // member order.
+                        out.copy_from_slice(r.slot(m - 1, parity, len));
+                        for i in (0..m - 1).rev() {
+                            reduce_into(rop, *dtype, r.slot(i, parity, len), out)?;
+                        }
+                    }
+                    (_, None) => return Err(Error::Internal("node reduction without an op")),
+                }
+            }
+            r.done(me).swap(s, AcqRel);
+            if let Some(who) = reads {
+                self.passed(Wait {
+                    region: id,
+                    which: Counter::Arrive,
+                    who,
+                    at_least: s,
+                });
+            }
+            self.passed(mine);
+            self.wake_members(id);
+            op.phase = 0;
+            op.chunk += 1;
+        }
+        Ok(true)
+    }
+}
