@@ -21,13 +21,15 @@ use crate::envelope::Rank;
 use crate::error::Result;
 
 /// Can the node algorithms run this collective here?
+///
+/// The answer depends only on what every member knows (the layout, the
+/// op), never on this rank's node: every member must take the same
+/// algorithm. A rank alone on its node skips the node steps.
 pub(super) fn usable(team: &Team, commutative: bool) -> Option<&NodeTeam> {
     let nt = team.node.as_deref()?;
-    let mine = nt
-        .nodes
-        .get(*nt.node_of.get(team.rank as usize)? as usize)?;
+    let shared = nt.nodes.iter().any(|m| m.len() >= 2);
     let single = nt.nodes.len() == 1;
-    (mine.len() >= 2 && (single || commutative)).then_some(nt)
+    (shared && (single || commutative)).then_some(nt)
 }
 
 /// Where I sit: my node's members, my index among them, and the heads.
@@ -62,6 +64,27 @@ impl<'a> Layout<'a> {
     fn local_head(&self, heads: &[u32]) -> u32 {
         let h = heads[self.node];
         self.local.iter().position(|&r| r == h).unwrap_or(0) as u32
+    }
+
+    /// Adds a node step, unless this rank is alone on its node.
+    fn step(
+        &self,
+        b: &mut Builder,
+        op: NodeOp,
+        input: Option<Region>,
+        output: Region,
+    ) -> Result<()> {
+        if self.local.len() < 2 {
+            // Alone: a bcast leaves the data where it is; a reduce moves
+            // its input to the accumulator.
+            if let (NodeKind::Reduce | NodeKind::Allreduce, Some(input)) = (op.kind, input) {
+                if output.len == input.len {
+                    b.copy(input, output);
+                }
+            }
+            return Ok(());
+        }
+        b.node(op, input, output)
     }
 
     fn spans(&self) -> bool {
@@ -106,11 +129,11 @@ fn among_heads(
 pub(super) fn barrier(b: &mut Builder, team: &Team, me: Me, nt: &NodeTeam) -> Result<()> {
     let l = Layout::new(nt, me);
     let out = Region::whole(b.temp(0)?, 0);
-    b.node(l.op(NodeKind::Barrier, 0, 0, None), None, out)?;
+    l.step(b, l.op(NodeKind::Barrier, 0, 0, None), None, out)?;
     if l.spans() {
         let heads = l.heads(None);
         among_heads(b, team, me, &heads, tree::barrier)?;
-        b.node(l.op(NodeKind::Barrier, 0, 0, None), None, out)?;
+        l.step(b, l.op(NodeKind::Barrier, 0, 0, None), None, out)?;
     }
     Ok(())
 }
@@ -127,7 +150,7 @@ pub(super) fn bcast(b: &mut Builder, team: &Team, me: Me, nt: &NodeTeam, root: u
         })?;
     }
     let head = l.local_head(&heads);
-    b.node(l.op(NodeKind::Bcast, len, head, None), None, data)
+    l.step(b, l.op(NodeKind::Bcast, len, head, None), None, data)
 }
 
 /// Reduce (to `Some(root)`) or allreduce (`None`); the caller checked the
@@ -148,7 +171,8 @@ pub(super) fn reduce(
     let i_am_head = heads[l.node] == me.r;
     let input = b.has(INPUT).then(|| Region::whole(INPUT, len));
     if !l.spans() && root.is_none() {
-        return b.node(
+        return l.step(
+            b,
             l.op(NodeKind::Allreduce, len, 0, op),
             input,
             Region::whole(OUTPUT, len),
@@ -163,7 +187,13 @@ pub(super) fn reduce(
     } else {
         Region::whole(b.temp(0)?, 0)
     };
-    b.node(l.op(NodeKind::Reduce, len, head, op.clone()), input, acc)?;
+    // In place, my contribution is in the output; it is the node step's
+    // input whenever the accumulator is elsewhere.
+    let input = match input {
+        None if acc.slot != OUTPUT => Some(Region::whole(OUTPUT, len)),
+        other => other,
+    };
+    l.step(b, l.op(NodeKind::Reduce, len, head, op.clone()), input, acc)?;
     if l.spans() {
         match root {
             None => among_heads(b, team, me, &heads, |b, sub| {
@@ -178,7 +208,8 @@ pub(super) fn reduce(
         }
     }
     if root.is_none() {
-        b.node(
+        l.step(
+            b,
             l.op(NodeKind::Bcast, len, head, None),
             None,
             Region::whole(OUTPUT, len),
