@@ -57,6 +57,17 @@
 //! Persistent requests: [`Comm::send_init`], [`Comm::recv_init`],
 //! [`Request::start`], [`start_all`].
 //!
+//! ## Collectives and communicators
+//! Every MPI 4 collective, in three forms: blocking on borrowed slices
+//! ([`Comm::allreduce`], [`Comm::bcast`], ...; `*_in_place` for
+//! `MPI_IN_PLACE`), nonblocking on owned vectors returning a [`Request`]
+//! ([`Comm::iallreduce`], [`Comm::ibarrier`], ...), and persistent
+//! ([`Comm::allreduce_init`], ... then [`Request::start`]). Reductions take
+//! an [`Op`]. Communicators come from [`Comm::dup`], [`Comm::idup`],
+//! [`Comm::split`], [`Comm::split_type`] and [`Comm::create`] with a
+//! [`Group`]; their context ids are agreed by every member. See the
+//! `coll` and `contexts` module docs in the source for the algorithms.
+//!
 //! ## Features
 //! - `shm` (default): the shared-memory device; needs nothing but Rust.
 //! - `ofi`, `verbs`: the network devices over libfabric and InfiniBand /

@@ -10,7 +10,7 @@
 //! Every byte a schedule touches lives in a slot: the caller's input
 //! ([`INPUT`]), the caller's output ([`OUTPUT`]) and temporaries the builder
 //! asks for. A send or receive lends a *region* of a slot to the engine as a
-//! [`Buf`] (through [`Window`], which keeps the slot's own buffer and merely
+//! [`Buf`] (through `Window`, which keeps the slot's own buffer and merely
 //! narrows it), so no byte is copied to send part of a buffer and nothing is
 //! allocated when a persistent schedule runs again. A slot is lent to one
 //! operation at a time; a step that needs a lent slot waits until it comes
