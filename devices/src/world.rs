@@ -266,6 +266,17 @@ impl World {
         }
     }
 
+    /// The name of this node's shared-memory segment (`None` without
+    /// shared memory): every file the job makes in `FERRY_SHM_DIR` starts
+    /// with it, so a test can check that none is left behind.
+    ///
+    /// # Errors
+    /// [`ApiError::Finalized`].
+    pub fn shm_segment(&self) -> Result<Option<String>> {
+        let g = self.shared.lock();
+        Ok(g.engine_ref()?.device().shm_segment().map(str::to_owned))
+    }
+
     /// The configuration in force.
     pub fn config(&self) -> &Config {
         &self.shared.config

@@ -60,6 +60,11 @@ impl<L: Device, N: Device> Mixed<L, N> {
         Some((self.node.wait_fd()?, self.net.wait_fd()?))
     }
 
+    /// The node device.
+    pub fn node_device(&self) -> &L {
+        &self.node
+    }
+
     /// How many peers each device reaches: (node, net).
     pub fn peer_counts(&self) -> (usize, usize) {
         let node = self.routes.iter().filter(|r| **r == Route::Node).count();

@@ -114,6 +114,21 @@ impl NodeDevice {
     pub(crate) fn sleep_kind(&self) -> SleepKind {
         each!(self, d => SleepOn::sleep_kind(d))
     }
+
+    /// The shared-memory segment's name, when shared memory carries some
+    /// of the traffic: every file of this job's node (the node-collective
+    /// regions too) starts with it.
+    pub fn shm_segment(&self) -> Option<&str> {
+        match self {
+            #[cfg(feature = "shm")]
+            NodeDevice::Shm(d) => Some(d.segment_name()),
+            #[cfg(all(feature = "shm", feature = "ofi"))]
+            NodeDevice::ShmOfi(m) => Some(m.node_device().segment_name()),
+            #[cfg(all(feature = "shm", feature = "verbs"))]
+            NodeDevice::ShmVerbs(m) => Some(m.node_device().segment_name()),
+            _ => None,
+        }
+    }
 }
 
 impl Device for NodeDevice {
