@@ -85,7 +85,7 @@ use rustix::event::{epoll, eventfd, EventfdFlags};
 use crate::config::WaitMode;
 use crate::error::{ApiError, Error, Result};
 use crate::select::node::{NodeDevice, SleepKind};
-use crate::world::{Locked, Shared};
+use crate::world::{Hub, Locked, Shared};
 
 /// The longest single sleep; see the module docs.
 pub(crate) const SAFETY_NET: Duration = Duration::from_secs(1);
@@ -214,7 +214,7 @@ pub(crate) struct Sleeper {
 
 /// The lock, held. Dropping it settles (see the module docs).
 pub(crate) struct Guard<'a> {
-    shared: &'a Shared,
+    hub: &'a Hub,
     locked: MutexGuard<'a, Locked>,
     /// The engine's event count when the lock was taken (or when the holder
     /// last registered as a sleeper).
@@ -231,6 +231,13 @@ impl std::fmt::Debug for Guard<'_> {
 }
 
 impl Shared {
+    /// Takes the lock; see [`Hub::lock`].
+    pub(crate) fn lock(&self) -> Guard<'_> {
+        self.hub.lock()
+    }
+}
+
+impl Hub {
     /// Takes the lock. A poisoned lock (a panic under it, which ferry never
     /// causes) is taken anyway: the engine's state is consistent between
     /// calls.
@@ -242,7 +249,7 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let events = locked.engine.as_ref().map_or(0, Engine::events);
         Guard {
-            shared: self,
+            hub: self,
             locked,
             events,
             _span: span,
@@ -286,7 +293,7 @@ impl Guard<'_> {
 
     /// The release rule; see the module docs.
     fn settle(&mut self) {
-        let stats = &self.shared.stats;
+        let stats = &self.hub.stats;
         let l = &mut *self.locked;
         if l.sleepers.iter().all(|s| s.kicked) {
             return;
@@ -323,7 +330,7 @@ impl Guard<'_> {
         self.settle();
         let slot = match self.locked.idle_slots.pop() {
             Some(s) => s,
-            None => Arc::new(Slot::new(self.shared.sleep_kind)?),
+            None => Arc::new(Slot::new(self.hub.sleep_kind)?),
         };
         self.locked.sleepers.push(Sleeper {
             slot: Arc::clone(&slot),
@@ -389,7 +396,7 @@ pub(crate) fn block_on<R>(
         }
         if !waited {
             waited = true;
-            bump(&shared.stats.waits);
+            bump(&shared.hub.stats.waits);
         }
         let spinning = match mode {
             WaitMode::Spin => true,
@@ -423,12 +430,12 @@ pub(crate) fn block_on<R>(
             Err(e) => break Err(e),
         };
         match check {
-            Check::WouldBlock if shared.sleep_kind != SleepKind::Poll => {}
+            Check::WouldBlock if shared.hub.sleep_kind != SleepKind::Poll => {}
             Check::Progressed => continue,
             // Pushed-back work, or a device that cannot wake us: poll.
             _ => {
                 drop(g);
-                bump(&shared.stats.polls);
+                bump(&shared.hub.stats.polls);
                 std::thread::yield_now();
                 continue;
             }
@@ -438,18 +445,18 @@ pub(crate) fn block_on<R>(
             Err(e) => break Err(e),
         };
         drop(g);
-        bump(&shared.stats.sleeps);
+        bump(&shared.hub.stats.sleeps);
         let woke = slot.sleep(SAFETY_NET);
         shared.lock().unregister_sleeper(&slot);
         match woke {
-            Ok(Woke::Device) => bump(&shared.stats.wake_device),
-            Ok(Woke::Kick) => bump(&shared.stats.wake_kick),
-            Ok(Woke::Timeout) => bump(&shared.stats.wake_timeout),
+            Ok(Woke::Device) => bump(&shared.hub.stats.wake_device),
+            Ok(Woke::Kick) => bump(&shared.hub.stats.wake_kick),
+            Ok(Woke::Timeout) => bump(&shared.hub.stats.wake_timeout),
             Err(e) => break Err(e),
         }
     };
     if spun > 0 {
-        shared.stats.spins.fetch_add(spun, Relaxed);
+        shared.hub.stats.spins.fetch_add(spun, Relaxed);
     }
     result
 }

@@ -31,19 +31,30 @@ pub(crate) struct Locked {
     pub(crate) idle_slots: Vec<Arc<Slot>>,
 }
 
+/// The engine's lock and what every thread that takes it needs: how
+/// sleepers sleep, their statistics, the rank's span.
+///
+/// Apart from [`Shared`] so that a thread can hold it without keeping the
+/// world alive (the progress thread: the last application handle's drop
+/// stops it).
+#[derive(Debug)]
+pub(crate) struct Hub {
+    pub(crate) locked: Mutex<Locked>,
+    pub(crate) sleep_kind: SleepKind,
+    pub(crate) stats: WaitStats,
+    pub(crate) span: tracing::Span,
+}
+
 /// Shared by a world's handles; see the module docs.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub(crate) locked: Mutex<Locked>,
+    pub(crate) hub: Arc<Hub>,
     pub(crate) rank: Rank,
     pub(crate) size: u32,
     pub(crate) wait_mode: WaitMode,
     pub(crate) spin: Duration,
     /// Spin rounds between `sched_yield`s (see the waiter).
     pub(crate) yield_every: u32,
-    pub(crate) sleep_kind: SleepKind,
-    pub(crate) stats: WaitStats,
-    pub(crate) span: tracing::Span,
     pub(crate) config: Config,
     pub(crate) device_name: &'static str,
     boot: Mutex<Boot>,
@@ -73,19 +84,21 @@ impl Shared {
         Shared {
             rank: engine.rank(),
             size: engine.size(),
-            locked: Mutex::new(Locked {
-                engine: Some(engine),
-                poison: None,
-                armed: false,
-                sleepers: Vec::new(),
-                idle_slots: Vec::new(),
+            hub: Arc::new(Hub {
+                locked: Mutex::new(Locked {
+                    engine: Some(engine),
+                    poison: None,
+                    armed: false,
+                    sleepers: Vec::new(),
+                    idle_slots: Vec::new(),
+                }),
+                sleep_kind,
+                stats: WaitStats::default(),
+                span,
             }),
             wait_mode: config.wait_mode,
             spin: config.spin,
             yield_every,
-            sleep_kind,
-            stats: WaitStats::default(),
-            span,
             config,
             device_name,
             boot: Mutex::new(boot),
@@ -95,15 +108,9 @@ impl Shared {
         }
     }
 
-    /// Tears the engine down after a fatal device error, so that no buffer
-    /// it holds is used again (see *Safety* in the crate docs).
+    /// Tears the engine down after a fatal device error; see [`Hub::poison`].
     pub(crate) fn poison(&self, error: ferry_core::Error) {
-        let mut g = self.lock();
-        let l = g.locked();
-        if l.engine.take().is_some() {
-            tracing::error!(%error, "fatal device error: engine torn down");
-            l.poison = Some(error);
-        }
+        self.hub.poison(error);
     }
 
     fn counters(&self) -> Counters {
@@ -112,7 +119,7 @@ impl Shared {
             .engine_ref()
             .map(|e| e.counters())
             .unwrap_or_default();
-        Counters::new(engine, &self.stats, self.device_name)
+        Counters::new(engine, &self.hub.stats, self.device_name)
     }
 
     /// A barrier through the engine, with progress, on the world's reserved
@@ -198,6 +205,19 @@ impl Shared {
             }
         }
         result
+    }
+}
+
+impl Hub {
+    /// Tears the engine down after a fatal device error, so that no buffer
+    /// it holds is used again (see *Safety* in the crate docs).
+    pub(crate) fn poison(&self, error: ferry_core::Error) {
+        let mut g = self.lock();
+        let l = g.locked();
+        if l.engine.take().is_some() {
+            tracing::error!(%error, "fatal device error: engine torn down");
+            l.poison = Some(error);
+        }
     }
 }
 
