@@ -1,9 +1,9 @@
 //! [`World`]: one process's handle on the job, and what it shares with every
 //! communicator and request (the engine behind its lock, the waiters, the
-//! bootstrap).
+//! bootstrap, the progress thread).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ferry_core::protocol::ProtocolTable;
@@ -14,6 +14,7 @@ use crate::config::{Config, WaitMode};
 use crate::counters::Counters;
 use crate::error::{ApiError, Result};
 use crate::group::Group;
+use crate::progress::Progress;
 use crate::select::boot::Boot;
 use crate::select::node::{NodeDevice, SleepKind};
 use crate::waiter::{Sleeper, Slot, WaitStats};
@@ -27,6 +28,12 @@ pub(crate) struct Locked {
     pub(crate) poison: Option<ferry_core::Error>,
     /// The device is armed: no progress since the last `WouldBlock`.
     pub(crate) armed: bool,
+    /// Mutable engine accesses so far (wrapping): the progress thread
+    /// stops spinning when another thread has been in the library.
+    pub(crate) touches: u64,
+    /// Application threads inside a wait past its first attempt (counted
+    /// only with the progress thread, which relies on them meanwhile).
+    pub(crate) waiting: usize,
     pub(crate) sleepers: Vec<Sleeper>,
     pub(crate) idle_slots: Vec<Arc<Slot>>,
 }
@@ -34,9 +41,9 @@ pub(crate) struct Locked {
 /// The engine's lock and what every thread that takes it needs: how
 /// sleepers sleep, their statistics, the rank's span.
 ///
-/// Apart from [`Shared`] so that a thread can hold it without keeping the
-/// world alive (the progress thread: the last application handle's drop
-/// stops it).
+/// It is the part of [`Shared`] the progress thread holds: holding `Shared`
+/// itself would keep the world alive, so the last application handle's drop
+/// (which stops the thread) would never come.
 #[derive(Debug)]
 pub(crate) struct Hub {
     pub(crate) locked: Mutex<Locked>,
@@ -63,6 +70,8 @@ pub(crate) struct Shared {
     pub(crate) node_ranks: Vec<Rank>,
     /// The context ids free on this process.
     pub(crate) contexts: crate::contexts::ContextPool,
+    /// The progress thread (`FERRY_ASYNC_PROGRESS`), until shutdown.
+    progress: Mutex<Option<Progress>>,
 }
 
 impl Shared {
@@ -89,6 +98,8 @@ impl Shared {
                     engine: Some(engine),
                     poison: None,
                     armed: false,
+                    touches: 0,
+                    waiting: 0,
                     sleepers: Vec::new(),
                     idle_slots: Vec::new(),
                 }),
@@ -105,7 +116,21 @@ impl Shared {
             finalized: AtomicBool::new(false),
             node_ranks,
             contexts: crate::contexts::ContextPool::default(),
+            progress: Mutex::new(None),
         }
+    }
+
+    /// Starts the progress thread if the configuration asks for it
+    /// (`FERRY_ASYNC_PROGRESS`).
+    ///
+    /// # Errors
+    /// The thread or its wake-up objects could not be created.
+    pub(crate) fn start_progress(&self) -> Result<()> {
+        if self.config.async_progress {
+            let progress = Progress::start(Arc::clone(&self.hub), &self.config)?;
+            *self.progress.lock().unwrap_or_else(PoisonError::into_inner) = Some(progress);
+        }
+        Ok(())
     }
 
     /// Tears the engine down after a fatal device error; see [`Hub::poison`].
@@ -162,6 +187,16 @@ impl Shared {
         if self.finalized.swap(true, Ordering::AcqRel) {
             return Err(ApiError::Finalized.into());
         }
+        // From here on only the application's threads drive the engine, as
+        // without the option; the thread is gone before the engine is.
+        let progress = self
+            .progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(progress) = progress {
+            progress.stop();
+        }
         if self.config.print_counters {
             // One write, so that ranks sharing a terminal do not interleave.
             let text = format!("ferry rank {}: {}\n", self.rank, self.counters());
@@ -210,7 +245,9 @@ impl Shared {
 
 impl Hub {
     /// Tears the engine down after a fatal device error, so that no buffer
-    /// it holds is used again (see *Safety* in the crate docs).
+    /// it holds is used again (see *Safety* in the crate docs). The release
+    /// of the lock wakes every sleeper, the progress thread included, to
+    /// find it gone.
     pub(crate) fn poison(&self, error: ferry_core::Error) {
         let mut g = self.lock();
         let l = g.locked();
