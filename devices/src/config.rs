@@ -9,6 +9,7 @@
 //! | `FERRY_RNDV_MODE` | `auto`, `get`, `put`, `frag`: the large-message protocol (falls back to `frag` where the device lacks RDMA) | `auto` |
 //! | `FERRY_WAIT_MODE` | `spin`, `passive`, `hybrid` | `hybrid` |
 //! | `FERRY_SPIN_US` | microseconds to spin before sleeping (hybrid); `0` sleeps at once | 50 |
+//! | `FERRY_ASYNC_PROGRESS` | a flag: a thread per world progresses while the application computes ([`progress`](crate::progress)) | `0` |
 //! | `FERRY_LOG` | a `tracing` filter (`info`, `ferry=debug,warn`) | off |
 //! | `FERRY_PRINT_COUNTERS` | a flag (`0`/`1`): print counters at finalize | `0` |
 //!
@@ -83,6 +84,10 @@ pub struct Config {
     pub log: Option<String>,
     /// Print the counters at finalize (`FERRY_PRINT_COUNTERS`).
     pub print_counters: bool,
+    /// Start a progress thread that advances transfers and collectives
+    /// while the application computes (`FERRY_ASYNC_PROGRESS`); see
+    /// [`progress`](crate::progress) for what it costs.
+    pub async_progress: bool,
     /// The engine's settings (`FERRY_EAGER_LIMIT` sets `eager_limit`,
     /// `FERRY_RNDV_THRESHOLD` sets `rdma_threshold`,
     /// `FERRY_RECV_MAY_BE_EMPTY` sets `recv_may_be_empty`, which is the
@@ -107,6 +112,7 @@ impl Default for Config {
             spin: Config::DEFAULT_SPIN,
             log: None,
             print_counters: false,
+            async_progress: false,
             engine: ferry_core::Config::default(),
             coll: ferry_core::coll::CollTuning::default(),
             coll_node: true,
@@ -152,6 +158,9 @@ impl Config {
         }
         if let Some(us) = settings::number(src, "FERRY_SPIN_US", 0, u64::MAX)? {
             c.spin = Duration::from_micros(us);
+        }
+        if let Some(on) = settings::flag(src, "FERRY_ASYNC_PROGRESS")? {
+            c.async_progress = on;
         }
         c.log = log_filter(src)?;
         if let Some(on) = settings::flag(src, "FERRY_PRINT_COUNTERS")? {

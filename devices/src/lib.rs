@@ -94,13 +94,17 @@
 //! engine sits behind one lock that is never held while sleeping; waiting
 //! spins, then sleeps in `epoll_wait` on the device's fd and a per-thread
 //! eventfd. The protocol that makes this lose no wake-up is in [`waiter`].
+//! With `FERRY_ASYNC_PROGRESS=1` ([`Config::async_progress`]) a thread per
+//! world, `ferry-progress`, advances transfers and collectives while the
+//! application computes, under the same protocol ([`progress`]).
 //!
 //! ## Cleanup
 //! [`World::finalize`] is collective: a barrier with the other ranks, then
 //! device teardown (the shm segment was already unlinked at setup) and PMI
 //! finalize. Dropping the last handle without finalizing does the safe
 //! minimum (teardown and PMI finalize, no barrier). `FERRY_PRINT_COUNTERS=1`
-//! prints [`World::counters`] at either.
+//! prints [`World::counters`] at either. Both stop and join the progress
+//! thread, if any, before the device goes.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -115,6 +119,7 @@ mod error;
 mod group;
 mod p2p;
 mod persistent;
+pub mod progress;
 #[allow(unsafe_code)]
 mod raw;
 mod request;

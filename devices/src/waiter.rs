@@ -58,6 +58,30 @@
 //! their requests still pending, go back to sleep. (One sleeper per device
 //! event would need the device to hand out per-thread fds.)
 //!
+//! # The progress thread
+//! With `FERRY_ASYNC_PROGRESS=1` one more thread takes the lock and sleeps
+//! under these rules: [`progress`](crate::progress). It has no requests,
+//! so a completion does not concern it; what it needs is that an outside
+//! event wakes *someone* who will progress it. It registers with a
+//! `Role` other than `Waiter`, and the release rule treats it apart:
+//!
+//! - While application threads are inside `block_on` past their first
+//!   attempt (the lock's `waiting` count), they watch the device: each one
+//!   progresses every round, or sleeps with the device fd in its set, until
+//!   it leaves, which it does under the lock (the count drops). The thread
+//!   then relies on them: the device is not re-armed on its behalf, and it
+//!   sleeps on its eventfd alone (`Standby`), so that a device event wakes
+//!   the waiters only, as without the option. A waiter that registers
+//!   while the thread sleeps on the device (`Progress`) kicks it over to
+//!   standby.
+//! - When no application thread waits, the release rule's second half
+//!   applies to it: a `Progress` sleeper needs the device armed (re-arm it,
+//!   kick the thread if that reports anything but `WouldBlock`), and a
+//!   `Standby` one is kicked, to come and sleep on the device.
+//!
+//! The application's waiters keep their own rules unchanged and never rely
+//! on the thread.
+//!
 //! Devices without a wait fd: the loopback gets events only from its own
 //! rank's calls (which are made under the lock and settled), so sleeping on
 //! the eventfd alone is exact. A device that could get outside events but
@@ -85,7 +109,7 @@ use rustix::event::{epoll, eventfd, EventfdFlags};
 use crate::config::WaitMode;
 use crate::error::{ApiError, Error, Result};
 use crate::select::node::{NodeDevice, SleepKind};
-use crate::world::{Locked, Shared};
+use crate::world::{Hub, Locked, Shared};
 
 /// The longest single sleep; see the module docs.
 pub(crate) const SAFETY_NET: Duration = Duration::from_secs(1);
@@ -138,14 +162,14 @@ pub(crate) struct Slot {
 
 /// How a sleep ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Woke {
+pub(crate) enum Woke {
     Device,
     Kick,
     Timeout,
 }
 
 impl Slot {
-    fn new(kind: SleepKind) -> Result<Slot> {
+    pub(crate) fn new(kind: SleepKind) -> Result<Slot> {
         let epoll =
             epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| Error::os("epoll_create", e))?;
         let kick = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
@@ -170,7 +194,7 @@ impl Slot {
     }
 
     /// Wakes the slot's sleeper (or makes its next sleep return at once).
-    fn kick(&self) {
+    pub(crate) fn kick(&self) {
         // An eventfd write fails only if the counter would overflow, in which
         // case it is readable anyway.
         let _ = rustix::io::write(&self.kick, &1u64.to_ne_bytes());
@@ -182,7 +206,25 @@ impl Slot {
         let _ = rustix::io::read(&self.kick, &mut b);
     }
 
-    fn sleep(&self, timeout: Duration) -> Result<Woke> {
+    /// Sleeps on the eventfd alone (the progress thread's standby).
+    pub(crate) fn sleep_on_kick(&self, timeout: Duration) -> Result<Woke> {
+        let ts = rustix::time::Timespec {
+            tv_sec: timeout.as_secs() as _,
+            tv_nsec: timeout.subsec_nanos() as _,
+        };
+        let mut fds = [rustix::event::PollFd::new(
+            &self.kick,
+            rustix::event::PollFlags::IN,
+        )];
+        match rustix::event::poll(&mut fds, Some(&ts)) {
+            Ok(0) => Ok(Woke::Timeout),
+            // A signal counts as a spurious wake-up, as in `sleep`.
+            Ok(_) | Err(rustix::io::Errno::INTR) => Ok(Woke::Kick),
+            Err(e) => Err(Error::os("poll", e)),
+        }
+    }
+
+    pub(crate) fn sleep(&self, timeout: Duration) -> Result<Woke> {
         let ts = rustix::time::Timespec {
             tv_sec: timeout.as_secs() as _,
             tv_nsec: timeout.subsec_nanos() as _,
@@ -205,16 +247,30 @@ impl Slot {
     }
 }
 
+/// Who a sleeper is (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// An application thread in `block_on`: it waits for completions.
+    Waiter,
+    /// The progress thread, asleep on the device fd: it needs the device
+    /// armed.
+    Progress,
+    /// The progress thread, asleep on its eventfd alone while application
+    /// threads wait (and watch the device).
+    Standby,
+}
+
 /// A registered sleeper.
 #[derive(Debug)]
 pub(crate) struct Sleeper {
     slot: Arc<Slot>,
     kicked: bool,
+    role: Role,
 }
 
 /// The lock, held. Dropping it settles (see the module docs).
 pub(crate) struct Guard<'a> {
-    shared: &'a Shared,
+    hub: &'a Hub,
     locked: MutexGuard<'a, Locked>,
     /// The engine's event count when the lock was taken (or when the holder
     /// last registered as a sleeper).
@@ -231,6 +287,13 @@ impl std::fmt::Debug for Guard<'_> {
 }
 
 impl Shared {
+    /// Takes the lock; see [`Hub::lock`].
+    pub(crate) fn lock(&self) -> Guard<'_> {
+        self.hub.lock()
+    }
+}
+
+impl Hub {
     /// Takes the lock. A poisoned lock (a panic under it, which ferry never
     /// causes) is taken anyway: the engine's state is consistent between
     /// calls.
@@ -242,7 +305,7 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let events = locked.engine.as_ref().map_or(0, Engine::events);
         Guard {
-            shared: self,
+            hub: self,
             locked,
             events,
             _span: span,
@@ -260,6 +323,7 @@ impl Guard<'_> {
     pub(crate) fn engine(&mut self) -> Result<&mut Engine<NodeDevice>> {
         let l = &mut *self.locked;
         l.armed = false;
+        l.touches = l.touches.wrapping_add(1);
         match l.engine.as_mut() {
             Some(engine) => Ok(engine),
             None => Err(match l.poison {
@@ -286,15 +350,31 @@ impl Guard<'_> {
 
     /// The release rule; see the module docs.
     fn settle(&mut self) {
-        let stats = &self.shared.stats;
+        let stats = &self.hub.stats;
         let l = &mut *self.locked;
         if l.sleepers.iter().all(|s| s.kicked) {
             return;
         }
-        let mut kick = true;
+        // With the engine gone, everyone must come and see.
+        let mut kick_all = true;
         if let Some(engine) = l.engine.as_mut() {
-            kick = engine.events() != self.events;
-            if !kick && !l.armed {
+            kick_all = false;
+            if engine.events() != self.events {
+                let waiters = l.sleepers.iter_mut().filter(|s| s.role == Role::Waiter);
+                kick(waiters, stats);
+            }
+            // The progress thread relies on waiting application threads
+            // while there are any; when none is left, it must come and
+            // watch the device itself, or have it armed.
+            let covered = l.waiting > 0;
+            if !covered {
+                let standby = l.sleepers.iter_mut().filter(|s| s.role == Role::Standby);
+                kick(standby, stats);
+            }
+            let rely = |s: &Sleeper| {
+                !s.kicked && (s.role == Role::Waiter || (s.role == Role::Progress && !covered))
+            };
+            if !l.armed && l.sleepers.iter().any(rely) {
                 match engine.device_check(CheckMode::Blocking) {
                     Ok(Check::WouldBlock) => {
                         l.armed = true;
@@ -302,16 +382,12 @@ impl Guard<'_> {
                     }
                     // Something happened, the device pushes back, or it
                     // failed: let the sleepers look for themselves.
-                    _ => kick = true,
+                    _ => kick_all = true,
                 }
             }
         }
-        if kick {
-            for s in l.sleepers.iter_mut().filter(|s| !s.kicked) {
-                s.slot.kick();
-                s.kicked = true;
-                bump(&stats.kicks);
-            }
+        if kick_all {
+            kick(l.sleepers.iter_mut(), stats);
         }
     }
 
@@ -319,25 +395,41 @@ impl Guard<'_> {
     /// `WouldBlock`: settles the sleepers already registered (this thread's
     /// attempt may have completed their requests), then registers this one.
     fn register_sleeper(&mut self) -> Result<Arc<Slot>> {
-        self.locked.armed = true;
-        self.settle();
         let slot = match self.locked.idle_slots.pop() {
             Some(s) => s,
-            None => Arc::new(Slot::new(self.shared.sleep_kind)?),
+            None => Arc::new(Slot::new(self.hub.sleep_kind)?),
         };
+        self.register(&slot, Role::Waiter);
+        Ok(slot)
+    }
+
+    /// Registers `slot`'s owner as a sleeper: to be called right after its
+    /// own `device_check` reported `WouldBlock` in this critical section
+    /// (the invariant of the module docs then holds for it).
+    pub(crate) fn register(&mut self, slot: &Arc<Slot>, role: Role) {
+        self.locked.armed = true;
+        self.settle();
+        if role == Role::Waiter {
+            // The device is the waiters' to watch now: a progress thread
+            // asleep on it moves to standby.
+            let l = &mut *self.locked;
+            let progress = l.sleepers.iter_mut().filter(|s| s.role == Role::Progress);
+            kick(progress, &self.hub.stats);
+        }
         self.locked.sleepers.push(Sleeper {
-            slot: Arc::clone(&slot),
+            slot: Arc::clone(slot),
             kicked: false,
+            role,
         });
         // Nothing happened since this thread looked: the release must not
         // kick it.
         if let Some(e) = self.locked.engine.as_ref() {
             self.events = e.events();
         }
-        Ok(slot)
     }
 
-    fn unregister_sleeper(&mut self, slot: &Arc<Slot>) {
+    /// Unregisters `slot`'s sleeper (a no-op if it is not registered).
+    pub(crate) fn unregister(&mut self, slot: &Arc<Slot>) {
         let l = &mut *self.locked;
         if let Some(i) = l.sleepers.iter().position(|s| Arc::ptr_eq(&s.slot, slot)) {
             // Kicks are written under the lock and flagged, so an unkicked
@@ -346,7 +438,20 @@ impl Guard<'_> {
                 slot.drain();
             }
         }
-        l.idle_slots.push(Arc::clone(slot));
+    }
+
+    fn unregister_sleeper(&mut self, slot: &Arc<Slot>) {
+        self.unregister(slot);
+        self.locked.idle_slots.push(Arc::clone(slot));
+    }
+}
+
+/// Kicks the unkicked among `sleepers`.
+fn kick<'a>(sleepers: impl Iterator<Item = &'a mut Sleeper>, stats: &WaitStats) {
+    for s in sleepers.filter(|s| !s.kicked) {
+        s.slot.kick();
+        s.kicked = true;
+        bump(&stats.kicks);
     }
 }
 
@@ -376,6 +481,10 @@ pub(crate) fn block_on<R>(
     // Counted here and published once: an atomic add per round would cost
     // as much as the rest of a spin round.
     let mut spun = 0u64;
+    // Waiters are counted for the progress thread only (see the module
+    // docs); `counted` while this one is.
+    let count = shared.config.async_progress;
+    let mut counted = false;
     let result = loop {
         let mut g = shared.lock();
         let engine = match g.engine() {
@@ -383,13 +492,24 @@ pub(crate) fn block_on<R>(
             Err(e) => break Err(e),
         };
         match attempt(engine) {
-            Ok(Some(r)) => break Ok(r),
+            Ok(Some(r)) => {
+                if counted {
+                    // Leaving, in the release that settles it.
+                    g.locked().waiting -= 1;
+                    counted = false;
+                }
+                break Ok(r);
+            }
             Ok(None) => {}
             Err(e) => break Err(e.into()),
         }
         if !waited {
             waited = true;
-            bump(&shared.stats.waits);
+            bump(&shared.hub.stats.waits);
+            if count {
+                g.locked().waiting += 1;
+                counted = true;
+            }
         }
         let spinning = match mode {
             WaitMode::Spin => true,
@@ -423,12 +543,12 @@ pub(crate) fn block_on<R>(
             Err(e) => break Err(e),
         };
         match check {
-            Check::WouldBlock if shared.sleep_kind != SleepKind::Poll => {}
+            Check::WouldBlock if shared.hub.sleep_kind != SleepKind::Poll => {}
             Check::Progressed => continue,
             // Pushed-back work, or a device that cannot wake us: poll.
             _ => {
                 drop(g);
-                bump(&shared.stats.polls);
+                bump(&shared.hub.stats.polls);
                 std::thread::yield_now();
                 continue;
             }
@@ -438,18 +558,24 @@ pub(crate) fn block_on<R>(
             Err(e) => break Err(e),
         };
         drop(g);
-        bump(&shared.stats.sleeps);
+        bump(&shared.hub.stats.sleeps);
         let woke = slot.sleep(SAFETY_NET);
         shared.lock().unregister_sleeper(&slot);
         match woke {
-            Ok(Woke::Device) => bump(&shared.stats.wake_device),
-            Ok(Woke::Kick) => bump(&shared.stats.wake_kick),
-            Ok(Woke::Timeout) => bump(&shared.stats.wake_timeout),
+            Ok(Woke::Device) => bump(&shared.hub.stats.wake_device),
+            Ok(Woke::Kick) => bump(&shared.hub.stats.wake_kick),
+            Ok(Woke::Timeout) => bump(&shared.hub.stats.wake_timeout),
             Err(e) => break Err(e),
         }
     };
     if spun > 0 {
-        shared.stats.spins.fetch_add(spun, Relaxed);
+        shared.hub.stats.spins.fetch_add(spun, Relaxed);
+    }
+    if counted {
+        // Left by an error: under the lock all the same, since the release
+        // settles the progress thread this one may have been the last to
+        // cover.
+        shared.lock().locked().waiting -= 1;
     }
     result
 }

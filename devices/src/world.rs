@@ -1,9 +1,9 @@
 //! [`World`]: one process's handle on the job, and what it shares with every
 //! communicator and request (the engine behind its lock, the waiters, the
-//! bootstrap).
+//! bootstrap, the progress thread).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ferry_core::protocol::ProtocolTable;
@@ -14,6 +14,7 @@ use crate::config::{Config, WaitMode};
 use crate::counters::Counters;
 use crate::error::{ApiError, Result};
 use crate::group::Group;
+use crate::progress::Progress;
 use crate::select::boot::Boot;
 use crate::select::node::{NodeDevice, SleepKind};
 use crate::waiter::{Sleeper, Slot, WaitStats};
@@ -27,23 +28,40 @@ pub(crate) struct Locked {
     pub(crate) poison: Option<ferry_core::Error>,
     /// The device is armed: no progress since the last `WouldBlock`.
     pub(crate) armed: bool,
+    /// Mutable engine accesses so far (wrapping): the progress thread
+    /// stops spinning when another thread has been in the library.
+    pub(crate) touches: u64,
+    /// Application threads inside a wait past its first attempt (counted
+    /// only with the progress thread, which relies on them meanwhile).
+    pub(crate) waiting: usize,
     pub(crate) sleepers: Vec<Sleeper>,
     pub(crate) idle_slots: Vec<Arc<Slot>>,
+}
+
+/// The engine's lock and what every thread that takes it needs: how
+/// sleepers sleep, their statistics, the rank's span.
+///
+/// It is the part of [`Shared`] the progress thread holds: holding `Shared`
+/// itself would keep the world alive, so the last application handle's drop
+/// (which stops the thread) would never come.
+#[derive(Debug)]
+pub(crate) struct Hub {
+    pub(crate) locked: Mutex<Locked>,
+    pub(crate) sleep_kind: SleepKind,
+    pub(crate) stats: WaitStats,
+    pub(crate) span: tracing::Span,
 }
 
 /// Shared by a world's handles; see the module docs.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub(crate) locked: Mutex<Locked>,
+    pub(crate) hub: Arc<Hub>,
     pub(crate) rank: Rank,
     pub(crate) size: u32,
     pub(crate) wait_mode: WaitMode,
     pub(crate) spin: Duration,
     /// Spin rounds between `sched_yield`s (see the waiter).
     pub(crate) yield_every: u32,
-    pub(crate) sleep_kind: SleepKind,
-    pub(crate) stats: WaitStats,
-    pub(crate) span: tracing::Span,
     pub(crate) config: Config,
     pub(crate) device_name: &'static str,
     boot: Mutex<Boot>,
@@ -52,6 +70,8 @@ pub(crate) struct Shared {
     pub(crate) node_ranks: Vec<Rank>,
     /// The context ids free on this process.
     pub(crate) contexts: crate::contexts::ContextPool,
+    /// The progress thread (`FERRY_ASYNC_PROGRESS`), until shutdown.
+    progress: Mutex<Option<Progress>>,
 }
 
 impl Shared {
@@ -73,37 +93,49 @@ impl Shared {
         Shared {
             rank: engine.rank(),
             size: engine.size(),
-            locked: Mutex::new(Locked {
-                engine: Some(engine),
-                poison: None,
-                armed: false,
-                sleepers: Vec::new(),
-                idle_slots: Vec::new(),
+            hub: Arc::new(Hub {
+                locked: Mutex::new(Locked {
+                    engine: Some(engine),
+                    poison: None,
+                    armed: false,
+                    touches: 0,
+                    waiting: 0,
+                    sleepers: Vec::new(),
+                    idle_slots: Vec::new(),
+                }),
+                sleep_kind,
+                stats: WaitStats::default(),
+                span,
             }),
             wait_mode: config.wait_mode,
             spin: config.spin,
             yield_every,
-            sleep_kind,
-            stats: WaitStats::default(),
-            span,
             config,
             device_name,
             boot: Mutex::new(boot),
             finalized: AtomicBool::new(false),
             node_ranks,
             contexts: crate::contexts::ContextPool::default(),
+            progress: Mutex::new(None),
         }
     }
 
-    /// Tears the engine down after a fatal device error, so that no buffer
-    /// it holds is used again (see *Safety* in the crate docs).
-    pub(crate) fn poison(&self, error: ferry_core::Error) {
-        let mut g = self.lock();
-        let l = g.locked();
-        if l.engine.take().is_some() {
-            tracing::error!(%error, "fatal device error: engine torn down");
-            l.poison = Some(error);
+    /// Starts the progress thread if the configuration asks for it
+    /// (`FERRY_ASYNC_PROGRESS`).
+    ///
+    /// # Errors
+    /// The thread or its wake-up objects could not be created.
+    pub(crate) fn start_progress(&self) -> Result<()> {
+        if self.config.async_progress {
+            let progress = Progress::start(Arc::clone(&self.hub), &self.config)?;
+            *self.progress.lock().unwrap_or_else(PoisonError::into_inner) = Some(progress);
         }
+        Ok(())
+    }
+
+    /// Tears the engine down after a fatal device error; see [`Hub::poison`].
+    pub(crate) fn poison(&self, error: ferry_core::Error) {
+        self.hub.poison(error);
     }
 
     fn counters(&self) -> Counters {
@@ -112,7 +144,7 @@ impl Shared {
             .engine_ref()
             .map(|e| e.counters())
             .unwrap_or_default();
-        Counters::new(engine, &self.stats, self.device_name)
+        Counters::new(engine, &self.hub.stats, self.device_name)
     }
 
     /// A barrier through the engine, with progress, on the world's reserved
@@ -154,6 +186,16 @@ impl Shared {
     fn shut_down(&self, orderly: bool) -> Result<()> {
         if self.finalized.swap(true, Ordering::AcqRel) {
             return Err(ApiError::Finalized.into());
+        }
+        // From here on only the application's threads drive the engine, as
+        // without the option; the thread is gone before the engine is.
+        let progress = self
+            .progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(progress) = progress {
+            progress.stop();
         }
         if self.config.print_counters {
             // One write, so that ranks sharing a terminal do not interleave.
@@ -198,6 +240,21 @@ impl Shared {
             }
         }
         result
+    }
+}
+
+impl Hub {
+    /// Tears the engine down after a fatal device error, so that no buffer
+    /// it holds is used again (see *Safety* in the crate docs). The release
+    /// of the lock wakes every sleeper, the progress thread included, to
+    /// find it gone.
+    pub(crate) fn poison(&self, error: ferry_core::Error) {
+        let mut g = self.lock();
+        let l = g.locked();
+        if l.engine.take().is_some() {
+            tracing::error!(%error, "fatal device error: engine torn down");
+            l.poison = Some(error);
+        }
     }
 }
 

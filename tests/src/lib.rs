@@ -60,6 +60,7 @@ macro_rules! __with_conformance_bodies {
             passive_wait,
             collectives,
             communicators,
+            overlap,
         }
     };
 }

@@ -100,13 +100,11 @@ pub(crate) fn init_with(config: Config) -> Result<World> {
         "ferry initialised"
     );
     drop(entered);
-    Ok(World::from_shared(Shared::new(
-        engine,
-        config,
-        boot,
-        span,
-        local_ranks,
-    )))
+    let shared = Shared::new(engine, config, boot, span, local_ranks);
+    // Once the world is whole: if the thread cannot start, dropping it
+    // tears everything down like any other failed init.
+    shared.start_progress()?;
+    Ok(World::from_shared(shared))
 }
 
 /// Asking for a device this build lacks is an error before anything starts.

@@ -24,6 +24,7 @@ mod communicators;
 mod completion;
 pub mod fault;
 mod matching;
+mod overlap;
 mod p2p;
 mod stress;
 
@@ -36,6 +37,7 @@ pub use collectives::collectives;
 pub use communicators::communicators;
 pub use completion::{arecv_mixed, cancel_recv, get_status_some, persistent, request_empty};
 pub use matching::{any_source_order, issend_sync, mprobe_threads};
+pub use overlap::overlap;
 pub use p2p::{
     fragmented, p2p_blocking, p2p_nonblocking, protocol_selection, rdma_get, truncation,
 };
@@ -275,6 +277,11 @@ pub fn configure(body: &str, config: &mut Config) {
         // Open a fragmented range below 1 MiB even when the device has
         // RDMA, so the pipelined copy is exercised on every device.
         "fragmented" => config.engine.rdma_threshold = 1 << 20,
+        // The progress thread is what this body measures; setting the
+        // variable (to 0, say) measures without it.
+        "overlap" if std::env::var_os("FERRY_ASYNC_PROGRESS").is_none_or(|v| v.is_empty()) => {
+            config.async_progress = true;
+        }
         _ => {}
     }
 }
