@@ -197,11 +197,12 @@ impl ShmDevice {
             .regions
             .get(&w.region)
             .ok_or_else(|| missing(w.region))?;
-        let who: Vec<usize> = match w.who {
-            Some(i) => vec![i],
-            None => (0..a.local.len()).collect(),
+        // No allocation: this runs on every poll that must wait.
+        let (from, to) = match w.who {
+            Some(i) => (i, i + 1),
+            None => (0, a.local.len()),
         };
-        for i in who {
+        for i in from..to.min(a.local.len()) {
             if !self.failures.is_alive(a.local[i] as usize) {
                 return Err(PeerError::Died { rank: a.ranks[i] }.into());
             }
