@@ -19,6 +19,10 @@ pub struct NetConfig {
     pub link_capacity: Option<usize>,
     /// The seed of every random choice; a run is reproducible from it.
     pub seed: u64,
+    /// Ranks per simulated node, for the node collectives
+    /// ([`SimDevice`](super::SimDevice) offers them only when set): ranks
+    /// `k·i .. k·(i+1)` share node `i`.
+    pub ranks_per_node: Option<usize>,
 }
 
 impl NetConfig {
@@ -42,7 +46,15 @@ impl NetConfig {
             max_delay: 3,
             link_capacity: None,
             seed: 1,
+            ranks_per_node: None,
         }
+    }
+
+    /// Groups the ranks into nodes of `k` for the node collectives.
+    #[must_use]
+    pub fn with_nodes(mut self, k: usize) -> NetConfig {
+        self.ranks_per_node = Some(k.max(1));
+        self
     }
 
     /// Sets the seed.

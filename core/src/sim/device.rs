@@ -31,6 +31,8 @@ pub struct SimDevice {
     /// Reused between `progress` calls so that collecting allocates only
     /// when a burst is larger than any before it.
     events: Vec<Event>,
+    /// This rank's node collectives (`node.rs`).
+    pub(super) node: super::node::SimNode,
 }
 
 impl fmt::Debug for SimDevice {
@@ -51,12 +53,26 @@ impl SimDevice {
             let n = net.borrow();
             (n.caps_row(rank), n.own_caps(rank))
         };
+        fn net_ranks_on_node(net: &Rc<RefCell<Network>>, rank: Rank) -> Vec<Rank> {
+            let n = net.borrow();
+            match n.config.ranks_per_node {
+                Some(k) => {
+                    let node = rank as usize / k;
+                    (node * k..((node + 1) * k).min(n.config.ranks))
+                        .map(|r| r as Rank)
+                        .collect()
+                }
+                None => Vec::new(),
+            }
+        }
+        let local = net_ranks_on_node(&net, rank);
         SimDevice {
             net,
             rank,
             caps,
             own_caps,
             events: Vec::new(),
+            node: super::node::SimNode::new(&local),
         }
     }
 
@@ -147,5 +163,13 @@ impl Device for SimDevice {
 
     fn wait_fd(&self) -> Option<i32> {
         None
+    }
+
+    fn node(&mut self) -> Option<&mut dyn crate::device::NodeCollectives> {
+        if self.node.is_on() {
+            Some(self)
+        } else {
+            None
+        }
     }
 }

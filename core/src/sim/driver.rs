@@ -89,7 +89,9 @@ impl Sim {
                 events += e.progress()?;
             }
         }
-        self.net.borrow_mut().advance();
+        let mut net = self.net.borrow_mut();
+        events += std::mem::take(&mut net.node_events);
+        net.advance();
         Ok(events)
     }
 

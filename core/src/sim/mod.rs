@@ -39,6 +39,7 @@ mod config;
 mod device;
 mod driver;
 mod network;
+mod node;
 mod rdma;
 mod rng;
 #[cfg(test)]

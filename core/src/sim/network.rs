@@ -111,6 +111,11 @@ pub struct Network {
     pub(super) regions: FxHashMap<(Rank, u64), Region>,
     pub(super) rdma: Vec<RdmaOp>,
     pub(super) rdma_stats: RdmaStats,
+    /// Node-collective regions, by (id, leader).
+    pub(super) node_regions: FxHashMap<(u64, Rank), super::node::SimRegion>,
+    /// Node-collective activity since the last step (deposits and
+    /// completions are no packets, but they are progress).
+    pub(super) node_events: usize,
 }
 
 impl fmt::Debug for Network {
@@ -162,6 +167,8 @@ impl Network {
             regions: FxHashMap::default(),
             rdma: Vec::new(),
             rdma_stats: RdmaStats::default(),
+            node_regions: FxHashMap::default(),
+            node_events: 0,
             config,
         }))
     }
