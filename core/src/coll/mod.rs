@@ -24,7 +24,7 @@ pub mod tune;
 
 use std::sync::Arc;
 
-pub use reduce::{reduce_into, Datatype, ReduceOp, UserOp};
+pub use reduce::{fold_in_order, reduce_into, Datatype, ReduceOp, UserOp};
 pub use schedule::{CollKind, Region, Schedule, SlotId, Step, INPUT, OUTPUT};
 pub use tune::{CollTable, CollTuning};
 

@@ -459,3 +459,32 @@ fn apply<T: Pod>(input: &[u8], inout: &mut [u8], f: impl Fn(T, T) -> T) {
         y.copy_from_slice(bytemuck::bytes_of(&r));
     }
 }
+
+/// `out = x0 ⊕ (x1 ⊕ (… ⊕ x(m−1)))` over the operands `operand(0)` to
+/// `operand(m − 1)`, in that order (member order, so a non-commutative op
+/// sees its operands as MPI requires). Used by the node collectives, which
+/// read every member's contribution.
+///
+/// # Errors
+/// As for [`reduce_into`]; `LengthMismatch` if an operand's length differs
+/// from `out`'s.
+pub fn fold_in_order<'a>(
+    op: &ReduceOp,
+    dtype: Datatype,
+    m: usize,
+    operand: impl Fn(usize) -> &'a [u8],
+    out: &mut [u8],
+) -> Result<(), Error> {
+    let Some(last) = m.checked_sub(1) else {
+        return Ok(());
+    };
+    let x = operand(last);
+    if x.len() != out.len() {
+        return Err(UsageError::LengthMismatch("fold_in_order: operand and output differ").into());
+    }
+    out.copy_from_slice(x);
+    for i in (0..last).rev() {
+        reduce_into(op, dtype, operand(i), out)?;
+    }
+    Ok(())
+}

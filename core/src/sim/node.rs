@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 
 use super::SimDevice;
-use crate::coll::reduce_into;
+use crate::coll::fold_in_order;
 use crate::device::{NodeCollectives, NodeKind, NodeOp};
 use crate::envelope::Rank;
 use crate::error::{Error, PeerError};
@@ -195,10 +195,6 @@ fn fold(
     let out = output
         .get_mut(..len)
         .ok_or(Error::Internal("short node output"))?;
-    let m = d.data.len();
-    out.copy_from_slice(d.data[m - 1].as_deref().unwrap_or(&[]));
-    for i in (0..m - 1).rev() {
-        reduce_into(op, dtype, d.data[i].as_deref().unwrap_or(&[]), out)?;
-    }
-    Ok(())
+    let operand = |i: usize| d.data[i].as_deref().unwrap_or(&[]);
+    fold_in_order(op, dtype, d.data.len(), operand, out)
 }

@@ -59,6 +59,26 @@ impl Comm {
     }
 }
 
+impl Comm {
+    /// Starts (or, `persistent`, builds) a collective on one owned vector,
+    /// in place: its input and its result.
+    pub(crate) fn coll_in_place<T: crate::typed::Element>(
+        &self,
+        coll: Collective,
+        data: Vec<T>,
+        persistent: bool,
+    ) -> Result<Request> {
+        let buf = crate::typed::vec_into_buf(data);
+        self.coll_start(
+            coll,
+            None,
+            Some(buf),
+            crate::typed::origin_of::<T>(),
+            persistent,
+        )
+    }
+}
+
 /// Element counts and displacements to byte ones.
 pub(crate) fn byte_counts<T>(counts: &[usize], displs: &[usize]) -> Counts {
     let size = std::mem::size_of::<T>();

@@ -37,7 +37,7 @@ impl Comm {
         let coll = Collective::Bcast {
             root: root_of(root, self.size())?,
         };
-        self.coll_start(coll, None, Some(vec_into_buf(buf)), origin_of::<T>(), false)
+        self.coll_in_place(coll, buf, false)
     }
 
     /// `MPI_Ireduce`: the root's completion holds the result (in its own
@@ -70,13 +70,7 @@ impl Comm {
             op: op.op.clone(),
             dtype: op.dtype,
         };
-        self.coll_start(
-            coll,
-            None,
-            Some(vec_into_buf(data)),
-            origin_of::<T>(),
-            false,
-        )
+        self.coll_in_place(coll, data, false)
     }
 
     /// `MPI_Igather`: the root's completion holds every member's block, by
@@ -182,13 +176,7 @@ impl Comm {
     /// As for [`Comm::ibarrier`].
     pub fn ialltoall<T: Element>(&self, data: Vec<T>) -> Result<Request> {
         let coll = Collective::Alltoall { v: None };
-        self.coll_start(
-            coll,
-            None,
-            Some(vec_into_buf(data)),
-            origin_of::<T>(),
-            false,
-        )
+        self.coll_in_place(coll, data, false)
     }
 
     /// `MPI_Ialltoallv` with packed blocks: `send_counts[j]` elements of
@@ -274,13 +262,7 @@ impl Comm {
             op: op.op.clone(),
             dtype: op.dtype,
         };
-        self.coll_start(
-            coll,
-            None,
-            Some(vec_into_buf(data)),
-            origin_of::<T>(),
-            false,
-        )
+        self.coll_in_place(coll, data, false)
     }
 
     /// `MPI_Iexscan`, in place (member 0's vector comes back unchanged).
@@ -292,12 +274,6 @@ impl Comm {
             op: op.op.clone(),
             dtype: op.dtype,
         };
-        self.coll_start(
-            coll,
-            None,
-            Some(vec_into_buf(data)),
-            origin_of::<T>(),
-            false,
-        )
+        self.coll_in_place(coll, data, false)
     }
 }

@@ -32,7 +32,7 @@ impl Comm {
         let coll = Collective::Bcast {
             root: root_of(root, self.size())?,
         };
-        self.coll_start(coll, None, Some(vec_into_buf(buf)), origin_of::<T>(), true)
+        self.coll_in_place(coll, buf, true)
     }
 
     /// `MPI_Reduce_init`: the root's vector receives the result in place;
@@ -64,7 +64,7 @@ impl Comm {
             op: op.op.clone(),
             dtype: op.dtype,
         };
-        self.coll_start(coll, None, Some(vec_into_buf(buf)), origin_of::<T>(), true)
+        self.coll_in_place(coll, buf, true)
     }
 
     /// `MPI_Allgather_init` in place: `buf` is `size` blocks, this
@@ -74,7 +74,7 @@ impl Comm {
     /// As for [`Comm::barrier_init`].
     pub fn allgather_init<T: Element>(&self, buf: Vec<T>) -> Result<Request> {
         let coll = Collective::Allgather { v: None };
-        self.coll_start(coll, None, Some(vec_into_buf(buf)), origin_of::<T>(), true)
+        self.coll_in_place(coll, buf, true)
     }
 
     /// `MPI_Alltoall_init` in place on `buf` (`size` blocks).
@@ -83,7 +83,7 @@ impl Comm {
     /// As for [`Comm::barrier_init`].
     pub fn alltoall_init<T: Element>(&self, buf: Vec<T>) -> Result<Request> {
         let coll = Collective::Alltoall { v: None };
-        self.coll_start(coll, None, Some(vec_into_buf(buf)), origin_of::<T>(), true)
+        self.coll_in_place(coll, buf, true)
     }
 
     /// `MPI_Scan_init` in place on `buf`.
@@ -95,6 +95,6 @@ impl Comm {
             op: op.op.clone(),
             dtype: op.dtype,
         };
-        self.coll_start(coll, None, Some(vec_into_buf(buf)), origin_of::<T>(), true)
+        self.coll_in_place(coll, buf, true)
     }
 }

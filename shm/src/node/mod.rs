@@ -39,7 +39,7 @@ mod ffi;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::AcqRel, Ordering::Acquire};
 
-use ferry_core::coll::reduce_into;
+use ferry_core::coll::fold_in_order;
 use ferry_core::device::{NodeCollectives, NodeKind, NodeOp};
 use ferry_core::{Error, PeerError, Rank, UsageError};
 
@@ -413,12 +413,7 @@ impl NodeCollectives for ShmDevice {
                     (NodeKind::Barrier, _) => {}
                     (NodeKind::Bcast, _) => out.copy_from_slice(r.slot(root, parity, len)),
                     (_, Some((rop, dtype))) => {
-                        // Right fold: x0 ⊕ (x1 ⊕ (… ⊕ x(m−1))), operands in
-                        // member order.
-                        out.copy_from_slice(r.slot(m - 1, parity, len));
-                        for i in (0..m - 1).rev() {
-                            reduce_into(rop, *dtype, r.slot(i, parity, len), out)?;
-                        }
+                        fold_in_order(rop, *dtype, m, |i| r.slot(i, parity, len), out)?;
                     }
                     (_, None) => return Err(Error::Internal("node reduction without an op")),
                 }

@@ -58,18 +58,11 @@ pub(super) fn over_region(b: &mut Builder, me: Me, data: Region, dtype: Datatype
 
 /// Checks an allreduce's buffers; the vector's length.
 pub(super) fn check(b: &Builder, dtype: Datatype) -> Result<usize> {
-    let len = b.slot_len(OUTPUT);
-    need(b, OUTPUT, len, "allreduce needs its output buffer")?;
-    if b.has(INPUT) {
-        need(
-            b,
-            INPUT,
-            len,
-            "allreduce: send and receive buffers differ in size",
-        )?;
-    }
-    whole(len, dtype)?;
-    Ok(len)
+    super::same_size(
+        b,
+        dtype,
+        "allreduce: the output is missing or the input differs in size",
+    )
 }
 
 /// The real rank of folded rank `new`.

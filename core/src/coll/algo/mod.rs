@@ -180,6 +180,18 @@ pub(super) fn need(b: &Builder, slot: SlotId, len: usize, what: &'static str) ->
     }
 }
 
+/// Checks that the output is present and the input (if any) has its
+/// length, a whole number of elements: the vector's length.
+pub(super) fn same_size(b: &Builder, dtype: Datatype, what: &'static str) -> Result<usize> {
+    let len = b.slot_len(OUTPUT);
+    need(b, OUTPUT, len, what)?;
+    if b.has(INPUT) {
+        need(b, INPUT, len, what)?;
+    }
+    whole(len, dtype)?;
+    Ok(len)
+}
+
 /// Checks that a byte length is a whole number of elements.
 pub(super) fn whole(len: usize, dtype: Datatype) -> Result<usize> {
     let size = dtype.size();

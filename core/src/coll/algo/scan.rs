@@ -3,23 +3,17 @@
 //! keeps the running total of the block of ranks it has heard from and
 //! folds in what lower ranks send as the left operand.
 
-use super::{need, source, whole, Me};
+use super::{source, Me};
 use crate::coll::reduce::Datatype;
 use crate::coll::schedule::{Builder, Region, INPUT, OUTPUT};
 use crate::error::Result;
 
 pub(super) fn scan(b: &mut Builder, me: Me, dtype: Datatype, exclusive: bool) -> Result<()> {
-    let len = b.slot_len(OUTPUT);
-    need(b, OUTPUT, len, "scan needs its output buffer")?;
-    if b.has(INPUT) {
-        need(
-            b,
-            INPUT,
-            len,
-            "scan: send and receive buffers differ in size",
-        )?;
-    }
-    whole(len, dtype)?;
+    let len = super::same_size(
+        b,
+        dtype,
+        "scan: the output is missing or the input differs in size",
+    )?;
     let out = Region::whole(OUTPUT, len);
     let partial = Region::whole(b.temp(len)?, len);
     b.copy(Region::whole(source(b), len), partial);
