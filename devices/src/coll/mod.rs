@@ -60,6 +60,25 @@ impl Comm {
 }
 
 impl Comm {
+    /// Starts a collective from an owned input vector into `output` (a
+    /// buffer the library allocated, or `None` where this rank gets no
+    /// result and its input comes back).
+    pub(crate) fn coll_owned<T: crate::typed::Element>(
+        &self,
+        coll: Collective,
+        data: Vec<T>,
+        output: Option<Buf>,
+    ) -> Result<Request> {
+        let buf = crate::typed::vec_into_buf(data);
+        self.coll_start(
+            coll,
+            Some(buf),
+            output,
+            crate::typed::origin_of::<T>(),
+            false,
+        )
+    }
+
     /// Starts (or, `persistent`, builds) a collective on one owned vector,
     /// in place: its input and its result.
     pub(crate) fn coll_in_place<T: crate::typed::Element>(

@@ -84,7 +84,7 @@ impl Comm {
             v: None,
         };
         let out = (self.rank() == root).then(|| zeroed::<T>(data.len() * self.size() as usize));
-        self.coll_start(coll, Some(vec_into_buf(data)), out, origin_of::<T>(), false)
+        self.coll_owned(coll, data, out)
     }
 
     /// `MPI_Igatherv`: `counts` (elements per member) matter at the root
@@ -104,7 +104,7 @@ impl Comm {
             root: root_of(root, self.size())?,
             v: Some(v),
         };
-        self.coll_start(coll, Some(vec_into_buf(data)), out, origin_of::<T>(), false)
+        self.coll_owned(coll, data, out)
     }
 
     /// `MPI_Iscatter`: block `i` of the root's `data` (`size × count`; the
@@ -141,13 +141,7 @@ impl Comm {
     pub fn iallgather<T: Element>(&self, data: Vec<T>) -> Result<Request> {
         let out = zeroed::<T>(data.len() * self.size() as usize);
         let coll = Collective::Allgather { v: None };
-        self.coll_start(
-            coll,
-            Some(vec_into_buf(data)),
-            Some(out),
-            origin_of::<T>(),
-            false,
-        )
+        self.coll_owned(coll, data, Some(out))
     }
 
     /// `MPI_Iallgatherv`: `counts` (elements per member, the same on every
@@ -160,13 +154,7 @@ impl Comm {
         let coll = Collective::Allgather {
             v: Some(packed::<T>(counts)),
         };
-        self.coll_start(
-            coll,
-            Some(vec_into_buf(data)),
-            Some(out),
-            origin_of::<T>(),
-            false,
-        )
+        self.coll_owned(coll, data, Some(out))
     }
 
     /// `MPI_Ialltoall`, in place: block `j` of `data` goes to member `j`,
@@ -193,13 +181,7 @@ impl Comm {
         let out = zeroed::<T>(recv_counts.iter().sum());
         let v = (packed::<T>(send_counts), packed::<T>(recv_counts));
         let coll = Collective::Alltoall { v: Some(v) };
-        self.coll_start(
-            coll,
-            Some(vec_into_buf(data)),
-            Some(out),
-            origin_of::<T>(),
-            false,
-        )
+        self.coll_owned(coll, data, Some(out))
     }
 
     /// `MPI_Ireduce_scatter_block`: `data` (`size × block`) reduced over the
@@ -214,13 +196,7 @@ impl Comm {
             op: op.op.clone(),
             dtype: op.dtype,
         };
-        self.coll_start(
-            coll,
-            Some(vec_into_buf(data)),
-            Some(out),
-            origin_of::<T>(),
-            false,
-        )
+        self.coll_owned(coll, data, Some(out))
     }
 
     /// `MPI_Ireduce_scatter`: as [`Comm::ireduce_scatter_block`] with
@@ -244,13 +220,7 @@ impl Comm {
             op: op.op.clone(),
             dtype: op.dtype,
         };
-        self.coll_start(
-            coll,
-            Some(vec_into_buf(data)),
-            Some(zeroed::<T>(mine)),
-            origin_of::<T>(),
-            false,
-        )
+        self.coll_owned(coll, data, Some(zeroed::<T>(mine)))
     }
 
     /// `MPI_Iscan`, in place.
