@@ -285,7 +285,7 @@ impl Builder {
         Builder {
             sched: Schedule {
                 kind,
-                steps: Vec::new(),
+                steps: Vec::with_capacity(4),
                 slots: vec![SlotState::from_buf(input), SlotState::from_buf(output)],
                 op: None,
                 context,
@@ -446,12 +446,16 @@ impl Builder {
     /// [`Error::Internal`] if a builder wrote a region outside its slot.
     pub(crate) fn finish(mut self) -> Result<Schedule> {
         self.fence();
-        let lens: Vec<usize> = (0..self.sched.slots.len())
-            .map(|s| self.slot_len(s as SlotId))
-            .collect();
+        // No allocation here: a nonblocking collective builds a schedule
+        // per call.
+        let slots = &self.sched.slots;
+        let len_of = |slot: SlotId| match slots.get(slot as usize) {
+            Some(SlotState::Idle(w)) => Some(w.buf.len()),
+            Some(_) => Some(0),
+            None => None,
+        };
         let fits = |r: &Region| {
-            lens.get(r.slot as usize)
-                .is_some_and(|&l| r.offset.checked_add(r.len).is_some_and(|e| e <= l))
+            len_of(r.slot).is_some_and(|l| r.offset.checked_add(r.len).is_some_and(|e| e <= l))
         };
         for step in &self.sched.steps {
             let ok = match step {
@@ -468,7 +472,7 @@ impl Builder {
                 Step::Fence => true,
             };
             if !ok {
-                tracing::error!(?step, ?lens, "collective builder wrote a bad step");
+                tracing::error!(?step, "collective builder wrote a bad step");
                 return Err(Error::Internal(
                     "collective schedule step outside its buffers",
                 ));

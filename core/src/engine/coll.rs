@@ -564,6 +564,10 @@ impl Running {
 
 /// The bytes of one region, writable.
 fn region_mut(slots: &mut [SlotState], r: Region) -> Result<&mut [u8]> {
+    if r.len == 0 {
+        // A barrier's output: nothing, whatever the slot.
+        return Ok(&mut []);
+    }
     match slots.get_mut(r.slot as usize) {
         Some(SlotState::Idle(w)) => w
             .buf

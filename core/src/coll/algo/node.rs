@@ -128,7 +128,8 @@ fn among_heads(
 
 pub(super) fn barrier(b: &mut Builder, team: &Team, me: Me, nt: &NodeTeam) -> Result<()> {
     let l = Layout::new(nt, me);
-    let out = Region::whole(b.temp(0)?, 0);
+    // No data: the output slot is never touched (and need not exist).
+    let out = Region::whole(OUTPUT, 0);
     l.step(b, l.op(NodeKind::Barrier, 0, 0, None), None, out)?;
     if l.spans() {
         let heads = l.heads(None);
