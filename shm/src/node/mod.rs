@@ -5,13 +5,16 @@
 //! them through [`NodeCollectives`]; `ffi.rs` holds the raw region.
 //!
 //! # The protocol
-//! Each member `i` has two counters, `arrive[i]` and `done[i]`, and two
-//! slots (parities). Operations take consecutive sequence numbers `s`
+//! Each member `i` has two counters, `arrive[i]` and `done[i]`, a `meta`
+//! word (the length of what it publishes, checked by every reader, so
+//! members that disagree fail with a typed error instead of reading
+//! garbage), and two slots (parities). Operations take consecutive sequence numbers `s`
 //! (one per chunk of at most a slot) in the order every member issues them;
 //! chunk `s` uses the slots of parity `s % 2`.
-//! - **Publish.** A member that contributes data waits until every
-//!   `done[j] ≥ s − 2` (the last readers of its parity-`p` slot are done
-//!   with it), copies its chunk in, then sets `arrive[i] = s`.
+//! - **Publish.** A member waits until every `done[j] ≥ s − 2` (the last
+//!   readers of its parity-`p` slot and `meta` word are done with them),
+//!   copies its chunk in if it contributes data, writes its length in
+//!   `meta[i][p]`, then sets `arrive[i] = s`.
 //! - **Consume.** A member that needs others' data waits for their
 //!   `arrive ≥ s`, reads their slots (reducing in member order, so a
 //!   non-commutative op sees its operands in rank order), then sets
@@ -350,10 +353,12 @@ impl NodeCollectives for ShmDevice {
                     NodeKind::Bcast => me == root,
                     NodeKind::Reduce | NodeKind::Allreduce => true,
                 };
+                // Every publisher waits for the parity's last readers: the
+                // slot (if it writes one) and the `meta` word are reused.
+                if !(0..m).all(|i| r.done(i).load(Acquire) >= reuse.at_least) {
+                    return self.must_wait(reuse);
+                }
                 if writes {
-                    if !(0..m).all(|i| r.done(i).load(Acquire) >= reuse.at_least) {
-                        return self.must_wait(reuse);
-                    }
                     let src = input.unwrap_or(&*output);
                     let chunk =
                         src.get(start..end)
@@ -362,6 +367,9 @@ impl NodeCollectives for ShmDevice {
                             )))?;
                     r.write_slot(me, parity, chunk);
                 }
+                // Relaxed: published by the AcqRel swap of `arrive` below.
+                r.meta(me, parity)
+                    .store(op.len as u64, std::sync::atomic::Ordering::Relaxed);
                 // AcqRel: see the module docs.
                 r.arrive(me).swap(s, AcqRel);
                 op.phase = 1;
@@ -389,6 +397,26 @@ impl NodeCollectives for ShmDevice {
                 };
                 if !ready {
                     return self.must_wait(wait);
+                }
+                // Every member whose data this one reads must agree on the
+                // length (ordered by the Acquire loads of `arrive` above).
+                let (from, to) = who.map_or((0, m), |i| (i, i + 1));
+                if let Some(i) =
+                    (from..to).find(|&i| r.meta(i, parity).load(Acquire) != op.len as u64)
+                {
+                    tracing::warn!(
+                        kind = ?op.kind,
+                        mine = op.len,
+                        theirs = r.meta(i, parity).load(Acquire),
+                        member = i,
+                        seq = s,
+                        "node collective lengths differ"
+                    );
+                    return Err(UsageError::LengthMismatch(
+                        "a node collective's length differs between members: counts, roots or \
+                         the order of collectives differ between ranks",
+                    )
+                    .into());
                 }
             }
             // Finish in sequence order too, for the same reason.

@@ -413,6 +413,40 @@ fn persistent(c: &Comm, len: usize) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Members that disagree on a broadcast's length: on one node with the
+/// shared-memory collectives, every member that reads the root's data
+/// fails with a typed error (the root, which reads nothing, completes).
+/// Point-to-point and across nodes, a rank that fails stops forwarding, so
+/// the ranks below it would wait: that case is not run (see the closing
+/// notes of issue 11).
+fn mismatch(ctx: &Ctx) -> Result<(), Failure> {
+    let (c, me, n) = (&ctx.comm, ctx.rank, ctx.size);
+    let node_path = ctx.world.device_name() == "shm" && ctx.world.config().coll_node;
+    if n < 2 || !node_path {
+        return Ok(());
+    }
+    let d = c.dup()?;
+    d.barrier()?;
+    let mut buf = vec![0i64; if me == 0 { 8 } else { 16 }];
+    let r = d.bcast(&mut buf, 0);
+    if me == 0 {
+        ensure!(r.is_ok(), "the root completes: {r:?}");
+    } else {
+        ensure!(
+            matches!(
+                r,
+                Err(ferry::Error::Usage(ferry_core::UsageError::LengthMismatch(
+                    _
+                )))
+            ),
+            "a length mismatch is a typed error: {r:?}"
+        );
+    }
+    drop(d);
+    c.barrier()?;
+    Ok(())
+}
+
 /// The whole collective conformance body.
 ///
 /// # Errors
@@ -426,6 +460,7 @@ pub fn collectives(ctx: &Ctx) -> Outcome {
         nonblocking_mixed(c, len)?;
         persistent(c, len)?;
     }
+    mismatch(ctx)?;
     // Empty request: a communicator of one completes inside the call.
     let me_only = ctx.world.self_comm();
     let r = me_only.iallreduce(vec![1i64, 2], &Op::sum())?;
