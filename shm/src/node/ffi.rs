@@ -5,10 +5,10 @@
 //! One page-aligned mapping per region, for `m` members and slots of `s`
 //! bytes (a multiple of 64):
 //! - line 0: the header (magic, members, slot size);
-//! - lines `1 ..= m`: member `i`'s `arrive` counter; lines `m+1 ..= 2m`:
-//!   its `done` counter; lines `2m+1 ..= 4m`: its two `meta` words, one
-//!   per parity (one 64-byte line each, so members never share a line
-//!   they write);
+//! - lines `1 ..= m`: member `i`'s words: `arrive`, `done` and the two
+//!   `meta` words (one per parity). Only member `i` writes its line, so
+//!   one 64-byte line each keeps members from sharing a line they write,
+//!   and a reader fetches one line per member;
 //! - then two slots per member, `2i + p` for parity `p`.
 //!
 //! # Invariants
@@ -49,7 +49,7 @@ pub(crate) struct Region {
 impl Region {
     /// Bytes a region of `members` members with `slot`-byte slots takes.
     pub(crate) fn bytes(members: usize, slot: usize) -> Option<usize> {
-        let flags = LINE.checked_mul(members.checked_mul(4)?.checked_add(1)?)?;
+        let flags = LINE.checked_mul(members.checked_add(1)?)?;
         flags.checked_add(slot.checked_mul(members.checked_mul(2)?)?)
     }
 
@@ -100,33 +100,41 @@ impl Region {
         unsafe { &*self.map.as_ptr().add(i * 8).cast::<AtomicU64>() }
     }
 
-    fn counter(&self, line: usize) -> &AtomicU64 {
-        assert!((1..=4 * self.members).contains(&line));
-        // SAFETY: `line` is one of the 2m counter lines (asserted), inside
-        // the mapping and 64-byte aligned; see `word` for the rest.
-        unsafe { &*self.map.as_ptr().add(line * LINE).cast::<AtomicU64>() }
+    /// Word `word` of member `i`'s line.
+    fn counter(&self, i: usize, word: usize) -> &AtomicU64 {
+        assert!(i < self.members && word < 4);
+        // SAFETY: member `i`'s line (asserted in range) is inside the
+        // mapping (`over` checked its length), and `word` keeps the
+        // address 8-byte aligned within it; see `word` for the rest.
+        unsafe {
+            &*self
+                .map
+                .as_ptr()
+                .add((1 + i) * LINE + word * 8)
+                .cast::<AtomicU64>()
+        }
     }
 
     /// Member `i`'s `arrive` counter.
     pub(crate) fn arrive(&self, i: usize) -> &AtomicU64 {
-        self.counter(1 + i)
+        self.counter(i, 0)
+    }
+
+    /// Member `i`'s `done` counter.
+    pub(crate) fn done(&self, i: usize) -> &AtomicU64 {
+        self.counter(i, 1)
     }
 
     /// Member `i`'s `meta` word of parity `p`: the length of the operation
     /// it publishes there, so that members that disagree on it find out.
     pub(crate) fn meta(&self, i: usize, parity: usize) -> &AtomicU64 {
         assert!(parity < 2);
-        self.counter(1 + 2 * self.members + 2 * i + parity)
-    }
-
-    /// Member `i`'s `done` counter.
-    pub(crate) fn done(&self, i: usize) -> &AtomicU64 {
-        self.counter(1 + self.members + i)
+        self.counter(i, 2 + parity)
     }
 
     fn slot_ptr(&self, i: usize, parity: usize, len: usize) -> *mut u8 {
         assert!(i < self.members && parity < 2 && len <= self.slot);
-        let off = LINE * (4 * self.members + 1) + (2 * i + parity) * self.slot;
+        let off = LINE * (self.members + 1) + (2 * i + parity) * self.slot;
         // SAFETY: `off + len` is within the mapping: the index checks above
         // and `bytes` (checked in `over`).
         unsafe { self.map.as_mut_ptr().add(off) }
