@@ -133,6 +133,33 @@ impl Comm {
         )
     }
 
+    /// `MPI_Iscatterv` with packed blocks: at the root, `data` holds
+    /// `counts[i]` elements for member `i` (the others pass `None`); each
+    /// member's completion holds `count` elements (its own count).
+    ///
+    /// # Errors
+    /// As for [`Comm::ibcast`].
+    pub fn iscatterv<T: Element>(
+        &self,
+        data: Option<Vec<T>>,
+        counts: &[usize],
+        count: usize,
+        root: Rank,
+    ) -> Result<Request> {
+        let coll = Collective::Scatter {
+            root: root_of(root, self.size())?,
+            v: Some(packed::<T>(counts)),
+        };
+        let input = data.filter(|_| self.rank() == root).map(vec_into_buf);
+        self.coll_start(
+            coll,
+            input,
+            Some(zeroed::<T>(count)),
+            origin_of::<T>(),
+            false,
+        )
+    }
+
     /// `MPI_Iallgather`: the completion holds every member's `data`, by
     /// rank.
     ///

@@ -46,13 +46,8 @@ impl Comm {
             op: op.op.clone(),
             dtype: op.dtype,
         };
-        let buf = vec_into_buf(buf);
-        let (input, output) = if self.rank() == root {
-            (None, Some(buf))
-        } else {
-            (Some(buf), None)
-        };
-        self.coll_start(coll, input, output, origin_of::<T>(), true)
+        let at_root = self.rank() == root;
+        self.rooted_init(coll, buf, at_root)
     }
 
     /// `MPI_Allreduce_init` in place on `buf`.
@@ -83,6 +78,82 @@ impl Comm {
     /// As for [`Comm::barrier_init`].
     pub fn alltoall_init<T: Element>(&self, buf: Vec<T>) -> Result<Request> {
         let coll = Collective::Alltoall { v: None };
+        self.coll_in_place(coll, buf, true)
+    }
+
+    /// `MPI_Gather_init`: the root's `buf` is every member's block (its own
+    /// already at its place, in place); the others' `buf` is their block.
+    ///
+    /// # Errors
+    /// As for [`Comm::bcast_init`].
+    pub fn gather_init<T: Element>(&self, buf: Vec<T>, root: Rank) -> Result<Request> {
+        let coll = Collective::Gather {
+            root: root_of(root, self.size())?,
+            v: None,
+        };
+        let at_root = self.rank() == root;
+        self.rooted_init(coll, buf, at_root)
+    }
+
+    /// `MPI_Scatter_init`: the root's `buf` is every member's block (it
+    /// keeps its own, in place); the others' `buf` receives their block.
+    ///
+    /// # Errors
+    /// As for [`Comm::bcast_init`].
+    pub fn scatter_init<T: Element>(&self, buf: Vec<T>, root: Rank) -> Result<Request> {
+        let coll = Collective::Scatter {
+            root: root_of(root, self.size())?,
+            v: None,
+        };
+        // In place at the root means its buffer is the input.
+        let not_root = self.rank() != root;
+        self.rooted_init(coll, buf, not_root)
+    }
+
+    /// A persistent rooted collective on one vector: the output where
+    /// `output` says, the input otherwise.
+    fn rooted_init<T: Element>(
+        &self,
+        coll: Collective,
+        buf: Vec<T>,
+        output: bool,
+    ) -> Result<Request> {
+        let buf = vec_into_buf(buf);
+        let (input, out) = if output {
+            (None, Some(buf))
+        } else {
+            (Some(buf), None)
+        };
+        self.coll_start(coll, input, out, origin_of::<T>(), true)
+    }
+
+    /// `MPI_Reduce_scatter_block_init` in place: `buf` holds `size` blocks;
+    /// after each run its first block is this member's reduced block.
+    ///
+    /// # Errors
+    /// As for [`Comm::barrier_init`].
+    pub fn reduce_scatter_block_init<T: Element>(
+        &self,
+        buf: Vec<T>,
+        op: &Op<T>,
+    ) -> Result<Request> {
+        let coll = Collective::ReduceScatter {
+            counts: None,
+            op: op.op.clone(),
+            dtype: op.dtype,
+        };
+        self.coll_in_place(coll, buf, true)
+    }
+
+    /// `MPI_Exscan_init` in place on `buf` (member 0's is left as it was).
+    ///
+    /// # Errors
+    /// As for [`Comm::barrier_init`].
+    pub fn exscan_init<T: Element>(&self, buf: Vec<T>, op: &Op<T>) -> Result<Request> {
+        let coll = Collective::Exscan {
+            op: op.op.clone(),
+            dtype: op.dtype,
+        };
         self.coll_in_place(coll, buf, true)
     }
 

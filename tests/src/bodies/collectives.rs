@@ -447,6 +447,85 @@ fn mismatch(ctx: &Ctx) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The other persistent forms, run twice each, and `iscatterv`.
+fn persistent_more(c: &Comm, len: usize) -> Result<(), Failure> {
+    let (n, me) = (c.size(), c.rank());
+    let nu = n as usize;
+    let root = (n - 1) as Rank;
+    let all: Vec<i64> = (0..n as Rank).flat_map(|r| data(r, len, 40)).collect();
+    let mine = |salt| data(me, len, salt);
+    let mut g = if me == root {
+        let mut v = vec![0i64; len * nu];
+        v[me as usize * len..][..len].copy_from_slice(&mine(40));
+        c.gather_init(v, root)?
+    } else {
+        c.gather_init(mine(40), root)?
+    };
+    let mut sc = c.scatter_init(
+        if me == root {
+            all.clone()
+        } else {
+            vec![0; len]
+        },
+        root,
+    )?;
+    let mut rs = c.reduce_scatter_block_init(data(me, len * nu, 41), &Op::sum())?;
+    let mut ex = c.exscan_init(mine(42), &Op::sum())?;
+    for round in 0..2 {
+        rs.with_buf_mut(|b: &mut [i64]| b.copy_from_slice(&data(me, len * nu, 41)))?;
+        ex.with_buf_mut(|b: &mut [i64]| b.copy_from_slice(&mine(42)))?;
+        let mut reqs = [g, sc, rs, ex];
+        ferry::start_all(&mut reqs)?;
+        for d in ferry::wait_all(&mut reqs)? {
+            ensure!(
+                d.status.error.is_none(),
+                "persistent round {round}: {:?}",
+                d.status.error
+            );
+        }
+        [g, sc, rs, ex] = reqs;
+        if me == root {
+            ensure!(
+                g.with_buf(|b: &[i64]| b.to_vec())? == all,
+                "gather_init round {round}"
+            );
+        }
+        let want = if me == root { all.clone() } else { mine(40) };
+        ensure!(
+            sc.with_buf(|b: &[i64]| b.to_vec())? == want,
+            "scatter_init round {round}"
+        );
+        let full = sum_upto(n, len * nu, 41);
+        let got = rs.with_buf(|b: &[i64]| b[..len].to_vec())?;
+        ensure!(
+            got[..] == full[me as usize * len..][..len],
+            "reduce_scatter_block_init round {round}"
+        );
+        let want = if me == 0 {
+            mine(42)
+        } else {
+            sum_upto(me as u32, len, 42)
+        };
+        ensure!(
+            ex.with_buf(|b: &[i64]| b.to_vec())? == want,
+            "exscan_init round {round}"
+        );
+    }
+    let counts: Vec<usize> = (0..nu).map(|r| r % 3 + 1).collect();
+    let packed: Vec<i64> = (0..n as Rank)
+        .flat_map(|r| data(r, counts[r as usize], 43))
+        .collect();
+    let mut r = c.iscatterv(
+        (me == root).then_some(packed),
+        &counts,
+        counts[me as usize],
+        root,
+    )?;
+    let got: Vec<i64> = r.wait()?.into_vec()?;
+    ensure!(got == data(me, counts[me as usize], 43), "iscatterv");
+    Ok(())
+}
+
 /// The whole collective conformance body.
 ///
 /// # Errors
@@ -459,6 +538,7 @@ pub fn collectives(ctx: &Ctx) -> Outcome {
     for len in [1, 300, 32 << 10] {
         nonblocking_mixed(c, len)?;
         persistent(c, len)?;
+        persistent_more(c, len)?;
     }
     mismatch(ctx)?;
     // Empty request: a communicator of one completes inside the call.
