@@ -26,6 +26,9 @@ use crate::error::{Error, PeerError, Result, UsageError};
 use crate::handle::Request;
 use crate::status::Status;
 
+/// Polls of a node step's flags per progress round.
+const NODE_LOOKS: u32 = 4;
+
 /// A sub-operation in flight.
 #[derive(Debug, Clone, Copy)]
 struct Pending {
@@ -315,16 +318,24 @@ impl<D: Device> Engine<D> {
                         .node_ops
                         .get_mut(op as usize)
                         .ok_or(Error::Internal("node step out of range"))?;
-                    let polled = match input {
+                    let (src, dst) = match input {
                         Some(input) => {
                             let (src, dst) = two_regions(&mut sched.slots, input, output)?;
-                            node.poll(node_op, Some(src), dst)
+                            (Some(src), dst)
                         }
-                        None => {
-                            let dst = region_mut(&mut sched.slots, output)?;
-                            node.poll(node_op, None, dst)
-                        }
+                        None => (None, region_mut(&mut sched.slots, output)?),
                     };
+                    // A few looks at the flags: the other members usually
+                    // arrive within a cache-line transfer, far sooner than
+                    // the next progress round.
+                    let mut polled = Ok(false);
+                    for _ in 0..NODE_LOOKS {
+                        polled = node.poll(node_op, src, dst);
+                        if !matches!(polled, Ok(false)) {
+                            break;
+                        }
+                        std::hint::spin_loop();
+                    }
                     match polled {
                         Ok(true) => {}
                         Ok(false) => return Ok(()),
