@@ -24,6 +24,9 @@
 //! subcommand measures a blocked `recv`), in % of one core. It depends on
 //! `--wait-mode` (hybrid by default). `--block-secs 0` skips it (`nan`).
 //!
+//! `--validate` runs one more, untimed operation per size on fresh inputs
+//! and checks every element.
+//!
 //! The loops allocate nothing themselves: each operation takes the vector
 //! the previous completion handed back (`Completion::into_vec`).
 //! `allocs/iter` counts post + wait in the pure loop, the largest of the
@@ -34,7 +37,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use ferry::{Comm, Op, Request};
+use ferry::{Comm, Op, Rank, Request};
 use nix::sys::resource::{getrusage, UsageWho};
 
 use crate::cli::Subcommand;
@@ -175,6 +178,47 @@ impl Case {
         }
         Ok(())
     }
+
+    /// `--validate`: fresh inputs (the root's data, this rank's blocks),
+    /// one operation, every element checked.
+    fn validate(&mut self, b: &Bench, size: usize) -> Result<(), String> {
+        let (rank, ranks) = (b.rank, b.comm.size() as usize);
+        match (self.kind, &mut self.bytes) {
+            (Kind::Ibcast, Some(v)) => v.copy_from_slice(&fill(size, rank)),
+            (Kind::Ialltoall, Some(v)) => v.copy_from_slice(&fill(size * ranks, rank)),
+            _ => {}
+        }
+        self.prepare();
+        let mut req = self.post(&b.comm)?;
+        self.finish(&mut req)?;
+        let want: Vec<u8> = match self.kind {
+            Kind::Ibarrier => return Ok(()),
+            Kind::Iallreduce => {
+                let sum = (ranks * (ranks + 1) / 2) as f64;
+                let got = self.floats.as_deref().unwrap_or_default();
+                return match got.iter().position(|&x| x != sum) {
+                    Some(i) => Err(format!("element {i}: {} (want {sum})", got[i])),
+                    None => Ok(()),
+                };
+            }
+            Kind::Ibcast => fill(size, 0),
+            Kind::Ialltoall => (0..ranks)
+                .flat_map(|r| {
+                    fill(size * ranks, r as Rank)[rank as usize * size..][..size].to_vec()
+                })
+                .collect(),
+        };
+        let got = self.bytes.as_deref().unwrap_or_default();
+        match got.iter().zip(&want).position(|(a, b)| a != b) {
+            Some(i) => Err(format!("byte {i} of {} is wrong", want.len())),
+            None if got.len() != want.len() => Err(format!(
+                "{} bytes of output, {} expected",
+                got.len(),
+                want.len()
+            )),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Busy for `d`: arithmetic that never calls ferry (OSU's
@@ -265,6 +309,10 @@ fn measure(
             compute += dc;
         }
         c.barrier().map_err(fe("barrier"))?;
+    }
+    if b.options.validate {
+        case.validate(b, size)
+            .map_err(|e| format!("{size} B: validation: {e}"))?;
     }
     let per = |s: f64| s * 1e6 / iters as f64;
     let cpu = if kind == Kind::Ibarrier {
