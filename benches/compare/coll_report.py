@@ -99,7 +99,9 @@ def present(summ, metric):
 def table(summ, metric, unit="us"):
     """sizes x peers, medians; the best MPI peer in bold; ferry / best."""
     peers = present(summ, metric)
-    head = ["size"] + [SHORT[p] for p in peers] + ["best peer", "ferry / best", "ferry persistent / best"]
+    pers = "ferry-persistent" in peers
+    head = ["size"] + [SHORT[p] for p in peers] + ["best peer", "ferry / best"] + \
+        (["ferry persistent / best"] if pers else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in sizes_of(summ, metric):
         r, bp, _ = ratio(summ, metric, s)
@@ -109,8 +111,9 @@ def table(summ, metric, unit="us"):
             e = summ.get((p, metric, s))
             txt = fmt_num(e["median"], unit) if e else "–"
             cells.append(f"**{txt}**" if p == bp else txt)
-        cells += [SHORT.get(bp, "–"), f"{r:.2f}" if r is not None else "–",
-                  f"{rp:.2f}" if rp is not None else "–"]
+        cells += [SHORT.get(bp, "–"), f"{r:.2f}" if r is not None else "–"]
+        if pers:
+            cells.append(f"{rp:.2f}" if rp is not None else "–")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -227,7 +230,13 @@ def main(raw, out, note=""):
     if failed:
         md += ["Runs that failed (see `raw/coll/runs.log`):", ""] + [f"- `{x}`" for x in failed[:20]] + [""]
     if skipped:
-        md += ["Peers skipped:", ""] + [f"- {x}" for x in skipped] + [""]
+        md += ["Peers skipped:", ""]
+        for x in skipped:
+            if x.startswith("ompi_ucc") and "component was not found" in x:
+                x += (" … (MPI_Init fails: this Open MPI has no coll/ucc component; Debian 12's Open MPI 4.1.4 "
+                      "is built without UCC, and Debian 12 has no UCC package)")
+            md.append(f"- {x}")
+        md.append("")
     md += [
         "**Ratios: ferry / best peer**, the best of the MPI peers measured (Open MPI with its defaults, Open MPI "
         "ob1+vader, MPICH, and Open MPI with UCC where it runs); lower is better, < 1 means ferry is faster. "

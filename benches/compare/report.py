@@ -393,6 +393,7 @@ def main():
     ap.add_argument("--suite", default="p2p", choices=("p2p", "coll"))
     a = ap.parse_args()
     if a.suite == "coll":
+        sys.dont_write_bytecode = True  # no __pycache__ beside the sources
         import coll_report
         raw = a.raw if a.raw != os.path.join(root, "docs/perf/raw") else os.path.join(root, "docs/perf/raw/coll")
         coll_report.main(raw, a.out, a.note)

@@ -221,8 +221,11 @@ coll_ompi_ucc() {
       UCC_PROBED=yes
     else
       UCC_PROBED=no
-      why=$(grep -m1 -i -E "component|not found|error" <<<"$why" || true)
-      log "SKIPPED: ompi_ucc: mpirun ${OMPI_UCC[*]} does not start here: ${why:-no message}"
+      local first comp
+      first=$(grep -m1 "component was not found" <<<"$why" || grep -m1 -i "error" <<<"$why" || true)
+      first=${first%%  This*}
+      comp=$(grep -m2 -E "^(Framework|Component):" <<<"$why" | tr -s ' ' | paste -sd, - || true)
+      log "SKIPPED: ompi_ucc: mpirun ${OMPI_UCC[*]} does not start here: ${first:-no message}${comp:+ ($comp)}"
     fi
   fi
   [ "$UCC_PROBED" = yes ] || return 0
