@@ -7,16 +7,20 @@
 //! Two ranks in one process (`ferry_bench::inproc`) exist only as core
 //! engines: a `ferry::World` comes from a launcher's PMI (or is a singleton,
 //! whose collectives complete inside the call). So this test launches
-//! itself as a 2-rank job with ferry's launcher ([`ferry_launch::run`]):
-//! each rank is this test binary running only [`rank`], which counts,
-//! checks its own figures and fails (exit code ≠ 0, which fails the job)
-//! when they are off. Waiting spins (`WaitMode::Spin`): a hybrid wait that
-//! goes to sleep registers the sleeper (`ferry::waiter`, an `Arc` and a
-//! `Vec` push per sleep), which a loaded machine would make happen at
-//! random.
+//! itself as a 2-rank job with ferry's launcher ([`ferry_launch::run`]),
+//! twice: once with every collective point-to-point (`coll_node` off,
+//! `FERRY_COLL_NODE=0`), once through the shm device's node collectives
+//! (the default). Each rank is this test binary running only `rank_p2p` or
+//! `rank_node`, which counts, checks its own figures and fails (exit code
+//! ≠ 0, which fails the job) when they are off. Waiting spins
+//! (`WaitMode::Spin`): a hybrid wait that goes to sleep registers the
+//! sleeper (`ferry::waiter`, an `Arc` and a `Vec` push per sleep), which a
+//! loaded machine would make happen at random.
 //!
-//! What is asserted: the measured figures, since neither part reaches
-//! zero (found with the recording allocator below):
+//! Neither path reaches zero, so what is asserted is the measured figures
+//! and their sources (found with the recording allocator below).
+//!
+//! Point-to-point:
 //! - persistent: one allocation per eager message that arrived before its
 //!   receive was posted (`ferry_core` copies it out of the device,
 //!   `Buf::copy_from` in `engine/incoming.rs`; counted by the engine's
@@ -33,6 +37,14 @@
 //!   each call has a new tag, so the engine meets a new (source, tag,
 //!   context) key per call, and its lane map keeps 64 spare lanes of the 65
 //!   a sweep frees (`matching/lane.rs`; [`CHURN_MAX`] bounds it).
+//!
+//! Node collectives: every poll that finds a peer not there yet allocates
+//! the `Vec` of members to check that `must_wait` collects
+//! (`shm/src/node/mod.rs`), so the count follows how long a rank waits:
+//! from 0.2 to thousands per call, by size, rank and the machine's load.
+//! Asserted: the first [`NODE_SAMPLE`] allocations of each part all come
+//! from `must_wait` (once it stops allocating, none are sampled, and this
+//! part should then assert 0).
 //!
 //! `FERRY_ALLOC_BACKTRACE=1 cargo test -p ferry-bench --test coll_alloc`
 //! prints the backtraces of the first allocations of each counted part,
@@ -152,24 +164,28 @@ fn backtraces_wanted() -> usize {
 }
 
 /// What one counted part did on this rank, over ROUNDS rounds.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct Part {
     /// Heap allocations.
     allocs: u64,
     /// Messages that arrived before their receive was posted (the engine's
     /// `unexpected_arrivals` counter).
     unexpected: u64,
+    /// The backtraces of the first allocations (`sample` of them).
+    traces: Vec<(usize, Backtrace)>,
 }
 
-/// Runs `round` WARMUP + ROUNDS times; counts the last ROUNDS, and prints
-/// the recorded backtraces, if any, under `what`.
-fn counted(world: &World, what: &str, mut round: impl FnMut()) -> Part {
+/// Runs `round` WARMUP + ROUNDS times; counts the last ROUNDS, keeps the
+/// backtraces of the first `sample` allocations (more with
+/// `FERRY_ALLOC_BACKTRACE`, which also prints them under `what`).
+fn counted(world: &World, what: &str, sample: usize, mut round: impl FnMut()) -> Part {
     for _ in 0..WARMUP {
         round();
     }
     TRACES.with(|t| t.borrow_mut().clear());
     let unexpected0 = world.counters().engine.unexpected_arrivals;
-    RECORD.with(|c| c.set(backtraces_wanted()));
+    let wanted = backtraces_wanted();
+    RECORD.with(|c| c.set(wanted.max(sample)));
     let before = allocations();
     for _ in 0..ROUNDS {
         round();
@@ -178,13 +194,17 @@ fn counted(world: &World, what: &str, mut round: impl FnMut()) -> Part {
     RECORD.with(|c| c.set(0));
     let unexpected = world.counters().engine.unexpected_arrivals - unexpected0;
     let traces = TRACES.with(|t| std::mem::take(&mut *t.borrow_mut()));
-    for (i, (size, bt)) in traces.iter().enumerate() {
+    for (i, (size, bt)) in traces.iter().enumerate().take(wanted) {
         eprintln!(
             "--- {what}: allocation {i} ({size} B):\n{}",
             ferry_frames(bt)
         );
     }
-    Part { allocs, unexpected }
+    Part {
+        allocs,
+        unexpected,
+        traces,
+    }
 }
 
 /// The frames of `bt` in ferry's crates, each with its source line.
@@ -212,13 +232,13 @@ fn ferry_frames(bt: &Backtrace) -> String {
 }
 
 /// One size on this rank: the persistent part, then the blocking one.
-fn one_size(world: &World, comm: &Comm, size: usize) -> (Part, Part) {
+fn one_size(world: &World, comm: &Comm, size: usize, sample: usize) -> (Part, Part) {
     let n = size / 8;
     let op = Op::<f64>::sum();
     let mut req = comm
         .allreduce_init(vec![1.0f64; n], &op)
         .expect("allreduce_init");
-    let persistent = counted(world, &format!("persistent {size} B"), || {
+    let persistent = counted(world, &format!("persistent {size} B"), sample, || {
         req.start().expect("start");
         let done = req.wait().expect("wait");
         done.status.ok().expect("allreduce status");
@@ -226,7 +246,7 @@ fn one_size(world: &World, comm: &Comm, size: usize) -> (Part, Part) {
     drop(req);
     let send = vec![1.0f64; n];
     let mut recv = vec![0.0f64; n];
-    let blocking = counted(world, &format!("blocking {size} B"), || {
+    let blocking = counted(world, &format!("blocking {size} B"), sample, || {
         comm.allreduce(&send, &mut recv, &op).expect("allreduce");
     });
     assert!(recv.iter().all(|&x| x == 2.0), "allreduce result");
@@ -234,11 +254,11 @@ fn one_size(world: &World, comm: &Comm, size: usize) -> (Part, Part) {
 }
 
 /// Checks one size's figures; the failures, as text.
-fn check(size: usize, eager: bool, persistent: Part, blocking: Part) -> Vec<String> {
+fn check(size: usize, eager: bool, persistent: &Part, blocking: &Part) -> Vec<String> {
     let mut failures = Vec::new();
     // An eager message that arrives before its receive is posted is copied
     // out of the device (one `Buf`); rendezvous requests carry no data.
-    let copies = |p: Part| if eager { p.unexpected } else { 0 };
+    let copies = |p: &Part| if eager { p.unexpected } else { 0 };
     let low = copies(persistent);
     if !(low..=low + GROWTH_MAX).contains(&persistent.allocs) {
         failures.push(format!(
@@ -265,17 +285,46 @@ fn launched() -> bool {
     std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some()
 }
 
-/// A rank of the job [`allreduce_allocations_in_steady_state`] starts. Run
-/// alone (`cargo test -- --ignored`), it has nothing to do.
-#[test]
-#[ignore = "a rank of allreduce_allocations_in_steady_state's job"]
-fn rank() {
+/// The node path's check: what allocates must be the known source, the
+/// `Vec` that `must_wait` collects on every poll that has to wait
+/// (`shm/src/node/mod.rs`); any other frame in the sample is a failure.
+fn check_node(size: usize, what: &str, part: &Part) -> Option<String> {
+    let foreign: Vec<String> = part
+        .traces
+        .iter()
+        .map(|(_, bt)| ferry_frames(bt))
+        .filter(|f| !f.contains("must_wait"))
+        .collect();
+    let first = foreign.first()?;
+    Some(format!(
+        "{size} B {what}: {} of the {} sampled allocations do not come from must_wait; \
+         the first:\n{first}",
+        foreign.len(),
+        part.traces.len()
+    ))
+}
+
+/// Which way the job's collectives go (`Config::coll_node`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path {
+    /// Point-to-point schedules (`FERRY_COLL_NODE=0`).
+    PointToPoint,
+    /// The shm device's node collectives (the default).
+    Node,
+}
+
+/// Backtraces sampled per part on the node path.
+const NODE_SAMPLE: usize = 64;
+
+/// A rank's body: counts every size on `path`, checks, fails if off.
+fn rank_body(path: Path) {
     if !launched() {
         eprintln!("rank: not launched as part of a job; nothing to do");
         return;
     }
     let config = Config {
         wait_mode: WaitMode::Spin,
+        coll_node: path == Path::Node,
         ..Config::from_env().expect("FERRY_* settings")
     };
     let world = config.init().expect("ferry init");
@@ -286,11 +335,12 @@ fn rank() {
         .protocol_table(1 - me)
         .expect("protocol table")
         .eager_max;
+    let sample = if path == Path::Node { NODE_SAMPLE } else { 0 };
     let mut failures = Vec::new();
     for size in SIZES {
-        let (persistent, blocking) = one_size(&world, &comm, size);
+        let (persistent, blocking) = one_size(&world, &comm, size, sample);
         println!(
-            "rank {me} {size} B over {ROUNDS} rounds: persistent {} allocations \
+            "rank {me} {path:?} {size} B over {ROUNDS} rounds: persistent {} allocations \
              ({} unexpected arrivals); blocking {} allocations ({:.3} per call; {} unexpected)",
             persistent.allocs,
             persistent.unexpected,
@@ -298,18 +348,44 @@ fn rank() {
             blocking.allocs as f64 / ROUNDS as f64,
             blocking.unexpected
         );
-        failures.extend(check(size, size <= eager_max, persistent, blocking));
+        match path {
+            Path::PointToPoint => {
+                failures.extend(check(size, size <= eager_max, &persistent, &blocking));
+            }
+            Path::Node => {
+                failures.extend(check_node(size, "persistent", &persistent));
+                failures.extend(check_node(size, "blocking", &blocking));
+            }
+        }
     }
     world.finalize().expect("finalize");
     assert!(
         failures.is_empty(),
-        "rank {me}: {} (FERRY_ALLOC_BACKTRACE=1 prints where they come from)",
+        "rank {me}, {path:?}: {} (FERRY_ALLOC_BACKTRACE=1 prints where they come from)",
         failures.join("; ")
     );
 }
 
+/// A rank of the point-to-point job of
+/// [`allreduce_allocations_in_steady_state`]. Run alone (`cargo test --
+/// --ignored`), it has nothing to do.
 #[test]
-fn allreduce_allocations_in_steady_state() {
+#[ignore = "a rank of allreduce_allocations_in_steady_state's first job"]
+fn rank_p2p() {
+    rank_body(Path::PointToPoint);
+}
+
+/// A rank of the node-collectives job of
+/// [`allreduce_allocations_in_steady_state`].
+#[test]
+#[ignore = "a rank of allreduce_allocations_in_steady_state's second job"]
+fn rank_node() {
+    rank_body(Path::Node);
+}
+
+/// Runs the test `rank_test` of this binary as a job of 2 ranks; its exit
+/// code.
+fn launch(rank_test: &str) -> i32 {
     let me = std::env::current_exe().expect("the test binary's path");
     let opts = ferry_launch::Options {
         ranks: 2,
@@ -317,7 +393,7 @@ fn allreduce_allocations_in_steady_state() {
         timeout: Some(Duration::from_secs(300)),
         program: me.into_os_string(),
         args: [
-            "rank",
+            rank_test,
             "--exact",
             "--ignored",
             "--nocapture",
@@ -327,10 +403,20 @@ fn allreduce_allocations_in_steady_state() {
         .map(Into::into)
         .collect(),
     };
-    let code = ferry_launch::run(&opts).expect("ferry's launcher starts");
+    ferry_launch::run(&opts).expect("ferry's launcher starts")
+}
+
+#[test]
+fn allreduce_allocations_in_steady_state() {
+    // One job after the other: two at once would put 4 spinning ranks on
+    // what may be 2 cores.
+    let p2p = launch("rank_p2p");
+    let node = launch("rank_node");
     assert_eq!(
-        code, 0,
-        "a rank found allocations off the expected figures (its message is above)"
+        (p2p, node),
+        (0, 0),
+        "a rank found allocations off the expected figures, (point-to-point, node) \
+         job exit codes (its message is above)"
     );
 }
 
