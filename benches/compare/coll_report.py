@@ -27,12 +27,13 @@ from report import fmt_num, fmt_size, parse_file, svg_plot
 PEERS = [
     ("ferry", "ferry (shm; blocking calls, FERRY_WAIT_MODE hybrid)", "ferry"),
     ("ferry-persistent", "ferry, persistent form (*_init + start/wait)", "ferry-alt"),
+    ("ferry-p2p", "ferry, every collective point-to-point (FERRY_COLL_NODE=0)", "ferry-alt"),
     ("ompi", "Open MPI 4.1, defaults (pml ob1, coll tuned)", "mpi"),
     ("ompi-vader", "Open MPI 4.1, --mca pml ob1 --mca btl vader,self", "mpi"),
     ("mpich", "MPICH 4.0 (ch4)", "mpi"),
     ("ompi-ucc", "Open MPI 4.1 with coll ucc", "mpi"),
 ]
-SHORT = {"ferry": "ferry", "ferry-persistent": "ferry persistent", "ompi": "OMPI default",
+SHORT = {"ferry": "ferry", "ferry-persistent": "ferry persistent", "ferry-p2p": "ferry p2p", "ompi": "OMPI default",
          "ompi-vader": "OMPI ob1+vader", "mpich": "MPICH", "ompi-ucc": "OMPI ucc"}
 LABEL = {p: l for p, l, _ in PEERS}
 KIND = {p: k for p, _, k in PEERS}
@@ -241,7 +242,8 @@ def main(raw, out, note=""):
         "**Ratios: ferry / best peer**, the best of the MPI peers measured (Open MPI with its defaults, Open MPI "
         "ob1+vader, MPICH, and Open MPI with UCC where it runs); lower is better, < 1 means ferry is faster. "
         "The best peer's figure is in bold. *ferry persistent* is ferry's MPI 4.0 persistent form of the same "
-        "collective (shown for reference; the targets are for the blocking calls, as OSU measures them).",
+        "collective, *ferry p2p* the same calls with the node collectives off (`FERRY_COLL_NODE=0`); both are "
+        "shown for reference, the targets are for ferry's defaults and blocking calls, as OSU measures them.",
         "",
         "## Targets",
         "",
@@ -285,11 +287,15 @@ def main(raw, out, note=""):
     if allocs:
         md += ["## ferry's heap allocations per call", "",
                "`ferry-bench`'s `allocs/iter` column (the most of either rank; counted around the timed call "
-               "only). The benchmark loops allocate nothing themselves; these are ferry's. A blocking call builds "
-               "its schedule every time (and lends the caller's slices); a nonblocking post builds it too; the "
-               "persistent form builds it once (its few allocations per thousand calls are eager messages that "
-               "arrived before their receive was posted, copied out of the device, and matching-lane churn from "
-               "the barriers between calls). `benches/tests/coll_alloc.rs` asserts these figures for allreduce.", "",
+               "only). The benchmark loops allocate nothing themselves; these are ferry's. Where they come from "
+               "(`benches/tests/coll_alloc.rs` finds them with a recording allocator and asserts them for "
+               "allreduce): on the point-to-point path a blocking call or a post builds its schedule every time "
+               "(and a blocking call lends the caller's slices), about 12 allocations; the persistent form builds it "
+               "once, and then allocates only for eager messages that arrived before their receive was posted "
+               "(copied out of the device) and for matching-lane churn. On the node-collective path (barrier, "
+               "bcast, reduce, allreduce by default), every poll that finds a peer not there yet allocates the "
+               "list of members to check (`must_wait`, `shm/src/node/mod.rs`), so the figure follows how long a "
+               "rank waits.", "",
                "| bench | " + " | ".join(fmt_size(s) for s in sorted({s for _, s, _ in allocs})) + " |",
                "|---|" + "---|" * len({s for _, s, _ in allocs})]
         sizes = sorted({s for _, s, _ in allocs})
@@ -316,7 +322,8 @@ def main(raw, out, note=""):
            "sums; roots rank 0; allgather and alltoall sizes are per rank.",
            "- **ferry:** `ferry-bench OP` (`benches/src/coll.rs`, `nbc.rs`), `FERRY_DEVICE=shm`, launched by "
            "`ferryrun -n 2 sh -c 'exec taskset -c $PMI_RANK \"$0\" \"$@\"' ferry-bench OP --sizes ...`; "
-           "*ferry persistent* adds `--persistent`.",
+           "*ferry persistent* adds `--persistent`; *ferry p2p* runs with `FERRY_COLL_NODE=0` (every collective "
+           "point-to-point, without the shm device's node collectives).",
            "- **MPI peers:** `benches/compare/src/mpi_coll.c` and `mpi_nbc.c`, built with `mpicc.openmpi` and "
            "`mpicc.mpich`. Open MPI: `mpirun.openmpi --allow-run-as-root --oversubscribe -np 2 --bind-to core "
            "--map-by core`, with no MCA options (*defaults*) and with `--mca pml ob1 --mca btl vader,self`; "

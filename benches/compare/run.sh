@@ -180,8 +180,11 @@ if [ $QUICK = 1 ]; then COLL_SIZES=8,1048576; else COLL_SIZES=8,64,512,4096,3276
 BLOCK_SECS=2  # ibarrier: how long rank 0 stays blocked in the wait whose CPU share is measured
 coll_sizes() { case $1 in barrier|ibarrier) echo 0;; *) echo "$COLL_SIZES";; esac; }
 
-coll_ferry_common() { # dir name extra-ferry-bench-args...
+coll_ferry_common() { # dir name env-assignment... -- extra-ferry-bench-args...
   local d=$1 name=$2 b; shift 2
+  local envs=(FERRY_DEVICE=shm)
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
   for b in $COLL_BENCHES; do
     local extra=("$@")
     case $b in
@@ -189,12 +192,14 @@ coll_ferry_common() { # dir name extra-ferry-bench-args...
           extra=(--block-secs "$BLOCK_SECS");;
     esac
     quiet "$name.$b"
-    run_to "$d/$name.$b.txt" env FERRY_DEVICE=shm "$FR" -n 2 --timeout 600 sh -c "$PIN" "$FB" "$b" \
+    run_to "$d/$name.$b.txt" env "${envs[@]}" "$FR" -n 2 --timeout 600 sh -c "$PIN" "$FB" "$b" \
       --sizes "$(coll_sizes "$b")" "${extra[@]}"
   done
 }
 coll_ferry()            { coll_ferry_common "$1" ferry; }
-coll_ferry_persistent() { coll_ferry_common "$1" ferry-persistent --persistent; }
+coll_ferry_persistent() { coll_ferry_common "$1" ferry-persistent -- --persistent; }
+# every collective point-to-point, without the shm device's node collectives
+coll_ferry_p2p()        { coll_ferry_common "$1" ferry-p2p FERRY_COLL_NODE=0; }
 
 coll_mpi_common() { # dir name suffix launcher...
   local d=$1 name=$2 suf=$3 b; shift 3
@@ -234,7 +239,7 @@ coll_ompi_ucc() {
 
 case $SUITE in
   p2p)  ALL="ferry ompi_vader ompi_ucx mpich ucx_posix_cma ucx_sysv ferry_cma fi_shm ucx_tcp fi_tcp" PREFIX=peer;;
-  coll) ALL="ferry ompi ompi_vader mpich ompi_ucc ferry_persistent" PREFIX=coll;;
+  coll) ALL="ferry ompi ompi_vader mpich ompi_ucc ferry_persistent ferry_p2p" PREFIX=coll;;
   *) echo "run.sh: unknown suite '$SUITE' (p2p or coll)" >&2; exit 2;;
 esac
 PEERS=${PEERS:-$ALL}
