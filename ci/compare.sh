@@ -19,7 +19,7 @@
 #   --peers      p2p: subset of: ferry ferry_cma ompi_vader ompi_ucx mpich
 #                ucx_posix_cma ucx_sysv ucx_tcp fi_shm fi_tcp
 #   --coll-peers coll: subset of: ferry ompi ompi_vader mpich ompi_ucc
-#                ferry_persistent ferry_p2p (ompi_ucc is skipped, and says why, when
+#                ferry_persistent ferry_p2p ferry_async (ompi_ucc is skipped, and says why, when
 #                this Open MPI has no coll/ucc component)
 # Env: MAXWAIT (s, default 20) caps each wait for an idle machine; runs that
 #      start busy are flagged in docs/perf/raw/runs.log and in the README.

@@ -200,6 +200,8 @@ coll_ferry()            { coll_ferry_common "$1" ferry; }
 coll_ferry_persistent() { coll_ferry_common "$1" ferry-persistent -- --persistent; }
 # every collective point-to-point, without the shm device's node collectives
 coll_ferry_p2p()        { coll_ferry_common "$1" ferry-p2p FERRY_COLL_NODE=0; }
+# with ferry's progress thread (it shares its rank's pinned core)
+coll_ferry_async()      { coll_ferry_common "$1" ferry-async FERRY_ASYNC_PROGRESS=1; }
 
 coll_mpi_common() { # dir name suffix launcher...
   local d=$1 name=$2 suf=$3 b; shift 3
@@ -239,7 +241,7 @@ coll_ompi_ucc() {
 
 case $SUITE in
   p2p)  ALL="ferry ompi_vader ompi_ucx mpich ucx_posix_cma ucx_sysv ferry_cma fi_shm ucx_tcp fi_tcp" PREFIX=peer;;
-  coll) ALL="ferry ompi ompi_vader mpich ompi_ucc ferry_persistent ferry_p2p" PREFIX=coll;;
+  coll) ALL="ferry ompi ompi_vader mpich ompi_ucc ferry_persistent ferry_p2p ferry_async" PREFIX=coll;;
   *) echo "run.sh: unknown suite '$SUITE' (p2p or coll)" >&2; exit 2;;
 esac
 PEERS=${PEERS:-$ALL}
