@@ -299,10 +299,10 @@ def main(raw, out, note=""):
                "allreduce): on the point-to-point path a blocking call or a post builds its schedule every time "
                "(and a blocking call lends the caller's slices), about 12 allocations; the persistent form builds it "
                "once, and then allocates only for eager messages that arrived before their receive was posted "
-               "(copied out of the device) and for matching-lane churn. On the node-collective path (barrier, "
-               "bcast, reduce, allreduce by default), every poll that finds a peer not there yet allocates the "
-               "list of members to check (`must_wait`, `shm/src/node/mod.rs`), so the figure follows how long a "
-               "rank waits.", "",
+               "(copied out of the device) and for matching-lane churn. The node collectives (barrier, bcast, "
+               "reduce, allreduce on shared memory, the default) allocate nothing per call since `2855f43`; "
+               "before it, every poll that found a peer not there yet allocated in `must_wait` "
+               "(`shm/src/node/mod.rs`).", "",
                "| bench | " + " | ".join(fmt_size(s) for s in sorted({s for _, s, _ in allocs})) + " |",
                "|---|" + "---|" * len({s for _, s, _ in allocs})]
         sizes = sorted({s for _, s, _ in allocs})
