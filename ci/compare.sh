@@ -5,15 +5,22 @@
 #   2. builds ferry-bench and ferryrun (cargo --release) and the C peer
 #      programs in benches/compare/src with mpicc.openmpi and mpicc.mpich;
 #   3. runs every peer in alternating repetitions (benches/compare/run.sh),
-#      pinned to cores 0 and 1, each run after the machine went idle;
-#   4. writes docs/perf/README.md, docs/perf/*.svg and docs/perf/raw/
+#      pinned to cores 0 and 1, each run after the machine went idle: the
+#      point-to-point suite, then the collectives (run.sh --suite coll);
+#   4. writes docs/perf/README.md, docs/perf/*.svg and docs/perf/raw/, and
+#      docs/perf/collectives.md, docs/perf/coll-*.svg and docs/perf/raw/coll/
 #      (benches/compare/report.py; Python 3 standard library only).
 #
-# Usage: ci/compare.sh [--reps N] [--quick] [--peers "ferry ompi_vader ..."] [--no-install]
+# Usage: ci/compare.sh [--reps N] [--quick] [--suite all|p2p|coll]
+#                      [--peers "ferry ompi_vader ..."] [--coll-peers "..."] [--no-install]
 #   --reps N     repetitions (default 5; medians are taken over them)
 #   --quick      1 repetition (unless --reps is given), few sizes, fewer iterations
-#   --peers      subset of: ferry ferry_cma ompi_vader ompi_ucx mpich
+#   --suite      which comparisons to run (default all: p2p, then coll)
+#   --peers      p2p: subset of: ferry ferry_cma ompi_vader ompi_ucx mpich
 #                ucx_posix_cma ucx_sysv ucx_tcp fi_shm fi_tcp
+#   --coll-peers coll: subset of: ferry ompi ompi_vader mpich ompi_ucc
+#                ferry_persistent ferry_p2p ferry_async (ompi_ucc is skipped, and says why, when
+#                this Open MPI has no coll/ucc component)
 # Env: MAXWAIT (s, default 20) caps each wait for an idle machine; runs that
 #      start busy are flagged in docs/perf/raw/runs.log and in the README.
 #      COMPARE_OUT=DIR writes the results somewhere else than docs/perf.
@@ -24,18 +31,24 @@ ROOT=$(pwd)
 . ci/lib/packages.sh
 ci_fail_trap ci/compare.sh
 
-REPS="" QUICK=0 PEERS="" INSTALL=1
+REPS="" QUICK=0 PEERS="" COLL_PEERS="" INSTALL=1 SUITE=all
 while [ $# -gt 0 ]; do
   case $1 in
     --reps) REPS=$2; shift 2;;
     --quick) QUICK=1; shift;;
     --peers) PEERS=$2; shift 2;;
+    --coll-peers) COLL_PEERS=$2; shift 2;;
+    --suite) SUITE=$2; shift 2;;
     --no-install) INSTALL=0; shift;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0;;
     *) echo "ci/compare.sh: unknown option $1" >&2; exit 2;;
   esac
 done
 [ -n "$REPS" ] || { [ $QUICK = 1 ] && REPS=1 || REPS=5; }
+case $SUITE in
+  all|p2p|coll) ;;
+  *) echo "ci/compare.sh: --suite must be all, p2p or coll, not '$SUITE'" >&2; exit 2;;
+esac
 OUT=${COMPARE_OUT:-$ROOT/docs/perf}
 export MAXWAIT=${MAXWAIT:-20}
 
@@ -57,16 +70,34 @@ step "build ferry-bench, ferryrun and the C peers"
 cargo build --release -p ferry-bench -p ferry-launch
 make -C benches/compare
 
-step "run ($REPS alternating repetition(s)$([ $QUICK = 1 ] && echo ', quick'))"
-args=(--reps "$REPS" --out "$OUT/raw")
-[ $QUICK = 1 ] && args+=(--quick)
-[ -n "$PEERS" ] && args+=(--peers "$PEERS")
-# results of an earlier run must not mix with this one
-rm -rf "$OUT"/raw/rep*
-benches/compare/run.sh "${args[@]}"
+QUICK_NOTE="**Quick mode** (\`--quick\`): few sizes, and a tenth of the iterations for UCX and libfabric; for checking the harness, not for figures."
+if [ $SUITE != coll ]; then
+  step "run ($REPS alternating repetition(s)$([ $QUICK = 1 ] && echo ', quick'))"
+  args=(--reps "$REPS" --out "$OUT/raw")
+  [ $QUICK = 1 ] && args+=(--quick)
+  [ -n "$PEERS" ] && args+=(--peers "$PEERS")
+  # results of an earlier run must not mix with this one
+  rm -rf "$OUT"/raw/rep*
+  benches/compare/run.sh "${args[@]}"
 
-step "report"
-rargs=(--raw "$OUT/raw" --out "$OUT")
-[ $QUICK = 1 ] && rargs+=(--note "**Quick mode** (\`--quick\`): few sizes, and a tenth of the iterations for UCX and libfabric; for checking the harness, not for figures.")
-python3 benches/compare/report.py "${rargs[@]}"
-echo "see $OUT/README.md"
+  step "report"
+  rargs=(--raw "$OUT/raw" --out "$OUT")
+  [ $QUICK = 1 ] && rargs+=(--note "$QUICK_NOTE")
+  python3 benches/compare/report.py "${rargs[@]}"
+  echo "see $OUT/README.md"
+fi
+
+if [ $SUITE != p2p ]; then
+  step "collectives: run ($REPS alternating repetition(s)$([ $QUICK = 1 ] && echo ', quick'))"
+  args=(--suite coll --reps "$REPS" --out "$OUT/raw/coll")
+  [ $QUICK = 1 ] && args+=(--quick)
+  [ -n "$COLL_PEERS" ] && args+=(--peers "$COLL_PEERS")
+  rm -rf "$OUT"/raw/coll/rep*
+  benches/compare/run.sh "${args[@]}"
+
+  step "collectives: report"
+  rargs=(--suite coll --raw "$OUT/raw/coll" --out "$OUT")
+  [ $QUICK = 1 ] && rargs+=(--note "**Quick mode** (\`--quick\`): sizes 8 B and 1 MiB only, 1 repetition; for checking the harness, not for figures.")
+  python3 benches/compare/report.py "${rargs[@]}"
+  echo "see $OUT/collectives.md"
+fi

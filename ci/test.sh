@@ -94,7 +94,7 @@ fi
 
 if [ "${FERRY_CI_SKIP_BENCH:-0}" != 1 ]; then
   step "bench smoke run"
-  for bench in engine shm_queue sim_protocol; do
+  for bench in engine shm_queue sim_protocol reduce; do
     cargo bench -p ferry-bench --bench "$bench" --locked -- --warm-up-time 0.05 --measurement-time 0.1 --sample-size 10
   done
 fi

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Aggregate the comparison harness's raw results into docs/perf/.
 
-Usage: report.py [--raw DIR] [--out DIR]
-  --raw  directory holding rep<N>/<peer>.<bench>.txt (default docs/perf/raw)
+Usage: report.py [--suite p2p|coll] [--raw DIR] [--out DIR]
+  --raw  directory holding rep<N>/<peer>.<bench>.txt (default docs/perf/raw,
+         docs/perf/raw/coll for --suite coll)
   --out  where README.md and *.svg go (default docs/perf)
+  --suite coll: the collectives instead (run.sh --suite coll): writes
+         collectives.md, coll-*.svg, raw/coll/results.csv and summary.json
+         (see coll_report.py)
 
 Reads every raw file (ferry-bench format: '#' headers, the last naming the
 columns, then rows `size value ...`), takes the median over repetitions, and
@@ -50,6 +54,7 @@ SHORT = {
     "fi-tcp-rxm": "fi tcp;rxm",
 }
 COLORS = {
+    "ferry-persistent": "#ff9896", "ompi": "#17becf", "ompi-ucc": "#e377c2",
     "ferry": "#d62728", "ferry-cma": "#ff9896", "ompi-vader": "#1f77b4",
     "ompi-ucx": "#aec7e8", "mpich": "#2ca02c", "ucx-posix-cma": "#9467bd",
     "ucx-sysv": "#c5b0d5", "fi-shm": "#8c564b", "ucx-tcp": "#7f7f7f",
@@ -289,9 +294,9 @@ def targets(summ):
 
 
 # ---------------------------------------------------------------- SVG plots
-def svg_plot(path, title, ylabel, summ, metric, scale=1.0, ylog=True):
+def svg_plot(path, title, ylabel, summ, metric, scale=1.0, ylog=True, peers=None, xlabel=None):
     series = []
-    for p, label, kind in PEERS:
+    for p, label, kind in peers or PEERS:
         pts = sorted((s, summ[(p, m, s)]["median"] * scale) for (pp, m, s) in summ
                      if pp == p and m == metric and s > 0)
         pts = [(s, v) for s, v in pts if v > 0]
@@ -337,7 +342,7 @@ def svg_plot(path, title, ylabel, summ, metric, scale=1.0, ylog=True):
                 yy = Y(k * 10 ** e)
                 o.append(f'<line x1="{L}" y1="{yy:.1f}" x2="{L + pw}" y2="{yy:.1f}" stroke="#f2f2f2"/>')
     o.append(f'<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
-    o.append(f'<text x="{L + pw / 2}" y="{H - 18}" text-anchor="middle">message size (bytes, log scale)</text>')
+    o.append(f'<text x="{L + pw / 2}" y="{H - 18}" text-anchor="middle">{xlabel or "message size (bytes, log scale)"}</text>')
     o.append(f'<text transform="translate(20,{T + ph / 2}) rotate(-90)" text-anchor="middle">{ylabel} (log scale)</text>')
     # series
     for i, (p, label, kind, pts) in enumerate(series):
@@ -385,7 +390,14 @@ def main():
     ap.add_argument("--raw", default=os.path.join(root, "docs/perf/raw"))
     ap.add_argument("--out", default=os.path.join(root, "docs/perf"))
     ap.add_argument("--note", default="")
+    ap.add_argument("--suite", default="p2p", choices=("p2p", "coll"))
     a = ap.parse_args()
+    if a.suite == "coll":
+        sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+        import coll_report
+        raw = a.raw if a.raw != os.path.join(root, "docs/perf/raw") else os.path.join(root, "docs/perf/raw/coll")
+        coll_report.main(raw, a.out, a.note)
+        return
     recs = load(a.raw)
     if not recs:
         sys.exit(f"report.py: no results under {a.raw}")

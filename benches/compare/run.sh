@@ -4,22 +4,26 @@
 # drifts in machine load hit all of them alike.  Every run waits for an idle
 # machine first (wait_quiet.sh) and is pinned to cores 0 and 1.
 #
-# Usage: run.sh [--reps N] [--quick] [--out DIR] [--peers "id id ..."]
-#   writes DIR/rep<N>/<peer>.<bench>.txt (bench: lat, bw, mr), each in the
+# Usage: run.sh [--suite p2p|coll] [--reps N] [--quick] [--out DIR] [--peers "id id ..."]
+#   --suite p2p (default): latency, bandwidth, message rate;
+#   --suite coll: the collectives (barrier ... ialltoall, see COLL_BENCHES).
+#   writes DIR/rep<N>/<peer>.<bench>.txt (bench: lat, bw, mr; or a
+#   collective's name), each in the
 #   ferry-bench format ('#' headers, the last one naming the columns, then
 #   rows `size value ...`), plus DIR/runs.log (commands, waits, failures).
 # Needs: ${CARGO_TARGET_DIR:-target}/release/{ferry-bench,ferryrun}, build/*.ompi|*.mpich (make),
 #        ucx_perftest, fi_pingpong.
-set -u
+set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-REPS=5 QUICK=0 OUT=$ROOT/docs/perf/raw PEERS=""
+REPS=5 QUICK=0 OUT=$ROOT/docs/perf/raw PEERS="" SUITE=p2p
 while [ $# -gt 0 ]; do
   case $1 in
     --reps) REPS=$2; shift 2;;
     --quick) QUICK=1; shift;;
     --out) OUT=$2; shift 2;;
     --peers) PEERS=$2; shift 2;;
+    --suite) SUITE=$2; shift 2;;
     *) echo "run.sh: unknown option $1" >&2; exit 2;;
   esac
 done
@@ -66,7 +70,9 @@ run_to() {
   [ -s "$f.err" ] || rm -f "$f.err"
 }
 
-have_mbw_mr() { "$FB" --help 2>&1 | grep -q '^ *mbw-mr'; }
+# (grep without -q: it would close the pipe early, and pipefail would turn
+# ferry-bench's SIGPIPE into "no")
+have_mbw_mr() { "$FB" --help 2>&1 | grep '^ *mbw-mr' >/dev/null; }
 
 # ---- peers -----------------------------------------------------------------
 # each peer function takes: OUTDIR
@@ -121,8 +127,9 @@ ucx_run() { # dir name tls test sizes
     wait_port $UCX_PORT || log "ucx server did not listen ($name $test $s)"
     log "run $name $test $s: UCX_TLS=$tls taskset -c 1 ucx_perftest localhost -p $UCX_PORT -t $test -s $s $it -c 1 -f -v"
     local line
-    line=$(UCX_TLS=$tls timeout 120 taskset -c 1 ucx_perftest localhost -p $UCX_PORT -t $test -s $s $it -c 1 -f -v 2>>"$LOG" | tail -1)
-    wait $spid
+    line=$(UCX_TLS=$tls timeout 120 taskset -c 1 ucx_perftest localhost -p $UCX_PORT -t $test -s $s $it -c 1 -f -v 2>>"$LOG" | tail -1) \
+      || log "ucx_perftest client failed ($name $test $s)"
+    wait $spid || log "ucx_perftest server exited with $? ($name $test $s)"
     # iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw(MiB/s),overall_bw,avg_mr,overall_mr
     IFS=, read -r _ p50 _ overall _ obw _ omr <<<"$line"
     case "$overall" in ''|*[!0-9.]*) log "FAILED: $name $test $s: '$line'"; continue;; esac
@@ -154,8 +161,9 @@ fi_run() { # dir name provider sizes
     wait_port $FI_PORT || log "fi_pingpong server did not listen ($name $s)"
     log "run $name $s: taskset -c 1 fi_pingpong ${args[*]} 127.0.0.1"
     local line
-    line=$(timeout 120 taskset -c 1 fi_pingpong "${args[@]}" 127.0.0.1 2>>"$LOG" | tail -1)
-    wait $spid
+    line=$(timeout 120 taskset -c 1 fi_pingpong "${args[@]}" 127.0.0.1 2>>"$LOG" | tail -1) \
+      || log "fi_pingpong client failed ($name $s)"
+    wait $spid || log "fi_pingpong server exited with $? ($name $s)"
     # bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
     set -- $line
     case "${7:-}" in ''|*[!0-9.]*) log "FAILED: $name $s: '$line'"; continue;; esac
@@ -165,14 +173,87 @@ fi_run() { # dir name provider sizes
 peer_fi_shm() { fi_run "$1" fi-shm shm "$FI_SHM"; }
 peer_fi_tcp() { fi_run "$1" fi-tcp-rxm "tcp;ofi_rxm" "$FI_TCP"; }
 
-ALL="ferry ompi_vader ompi_ucx mpich ucx_posix_cma ucx_sysv ferry_cma fi_shm ucx_tcp fi_tcp"
+# ---- collectives (--suite coll) ----------------------------------------------
+# each coll_<peer> function takes: OUTDIR; writes <peer>.<bench>.txt per bench
+COLL_BENCHES="barrier bcast reduce allreduce allgather alltoall ibarrier ibcast iallreduce ialltoall"
+if [ $QUICK = 1 ]; then COLL_SIZES=8,1048576; else COLL_SIZES=8,64,512,4096,32768,262144,1048576; fi
+BLOCK_SECS=2  # ibarrier: how long rank 0 stays blocked in the wait whose CPU share is measured
+coll_sizes() { case $1 in barrier|ibarrier) echo 0;; *) echo "$COLL_SIZES";; esac; }
+
+coll_ferry_common() { # dir name env-assignment... -- extra-ferry-bench-args...
+  local d=$1 name=$2 b; shift 2
+  local envs=(FERRY_DEVICE=shm)
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  for b in $COLL_BENCHES; do
+    local extra=("$@")
+    case $b in
+      i*) [ ${#extra[@]} -gt 0 ] && continue  # the persistent form has no nonblocking subcommands
+          extra=(--block-secs "$BLOCK_SECS");;
+    esac
+    quiet "$name.$b"
+    run_to "$d/$name.$b.txt" env "${envs[@]}" "$FR" -n 2 --timeout 600 sh -c "$PIN" "$FB" "$b" \
+      --sizes "$(coll_sizes "$b")" "${extra[@]}"
+  done
+}
+coll_ferry()            { coll_ferry_common "$1" ferry; }
+coll_ferry_persistent() { coll_ferry_common "$1" ferry-persistent -- --persistent; }
+# every collective point-to-point, without the shm device's node collectives
+coll_ferry_p2p()        { coll_ferry_common "$1" ferry-p2p FERRY_COLL_NODE=0; }
+# with ferry's progress thread (it shares its rank's pinned core)
+coll_ferry_async()      { coll_ferry_common "$1" ferry-async FERRY_ASYNC_PROGRESS=1; }
+
+coll_mpi_common() { # dir name suffix launcher...
+  local d=$1 name=$2 suf=$3 b; shift 3
+  for b in $COLL_BENCHES; do
+    quiet "$name.$b"
+    case $b in
+      i*) run_to "$d/$name.$b.txt" "$@" "$BIN/mpi_nbc.$suf" "$b" "$(coll_sizes "$b")" 0 -1 "$BLOCK_SECS";;
+      *)  run_to "$d/$name.$b.txt" "$@" "$BIN/mpi_coll.$suf" "$b" "$(coll_sizes "$b")";;
+    esac
+  done
+}
+coll_ompi()       { coll_mpi_common "$1" ompi ompi $OMPI; }
+coll_ompi_vader() { coll_mpi_common "$1" ompi-vader ompi $OMPI --mca pml ob1 --mca btl vader,self; }
+coll_mpich()      { coll_mpi_common "$1" mpich mpich $MPICH; }
+# Open MPI's UCC collectives, if this Open MPI has the coll/ucc component:
+# probed once per run; without it, the peer is skipped and the reason logged
+# (report.py reads the SKIPPED line).
+OMPI_UCC=(--mca coll ucc,tuned,libnbc,basic,self --mca coll_ucc_enable 1 --mca coll_ucc_priority 100)
+UCC_PROBED=""
+coll_ompi_ucc() {
+  if [ -z "$UCC_PROBED" ]; then
+    local why
+    if why=$(timeout 60 $OMPI "${OMPI_UCC[@]}" "$BIN/mpi_coll.ompi" barrier 0 10 1 2>&1); then
+      UCC_PROBED=yes
+    else
+      UCC_PROBED=no
+      local first comp
+      first=$(grep -m1 "component was not found" <<<"$why" || grep -m1 -i "error" <<<"$why" || true)
+      first=${first%%  This*}
+      comp=$(grep -m2 -E "^(Framework|Component):" <<<"$why" | tr -s ' ' | paste -sd, - || true)
+      log "SKIPPED: ompi_ucc: mpirun ${OMPI_UCC[*]} does not start here: ${first:-no message}${comp:+ ($comp)}"
+    fi
+  fi
+  [ "$UCC_PROBED" = yes ] || return 0
+  coll_mpi_common "$1" ompi-ucc ompi $OMPI "${OMPI_UCC[@]}"
+}
+
+case $SUITE in
+  p2p)  ALL="ferry ompi_vader ompi_ucx mpich ucx_posix_cma ucx_sysv ferry_cma fi_shm ucx_tcp fi_tcp" PREFIX=peer;;
+  coll) ALL="ferry ompi ompi_vader mpich ompi_ucc ferry_persistent ferry_p2p ferry_async" PREFIX=coll;;
+  *) echo "run.sh: unknown suite '$SUITE' (p2p or coll)" >&2; exit 2;;
+esac
 PEERS=${PEERS:-$ALL}
-log "compare run: reps=$REPS quick=$QUICK peers: $PEERS"
+for p in $PEERS; do
+  declare -F "${PREFIX}_$p" >/dev/null || { echo "run.sh: no peer '$p' in suite $SUITE (known: $ALL)" >&2; exit 2; }
+done
+log "compare run: suite=$SUITE reps=$REPS quick=$QUICK peers: $PEERS"
 for rep in $(seq "$REPS"); do
   d=$OUT/rep$rep; rm -rf "$d"; mkdir -p "$d"
   for p in $PEERS; do
     log "== rep $rep peer $p"
-    "peer_$p" "$d"
+    "${PREFIX}_$p" "$d"
   done
   log "rep $rep done"
   echo "compare: repetition $rep/$REPS done $(date -u +%T)" >&2

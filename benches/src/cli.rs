@@ -66,6 +66,16 @@ pub const SUBCOMMANDS: &[Subcommand] = &[
     crate::wait::WAIT,
     crate::arecv::ARECV,
     crate::request::REQUEST,
+    crate::coll::BARRIER,
+    crate::coll::BCAST,
+    crate::coll::REDUCE,
+    crate::coll::ALLREDUCE,
+    crate::coll::ALLGATHER,
+    crate::coll::ALLTOALL,
+    crate::nbc::IBARRIER,
+    crate::nbc::IBCAST,
+    crate::nbc::IALLREDUCE,
+    crate::nbc::IALLTOALL,
 ];
 
 /// The options common to every subcommand.
@@ -93,8 +103,11 @@ pub struct Options {
     pub validate: bool,
     /// `--window` (bw; default 64).
     pub window: usize,
-    /// `--block-secs` (wait; default 2).
+    /// `--block-secs` (wait, ibarrier; default 2).
     pub block_secs: f64,
+    /// `--persistent`: the blocking collective subcommands measure the
+    /// persistent form (`allreduce_init`, ..., `start` + `wait`).
+    pub persistent: bool,
 }
 
 /// The help text.
@@ -107,7 +120,7 @@ pub fn help() -> String {
          Subcommands:\n",
     );
     for c in SUBCOMMANDS {
-        s.push_str(&format!("  {:<9} {}\n", c.name, c.about));
+        s.push_str(&format!("  {:<10} {}\n", c.name, c.about));
     }
     s.push_str(
         "\nOptions:\n\
@@ -121,7 +134,8 @@ pub fn help() -> String {
          \x20 --wait-mode M       spin, passive, hybrid (FERRY_WAIT_MODE)\n\
          \x20 --spin-us N         hybrid spin time (FERRY_SPIN_US)\n\
          \x20 --window N          bw, bibw, mbw-mr, request: messages in flight (default 64)\n\
-         \x20 --block-secs S      wait: how long the receiver stays blocked (default 2)\n\n\
+         \x20 --block-secs S      wait, ibarrier: how long a rank stays blocked (default 2)\n\
+         \x20 --persistent        barrier ... alltoall: the persistent form (*_init, start, wait)\n\n\
          Output: lines starting with # are headers; each data row is `size value [more\n\
          columns]`, whitespace-separated. Latency in us (one-way: round trip / 2),\n\
          bandwidth in MB/s (10^6 B/s), message rate in messages/s. Other FERRY_*\n\
@@ -178,6 +192,7 @@ pub fn parse(args: &[String]) -> Result<Options, Option<String>> {
         validate: false,
         window: 64,
         block_secs: 2.0,
+        persistent: false,
     };
     let mut it = args[1..].iter();
     while let Some(arg) = it.next() {
@@ -194,6 +209,7 @@ pub fn parse(args: &[String]) -> Result<Options, Option<String>> {
         match name {
             "-h" | "--help" => return Err(None),
             "--validate" => o.validate = true,
+            "--persistent" => o.persistent = true,
             "--device" => {
                 // Parsed as FERRY_DEVICE would be, with the same names.
                 let v = value()?;
