@@ -514,10 +514,18 @@ fn peer_death_mid_rendezvous_as_sender_fails_the_affected_requests() {
         assert_eq!(sim.engine(2).peer_error(1), died(1));
         assert_eq!(sim.engine(0).peer_error(2), None);
 
-        // ULFM: a wildcard receive can still be satisfied by a survivor.
-        assert!(!sim.engine(0).is_complete(&any).unwrap());
+        // ULFM's PROC_FAILED_PENDING: a wildcard receive on a communicator
+        // that holds the dead rank fails (it cannot know it is not waiting
+        // for it); a receive naming a survivor still works.
+        let c = sim.wait(0, &mut any).unwrap();
+        assert_eq!(
+            c.status.error,
+            Some(ferry_core::PeerError::FailedPending { rank: 1 }.into()),
+            "{mode:?}"
+        );
+        let mut from2 = sim.engine(0).irecv(2, 6, 0, zeroed(8)).unwrap().request;
         send_now(&mut sim, 2, 0, 6, b"alive");
-        wait_data(&mut sim, 0, &mut any, b"alive");
+        wait_data(&mut sim, 0, &mut from2, b"alive");
 
         later_operations_towards_the_dead_fail_in_status(&mut sim);
         survivors_still_talk(&mut sim);
