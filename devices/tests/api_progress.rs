@@ -6,6 +6,9 @@
 //!
 //! The lifecycle checks run in one `#[test]`: they count this process's
 //! threads and fds, which tests running side by side would disturb.
+// Shm singletons throughout: `cargo test -p ferry --no-default-features`
+// builds this file without the device.
+#![cfg(feature = "shm")]
 
 use std::thread;
 use std::time::{Duration, Instant};
