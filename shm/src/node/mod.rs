@@ -11,10 +11,10 @@
 //! garbage), and two slots (parities). Operations take consecutive sequence numbers `s`
 //! (one per chunk of at most a slot) in the order every member issues them;
 //! chunk `s` uses the slots of parity `s % 2`.
-//! - **Publish.** A member waits until every `done[j] ≥ s − 2` (the last
-//!   readers of its parity-`p` slot and `meta` word are done with them),
-//!   copies its chunk in if it contributes data, writes its length in
-//!   `meta[i][p]`, then sets `arrive[i] = s`.
+//! - **Publish.** A member that contributes data waits until every
+//!   `done[j] ≥ s − 2` (the last readers of its parity-`p` slot and `meta`
+//!   word are done with them), copies its chunk in and writes its length in
+//!   `meta[i][p]`; then every member sets `arrive[i] = s`.
 //! - **Consume.** A member that needs others' data waits for their
 //!   `arrive ≥ s`, reads their slots (reducing in member order, so a
 //!   non-commutative op sees its operands in rank order), then sets
@@ -353,12 +353,14 @@ impl NodeCollectives for ShmDevice {
                     NodeKind::Bcast => me == root,
                     NodeKind::Reduce | NodeKind::Allreduce => true,
                 };
-                // Every publisher waits for the parity's last readers: the
-                // slot (if it writes one) and the `meta` word are reused.
-                if !(0..m).all(|i| r.done(i).load(Acquire) >= reuse.at_least) {
-                    return self.must_wait(reuse);
-                }
+                // A member that writes its slot (and its length word, read
+                // by exactly the members that read the slot) waits for the
+                // parity's last readers. One that writes neither, a barrier
+                // or a broadcast's receiver, publishes at once.
                 if writes {
+                    if !(0..m).all(|i| r.done(i).load(Acquire) >= reuse.at_least) {
+                        return self.must_wait(reuse);
+                    }
                     let src = input.unwrap_or(&*output);
                     let chunk =
                         src.get(start..end)
@@ -366,10 +368,10 @@ impl NodeCollectives for ShmDevice {
                                 "node collective: buffer shorter than the operation",
                             )))?;
                     r.write_slot(me, parity, chunk);
+                    // Relaxed: published by the AcqRel swap of `arrive` below.
+                    r.meta(me, parity)
+                        .store(op.len as u64, std::sync::atomic::Ordering::Relaxed);
                 }
-                // Relaxed: published by the AcqRel swap of `arrive` below.
-                r.meta(me, parity)
-                    .store(op.len as u64, std::sync::atomic::Ordering::Relaxed);
                 // AcqRel: see the module docs.
                 r.arrive(me).swap(s, AcqRel);
                 op.phase = 1;
@@ -400,7 +402,12 @@ impl NodeCollectives for ShmDevice {
                 }
                 // Every member whose data this one reads must agree on the
                 // length (ordered by the Acquire loads of `arrive` above).
-                let (from, to) = who.map_or((0, m), |i| (i, i + 1));
+                // A barrier reads no data, and its members write no length.
+                let (from, to) = match (op.kind, who) {
+                    (NodeKind::Barrier, _) => (0, 0),
+                    (_, Some(i)) => (i, i + 1),
+                    (_, None) => (0, m),
+                };
                 if let Some(i) =
                     (from..to).find(|&i| r.meta(i, parity).load(Acquire) != op.len as u64)
                 {
