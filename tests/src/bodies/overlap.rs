@@ -293,10 +293,16 @@ pub fn overlap(ctx: &Ctx) -> Outcome {
             ctx.rank,
             share * 100.0
         ));
-        ensure!(
-            share < MAX_IDLE_SHARE,
-            "the idle progress thread used {used:?} of CPU in {IDLE:?}"
-        );
+        // A device without a wait fd (libfabric's shm provider) can only
+        // be polled: the thread then naps between polls, and its idle CPU
+        // is only reported.
+        let peer = (ctx.rank + 1) % ctx.size as i32;
+        if ctx.world.caps(peer)?.wait_fd {
+            ensure!(
+                share < MAX_IDLE_SHARE,
+                "the idle progress thread used {used:?} of CPU in {IDLE:?}"
+            );
+        }
     }
     ctx.barrier()?;
     Ok(verdict)
