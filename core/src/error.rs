@@ -109,6 +109,17 @@ pub enum UsageError {
     /// An input and output slice have different lengths.
     #[error("slice lengths differ: {0}")]
     LengthMismatch(&'static str),
+    /// The members of a communicator disagree on a collective call: its
+    /// operation, root or count (or the order of the calls). Every member
+    /// still waiting in the call gets this error; a member that finished its
+    /// part before anyone noticed keeps its result. The communicator's later
+    /// collectives are not affected, but messages of the failed call may
+    /// still be in flight: free the communicator.
+    #[error("collective call differs between members (found by rank {found_by}): roots, counts or the order of collectives")]
+    CollectiveMismatch {
+        /// The job rank that saw a member's message with another signature.
+        found_by: Rank,
+    },
     /// The reduction operation is not defined on this datatype (MPI_ERR_OP), e.g. a bitwise op on floats.
     #[error("reduction {op} is not defined on {datatype}")]
     OpNotDefined {

@@ -219,42 +219,118 @@ fn persistent_allreduce_runs_again_without_rebuilding() {
     }
 }
 
-#[test]
-fn mismatched_counts_fail_with_a_typed_error_not_a_hang() {
-    let n = 2;
+/// Runs one collective per rank, `call(rank)` giving its arguments, until
+/// the network is idle; every rank must have completed. Returns each rank's
+/// error (`None`: it completed).
+fn run_disagreeing(
+    n: u32,
+    call: impl Fn(u32) -> (Collective, Option<Buf>, Option<Buf>),
+) -> Vec<Option<ferry_core::Error>> {
     let mut job = Job::new(n, 1, CollTuning::default());
     let table = CollTable::new(n, CollTuning::default());
     let mut reqs = Vec::new();
     for r in 0..n {
-        let len = if r == 0 { 8 } else { 16 };
-        let s = build(
-            &job.team(r),
-            60,
-            &table,
-            Collective::Bcast { root: 0 },
-            None,
-            Some(Buf::from(vec![0; len])),
-        )
-        .unwrap();
+        let (coll, input, output) = call(r);
+        let s = build(&job.team(r), 60, &table, coll, input, output).unwrap();
         reqs.push(job.sim.engine(r as i32).start_coll(s).unwrap().request);
     }
     job.sim.run_until_idle().unwrap();
-    let done = job
-        .sim
-        .engine(1)
-        .test(&mut reqs[1])
-        .unwrap()
-        .expect("rank 1 completes");
-    assert!(
-        matches!(
-            done.status.error,
-            Some(ferry_core::Error::Usage(
-                ferry_core::UsageError::LengthMismatch(_)
-            ))
-        ),
-        "{:?}",
-        done.status
-    );
+    (0..n)
+        .map(|r| {
+            let done = job
+                .sim
+                .engine(r as i32)
+                .test(&mut reqs[r as usize])
+                .unwrap()
+                .unwrap_or_else(|| panic!("rank {r} of {n} hangs"));
+            done.status.error
+        })
+        .collect()
+}
+
+fn is_mismatch(e: &Option<ferry_core::Error>) -> bool {
+    matches!(
+        e,
+        Some(ferry_core::Error::Usage(
+            ferry_core::UsageError::CollectiveMismatch { .. }
+        ))
+    )
+}
+
+#[test]
+fn mismatched_counts_fail_with_a_typed_error_not_a_hang() {
+    for n in [2, 3, 5, 8] {
+        // The root broadcasts 8 bytes to members expecting 16.
+        let errors = run_disagreeing(n, |r| {
+            let len = if r == 0 { 8 } else { 16 };
+            (
+                Collective::Bcast { root: 0 },
+                None,
+                Some(Buf::from(vec![0; len])),
+            )
+        });
+        assert!(
+            errors[1..].iter().all(is_mismatch),
+            "bcast, n = {n}: {errors:?}"
+        );
+        // One member's allreduce count differs: nobody can finish.
+        let errors = run_disagreeing(n, |r| {
+            let len = if r == n - 1 { 16 } else { 8 };
+            let coll = Collective::Allreduce {
+                op: ReduceOp::Sum,
+                dtype: Datatype::I64,
+            };
+            (
+                coll,
+                Some(Buf::from(vec![1; len])),
+                Some(Buf::from(vec![0; len])),
+            )
+        });
+        assert!(
+            errors.iter().all(is_mismatch),
+            "allreduce, n = {n}: {errors:?}"
+        );
+    }
+}
+
+#[test]
+fn mismatched_roots_fail_with_a_typed_error_not_a_hang() {
+    for n in [3, 4, 7] {
+        // The last member names root 1, the others root 0: it waits for
+        // a forward from rank 1 that never comes.
+        let errors = run_disagreeing(n, |r| {
+            let root = if r == n - 1 { 1 } else { 0 };
+            (
+                Collective::Bcast { root },
+                None,
+                Some(Buf::from(vec![0; 8])),
+            )
+        });
+        assert!(is_mismatch(&errors[n as usize - 1]), "n = {n}: {errors:?}");
+        assert!(
+            errors.iter().all(|e| e.is_none() || is_mismatch(e)),
+            "n = {n}: {errors:?}"
+        );
+        // A reduce to different roots: whether anyone can tell depends on
+        // who sends to whom, but no rank may hang or fail untyped.
+        let errors = run_disagreeing(n, |r| {
+            let root = if r == 0 { 1 } else { 0 };
+            let coll = Collective::Reduce {
+                root,
+                op: ReduceOp::Sum,
+                dtype: Datatype::I64,
+            };
+            (
+                coll,
+                Some(Buf::from(vec![1; 8])),
+                Some(Buf::from(vec![0; 8])),
+            )
+        });
+        assert!(
+            errors.iter().all(|e| e.is_none() || is_mismatch(e)),
+            "reduce, n = {n}: {errors:?}"
+        );
+    }
 }
 
 #[test]

@@ -10,9 +10,10 @@
 //!
 //! Counts here are in bytes; the `ferry` crate multiplies element counts by
 //! the element size. Each call's messages carry the call's `tag` (its
-//! sequence number on the communicator), so two collectives outstanding on
-//! one communicator never take each other's messages, and the collective
-//! context keeps them apart from user traffic.
+//! sequence number on the communicator, plus a hash of its kind, root and
+//! count: [`signature`]), so two collectives outstanding on one communicator
+//! never take each other's messages, ranks that disagree on a call find out,
+//! and the collective context keeps them apart from user traffic.
 //!
 //! Algorithms are chosen by a [`CollTable`] built once per communicator
 //! ([`tune`]); the builders are in `algo/`, one family per file.
@@ -20,6 +21,7 @@
 mod algo;
 pub mod reduce;
 pub mod schedule;
+pub(crate) mod signature;
 pub mod tune;
 
 use std::sync::Arc;
@@ -189,7 +191,8 @@ impl Counts {
     }
 }
 
-/// Builds the schedule of one collective call.
+/// Builds the schedule of one collective call; `tag` is the call's
+/// sequence number on the communicator (only its low bits are kept).
 ///
 /// # Errors
 /// [`UsageError::InvalidRank`] for a root outside the communicator,
@@ -204,5 +207,11 @@ pub fn build(
     input: Option<Buf>,
     output: Option<Buf>,
 ) -> Result<Schedule> {
-    algo::build(team, tag, table, coll, input, output)
+    let signature = signature::Signature::of(
+        &coll,
+        team.size,
+        input.as_ref().map(Buf::len),
+        output.as_ref().map(Buf::len),
+    );
+    algo::build(team, signature.tag(tag), table, coll, input, output)
 }

@@ -243,10 +243,17 @@ impl Schedule {
 
     /// The first member that has failed, by `failed(job_rank)`.
     pub(crate) fn failed_member(&self, failed: impl Fn(Rank) -> bool) -> Option<Rank> {
-        match &self.members {
-            Some(m) => m.iter().copied().find(|&r| failed(r)),
-            None => (0..self.size as Rank).find(|&r| failed(r)),
-        }
+        self.members().find(|&r| failed(r))
+    }
+
+    /// The members' job ranks, in communicator order.
+    pub(crate) fn members(&self) -> impl Iterator<Item = Rank> + '_ {
+        let listed = self.members.as_deref().map(|m| m.iter().copied());
+        let identity = listed.is_none().then_some(0..self.size as Rank);
+        listed
+            .into_iter()
+            .flatten()
+            .chain(identity.into_iter().flatten())
     }
 
     /// Runs the local steps of a schedule that has no send, receive or

@@ -13,6 +13,12 @@
 //! cancelled and its pending sends detached, so it completes at once with
 //! the error in its status instead of waiting for peers that may never
 //! answer. Buffers lent to a detached send are dropped when it ends.
+//!
+//! Disagreement: a member whose call differs (another root or count) tags
+//! its messages with another signature ([`signature`]), so no receive here
+//! takes them. A waiting schedule looks for such a message among the
+//! unexpected ones whenever new ones arrived; the rank that finds one (or a
+//! message of the wrong length) revokes the call on every member.
 
 use super::complete::Standing;
 use super::request::{Kind, Op, Req, SendMode, Spec};
@@ -20,6 +26,7 @@ use super::{Engine, State};
 use crate::buffer::Buf;
 use crate::coll::reduce::reduce_into;
 use crate::coll::schedule::{Region, Schedule, SlotId, SlotState, Step, Window, INPUT, OUTPUT};
+use crate::coll::signature::{self, Stray};
 use crate::device::Device;
 use crate::envelope::{ANY_TAG, PROC_NULL};
 use crate::error::{Error, PeerError, Result, UsageError};
@@ -54,6 +61,11 @@ pub(crate) struct Running {
     /// The engine's peer-failure count when this schedule last checked its
     /// members.
     failures_seen: u64,
+    /// The engine's unexpected-arrival count when this schedule last looked
+    /// for a disagreeing member's message.
+    arrivals_seen: u64,
+    /// This rank found the members disagreeing and has yet to tell them.
+    revoke: bool,
 }
 
 /// What starting a collective gives back.
@@ -177,6 +189,8 @@ impl<D: Device> Engine<D> {
         run.failed = None;
         run.seen = u64::MAX;
         run.failures_seen = 0;
+        run.arrivals_seen = u64::MAX;
+        run.revoke = false;
         self.st.colls_active.push(run_key);
         self.advance_colls()
     }
@@ -235,17 +249,79 @@ impl<D: Device> Engine<D> {
         if run.seen != now {
             self.harvest(run)?;
         }
-        if run.failed.is_some() {
-            self.abandon(run)?;
-            return Ok(true);
+        if run.failed.is_none() {
+            self.issue(run)?;
         }
-        self.issue(run)?;
+        let done = run.pc == run.sched.steps.len() && run.pending.is_empty();
+        if !done && run.failed.is_none() {
+            self.look_for_strays(run);
+        }
         if run.failed.is_some() {
+            if run.revoke {
+                self.revoke(run)?;
+            }
             self.abandon(run)?;
             return Ok(true);
         }
         run.seen = now;
-        Ok(run.pc == run.sched.steps.len() && run.pending.is_empty())
+        Ok(done)
+    }
+
+    /// Looks among the unexpected messages on the collective context for
+    /// one of this call with another signature, or a revoke of it. Only
+    /// when new ones arrived: a waiting schedule pays nothing otherwise.
+    fn look_for_strays(&mut self, run: &mut Running) {
+        let arrivals = self.st.counters.unexpected_arrivals;
+        if run.arrivals_seen == arrivals {
+            return;
+        }
+        run.arrivals_seen = arrivals;
+        let mine = run.sched.tag;
+        let found = self
+            .st
+            .unexpected
+            .find_on_context(run.sched.context, |env| {
+                signature::classify(mine, env.tag) != Stray::Unrelated
+            });
+        let Some(env) = found else {
+            return;
+        };
+        if signature::classify(mine, env.tag) == Stray::Revoke {
+            run.failed = Some(mismatch(env.source));
+        } else {
+            tracing::warn!(
+                kind = ?run.sched.kind,
+                from = env.source,
+                "a member runs this collective call with another root, count or operation"
+            );
+            run.failed = Some(mismatch(self.st.rank));
+            run.revoke = true;
+        }
+    }
+
+    /// Tells every other member that this call failed, so that those
+    /// waiting for partners that will never send stop waiting.
+    fn revoke(&mut self, run: &mut Running) -> Result<()> {
+        run.revoke = false;
+        let (tag, context) = (signature::revoke_tag(run.sched.tag), run.sched.context);
+        let me = self.st.rank;
+        for member in run.sched.members() {
+            if member == me {
+                continue;
+            }
+            match self.isend(member, tag, context, Buf::from_vec(Vec::new())) {
+                Ok(started) => {
+                    let mut handle = started.request;
+                    if !handle.is_empty() {
+                        self.free(&mut handle)?;
+                    }
+                }
+                // A dead member needs no telling.
+                Err(Error::Peer(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     fn harvest(&mut self, run: &mut Running) -> Result<()> {
@@ -266,13 +342,21 @@ impl<D: Device> Engine<D> {
                 run.give_back(p.slot, buf)?;
             }
             let status = done.status;
-            let error = match (status.error, p.expect) {
-                (Some(e), _) => Some(e),
-                (None, Some(n)) if status.bytes != n => Some(mismatch(run)),
-                _ => None,
+            // A length the signature does not cover (a v-collective's
+            // counts) can still differ.
+            let wrong_length = match (status.error, p.expect) {
+                (Some(e), _) => e.is_truncation(),
+                (None, Some(n)) => status.bytes != n,
+                (None, None) => false,
             };
             if run.failed.is_none() {
-                run.failed = error;
+                if wrong_length {
+                    tracing::warn!(kind = ?run.sched.kind, "collective message of an unexpected length");
+                    run.failed = Some(mismatch(self.st.rank));
+                    run.revoke = true;
+                } else {
+                    run.failed = status.error;
+                }
             }
         }
         Ok(())
@@ -448,13 +532,8 @@ fn slot_buf(s: &mut SlotState) -> Option<&mut Buf> {
     }
 }
 
-fn mismatch(run: &Running) -> Error {
-    tracing::warn!(kind = ?run.sched.kind, "collective message of an unexpected length");
-    UsageError::LengthMismatch(
-        "a collective message had another length than this rank expects: counts, roots or \
-         the order of collectives differ between ranks",
-    )
-    .into()
+fn mismatch(found_by: crate::envelope::Rank) -> Error {
+    UsageError::CollectiveMismatch { found_by }.into()
 }
 
 impl Running {
@@ -467,6 +546,8 @@ impl Running {
             failed: None,
             seen: u64::MAX,
             failures_seen: 0,
+            arrivals_seen: u64::MAX,
+            revoke: false,
         }
     }
 

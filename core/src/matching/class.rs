@@ -111,6 +111,11 @@ impl ClassIndex {
         dispatch!(self, class, |map, key| map.mark_stale(key, r, is_live))
     }
 
+    /// Every entry (live and stale) on one context, in arrival order.
+    pub(crate) fn on_context(&self, context: ContextId) -> impl Iterator<Item = Ref> + '_ {
+        self.any_both.entries(context)
+    }
+
     /// Entries (live and stale) in one lane.
     #[cfg(test)]
     pub(crate) fn lane_len(&mut self, class: Class) -> usize {

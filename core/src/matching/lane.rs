@@ -115,6 +115,14 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
         None
     }
 
+    /// Every entry of a lane, live and stale, in sequence order.
+    pub(crate) fn entries(&self, key: K) -> impl Iterator<Item = Ref> + '_ {
+        self.lanes
+            .get(&key)
+            .into_iter()
+            .flat_map(|lane| lane.entries.iter().copied())
+    }
+
     /// Pops the head that [`head`](Self::head) just returned. The caller has
     /// already removed the entry from the slab.
     pub(crate) fn pop_head(&mut self, key: K, is_live: impl Fn(Ref) -> bool) {

@@ -3,7 +3,7 @@
 use super::class::{Class, ClassIndex};
 use super::slots::{Ref, SeqSlab};
 use super::MatchStats;
-use crate::envelope::{Envelope, Pattern};
+use crate::envelope::{ContextId, Envelope, Pattern};
 
 /// Identifies one unexpected message (for probe results and matched probe).
 ///
@@ -114,6 +114,21 @@ impl<M> UnexpectedQueue<M> {
             .into_iter()
             .filter_map(|r| self.remove(UnexpectedKey(r)))
             .collect()
+    }
+
+    /// The earliest-arrived message on `context` whose envelope satisfies
+    /// `f`. Linear in that context's queued messages: for a collective that
+    /// waits (collective contexts hold few messages), not a receive's path.
+    pub fn find_on_context(
+        &self,
+        context: ContextId,
+        mut f: impl FnMut(&Envelope) -> bool,
+    ) -> Option<Envelope> {
+        self.index
+            .on_context(context)
+            .filter_map(|r| self.slab.get(r))
+            .map(|a| a.env)
+            .find(|env| f(env))
     }
 
     /// Number of queued messages.

@@ -6,9 +6,10 @@
 //!
 //! # The protocol
 //! Each member `i` has two counters, `arrive[i]` and `done[i]`, a `meta`
-//! word (the length of what it publishes, checked by every reader, so
-//! members that disagree fail with a typed error instead of reading
-//! garbage), and two slots (parities). Operations take consecutive sequence numbers `s`
+//! word (a hash of the chunk's sequence number, the operation, its root and
+//! length, checked by every reader, so members that disagree fail with a
+//! typed error instead of reading garbage or a stale slot), and two slots
+//! (parities). Operations take consecutive sequence numbers `s`
 //! (one per chunk of at most a slot) in the order every member issues them;
 //! chunk `s` uses the slots of parity `s % 2`.
 //! - **Publish.** A member that contributes data waits until every
@@ -48,6 +49,26 @@ use ferry_core::{Error, PeerError, Rank, UsageError};
 
 use self::ffi::Region;
 use crate::device::ShmDevice;
+
+/// What a member that publishes chunk `s` of `op` writes in its `meta`
+/// word, and what its readers expect: equal only if they agree on the
+/// operation, its root and length, and the chunk is this one (not a slot
+/// left from an earlier call).
+fn meta_word(op: &NodeOp, s: u64) -> u64 {
+    let kind = match op.kind {
+        NodeKind::Barrier => 1u64,
+        NodeKind::Bcast => 2,
+        NodeKind::Reduce => 3,
+        NodeKind::Allreduce => 4,
+    };
+    let root = match op.kind {
+        NodeKind::Bcast | NodeKind::Reduce => u64::from(op.root),
+        NodeKind::Barrier | NodeKind::Allreduce => 0,
+    };
+    let mut h = (s ^ kind << 56).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h = (h ^ root).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    (h ^ op.len as u64).wrapping_mul(0x94D0_49BB_1331_11EB)
+}
 
 /// Bytes per slot: chunks of this size move through the region.
 const SLOT: usize = 64 << 10;
@@ -370,7 +391,7 @@ impl NodeCollectives for ShmDevice {
                     r.write_slot(me, parity, chunk);
                     // Relaxed: published by the AcqRel swap of `arrive` below.
                     r.meta(me, parity)
-                        .store(op.len as u64, std::sync::atomic::Ordering::Relaxed);
+                        .store(meta_word(op, s), std::sync::atomic::Ordering::Relaxed);
                 }
                 // AcqRel: see the module docs.
                 r.arrive(me).swap(s, AcqRel);
@@ -408,21 +429,19 @@ impl NodeCollectives for ShmDevice {
                     (_, Some(i)) => (i, i + 1),
                     (_, None) => (0, m),
                 };
-                if let Some(i) =
-                    (from..to).find(|&i| r.meta(i, parity).load(Acquire) != op.len as u64)
-                {
+                let expect = meta_word(op, s);
+                if let Some(i) = (from..to).find(|&i| r.meta(i, parity).load(Acquire) != expect) {
                     tracing::warn!(
                         kind = ?op.kind,
-                        mine = op.len,
-                        theirs = r.meta(i, parity).load(Acquire),
+                        len = op.len,
+                        root = op.root,
                         member = i,
                         seq = s,
-                        "node collective lengths differ"
+                        "node collective calls differ between members"
                     );
-                    return Err(UsageError::LengthMismatch(
-                        "a node collective's length differs between members: counts, roots or \
-                         the order of collectives differ between ranks",
-                    )
+                    return Err(UsageError::CollectiveMismatch {
+                        found_by: self.rank,
+                    }
                     .into());
                 }
             }

@@ -413,37 +413,74 @@ fn persistent(c: &Comm, len: usize) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Members that disagree on a broadcast's length: on one node with the
-/// shared-memory collectives, every member that reads the root's data
-/// fails with a typed error (the root, which reads nothing, completes).
-/// Point-to-point and across nodes, a rank that fails stops forwarding, so
-/// the ranks below it would wait: that case is not run (see the closing
-/// notes of issue 11).
+/// A typed error for members that disagree on a call.
+fn disagreed<T>(r: &ferry::Result<T>) -> bool {
+    use ferry_core::UsageError::{CollectiveMismatch, LengthMismatch};
+    matches!(
+        r,
+        Err(ferry::Error::Usage(
+            CollectiveMismatch { .. } | LengthMismatch(_)
+        ))
+    )
+}
+
+/// Members that disagree on a call's count or root: every member still
+/// waiting in the call gets a typed error, none hangs, and nothing is
+/// written from a disagreeing member's message. A member that finished its
+/// part before anyone could tell (a broadcast's root) may complete.
 fn mismatch(ctx: &Ctx) -> Result<(), Failure> {
     let (c, me, n) = (&ctx.comm, ctx.rank, ctx.size);
-    let node_path = ctx.world.device_name() == "shm" && ctx.world.config().coll_node;
-    if n < 2 || !node_path {
+    if n < 2 {
         return Ok(());
     }
+    let last = (n - 1) as Rank;
+    // A broadcast whose root sends 8 elements to members expecting 16.
     let d = c.dup()?;
-    d.barrier()?;
-    let mut buf = vec![0i64; if me == 0 { 8 } else { 16 }];
+    let mut buf = if me == 0 {
+        data(0, 8, 0)
+    } else {
+        vec![-1i64; 16]
+    };
     let r = d.bcast(&mut buf, 0);
     if me == 0 {
-        ensure!(r.is_ok(), "the root completes: {r:?}");
+        ensure!(r.is_ok() || disagreed(&r), "bcast root: {r:?}");
     } else {
+        ensure!(disagreed(&r), "bcast, counts differ: {r:?}");
         ensure!(
-            matches!(
-                r,
-                Err(ferry::Error::Usage(ferry_core::UsageError::LengthMismatch(
-                    _
-                )))
-            ),
-            "a length mismatch is a typed error: {r:?}"
+            buf.iter().all(|&x| x == -1),
+            "nothing is written from a message of another length"
         );
     }
     drop(d);
     c.barrier()?;
+    // An allreduce where the last member's count differs: nobody can
+    // finish, so every member fails.
+    let d = c.dup()?;
+    let len = if me == last { 2 } else { 1 };
+    let mut out = vec![-1i64; len];
+    let r = d.allreduce(&vec![1i64; len], &mut out, &Op::sum());
+    ensure!(disagreed(&r), "allreduce, counts differ: {r:?}");
+    drop(d);
+    c.barrier()?;
+    // A broadcast where the last member names another root: it waits for
+    // a forward from rank 1 that never comes, and must not hang.
+    if n >= 3 {
+        let d = c.dup()?;
+        let root = if me == last { 1 } else { 0 };
+        let mut buf = if me == 0 { data(0, 4, 0) } else { vec![0; 4] };
+        let r = d.bcast(&mut buf, root);
+        if me == last {
+            ensure!(disagreed(&r), "bcast, roots differ: {r:?}");
+        } else {
+            ensure!(r.is_ok() || disagreed(&r), "bcast, roots differ: {r:?}");
+        }
+        drop(d);
+        c.barrier()?;
+    }
+    // The communicator still works.
+    let mut sum = [0i64];
+    c.allreduce(&[1i64], &mut sum, &Op::sum())?;
+    ensure!(sum[0] == i64::from(n), "allreduce after the mismatches");
     Ok(())
 }
 
