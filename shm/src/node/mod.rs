@@ -70,6 +70,13 @@ fn meta_word(op: &NodeOp, s: u64) -> u64 {
     (h ^ op.len as u64).wrapping_mul(0x94D0_49BB_1331_11EB)
 }
 
+/// Where a member stands in its current chunk (`NodeOp::phase`): yet to
+/// publish; published, reading and finishing to do; published and already
+/// done (a barrier), only the others' arrival to wait for.
+const PHASE_PUBLISH: u8 = 0;
+const PHASE_READ: u8 = 1;
+const PHASE_DONE: u8 = 2;
+
 /// Bytes per slot: chunks of this size move through the region.
 const SLOT: usize = 64 << 10;
 
@@ -350,7 +357,7 @@ impl NodeCollectives for ShmDevice {
             let (me, m) = (a.me, a.local.len());
             let root = op.root as usize;
             let r = &a.region;
-            if op.phase == 0 {
+            if op.phase == PHASE_PUBLISH {
                 // Publish in sequence order: a later operation's `arrive`
                 // must not claim an earlier one's data (several may be
                 // outstanding on one region).
@@ -393,9 +400,18 @@ impl NodeCollectives for ShmDevice {
                     r.meta(me, parity)
                         .store(meta_word(op, s), std::sync::atomic::Ordering::Relaxed);
                 }
+                // A barrier reads no slot, so a member whose earlier chunks
+                // are finished is done with this one as it arrives: one
+                // write of its counters' line instead of two, the second
+                // after every other member has pulled the line away.
+                let done_early = op.kind == NodeKind::Barrier && r.done(me).load(Acquire) == s - 1;
+                if done_early {
+                    // Relaxed: published by the AcqRel swap of `arrive`.
+                    r.done(me).store(s, std::sync::atomic::Ordering::Relaxed);
+                }
                 // AcqRel: see the module docs.
                 r.arrive(me).swap(s, AcqRel);
-                op.phase = 1;
+                op.phase = if done_early { PHASE_DONE } else { PHASE_READ };
                 self.passed(mine);
                 self.passed(reuse);
                 self.wake_members(id);
@@ -452,6 +468,19 @@ impl NodeCollectives for ShmDevice {
                 who: Some(me),
                 at_least: s - 1,
             };
+            if op.phase == PHASE_DONE {
+                if let Some(who) = reads {
+                    self.passed(Wait {
+                        region: id,
+                        which: Counter::Arrive,
+                        who,
+                        at_least: s,
+                    });
+                }
+                op.phase = PHASE_PUBLISH;
+                op.chunk += 1;
+                continue;
+            }
             if r.done(me).load(Acquire) != s - 1 {
                 return self.must_wait(mine);
             }
@@ -483,7 +512,7 @@ impl NodeCollectives for ShmDevice {
             }
             self.passed(mine);
             self.wake_members(id);
-            op.phase = 0;
+            op.phase = PHASE_PUBLISH;
             op.chunk += 1;
         }
         Ok(true)
