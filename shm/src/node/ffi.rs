@@ -6,10 +6,13 @@
 //! bytes (a multiple of 64):
 //! - line 0: the header (magic, members, slot size);
 //! - lines `1 ..= m`: member `i`'s words: `arrive`, `done` and the two
-//!   `meta` words (one per parity). Only member `i` writes its line, so
-//!   one 64-byte line each keeps members from sharing a line they write,
-//!   and a reader fetches one line per member;
-//! - then two slots per member, `2i + p` for parity `p`.
+//!   `meta` words (one per parity), then [`INLINE`] bytes per parity for
+//!   chunks that small. Only member `i` writes its line, so one 64-byte
+//!   line each keeps members from sharing a line they write, and a reader
+//!   fetches one line per member: for a chunk of at most `INLINE` bytes
+//!   (an 8-byte broadcast or allreduce) the data comes with the counter,
+//!   without a second line;
+//! - then two slots per member, `2i + p` for parity `p`, for larger chunks.
 //!
 //! # Invariants
 //! - **Bounds.** A [`Region`] is built only over a mapping at least
@@ -37,6 +40,10 @@ use memmap2::MmapRaw;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"ferrync1");
 const LINE: usize = 64;
+/// Bytes of a member's line after its four words, per parity.
+const INLINE: usize = 16;
+/// Where the inline bytes start in a member's line.
+const INLINE_AT: usize = 32;
 
 /// A mapped region; see the module docs.
 #[derive(Debug)]
@@ -134,9 +141,17 @@ impl Region {
 
     fn slot_ptr(&self, i: usize, parity: usize, len: usize) -> *mut u8 {
         assert!(i < self.members && parity < 2 && len <= self.slot);
-        let off = LINE * (self.members + 1) + (2 * i + parity) * self.slot;
+        // Writer and readers agree on `len` (the meta word is checked
+        // first), so they agree on where the chunk lives.
+        let off = if len <= INLINE {
+            (1 + i) * LINE + INLINE_AT + parity * INLINE
+        } else {
+            LINE * (self.members + 1) + (2 * i + parity) * self.slot
+        };
         // SAFETY: `off + len` is within the mapping: the index checks above
-        // and `bytes` (checked in `over`).
+        // and `bytes` (checked in `over`); an inline chunk ends at most at
+        // `INLINE_AT + 2 * INLINE == LINE`, inside member `i`'s line, past
+        // its four counter words.
         unsafe { self.map.as_mut_ptr().add(off) }
     }
 
@@ -162,3 +177,6 @@ impl Region {
         unsafe { std::slice::from_raw_parts(p, len) }
     }
 }
+
+// The inline bytes fill the rest of a member's line, after its counters.
+const _: () = assert!(INLINE_AT == 4 * 8 && INLINE_AT + 2 * INLINE == LINE);
