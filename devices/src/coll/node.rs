@@ -168,19 +168,17 @@ impl Comm {
             return Ok(false);
         }
         let mut node_op = NodeOp::new(nt.region, kind, len, root, op);
-        let shared = self.shared();
-        {
-            let mut g = shared.lock();
-            let node = g.engine()?.device_mut().node();
-            node.ok_or(ferry_core::Error::Internal(
-                "node team without node collectives",
-            ))?
-            .reserve(&mut node_op)?;
-        }
-        block_on(shared, |e| {
+        let mut reserved = false;
+        block_on(self.shared(), |e| {
             let node = e.device_mut().node().ok_or(ferry_core::Error::Internal(
                 "node team without node collectives",
             ))?;
+            // Its sequence number is taken under the first hold of the
+            // lock that also polls: one lock round trip less per call.
+            if !reserved {
+                node.reserve(&mut node_op)?;
+                reserved = true;
+            }
             // A few cheap looks at the flags before each full progress
             // round: the other members usually arrive within one cache-line
             // transfer, and a progress round costs several.
