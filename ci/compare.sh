@@ -19,8 +19,9 @@
 #   --peers      p2p: subset of: ferry ferry_cma ompi_vader ompi_ucx mpich
 #                ucx_posix_cma ucx_sysv ucx_tcp fi_shm fi_tcp
 #   --coll-peers coll: subset of: ferry ompi ompi_vader mpich ompi_ucc
-#                ferry_persistent ferry_p2p ferry_async (ompi_ucc is skipped, and says why, when
-#                this Open MPI has no coll/ucc component)
+#                ferry_persistent ferry_p2p ferry_async floor (ompi_ucc is skipped, and
+#                says why, when this Open MPI has no coll/ucc component; floor is
+#                two C threads, the cache-line floor under any barrier)
 # Env: MAXWAIT (s, default 20) caps each wait for an idle machine; runs that
 #      start busy are flagged in docs/perf/raw/runs.log and in the README.
 #      COMPARE_OUT=DIR writes the results somewhere else than docs/perf.
@@ -55,14 +56,14 @@ export MAXWAIT=${MAXWAIT:-20}
 step() { printf '\n=== %s\n' "$*"; }
 
 step "system packages"
-pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils libfabric-bin)
+pkgs=(gcc openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils libfabric-bin)
 missing=()
 for p in "${pkgs[@]}"; do ci_package_installed "$p" || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ] && [ $INSTALL = 0 ]; then
   echo "missing packages: ${missing[*]} (--no-install given)" >&2; exit 1
 fi
 ci_packages_ensure "${pkgs[@]}"
-for t in mpicc.openmpi mpicc.mpich mpirun.openmpi mpiexec.hydra ucx_perftest fi_pingpong taskset python3; do
+for t in cc mpicc.openmpi mpicc.mpich mpirun.openmpi mpiexec.hydra ucx_perftest fi_pingpong taskset python3; do
   command -v "$t" >/dev/null || { echo "ci/compare.sh: $t not found" >&2; exit 1; }
 done
 

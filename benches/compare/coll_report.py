@@ -33,10 +33,12 @@ PEERS = [
     ("ompi-vader", "Open MPI 4.1, --mca pml ob1 --mca btl vader,self", "mpi"),
     ("mpich", "MPICH 4.0 (ch4)", "mpi"),
     ("ompi-ucc", "Open MPI 4.1 with coll ucc", "mpi"),
+    ("floor", "two C threads pinned to the two cores, one cache line each way (src/floor_barrier.c)", "ref"),
 ]
 SHORT = {"ferry": "ferry", "ferry-persistent": "ferry persistent", "ferry-p2p": "ferry p2p",
          "ferry-async": "ferry async", "ompi": "OMPI default",
-         "ompi-vader": "OMPI ob1+vader", "mpich": "MPICH", "ompi-ucc": "OMPI ucc"}
+         "ompi-vader": "OMPI ob1+vader", "mpich": "MPICH", "ompi-ucc": "OMPI ucc",
+         "floor": "floor"}
 LABEL = {p: l for p, l, _ in PEERS}
 KIND = {p: k for p, _, k in PEERS}
 BLOCKING = ["barrier", "bcast", "reduce", "allreduce", "allgather", "alltoall"]
@@ -162,6 +164,12 @@ def targets(summ):
                      "met" if ok(f["median"]) else "**missed**"))
 
     vs_peer("barrier", "≤ 0.5 × best peer", "barrier.avg_us", 0, 0.5)
+    floor = summ.get(("floor", "barrier.avg_us", 0))
+    if floor is not None:
+        _, _, bv = ratio(summ, "barrier.avg_us", 0)
+        half = f"; 0.5 × best peer = {0.5 * bv:.3g} µs" if bv else ""
+        rows.append(("barrier floor: two threads, one cache line each way, no timing per call",
+                     "(for reference)", f"floor: {floor['median']:.3g} µs{half}", "–"))
     vs_peer("ibarrier + wait (pure time)", "≤ 0.5 × best peer", "ibarrier.pure_us", 0, 0.5)
     vs_peer("allreduce 8 B", "≤ 0.6 × best peer", "allreduce.avg_us", 8, 0.6)
     vs_peer("allreduce 1 MiB", "≤ 0.9 × best peer", "allreduce.avg_us", 1 << 20, 0.9)

@@ -213,6 +213,12 @@ coll_mpi_common() { # dir name suffix launcher...
     esac
   done
 }
+# the floor under any barrier here: two pinned threads, one cache line each
+# way (no MPI; shown for reference next to the barrier target)
+coll_floor() {
+  quiet floor.barrier
+  run_to "$1/floor.barrier.txt" "$BIN/floor_barrier" 0 1
+}
 coll_ompi()       { coll_mpi_common "$1" ompi ompi $OMPI; }
 coll_ompi_vader() { coll_mpi_common "$1" ompi-vader ompi $OMPI --mca pml ob1 --mca btl vader,self; }
 coll_mpich()      { coll_mpi_common "$1" mpich mpich $MPICH; }
@@ -241,7 +247,7 @@ coll_ompi_ucc() {
 
 case $SUITE in
   p2p)  ALL="ferry ompi_vader ompi_ucx mpich ucx_posix_cma ucx_sysv ferry_cma fi_shm ucx_tcp fi_tcp" PREFIX=peer;;
-  coll) ALL="ferry ompi ompi_vader mpich ompi_ucc ferry_persistent ferry_p2p ferry_async" PREFIX=coll;;
+  coll) ALL="ferry ompi ompi_vader mpich ompi_ucc ferry_persistent ferry_p2p ferry_async floor" PREFIX=coll;;
   *) echo "run.sh: unknown suite '$SUITE' (p2p or coll)" >&2; exit 2;;
 esac
 PEERS=${PEERS:-$ALL}

@@ -315,22 +315,30 @@ impl Case {
             }
             Kind::Bcast => fill(size, 0),
             Kind::Allgather => (0..ranks).flat_map(|r| fill(size, r as Rank)).collect(),
-            Kind::Alltoall => (0..ranks)
-                .flat_map(|r| {
-                    fill(size * ranks, r as Rank)[rank as usize * size..][..size].to_vec()
-                })
-                .collect(),
+            Kind::Alltoall => alltoall_want(size, ranks, rank),
         };
-        match bytes.iter().zip(&want).position(|(a, b)| a != b) {
-            Some(i) => Err(format!("byte {i} of {} is wrong", want.len())),
-            None if bytes.len() != want.len() => Err(format!(
-                "{} bytes of output, {} expected",
-                bytes.len(),
-                want.len()
-            )),
-            None => Ok(()),
-        }
+        same_bytes(&bytes, &want)
     }
+}
+
+/// `--validate`'s verdict on an output.
+pub(crate) fn same_bytes(got: &[u8], want: &[u8]) -> Result<(), String> {
+    match got.iter().zip(want).position(|(a, b)| a != b) {
+        Some(i) => Err(format!("byte {i} of {} is wrong", want.len())),
+        None if got.len() != want.len() => Err(format!(
+            "{} bytes of output, {} expected",
+            got.len(),
+            want.len()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// What an alltoall of `size`-byte blocks of [`fill`] data leaves at `rank`.
+pub(crate) fn alltoall_want(size: usize, ranks: usize, rank: Rank) -> Vec<u8> {
+    (0..ranks)
+        .flat_map(|r| fill(size * ranks, r as Rank)[rank as usize * size..][..size].to_vec())
+        .collect()
 }
 
 /// One rank's timed loop: the total, each call, and the allocations.

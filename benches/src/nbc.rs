@@ -37,11 +37,13 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use ferry::{Comm, Op, Rank, Request};
+use ferry::{Comm, Op, Request};
 use nix::sys::resource::{getrusage, UsageWho};
 
 use crate::cli::Subcommand;
-use crate::coll::{coll_sizes, f64_count, gather, osu_coll_iterations, Timing};
+use crate::coll::{
+    alltoall_want, coll_sizes, f64_count, gather, osu_coll_iterations, same_bytes, Timing,
+};
 use crate::job::{fe, Bench, Sample};
 use crate::latency::fill;
 
@@ -202,22 +204,9 @@ impl Case {
                 };
             }
             Kind::Ibcast => fill(size, 0),
-            Kind::Ialltoall => (0..ranks)
-                .flat_map(|r| {
-                    fill(size * ranks, r as Rank)[rank as usize * size..][..size].to_vec()
-                })
-                .collect(),
+            Kind::Ialltoall => alltoall_want(size, ranks, rank),
         };
-        let got = self.bytes.as_deref().unwrap_or_default();
-        match got.iter().zip(&want).position(|(a, b)| a != b) {
-            Some(i) => Err(format!("byte {i} of {} is wrong", want.len())),
-            None if got.len() != want.len() => Err(format!(
-                "{} bytes of output, {} expected",
-                got.len(),
-                want.len()
-            )),
-            None => Ok(()),
-        }
+        same_bytes(self.bytes.as_deref().unwrap_or_default(), &want)
     }
 }
 

@@ -6,7 +6,9 @@
  * the barrier target (docs/perf/collectives.md).
  *
  * Usage: floor_barrier [CPU_A CPU_B [ITERATIONS]]   (default 0 1 2000000)
- * Prints: floor_barrier_ns <median of 5 runs>
+ * Prints an OSU-style table of one row, the median of 5 runs in µs:
+ *   # size avg_us
+ *   0 0.0632
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -82,6 +84,8 @@ int main(int argc, char **argv) {
     for (int r = 0; r < 5; r++)
         runs[r] = once();
     qsort(runs, 5, sizeof runs[0], cmp);
-    printf("floor_barrier_ns %.1f\n", runs[2]);
+    printf("# floor_barrier: two threads on cpus %d and %d, %ld iterations, median of 5 runs\n",
+           cpus[0], cpus[1], iterations);
+    printf("# size avg_us\n0 %.4f\n", runs[2] / 1000.0);
     return 0;
 }

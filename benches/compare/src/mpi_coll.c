@@ -32,17 +32,9 @@ static void run(int op, void *s, void *r, int sz, int np) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
     int rank, np;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
-    int op = NOPS;
-    for (int i = 0; argc > 1 && i < NOPS; i++)
-        if (!strcmp(argv[1], names[i])) op = i;
-    if (op == NOPS) {
-        if (!rank) fprintf(stderr, "usage: mpi_coll barrier|bcast|reduce|allreduce|allgather|alltoall [sizes] [iters] [warmup]\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
+    int op = init_pick(&argc, &argv, names, NOPS,
+                       "mpi_coll barrier|bcast|reduce|allreduce|allgather|alltoall [sizes] [iters] [warmup]", &rank, &np);
     int reduction = op == REDUCE || op == ALLREDUCE;
     long sizes[64];
     int nsz = 0;

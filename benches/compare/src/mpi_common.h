@@ -55,3 +55,16 @@ __attribute__((unused)) static int need_two(int rank) {
     if (np != 2) { if (!rank) fprintf(stderr, "needs exactly 2 ranks\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
     return np;
 }
+/* MPI_Init, then this rank, the size, and which of `names` argv[1] picks;
+ * prints `usage` and aborts when it names none. */
+__attribute__((unused)) static int init_pick(int *argc, char ***argv, const char *const *names,
+                                             int nops, const char *usage, int *rank, int *np) {
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, np);
+    for (int i = 0; *argc > 1 && i < nops; i++)
+        if (!strcmp((*argv)[1], names[i])) return i;
+    if (!*rank) fprintf(stderr, "usage: %s\n", usage);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    return nops;
+}

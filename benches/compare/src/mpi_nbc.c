@@ -67,17 +67,9 @@ static double cpu_while_blocked(int rank, double block) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
     int rank, np;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
-    int op = NOPS;
-    for (int i = 0; argc > 1 && i < NOPS; i++)
-        if (!strcmp(argv[1], names[i])) op = i;
-    if (op == NOPS) {
-        if (!rank) fprintf(stderr, "usage: mpi_nbc ibarrier|ibcast|iallreduce|ialltoall [sizes] [iters] [warmup] [block_secs]\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
+    int op = init_pick(&argc, &argv, names, NOPS,
+                       "mpi_nbc ibarrier|ibcast|iallreduce|ialltoall [sizes] [iters] [warmup] [block_secs]", &rank, &np);
     long sizes[64];
     int nsz = 0;
     if (argc > 2) nsz = parse_sizes(argv[2], sizes, 64);

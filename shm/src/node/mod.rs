@@ -468,40 +468,31 @@ impl NodeCollectives for ShmDevice {
                 who: Some(me),
                 at_least: s - 1,
             };
-            if op.phase == PHASE_DONE {
-                if let Some(who) = reads {
-                    self.passed(Wait {
-                        region: id,
-                        which: Counter::Arrive,
-                        who,
-                        at_least: s,
-                    });
+            // A barrier member that was done as it arrived has only the
+            // others' arrival to wait for, seen above.
+            let done_already = op.phase == PHASE_DONE;
+            if !done_already {
+                if r.done(me).load(Acquire) != s - 1 {
+                    return self.must_wait(mine);
                 }
-                op.phase = PHASE_PUBLISH;
-                op.chunk += 1;
-                continue;
-            }
-            if r.done(me).load(Acquire) != s - 1 {
-                return self.must_wait(mine);
-            }
-            if reads.is_some() {
-                let len = end - start;
-                let out =
-                    output
-                        .get_mut(start..end)
-                        .ok_or(Error::Usage(UsageError::LengthMismatch(
+                if reads.is_some() {
+                    let len = end - start;
+                    let out = output.get_mut(start..end).ok_or(Error::Usage(
+                        UsageError::LengthMismatch(
                             "node collective: output shorter than the operation",
-                        )))?;
-                match (op.kind, &op.op) {
-                    (NodeKind::Barrier, _) => {}
-                    (NodeKind::Bcast, _) => out.copy_from_slice(r.slot(root, parity, len)),
-                    (_, Some((rop, dtype))) => {
-                        fold_in_order(rop, *dtype, m, |i| r.slot(i, parity, len), out)?;
+                        ),
+                    ))?;
+                    match (op.kind, &op.op) {
+                        (NodeKind::Barrier, _) => {}
+                        (NodeKind::Bcast, _) => out.copy_from_slice(r.slot(root, parity, len)),
+                        (_, Some((rop, dtype))) => {
+                            fold_in_order(rop, *dtype, m, |i| r.slot(i, parity, len), out)?;
+                        }
+                        (_, None) => return Err(Error::Internal("node reduction without an op")),
                     }
-                    (_, None) => return Err(Error::Internal("node reduction without an op")),
                 }
+                r.done(me).swap(s, AcqRel);
             }
-            r.done(me).swap(s, AcqRel);
             if let Some(who) = reads {
                 self.passed(Wait {
                     region: id,
@@ -510,8 +501,10 @@ impl NodeCollectives for ShmDevice {
                     at_least: s,
                 });
             }
-            self.passed(mine);
-            self.wake_members(id);
+            if !done_already {
+                self.passed(mine);
+                self.wake_members(id);
+            }
             op.phase = PHASE_PUBLISH;
             op.chunk += 1;
         }
