@@ -119,18 +119,7 @@ impl Comm {
         count: usize,
         root: Rank,
     ) -> Result<Request> {
-        let coll = Collective::Scatter {
-            root: root_of(root, self.size())?,
-            v: None,
-        };
-        let input = data.filter(|_| self.rank() == root).map(vec_into_buf);
-        self.coll_start(
-            coll,
-            input,
-            Some(zeroed::<T>(count)),
-            origin_of::<T>(),
-            false,
-        )
+        self.iscatter_any(data, None, count, root)
     }
 
     /// `MPI_Iscatterv` with packed blocks: at the root, `data` holds
@@ -146,9 +135,20 @@ impl Comm {
         count: usize,
         root: Rank,
     ) -> Result<Request> {
+        self.iscatter_any(data, Some(packed::<T>(counts)), count, root)
+    }
+
+    /// `iscatter` (`v`: `None`) and `iscatterv`.
+    fn iscatter_any<T: Element>(
+        &self,
+        data: Option<Vec<T>>,
+        v: Option<ferry_core::coll::Counts>,
+        count: usize,
+        root: Rank,
+    ) -> Result<Request> {
         let coll = Collective::Scatter {
             root: root_of(root, self.size())?,
-            v: Some(packed::<T>(counts)),
+            v,
         };
         let input = data.filter(|_| self.rank() == root).map(vec_into_buf);
         self.coll_start(
