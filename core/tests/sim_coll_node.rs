@@ -119,3 +119,114 @@ fn the_node_layout_takes_node_steps_and_heads_talk_point_to_point() {
         "a non-commutative op across nodes goes point-to-point"
     );
 }
+
+/// The nonblocking node collectives that skip the schedule
+/// (`Engine::start_node_coll`): they complete with the right result, one
+/// freed while pending is still driven to its end (so the members' next
+/// operation on the region is not stalled), and the last member to arrive
+/// completes inside its call (`REQUEST_EMPTY`).
+#[test]
+fn node_requests_without_a_schedule_complete_and_survive_a_free() {
+    use ferry_core::coll::{Datatype, ReduceOp};
+    use ferry_core::device::{NodeKind, NodeOp};
+    use ferry_core::{Buf, Request};
+    let n = 4u32;
+    let mut job = Job::with_nodes(n, n, 7, CollTuning::default());
+    let elems = 3;
+    let value = |r: u32, i: usize| (r as i64 + 1) * 10 + i as i64;
+    let input =
+        |r: u32| -> Vec<u8> { (0..elems).flat_map(|i| value(r, i).to_le_bytes()).collect() };
+    let allreduce = || {
+        NodeOp::new(
+            1,
+            NodeKind::Allreduce,
+            elems * 8,
+            0,
+            Some((ReduceOp::Sum, Datatype::I64)),
+        )
+    };
+    let mut reqs: Vec<Request> = Vec::new();
+    for r in 0..n - 1 {
+        let started = job
+            .sim
+            .engine(r as i32)
+            .start_node_coll(
+                allreduce(),
+                Some(Buf::from(input(r))),
+                Some(Buf::from(vec![0u8; elems * 8])),
+            )
+            .unwrap();
+        assert!(
+            !started.request.is_empty(),
+            "rank {r} cannot finish before the last member"
+        );
+        reqs.push(started.request);
+    }
+    job.sim.run_until_idle().unwrap();
+    for (r, q) in reqs.iter().enumerate() {
+        assert!(
+            !job.sim.engine(r as i32).is_complete(q).unwrap(),
+            "rank {r} left early"
+        );
+    }
+    // Rank 1 frees its pending request; the operation must still run.
+    job.sim.engine(1).free(&mut reqs[1]).unwrap();
+    let last = job
+        .sim
+        .engine(n as i32 - 1)
+        .start_node_coll(
+            allreduce(),
+            Some(Buf::from(input(n - 1))),
+            Some(Buf::from(vec![0u8; elems * 8])),
+        )
+        .unwrap();
+    job.sim.run_until_idle().unwrap();
+    let want: Vec<u8> = (0..elems)
+        .flat_map(|i| (0..n).map(|r| value(r, i)).sum::<i64>().to_le_bytes())
+        .collect();
+    for r in [0usize, 2] {
+        let done = job
+            .sim
+            .engine(r as i32)
+            .test(&mut reqs[r])
+            .unwrap()
+            .expect("complete");
+        assert_eq!(done.status.error, None);
+        assert_eq!(done.buf.unwrap().to_vec(), want, "rank {r}");
+        assert!(done.input.is_some(), "the input comes back");
+    }
+    assert!(
+        last.request.is_empty(),
+        "the last member finishes inside its call"
+    );
+    assert_eq!(last.output.unwrap().to_vec(), want, "the last member");
+    assert!(last.input.is_some(), "the last member's input comes back");
+    // Every member, rank 1 included, can run the next operation.
+    let mut barriers: Vec<Request> = (0..n)
+        .map(|r| {
+            let op = NodeOp::new(1, NodeKind::Barrier, 0, 0, None);
+            job.sim
+                .engine(r as i32)
+                .start_node_coll(op, None, None)
+                .unwrap()
+                .request
+        })
+        .collect();
+    job.sim.run_until_idle().unwrap();
+    for (r, q) in barriers.iter_mut().enumerate() {
+        let done = job
+            .sim
+            .engine(r as i32)
+            .test(q)
+            .unwrap()
+            .expect("barrier completes");
+        assert_eq!(done.status.error, None, "rank {r}");
+    }
+    for r in 0..n {
+        assert_eq!(
+            job.sim.engine(r as i32).live_requests(),
+            0,
+            "rank {r}: nothing left behind"
+        );
+    }
+}

@@ -180,7 +180,10 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("api_smoke {mode} failed: {e}");
+            // One write, so that ranks failing at once do not interleave
+            // their messages (eprintln! writes piece by piece).
+            let line = format!("api_smoke {mode} failed: {e}\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
             ExitCode::FAILURE
         }
     }

@@ -87,6 +87,11 @@ fn killed_inside_the_shared_memory_barrier() {
 }
 
 #[test]
+fn killed_inside_a_shared_memory_ibarrier() {
+    killed("die-in-node-ibarrier", 4, &[]);
+}
+
+#[test]
 fn killed_before_a_barrier() {
     killed("die-before-barrier", 4, &[]);
 }

@@ -134,6 +134,18 @@ impl State {
                 input,
             }));
         }
+        if let Op::NodeColl(run) = req.op {
+            let status = req.status;
+            self.requests.remove(key);
+            *request = Request::NULL;
+            let (buf, input) = self.take_node_coll(run);
+            return Ok(Some(Completion {
+                status,
+                buf,
+                message: None,
+                input,
+            }));
+        }
         if req.persistent {
             req.active = false;
             let message = req.message.take();

@@ -383,7 +383,7 @@ fn depends_on(req: &super::Req, peer: Rank) -> bool {
         }
         Op::Probing => req.spec.peer == peer,
         // A collective fails through its own sends and receives.
-        Op::Posted { .. } | Op::Idle | Op::Releasing(_) | Op::Coll(_) => false,
+        Op::Posted { .. } | Op::Idle | Op::Releasing(_) | Op::Coll(_) | Op::NodeColl(_) => false,
     }
 }
 

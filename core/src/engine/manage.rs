@@ -61,11 +61,15 @@ impl<D: Device> Engine<D> {
         let req = self.st.requests.get_mut(key).filter(|r| !r.detached);
         let req = req.ok_or_else(State::stale)?;
         if req.complete || !req.active {
-            if let Some(Req {
-                op: Op::Coll(run), ..
-            }) = self.st.requests.remove(key)
-            {
-                self.st.drop_coll(run);
+            match self.st.requests.remove(key) {
+                Some(Req {
+                    op: Op::Coll(run), ..
+                }) => self.st.drop_coll(run),
+                Some(Req {
+                    op: Op::NodeColl(run),
+                    ..
+                }) => drop(self.st.take_node_coll(run)),
+                _ => {}
             }
         } else {
             req.detached = true;

@@ -35,6 +35,7 @@ mod coll;
 mod complete;
 mod incoming;
 mod manage;
+mod node_coll;
 mod outbox;
 mod persistent;
 mod post;
@@ -249,6 +250,11 @@ pub(crate) struct State {
     pub(crate) colls: Slab<coll::Running>,
     /// Keys of the running ones.
     pub(crate) colls_active: Vec<u64>,
+    /// Node collectives without a schedule (`node_coll.rs`), pending or
+    /// finished and not yet taken.
+    pub(crate) node_runs: Slab<node_coll::NodeRun>,
+    /// Keys of the pending ones.
+    pub(crate) node_active: Vec<u64>,
     /// Peers failed so far (a running collective rechecks its members
     /// when this moves).
     pub(crate) peer_failures: u64,
@@ -308,6 +314,8 @@ impl<D: Device> Engine<D> {
                 fair: 0,
                 colls: Slab::default(),
                 colls_active: Vec::new(),
+                node_runs: Slab::default(),
+                node_active: Vec::new(),
                 peer_failures: 0,
                 failure_order: Vec::new(),
                 context_members: rustc_hash::FxHashMap::default(),
@@ -412,6 +420,9 @@ impl<D: Device> Engine<D> {
         }
         if !self.st.colls_active.is_empty() {
             self.advance_colls()?;
+        }
+        if !self.st.node_active.is_empty() {
+            self.advance_node_colls()?;
         }
         Ok((self.st.events - before) as usize)
     }

@@ -193,7 +193,7 @@ impl<D: Device> Engine<D> {
     /// [`UsageError::StaleHandle`].
     pub fn is_coll(&self, request: &Request) -> Result<bool> {
         let req = self.st.requests.get(request.0).ok_or_else(State::stale)?;
-        Ok(matches!(req.op, Op::Coll(_)))
+        Ok(matches!(req.op, Op::Coll(_) | Op::NodeColl(_)))
     }
 }
 

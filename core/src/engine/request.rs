@@ -40,7 +40,8 @@ pub(crate) enum Kind {
     /// Completed by its owner (a collective schedule) through
     /// [`Engine::complete_generic`](super::Engine::complete_generic).
     Generic,
-    /// A collective: its `Op::Coll` names the running schedule.
+    /// A collective: its `Op::Coll` names the running schedule, its
+    /// `Op::NodeColl` the node operation.
     Coll,
 }
 
@@ -112,6 +113,8 @@ pub(crate) enum Op {
     /// A collective's schedule (a key of `State::colls`), kept across
     /// completions so that a persistent collective can run again.
     Coll(u64),
+    /// A node collective without a schedule (a key of `State::node_runs`).
+    NodeColl(u64),
 }
 
 /// A send that has chosen its protocol but not yet sent its first packet.

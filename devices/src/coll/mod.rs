@@ -45,6 +45,16 @@ impl Comm {
         if c.node.get().is_none() && !c.node_setup.load(std::sync::atomic::Ordering::Relaxed) {
             self.node_team()?;
         }
+        if !persistent {
+            let lens = (input.as_ref().map(Buf::len), output.as_ref().map(Buf::len));
+            if let Some(op) = self.single_node_op(&coll, lens.0, lens.1)? {
+                c.next_tag();
+                let mut g = c.shared.lock();
+                let started = g.engine()?.start_node_coll(op, input, output)?;
+                drop(g);
+                return Ok(Request::coll_started(self, started, origin));
+            }
+        }
         let tag = c.next_tag();
         let sched = build(&c.team(), tag, &c.table, coll, input, output)?;
         let mut g = c.shared.lock();

@@ -112,6 +112,64 @@ impl Comm {
 const FLAG_LOOKS: u32 = 16;
 
 impl Comm {
+    /// The node operation `coll` becomes on a communicator that lives on
+    /// one node (barrier, bcast, reduce and allreduce with buffers of
+    /// consistent lengths), given this rank's input and output lengths;
+    /// `None` if it goes through a schedule instead (which then reports
+    /// any error in the arguments precisely).
+    pub(crate) fn single_node_op(
+        &self,
+        coll: &Collective,
+        input: Option<usize>,
+        output: Option<usize>,
+    ) -> Result<Option<NodeOp>> {
+        if self
+            .inner
+            .node_setup
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Ok(None);
+        }
+        let Some(nt) = self.node_team()? else {
+            return Ok(None);
+        };
+        if nt.nodes.len() != 1 {
+            return Ok(None);
+        }
+        let (kind, root, op) = match coll {
+            Collective::Barrier => (NodeKind::Barrier, 0, None),
+            Collective::Bcast { root } => (NodeKind::Bcast, *root, None),
+            Collective::Reduce { root, op, dtype } => {
+                (NodeKind::Reduce, *root, Some((op.clone(), *dtype)))
+            }
+            Collective::Allreduce { op, dtype } => {
+                (NodeKind::Allreduce, 0, Some((op.clone(), *dtype)))
+            }
+            _ => return Ok(None),
+        };
+        if root >= self.size() {
+            return Ok(None);
+        }
+        if let Some((op, dtype)) = &op {
+            op.check(*dtype)?;
+        }
+        let is_root = self.rank() as u32 == root;
+        let out = output.unwrap_or(0);
+        let len = match kind {
+            NodeKind::Barrier => 0,
+            NodeKind::Reduce if !is_root => input.unwrap_or(0),
+            _ => out,
+        };
+        let elem = op.as_ref().map_or(1, |(_, d)| d.size().max(1));
+        let bad_input = input.is_some_and(|i| i != len);
+        let bad_output = matches!(kind, NodeKind::Bcast | NodeKind::Allreduce) && out != len
+            || kind == NodeKind::Reduce && is_root && out != len;
+        if bad_input || bad_output || len % elem != 0 {
+            return Ok(None);
+        }
+        Ok(Some(NodeOp::new(nt.region, kind, len, root, op)))
+    }
+
     /// The blocking barrier, bcast, reduce and allreduce of a communicator
     /// that lives on one node: straight through the node region, without
     /// a schedule or a request (nothing to allocate, nothing lent to the
@@ -123,51 +181,15 @@ impl Comm {
         input: Option<&[u8]>,
         output: &mut Option<&mut [u8]>,
     ) -> Result<bool> {
-        if self
-            .inner
-            .node_setup
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
-            return Ok(false);
-        }
-        let Some(nt) = self.node_team()? else {
+        let output_len = output.as_deref().map(<[u8]>::len);
+        let Some(mut node_op) = self.single_node_op(coll, input.map(<[u8]>::len), output_len)?
+        else {
             return Ok(false);
         };
-        if nt.nodes.len() != 1 {
-            return Ok(false);
-        }
-        let (kind, root, op) = match coll {
-            Collective::Barrier => (NodeKind::Barrier, 0, None),
-            Collective::Bcast { root } => (NodeKind::Bcast, *root, None),
-            Collective::Reduce { root, op, dtype } => {
-                (NodeKind::Reduce, *root, Some((op.clone(), *dtype)))
-            }
-            Collective::Allreduce { op, dtype } => {
-                (NodeKind::Allreduce, 0, Some((op.clone(), *dtype)))
-            }
-            _ => return Ok(false),
-        };
-        if root >= self.size() {
-            return Ok(false);
-        }
-        if let Some((op, dtype)) = &op {
-            op.check(*dtype)?;
-        }
+        // Every call takes a sequence number, whichever way it goes, so
+        // that members agree on the next one.
+        self.inner.next_tag();
         let out: &mut [u8] = output.as_deref_mut().unwrap_or(&mut []);
-        let len = match kind {
-            NodeKind::Barrier => 0,
-            NodeKind::Reduce if self.rank() as u32 != root => input.map_or(0, <[u8]>::len),
-            _ => out.len(),
-        };
-        let elem = op.as_ref().map_or(1, |(_, d)| d.size().max(1));
-        let bad_input = input.is_some_and(|i| i.len() != len);
-        let bad_output = matches!(kind, NodeKind::Bcast | NodeKind::Allreduce) && out.len() != len
-            || kind == NodeKind::Reduce && self.rank() as u32 == root && out.len() != len;
-        if bad_input || bad_output || len % elem != 0 {
-            // The schedule path reports the precise error.
-            return Ok(false);
-        }
-        let mut node_op = NodeOp::new(nt.region, kind, len, root, op);
         let mut reserved = false;
         block_on(self.shared(), |e| {
             let node = e.device_mut().node().ok_or(ferry_core::Error::Internal(

@@ -143,7 +143,9 @@ impl Nodes {
     pub(crate) fn new(dir: PathBuf) -> Nodes {
         Nodes {
             regions: rustc_hash::FxHashMap::default(),
-            waits: Vec::new(),
+            // Room for the waits of a few operations outstanding at once,
+            // so recording one never allocates on a collective's path.
+            waits: Vec::with_capacity(16),
             dir,
         }
     }

@@ -26,6 +26,7 @@ pub const SCENARIOS: &[&str] = &[
     "die-in-allreduce",
     "die-before-barrier",
     "die-in-node-barrier",
+    "die-in-node-ibarrier",
     "any-source-after-death",
 ];
 
@@ -34,6 +35,7 @@ pub const LINGER: &[&str] = &[
     "die-in-allreduce",
     "die-before-barrier",
     "die-in-node-barrier",
+    "die-in-node-ibarrier",
     "any-source-after-death",
 ];
 
@@ -138,7 +140,7 @@ pub fn run(ctx: &Ctx, scenario: &str) -> Result<String, Failure> {
         // The same inside the shared-memory barrier: one barrier with
         // everyone first sets the node collectives up, so the second runs
         // on the node region's flags.
-        ("die-in-node-barrier", 1) => {
+        ("die-in-node-barrier" | "die-in-node-ibarrier", 1) => {
             c.barrier()?;
             thread::sleep(Duration::from_millis(200));
             die()
@@ -147,6 +149,18 @@ pub fn run(ctx: &Ctx, scenario: &str) -> Result<String, Failure> {
             c.barrier()?;
             start = Instant::now();
             c.barrier().map(|()| 0)
+        }
+        // The nonblocking form: a node operation without a schedule.
+        ("die-in-node-ibarrier", _) => {
+            c.barrier()?;
+            start = Instant::now();
+            match c.ibarrier()?.wait() {
+                Ok(done) => match done.status.error {
+                    Some(e) => Err(e.into()),
+                    None => Ok(0),
+                },
+                Err(e) => Err(e),
+            }
         }
         // The others wait in a receive from ANY_SOURCE, which only rank 1
         // would have matched.
