@@ -72,7 +72,8 @@ fn meta_word(op: &NodeOp, s: u64) -> u64 {
 
 /// Where a member stands in its current chunk (`NodeOp::phase`): yet to
 /// publish; published, reading and finishing to do; published and already
-/// done (a barrier), only the others' arrival to wait for.
+/// done (a member that reads no slot), at most the others' arrival to wait
+/// for.
 const PHASE_PUBLISH: u8 = 0;
 const PHASE_READ: u8 = 1;
 const PHASE_DONE: u8 = 2;
@@ -402,11 +403,18 @@ impl NodeCollectives for ShmDevice {
                     r.meta(me, parity)
                         .store(meta_word(op, s), std::sync::atomic::Ordering::Relaxed);
                 }
-                // A barrier reads no slot, so a member whose earlier chunks
-                // are finished is done with this one as it arrives: one
-                // write of its counters' line instead of two, the second
-                // after every other member has pulled the line away.
-                let done_early = op.kind == NodeKind::Barrier && r.done(me).load(Acquire) == s - 1;
+                // A member that reads no slot in this chunk (a barrier's,
+                // a broadcast's root, a reduce's other members) and whose
+                // earlier chunks are finished is done with it as it
+                // arrives: one write of its counters' line instead of two,
+                // the second after the others have pulled the line away.
+                let reads_no_slot = match op.kind {
+                    NodeKind::Barrier => true,
+                    NodeKind::Bcast => me == root,
+                    NodeKind::Reduce => me != root,
+                    NodeKind::Allreduce => false,
+                };
+                let done_early = reads_no_slot && r.done(me).load(Acquire) == s - 1;
                 if done_early {
                     // Relaxed: published by the AcqRel swap of `arrive`.
                     r.done(me).store(s, std::sync::atomic::Ordering::Relaxed);
@@ -470,8 +478,8 @@ impl NodeCollectives for ShmDevice {
                 who: Some(me),
                 at_least: s - 1,
             };
-            // A barrier member that was done as it arrived has only the
-            // others' arrival to wait for, seen above.
+            // A member that was done as it arrived has at most the others'
+            // arrival to wait for (a barrier's), seen above.
             let done_already = op.phase == PHASE_DONE;
             if !done_already {
                 if r.done(me).load(Acquire) != s - 1 {
