@@ -117,6 +117,7 @@ impl Comm {
     /// consistent lengths), given this rank's input and output lengths;
     /// `None` if it goes through a schedule instead (which then reports
     /// any error in the arguments precisely).
+    #[inline]
     pub(crate) fn single_node_op(
         &self,
         coll: &Collective,
@@ -130,7 +131,12 @@ impl Comm {
         {
             return Ok(None);
         }
-        let Some(nt) = self.node_team()? else {
+        if self.inner.node.get().is_none() {
+            self.node_team()?;
+        }
+        // Borrowed, not cloned: two atomic reference-count updates less on
+        // every call.
+        let Some(Some(nt)) = self.inner.node.get() else {
             return Ok(None);
         };
         if nt.nodes.len() != 1 {
