@@ -11,7 +11,7 @@
 //! Counts here are in bytes; the `ferry` crate multiplies element counts by
 //! the element size. Each call's messages carry the call's `tag` (its
 //! sequence number on the communicator, plus a hash of its kind, root and
-//! count: [`signature`]), so two collectives outstanding on one communicator
+//! count, `signature.rs`), so two collectives outstanding on one communicator
 //! never take each other's messages, ranks that disagree on a call find out,
 //! and the collective context keeps them apart from user traffic.
 //!
