@@ -282,6 +282,9 @@ fn self_launch(args: &[String]) -> ExitCode {
         ranks: 2,
         label: false,
         timeout: None,
+        bind_to: ferry_launch::BindTo::Auto,
+        map_by: ferry_launch::MapBy::Core,
+        report_bindings: false,
         program: program.into_os_string(),
         args: args.iter().map(Into::into).collect(),
     };

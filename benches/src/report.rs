@@ -95,6 +95,7 @@ impl Report {
             columns.push(ALLOCS);
         }
         let o = &b.options;
+        let binding = bindings(b)?;
         let context = vec![
             ("benchmark".into(), json!(sub.name)),
             ("device".into(), json!(world.device_name())),
@@ -111,6 +112,7 @@ impl Report {
             ("reps".into(), json!(o.reps)),
             ("validate".into(), json!(o.validate)),
             ("window".into(), json!(o.window)),
+            ("binding".into(), json!(binding)),
         ];
         Ok(Report {
             sub,
@@ -143,6 +145,7 @@ impl Report {
             get("rdma_min"),
             get("fragment")
         );
+        println!("# binding (CPUs each rank may run on): {}", get("binding"));
         println!(
             "# wait mode {} (spin {} us), repetitions {}, validate {}",
             get("wait_mode"),
@@ -219,5 +222,69 @@ impl Report {
         doc.insert("results".into(), Value::Array(results));
         let text = serde_json::to_string_pretty(&Value::Object(doc)).map_err(|e| e.to_string())?;
         std::fs::write(path, text + "\n").map_err(|e| format!("writing {}: {e}", path.display()))
+    }
+}
+
+/// Every rank's CPUs, as `--report-bindings` shows them: `rank 0: 0; rank
+/// 1: 1` for a pinned job, `rank 0: 0-1; ...` for an unbound one on two
+/// CPUs. Collective (an allgather of each rank's mask of its first 64
+/// CPUs).
+///
+/// # Errors
+/// A ferry error in the allgather.
+fn bindings(b: &Bench) -> Result<String, String> {
+    let mask = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+        .map(|set| {
+            (0..64).fold(0u64, |m, c| {
+                m | u64::from(set.is_set(c).unwrap_or(false)) << c
+            })
+        })
+        .unwrap_or(0);
+    let mut all = vec![0u64; b.comm.size() as usize];
+    b.comm
+        .allgather(&[mask], &mut all)
+        .map_err(|e| format!("allgather of the bindings: {e}"))?;
+    Ok(all
+        .iter()
+        .enumerate()
+        .map(|(r, &m)| format!("rank {r}: {}", cpu_list(m)))
+        .collect::<Vec<_>>()
+        .join("; "))
+}
+
+/// `0-3,6` for a mask of CPUs.
+fn cpu_list(mask: u64) -> String {
+    let mut parts = Vec::new();
+    let mut c = 0;
+    while c < 64 {
+        if mask >> c & 1 == 0 {
+            c += 1;
+            continue;
+        }
+        let start = c;
+        while c < 64 && mask >> c & 1 == 1 {
+            c += 1;
+        }
+        parts.push(if c - 1 == start {
+            start.to_string()
+        } else {
+            format!("{start}-{}", c - 1)
+        });
+    }
+    if parts.is_empty() {
+        "unknown".into()
+    } else {
+        parts.join(",")
+    }
+}
+
+#[cfg(test)]
+mod binding_tests {
+    #[test]
+    fn cpu_lists_read_like_taskset() {
+        assert_eq!(super::cpu_list(0b1), "0");
+        assert_eq!(super::cpu_list(0b11), "0-1");
+        assert_eq!(super::cpu_list(0b100_1111), "0-3,6");
+        assert_eq!(super::cpu_list(0), "unknown");
     }
 }

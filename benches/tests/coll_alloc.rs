@@ -383,6 +383,9 @@ fn launch(rank_test: &str) -> i32 {
         ranks: 2,
         label: true,
         timeout: Some(Duration::from_secs(300)),
+        bind_to: ferry_launch::BindTo::Auto,
+        map_by: ferry_launch::MapBy::Core,
+        report_bindings: false,
         program: me.into_os_string(),
         args: [
             rank_test,

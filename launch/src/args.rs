@@ -3,6 +3,8 @@
 use std::ffi::{OsStr, OsString};
 use std::time::Duration;
 
+use crate::bind::{BindTo, MapBy};
+
 /// The largest job `ferryrun` starts: each rank costs the launcher three
 /// descriptors and a process, and one node has little use for more.
 pub const MAX_RANKS: u32 = 4096;
@@ -16,6 +18,12 @@ pub struct Options {
     pub label: bool,
     /// Kill the job and exit 124 after this long (`--timeout`).
     pub timeout: Option<Duration>,
+    /// Bind each rank to a CPU (`--bind-to`).
+    pub bind_to: BindTo,
+    /// Which CPU each rank gets (`--map-by`).
+    pub map_by: MapBy,
+    /// Print each rank's binding on stderr (`--report-bindings`).
+    pub report_bindings: bool,
     /// The program every rank runs.
     pub program: OsString,
     /// Its arguments.
@@ -42,7 +50,8 @@ pub struct UsageError(pub String);
 pub const HELP: &str = "\
 ferryrun: start an N-rank ferry job on this node
 
-Usage: ferryrun -n N [--label] [--timeout SECS] [--] PROGRAM [ARGS...]
+Usage: ferryrun -n N [--label] [--timeout SECS] [--bind-to core|none|auto]
+                [--map-by core|package] [--report-bindings] [--] PROGRAM [ARGS...]
 
 Options:
   -n, -np, --np N     number of ranks to start (1 to 4096)
@@ -50,6 +59,14 @@ Options:
                       (stdout to stdout, stderr to stderr, whole lines only)
   -t, --timeout SECS  kill the job and exit with 124 if it is still running
                       after SECS seconds (decimals allowed)
+  --bind-to WHAT      core: bind each rank to one CPU (an error if there are
+                      more ranks than CPUs ferryrun may use); none: no
+                      binding; auto (the default): core when the ranks fit
+                      on those CPUs, none when the job oversubscribes them
+  --map-by HOW        core (the default): rank i gets the i-th CPU ferryrun
+                      may use (see `taskset`); package: ranks are dealt
+                      over the physical packages (sockets) first
+  --report-bindings   print each rank's binding on stderr as it starts
   -h, --help          print this help
   -V, --version       print the version
 Options end at the first argument that is not one; PROGRAM's own options
@@ -100,6 +117,9 @@ where
     let mut ranks = None;
     let mut label = false;
     let mut timeout = None;
+    let mut bind_to = BindTo::default();
+    let mut map_by = MapBy::default();
+    let mut report_bindings = false;
     let program = loop {
         let Some(arg) = args.next() else {
             return Err(UsageError("no program given".into()));
@@ -128,6 +148,9 @@ where
             "-n" | "-np" | "--np" | "--n" => ranks = Some(parse_ranks(&value("a rank count")?)?),
             "-l" | "--label" if inline.is_none() => label = true,
             "-t" | "--timeout" => timeout = Some(parse_timeout(&value("a number of seconds")?)?),
+            "--bind-to" | "-bind-to" => bind_to = BindTo::parse(&value("core, none or auto")?)?,
+            "--map-by" | "-map-by" => map_by = MapBy::parse(&value("core or package")?)?,
+            "--report-bindings" if inline.is_none() => report_bindings = true,
             "--" => match args.next() {
                 Some(p) => break p,
                 None => return Err(UsageError("no program given after --".into())),
@@ -146,6 +169,9 @@ where
         ranks,
         label,
         timeout,
+        bind_to,
+        map_by,
+        report_bindings,
         program,
         args: args.collect(),
     }))
@@ -207,6 +233,20 @@ mod tests {
             (o.ranks, o.label, o.program.to_str()),
             (2, false, Some("-weird-prog"))
         );
+        assert_eq!((o.bind_to, o.map_by), (BindTo::Auto, MapBy::Core));
+        let o = run(&[
+            "-n",
+            "2",
+            "--bind-to",
+            "none",
+            "--map-by=package",
+            "--report-bindings",
+            "p",
+        ]);
+        assert_eq!(
+            (o.bind_to, o.map_by, o.report_bindings),
+            (BindTo::None, MapBy::Package, true)
+        );
         assert_eq!(parse(&["--help"]), Ok(Invocation::Help));
         assert_eq!(parse(&["-n", "2", "-V"]), Ok(Invocation::Version));
     }
@@ -225,5 +265,7 @@ mod tests {
         assert!(err(&["-n", "1", "--frobnicate", "p"]).contains("unknown option --frobnicate"));
         assert!(err(&["-n", "1", "--label=yes", "p"]).contains("unknown option"));
         assert!(err(&["-n", "1", "--"]).contains("after --"));
+        assert!(err(&["-n", "1", "--bind-to", "l3", "p"]).contains("core, none or auto"));
+        assert!(err(&["-n", "1", "--map-by"]).contains("--map-by needs"));
     }
 }

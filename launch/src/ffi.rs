@@ -16,15 +16,23 @@ use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
+use nix::sched::{sched_setaffinity, CpuSet};
 use nix::sys::resource::{setrlimit, Resource};
 use nix::sys::signal::SigSet;
+use nix::unistd::Pid;
 
 /// Makes `cmd`'s child start with no signals blocked and, when given, with
 /// `nofile` (soft, hard) as its descriptor limit.
-pub(crate) fn reset_child_state(cmd: &mut Command, nofile: Option<(u64, u64)>) {
+pub(crate) fn reset_child_state(cmd: &mut Command, nofile: Option<(u64, u64)>, cpu: Option<usize>) {
+    // Built before the fork: the hook only copies it.
+    let cpus = cpu.and_then(|c| {
+        let mut set = CpuSet::new();
+        set.set(c).ok().map(|()| set)
+    });
     // The hook runs in the child after fork, where only async-signal-safe
     // work is allowed. It builds an empty sigset on the stack and calls
-    // pthread_sigmask and setrlimit (plain system calls) through nix; on
+    // pthread_sigmask, setrlimit and sched_setaffinity (plain system
+    // calls) through nix; on
     // failure it builds an io::Error from the raw errno, which does not
     // allocate. `nofile` is copied into the closure before the fork.
     // SAFETY: the hook is async-signal-safe: no allocation, no locks, no
@@ -35,6 +43,9 @@ pub(crate) fn reset_child_state(cmd: &mut Command, nofile: Option<(u64, u64)>) {
             SigSet::empty().thread_set_mask().map_err(errno)?;
             if let Some((soft, hard)) = nofile {
                 setrlimit(Resource::RLIMIT_NOFILE, soft, hard).map_err(errno)?;
+            }
+            if let Some(set) = &cpus {
+                sched_setaffinity(Pid::from_raw(0), set).map_err(errno)?;
             }
             Ok(())
         });

@@ -109,6 +109,8 @@ struct Job {
     gave_up: bool,
     /// The descriptor limit to restore in the ranks, if we raised ours.
     nofile: Option<(u64, u64)>,
+    /// Each rank's CPU (`None`: unbound).
+    cpus: Option<Vec<usize>>,
 }
 
 /// Runs the job described by `opts` and returns ferryrun's exit code.
@@ -137,6 +139,17 @@ pub fn run(opts: &Options) -> Result<i32, LaunchError> {
     let signals = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
         .map_err(setup("creating a signalfd"))?;
 
+    let cpus = crate::bind::plan(
+        opts.ranks,
+        opts.bind_to,
+        opts.map_by,
+        &crate::bind::allowed_cpus(),
+        crate::bind::package_of,
+    )
+    .map_err(|e| LaunchError {
+        what: e.0,
+        source: io::Error::other("the ranks cannot be placed as asked"),
+    })?;
     let nofile = raise_nofile_limit(opts.ranks);
     let mut server_ends = Vec::with_capacity(opts.ranks as usize);
     let mut child_ends = Vec::with_capacity(opts.ranks as usize);
@@ -172,6 +185,7 @@ pub fn run(opts: &Options) -> Result<i32, LaunchError> {
         all_exited: None,
         gave_up: false,
         nofile,
+        cpus,
     };
     for rank in 0..opts.ranks {
         let Some(child_end) = child_ends[rank as usize].take() else {
@@ -270,7 +284,14 @@ impl Job {
             .stdin(stdin)
             .stdout(out(opts.label))
             .stderr(out(opts.label));
-        super::ffi::reset_child_state(&mut cmd, self.nofile);
+        let cpu = self
+            .cpus
+            .as_ref()
+            .and_then(|c| c.get(rank as usize).copied());
+        if opts.report_bindings {
+            say(&crate::bind::report(rank, cpu));
+        }
+        super::ffi::reset_child_state(&mut cmd, self.nofile, cpu);
         let mut child = cmd.spawn().map_err(|e| {
             let code = match e.kind() {
                 io::ErrorKind::NotFound => 127,

@@ -33,12 +33,14 @@
 #![warn(missing_docs)]
 
 mod args;
+mod bind;
 mod cleanup;
 mod ffi;
 mod job;
 mod relay;
 
 pub use args::{parse_args, Invocation, Options, UsageError, HELP, MAX_RANKS};
+pub use bind::{plan as bind_plan, BindTo, MapBy};
 pub use cleanup::new_job_id;
 pub use job::{run, LaunchError, EXIT_TIMEOUT, KILL_GRACE};
 

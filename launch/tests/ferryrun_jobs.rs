@@ -456,3 +456,82 @@ fn usage_errors_and_help() {
         assert!(f.stdout.contains(needle), "help lacks {needle}");
     }
 }
+
+/// The CPUs this test may use, as `/proc/self/status` lists them.
+fn allowed_here() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .expect("Cpus_allowed_list")
+        .trim()
+        .to_owned()
+}
+
+/// Each rank's `Cpus_allowed_list`, by rank (`--label` output).
+fn ranks_cpus(extra: &[&str], n: u32) -> (Finished, Vec<String>) {
+    let mut cmd = Command::new(FERRYRUN);
+    cmd.args(["-n", &n.to_string(), "--label"])
+        .args(extra)
+        .args(["sh", "-c", "grep Cpus_allowed_list /proc/self/status"]);
+    let f = run(cmd);
+    let mut lists = vec![String::new(); n as usize];
+    for line in f.stdout.lines() {
+        let Some((rank, rest)) = line.strip_prefix('[').and_then(|l| l.split_once("] ")) else {
+            continue;
+        };
+        let rank: usize = rank.parse().expect("a rank label");
+        lists[rank] = rest
+            .trim_start_matches("Cpus_allowed_list:")
+            .trim()
+            .to_owned();
+    }
+    (f, lists)
+}
+
+#[test]
+fn ranks_are_bound_to_one_cpu_each_when_they_fit() {
+    let cpus = ferry_launch::bind_plan(
+        64,
+        ferry_launch::BindTo::Auto,
+        ferry_launch::MapBy::Core,
+        &[],
+        |_| None,
+    );
+    assert_eq!(cpus, Ok(None), "no CPUs known: nothing to bind");
+    let here = allowed_here();
+    let singles: Vec<&str> = here.split(',').collect();
+    if singles.len() == 1 && !here.contains('-') {
+        eprintln!("one CPU here ({here}): binding two ranks cannot be shown");
+        return;
+    }
+    // The default: bound, one distinct CPU per rank.
+    let (f, lists) = ranks_cpus(&["--report-bindings"], 2);
+    assert_eq!(f.code, Some(0), "{f:?}");
+    assert!(
+        lists
+            .iter()
+            .all(|l| !l.is_empty() && !l.contains(['-', ','])),
+        "{lists:?}"
+    );
+    assert_ne!(lists[0], lists[1], "two ranks on one CPU: {lists:?}");
+    assert!(f.stderr.contains("rank 0 bound to cpu"), "{}", f.stderr);
+    // --bind-to none: every rank keeps what ferryrun had.
+    let (f, lists) = ranks_cpus(&["--bind-to", "none"], 2);
+    assert_eq!(f.code, Some(0), "{f:?}");
+    assert!(lists.iter().all(|l| *l == here), "{lists:?} vs {here}");
+}
+
+#[test]
+fn an_oversubscribed_job_is_left_unbound_unless_core_binding_is_forced() {
+    let here = allowed_here();
+    let n = 65; // more than the CPUs of any machine this runs on
+    let (f, lists) = ranks_cpus(&[], n);
+    assert_eq!(f.code, Some(0), "{f:?}");
+    assert!(lists.iter().all(|l| *l == here), "auto leaves them unbound");
+    let mut cmd = Command::new(FERRYRUN);
+    cmd.args(["-n", &n.to_string(), "--bind-to", "core", "true"]);
+    let f = run(cmd);
+    assert_eq!(f.code, Some(1), "{f:?}");
+    assert!(f.stderr.contains("use --bind-to none"), "{}", f.stderr);
+}
