@@ -471,12 +471,9 @@ pub(crate) fn block_on<R>(
     mut attempt: impl FnMut(&mut Engine<NodeDevice>) -> ferry_core::Result<Option<R>>,
 ) -> Result<R> {
     let mode = shared.wait_mode;
-    // The hybrid spin budget's clock starts after the first CLOCK_EVERY
-    // spinning rounds and is read only every CLOCK_EVERY rounds: a clock
-    // read costs about as much as a progress round, and a ping-pong or a
-    // node collective waits a few rounds, which then read no clock at all.
-    // (So the budget is FERRY_SPIN_US plus those first rounds, a few µs;
-    // a zero budget still sleeps at once.)
+    // The hybrid spin budget's clock starts at the first round that spins,
+    // and is read only every CLOCK_EVERY rounds: a clock read costs about as
+    // much as a progress round, and a ping-pong wait spins a few rounds.
     let mut start: Option<Instant> = None;
     let mut spin_over = false;
     let mut rounds = 0u32;
@@ -518,13 +515,9 @@ pub(crate) fn block_on<R>(
             WaitMode::Spin => true,
             WaitMode::Passive => false,
             WaitMode::Hybrid => {
-                if shared.spin.is_zero() {
-                    spin_over = true;
-                } else if !spin_over && rounds % CLOCK_EVERY == CLOCK_EVERY - 1 {
-                    match start {
-                        None => start = Some(Instant::now()),
-                        Some(t0) => spin_over = t0.elapsed() >= shared.spin,
-                    }
+                if !spin_over && rounds % CLOCK_EVERY == 0 {
+                    let t0 = *start.get_or_insert_with(Instant::now);
+                    spin_over = t0.elapsed() >= shared.spin;
                 }
                 !spin_over
             }

@@ -97,7 +97,7 @@ impl<D: Device> Engine<D> {
             req.op = Op::NodeColl(run_key);
         }
         match polled {
-            Err(e) => self.finish_node_coll(run_key, Some(e)),
+            Err(e) => self.st.finish_node_coll(run_key, Some(e)),
             _ => self.st.node_active.push(run_key),
         }
         Ok(CollStarted {
@@ -128,9 +128,6 @@ impl<D: Device> Engine<D> {
         Ok(())
     }
 
-    fn finish_node_coll(&mut self, run_key: u64, error: Option<Error>) {
-        self.st.finish_node_coll(run_key, error);
-    }
 }
 
 impl State {
