@@ -127,7 +127,6 @@ impl<D: Device> Engine<D> {
         }
         Ok(())
     }
-
 }
 
 impl State {

@@ -96,6 +96,23 @@ fn blocking(c: &Comm, sizes: &[usize]) -> Result<(), Failure> {
             let mut s = vec![0i64; len];
             c.scatter((me == root).then_some(&all[..]), &mut s, root)?;
             ensure!(s == data(me, len, 4), "scatter of {len} from {root}");
+            // MPI_IN_PLACE at the root: its block already sits in (gather)
+            // or stays in (scatter) the full buffer.
+            if me == root {
+                let mut gi = vec![0i64; len * nu];
+                gi[me as usize * len..][..len].copy_from_slice(&data(me, len, 4));
+                c.gather_in_place(&mut gi, root)?;
+                ensure!(gi == all, "gather in place of {len} to {root}");
+                c.scatter_in_place(&all, root)?;
+            } else {
+                c.gather(&data(me, len, 4), None, root)?;
+                let mut si = vec![0i64; len];
+                c.scatter(None, &mut si, root)?;
+                ensure!(
+                    si == data(me, len, 4),
+                    "scatter in place of {len} from {root}"
+                );
+            }
         }
         let mut out = vec![0i64; len];
         c.allreduce(&data(me, len, 5), &mut out, &Op::sum())?;
