@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Counts the instructions one 8 B message costs each rank of a 2-rank
+# shm ping-pong, by phase, with callgrind (see ferry-instr.rs and
+# report.py). Usage: benches/instr/run.sh [OUT_DIR] [MESSAGES]
+# (INSTR_TOP=N also lists the N most expensive functions)
+# Needs valgrind (apt-get install valgrind; installed here if missing).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:-$root/target/instr}
+messages=${2:-4000}
+if ! command -v valgrind >/dev/null 2>&1; then
+    echo "instr: valgrind is missing; installing it" >&2
+    if [ "$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi
+    $sudo apt-get install -y --no-install-recommends valgrind >&2 \
+        || { echo "instr: could not install valgrind" >&2; exit 1; }
+fi
+cd "$root"
+cargo build --release -q -p ferry-bench -p ferry-launch --bin ferry-instr --bin ferryrun
+rm -rf "$out" && mkdir -p "$out"
+# Each run collects only some call_* functions; the first dump (before the
+# idle phase) is the warm-up and is not read; the receive run dumps the
+# idle phase apart (before the ping-pong).
+run() {
+    local name=$1; shift
+    FERRY_DEVICE=shm target/release/ferryrun -n 2 sh -c '
+        name=$1 out=$2; shift 2
+        exec valgrind --tool=callgrind --callgrind-out-file="$out/$name.$PMI_RANK" \
+            --dump-before="*phase_idle*" "$@" >"$out/$name.$PMI_RANK.log" 2>"$out/$name.$PMI_RANK.err"' \
+        sh "$name" "$out" "$@" \
+        || { echo "instr: the $name run failed:" >&2; cat "$out/$name".*.err >&2; exit 1; }
+}
+run send --toggle-collect='*call_isend*' target/release/ferry-instr "$messages"
+run recv --toggle-collect='*call_irecv*' --toggle-collect='*call_test_*' \
+    --dump-before='*phase_pingpong*' target/release/ferry-instr "$messages"
+python3 benches/instr/report.py "$out" "${INSTR_TOP:-0}"

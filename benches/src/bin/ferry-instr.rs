@@ -1,0 +1,178 @@
+//! `ferry-instr`: the program `benches/instr/run.sh` runs under callgrind
+//! to count the instructions one 8-byte message costs each rank.
+//!
+//! A ping-pong under callgrind cannot simply be counted: the rank that
+//! waits spins, and its spin rounds would be counted as message cost. So
+//! the program waits by hand (`test` in a loop), counts the rounds that
+//! found nothing, and measures what such an idle round costs in a phase of
+//! its own, which callgrind dumps separately (`--dump-after=*phase_idle*`).
+//! The script then subtracts idle rounds × idle cost.
+//!
+//! Every API call of interest sits in its own `#[inline(never)]` function
+//! (`call_*`), so callgrind's inclusive cost of that function is the cost
+//! of the call, whatever the library inlines inside it:
+//! - `call_isend`: the sender's `isend` plus taking the buffer back from
+//!   the request it returns (empty for an eager send: no wait happens);
+//! - `call_irecv`: the receiver's `irecv`;
+//! - `call_test_pingpong`: the receiver's `test`s until one completes;
+//! - `call_test_idle`: `test` on a receive that nothing will match.
+//!
+//! It prints one line per rank: `rank R messages N idle_pingpong I
+//! idle_phase K`, which the script reads.
+
+use std::hint::black_box;
+use std::process::ExitCode;
+
+use ferry::{Buf, Comm, Rank, Request, SendMode, Tag};
+
+const TAG: Tag = 1;
+/// A tag nothing is sent with: the idle phase's receive never matches.
+const NEVER: Tag = 0x7fff;
+const SIZE: usize = 8;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ferry-instr: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let messages: usize = match std::env::args().nth(1) {
+        Some(n) => n.parse().map_err(|_| format!("bad message count {n:?}"))?,
+        None => 2000,
+    };
+    let world = ferry::init().map_err(|e| format!("init: {e}"))?;
+    if world.size() != 2 {
+        return Err(format!("needs 2 ranks, got {}", world.size()));
+    }
+    let comm = world.world();
+    let (rank, peer) = (world.rank(), 1 - world.rank());
+    let mut pair = Buffers {
+        send: Some(Buf::from_vec(vec![rank as u8; SIZE])),
+        recv: Some(Buf::from_vec(vec![0; SIZE])),
+    };
+    // Warm-up, not collected: first-touch faults, lazily made state.
+    ping_pong(&comm, rank, peer, &mut pair, 200)?;
+    let idle_phase = messages;
+    phase_idle(&comm, peer, idle_phase)?;
+    comm.barrier().map_err(|e| format!("barrier: {e}"))?;
+    let idle_pingpong = phase_pingpong(&comm, rank, peer, &mut pair, messages)?;
+    comm.barrier().map_err(|e| format!("barrier: {e}"))?;
+    println!(
+        "rank {rank} messages {messages} idle_pingpong {idle_pingpong} idle_phase {idle_phase}"
+    );
+    world.finalize().map_err(|e| format!("finalize: {e}"))
+}
+
+struct Buffers {
+    send: Option<Buf>,
+    recv: Option<Buf>,
+}
+
+/// `rounds` tests of a receive nothing matches, then its cancellation.
+#[inline(never)]
+fn phase_idle(comm: &Comm, peer: Rank, rounds: usize) -> Result<(), String> {
+    let mut r = comm
+        .irecv_buf(Buf::from_vec(vec![0; SIZE]), None, peer, NEVER)
+        .map_err(|e| format!("irecv: {e}"))?;
+    for _ in 0..rounds {
+        if call_test_idle(&mut r)?.is_some() {
+            return Err("a receive nobody sends to completed".into());
+        }
+    }
+    r.cancel().map_err(|e| format!("cancel: {e}"))?;
+    r.wait().map_err(|e| format!("wait after cancel: {e}"))?;
+    Ok(())
+}
+
+/// The collected ping-pong; returns the receive tests that found nothing.
+#[inline(never)]
+fn phase_pingpong(
+    comm: &Comm,
+    rank: Rank,
+    peer: Rank,
+    pair: &mut Buffers,
+    messages: usize,
+) -> Result<u64, String> {
+    ping_pong(comm, rank, peer, pair, messages)
+}
+
+fn ping_pong(
+    comm: &Comm,
+    rank: Rank,
+    peer: Rank,
+    pair: &mut Buffers,
+    messages: usize,
+) -> Result<u64, String> {
+    let mut idle = 0;
+    // Each rank sends and receives `messages / 2` times: `messages` one-way
+    // messages in all, each counted on both sides.
+    for _ in 0..messages / 2 {
+        if rank == 0 {
+            pair.send = Some(call_isend(comm, peer, pair.send.take())?);
+            idle += receive(comm, peer, pair)?;
+        } else {
+            idle += receive(comm, peer, pair)?;
+            pair.send = Some(call_isend(comm, peer, pair.send.take())?);
+        }
+    }
+    Ok(idle)
+}
+
+fn receive(comm: &Comm, peer: Rank, pair: &mut Buffers) -> Result<u64, String> {
+    let mut r = call_irecv(comm, peer, pair.recv.take())?;
+    let mut idle = 0;
+    loop {
+        if let Some(buf) = call_test_pingpong(&mut r)? {
+            pair.recv = Some(buf);
+            return Ok(idle);
+        }
+        idle += 1;
+    }
+}
+
+#[inline(never)]
+fn call_isend(comm: &Comm, peer: Rank, buf: Option<Buf>) -> Result<Buf, String> {
+    let buf = buf.ok_or("send buffer lost")?;
+    let mut r = comm
+        .isend_buf(black_box(buf), None, peer, TAG, SendMode::Standard)
+        .map_err(|e| format!("isend: {e}"))?;
+    // An eager send completes in `isend` (an empty request): this takes the
+    // buffer back without waiting. Were it pending, the wait would spin and
+    // be counted, which the report would show as a jump.
+    let done = r.wait().map_err(|e| format!("send wait: {e}"))?;
+    done.into_buf()
+        .ok_or_else(|| "send buffer not returned".into())
+}
+
+#[inline(never)]
+fn call_irecv(comm: &Comm, peer: Rank, buf: Option<Buf>) -> Result<Request, String> {
+    let buf = buf.ok_or("receive buffer lost")?;
+    comm.irecv_buf(black_box(buf), None, peer, TAG)
+        .map_err(|e| format!("irecv: {e}"))
+}
+
+#[inline(never)]
+fn call_test_pingpong(r: &mut Request) -> Result<Option<Buf>, String> {
+    match r.test().map_err(|e| format!("test: {e}"))? {
+        None => Ok(None),
+        Some(done) => {
+            done.status.ok().map_err(|e| format!("receive: {e}"))?;
+            done.into_buf()
+                .map(Some)
+                .ok_or_else(|| "receive buffer not returned".into())
+        }
+    }
+}
+
+#[inline(never)]
+fn call_test_idle(r: &mut Request) -> Result<Option<Buf>, String> {
+    match r.test().map_err(|e| format!("test: {e}"))? {
+        None => Ok(None),
+        Some(done) => Ok(done.into_buf()),
+    }
+}
