@@ -81,6 +81,13 @@ fn start(o: &Options) -> Result<World, String> {
     if let Some(us) = o.spin_us {
         config.spin = Duration::from_micros(us);
     }
+    // One thread calls ferry here, as in the OSU benchmarks (whose
+    // `MPI_Init` asks for MPI_THREAD_SINGLE): no lock, unless the user
+    // chose a level or the progress thread needs `multiple`.
+    let level_chosen = std::env::var("FERRY_THREAD_LEVEL").is_ok_and(|v| !v.is_empty());
+    if !level_chosen && !config.async_progress {
+        config.thread_level = ferry::ThreadLevel::Funneled;
+    }
     config
         .init()
         .map_err(|e| format!("ferry did not start: {e}"))

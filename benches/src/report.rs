@@ -109,6 +109,7 @@ impl Report {
                 json!(format!("{:?}", config.wait_mode).to_lowercase()),
             ),
             ("spin_us".into(), json!(config.spin.as_micros() as u64)),
+            ("thread_level".into(), json!(world.thread_level().name())),
             ("reps".into(), json!(o.reps)),
             ("validate".into(), json!(o.validate)),
             ("window".into(), json!(o.window)),
@@ -147,9 +148,10 @@ impl Report {
         );
         println!("# binding (CPUs each rank may run on): {}", get("binding"));
         println!(
-            "# wait mode {} (spin {} us), repetitions {}, validate {}",
+            "# wait mode {} (spin {} us), thread level {}, repetitions {}, validate {}",
             get("wait_mode"),
             get("spin_us"),
+            get("thread_level"),
             get("reps"),
             if get("validate") == "true" {
                 "on"

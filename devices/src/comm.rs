@@ -112,7 +112,15 @@ impl CommInner {
 impl Drop for CommInner {
     fn drop(&mut self) {
         let attached = self.node.get().is_some_and(Option::is_some);
-        if let Ok(e) = self.shared.lock().engine() {
+        // Refused only on a thread the thread level forbids: the context's
+        // members and node region then stay behind, as a leaked request does.
+        if let Some(e) = self
+            .shared
+            .lock()
+            .as_mut()
+            .ok()
+            .and_then(|g| g.engine().ok())
+        {
             if self.block.is_some() {
                 e.clear_context_members(self.context);
             }
@@ -158,7 +166,7 @@ impl Comm {
         if let Some(members) = partial {
             // A member's death must fail this communicator's ANY_SOURCE
             // receives, and only this one's.
-            if let Ok(e) = shared.lock().engine() {
+            if let Some(e) = shared.lock().as_mut().ok().and_then(|g| g.engine().ok()) {
                 e.set_context_members(context, members);
             }
         }

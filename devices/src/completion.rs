@@ -155,7 +155,7 @@ pub fn test_all(requests: &mut [Request]) -> Result<Option<Vec<Completion>>> {
     };
     let mut hs = handles(requests);
     let mut out = Vec::with_capacity(requests.len());
-    let done = shared.lock().engine()?.testall(&mut hs, &mut out)?;
+    let done = shared.lock()?.engine()?.testall(&mut hs, &mut out)?;
     write_back(requests, &hs);
     if !done {
         return Ok(None);
@@ -202,7 +202,7 @@ pub fn test_any(requests: &mut [Request]) -> Result<Option<Outcome<(usize, Compl
         return Ok(Some(Outcome::Undefined));
     };
     let mut hs = handles(requests);
-    let r = shared.lock().engine()?.testany(&mut hs);
+    let r = shared.lock()?.engine()?.testany(&mut hs);
     write_back(requests, &hs);
     Ok(r?.map(|any| any_outcome(requests, any)))
 }
@@ -254,7 +254,7 @@ pub fn test_some(requests: &mut [Request]) -> Result<Outcome<Vec<(usize, Complet
     };
     let mut hs = handles(requests);
     let mut out = Vec::new();
-    let r = shared.lock().engine()?.testsome(&mut hs, &mut out);
+    let r = shared.lock()?.engine()?.testsome(&mut hs, &mut out);
     write_back(requests, &hs);
     Ok(some_outcome(requests, r?, out))
 }
@@ -270,7 +270,7 @@ pub fn get_status_all(requests: &[Request]) -> Result<Option<Vec<Status>>> {
     };
     let hs = handles(requests);
     let mut out = Vec::with_capacity(requests.len());
-    if !shared.lock().engine()?.get_status_all(&hs, &mut out)? {
+    if !shared.lock()?.engine()?.get_status_all(&hs, &mut out)? {
         return Ok(None);
     }
     Ok(Some(
@@ -291,7 +291,7 @@ pub fn get_status_any(requests: &[Request]) -> Result<Option<Outcome<(usize, Sta
         return Ok(Some(Outcome::Undefined));
     };
     let hs = handles(requests);
-    let found = shared.lock().engine()?.get_status_any(&hs)?;
+    let found = shared.lock()?.engine()?.get_status_any(&hs)?;
     Ok(found.map(|s| match s {
         StatusAny::Completed { index, status } => {
             Outcome::Completed((index, status_of(&requests[index], status)))
@@ -311,7 +311,7 @@ pub fn get_status_some(requests: &[Request]) -> Result<Outcome<Vec<(usize, Statu
     };
     let hs = handles(requests);
     let mut out = Vec::new();
-    let count = shared.lock().engine()?.get_status_some(&hs, &mut out)?;
+    let count = shared.lock()?.engine()?.get_status_some(&hs, &mut out)?;
     match count {
         Outcount::Undefined => Ok(Outcome::Undefined),
         Outcount::Count(_) => Ok(Outcome::Completed(

@@ -9,6 +9,7 @@
 //! | `FERRY_RNDV_MODE` | `auto`, `get`, `put`, `frag`: the large-message protocol (falls back to `frag` where the device lacks RDMA) | `auto` |
 //! | `FERRY_WAIT_MODE` | `spin`, `passive`, `hybrid` | `hybrid` |
 //! | `FERRY_SPIN_US` | microseconds to spin before sleeping (hybrid); `0` sleeps at once | 50 |
+//! | `FERRY_THREAD_LEVEL` | `single`, `funneled`, `serialized`, `multiple` ([`ThreadLevel`]) | `multiple` |
 //! | `FERRY_ASYNC_PROGRESS` | a flag: a thread per world progresses while the application computes ([`progress`](crate::progress)) | `0` |
 //! | `FERRY_LOG` | a `tracing` filter (`info`, `ferry=debug,warn`) | off |
 //! | `FERRY_PRINT_COUNTERS` | a flag (`0`/`1`): print counters at finalize | `0` |
@@ -71,6 +72,40 @@ pub enum WaitMode {
     Hybrid,
 }
 
+/// Which threads may call ferry (`MPI_Init_thread`'s levels,
+/// `FERRY_THREAD_LEVEL`). Below `Multiple`, the engine sits behind no lock:
+/// a call that breaks the level's promise fails with
+/// [`ApiError::ThreadLevel`](crate::ApiError::ThreadLevel) instead of
+/// racing, and a request dropped on a thread that may not call is leaked
+/// (its buffer with it) rather than freed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum ThreadLevel {
+    /// One thread only: the one that called `init` (`MPI_THREAD_SINGLE`;
+    /// checked as `Funneled`).
+    Single,
+    /// Only the thread that called `init` calls ferry
+    /// (`MPI_THREAD_FUNNELED`): no lock and no atomic operation per call.
+    Funneled,
+    /// Any thread, one call at a time (`MPI_THREAD_SERIALIZED`): one atomic
+    /// swap per call instead of a lock.
+    Serialized,
+    /// Any thread, at any time (`MPI_THREAD_MULTIPLE`): the engine's lock.
+    #[default]
+    Multiple,
+}
+
+impl ThreadLevel {
+    /// The name used in `FERRY_THREAD_LEVEL`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ThreadLevel::Single => "single",
+            ThreadLevel::Funneled => "funneled",
+            ThreadLevel::Serialized => "serialized",
+            ThreadLevel::Multiple => "multiple",
+        }
+    }
+}
+
 /// Everything `init` needs; see the module docs for the variables.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -84,9 +119,13 @@ pub struct Config {
     pub log: Option<String>,
     /// Print the counters at finalize (`FERRY_PRINT_COUNTERS`).
     pub print_counters: bool,
+    /// Which threads may call (`FERRY_THREAD_LEVEL`).
+    pub thread_level: ThreadLevel,
     /// Start a progress thread that advances transfers and collectives
     /// while the application computes (`FERRY_ASYNC_PROGRESS`); see
-    /// [`progress`](crate::progress) for what it costs.
+    /// [`progress`](crate::progress) for what it costs. Needs
+    /// [`ThreadLevel::Multiple`] (the thread calls the engine beside the
+    /// application's).
     pub async_progress: bool,
     /// The engine's settings (`FERRY_EAGER_LIMIT` sets `eager_limit`,
     /// `FERRY_RNDV_THRESHOLD` sets `rdma_threshold`,
@@ -112,6 +151,7 @@ impl Default for Config {
             spin: Config::DEFAULT_SPIN,
             log: None,
             print_counters: false,
+            thread_level: ThreadLevel::Multiple,
             async_progress: false,
             engine: ferry_core::Config::default(),
             coll: ferry_core::coll::CollTuning::default(),
@@ -159,6 +199,9 @@ impl Config {
         if let Some(us) = settings::number(src, "FERRY_SPIN_US", 0, u64::MAX)? {
             c.spin = Duration::from_micros(us);
         }
+        if let Some(level) = settings::choice(src, "FERRY_THREAD_LEVEL", THREAD_LEVELS)? {
+            c.thread_level = level;
+        }
         if let Some(on) = settings::flag(src, "FERRY_ASYNC_PROGRESS")? {
             c.async_progress = on;
         }
@@ -191,7 +234,27 @@ impl Config {
     /// # Errors
     /// As for [`crate::init`].
     pub fn init(self) -> Result<crate::World> {
+        self.check()?;
         crate::select::init_with(self)
+    }
+
+    /// The combinations no single variable can rule out.
+    ///
+    /// # Errors
+    /// [`Config::async_progress`] below [`ThreadLevel::Multiple`].
+    pub fn check(&self) -> Result<()> {
+        if self.async_progress && self.thread_level != ThreadLevel::Multiple {
+            return Err(ConfigError {
+                var: "FERRY_ASYNC_PROGRESS",
+                value: "1".into(),
+                expected: format!(
+                    "off under FERRY_THREAD_LEVEL={}: the progress thread needs `multiple`",
+                    self.thread_level.name()
+                ),
+            }
+            .into());
+        }
+        Ok(())
     }
 }
 
@@ -213,6 +276,14 @@ const DEVICES: &[(&str, DeviceChoice)] = &[
     ("libfabric", DeviceChoice::Ofi),
     ("verbs", DeviceChoice::Verbs),
     ("ib", DeviceChoice::Verbs),
+];
+
+/// `FERRY_THREAD_LEVEL`'s values.
+const THREAD_LEVELS: &[(&str, ThreadLevel)] = &[
+    ("single", ThreadLevel::Single),
+    ("funneled", ThreadLevel::Funneled),
+    ("serialized", ThreadLevel::Serialized),
+    ("multiple", ThreadLevel::Multiple),
 ];
 
 /// `FERRY_RNDV_MODE`'s values.

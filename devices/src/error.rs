@@ -157,6 +157,15 @@ pub enum ApiError {
     /// A group argument broke MPI's rules (a rank listed twice, a rank outside the group, a range with stride 0 or one that leaves the group).
     #[error("invalid group argument: {0}")]
     InvalidGroup(&'static str),
+    /// A call broke the thread level's promise (see
+    /// [`ThreadLevel`](crate::ThreadLevel)); it did nothing.
+    #[error("thread level {}: {misuse}", level.name())]
+    ThreadLevel {
+        /// The level the world was initialised with.
+        level: crate::config::ThreadLevel,
+        /// What happened.
+        misuse: &'static str,
+    },
 }
 
 /// An invalid configuration value: the variable (or `Config` field), its

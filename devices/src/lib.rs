@@ -136,7 +136,7 @@ pub use completion::{
     get_status_all, get_status_any, get_status_some, test_all, test_any, test_some, wait_all,
     wait_all_into, wait_any, wait_some, Outcome,
 };
-pub use config::{Config, DeviceChoice, WaitMode};
+pub use config::{Config, DeviceChoice, ThreadLevel, WaitMode};
 pub use counters::Counters;
 pub use create::{CommCompare, PendingComm, SplitType, UNDEFINED};
 pub use error::{ApiError, ConfigError, Error, Fault, Result, SetupError};

@@ -80,7 +80,7 @@ impl Comm {
         let dest = c.group.to_job(dest)?;
         let started = c
             .shared
-            .lock()
+            .lock()?
             .engine()?
             .isend_mode(dest, tag, c.context, buf, mode)?;
         Ok(Request::started(self, started, origin))
@@ -110,7 +110,7 @@ impl Comm {
         let empty_ok = c.hints.recv_may_be_empty;
         let started =
             c.shared
-                .lock()
+                .lock()?
                 .engine()?
                 .irecv_hinted(source, tag, c.context, Some(buf), empty_ok)?;
         Ok(Request::started(self, started, origin))
@@ -132,7 +132,7 @@ impl Comm {
         let empty_ok = c.hints.recv_may_be_empty;
         let started = c
             .shared
-            .lock()
+            .lock()?
             .engine()?
             .irecv_hinted(source, tag, c.context, None, empty_ok)?;
         Ok(Request::started(self, started, None))
@@ -162,7 +162,7 @@ impl Comm {
         let source = c.group.to_job(source)?;
         let handle = c
             .shared
-            .lock()
+            .lock()?
             .engine()?
             .iprobe_request(source, tag, c.context)?;
         let status = Request::new(self, handle, None).wait()?.status;
@@ -178,7 +178,7 @@ impl Comm {
     pub fn iprobe(&self, source: Rank, tag: Tag) -> Result<Option<Status>> {
         let c = &self.inner;
         let source = c.group.to_job(source)?;
-        let s = c.shared.lock().engine()?.iprobe(source, tag, c.context)?;
+        let s = c.shared.lock()?.engine()?.iprobe(source, tag, c.context)?;
         Ok(s.map(|s| c.status(s)))
     }
 
@@ -193,7 +193,7 @@ impl Comm {
         let source = c.group.to_job(source)?;
         let handle = c
             .shared
-            .lock()
+            .lock()?
             .engine()?
             .improbe_request(source, tag, c.context)?;
         let done = Request::new(self, handle, None).wait()?;
@@ -211,7 +211,7 @@ impl Comm {
     pub fn improbe(&self, source: Rank, tag: Tag) -> Result<Option<(Message, Status)>> {
         let c = &self.inner;
         let source = c.group.to_job(source)?;
-        let found = c.shared.lock().engine()?.improbe(source, tag, c.context)?;
+        let found = c.shared.lock()?.engine()?.improbe(source, tag, c.context)?;
         Ok(found.map(|(m, s)| (Message::new(c, m), c.status(s))))
     }
 
@@ -271,7 +271,7 @@ impl Message {
         let started = self
             .comm
             .shared
-            .lock()
+            .lock()?
             .engine()?
             .imrecv(&mut m, vec_into_buf(buf))?;
         Ok(Request::started(&self.comm(), started, origin_of::<T>()))
@@ -283,7 +283,7 @@ impl Message {
     /// As for [`Message::irecv`].
     pub fn iarecv(mut self) -> Result<Request> {
         let mut m = self.take()?;
-        let started = self.comm.shared.lock().engine()?.imarecv(&mut m)?;
+        let started = self.comm.shared.lock()?.engine()?.imarecv(&mut m)?;
         Ok(Request::started(&self.comm(), started, None))
     }
 
@@ -306,7 +306,10 @@ impl Drop for Message {
         }
         // Receive it into a library buffer and drop that: the engine then
         // forgets the message (and a rendezvous sender is released).
-        let mut g = self.comm.shared.lock();
+        let Ok(mut g) = self.comm.shared.lock() else {
+            // A thread the thread level forbids: the message stays matched.
+            return;
+        };
         if let Ok(e) = g.engine() {
             if let Ok(mut started) = e.imarecv(&mut self.handle) {
                 let _ = e.free(&mut started.request);

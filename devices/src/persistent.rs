@@ -40,7 +40,7 @@ impl Comm {
         let dest = c.group.to_job(dest)?;
         let handle =
             c.shared
-                .lock()
+                .lock()?
                 .engine()?
                 .send_init(dest, tag, c.context, vec_into_buf(data), mode)?;
         Ok(Request::new(self, handle, origin_of::<T>()))
@@ -55,7 +55,7 @@ impl Comm {
         let source = c.group.to_job(source)?;
         let handle =
             c.shared
-                .lock()
+                .lock()?
                 .engine()?
                 .recv_init(source, tag, c.context, vec_into_buf(buf))?;
         Ok(Request::new(self, handle, origin_of::<T>()))
@@ -75,7 +75,7 @@ impl Request {
             )
             .into());
         };
-        comm.shared.lock().engine()?.start(&self.handle)?;
+        comm.shared.lock()?.engine()?.start(&self.handle)?;
         Ok(())
     }
 
@@ -106,7 +106,7 @@ impl Request {
                 .ok_or(Error::Usage(ferry_core::UsageError::WrongRequestKind(
                     "not a persistent request",
                 )))?;
-        let mut g = comm.shared.lock();
+        let mut g = comm.shared.lock()?;
         let buf = g.engine()?.persistent_buf_mut(&self.handle)?;
         f(buf.as_mut_slice())
     }
@@ -126,7 +126,7 @@ impl Request {
                 )))?;
         let new = vec_into_buf(buf);
         let old = {
-            let mut g = comm.shared.lock();
+            let mut g = comm.shared.lock()?;
             let e = g.engine()?;
             let max = e.config().max_message;
             if new.len() > max {
@@ -158,6 +158,6 @@ pub fn start_all(requests: &mut [Request]) -> Result<()> {
         );
     };
     let handles: Vec<ferry_core::Request> = requests.iter().map(|r| r.handle).collect();
-    shared.lock().engine()?.startall(&handles)?;
+    shared.lock()?.engine()?.startall(&handles)?;
     Ok(())
 }

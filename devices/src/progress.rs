@@ -210,7 +210,8 @@ fn run(hub: &Hub, slot: &Arc<Slot>, stop: &AtomicBool, spin: Duration) {
     let mut pause = Duration::ZERO;
     // Acquire: pairs with the Release in `Progress::halt`.
     while !stop.load(Ordering::Acquire) {
-        let mut g = hub.lock();
+        // The thread exists only under `Multiple`, which never refuses.
+        let Ok(mut g) = hub.lock() else { break };
         // Another thread was in the library since this one's last round: it
         // progresses too, and a spinner would only compete with it.
         if g.locked().touches != touched {
@@ -247,7 +248,9 @@ fn run(hub: &Hub, slot: &Arc<Slot>, stop: &AtomicBool, spin: Duration) {
                 } else {
                     slot.sleep(SAFETY_NET)
                 };
-                hub.lock().unregister(slot);
+                if let Ok(mut g) = hub.lock() {
+                    g.unregister(slot);
+                }
                 if let Err(error) = woke {
                     tracing::error!(%error, "progress thread stopped: its sleep failed");
                     break;

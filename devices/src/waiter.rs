@@ -100,7 +100,7 @@
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferry_core::{Check, CheckMode, Engine};
@@ -108,6 +108,7 @@ use rustix::event::{epoll, eventfd, EventfdFlags};
 
 use crate::config::WaitMode;
 use crate::error::{ApiError, Error, Result};
+use crate::raw::CellGuard;
 use crate::select::node::{NodeDevice, SleepKind};
 use crate::world::{Hub, Locked, Shared};
 
@@ -271,7 +272,7 @@ pub(crate) struct Sleeper {
 /// The lock, held. Dropping it settles (see the module docs).
 pub(crate) struct Guard<'a> {
     hub: &'a Hub,
-    locked: MutexGuard<'a, Locked>,
+    locked: CellGuard<'a, Locked>,
     /// The engine's event count when the lock was taken (or when the holder
     /// last registered as a sleeper).
     events: u64,
@@ -288,28 +289,34 @@ impl std::fmt::Debug for Guard<'_> {
 
 impl Shared {
     /// Takes the lock; see [`Hub::lock`].
-    pub(crate) fn lock(&self) -> Guard<'_> {
+    ///
+    /// # Errors
+    /// [`ApiError::ThreadLevel`]: the call breaks the thread level.
+    #[inline]
+    pub(crate) fn lock(&self) -> Result<Guard<'_>> {
         self.hub.lock()
     }
 }
 
 impl Hub {
-    /// Takes the lock. A poisoned lock (a panic under it, which ferry never
-    /// causes) is taken anyway: the engine's state is consistent between
-    /// calls.
-    pub(crate) fn lock(&self) -> Guard<'_> {
+    /// Takes the lock (under `Multiple`; below it, the thread level's
+    /// cheaper guard: see [`EngineCell`](crate::raw::EngineCell)). A
+    /// poisoned mutex (a panic under it, which ferry never causes) is taken
+    /// anyway: the engine's state is consistent between calls.
+    ///
+    /// # Errors
+    /// [`ApiError::ThreadLevel`]: the call breaks the thread level.
+    #[inline]
+    pub(crate) fn lock(&self) -> Result<Guard<'_>> {
         let span = self.span.enter();
-        let locked = self
-            .locked
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let locked = self.locked.lock()?;
         let events = locked.engine.as_ref().map_or(0, Engine::events);
-        Guard {
+        Ok(Guard {
             hub: self,
             locked,
             events,
             _span: span,
-        }
+        })
     }
 }
 
@@ -486,7 +493,10 @@ pub(crate) fn block_on<R>(
     let count = shared.config.async_progress;
     let mut counted = false;
     let result = loop {
-        let mut g = shared.lock();
+        let mut g = match shared.lock() {
+            Ok(g) => g,
+            Err(e) => break Err(e),
+        };
         let engine = match g.engine() {
             Ok(e) => e,
             Err(e) => break Err(e),
@@ -560,7 +570,11 @@ pub(crate) fn block_on<R>(
         drop(g);
         bump(&shared.hub.stats.sleeps);
         let woke = slot.sleep(SAFETY_NET);
-        shared.lock().unregister_sleeper(&slot);
+        // Only the thread level can refuse this, and a sleeper exists only
+        // under `Multiple`, which never refuses.
+        if let Ok(mut g) = shared.lock() {
+            g.unregister_sleeper(&slot);
+        }
         match woke {
             Ok(Woke::Device) => bump(&shared.hub.stats.wake_device),
             Ok(Woke::Kick) => bump(&shared.hub.stats.wake_kick),
@@ -575,7 +589,10 @@ pub(crate) fn block_on<R>(
         // Left by an error: under the lock all the same, since the release
         // settles the progress thread this one may have been the last to
         // cover.
-        shared.lock().locked().waiting -= 1;
+        // (`counted` implies the progress thread, hence `Multiple`.)
+        if let Ok(mut g) = shared.lock() {
+            g.locked().waiting -= 1;
+        }
     }
     result
 }

@@ -15,6 +15,7 @@ use crate::counters::Counters;
 use crate::error::{ApiError, Result};
 use crate::group::Group;
 use crate::progress::Progress;
+use crate::raw::EngineCell;
 use crate::select::boot::Boot;
 use crate::select::node::{NodeDevice, SleepKind};
 use crate::waiter::{Sleeper, Slot, WaitStats};
@@ -46,7 +47,7 @@ pub(crate) struct Locked {
 /// (which stops the thread) would never come.
 #[derive(Debug)]
 pub(crate) struct Hub {
-    pub(crate) locked: Mutex<Locked>,
+    pub(crate) locked: EngineCell<Locked>,
     pub(crate) sleep_kind: SleepKind,
     pub(crate) stats: WaitStats,
     pub(crate) span: tracing::Span,
@@ -94,15 +95,18 @@ impl Shared {
             rank: engine.rank(),
             size: engine.size(),
             hub: Arc::new(Hub {
-                locked: Mutex::new(Locked {
-                    engine: Some(engine),
-                    poison: None,
-                    armed: false,
-                    touches: 0,
-                    waiting: 0,
-                    sleepers: Vec::new(),
-                    idle_slots: Vec::new(),
-                }),
+                locked: EngineCell::new(
+                    config.thread_level,
+                    Locked {
+                        engine: Some(engine),
+                        poison: None,
+                        armed: false,
+                        touches: 0,
+                        waiting: 0,
+                        sleepers: Vec::new(),
+                        idle_slots: Vec::new(),
+                    },
+                ),
                 sleep_kind,
                 stats: WaitStats::default(),
                 span,
@@ -141,8 +145,8 @@ impl Shared {
     fn counters(&self) -> Counters {
         let engine = self
             .lock()
-            .engine_ref()
-            .map(|e| e.counters())
+            .ok()
+            .and_then(|g| g.engine_ref().map(|e| e.counters()).ok())
             .unwrap_or_default();
         Counters::new(engine, &self.hub.stats, self.device_name)
     }
@@ -161,7 +165,7 @@ impl Shared {
         }
         let mut requests = Vec::with_capacity(2 * (size as usize - 1));
         {
-            let mut g = self.lock();
+            let mut g = self.lock()?;
             let engine = g.engine()?;
             for peer in (0..size as Rank).filter(|&p| p != self.rank) {
                 let recv = engine.irecv(peer, 0, FINALIZE_CONTEXT, Buf::new())?;
@@ -219,8 +223,9 @@ impl Shared {
                 result = ferry_core::Bootstrap::barrier(pmi).map_err(Into::into);
             }
         }
-        let engine = {
-            let mut g = self.lock();
+        // Refused on a thread the thread level forbids: the engine then goes
+        // with `Shared`'s fields (a drop, without this warning).
+        let engine = self.lock().ok().and_then(|mut g| {
             let l = g.locked();
             if let Some(e) = &l.engine {
                 if e.live_requests() > 0 {
@@ -231,7 +236,7 @@ impl Shared {
                 }
             }
             l.engine.take()
-        };
+        });
         // The device is torn down here, outside the lock.
         drop(engine);
         if let Boot::Pmi(pmi) = &mut *boot {
@@ -249,7 +254,8 @@ impl Hub {
     /// of the lock wakes every sleeper, the progress thread included, to
     /// find it gone.
     pub(crate) fn poison(&self, error: ferry_core::Error) {
-        let mut g = self.lock();
+        // Reached from a call that held the lock, so never refused.
+        let Ok(mut g) = self.lock() else { return };
         let l = g.locked();
         if l.engine.take().is_some() {
             tracing::error!(%error, "fatal device error: engine torn down");
@@ -330,8 +336,20 @@ impl World {
     /// # Errors
     /// [`ApiError::Finalized`].
     pub fn shm_segment(&self) -> Result<Option<String>> {
-        let g = self.shared.lock();
+        let g = self.shared.lock()?;
         Ok(g.engine_ref()?.device().shm_segment().map(str::to_owned))
+    }
+
+    /// The thread level in force (`MPI_Query_thread`): what was asked for
+    /// in [`Config::thread_level`], which ferry always provides.
+    pub fn thread_level(&self) -> crate::ThreadLevel {
+        self.shared.hub.locked.level()
+    }
+
+    /// True on the thread that called `init` (`MPI_Is_thread_main`): the
+    /// only one that may call under `Single` and `Funneled`.
+    pub fn is_thread_main(&self) -> bool {
+        self.shared.hub.locked.is_owner_thread()
     }
 
     /// The configuration in force.
@@ -349,7 +367,7 @@ impl World {
     /// # Errors
     /// A rank outside the job, or [`ApiError::Finalized`].
     pub fn protocol_table(&self, peer: Rank) -> Result<ProtocolTable> {
-        Ok(*self.shared.lock().engine_ref()?.protocol_table(peer)?)
+        Ok(*self.shared.lock()?.engine_ref()?.protocol_table(peer)?)
     }
 
     /// What the device serving job rank `peer` claims it can do (RDMA get and
@@ -360,7 +378,7 @@ impl World {
     /// A rank outside the job, or [`ApiError::Finalized`].
     pub fn caps(&self, peer: Rank) -> Result<ferry_core::Caps> {
         use ferry_core::Device as _;
-        let guard = self.shared.lock();
+        let guard = self.shared.lock()?;
         let engine = guard.engine_ref()?;
         // Validates the rank (a typed error, never an out-of-range panic).
         engine.protocol_table(peer)?;

@@ -45,7 +45,12 @@ fn run() -> Result<(), String> {
         Some(n) => n.parse().map_err(|_| format!("bad message count {n:?}"))?,
         None => 2000,
     };
-    let world = ferry::init().map_err(|e| format!("init: {e}"))?;
+    // As ferry-bench: one thread, no lock, unless FERRY_THREAD_LEVEL says.
+    let mut config = ferry::Config::from_env().map_err(|e| format!("config: {e}"))?;
+    if std::env::var("FERRY_THREAD_LEVEL").map_or(true, |v| v.is_empty()) {
+        config.thread_level = ferry::ThreadLevel::Funneled;
+    }
+    let world = config.init().map_err(|e| format!("init: {e}"))?;
     if world.size() != 2 {
         return Err(format!("needs 2 ranks, got {}", world.size()));
     }

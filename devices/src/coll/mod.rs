@@ -49,7 +49,7 @@ impl Comm {
             let lens = (input.as_ref().map(Buf::len), output.as_ref().map(Buf::len));
             if let Some(op) = self.single_node_op(&coll, lens.0, lens.1)? {
                 c.next_tag();
-                let mut g = c.shared.lock();
+                let mut g = c.shared.lock()?;
                 let started = g.engine()?.start_node_coll(op, input, output)?;
                 drop(g);
                 return Ok(Request::coll_started(self, started, origin));
@@ -57,7 +57,7 @@ impl Comm {
         }
         let tag = c.next_tag();
         let sched = build(&c.team(), tag, &c.table, coll, input, output)?;
-        let mut g = c.shared.lock();
+        let mut g = c.shared.lock()?;
         let engine = g.engine()?;
         if persistent {
             let handle = engine.coll_init(sched);

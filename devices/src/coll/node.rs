@@ -47,7 +47,7 @@ impl Comm {
     fn set_up_node(&self) -> Result<Option<Arc<NodeTeam>>> {
         let n = self.size() as usize;
         let capable = {
-            let mut g = self.shared().lock();
+            let mut g = self.shared().lock()?;
             g.engine()?.device_mut().node().is_some()
         };
         // The configuration is the same on every member (the launcher
@@ -84,7 +84,7 @@ impl Comm {
         let region = self.inner.region();
         let step = |open: bool| -> Result<()> {
             if attach && leader != open {
-                let mut g = self.shared().lock();
+                let mut g = self.shared().lock()?;
                 let dev = g.engine()?.device_mut().node();
                 if let Some(dev) = dev {
                     dev.attach(region, &members, leader)?;
@@ -95,7 +95,7 @@ impl Comm {
         step(false)?;
         step(true)?;
         if attach && leader {
-            let mut g = self.shared().lock();
+            let mut g = self.shared().lock()?;
             if let Some(dev) = g.engine()?.device_mut().node() {
                 dev.attached(region);
             }

@@ -28,8 +28,10 @@
 //! process's memory by itself (RDMA put; the shm device's CMA path only
 //! *reads* peers' memory) cannot be stopped by local teardown.
 
+mod cell;
 mod scope;
 
+pub(crate) use cell::{CellGuard, EngineCell};
 pub use scope::{Scope, ScopedRequest};
 
 use std::os::fd::{BorrowedFd, OwnedFd};
@@ -333,7 +335,7 @@ impl Message {
         let bytes = crate::typed::as_bytes_mut(buf);
         // SAFETY: as in `Comm::recv`.
         let loan = unsafe { lend_mut(bytes.as_mut_ptr(), bytes.len()) };
-        let r = match shared.lock().engine() {
+        let r = match shared.lock()?.engine() {
             Ok(e) => e
                 .imrecv(&mut m, loan)
                 .map(|s| Request::started(&comm, s, None))
