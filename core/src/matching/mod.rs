@@ -58,6 +58,7 @@
 mod class;
 mod lane;
 mod posted;
+mod shallow;
 mod slots;
 mod unexpected;
 

@@ -1,6 +1,7 @@
 //! The posted-receive queue: receives waiting for a message.
 
 use super::class::{Class, ClassIndex};
+use super::shallow::Shallow;
 use super::slots::{Ref, SeqSlab};
 use super::MatchStats;
 use crate::envelope::{Envelope, Pattern};
@@ -27,6 +28,9 @@ struct Posted<T> {
 #[derive(Debug)]
 pub struct PostedQueue<T: Copy> {
     slab: SeqSlab<Posted<T>>,
+    /// Holds the queue while it is short (see `shallow.rs`)...
+    shallow: Shallow,
+    /// ...and these lanes otherwise.
     index: ClassIndex,
     /// Live receives per wildcard class (any-source, any-tag, any-both).
     /// A zero lets `take_match` skip that class without hashing: with no
@@ -41,6 +45,7 @@ impl<T: Copy> Default for PostedQueue<T> {
     fn default() -> Self {
         PostedQueue {
             slab: SeqSlab::default(),
+            shallow: Shallow::default(),
             index: ClassIndex::default(),
             wildcards: [0; 3],
             next_seq: 0,
@@ -66,17 +71,49 @@ impl<T: Copy> PostedQueue<T> {
         self.next_seq += 1;
         let r = self.slab.insert(seq, Posted { pattern, item });
         let class = Class::of_pattern(&pattern);
-        self.index.push(class, r);
         if let Some(slot) = class.wildcard_slot() {
             self.wildcards[slot] += 1;
         }
+        if !self.shallow.push(r) {
+            if self.shallow.active() {
+                for earlier in self.shallow.spill() {
+                    let p = &self
+                        .slab
+                        .get(earlier)
+                        .expect("a listed receive is live")
+                        .pattern;
+                    self.index.push(Class::of_pattern(p), earlier);
+                }
+            }
+            self.index.push(class, r);
+        }
         PostedKey(r)
+    }
+
+    /// The shallow queue's search: the first listed receive that matches.
+    fn take_listed(&mut self, env: &Envelope) -> Option<T> {
+        let slab = &self.slab;
+        let mut found = None;
+        for (i, &r) in self.shallow.refs().iter().enumerate() {
+            self.examined += 1;
+            if slab.get(r).is_some_and(|p| p.pattern.matches(env)) {
+                found = Some(i);
+                break;
+            }
+        }
+        let r = self.shallow.remove_at(found?);
+        let posted = self.slab.remove(r).expect("a listed receive is live");
+        self.forget_wildcard(Class::of_pattern(&posted.pattern));
+        Some(posted.item)
     }
 
     /// The earliest-posted receive whose pattern matches `env`, removed from
     /// the queue.
     pub fn take_match(&mut self, env: &Envelope) -> Option<T> {
         self.searches += 1;
+        if self.shallow.active() {
+            return self.take_listed(env);
+        }
         let slab = &self.slab;
         let mut best: Option<(Class, Ref)> = None;
         for class in Class::of_envelope(env) {
@@ -101,7 +138,15 @@ impl<T: Copy> PostedQueue<T> {
         let slab = &self.slab;
         self.index.pop_head(class, |r| slab.is_live(r));
         self.forget_wildcard(class);
+        self.drained_check();
         Some(posted.item)
+    }
+
+    /// Back to the list once the lanes hold nothing.
+    fn drained_check(&mut self) {
+        if self.slab.len() == 0 {
+            self.shallow.drained();
+        }
     }
 
     /// Removes a posted receive (cancel). Returns its item if it was still
@@ -109,8 +154,11 @@ impl<T: Copy> PostedQueue<T> {
     pub fn remove(&mut self, key: PostedKey) -> Option<T> {
         let posted = self.slab.remove(key.0)?;
         let class = Class::of_pattern(&posted.pattern);
-        let slab = &self.slab;
-        self.index.mark_stale(class, key.0, |r| slab.is_live(r));
+        if !(self.shallow.active() && self.shallow.remove(key.0)) {
+            let slab = &self.slab;
+            self.index.mark_stale(class, key.0, |r| slab.is_live(r));
+            self.drained_check();
+        }
         self.forget_wildcard(class);
         Some(posted.item)
     }
@@ -148,6 +196,16 @@ impl<T: Copy> PostedQueue<T> {
     fn forget_wildcard(&mut self, class: Class) {
         if let Some(slot) = class.wildcard_slot() {
             self.wildcards[slot] -= 1;
+        }
+    }
+
+    /// A queue whose lanes hold every receive, however few (for the lanes'
+    /// own tests).
+    #[cfg(test)]
+    pub(crate) fn lanes_only() -> Self {
+        PostedQueue {
+            shallow: Shallow::never(),
+            ..Self::default()
         }
     }
 
@@ -252,7 +310,7 @@ mod tests {
 
     #[test]
     fn cancel_head_entry() {
-        let mut q = PostedQueue::new();
+        let mut q = PostedQueue::lanes_only();
         let a = q.post(exact(1, 5), 'a');
         q.post(exact(1, 5), 'b');
         assert_eq!(q.remove(a), Some('a'));
@@ -301,7 +359,7 @@ mod tests {
 
     #[test]
     fn compaction_bounds_lane_length() {
-        let mut q = PostedQueue::new();
+        let mut q = PostedQueue::lanes_only();
         let n = 10_000;
         let keys: Vec<_> = (0..n).map(|i| q.post(exact(1, 5), i)).collect();
         // Cancel every receive but the first, from the back: none is ever at
@@ -325,7 +383,7 @@ mod tests {
 
     #[test]
     fn distinct_tag_churn_does_not_grow_the_maps() {
-        let mut q = PostedQueue::new();
+        let mut q = PostedQueue::lanes_only();
         for tag in 0..10_000 {
             let k = q.post(exact(1, tag), tag);
             q.post(
@@ -366,5 +424,30 @@ mod tests {
         assert_eq!(q.take_match(&env(2, 5)), Some(20));
         assert!(q.is_empty());
         assert_eq!(q.stats().depth, 0);
+    }
+
+    #[test]
+    fn order_holds_across_the_list_and_the_lanes() {
+        // Fill past the list (into the lanes), drain to empty (back to the
+        // list), and fill again: posting order wins every time.
+        let mut q = PostedQueue::new();
+        for round in 0..3 {
+            let n = super::super::shallow::SHALLOW * (round + 1) + 1;
+            let keys: Vec<_> = (0..n)
+                .map(|i| {
+                    let p = if i % 3 == 0 { ANY_BOTH } else { exact(1, 5) };
+                    q.post(p, i)
+                })
+                .collect();
+            // A cancel in the middle, wherever the queue is kept.
+            assert_eq!(q.remove(keys[n / 2]), Some(n / 2));
+            let mut got = Vec::new();
+            while let Some(i) = q.take_match(&env(1, 5)) {
+                got.push(i);
+            }
+            let want: Vec<_> = (0..n).filter(|&i| i != n / 2).collect();
+            assert_eq!(got, want, "round {round}");
+            assert!(q.is_empty());
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The unexpected-message queue: arrived messages no receive has taken yet.
 
 use super::class::{Class, ClassIndex};
+use super::shallow::Shallow;
 use super::slots::{Ref, SeqSlab};
 use super::MatchStats;
 use crate::envelope::{ContextId, Envelope, Pattern};
@@ -27,6 +28,9 @@ struct Arrived<M> {
 #[derive(Debug)]
 pub struct UnexpectedQueue<M> {
     slab: SeqSlab<Arrived<M>>,
+    /// Holds the queue while it is short (see `shallow.rs`)...
+    shallow: Shallow,
+    /// ...and these lanes otherwise.
     index: ClassIndex,
     next_seq: u64,
     searches: u64,
@@ -37,6 +41,7 @@ impl<M> Default for UnexpectedQueue<M> {
     fn default() -> Self {
         UnexpectedQueue {
             slab: SeqSlab::default(),
+            shallow: Shallow::default(),
             index: ClassIndex::default(),
             next_seq: 0,
             searches: 0,
@@ -59,8 +64,22 @@ impl<M> UnexpectedQueue<M> {
         let seq = self.next_seq;
         self.next_seq += 1;
         let r = self.slab.insert(seq, Arrived { env, msg });
-        for class in Class::of_envelope(&env) {
-            self.index.push(class, r);
+        if !self.shallow.push(r) {
+            if self.shallow.active() {
+                for earlier in self.shallow.spill() {
+                    let env = self
+                        .slab
+                        .get(earlier)
+                        .expect("a listed message is live")
+                        .env;
+                    for class in Class::of_envelope(&env) {
+                        self.index.push(class, earlier);
+                    }
+                }
+            }
+            for class in Class::of_envelope(&env) {
+                self.index.push(class, r);
+            }
         }
         UnexpectedKey(r)
     }
@@ -78,6 +97,13 @@ impl<M> UnexpectedQueue<M> {
     /// The earliest-arrived message matching `pattern`, removed (a receive
     /// was posted, or a matched probe).
     pub fn take(&mut self, pattern: &Pattern) -> Option<(Envelope, M)> {
+        if self.shallow.active() {
+            self.searches += 1;
+            let i = self.listed(|env| pattern.matches(env))?;
+            let r = self.shallow.remove_at(i);
+            let arrived = self.slab.remove(r).expect("a listed message is live");
+            return Some((arrived.env, arrived.msg));
+        }
         let (class, r) = self.find(pattern)?;
         let arrived = self.slab.remove(r).expect("a lane head is live");
         let slab = &self.slab;
@@ -87,15 +113,39 @@ impl<M> UnexpectedQueue<M> {
                 self.index.mark_stale(other, r, |r| slab.is_live(r));
             }
         }
+        self.drained_check();
         Some((arrived.env, arrived.msg))
+    }
+
+    /// The position of the first listed message whose envelope satisfies
+    /// `f` (the shallow queue's search).
+    fn listed(&mut self, mut f: impl FnMut(&Envelope) -> bool) -> Option<usize> {
+        let slab = &self.slab;
+        for (i, &r) in self.shallow.refs().iter().enumerate() {
+            self.examined += 1;
+            if slab.get(r).is_some_and(|a| f(&a.env)) {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Back to the list once the lanes hold nothing.
+    fn drained_check(&mut self) {
+        if self.slab.len() == 0 {
+            self.shallow.drained();
+        }
     }
 
     /// Removes a specific message; `None` if it is already gone.
     pub fn remove(&mut self, key: UnexpectedKey) -> Option<(Envelope, M)> {
         let arrived = self.slab.remove(key.0)?;
-        let slab = &self.slab;
-        for class in Class::of_envelope(&arrived.env) {
-            self.index.mark_stale(class, key.0, |r| slab.is_live(r));
+        if !(self.shallow.active() && self.shallow.remove(key.0)) {
+            let slab = &self.slab;
+            for class in Class::of_envelope(&arrived.env) {
+                self.index.mark_stale(class, key.0, |r| slab.is_live(r));
+            }
+            self.drained_check();
         }
         Some((arrived.env, arrived.msg))
     }
@@ -124,6 +174,15 @@ impl<M> UnexpectedQueue<M> {
         context: ContextId,
         mut f: impl FnMut(&Envelope) -> bool,
     ) -> Option<Envelope> {
+        if self.shallow.active() {
+            return self
+                .shallow
+                .refs()
+                .iter()
+                .filter_map(|&r| self.slab.get(r))
+                .map(|a| a.env)
+                .find(|env| env.context == context && f(env));
+        }
         self.index
             .on_context(context)
             .filter_map(|r| self.slab.get(r))
@@ -154,6 +213,10 @@ impl<M> UnexpectedQueue<M> {
     /// class, in arrival order, so that lane's live head is the answer.
     fn find(&mut self, pattern: &Pattern) -> Option<(Class, Ref)> {
         self.searches += 1;
+        if self.shallow.active() {
+            let i = self.listed(|env| pattern.matches(env))?;
+            return Some((Class::of_pattern(pattern), self.shallow.refs()[i]));
+        }
         let class = Class::of_pattern(pattern);
         let slab = &self.slab;
         let r = self
@@ -161,6 +224,16 @@ impl<M> UnexpectedQueue<M> {
             .head(class, |r| slab.is_live(r), &mut self.examined)?;
         debug_assert!(slab.get(r).is_some_and(|a| pattern.matches(&a.env)));
         Some((class, r))
+    }
+
+    /// A queue whose lanes hold every message, however few (for the
+    /// lanes' own tests).
+    #[cfg(test)]
+    pub(crate) fn lanes_only() -> Self {
+        UnexpectedQueue {
+            shallow: Shallow::never(),
+            ..Self::default()
+        }
     }
 
     #[cfg(test)]
@@ -260,7 +333,7 @@ mod tests {
 
     #[test]
     fn compaction_bounds_lane_length() {
-        let mut q = UnexpectedQueue::new();
+        let mut q = UnexpectedQueue::lanes_only();
         let n = 10_000;
         for tag in 0..n {
             q.push(env(1, tag), tag);
