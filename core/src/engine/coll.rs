@@ -133,15 +133,19 @@ impl<D: Device> Engine<D> {
         &mut self,
         request: &Request,
     ) -> Result<(Option<&mut Buf>, Option<&mut Buf>)> {
-        let req = self.st.requests.get(request.0).filter(|r| !r.detached);
+        let req = self
+            .st
+            .requests
+            .get(request.0)
+            .filter(|r| !r.life.detached());
         let req = req.ok_or_else(State::stale)?;
         let Op::Coll(run) = req.op else {
             return Err(UsageError::WrongRequestKind("not a persistent collective").into());
         };
-        if !req.persistent {
+        if !req.life.persistent() {
             return Err(UsageError::WrongRequestKind("not a persistent collective").into());
         }
-        if req.active {
+        if req.life.active() {
             return Err(UsageError::RequestActive.into());
         }
         let run = self.st.colls.get_mut(run).ok_or_else(State::stale)?;
@@ -157,13 +161,12 @@ impl<D: Device> Engine<D> {
             mode: SendMode::Standard,
         };
         let run_key = self.st.colls.insert(Running::new(sched, 0));
-        let mut req = Req::new(Kind::Coll, spec, None);
+        let mut req = if persistent {
+            Req::persistent(Kind::Coll, spec, None)
+        } else {
+            Req::new(Kind::Coll, spec, None)
+        };
         req.op = Op::Coll(run_key);
-        if persistent {
-            req.persistent = true;
-            req.active = false;
-            req.complete = true;
-        }
         let key = self.st.requests.insert(req);
         if let Some(run) = self.st.colls.get_mut(run_key) {
             run.request = key;
@@ -489,11 +492,13 @@ impl<D: Device> Engine<D> {
         let Some(req) = self.st.requests.get_mut(run.request) else {
             return true;
         };
-        req.complete = true;
         req.status = status;
-        if req.detached {
-            self.st.requests.remove(run.request);
-            return true;
+        match req.life.finish() {
+            Some(life) => req.life = life,
+            None => {
+                self.st.requests.remove(run.request);
+                return true;
+            }
         }
         false
     }

@@ -23,6 +23,7 @@
 //!   request in turn instead of always favouring index 0. `get_status_*`
 //!   complete nothing and free nothing: a later `test`/`wait` does.
 
+use super::request::Life;
 use super::{Completion, Engine, Op, Park, State};
 use crate::device::Device;
 use crate::error::Result;
@@ -83,14 +84,12 @@ impl State {
         if request.is_empty() {
             return Ok(Standing::Complete);
         }
-        let req = self.requests.get(request.0).filter(|r| !r.detached);
+        let req = self.requests.get(request.0).filter(|r| !r.life.detached());
         let req = req.ok_or_else(State::stale)?;
-        Ok(if req.persistent && !req.active {
-            Standing::Inactive
-        } else if req.complete {
-            Standing::Complete
-        } else {
-            Standing::Pending
+        Ok(match req.life {
+            Life::Inactive => Standing::Inactive,
+            Life::Complete | Life::Finished => Standing::Complete,
+            Life::Pending | Life::Started | Life::Detached => Standing::Pending,
         })
     }
 
@@ -98,7 +97,7 @@ impl State {
     /// inactive persistent) report the empty status.
     fn status_of(&self, request: Request) -> Status {
         match self.requests.get(request.0) {
-            Some(r) if !r.persistent || r.active => r.status,
+            Some(r) if r.life.active() => r.status,
             _ => Status::EMPTY,
         }
     }
@@ -118,10 +117,10 @@ impl State {
         let key = request.0;
         let req = self.requests.get_mut(key).ok_or_else(State::stale)?;
         if let Op::Coll(run) = req.op {
-            let persistent = req.persistent;
+            let persistent = req.life.persistent();
             let status = req.status;
             if persistent {
-                req.active = false;
+                req.life = Life::Inactive;
             } else {
                 self.requests.remove(key);
                 *request = Request::NULL;
@@ -146,8 +145,8 @@ impl State {
                 input,
             }));
         }
-        if req.persistent {
-            req.active = false;
+        if req.life.persistent() {
+            req.life = Life::Inactive;
             let message = req.message.take();
             return Ok(Some(Completion {
                 status: req.status,

@@ -333,7 +333,7 @@ impl State {
             let Some(req) = self.requests.get_mut(key) else {
                 continue;
             };
-            if req.complete || !depends_on(req, peer) {
+            if req.life.complete() || !depends_on(req, peer) {
                 continue;
             }
             // A registered buffer must come back from the device first.

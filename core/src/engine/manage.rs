@@ -1,7 +1,7 @@
 //! Managing requests: cancel, free, and generic requests that a collective
 //! schedule completes.
 
-use super::request::{Kind, Op, Req, SendMode, Spec};
+use super::request::{Kind, Life, Op, Req, SendMode, Spec};
 use super::{Engine, State};
 use crate::buffer::Buf;
 use crate::device::Device;
@@ -23,7 +23,7 @@ impl<D: Device> Engine<D> {
             return Ok(());
         }
         let key = request.0;
-        let req = self.st.requests.get(key).filter(|r| !r.detached);
+        let req = self.st.requests.get(key).filter(|r| !r.life.detached());
         let req = req.ok_or_else(State::stale)?;
         let cancelled = match req.op {
             Op::Posted { key: pk } => self.st.posted.remove(pk).is_some(),
@@ -58,9 +58,9 @@ impl<D: Device> Engine<D> {
         let key = request.0;
         // A request already freed while pending is gone for the user: a
         // second free (through a copy of the handle) is a stale handle.
-        let req = self.st.requests.get_mut(key).filter(|r| !r.detached);
+        let req = self.st.requests.get_mut(key).filter(|r| !r.life.detached());
         let req = req.ok_or_else(State::stale)?;
-        if req.complete || !req.active {
+        if req.life.complete() {
             match self.st.requests.remove(key) {
                 Some(Req {
                     op: Op::Coll(run), ..
@@ -72,8 +72,7 @@ impl<D: Device> Engine<D> {
                 _ => {}
             }
         } else {
-            req.detached = true;
-            req.persistent = false;
+            req.life = Life::Detached;
         }
         *request = Request::NULL;
         Ok(())
@@ -109,7 +108,7 @@ impl<D: Device> Engine<D> {
             .requests
             .get_mut(request.0)
             .ok_or_else(State::stale)?;
-        if req.kind != Kind::Generic || req.complete {
+        if req.kind != Kind::Generic || req.life.complete() {
             return Err(UsageError::WrongRequestKind("not a pending generic request").into());
         }
         req.buf = buf;

@@ -483,11 +483,11 @@ impl State {
         let Some(req) = self.requests.get_mut(key) else {
             return;
         };
-        req.complete = true;
         req.status = status;
         req.op = Op::Idle;
-        if req.detached {
-            self.requests.remove(key);
+        match req.life.finish() {
+            Some(life) => req.life = life,
+            None => drop(self.requests.remove(key)),
         }
     }
 

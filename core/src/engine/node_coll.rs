@@ -141,14 +141,16 @@ impl State {
             self.node_runs.remove(run_key);
             return;
         };
-        req.complete = true;
         req.status = Status {
             error,
             ..Status::EMPTY
         };
-        if req.detached {
-            self.requests.remove(request);
-            self.node_runs.remove(run_key);
+        match req.life.finish() {
+            Some(life) => req.life = life,
+            None => {
+                self.requests.remove(request);
+                self.node_runs.remove(run_key);
+            }
         }
     }
 

@@ -9,7 +9,7 @@
 
 use super::outbox::{self, Out};
 use super::post::{pattern_of, PROC_NULL_STATUS};
-use super::request::{Kind, Op, Queued, Req, SendMode, Spec};
+use super::request::{Kind, Life, Op, Queued, Req, SendMode, Spec};
 use super::{Engine, State};
 use crate::buffer::Buf;
 use crate::device::Device;
@@ -69,10 +69,7 @@ impl<D: Device> Engine<D> {
     }
 
     fn persistent(&mut self, kind: Kind, spec: Spec, buf: Buf) -> Request {
-        let mut req = Req::new(kind, spec, Some(buf));
-        req.persistent = true;
-        req.active = false;
-        req.complete = true;
+        let req = Req::persistent(kind, spec, Some(buf));
         Request(self.st.requests.insert(req))
     }
 
@@ -83,16 +80,15 @@ impl<D: Device> Engine<D> {
     /// non-persistent request, [`UsageError::RequestActive`] if it is active.
     pub fn start(&mut self, request: &Request) -> Result<()> {
         let key = request.0;
-        let req = self.st.requests.get_mut(key).filter(|r| !r.detached);
+        let req = self.st.requests.get_mut(key).filter(|r| !r.life.detached());
         let req = req.ok_or_else(State::stale)?;
-        if !req.persistent {
+        if !req.life.persistent() {
             return Err(UsageError::WrongRequestKind("start needs a persistent request").into());
         }
-        if req.active {
+        if req.life.active() {
             return Err(UsageError::RequestActive.into());
         }
-        req.active = true;
-        req.complete = false;
+        req.life = Life::Started;
         req.status = Status::EMPTY;
         if let Op::Coll(run) = req.op {
             return self.start_coll_persistent(run);
@@ -133,12 +129,12 @@ impl<D: Device> Engine<D> {
     pub fn startall(&mut self, requests: &[Request]) -> Result<()> {
         for r in requests {
             let req = self.st.requests.get(r.0).ok_or_else(State::stale)?;
-            if !req.persistent {
+            if !req.life.persistent() {
                 return Err(
                     UsageError::WrongRequestKind("start needs a persistent request").into(),
                 );
             }
-            if req.active {
+            if req.life.active() {
                 return Err(UsageError::RequestActive.into());
             }
         }
@@ -198,10 +194,10 @@ impl<D: Device> Engine<D> {
 }
 
 fn check_inactive_persistent(req: &Req) -> Result<()> {
-    if !req.persistent {
+    if !req.life.persistent() {
         return Err(UsageError::WrongRequestKind("not a persistent request").into());
     }
-    if req.active {
+    if req.life.active() {
         return Err(UsageError::RequestActive.into());
     }
     Ok(())

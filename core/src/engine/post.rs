@@ -11,7 +11,7 @@
 //! complete its request with the error in the status and the buffer kept.
 
 use super::outbox::{self, Out};
-use super::request::{Kind, Op, Queued, Req, SendMode, Spec};
+use super::request::{Kind, Life, Op, Queued, Req, SendMode, Spec};
 use super::{Body, Engine, Started, State, Unexpected};
 use crate::buffer::Buf;
 use crate::device::{Device, MemHandle, Sent};
@@ -167,7 +167,7 @@ impl<D: Device> Engine<D> {
     /// already completed cleanly (and is not persistent), else the handle.
     fn started(&mut self, key: u64) -> Started {
         let done = self.st.requests.get(key).is_some_and(|r| {
-            r.complete && !r.persistent && r.status.error.is_none() && r.kind == Kind::Send
+            r.life == Life::Complete && r.status.error.is_none() && r.kind == Kind::Send
         });
         if done {
             let buf = self.st.requests.remove(key).and_then(|r| r.buf);
@@ -329,8 +329,7 @@ impl<D: Device> Engine<D> {
     fn recv_started(&mut self, key: u64, allowed: bool) -> Started {
         let done = allowed
             && self.st.requests.get(key).is_some_and(|r| {
-                r.complete
-                    && !r.persistent
+                r.life == Life::Complete
                     && r.status.error.is_none()
                     && matches!(r.kind, Kind::Recv | Kind::ARecv)
             });

@@ -56,16 +56,65 @@ pub(crate) struct Spec {
     pub(crate) mode: SendMode,
 }
 
+/// Where a request is in its life. One value rather than four flags
+/// (persistent, active, complete, detached), so that a combination no
+/// request can be in cannot be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Life {
+    /// One-shot, in flight.
+    Pending,
+    /// One-shot, done: the next test or wait takes it and frees it.
+    Complete,
+    /// Freed by its owner while in flight: removed when it completes, and
+    /// a stale handle to everyone from the free on.
+    Detached,
+    /// Persistent, started and in flight.
+    Started,
+    /// Persistent, done: the next test or wait takes it, and it becomes
+    /// inactive.
+    Finished,
+    /// Persistent, not started (made, or finished and taken).
+    Inactive,
+}
+
+impl Life {
+    pub(crate) fn persistent(self) -> bool {
+        matches!(self, Life::Started | Life::Finished | Life::Inactive)
+    }
+
+    /// Persistent requests are inactive between completion and `start`;
+    /// every other request is active.
+    pub(crate) fn active(self) -> bool {
+        self != Life::Inactive
+    }
+
+    /// Done (an inactive persistent request counts as done).
+    pub(crate) fn complete(self) -> bool {
+        matches!(self, Life::Complete | Life::Finished | Life::Inactive)
+    }
+
+    pub(crate) fn detached(self) -> bool {
+        self == Life::Detached
+    }
+
+    /// The operation finished: `Some` of the next life, or `None` for a
+    /// detached request, which is to be removed.
+    pub(crate) fn finish(self) -> Option<Life> {
+        match self {
+            Life::Detached => None,
+            Life::Started | Life::Finished => Some(Life::Finished),
+            // Nothing runs: a late event leaves it inactive.
+            Life::Inactive => Some(Life::Inactive),
+            Life::Pending | Life::Complete => Some(Life::Complete),
+        }
+    }
+}
+
 /// One request's state.
 #[derive(Debug)]
 pub(crate) struct Req {
     pub(crate) kind: Kind,
-    pub(crate) persistent: bool,
-    /// Persistent requests are inactive between completion and `start`.
-    pub(crate) active: bool,
-    pub(crate) complete: bool,
-    /// Freed by the user while still pending: remove on completion.
-    pub(crate) detached: bool,
+    pub(crate) life: Life,
     pub(crate) status: Status,
     /// The user's buffer, while the engine (not a device) holds it.
     pub(crate) buf: Option<Buf>,
@@ -75,13 +124,18 @@ pub(crate) struct Req {
 }
 
 impl Req {
+    /// A persistent request, inactive until started.
+    pub(crate) fn persistent(kind: Kind, spec: Spec, buf: Option<Buf>) -> Req {
+        Req {
+            life: Life::Inactive,
+            ..Req::new(kind, spec, buf)
+        }
+    }
+
     pub(crate) fn new(kind: Kind, spec: Spec, buf: Option<Buf>) -> Req {
         Req {
             kind,
-            persistent: false,
-            active: true,
-            complete: false,
-            detached: false,
+            life: Life::Pending,
             status: Status::EMPTY,
             buf,
             message: None,
