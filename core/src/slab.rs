@@ -70,6 +70,27 @@ impl<T> Slab<T> {
             .and_then(|s| s.value.as_mut())
     }
 
+    /// Removes the value after `f` has taken what it needs from it, in
+    /// place: the value is dropped where it lies instead of being moved out
+    /// (a request is a few cache lines; moving it costs a `memcpy`).
+    #[inline]
+    pub(crate) fn remove_with<R>(&mut self, key: u64, f: impl FnOnce(&mut T) -> R) -> Option<R> {
+        let (index, generation) = unpack(key);
+        let slot = self.slots.get_mut(index as usize)?;
+        if slot.generation != generation {
+            return None;
+        }
+        let out = f(slot.value.as_mut()?);
+        slot.value = None;
+        slot.generation = match slot.generation.wrapping_add(1) {
+            0 => 1,
+            g => g,
+        };
+        self.free.push(index);
+        self.len -= 1;
+        Some(out)
+    }
+
     /// Removes and returns the value; the key (and every copy of it) becomes
     /// stale.
     pub(crate) fn remove(&mut self, key: u64) -> Option<T> {

@@ -215,9 +215,6 @@ impl Request {
     /// # Errors
     /// A stale handle, a fatal device error, or the world was finalized.
     pub fn test(&mut self) -> Result<Option<Completion>> {
-        if self.comm.is_none() {
-            return Ok(Some(Completion::empty()));
-        }
         if self.handle.is_empty() || self.handle.is_null() {
             return Ok(Some(self.take_trivial()));
         }
@@ -226,7 +223,13 @@ impl Request {
         let Some(comm) = self.comm.as_deref() else {
             return Ok(Some(Completion::empty()));
         };
-        let done = comm.shared.lock()?.engine()?.test(&mut self.handle)?;
+        let mut g = comm.shared.lock()?;
+        let engine = g.engine()?;
+        if !engine.test_ready(&self.handle)? {
+            return Ok(None);
+        }
+        let done = engine.take_complete(&mut self.handle)?;
+        drop(g);
         Ok(done.map(|c| {
             let ready = self.ready.get_mut().take();
             Completion::from_core(Some(comm), c, ready, self.origin)
@@ -239,9 +242,6 @@ impl Request {
     /// # Errors
     /// As for [`Request::test`].
     pub fn wait(&mut self) -> Result<Completion> {
-        if self.comm.is_none() {
-            return Ok(Completion::empty());
-        }
         if self.handle.is_empty() || self.handle.is_null() {
             return Ok(self.take_trivial());
         }

@@ -155,14 +155,17 @@ impl State {
                 input: None,
             }));
         }
-        let req = self.requests.remove(key).ok_or_else(State::stale)?;
+        let done = self
+            .requests
+            .remove_with(key, |req| Completion {
+                status: req.status,
+                buf: req.buf.take(),
+                message: req.message.take(),
+                input: None,
+            })
+            .ok_or_else(State::stale)?;
         *request = Request::NULL;
-        Ok(Some(Completion {
-            status: req.status,
-            buf: req.buf,
-            message: req.message,
-            input: None,
-        }))
+        Ok(Some(done))
     }
 
     /// First complete active entry, scanning from a rotating start.
@@ -232,10 +235,34 @@ impl<D: Device> Engine<D> {
     /// # Errors
     /// A stale handle, or a fatal device error.
     pub fn test(&mut self, request: &mut Request) -> Result<Option<Completion>> {
-        if let Some(c) = self.st.take(request)? {
-            return Ok(Some(c));
+        if !self.test_ready(request)? {
+            return Ok(None);
+        }
+        self.st.take(request)
+    }
+
+    /// The first half of [`Engine::test`]: progresses once if the request
+    /// is still pending, and says whether it is complete now, without
+    /// completing it. A caller that tests in a loop then moves a
+    /// [`Completion`] (a few cache lines) only once, when there is one.
+    ///
+    /// # Errors
+    /// As for [`Engine::test`].
+    #[inline]
+    pub fn test_ready(&mut self, request: &Request) -> Result<bool> {
+        if self.st.standing(*request)? != Standing::Pending {
+            return Ok(true);
         }
         self.progress()?;
+        Ok(self.st.standing(*request)? != Standing::Pending)
+    }
+
+    /// Completes a request [`Engine::test_ready`] found complete (`None` if
+    /// it is not): the second half of [`Engine::test`].
+    ///
+    /// # Errors
+    /// A stale handle.
+    pub fn take_complete(&mut self, request: &mut Request) -> Result<Option<Completion>> {
         self.st.take(request)
     }
 
