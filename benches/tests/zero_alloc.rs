@@ -3,7 +3,8 @@
 //! on two threads of this process ([`ferry_bench::inproc::shm_pair`]).
 //! After a warm-up (which may grow the engine's tables and queues once),
 //! a steady ping-pong of eager messages must make **zero** heap
-//! allocations on either thread. The count is per thread, so other tests
+//! allocations on either thread, for messages a receive was posted for and
+//! for small ones that arrive first (unexpected). The count is per thread, so other tests
 //! running at the same time cannot disturb it.
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -75,6 +76,9 @@ enum Style {
     Blocking,
     /// Receive pre-posted with `irecv` before the send, then `wait`.
     Preposted,
+    /// The message is unexpected: the receiver probes until it has
+    /// arrived (and sits in the unexpected queue), then receives it.
+    Unexpected,
 }
 
 /// One ping-pong side: `first_send` sends first. Returns the allocations
@@ -98,8 +102,11 @@ fn side(e: &mut Engine<ShmDevice>, peer: i32, first_send: bool, size: usize, sty
             sbuf = s.buf;
         };
         match style {
-            Style::Blocking => {
+            Style::Blocking | Style::Unexpected => {
                 let mut recv = |e: &mut Engine<ShmDevice>| {
+                    if matches!(style, Style::Unexpected) {
+                        while e.iprobe(peer, TAG, 0).expect("iprobe").is_none() {}
+                    }
                     let b = rbuf.take().expect("receive buffer");
                     rbuf = e.recv(peer, TAG, 0, b, &mut SpinPark).expect("recv").buf;
                 };
@@ -151,8 +158,11 @@ fn pingpong(size: usize, style: Style) -> (u64, u64) {
 
 #[test]
 fn eager_messages_allocate_nothing_in_steady_state() {
-    for size in [0, 8, 1024, 8192] {
-        for style in [Style::Blocking, Style::Preposted] {
+    for size in [0, 8, 64, 256, 1024, 8192] {
+        for style in [Style::Blocking, Style::Preposted, Style::Unexpected] {
+            if size > 1024 && matches!(style, Style::Unexpected) {
+                continue; // the next test
+            }
             let (n0, n1) = pingpong(size, style);
             assert_eq!(
                 (n0, n1),
@@ -160,6 +170,22 @@ fn eager_messages_allocate_nothing_in_steady_state() {
                 "{size} B, {style:?}: allocations on (rank 0, rank 1) over {ITERS} round trips"
             );
         }
+    }
+}
+
+/// What is left, measured exactly: an unexpected eager message larger than
+/// the engine's pooled buffers (1 KiB) stays in its shm cell, handed over
+/// in one box (so that an ARecv takes it without a copy), which is one
+/// allocation per message on the receiving side, and never more.
+#[test]
+fn unexpected_messages_past_the_pool_allocate_one_box_each() {
+    for size in [1025, 8192] {
+        let (n0, n1) = pingpong(size, Style::Unexpected);
+        assert_eq!(
+            (n0, n1),
+            (ITERS as u64, ITERS as u64),
+            "{size} B unexpected: one allocation per message received"
+        );
     }
 }
 

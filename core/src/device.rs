@@ -182,6 +182,15 @@ pub trait Incoming {
     /// [`UsageError::OutOfMemory`](crate::UsageError::OutOfMemory) if a copy
     /// was needed and failed.
     fn into_payload(self) -> Result<Buf, Error>;
+
+    /// True if [`Incoming::into_payload`] allocates: a copy (an shm fastbox
+    /// slot, which must be freed at once) or a box around device memory (an
+    /// shm cell). The engine then copies a small payload into a pooled
+    /// buffer instead; a payload handed over for free (the simulation's,
+    /// the loopback's) stays handed over, so an ARecv takes it as it is.
+    fn hand_over_allocates(&self) -> bool {
+        false
+    }
 }
 
 /// Where [`Device::progress`] reports events. Implemented by the engine.

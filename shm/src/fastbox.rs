@@ -351,6 +351,11 @@ impl Incoming for FbIncoming<'_> {
     fn into_payload(self) -> Result<Buf, Error> {
         Buf::copy_from(self.payload)
     }
+
+    #[inline]
+    fn hand_over_allocates(&self) -> bool {
+        true
+    }
 }
 
 /// What [`ShmDevice::fb_take`] found.

@@ -70,6 +70,12 @@ impl Incoming for ShmIncoming<'_> {
         self.slice(PAYLOAD_OFFSET, self.payload_len)
     }
 
+    /// A box around the cell (or a copy, past the parking bound).
+    #[inline]
+    fn hand_over_allocates(&self) -> bool {
+        true
+    }
+
     fn into_payload(mut self) -> Result<Buf, Error> {
         let Some(cell) = self.cell.take() else {
             return Ok(Buf::new());

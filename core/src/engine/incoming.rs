@@ -94,11 +94,19 @@ impl State {
             context: e.context,
         };
         match self.posted.take_match(&env) {
-            Some(key) => self.deliver_eager(key, env, packet, e.sync),
+            Some(key) => drop(self.deliver_eager(key, env, packet, e.sync)),
             None => {
-                let data = match packet.into_payload() {
-                    Ok(d) => d,
-                    Err(err) => return self.fail_peer(from, err),
+                let pooled = if packet.hand_over_allocates() {
+                    self.small.copy(packet.payload())
+                } else {
+                    None
+                };
+                let data = match pooled {
+                    Some(d) => d,
+                    None => match packet.into_payload() {
+                        Ok(d) => d,
+                        Err(err) => return self.fail_peer(from, err),
+                    },
                 };
                 let msg = Unexpected {
                     body: Body::Eager { data, sync: e.sync },
@@ -157,13 +165,15 @@ impl State {
 
     /// Delivers eager data to a matched receive-like request: settles the
     /// credit and the sync ack (this is the message's match), then lands it.
+    /// Returns `data` if it was only copied from (a pooled buffer then
+    /// goes back to the pool).
     pub(crate) fn deliver_eager<I: Incoming>(
         &mut self,
         key: u64,
         env: Envelope,
         data: I,
         sync: Option<u64>,
-    ) {
+    ) -> Option<I> {
         self.consumed_eager(env.source);
         if let Some(sender) = sync {
             let header = Header::SyncAck { request: sender };
@@ -172,15 +182,22 @@ impl State {
                 header,
             });
         }
-        self.land_eager(key, env, data);
+        self.land_eager(key, env, data)
     }
 
     /// Puts eager data into a matched request. `data` is a packet (copy out
-    /// of it, or take it for ARecv) or a buffered payload.
-    pub(crate) fn land_eager<I: Incoming>(&mut self, key: u64, env: Envelope, data: I) {
+    /// of it, or take it for ARecv) or a buffered payload. Returns `data`
+    /// when it was only copied from.
+    pub(crate) fn land_eager<I: Incoming>(
+        &mut self,
+        key: u64,
+        env: Envelope,
+        data: I,
+    ) -> Option<I> {
         let Some(req) = self.requests.get_mut(key) else {
-            return;
+            return Some(data);
         };
+        let mut left = None;
         let len = data.payload().len();
         let mut status = arrival_status(env, len);
         match req.kind {
@@ -200,13 +217,14 @@ impl State {
                 let data = match data.into_payload() {
                     Ok(b) => b,
                     Err(err) => {
-                        return self.complete(
+                        self.complete(
                             key,
                             Status {
                                 error: Some(err),
                                 ..status
                             },
-                        )
+                        );
+                        return None;
                     }
                 };
                 let msg = Unexpected {
@@ -229,9 +247,11 @@ impl State {
                     };
                     status.error = Some(e.into());
                 }
+                left = Some(data);
             }
         }
         self.complete(key, status);
+        left
     }
 
     /// A receive-like request matched an RTS.

@@ -41,6 +41,7 @@ mod persistent;
 mod post;
 mod request;
 mod rndv;
+mod small_pool;
 
 use std::collections::VecDeque;
 
@@ -236,6 +237,8 @@ pub(crate) struct State {
     pub(crate) requests: Slab<Req>,
     pub(crate) posted: PostedQueue<u64>,
     pub(crate) unexpected: UnexpectedQueue<Unexpected>,
+    /// Where small unexpected eager messages are kept.
+    pub(crate) small: small_pool::SmallPool,
     /// Messages taken by `mprobe`, waiting for `mrecv`.
     pub(crate) messages: Slab<(crate::envelope::Envelope, Unexpected)>,
     /// Probe requests waiting for an arrival.
@@ -306,6 +309,7 @@ impl<D: Device> Engine<D> {
                 requests: Slab::default(),
                 posted: PostedQueue::new(),
                 unexpected: UnexpectedQueue::new(),
+                small: small_pool::SmallPool::default(),
                 messages: Slab::default(),
                 probes: Vec::new(),
                 outbox: VecDeque::new(),

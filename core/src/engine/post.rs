@@ -485,7 +485,11 @@ impl<D: Device> Engine<D> {
         let key = self.st.requests.insert(Req::new(kind, spec, buf));
         match msg.body {
             // Credits and the sync ack were settled when the message was taken.
-            Body::Eager { data, .. } => self.st.land_eager(key, env, data),
+            Body::Eager { data, .. } => {
+                if let Some(copied) = self.st.land_eager(key, env, data) {
+                    self.st.small.give_back(copied);
+                }
+            }
             Body::Rts(r) => self.st.match_rts(key, env, r),
         }
         outbox::flush(&mut self.device, &mut self.st)?;
@@ -563,7 +567,11 @@ impl State {
                 Unexpected {
                     body: Body::Eager { data, sync },
                 },
-            )) => self.deliver_eager(key, env, data, sync),
+            )) => {
+                if let Some(copied) = self.deliver_eager(key, env, data, sync) {
+                    self.small.give_back(copied);
+                }
+            }
             Some((env, Unexpected { body: Body::Rts(r) })) => self.match_rts(key, env, r),
             None => {
                 let pk = self.posted.post(pattern, key);
