@@ -82,6 +82,9 @@ pub struct ShmDevice {
     pub(crate) rdma: Rdma,
     pub(crate) batch: usize,
     pub(crate) liveness_interval: u32,
+    /// Progress calls left until the next liveness check (a countdown: a
+    /// `%` by the interval would cost a division on every call).
+    pub(crate) until_liveness: u32,
     pub(crate) calls: u32,
     pub(crate) check_now: bool,
     /// When the peers' liveness was last checked: a rank that polls
@@ -466,11 +469,13 @@ impl Device for ShmDevice {
             events += self.rdma.progress(sink);
         }
         self.calls = self.calls.wrapping_add(1);
-        let periodic = self.calls % self.liveness_interval == 0
+        self.until_liveness = self.until_liveness.saturating_sub(1);
+        let periodic = self.until_liveness == 0
             || (self.calls % LIVENESS_CLOCK_EVERY == 0
                 && self.last_liveness.elapsed() >= LIVENESS_MAX_AGE);
         if self.check_now || periodic {
             self.check_now = false;
+            self.until_liveness = self.liveness_interval;
             self.last_liveness = std::time::Instant::now();
             self.check_liveness();
         }

@@ -508,6 +508,7 @@ fn finish(
         rdma: Rdma::new(me, seed),
         batch: opts.progress_batch,
         liveness_interval: opts.liveness_interval,
+        until_liveness: opts.liveness_interval,
         node: crate::node::Nodes::new(opts.dir.clone()),
         calls: 0,
         check_now: false,
