@@ -33,6 +33,7 @@ impl<T> Default for Slab<T> {
 
 impl<T> Slab<T> {
     /// Stores `value` and returns its key.
+    #[inline]
     pub(crate) fn insert(&mut self, value: T) -> u64 {
         self.len += 1;
         if let Some(index) = self.free.pop() {

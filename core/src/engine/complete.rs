@@ -77,6 +77,7 @@ pub(super) enum Standing {
 }
 
 impl State {
+    #[inline]
     pub(super) fn standing(&self, request: Request) -> Result<Standing> {
         if request.is_null() {
             return Ok(Standing::Inactive);

@@ -36,7 +36,15 @@ pub(crate) enum Out {
 }
 
 /// Runs queued work until the outbox is empty or the device pushes back.
+#[inline]
 pub(crate) fn flush<D: Device>(dev: &mut D, st: &mut State) -> Result<()> {
+    if st.outbox.is_empty() {
+        return Ok(());
+    }
+    flush_queued(dev, st)
+}
+
+fn flush_queued<D: Device>(dev: &mut D, st: &mut State) -> Result<()> {
     while let Some(&item) = st.outbox.front() {
         match exec(dev, st, item)? {
             Sent::Done => {

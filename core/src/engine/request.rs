@@ -132,6 +132,7 @@ impl Req {
         }
     }
 
+    #[inline]
     pub(crate) fn new(kind: Kind, spec: Spec, buf: Option<Buf>) -> Req {
         Req {
             kind,

@@ -90,6 +90,12 @@ impl Shallow {
     /// Removes the entry at `i` (found by a scan of [`Shallow::refs`]).
     #[inline]
     pub(crate) fn remove_at(&mut self, i: usize) -> Ref {
+        // The usual case, one entry (or the last): no `memmove` call.
+        if i + 1 == self.refs.len() {
+            if let Some(r) = self.refs.pop() {
+                return r;
+            }
+        }
         self.refs.remove(i)
     }
 
