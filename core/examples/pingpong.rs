@@ -46,23 +46,20 @@ fn main() -> Result<()> {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(20_000);
+    // The simulated network's own eager preference applies.
     let config = Config::default();
+    let eager = NetConfig::DEFAULT_CAPS
+        .eager_preferred
+        .min(NetConfig::DEFAULT_CAPS.max_payload);
     println!("# ferry engine ping-pong, 2 ranks over the simulated network (no transport)");
-    println!(
-        "# eager up to {} B, rendezvous-get above",
-        config.eager_limit
-    );
+    println!("# eager up to {eager} B, rendezvous-get above");
     println!("# {:>9} {:>14} {:>10}", "size", "one-way (us)", "protocol");
     for size in [0usize, 8, 64, 1024, 8192, 65536, 1 << 20] {
         let mut sim = Sim::new(NetConfig::new(2).with_delay(0, 0), config.clone());
         let n = if size >= 65536 { iters / 20 } else { iters }.max(10);
         round_trips(&mut sim, size, n / 10)?;
         let us = round_trips(&mut sim, size, n)?;
-        let proto = if size <= config.eager_limit {
-            "eager"
-        } else {
-            "rndv-get"
-        };
+        let proto = if size <= eager { "eager" } else { "rndv-get" };
         println!("{size:>11} {us:>14.3} {proto:>10}");
     }
     Ok(())

@@ -20,8 +20,9 @@ pub enum RndvMode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// Messages of at most this many bytes go eager (clamped to the device's
-    /// `max_payload`).
-    pub eager_limit: usize,
+    /// `max_payload`). `None`: the device's own
+    /// [`Caps::eager_preferred`](crate::Caps::eager_preferred).
+    pub eager_limit: Option<usize>,
     /// Rendezvous messages of at least this many bytes use RDMA (get or put);
     /// smaller ones use fragments. `0` means "always RDMA when available".
     pub rdma_threshold: usize,
@@ -33,7 +34,7 @@ pub struct Config {
     /// outstanding at a receiver before it must wait for credits to return
     /// (further messages then go by rendezvous, which buffers nothing). This
     /// bounds unexpected eager memory at a receiver to
-    /// `peers × eager_credits × eager_limit` bytes.
+    /// `peers × eager_credits × eager limit` bytes.
     pub eager_credits: u32,
     /// Receives may return [`Request::EMPTY`](crate::Request::EMPTY) when they
     /// complete inside the initiating call (the proposal's
@@ -48,7 +49,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            eager_limit: 8192,
+            eager_limit: None,
             rdma_threshold: 0,
             rndv_mode: RndvMode::Auto,
             fragment_size: 64 * 1024,

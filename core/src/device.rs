@@ -104,6 +104,11 @@ pub struct Caps {
     pub name: &'static str,
     /// The largest payload one packet may carry.
     pub max_payload: usize,
+    /// The eager limit this device works best with, used unless
+    /// [`Config::eager_limit`](crate::Config::eager_limit) says otherwise:
+    /// shared memory copies a whole cell faster than it runs a rendezvous
+    /// handshake; a network device's receive buffers are sized for less.
+    pub eager_preferred: usize,
     /// `get` (rendezvous by receiver-side read) works.
     pub rdma_get: bool,
     /// `put` (rendezvous by sender-side write) works.

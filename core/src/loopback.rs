@@ -234,6 +234,7 @@ impl Loopback {
     pub const DEFAULT_CAPS: Caps = Caps {
         name: "loopback",
         max_payload: 64 * 1024,
+        eager_preferred: 8192,
         rdma_get: true,
         rdma_put: true,
         wait_fd: false,
@@ -486,6 +487,7 @@ pub(crate) mod tests {
             0,
             Caps {
                 max_payload: 8,
+                eager_preferred: 8192,
                 ..Loopback::DEFAULT_CAPS
             },
         );

@@ -34,7 +34,10 @@ pub struct ProtocolTable {
 impl ProtocolTable {
     /// Builds the table for a peer with these caps.
     pub fn new(caps: &Caps, config: &Config) -> ProtocolTable {
-        let eager_max = config.eager_limit.min(caps.max_payload);
+        let eager_max = config
+            .eager_limit
+            .unwrap_or(caps.eager_preferred)
+            .min(caps.max_payload);
         let rdma = match config.rndv_mode {
             RndvMode::Auto if caps.rdma_get => Protocol::RndvGet,
             RndvMode::Auto if caps.rdma_put => Protocol::RndvPut,
@@ -72,6 +75,7 @@ mod tests {
         Caps {
             name: "t",
             max_payload: 4096,
+            eager_preferred: 8192,
             rdma_get: get,
             rdma_put: put,
             wait_fd: false,
@@ -81,7 +85,7 @@ mod tests {
     #[test]
     fn sizes_on_both_sides_of_each_threshold() {
         let config = Config {
-            eager_limit: 1024,
+            eager_limit: Some(1024),
             rdma_threshold: 65536,
             ..Config::default()
         };
@@ -101,13 +105,35 @@ mod tests {
     #[test]
     fn eager_limit_is_clamped_to_the_device() {
         let config = Config {
-            eager_limit: 1 << 20,
+            eager_limit: Some(1 << 20),
             ..Config::default()
         };
         let t = ProtocolTable::new(&caps(false, false), &config);
         assert_eq!(t.eager_max, 4096);
         assert_eq!(t.select(1 << 20, true), Protocol::Fragmented);
         assert_eq!(t.fragment, 4096);
+    }
+
+    #[test]
+    fn unset_the_device_chooses_the_eager_limit_and_a_setting_overrides_it() {
+        let device = Caps {
+            max_payload: 64 * 1024,
+            eager_preferred: 32 * 1024,
+            ..caps(false, false)
+        };
+        let unset = ProtocolTable::new(&device, &Config::default());
+        assert_eq!(unset.eager_max, 32 * 1024);
+        for (set, want) in [(1024, 1024), (48 * 1024, 48 * 1024), (1 << 20, 64 * 1024)] {
+            let config = Config {
+                eager_limit: Some(set),
+                ..Config::default()
+            };
+            assert_eq!(
+                ProtocolTable::new(&device, &config).eager_max,
+                want,
+                "{set}"
+            );
+        }
     }
 
     #[test]

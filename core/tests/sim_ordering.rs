@@ -29,7 +29,7 @@ const MODES: [RndvMode; 4] = [
 /// Small thresholds, so that a stream of modest messages crosses all of them.
 fn small_config(mode: RndvMode) -> Config {
     let limits = Config {
-        eager_limit: 256,
+        eager_limit: Some(256),
         fragment_size: 512,
         rdma_threshold: 2048,
         ..Config::default()

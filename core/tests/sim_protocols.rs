@@ -114,10 +114,11 @@ fn zero_rdma_threshold_sends_every_rendezvous_by_rdma() {
 fn eager_limit_is_clamped_to_the_link_payload() {
     let small = Caps {
         max_payload: 4096,
+        eager_preferred: 8192,
         ..caps(true, true)
     };
     let config = Config {
-        eager_limit: MIB,
+        eager_limit: Some(MIB),
         ..config(RndvMode::Auto)
     };
     let mut sim = sim2(small, config, 6);

@@ -4,7 +4,7 @@
 //! | Variable | Values | Default |
 //! |---|---|---|
 //! | `FERRY_DEVICE` | `auto`, `shm`, `loopback`, `ofi`, `verbs` | `auto` |
-//! | `FERRY_EAGER_LIMIT` | a size (`8192`, `8k`, `8KiB`, `1M`) | 8 KiB |
+//! | `FERRY_EAGER_LIMIT` | a size (`8192`, `8k`, `8KiB`, `1M`) | the device's (`Caps::eager_preferred`: shm 64 KiB, ofi and verbs 8 KiB) |
 //! | `FERRY_RNDV_THRESHOLD` | a size: rendezvous messages at least this large use RDMA/CMA, smaller ones fragments | 0 |
 //! | `FERRY_RNDV_MODE` | `auto`, `get`, `put`, `frag`: the large-message protocol (falls back to `frag` where the device lacks RDMA) | `auto` |
 //! | `FERRY_WAIT_MODE` | `spin`, `passive`, `hybrid` | `hybrid` |
@@ -185,7 +185,7 @@ impl Config {
             c.device = device;
         }
         if let Some(n) = settings::size(src, "FERRY_EAGER_LIMIT")? {
-            c.engine.eager_limit = n;
+            c.engine.eager_limit = Some(n);
         }
         if let Some(n) = settings::size(src, "FERRY_RNDV_THRESHOLD")? {
             c.engine.rdma_threshold = n;

@@ -37,7 +37,7 @@ fn every_variable_parses() {
     ])
     .unwrap();
     assert_eq!(c.device, DeviceChoice::Loopback);
-    assert_eq!(c.engine.eager_limit, 16384);
+    assert_eq!(c.engine.eager_limit, Some(16384));
     assert_eq!(c.engine.rdma_threshold, 1 << 20);
     assert_eq!(c.wait_mode, WaitMode::Passive);
     assert_eq!(c.spin, Duration::ZERO);
@@ -96,7 +96,7 @@ fn an_empty_value_is_unset_and_sizes_share_one_syntax() {
         ("1M", 1 << 20),
     ] {
         let c = parse(&[("FERRY_EAGER_LIMIT", text)]).unwrap();
-        assert_eq!(c.engine.eager_limit, bytes, "{text}");
+        assert_eq!(c.engine.eager_limit, Some(bytes), "{text}");
     }
 }
 
@@ -174,7 +174,11 @@ fn explicit_devices_serve_a_singleton() {
         assert_eq!(w.device_name(), name);
         assert_eq!((w.rank(), w.size()), (0, 1));
         let t = w.protocol_table(0).unwrap();
-        assert!(t.eager_max <= 8192);
+        // Unset, the eager limit is the device's own choice.
+        let caps = w.caps(0).unwrap();
+        assert_eq!(t.eager_max, caps.eager_preferred.min(caps.max_payload));
+        let want = if name == "shm" { 64 * 1024 } else { 8192 };
+        assert_eq!(t.eager_max, want, "{name}");
         w.finalize().unwrap();
     }
 }

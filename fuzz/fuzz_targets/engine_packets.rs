@@ -96,7 +96,7 @@ fuzz_target!(|data: &[u8]| {
         rest = &tail[h + p..];
     }
     let device = Hostile { inner: Loopback::new(0), packets: Vec::new() };
-    let config = Config { eager_limit: 64, ..Config::default() };
+    let config = Config { eager_limit: Some(64), ..Config::default() };
     let mut engine = Engine::new(0, 2, device, config).expect("valid rank");
     let _ = engine.irecv(1, 5, 0, Buf::zeroed(100).unwrap());
     let _ = engine.iarecv(ferry_core::ANY_SOURCE, ferry_core::ANY_TAG, 0);

@@ -170,6 +170,7 @@ impl OfiDevice {
             caps: Caps {
                 name: "ofi",
                 max_payload: eager_size,
+                eager_preferred: 8192,
                 rdma_get: false,
                 rdma_put: false,
                 wait_fd: fabric.wait_fd().is_some(),

@@ -478,6 +478,8 @@ fn finish(
         caps: Caps {
             name: "shm",
             max_payload: geo.payload,
+            // A whole cell: two copies beat a rendezvous handshake up to here.
+            eager_preferred: geo.payload,
             rdma_get: cma,
             rdma_put: cma,
             wait_fd: true,

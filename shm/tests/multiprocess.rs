@@ -25,8 +25,15 @@ struct Ctx {
 
 /// Plays this process's rank of test `name` if it is a child; otherwise
 /// launches `size` children and returns their exit statuses.
+/// The sizes these tests send sit around an 8 KiB eager limit, so that
+/// every rendezvous protocol runs: they pin it (the device's own default
+/// is a whole cell, 64 KiB, which the conformance suite covers).
 fn job(name: &str, size: u32, cma: bool, body: fn(&mut Ctx)) -> Option<Vec<ExitStatus>> {
-    job_with(name, size, cma, Config::default(), body)
+    let config = Config {
+        eager_limit: Some(8192),
+        ..Config::default()
+    };
+    job_with(name, size, cma, config, body)
 }
 
 /// [`job`] with an engine configuration.

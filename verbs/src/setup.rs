@@ -200,6 +200,7 @@ impl VerbsDevice {
         let caps = Caps {
             name: "verbs",
             max_payload: eager - MAX_HEADER,
+            eager_preferred: 8192,
             rdma_get: true,
             rdma_put: true,
             wait_fd: true,

@@ -114,6 +114,7 @@ mod tests {
         let caps = super::super::Caps {
             name: "t",
             max_payload: 1,
+            eager_preferred: 8192,
             rdma_get: true,
             rdma_put: false,
             wait_fd: false,

@@ -31,6 +31,7 @@ impl NetConfig {
     pub const DEFAULT_CAPS: Caps = Caps {
         name: "sim",
         max_payload: 16 * 1024,
+        eager_preferred: 8192,
         rdma_get: true,
         rdma_put: true,
         wait_fd: false,
@@ -127,6 +128,7 @@ pub(super) fn meet(local: &Caps, remote: &Caps) -> Caps {
     Caps {
         name: local.name,
         max_payload: local.max_payload.min(remote.max_payload),
+        eager_preferred: local.eager_preferred.min(remote.eager_preferred),
         rdma_get: local.rdma_get && remote.rdma_get,
         rdma_put: local.rdma_put && remote.rdma_put,
         wait_fd: false,

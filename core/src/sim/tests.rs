@@ -427,6 +427,7 @@ fn sim_caps_are_the_meet_of_both_ranks() {
     let net = Network::new(NetConfig::new(3));
     let small = Caps {
         max_payload: 100,
+        eager_preferred: 8192,
         rdma_put: false,
         wait_fd: true,
         ..NetConfig::DEFAULT_CAPS

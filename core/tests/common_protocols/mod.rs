@@ -44,7 +44,12 @@ pub(crate) fn sim2(caps: Caps, config: Config, seed: u64) -> Sim {
 /// The protocol the documentation of `Config` and `ProtocolTable` promises
 /// for a message of `len` bytes when the sender holds an eager credit.
 pub(crate) fn expected_proto(len: usize, config: &Config, caps: &Caps) -> Proto {
-    if len <= config.eager_limit.min(caps.max_payload) {
+    if len
+        <= config
+            .eager_limit
+            .unwrap_or(caps.eager_preferred)
+            .min(caps.max_payload)
+    {
         return Proto::Eager;
     }
     if len < config.rdma_threshold {
@@ -126,7 +131,7 @@ pub(crate) fn config(mode: RndvMode) -> Config {
     // Enough credits that no credit packet joins the control traffic the
     // packet-count checks expect.
     Config {
-        eager_limit: E,
+        eager_limit: Some(E),
         rdma_threshold: R,
         fragment_size: F,
         rndv_mode: mode,

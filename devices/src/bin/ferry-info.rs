@@ -84,7 +84,10 @@ fn main() -> ExitCode {
         config.wait_mode,
         config.spin.as_micros()
     );
-    println!("  eager limit      {} B", config.engine.eager_limit);
+    match config.engine.eager_limit {
+        Some(n) => println!("  eager limit      {n} B"),
+        None => println!("  eager limit      the device's (per peer, below)"),
+    }
     println!("  rndv threshold   {} B", config.engine.rdma_threshold);
     println!(
         "  eager credits    {} per peer",
