@@ -2,7 +2,8 @@
 # Counts the instructions one 8 B message costs each rank of a 2-rank
 # shm ping-pong, by phase, with callgrind (see ferry-instr.rs and
 # report.py). Usage: benches/instr/run.sh [OUT_DIR] [MESSAGES]
-# (INSTR_TOP=N also lists the N most expensive functions)
+# (INSTR_TOP=N also lists the N most expensive functions; INSTR_RANKS=N
+# runs N ranks, of which 0 and 1 are measured and the rest only wait)
 # Needs valgrind (apt-get install valgrind; installed here if missing).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,8 +23,10 @@ rm -rf "$out" && mkdir -p "$out"
 # idle phase apart (before the ping-pong).
 run() {
     local name=$1; shift
-    FERRY_DEVICE=shm target/release/ferryrun -n 2 sh -c '
+    FERRY_DEVICE=shm target/release/ferryrun -n "${INSTR_RANKS:-2}" sh -c '
         name=$1 out=$2; shift 2
+        # Bystanders (rank 2 and up) run natively: only 0 and 1 are counted.
+        [ "$PMI_RANK" -ge 2 ] && exec target/release/ferry-instr
         exec valgrind --tool=callgrind --callgrind-out-file="$out/$name.$PMI_RANK" \
             --dump-before="*phase_idle*" "$@" >"$out/$name.$PMI_RANK.log" 2>"$out/$name.$PMI_RANK.err"' \
         sh "$name" "$out" "$@" \

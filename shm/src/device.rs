@@ -72,6 +72,8 @@ pub struct ShmDevice {
     pub(crate) peers: Vec<Peer>,
     /// Per local peer: sequence numbers and fastbox positions.
     pub(crate) lanes: Vec<Lane>,
+    /// Whose rings each progress call polls (`active.rs`).
+    pub(crate) active: crate::active::Active,
     /// Slots per fastbox ring (0: fastboxes off).
     pub(crate) fb_slots: u32,
     /// Header plus payload bytes a fastbox slot holds (0: off).

@@ -500,45 +500,75 @@ impl ShmDevice {
 
     /// Delivers the fastbox packets that are next in their peer's sequence,
     /// at most `budget`. Returns how many, and whether the budget ran out.
+    /// Polls every peer on a small node, else the active set and one quiet
+    /// peer (see `active.rs`).
     pub(crate) fn fb_poll<S: Sink>(&mut self, sink: &mut S, budget: usize) -> (usize, bool) {
         let mut n = 0;
-        for p in 0..self.lanes.len() as u32 {
-            let lane = &self.lanes[p as usize];
-            // Our own ring needs no look when everything we sent ourselves
-            // has been delivered (private knowledge) and nothing is to free.
-            let idle_self = p == self.me && lane.tx_seq == lane.rx_seq && lane.rx_used == 0;
-            if lane.poisoned || idle_self {
-                continue;
-            }
-            let mut took = false;
-            loop {
-                if n == budget {
+        if self.active.everyone() {
+            for p in 0..self.lanes.len() as u32 {
+                if self.fb_poll_peer(p, sink, budget, &mut n) {
                     return (n, true);
                 }
-                match self.fb_take(p, sink) {
-                    Take::Took => {
-                        n += 1;
-                        took = true;
-                        if self.lanes[p as usize].rx_used >= self.fb_free_at {
-                            self.fb_free(p);
-                        }
-                    }
-                    Take::Empty | Take::Wait => {
-                        // Not right after a delivery: the engine is
-                        // likely to answer it first.
-                        if !took && self.lanes[p as usize].rx_used > 0 {
-                            self.fb_free(p);
-                        }
-                        break;
-                    }
-                    Take::Bad(what) => {
-                        self.poison(p, what);
-                        break;
-                    }
-                }
+            }
+            return (n, false);
+        }
+        let mut peers = [0; crate::active::ACTIVE_MAX + 1];
+        let count = self.active.round(self.calls, &mut peers);
+        for &p in &peers[..count] {
+            if self.fb_poll_peer(p, sink, budget, &mut n) {
+                return (n, true);
             }
         }
         (n, false)
+    }
+
+    /// Delivers what local peer `p`'s ring holds, counting into `n`; true
+    /// if the budget ran out.
+    #[inline(always)]
+    fn fb_poll_peer<S: Sink>(
+        &mut self,
+        p: u32,
+        sink: &mut S,
+        budget: usize,
+        n: &mut usize,
+    ) -> bool {
+        let lane = &self.lanes[p as usize];
+        // Our own ring needs no look when everything we sent ourselves has
+        // been delivered (private knowledge) and nothing is to free.
+        let idle_self = p == self.me && lane.tx_seq == lane.rx_seq && lane.rx_used == 0;
+        if lane.poisoned || idle_self {
+            return false;
+        }
+        let mut took = false;
+        loop {
+            if *n == budget {
+                return true;
+            }
+            match self.fb_take(p, sink) {
+                Take::Took => {
+                    *n += 1;
+                    if !took {
+                        self.active.delivered(p, self.calls);
+                    }
+                    took = true;
+                    if self.lanes[p as usize].rx_used >= self.fb_free_at {
+                        self.fb_free(p);
+                    }
+                }
+                Take::Empty | Take::Wait => {
+                    // Not right after a delivery: the engine is likely to
+                    // answer it first.
+                    if !took && self.lanes[p as usize].rx_used > 0 {
+                        self.fb_free(p);
+                    }
+                    return false;
+                }
+                Take::Bad(what) => {
+                    self.poison(p, what);
+                    return false;
+                }
+            }
+        }
     }
 
     /// A cell with sequence number `seq` arrived from local peer `p`:

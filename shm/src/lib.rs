@@ -240,6 +240,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod active;
 pub mod cell;
 mod cma_tune;
 mod device;

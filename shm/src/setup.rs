@@ -492,6 +492,7 @@ fn finish(
         pool: a.pool,
         peers,
         lanes: vec![Lane::default(); local_ranks.len()],
+        active: crate::active::Active::new(local_ranks.len()),
         fb_slots: geo.fb_slots,
         fb_free_at: crate::fastbox::FREE_AT.min(geo.fb_slots / 2).max(1),
         fb_cap: if geo.fb_slots == 0 {

@@ -150,6 +150,47 @@ fn four_ranks_all_to_all_no_cma() {
     all_succeeded(job("four_ranks_all_to_all_no_cma", 4, false, all_to_all));
 }
 
+/// More ranks than the receiver polls on every call (`active.rs`): small
+/// messages from every peer, in rounds where only some peers talk, so
+/// peers join and leave the set of polled rings; nothing is lost or
+/// reordered, and quiet peers are still heard.
+#[test]
+fn twelve_ranks_small_messages_through_the_active_set() {
+    fn body(ctx: &mut Ctx) {
+        for round in 0..20 {
+            // Every round, an exchange among all; every other round, a few
+            // extra messages to rank 0 from a rotating subset only.
+            exchange(ctx, &[8, 200]);
+            let talkers: Vec<Rank> = (0..ctx.size as Rank)
+                .filter(|&r| r != 0 && (r as usize + round) % 4 == 0)
+                .collect();
+            if ctx.rank == 0 {
+                for &from in &talkers {
+                    for i in 0..3u8 {
+                        let done = ctx
+                            .engine
+                            .recv(from, 50, 0, Buf::zeroed(1).unwrap(), &mut ctx.park)
+                            .unwrap();
+                        assert_eq!(done.buf.unwrap().as_slice(), [i], "order from {from}");
+                    }
+                }
+            } else if talkers.contains(&ctx.rank) {
+                for i in 0..3u8 {
+                    let s = ctx.engine.isend(0, 50, 0, Buf::from(vec![i])).unwrap();
+                    assert!(s.request.is_empty());
+                }
+            }
+            ctx.boot.barrier().unwrap();
+        }
+    }
+    all_succeeded(job(
+        "twelve_ranks_small_messages_through_the_active_set",
+        12,
+        false,
+        body,
+    ));
+}
+
 /// Rendezvous by put (receiver exposes, sender writes with
 /// `process_vm_writev`), forced through the engine's config.
 #[test]
