@@ -76,38 +76,41 @@ impl<T> Slab<T> {
     /// (a request is a few cache lines; moving it costs a `memcpy`).
     #[inline]
     pub(crate) fn remove_with<R>(&mut self, key: u64, f: impl FnOnce(&mut T) -> R) -> Option<R> {
-        let (index, generation) = unpack(key);
-        let slot = self.slots.get_mut(index as usize)?;
-        if slot.generation != generation {
-            return None;
-        }
+        let (index, slot) = self.occupied(key)?;
         let out = f(slot.value.as_mut()?);
         slot.value = None;
-        slot.generation = match slot.generation.wrapping_add(1) {
-            0 => 1,
-            g => g,
-        };
-        self.free.push(index);
-        self.len -= 1;
+        self.retire(index);
         Some(out)
     }
 
     /// Removes and returns the value; the key (and every copy of it) becomes
     /// stale.
     pub(crate) fn remove(&mut self, key: u64) -> Option<T> {
+        let (index, slot) = self.occupied(key)?;
+        let value = slot.value.take()?;
+        self.retire(index);
+        Some(value)
+    }
+
+    /// The slot `key` names, if its generation is still `key`'s.
+    #[inline]
+    fn occupied(&mut self, key: u64) -> Option<(u32, &mut Slot<T>)> {
         let (index, generation) = unpack(key);
         let slot = self.slots.get_mut(index as usize)?;
-        if slot.generation != generation {
-            return None;
-        }
-        let value = slot.value.take()?;
+        (slot.generation == generation).then_some((index, slot))
+    }
+
+    /// Frees slot `index`, just emptied: a new generation, so that every
+    /// copy of the old key is stale, and back on the free list.
+    #[inline]
+    fn retire(&mut self, index: u32) {
+        let slot = &mut self.slots[index as usize];
         slot.generation = match slot.generation.wrapping_add(1) {
             0 => 1,
             g => g,
         };
         self.free.push(index);
         self.len -= 1;
-        Some(value)
     }
 
     pub(crate) fn len(&self) -> usize {

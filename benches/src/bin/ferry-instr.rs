@@ -66,16 +66,19 @@ fn run() -> Result<(), String> {
         return world.finalize().map_err(|e| format!("finalize: {e}"));
     }
     let (rank, peer) = (world.rank(), 1 - world.rank());
-    let mut pair = Buffers {
+    let mut side = Side {
+        comm: &comm,
+        rank,
+        peer,
         send: Some(Buf::from_vec(vec![rank as u8; SIZE])),
         recv: Some(Buf::from_vec(vec![0; SIZE])),
     };
     // Warm-up, not collected: first-touch faults, lazily made state.
-    ping_pong(&comm, rank, peer, &mut pair, 200)?;
+    ping_pong(&mut side, 200)?;
     let idle_phase = messages;
     phase_idle(&comm, peer, idle_phase)?;
     comm.barrier().map_err(|e| format!("barrier: {e}"))?;
-    let idle_pingpong = phase_pingpong(&comm, rank, peer, &mut pair, messages)?;
+    let idle_pingpong = phase_pingpong(&mut side, messages)?;
     comm.barrier().map_err(|e| format!("barrier: {e}"))?;
     println!(
         "rank {rank} messages {messages} idle_pingpong {idle_pingpong} idle_phase {idle_phase}"
@@ -83,7 +86,11 @@ fn run() -> Result<(), String> {
     world.finalize().map_err(|e| format!("finalize: {e}"))
 }
 
-struct Buffers {
+/// One rank's half of the ping-pong.
+struct Side<'a> {
+    comm: &'a Comm,
+    rank: Rank,
+    peer: Rank,
     send: Option<Buf>,
     recv: Option<Buf>,
 }
@@ -106,44 +113,32 @@ fn phase_idle(comm: &Comm, peer: Rank, rounds: usize) -> Result<(), String> {
 
 /// The collected ping-pong; returns the receive tests that found nothing.
 #[inline(never)]
-fn phase_pingpong(
-    comm: &Comm,
-    rank: Rank,
-    peer: Rank,
-    pair: &mut Buffers,
-    messages: usize,
-) -> Result<u64, String> {
-    ping_pong(comm, rank, peer, pair, messages)
+fn phase_pingpong(side: &mut Side<'_>, messages: usize) -> Result<u64, String> {
+    ping_pong(side, messages)
 }
 
-fn ping_pong(
-    comm: &Comm,
-    rank: Rank,
-    peer: Rank,
-    pair: &mut Buffers,
-    messages: usize,
-) -> Result<u64, String> {
+fn ping_pong(side: &mut Side<'_>, messages: usize) -> Result<u64, String> {
     let mut idle = 0;
     // Each rank sends and receives `messages / 2` times: `messages` one-way
     // messages in all, each counted on both sides.
     for _ in 0..messages / 2 {
-        if rank == 0 {
-            pair.send = Some(call_isend(comm, peer, pair.send.take())?);
-            idle += receive(comm, peer, pair)?;
+        if side.rank == 0 {
+            side.send = Some(call_isend(side.comm, side.peer, side.send.take())?);
+            idle += receive(side)?;
         } else {
-            idle += receive(comm, peer, pair)?;
-            pair.send = Some(call_isend(comm, peer, pair.send.take())?);
+            idle += receive(side)?;
+            side.send = Some(call_isend(side.comm, side.peer, side.send.take())?);
         }
     }
     Ok(idle)
 }
 
-fn receive(comm: &Comm, peer: Rank, pair: &mut Buffers) -> Result<u64, String> {
-    let mut r = call_irecv(comm, peer, pair.recv.take())?;
+fn receive(side: &mut Side<'_>) -> Result<u64, String> {
+    let mut r = call_irecv(side.comm, side.peer, side.recv.take())?;
     let mut idle = 0;
     loop {
         if let Some(buf) = call_test_pingpong(&mut r)? {
-            pair.recv = Some(buf);
+            side.recv = Some(buf);
             return Ok(idle);
         }
         idle += 1;
