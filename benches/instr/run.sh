@@ -16,6 +16,7 @@ if ! command -v valgrind >/dev/null 2>&1; then
         || { echo "instr: could not install valgrind" >&2; exit 1; }
 fi
 cd "$root"
+bin=${CARGO_TARGET_DIR:-$root/target}/release
 cargo build --release -q -p ferry-bench -p ferry-launch --bin ferry-instr --bin ferryrun
 rm -rf "$out" && mkdir -p "$out"
 # Each run collects only some call_* functions; the first dump (before the
@@ -23,16 +24,16 @@ rm -rf "$out" && mkdir -p "$out"
 # idle phase apart (before the ping-pong).
 run() {
     local name=$1; shift
-    FERRY_DEVICE=shm target/release/ferryrun -n "${INSTR_RANKS:-2}" sh -c '
+    INSTR_BIN="$bin/ferry-instr" FERRY_DEVICE=shm "$bin/ferryrun" -n "${INSTR_RANKS:-2}" sh -c '
         name=$1 out=$2; shift 2
         # Bystanders (rank 2 and up) run natively: only 0 and 1 are counted.
-        [ "$PMI_RANK" -ge 2 ] && exec target/release/ferry-instr
+        [ "$PMI_RANK" -ge 2 ] && exec "$INSTR_BIN"
         exec valgrind --tool=callgrind --callgrind-out-file="$out/$name.$PMI_RANK" \
             --dump-before="*phase_idle*" "$@" >"$out/$name.$PMI_RANK.log" 2>"$out/$name.$PMI_RANK.err"' \
         sh "$name" "$out" "$@" \
         || { echo "instr: the $name run failed:" >&2; cat "$out/$name".*.err >&2; exit 1; }
 }
-run send --toggle-collect='*call_isend*' target/release/ferry-instr "$messages"
+run send --toggle-collect='*call_isend*' "$bin/ferry-instr" "$messages"
 run recv --toggle-collect='*call_irecv*' --toggle-collect='*call_test_*' \
-    --dump-before='*phase_pingpong*' target/release/ferry-instr "$messages"
+    --dump-before='*phase_pingpong*' "$bin/ferry-instr" "$messages"
 python3 benches/instr/report.py "$out" "${INSTR_TOP:-0}"

@@ -139,6 +139,8 @@ pub struct Frag {
 }
 
 const K_EAGER: u8 = 1;
+/// Kind, flags, context, tag, sequence number.
+const PLAIN_EAGER_LEN: usize = 2 + 4 + 4 + 4;
 const K_RTS: u8 = 2;
 const K_CTS: u8 = 3;
 const K_FRAG: u8 = 4;
@@ -280,6 +282,30 @@ impl Header {
         len
     }
 
+    /// The common packet, a plain eager header (no sync ack asked for),
+    /// read without building a [`Header`]: one length and two byte
+    /// compares, then three fixed loads. `None` for anything else, which
+    /// [`Header::decode`] then decodes (and validates) in full, a
+    /// malformed eager header included.
+    #[inline]
+    pub fn decode_plain_eager(bytes: &[u8]) -> Option<Eager> {
+        let b: &[u8; PLAIN_EAGER_LEN] = bytes.try_into().ok()?;
+        if b[0] != K_EAGER || b[1] != 0 {
+            return None;
+        }
+        let word = |at: usize| [b[at], b[at + 1], b[at + 2], b[at + 3]];
+        let tag = i32::from_le_bytes(word(6));
+        if !(0..=crate::envelope::TAG_UB).contains(&tag) {
+            return None;
+        }
+        Some(Eager {
+            context: u32::from_le_bytes(word(2)),
+            tag,
+            seq: u32::from_le_bytes(word(10)),
+            sync: None,
+        })
+    }
+
     /// Decodes a header, validating kind, flags and exact length.
     ///
     /// # Errors
@@ -366,6 +392,42 @@ mod tests {
         }
         if n < MAX_HEADER {
             assert!(Header::decode(&buf[..n + 1]).is_err());
+        }
+    }
+
+    #[test]
+    fn the_plain_eager_path_agrees_with_the_full_decode() {
+        let mut buf = [0u8; MAX_HEADER];
+        let e = Eager {
+            context: 9,
+            tag: 77,
+            seq: 123_456,
+            sync: None,
+        };
+        let n = Header::Eager(e).encode(&mut buf);
+        assert_eq!(Header::decode_plain_eager(&buf[..n]), Some(e));
+        let synced = Header::Eager(Eager { sync: Some(5), ..e }).encode(&mut buf);
+        assert_eq!(
+            Header::decode_plain_eager(&buf[..synced]),
+            None,
+            "sync goes the full way"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn plain_eager_never_accepts_what_decode_rejects(bytes in prop::collection::vec(any::<u8>(), 0..20)) {
+            if let Some(e) = Header::decode_plain_eager(&bytes) {
+                prop_assert_eq!(Header::decode(&bytes), Ok(Header::Eager(e)));
+            }
+        }
+
+        #[test]
+        fn plain_eager_takes_every_plain_eager_header(context: u32, tag in 0..=crate::envelope::TAG_UB, seq: u32) {
+            let mut buf = [0u8; MAX_HEADER];
+            let e = Eager { context, tag, seq, sync: None };
+            let n = Header::Eager(e).encode(&mut buf);
+            prop_assert_eq!(Header::decode_plain_eager(&buf[..n]), Some(e));
         }
     }
 

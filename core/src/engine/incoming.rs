@@ -26,6 +26,9 @@ impl Sink for State {
         if self.peers[from as usize].failed.is_some() {
             return;
         }
+        if let Some(e) = Header::decode_plain_eager(packet.header()) {
+            return self.on_eager(from, e, packet);
+        }
         let header = match Header::decode(packet.header()) {
             Ok(h) => h,
             Err(what) => return self.protocol_error(from, what),
