@@ -84,6 +84,7 @@ fn main() -> ExitCode {
         config.wait_mode,
         config.spin.as_micros()
     );
+    println!("  thread level     {}", config.thread_level.name());
     match config.engine.eager_limit {
         Some(n) => println!("  eager limit      {n} B"),
         None => println!("  eager limit      the device's (per peer, below)"),
