@@ -29,11 +29,11 @@ pub(crate) struct EngineCell<T> {
     level: ThreadLevel,
     /// The thread allowed to call under `Single` and `Funneled`.
     owner: u64,
-    /// Serialized: a call is in progress (atomic: any thread may enter).
+    /// A call is in progress (below Multiple). Serialized: any thread may
+    /// enter, so it is taken with an atomic swap. Single and Funneled: only
+    /// the owner thread reads or writes it (after the owner check), so
+    /// relaxed loads and stores, plain moves, suffice.
     busy: AtomicBool,
-    /// Single and Funneled: a call is in progress (only the owner thread
-    /// reads or writes it; relaxed loads and stores compile to plain moves).
-    nested: AtomicBool,
     mutex: Mutex<()>,
     value: UnsafeCell<T>,
 }
@@ -41,7 +41,7 @@ pub(crate) struct EngineCell<T> {
 // SAFETY: the value is only reached through a `CellGuard`, and `lock` hands
 // out at most one guard at a time under every level (see the module docs):
 // the mutex (Multiple), the busy flag's swap (Serialized), or the owner
-// check plus the nested flag, both on the one owner thread (Single,
+// check plus the busy flag, both on the one owner thread (Single,
 // Funneled). So `&EngineCell<T>` shared between threads never gives two
 // threads access at once, and `T: Send` lets the value be used from
 // whichever thread holds the guard.
@@ -83,7 +83,6 @@ impl<T> EngineCell<T> {
             level,
             owner: thread_number(),
             busy: AtomicBool::new(false),
-            nested: AtomicBool::new(false),
             mutex: Mutex::new(()),
             value: UnsafeCell::new(value),
         }
@@ -127,13 +126,13 @@ impl<T> EngineCell<T> {
                         misuse: "a call from another thread than the one that initialised ferry",
                     });
                 }
-                if self.nested.load(Ordering::Relaxed) {
+                if self.busy.load(Ordering::Relaxed) {
                     return Err(ApiError::ThreadLevel {
                         level: self.level,
                         misuse: "a call from inside another call",
                     });
                 }
-                self.nested.store(true, Ordering::Relaxed);
+                self.busy.store(true, Ordering::Relaxed);
                 None
             }
         };
@@ -177,7 +176,7 @@ impl<T> Drop for CellGuard<'_, T> {
             ThreadLevel::Multiple => {}
             ThreadLevel::Serialized => self.cell.busy.store(false, Ordering::Release),
             ThreadLevel::Single | ThreadLevel::Funneled => {
-                self.cell.nested.store(false, Ordering::Relaxed);
+                self.cell.busy.store(false, Ordering::Relaxed);
             }
         }
     }
