@@ -42,6 +42,11 @@ cargo --version
 ci_packages_ensure mpich pkg-config clang libclang-dev libfabric-dev libfabric-bin \
   libibverbs-dev librdmacm-dev
 
+# The release profile links with fat LTO (Cargo.toml) for the programs users
+# run; the release-built *tests* below do not need it, and would spend
+# minutes in it. The README's main command is built as users get it.
+export CARGO_PROFILE_RELEASE_LTO=false
+
 step "format"
 cargo fmt --all -- --check
 
@@ -72,6 +77,10 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom" \
 
 step "stress tests (ignored by default)"
 cargo test --workspace "${network[@]}" --locked --release -- --ignored
+
+step "the README's main job, built as users build it (fat LTO)"
+CARGO_PROFILE_RELEASE_LTO=fat CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/lto" \
+  cargo run --release --locked -p ferry-bench -- latency --sizes 8,65536 --iters 2000
 
 step "ofi device: tcp;ofi_rxm and shm providers"
 bash ci/ofi.sh
