@@ -355,13 +355,21 @@ impl Guard<'_> {
         &mut self.locked
     }
 
-    /// The release rule; see the module docs.
+    /// The release rule; see the module docs. Inline, for the usual case
+    /// of nobody asleep; the rest is out of line.
+    #[inline]
     fn settle(&mut self) {
-        let stats = &self.hub.stats;
-        let l = &mut *self.locked;
-        if l.sleepers.iter().all(|s| s.kicked) {
+        if self.locked.sleepers.iter().all(|s| s.kicked) {
             return;
         }
+        self.settle_sleepers();
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn settle_sleepers(&mut self) {
+        let stats = &self.hub.stats;
+        let l = &mut *self.locked;
         // With the engine gone, everyone must come and see.
         let mut kick_all = true;
         if let Some(engine) = l.engine.as_mut() {

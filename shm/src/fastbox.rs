@@ -451,6 +451,23 @@ impl ShmDevice {
         }
     }
 
+    /// [`ShmDevice::fb_take`], with the usual outcome of a poll (an empty
+    /// slot) decided inline: `fb_take` holds the whole delivery path and
+    /// does not inline, and an idle poll would pay its frame.
+    #[inline(always)]
+    fn fb_next<S: Sink>(&mut self, p: u32, sink: &mut S) -> Take {
+        let lane = &self.lanes[p as usize];
+        if lane.rx_used != self.fb_slots
+            && self
+                .seg
+                .fb_ctrl(p, self.me, lane.rx_slot)
+                .is_none_or(|ctrl| peek(ctrl) == 0)
+        {
+            return Take::Empty;
+        }
+        self.fb_take(p, sink)
+    }
+
     /// Delivers the next packet of local peer `p`'s ring to us if it is the
     /// one expected.
     #[inline]
@@ -544,7 +561,7 @@ impl ShmDevice {
             if *n == budget {
                 return true;
             }
-            match self.fb_take(p, sink) {
+            match self.fb_next(p, sink) {
                 Take::Took => {
                     *n += 1;
                     if !took {
