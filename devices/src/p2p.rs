@@ -71,7 +71,7 @@ impl Comm {
     pub fn isend_buf(
         &self,
         buf: Buf,
-        origin: Option<std::any::TypeId>,
+        origin: crate::typed::Origin,
         dest: Rank,
         tag: Tag,
         mode: SendMode,
@@ -101,7 +101,7 @@ impl Comm {
     pub fn irecv_buf(
         &self,
         buf: Buf,
-        origin: Option<std::any::TypeId>,
+        origin: crate::typed::Origin,
         source: Rank,
         tag: Tag,
     ) -> Result<Request> {
@@ -198,9 +198,9 @@ impl Comm {
             .improbe_request(source, tag, c.context)?;
         let done = Request::new(self, handle, None).wait()?;
         done.status.ok()?;
-        let message = done
-            .message
-            .ok_or(crate::Error::Internal("mprobe completed without a message"))?;
+        let crate::request::Extra::Message(message) = done.extra else {
+            return Err(crate::Error::Internal("mprobe completed without a message"));
+        };
         Ok((Message::new(&self.inner, message), done.status))
     }
 

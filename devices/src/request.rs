@@ -8,7 +8,7 @@
 //! frees it (`MPI_Request_free`): the operation completes in the background
 //! and its buffer is dropped then.
 
-use std::any::TypeId;
+use crate::typed::Origin;
 use std::sync::Arc;
 
 use ferry_core::{Buf, Started, Status};
@@ -33,7 +33,7 @@ pub struct Request {
     /// `Exclusive` turns into `Request: Sync`.)
     ready: Exclusive<Option<Buf>>,
     /// The element type of the buffer, when it came from a `Vec<T>`.
-    pub(crate) origin: Option<TypeId>,
+    pub(crate) origin: Origin,
     /// `None` only for the null request.
     pub(crate) comm: Option<Arc<CommInner>>,
 }
@@ -46,10 +46,37 @@ pub struct Completion {
     /// whether it was cancelled.
     pub status: Status,
     pub(crate) buf: Option<Buf>,
-    pub(crate) origin: Option<TypeId>,
-    pub(crate) message: Option<ferry_core::Message>,
+    pub(crate) origin: Origin,
+    /// What only some operations hand back, in one field: completions are
+    /// moved on every test, and two optional fields would make them bigger
+    /// than the compiler copies without a `memcpy` call.
+    pub(crate) extra: Extra,
+}
+
+// A completion is moved on every test; at 128 bytes or less the compiler
+// copies it inline (eight 16-byte moves) instead of calling `memcpy`.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Result<Option<Completion>>>() <= 128);
+
+/// The part of a [`Completion`] only some operations have.
+#[derive(Debug, Default)]
+pub(crate) enum Extra {
+    #[default]
+    None,
+    /// A matched probe's message.
+    Message(ferry_core::Message),
     /// A collective's input buffer, handed back beside its output.
-    pub(crate) input: Option<Buf>,
+    Input(Buf),
+}
+
+impl Extra {
+    fn new(message: ferry_core::Message, input: Option<Buf>) -> Extra {
+        match input {
+            Some(input) => Extra::Input(input),
+            None if message != ferry_core::Message::NULL => Extra::Message(message),
+            None => Extra::None,
+        }
+    }
 }
 
 impl Completion {
@@ -58,8 +85,7 @@ impl Completion {
             status: Status::EMPTY,
             buf: None,
             origin: None,
-            message: None,
-            input: None,
+            extra: Extra::None,
         }
     }
 
@@ -67,20 +93,19 @@ impl Completion {
         comm: Option<&CommInner>,
         c: ferry_core::Completion,
         ready: Option<Buf>,
-        origin: Option<TypeId>,
+        origin: Origin,
     ) -> Completion {
         Completion {
             status: comm.map_or(c.status, |comm| comm.status(c.status)),
             buf: c.buf.or(ready),
             origin,
-            message: c.message,
-            input: c.input,
+            extra: Extra::new(c.message, c.input),
         }
     }
 
     /// True if a collective's input buffer came back.
     pub(crate) fn has_input(&self) -> bool {
-        self.input.is_some()
+        matches!(self.extra, Extra::Input(_))
     }
 
     /// The buffer's bytes (empty if there is none). For a receive this is
@@ -111,7 +136,11 @@ impl Completion {
     pub fn into_vec<T: Element>(self) -> Result<Vec<T>> {
         // A collective rank without an output (a reduce's non-root) gets
         // its input back.
-        match self.buf.or(self.input) {
+        let input = match self.extra {
+            Extra::Input(input) => Some(input),
+            _ => None,
+        };
+        match self.buf.or(input) {
             Some(buf) => buf_into_vec(buf, self.origin),
             None => Err(ApiError::NoBuffer.into()),
         }
@@ -143,7 +172,7 @@ impl Request {
         comm: None,
     };
 
-    pub(crate) fn new(comm: &Comm, handle: ferry_core::Request, origin: Option<TypeId>) -> Self {
+    pub(crate) fn new(comm: &Comm, handle: ferry_core::Request, origin: Origin) -> Self {
         Request {
             handle,
             ready: Exclusive::new(None),
@@ -155,14 +184,14 @@ impl Request {
     pub(crate) fn coll_started(
         comm: &Comm,
         started: ferry_core::CollStarted,
-        origin: Option<TypeId>,
+        origin: Origin,
     ) -> Self {
         let mut r = Request::new(comm, started.request, origin);
         r.ready = Exclusive::new(started.output.or(started.input));
         r
     }
 
-    pub(crate) fn started(comm: &Comm, started: Started, origin: Option<TypeId>) -> Self {
+    pub(crate) fn started(comm: &Comm, started: Started, origin: Origin) -> Self {
         let mut r = Request::new(comm, started.request, origin);
         r.ready = Exclusive::new(started.buf);
         r

@@ -65,9 +65,15 @@ pub(crate) fn vec_into_buf<T: Element>(v: Vec<T>) -> Buf {
 /// The element type a buffer was made from, if it was a typed vector:
 /// recorded by the request so that the buffer can be turned back into that
 /// vector without a copy.
-pub(crate) fn origin_of<T: Element>() -> Option<TypeId> {
-    Some(TypeId::of::<T>())
+pub(crate) fn origin_of<T: Element>() -> Origin {
+    Some(TypeId::of::<T>)
 }
+
+/// See [`origin_of`]. A function that names the type rather than its
+/// `TypeId` (16 bytes): requests and completions are moved on every call,
+/// and this keeps a completion under the size the compiler copies without
+/// a `memcpy` call.
+pub(crate) type Origin = Option<fn() -> TypeId>;
 
 /// Turns a buffer back into a `Vec<T>`: the original vector if it was one
 /// (`origin` says whether it was a `Vec<T>`; it is returned at its full
@@ -77,12 +83,12 @@ pub(crate) fn origin_of<T: Element>() -> Option<TypeId> {
 /// [`ApiError::ElementSize`] if the bytes are not a whole number of `T`s,
 /// [`UsageError::OutOfMemory`](ferry_core::UsageError::OutOfMemory) if the
 /// copy cannot be allocated.
-pub(crate) fn buf_into_vec<T: Element>(buf: Buf, origin: Option<TypeId>) -> Result<Vec<T>> {
+pub(crate) fn buf_into_vec<T: Element>(buf: Buf, origin: Origin) -> Result<Vec<T>> {
     let buf = match buf.into_vec() {
         Ok(bytes) => return bytes_into_vec(bytes),
         Err(buf) => buf,
     };
-    if origin != Some(TypeId::of::<T>()) {
+    if origin.map(|type_of| type_of()) != Some(TypeId::of::<T>()) {
         return copy_to_vec(&buf);
     }
     let len = buf.len();

@@ -295,7 +295,7 @@ impl ReduceOp {
     fn not_defined(&self, dtype: Datatype) -> Error {
         UsageError::OpNotDefined {
             op: self.name(),
-            datatype: dtype.name(),
+            datatype: dtype,
         }
         .into()
     }

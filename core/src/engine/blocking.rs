@@ -121,8 +121,8 @@ impl<D: Device> Engine<D> {
     ) -> Result<(Message, Status)> {
         let mut request = self.improbe_request(source, tag, context)?;
         let done = self.wait(&mut request, park)?;
-        let message = done
-            .message
+        let message = Some(done.message)
+            .filter(|m| *m != Message::NULL)
             .ok_or(crate::Error::Internal("mprobe completed without a message"))?;
         Ok((message, done.status))
     }
@@ -134,7 +134,7 @@ impl<D: Device> Engine<D> {
             return Ok(Completion {
                 status: Status::EMPTY,
                 buf: started.buf,
-                message: None,
+                message: Message::NULL,
                 input: None,
             });
         }

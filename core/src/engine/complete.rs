@@ -27,6 +27,7 @@ use super::request::Life;
 use super::{Completion, Engine, Op, Park, State};
 use crate::device::Device;
 use crate::error::Result;
+use crate::handle::Message;
 use crate::handle::Request;
 use crate::status::Status;
 
@@ -130,7 +131,7 @@ impl State {
             return Ok(Some(Completion {
                 status,
                 buf,
-                message: None,
+                message: Message::NULL,
                 input,
             }));
         }
@@ -142,13 +143,13 @@ impl State {
             return Ok(Some(Completion {
                 status,
                 buf,
-                message: None,
+                message: Message::NULL,
                 input,
             }));
         }
         if req.life.persistent() {
             req.life = Life::Inactive;
-            let message = req.message.take();
+            let message = req.message.take().unwrap_or(Message::NULL);
             return Ok(Some(Completion {
                 status: req.status,
                 buf: None,
@@ -161,7 +162,7 @@ impl State {
             .remove_with(key, |req| Completion {
                 status: req.status,
                 buf: req.buf.take(),
-                message: req.message.take(),
+                message: req.message.take().unwrap_or(Message::NULL),
                 input: None,
             })
             .ok_or_else(State::stale)?;

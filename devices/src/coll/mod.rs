@@ -21,7 +21,7 @@ mod nonblocking;
 pub(crate) mod op;
 mod persistent;
 
-use std::any::TypeId;
+use crate::typed::Origin;
 
 use ferry_core::coll::{build, Collective, Counts};
 use ferry_core::Buf;
@@ -38,7 +38,7 @@ impl Comm {
         coll: Collective,
         input: Option<Buf>,
         output: Option<Buf>,
-        origin: Option<TypeId>,
+        origin: Origin,
         persistent: bool,
     ) -> Result<Request> {
         let c = &self.inner;

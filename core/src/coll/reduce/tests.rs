@@ -348,7 +348,7 @@ fn undefined_combinations_are_refused_and_write_nothing() {
             } else {
                 let want = Err(Error::Usage(UsageError::OpNotDefined {
                     op: op.name(),
-                    datatype: dtype.name(),
+                    datatype: dtype,
                 }));
                 assert_eq!(op.check(dtype), want);
                 assert_eq!(result, want);
