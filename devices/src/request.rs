@@ -34,7 +34,7 @@ pub struct Request {
     ready: Exclusive<Option<Buf>>,
     /// The element type of the buffer, when it came from a `Vec<T>`.
     pub(crate) origin: Origin,
-    /// `None` only for the null request.
+    /// `None` for the null request and for EMPTY ones.
     pub(crate) comm: Option<Arc<CommInner>>,
 }
 
@@ -186,15 +186,34 @@ impl Request {
         started: ferry_core::CollStarted,
         origin: Origin,
     ) -> Self {
-        let mut r = Request::new(comm, started.request, origin);
-        r.ready = Exclusive::new(started.output.or(started.input));
-        r
+        Request::begun(
+            comm,
+            started.request,
+            started.output.or(started.input),
+            origin,
+        )
     }
 
     pub(crate) fn started(comm: &Comm, started: Started, origin: Origin) -> Self {
-        let mut r = Request::new(comm, started.request, origin);
-        r.ready = Exclusive::new(started.buf);
-        r
+        Request::begun(comm, started.request, started.buf, origin)
+    }
+
+    /// A request the engine has started. An EMPTY one (done inside its
+    /// call) needs nothing of its communicator: completing it only hands
+    /// back `ready`, so it holds no reference, which spares a send that
+    /// completes at once two atomic operations on the communicator's count.
+    #[inline]
+    fn begun(comm: &Comm, handle: ferry_core::Request, ready: Option<Buf>, origin: Origin) -> Self {
+        Request {
+            handle,
+            ready: Exclusive::new(ready),
+            origin,
+            comm: if handle.is_empty() {
+                None
+            } else {
+                Some(Arc::clone(&comm.inner))
+            },
+        }
     }
 
     /// The buffer an EMPTY request holds.
