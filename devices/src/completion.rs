@@ -83,8 +83,45 @@ fn status_of(r: &Request, s: Status) -> Status {
     r.comm.as_ref().map_or(s, |c| c.status(s))
 }
 
-fn all_null(requests: &mut [Request]) -> Vec<Completion> {
-    requests.iter().map(|_| Completion::empty()).collect()
+// Without a world, every request is null or EMPTY (an EMPTY request holds
+// no communicator): EMPTY ones are complete and hand back their buffer, null
+// ones are inactive. These settle such a list as the engine would.
+
+fn offline_all(requests: &mut [Request]) -> impl Iterator<Item = Completion> + '_ {
+    requests.iter_mut().map(Request::take_trivial)
+}
+
+fn offline_any(requests: &mut [Request]) -> Outcome<(usize, Completion)> {
+    match requests.iter().position(Request::is_empty) {
+        Some(i) => Outcome::Completed((i, requests[i].take_trivial())),
+        None => Outcome::Undefined,
+    }
+}
+
+fn offline_some(requests: &mut [Request]) -> Outcome<Vec<(usize, Completion)>> {
+    let done: Vec<_> = requests
+        .iter_mut()
+        .enumerate()
+        .filter(|(_, r)| r.is_empty())
+        .map(|(i, r)| (i, r.take_trivial()))
+        .collect();
+    if done.is_empty() {
+        Outcome::Undefined
+    } else {
+        Outcome::Completed(done)
+    }
+}
+
+fn offline_status_some(requests: &[Request]) -> Outcome<Vec<(usize, Status)>> {
+    let done: Vec<_> = (0..requests.len())
+        .filter(|&i| requests[i].is_empty())
+        .map(|i| (i, Status::EMPTY))
+        .collect();
+    if done.is_empty() {
+        Outcome::Undefined
+    } else {
+        Outcome::Completed(done)
+    }
 }
 
 /// `MPI_Waitall`: blocks until every request is complete, then completes
@@ -115,7 +152,7 @@ thread_local! {
 pub fn wait_all_into(requests: &mut [Request], out: &mut Vec<Completion>) -> Result<()> {
     out.clear();
     let Some(shared) = common_world(requests)? else {
-        out.extend(all_null(requests));
+        out.extend(offline_all(requests));
         return Ok(());
     };
     SCRATCH.with(|scratch| {
@@ -151,7 +188,7 @@ pub fn wait_all_into(requests: &mut [Request], out: &mut Vec<Completion>) -> Res
 /// As for [`wait_all`].
 pub fn test_all(requests: &mut [Request]) -> Result<Option<Vec<Completion>>> {
     let Some(shared) = common_world(requests)? else {
-        return Ok(Some(all_null(requests)));
+        return Ok(Some(offline_all(requests).collect()));
     };
     let mut hs = handles(requests);
     let mut out = Vec::with_capacity(requests.len());
@@ -184,7 +221,7 @@ fn any_outcome(requests: &mut [Request], any: ferry_core::Any) -> Outcome<(usize
 /// As for [`wait_all`].
 pub fn wait_any(requests: &mut [Request]) -> Result<Outcome<(usize, Completion)>> {
     let Some(shared) = common_world(requests)? else {
-        return Ok(Outcome::Undefined);
+        return Ok(offline_any(requests));
     };
     let mut hs = handles(requests);
     let r = block_on(&shared, |e| e.testany(&mut hs));
@@ -199,7 +236,7 @@ pub fn wait_any(requests: &mut [Request]) -> Result<Outcome<(usize, Completion)>
 /// As for [`wait_all`].
 pub fn test_any(requests: &mut [Request]) -> Result<Option<Outcome<(usize, Completion)>>> {
     let Some(shared) = common_world(requests)? else {
-        return Ok(Some(Outcome::Undefined));
+        return Ok(Some(offline_any(requests)));
     };
     let mut hs = handles(requests);
     let r = shared.lock()?.engine()?.testany(&mut hs);
@@ -229,7 +266,7 @@ fn some_outcome(
 /// As for [`wait_all`].
 pub fn wait_some(requests: &mut [Request]) -> Result<Outcome<Vec<(usize, Completion)>>> {
     let Some(shared) = common_world(requests)? else {
-        return Ok(Outcome::Undefined);
+        return Ok(offline_some(requests));
     };
     let mut hs = handles(requests);
     let mut out = Vec::new();
@@ -250,7 +287,7 @@ pub fn wait_some(requests: &mut [Request]) -> Result<Outcome<Vec<(usize, Complet
 /// As for [`wait_all`].
 pub fn test_some(requests: &mut [Request]) -> Result<Outcome<Vec<(usize, Completion)>>> {
     let Some(shared) = common_world(requests)? else {
-        return Ok(Outcome::Undefined);
+        return Ok(offline_some(requests));
     };
     let mut hs = handles(requests);
     let mut out = Vec::new();
@@ -288,7 +325,10 @@ pub fn get_status_all(requests: &[Request]) -> Result<Option<Vec<Status>>> {
 /// As for [`wait_all`].
 pub fn get_status_any(requests: &[Request]) -> Result<Option<Outcome<(usize, Status)>>> {
     let Some(shared) = common_world(requests)? else {
-        return Ok(Some(Outcome::Undefined));
+        let first = requests.iter().position(Request::is_empty);
+        return Ok(Some(first.map_or(Outcome::Undefined, |i| {
+            Outcome::Completed((i, Status::EMPTY))
+        })));
     };
     let hs = handles(requests);
     let found = shared.lock()?.engine()?.get_status_any(&hs)?;
@@ -307,7 +347,7 @@ pub fn get_status_any(requests: &[Request]) -> Result<Option<Outcome<(usize, Sta
 /// As for [`wait_all`].
 pub fn get_status_some(requests: &[Request]) -> Result<Outcome<Vec<(usize, Status)>>> {
     let Some(shared) = common_world(requests)? else {
-        return Ok(Outcome::Undefined);
+        return Ok(offline_status_some(requests));
     };
     let hs = handles(requests);
     let mut out = Vec::new();

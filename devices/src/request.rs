@@ -303,7 +303,7 @@ impl Request {
     }
 
     /// Completes an EMPTY (or null) request without the lock.
-    fn take_trivial(&mut self) -> Completion {
+    pub(crate) fn take_trivial(&mut self) -> Completion {
         self.handle = ferry_core::Request::NULL;
         Completion {
             buf: self.take_ready(),

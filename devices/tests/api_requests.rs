@@ -70,6 +70,71 @@ fn empty_requests_mix_with_others_in_every_call() {
     assert_eq!(done[1].bytes(), &[1; 16]);
 }
 
+/// EMPTY requests hold no communicator, so a list of only EMPTY and null
+/// requests is settled without a world: every call must still treat EMPTY
+/// as complete (and hand its buffer back) and null as inactive.
+#[test]
+fn lists_of_only_empty_and_null_requests() {
+    let w = world();
+    let comm = w.world();
+    let empty = |v: u8| {
+        let r = comm.isend(vec![v; 4], 0, 3).unwrap();
+        assert!(r.is_empty());
+        r
+    };
+    let mut reqs = [Request::NULL, empty(1), empty(2)];
+    let statuses = ferry::get_status_all(&reqs).unwrap().expect("all complete");
+    assert_eq!(statuses, [Status::EMPTY; 3]);
+    assert!(matches!(
+        ferry::get_status_any(&reqs).unwrap(),
+        Some(Outcome::Completed((1, Status::EMPTY)))
+    ));
+    match ferry::get_status_some(&reqs).unwrap() {
+        Outcome::Completed(v) => assert_eq!(v, [(1, Status::EMPTY), (2, Status::EMPTY)]),
+        Outcome::Undefined => panic!("two EMPTY requests are complete"),
+    }
+    assert!(!reqs[1].is_null(), "get_status_* complete nothing");
+
+    match ferry::wait_any(&mut reqs).unwrap() {
+        Outcome::Completed((1, done)) => assert_eq!(done.bytes(), &[1; 4]),
+        other => panic!("wait_any: {other:?}"),
+    }
+    assert!(reqs[1].is_null());
+    match ferry::test_some(&mut reqs).unwrap() {
+        Outcome::Completed(v) => {
+            assert_eq!(v.len(), 1);
+            assert_eq!((v[0].0, v[0].1.bytes()), (2, &[2u8; 4][..]));
+        }
+        Outcome::Undefined => panic!("one EMPTY request is left"),
+    }
+    assert!(matches!(
+        ferry::wait_some(&mut reqs).unwrap(),
+        Outcome::Undefined
+    ));
+
+    let mut reqs = [empty(3), Request::NULL];
+    let mut out = Vec::new();
+    ferry::wait_all_into(&mut reqs, &mut out).unwrap();
+    assert_eq!(
+        out[0].bytes(),
+        &[3; 4],
+        "wait_all hands EMPTY's buffer back"
+    );
+    assert_eq!(out[1].status, Status::EMPTY);
+    assert!(reqs.iter().all(Request::is_null));
+    let mut reqs = [empty(4)];
+    let done = ferry::test_all(&mut reqs).unwrap().expect("complete");
+    assert_eq!(done[0].bytes(), &[4; 4]);
+    let mut reqs = [empty(5)];
+    assert!(matches!(
+        ferry::test_any(&mut reqs).unwrap(),
+        Some(Outcome::Completed((0, _)))
+    ));
+    for _ in 0..5 {
+        let _ = comm.arecv::<u8>(0, 3).unwrap();
+    }
+}
+
 #[test]
 fn null_and_inactive_requests_follow_mpi() {
     let w = world();
