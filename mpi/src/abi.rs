@@ -167,8 +167,8 @@ impl MpiStatus {
     /// The MPI status of a ferry status (its error as a class).
     pub fn from_ferry(s: &ferry::Status) -> MpiStatus {
         let mut m = MpiStatus {
-            source: s.source,
-            tag: s.tag,
+            source: source_out(s.source),
+            tag: tag_out(s.tag),
             error: s
                 .error
                 .map_or(class::MPI_SUCCESS, |e| crate::error::class_of_core(&e)),
@@ -180,9 +180,72 @@ impl MpiStatus {
     }
 }
 
+// ferry's own sentinels differ from the ABI's (ferry: ANY_SOURCE -2,
+// PROC_NULL -1, ANY_TAG -1), so ranks and tags are translated both ways.
+// Any other negative value becomes one ferry rejects (`i32::MIN`), so that
+// e.g. MPI_ANY_TAG passed as a rank (-2, ferry's ANY_SOURCE) is an error.
+
+/// A rank argument in ferry's terms.
+#[inline]
+pub fn rank_in(rank: c_int) -> ferry::Rank {
+    match rank {
+        MPI_ANY_SOURCE => ferry::ANY_SOURCE,
+        MPI_PROC_NULL => ferry::PROC_NULL,
+        r if r < 0 => i32::MIN,
+        r => r,
+    }
+}
+
+/// A tag argument in ferry's terms.
+#[inline]
+pub fn tag_in(tag: c_int) -> ferry::Tag {
+    match tag {
+        MPI_ANY_TAG => ferry::ANY_TAG,
+        t if t < 0 => i32::MIN,
+        t => t,
+    }
+}
+
+/// A status source in the ABI's terms.
+#[inline]
+pub fn source_out(source: ferry::Rank) -> c_int {
+    match source {
+        ferry::ANY_SOURCE => MPI_ANY_SOURCE,
+        ferry::PROC_NULL => MPI_PROC_NULL,
+        s => s,
+    }
+}
+
+/// A status tag in the ABI's terms.
+#[inline]
+pub fn tag_out(tag: ferry::Tag) -> c_int {
+    if tag == ferry::ANY_TAG {
+        MPI_ANY_TAG
+    } else {
+        tag
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sentinels_translate_both_ways_and_strays_are_invalid() {
+        assert_eq!(rank_in(MPI_ANY_SOURCE), ferry::ANY_SOURCE);
+        assert_eq!(rank_in(MPI_PROC_NULL), ferry::PROC_NULL);
+        assert_eq!(rank_in(-2), i32::MIN);
+        assert_eq!(rank_in(-4), i32::MIN);
+        assert_eq!(rank_in(5), 5);
+        assert_eq!(tag_in(MPI_ANY_TAG), ferry::ANY_TAG);
+        assert_eq!(tag_in(-1), i32::MIN);
+        assert_eq!(tag_in(7), 7);
+        assert_eq!(source_out(rank_in(MPI_PROC_NULL)), MPI_PROC_NULL);
+        assert_eq!(source_out(rank_in(MPI_ANY_SOURCE)), MPI_ANY_SOURCE);
+        assert_eq!(tag_out(tag_in(MPI_ANY_TAG)), MPI_ANY_TAG);
+        let empty = MpiStatus::from_ferry(&ferry::Status::EMPTY);
+        assert_eq!(empty, MpiStatus::EMPTY);
+    }
 
     #[test]
     fn status_byte_counts_round_trip_above_4_gib() {

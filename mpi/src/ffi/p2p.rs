@@ -15,7 +15,7 @@ use ferry::{Comm, SendMode};
 
 use super::{bytes, check_buf, get, mpi_fn, put, put_status};
 use crate::abi::class::*;
-use crate::abi::MpiStatus;
+use crate::abi::{rank_in, tag_in, MpiStatus};
 use crate::datatype::{self, count_of, int_count};
 use crate::error::{Fail, Res};
 use crate::state::rt;
@@ -49,7 +49,7 @@ unsafe fn isend(
 ) -> Res<ferry::Request> {
     check_buf(buf.cast(), len)?;
     // SAFETY: forwarded (MPI's rule for nonblocking sends); null only with 0.
-    Ok(unsafe { c.isend_raw(buf.cast(), len, dest, tag, mode)? })
+    Ok(unsafe { c.isend_raw(buf.cast(), len, rank_in(dest), tag_in(tag), mode)? })
 }
 
 /// Starts a nonblocking receive.
@@ -66,7 +66,7 @@ unsafe fn irecv(
 ) -> Res<ferry::Request> {
     check_buf(buf.cast_const().cast(), len)?;
     // SAFETY: forwarded (MPI's rule for nonblocking receives).
-    Ok(unsafe { c.irecv_raw(buf.cast(), len, source, tag)? })
+    Ok(unsafe { c.irecv_raw(buf.cast(), len, rank_in(source), tag_in(tag))? })
 }
 
 /// The shared body of `MPI_Isend`, `MPI_Issend` and `MPI_Irsend`.
@@ -115,9 +115,9 @@ unsafe fn send_call(
     // SAFETY: the send buffer, read during this call only.
     let data = unsafe { bytes(buf.cast(), len)? };
     match mode {
-        SendMode::Synchronous => c.comm.ssend(data, dest, tag)?,
-        SendMode::Ready => c.comm.rsend(data, dest, tag)?,
-        _ => c.comm.send(data, dest, tag)?,
+        SendMode::Synchronous => c.comm.ssend(data, rank_in(dest), tag_in(tag))?,
+        SendMode::Ready => c.comm.rsend(data, rank_in(dest), tag_in(tag))?,
+        _ => c.comm.send(data, rank_in(dest), tag_in(tag))?,
     }
     Ok(())
 }
@@ -256,7 +256,7 @@ mpi_fn! {
         // SAFETY: the caller's buffer for the duration of the call; the
         // receive completes before this returns.
         let mut r = unsafe { irecv(&c.comm, buf, len, source, recvtag)? };
-        c.comm.send(&outgoing, dest, sendtag)?;
+        c.comm.send(&outgoing, rank_in(dest), tag_in(sendtag))?;
         let got = r.wait()?.status;
         // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
         unsafe { put_status(status, MpiStatus::from_ferry(&got)) };
@@ -268,7 +268,7 @@ mpi_fn! {
     /// `MPI_Probe`.
     MPI_Probe / PMPI_Probe [comm] (source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus) {
         let c = rt()?.comm(comm)?;
-        let s = c.comm.probe(source, tag)?;
+        let s = c.comm.probe(rank_in(source), tag_in(tag))?;
         // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
         unsafe { put_status(status, MpiStatus::from_ferry(&s)) };
         Ok(())
@@ -282,7 +282,7 @@ mpi_fn! {
         if flag.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "a null flag pointer"));
         }
-        let found = c.comm.iprobe(source, tag)?;
+        let found = c.comm.iprobe(rank_in(source), tag_in(tag))?;
         if let Some(s) = &found {
             // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
             unsafe { put_status(status, MpiStatus::from_ferry(s)) };
