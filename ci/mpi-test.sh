@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# ci/mpi-test.sh — ferry-mpi's C tests: installs a prefix into a temporary
+# directory (ci/mpi-install.sh), builds every mpi/tests/*.c with the
+# installed mpicc, and runs each through the installed mpiexec (ferryrun,
+# shm) on 1 to 8 ranks, then through mpiexec.hydra on 4 ranks (MPICH is
+# installed if missing, as ci/test.sh does). fatal.c must fail, with a
+# message naming the call and the error class.
+# Env: FERRY_MPI_TEST_RANKS (default "1 2 3 4 5 6 7 8").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=ci/lib/packages.sh
+. ci/lib/packages.sh
+ci_fail_trap ci/mpi-test.sh
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
+bash ci/mpi-install.sh "$prefix"
+
+tests=()
+for src in mpi/tests/*.c; do
+  name=$(basename "$src" .c)
+  "$prefix/bin/mpicc" -Wall -Wextra -Werror -o "$work/$name" "$src"
+  [ "$name" = fatal ] || tests+=("$name")
+done
+
+failed=0
+run() { # LABEL COMMAND...
+  local label=$1 out; shift
+  if out=$("$@" 2>&1) && grep -q '^PASS ' <<<"$out"; then
+    echo "ok   $label"
+  else
+    echo "FAIL $label"; echo "$out" | tail -20; failed=$((failed + 1))
+  fi
+}
+expect_fatal() { # LABEL COMMAND...
+  local label=$1 out; shift
+  if out=$("$@" 2>&1); then
+    echo "FAIL $label: the job succeeded"; failed=$((failed + 1))
+  elif grep -q 'MPI_Send failed: MPI_ERR_RANK' <<<"$out" && ! grep -q UNREACHABLE <<<"$out"; then
+    echo "ok   $label (failed as it must)"
+  else
+    echo "FAIL $label"; echo "$out" | tail -20; failed=$((failed + 1))
+  fi
+}
+
+for n in ${FERRY_MPI_TEST_RANKS:-1 2 3 4 5 6 7 8}; do
+  for t in "${tests[@]}"; do
+    run "mpiexec -n $n $t" "$prefix/bin/mpiexec" -n "$n" --timeout 120 "$work/$t"
+  done
+  expect_fatal "mpiexec -n $n fatal" "$prefix/bin/mpiexec" -n "$n" --timeout 120 "$work/fatal"
+done
+
+ci_packages_ensure mpich || { echo "mpi-test: cannot install MPICH for mpiexec.hydra" >&2; exit 1; }
+for t in "${tests[@]}"; do
+  run "mpiexec.hydra -n 4 $t" env MPIEXEC_TIMEOUT=120 mpiexec.hydra -n 4 "$work/$t"
+done
+expect_fatal "mpiexec.hydra -n 4 fatal" env MPIEXEC_TIMEOUT=120 mpiexec.hydra -n 4 "$work/fatal"
+
+if [ "$failed" -gt 0 ]; then
+  echo "mpi-test: $failed run(s) failed" >&2
+  exit 1
+fi
+echo "mpi-test: all passed"

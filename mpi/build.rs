@@ -1,0 +1,7 @@
+//! Gives the C library the MPI-5 ABI's soname, so that programs linked
+//! against `libmpi_abi.so` record `libmpi_abi.so.1` and find any
+//! implementation's ABI library under that name.
+fn main() {
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmpi_abi.so.1");
+    println!("cargo:rerun-if-changed=build.rs");
+}

@@ -1,0 +1,463 @@
+/*
+ * mpi.h -- ferry-mpi's header for the MPI 5.0 standard ABI (libmpi_abi.so.1).
+ *
+ * Written for the ferry project from the values the MPI 5.0 standard's ABI
+ * chapter fixes: handle values, MPI_Status layout, constants and error
+ * classes are those of the standard ABI, so a program built against this
+ * header can run on any implementation's libmpi_abi.so.1.
+ *
+ * Only the functions ferry-mpi implements are declared (each exported as
+ * MPI_X and PMPI_X). mpi/README.md lists the standard's function groups
+ * that are not implemented yet.
+ */
+#ifndef FERRY_MPI_H
+#define FERRY_MPI_H
+
+#include <stdint.h>
+
+#if defined(__cplusplus)
+extern "C" {
+#endif
+
+#define MPI_VERSION        5
+#define MPI_SUBVERSION     0
+#define MPI_ABI_VERSION    1
+#define MPI_ABI_SUBVERSION 0
+
+/* ---- Integer types ------------------------------------------------------ */
+typedef intptr_t MPI_Aint;
+typedef int64_t  MPI_Offset;
+typedef int64_t  MPI_Count;
+
+/* ---- Status: SOURCE, TAG, ERROR, then 5 ints the library owns ----------- */
+typedef struct {
+    int MPI_SOURCE;
+    int MPI_TAG;
+    int MPI_ERROR;
+    int MPI_internal[5];
+} MPI_Status;
+
+/* ---- Handles: pointers to incomplete structs ---------------------------- */
+/* Predefined handles are the standard's small integers; handles of objects
+ * the program creates are opaque values >= 2^48 (see mpi/README.md). */
+typedef struct MPI_ABI_Op*         MPI_Op;
+typedef struct MPI_ABI_Comm*       MPI_Comm;
+typedef struct MPI_ABI_Group*      MPI_Group;
+typedef struct MPI_ABI_Win*        MPI_Win;
+typedef struct MPI_ABI_File*       MPI_File;
+typedef struct MPI_ABI_Session*    MPI_Session;
+typedef struct MPI_ABI_Message*    MPI_Message;
+typedef struct MPI_ABI_Info*       MPI_Info;
+typedef struct MPI_ABI_Errhandler* MPI_Errhandler;
+typedef struct MPI_ABI_Request*    MPI_Request;
+typedef struct MPI_ABI_Datatype*   MPI_Datatype;
+
+/* Reduction operations */
+#define MPI_OP_NULL     ((MPI_Op)0x020)
+#define MPI_SUM         ((MPI_Op)0x021)
+#define MPI_MIN         ((MPI_Op)0x022)
+#define MPI_MAX         ((MPI_Op)0x023)
+#define MPI_PROD        ((MPI_Op)0x024)
+#define MPI_BAND        ((MPI_Op)0x028)
+#define MPI_BOR         ((MPI_Op)0x029)
+#define MPI_BXOR        ((MPI_Op)0x02a)
+#define MPI_LAND        ((MPI_Op)0x030)
+#define MPI_LOR         ((MPI_Op)0x031)
+#define MPI_LXOR        ((MPI_Op)0x032)
+#define MPI_MINLOC      ((MPI_Op)0x038)
+#define MPI_MAXLOC      ((MPI_Op)0x039)
+#define MPI_REPLACE     ((MPI_Op)0x03c)
+#define MPI_NO_OP       ((MPI_Op)0x03d)
+
+/* Communicators, groups and the other null handles */
+#define MPI_COMM_NULL        ((MPI_Comm)0x100)
+#define MPI_COMM_WORLD       ((MPI_Comm)0x101)
+#define MPI_COMM_SELF        ((MPI_Comm)0x102)
+#define MPI_GROUP_NULL       ((MPI_Group)0x108)
+#define MPI_GROUP_EMPTY      ((MPI_Group)0x109)
+#define MPI_WIN_NULL         ((MPI_Win)0x110)
+#define MPI_FILE_NULL        ((MPI_File)0x118)
+#define MPI_SESSION_NULL     ((MPI_Session)0x120)
+#define MPI_MESSAGE_NULL     ((MPI_Message)0x128)
+#define MPI_MESSAGE_NO_PROC  ((MPI_Message)0x129)
+#define MPI_INFO_NULL        ((MPI_Info)0x130)
+#define MPI_INFO_ENV         ((MPI_Info)0x131)
+#define MPI_ERRHANDLER_NULL  ((MPI_Errhandler)0x140)
+#define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)0x141)
+#define MPI_ERRORS_RETURN    ((MPI_Errhandler)0x142)
+#define MPI_ERRORS_ABORT     ((MPI_Errhandler)0x143)
+#define MPI_REQUEST_NULL     ((MPI_Request)0x180)
+
+/* Datatypes */
+#define MPI_DATATYPE_NULL           ((MPI_Datatype)0x200)
+#define MPI_AINT                    ((MPI_Datatype)0x201)
+#define MPI_COUNT                   ((MPI_Datatype)0x202)
+#define MPI_OFFSET                  ((MPI_Datatype)0x203)
+#define MPI_PACKED                  ((MPI_Datatype)0x207)
+#define MPI_SHORT                   ((MPI_Datatype)0x208)
+#define MPI_INT                     ((MPI_Datatype)0x209)
+#define MPI_LONG                    ((MPI_Datatype)0x20a)
+#define MPI_LONG_LONG               ((MPI_Datatype)0x20b)
+#define MPI_UNSIGNED_SHORT          ((MPI_Datatype)0x20c)
+#define MPI_UNSIGNED                ((MPI_Datatype)0x20d)
+#define MPI_UNSIGNED_LONG           ((MPI_Datatype)0x20e)
+#define MPI_UNSIGNED_LONG_LONG      ((MPI_Datatype)0x20f)
+#define MPI_FLOAT                   ((MPI_Datatype)0x210)
+#define MPI_C_FLOAT_COMPLEX         ((MPI_Datatype)0x212)
+#define MPI_CXX_FLOAT_COMPLEX       ((MPI_Datatype)0x213)
+#define MPI_DOUBLE                  ((MPI_Datatype)0x214)
+#define MPI_C_DOUBLE_COMPLEX        ((MPI_Datatype)0x216)
+#define MPI_CXX_DOUBLE_COMPLEX      ((MPI_Datatype)0x217)
+#define MPI_LOGICAL                 ((MPI_Datatype)0x218)
+#define MPI_INTEGER                 ((MPI_Datatype)0x219)
+#define MPI_REAL                    ((MPI_Datatype)0x21a)
+#define MPI_COMPLEX                 ((MPI_Datatype)0x21b)
+#define MPI_DOUBLE_PRECISION        ((MPI_Datatype)0x21c)
+#define MPI_DOUBLE_COMPLEX          ((MPI_Datatype)0x21d)
+#define MPI_LONG_DOUBLE             ((MPI_Datatype)0x220)
+#define MPI_C_LONG_DOUBLE_COMPLEX   ((MPI_Datatype)0x224)
+#define MPI_CXX_LONG_DOUBLE_COMPLEX ((MPI_Datatype)0x225)
+#define MPI_FLOAT_INT               ((MPI_Datatype)0x228)
+#define MPI_DOUBLE_INT              ((MPI_Datatype)0x229)
+#define MPI_LONG_INT                ((MPI_Datatype)0x22a)
+#define MPI_2INT                    ((MPI_Datatype)0x22b)
+#define MPI_SHORT_INT               ((MPI_Datatype)0x22c)
+#define MPI_LONG_DOUBLE_INT         ((MPI_Datatype)0x22d)
+#define MPI_2REAL                   ((MPI_Datatype)0x230)
+#define MPI_2DOUBLE_PRECISION       ((MPI_Datatype)0x231)
+#define MPI_2INTEGER                ((MPI_Datatype)0x232)
+#define MPI_C_BOOL                  ((MPI_Datatype)0x238)
+#define MPI_CXX_BOOL                ((MPI_Datatype)0x239)
+#define MPI_WCHAR                   ((MPI_Datatype)0x23c)
+#define MPI_INT8_T                  ((MPI_Datatype)0x240)
+#define MPI_UINT8_T                 ((MPI_Datatype)0x241)
+#define MPI_CHAR                    ((MPI_Datatype)0x243)
+#define MPI_SIGNED_CHAR             ((MPI_Datatype)0x244)
+#define MPI_UNSIGNED_CHAR           ((MPI_Datatype)0x245)
+#define MPI_BYTE                    ((MPI_Datatype)0x247)
+#define MPI_INT16_T                 ((MPI_Datatype)0x248)
+#define MPI_UINT16_T                ((MPI_Datatype)0x249)
+#define MPI_INT32_T                 ((MPI_Datatype)0x250)
+#define MPI_UINT32_T                ((MPI_Datatype)0x251)
+#define MPI_INT64_T                 ((MPI_Datatype)0x258)
+#define MPI_UINT64_T                ((MPI_Datatype)0x259)
+#define MPI_LOGICAL1                ((MPI_Datatype)0x2c0)
+#define MPI_INTEGER1                ((MPI_Datatype)0x2c1)
+#define MPI_CHARACTER               ((MPI_Datatype)0x2c3)
+#define MPI_LOGICAL2                ((MPI_Datatype)0x2c8)
+#define MPI_INTEGER2                ((MPI_Datatype)0x2c9)
+#define MPI_REAL2                   ((MPI_Datatype)0x2ca)
+#define MPI_LOGICAL4                ((MPI_Datatype)0x2d0)
+#define MPI_INTEGER4                ((MPI_Datatype)0x2d1)
+#define MPI_REAL4                   ((MPI_Datatype)0x2d2)
+#define MPI_COMPLEX4                ((MPI_Datatype)0x2d3)
+#define MPI_LOGICAL8                ((MPI_Datatype)0x2d8)
+#define MPI_INTEGER8                ((MPI_Datatype)0x2d9)
+#define MPI_REAL8                   ((MPI_Datatype)0x2da)
+#define MPI_COMPLEX8                ((MPI_Datatype)0x2db)
+#define MPI_LOGICAL16               ((MPI_Datatype)0x2e0)
+#define MPI_INTEGER16               ((MPI_Datatype)0x2e1)
+#define MPI_REAL16                  ((MPI_Datatype)0x2e2)
+#define MPI_COMPLEX16               ((MPI_Datatype)0x2e3)
+#define MPI_COMPLEX32               ((MPI_Datatype)0x2eb)
+#define MPI_LONG_LONG_INT           MPI_LONG_LONG
+#define MPI_C_COMPLEX               MPI_C_FLOAT_COMPLEX
+
+/* ---- Error classes (every error code is its own class here) ------------- */
+enum {
+    MPI_SUCCESS = 0,
+    MPI_ERR_BUFFER = 1, MPI_ERR_COUNT = 2, MPI_ERR_TYPE = 3, MPI_ERR_TAG = 4,
+    MPI_ERR_COMM = 5, MPI_ERR_RANK = 6, MPI_ERR_REQUEST = 7, MPI_ERR_ROOT = 8,
+    MPI_ERR_GROUP = 9, MPI_ERR_OP = 10, MPI_ERR_TOPOLOGY = 11, MPI_ERR_DIMS = 12,
+    MPI_ERR_ARG = 13, MPI_ERR_UNKNOWN = 14, MPI_ERR_TRUNCATE = 15, MPI_ERR_OTHER = 16,
+    MPI_ERR_INTERN = 17, MPI_ERR_PENDING = 18, MPI_ERR_IN_STATUS = 19,
+    MPI_ERR_ACCESS = 20, MPI_ERR_AMODE = 21, MPI_ERR_ASSERT = 22, MPI_ERR_BAD_FILE = 23,
+    MPI_ERR_BASE = 24, MPI_ERR_CONVERSION = 25, MPI_ERR_DISP = 26,
+    MPI_ERR_DUP_DATAREP = 27, MPI_ERR_FILE_EXISTS = 28, MPI_ERR_FILE_IN_USE = 29,
+    MPI_ERR_FILE = 30, MPI_ERR_INFO_KEY = 31, MPI_ERR_INFO_NOKEY = 32,
+    MPI_ERR_INFO_VALUE = 33, MPI_ERR_INFO = 34, MPI_ERR_IO = 35, MPI_ERR_KEYVAL = 36,
+    MPI_ERR_LOCKTYPE = 37, MPI_ERR_NAME = 38, MPI_ERR_NO_MEM = 39, MPI_ERR_NOT_SAME = 40,
+    MPI_ERR_NO_SPACE = 41, MPI_ERR_NO_SUCH_FILE = 42, MPI_ERR_PORT = 43, MPI_ERR_QUOTA = 44,
+    MPI_ERR_READ_ONLY = 45, MPI_ERR_RMA_ATTACH = 46, MPI_ERR_RMA_CONFLICT = 47,
+    MPI_ERR_RMA_RANGE = 48, MPI_ERR_RMA_SHARED = 49, MPI_ERR_RMA_SYNC = 50,
+    MPI_ERR_SERVICE = 51, MPI_ERR_SIZE = 52, MPI_ERR_SPAWN = 53,
+    MPI_ERR_UNSUPPORTED_DATAREP = 54, MPI_ERR_UNSUPPORTED_OPERATION = 55,
+    MPI_ERR_WIN = 56, MPI_ERR_RMA_FLAVOR = 57, MPI_ERR_PROC_ABORTED = 58,
+    MPI_ERR_VALUE_TOO_LARGE = 59, MPI_ERR_SESSION = 60, MPI_ERR_ERRHANDLER = 61,
+    MPI_ERR_LASTCODE = 0x3fff
+};
+
+/* ---- Buffer addresses and ignored arguments ------------------------------ */
+#define MPI_BOTTOM            ((void *)0)
+#define MPI_IN_PLACE          ((void *)1)
+#define MPI_BUFFER_AUTOMATIC  ((void *)2)
+#define MPI_ARGV_NULL         ((char **)0)
+#define MPI_ARGVS_NULL        ((char ***)0)
+#define MPI_ERRCODES_IGNORE   ((int *)0)
+#define MPI_STATUS_IGNORE     ((MPI_Status *)0)
+#define MPI_STATUSES_IGNORE   ((MPI_Status *)0)
+#define MPI_UNWEIGHTED        ((int *)10)
+#define MPI_WEIGHTS_EMPTY     ((int *)11)
+
+/* ---- String sizes -------------------------------------------------------- */
+#define MPI_MAX_DATAREP_STRING          128
+#define MPI_MAX_ERROR_STRING            512
+#define MPI_MAX_INFO_KEY                256
+#define MPI_MAX_INFO_VAL               1024
+#define MPI_MAX_LIBRARY_VERSION_STRING 8192
+#define MPI_MAX_OBJECT_NAME             128
+#define MPI_MAX_PORT_NAME              1024
+#define MPI_MAX_PROCESSOR_NAME          256
+#define MPI_MAX_STRINGTAG_LEN          1024
+#define MPI_MAX_PSET_NAME_LEN          1024
+#define MPI_BSEND_OVERHEAD              512
+
+/* ---- Wildcards, sentinels, levels, comparisons, attribute keys ----------- */
+enum {
+    MPI_ANY_SOURCE = -1,
+    MPI_ANY_TAG = -2,
+    MPI_PROC_NULL = -3,
+    MPI_ROOT = -4,
+    MPI_UNDEFINED = -32766
+};
+
+enum {
+    MPI_THREAD_SINGLE = 0,
+    MPI_THREAD_FUNNELED = 1024,
+    MPI_THREAD_SERIALIZED = 2048,
+    MPI_THREAD_MULTIPLE = 4096
+};
+
+enum {
+    MPI_IDENT = 201,
+    MPI_CONGRUENT = 202,
+    MPI_SIMILAR = 203,
+    MPI_UNEQUAL = 204
+};
+
+enum {
+    MPI_COMM_TYPE_SHARED = 221,
+    MPI_COMM_TYPE_HW_UNGUIDED = 222,
+    MPI_COMM_TYPE_HW_GUIDED = 223,
+    MPI_COMM_TYPE_RESOURCE_GUIDED = 224
+};
+
+enum {
+    MPI_KEYVAL_INVALID = 0,
+    MPI_TAG_UB = 501,
+    MPI_IO = 502,
+    MPI_HOST = 503,
+    MPI_WTIME_IS_GLOBAL = 504,
+    MPI_UNIVERSE_SIZE = 505,
+    MPI_APPNUM = 506,
+    MPI_LASTUSEDCODE = 507
+};
+
+enum {
+    MPI_F_STATUS_SIZE = 8,
+    MPI_F_SOURCE = 0,
+    MPI_F_TAG = 1,
+    MPI_F_ERROR = 2
+};
+
+/* ---- Callback types ------------------------------------------------------ */
+typedef void (MPI_Comm_errhandler_function)(MPI_Comm *comm, int *error_code, ...);
+typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
+
+/* ---- Functions ----------------------------------------------------------- */
+
+/* Environment */
+int MPI_Init(int *argc, char ***argv);
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
+int MPI_Finalize(void);
+int MPI_Initialized(int *flag);
+int MPI_Finalized(int *flag);
+int MPI_Query_thread(int *provided);
+int MPI_Is_thread_main(int *flag);
+int MPI_Abort(MPI_Comm comm, int errorcode);
+double MPI_Wtime(void);
+double MPI_Wtick(void);
+int MPI_Get_processor_name(char *name, int *resultlen);
+int MPI_Get_version(int *version, int *subversion);
+int MPI_Get_library_version(char *version, int *resultlen);
+int MPI_Abi_get_version(int *abi_major, int *abi_minor);
+int MPI_Abi_get_info(MPI_Info *info);
+int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
+int MPI_Free_mem(void *base);
+int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
+
+/* Info */
+int MPI_Info_create(MPI_Info *info);
+int MPI_Info_set(MPI_Info info, const char *key, const char *value);
+int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);
+int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag);
+int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag);
+int MPI_Info_delete(MPI_Info info, const char *key);
+int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+int MPI_Info_free(MPI_Info *info);
+int MPI_Info_get_nkeys(MPI_Info info, int *nkeys);
+int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+
+/* Errors */
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
+int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
+int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler);
+int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
+int MPI_Errhandler_free(MPI_Errhandler *errhandler);
+int MPI_Error_class(int errorcode, int *errorclass);
+int MPI_Error_string(int errorcode, char *string, int *resultlen);
+
+/* Communicators */
+int MPI_Comm_rank(MPI_Comm comm, int *rank);
+int MPI_Comm_size(MPI_Comm comm, int *size);
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+int MPI_Comm_free(MPI_Comm *comm);
+int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
+int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
+int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
+int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
+
+/* Point-to-point (contiguous predefined datatypes) */
+int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request);
+int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request);
+int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request);
+int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status);
+int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request);
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status);
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status);
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+
+/* Requests */
+int MPI_Wait(MPI_Request *request, MPI_Status *status);
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
+int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]);
+int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[]);
+int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status);
+int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status);
+int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[]);
+int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[]);
+int MPI_Request_free(MPI_Request *request);
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+
+/* Predefined datatypes */
+int MPI_Type_size(MPI_Datatype datatype, int *size);
+int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
+int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
+int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent);
+int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent);
+int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent);
+int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen);
+
+/* Collectives (blocking) */
+int MPI_Barrier(MPI_Comm comm);
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm);
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+
+/* ---- Profiling interface: the same functions as PMPI_X ------------------ */
+
+/* Environment */
+int PMPI_Init(int *argc, char ***argv);
+int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided);
+int PMPI_Finalize(void);
+int PMPI_Initialized(int *flag);
+int PMPI_Finalized(int *flag);
+int PMPI_Query_thread(int *provided);
+int PMPI_Is_thread_main(int *flag);
+int PMPI_Abort(MPI_Comm comm, int errorcode);
+double PMPI_Wtime(void);
+double PMPI_Wtick(void);
+int PMPI_Get_processor_name(char *name, int *resultlen);
+int PMPI_Get_version(int *version, int *subversion);
+int PMPI_Get_library_version(char *version, int *resultlen);
+int PMPI_Abi_get_version(int *abi_major, int *abi_minor);
+int PMPI_Abi_get_info(MPI_Info *info);
+int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
+int PMPI_Free_mem(void *base);
+int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
+
+/* Info */
+int PMPI_Info_create(MPI_Info *info);
+int PMPI_Info_set(MPI_Info info, const char *key, const char *value);
+int PMPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);
+int PMPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag);
+int PMPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag);
+int PMPI_Info_delete(MPI_Info info, const char *key);
+int PMPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+int PMPI_Info_free(MPI_Info *info);
+int PMPI_Info_get_nkeys(MPI_Info info, int *nkeys);
+int PMPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+
+/* Errors */
+int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
+int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
+int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler);
+int PMPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
+int PMPI_Errhandler_free(MPI_Errhandler *errhandler);
+int PMPI_Error_class(int errorcode, int *errorclass);
+int PMPI_Error_string(int errorcode, char *string, int *resultlen);
+
+/* Communicators */
+int PMPI_Comm_rank(MPI_Comm comm, int *rank);
+int PMPI_Comm_size(MPI_Comm comm, int *size);
+int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
+int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+int PMPI_Comm_free(MPI_Comm *comm);
+int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
+int PMPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
+int PMPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
+int PMPI_Comm_test_inter(MPI_Comm comm, int *flag);
+
+/* Point-to-point (contiguous predefined datatypes) */
+int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int PMPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int PMPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int PMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request);
+int PMPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request);
+int PMPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request);
+int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status);
+int PMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request);
+int PMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status);
+int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status);
+int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
+int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+int PMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+
+/* Requests */
+int PMPI_Wait(MPI_Request *request, MPI_Status *status);
+int PMPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
+int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]);
+int PMPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[]);
+int PMPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status);
+int PMPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status);
+int PMPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[]);
+int PMPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[]);
+int PMPI_Request_free(MPI_Request *request);
+int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+
+/* Predefined datatypes */
+int PMPI_Type_size(MPI_Datatype datatype, int *size);
+int PMPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
+int PMPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
+int PMPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent);
+int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent);
+int PMPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent);
+int PMPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen);
+
+/* Collectives (blocking) */
+int PMPI_Barrier(MPI_Comm comm);
+int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm);
+int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+
+#if defined(__cplusplus)
+}
+#endif
+
+#endif /* FERRY_MPI_H */

@@ -1,0 +1,251 @@
+//! The ABI's predefined datatypes: size, name, and what reductions run on
+//! them. Derived datatypes are a later phase; every datatype handle this
+//! library accepts is one of these.
+
+use std::ffi::c_int;
+
+use crate::abi::class::MPI_ERR_TYPE;
+use crate::error::{Fail, Res};
+
+/// How a reduction treats a datatype's elements (the Rust type it runs on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Elem {
+    /// `i8`.
+    I8,
+    /// `i16`.
+    I16,
+    /// `i32`.
+    I32,
+    /// `i64`.
+    I64,
+    /// `u8`.
+    U8,
+    /// `u16`.
+    U16,
+    /// `u32`.
+    U32,
+    /// `u64`.
+    U64,
+    /// `f32`.
+    F32,
+    /// `f64`.
+    F64,
+    /// C `bool` (`MPI_C_BOOL`, `MPI_CXX_BOOL`): logical ops only.
+    Bool,
+    /// `MPI_BYTE`: bitwise ops only.
+    Byte,
+    /// `{float; int}`.
+    FloatInt,
+    /// `{double; int}`.
+    DoubleInt,
+    /// `{long; int}`.
+    LongInt,
+    /// `{int; int}` (`MPI_2INT`, `MPI_2INTEGER`).
+    TwoInt,
+    /// `{short; int}`.
+    ShortInt,
+    /// No predefined op of ferry applies yet (complex, long double,
+    /// 16-byte and half-precision types, Fortran logicals, `MPI_CHAR`...).
+    None,
+}
+
+/// A predefined datatype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Predefined {
+    /// Its handle value.
+    pub handle: usize,
+    /// Its name (`MPI_Type_get_name`).
+    pub name: &'static str,
+    /// Its size and extent in bytes (x86-64 / aarch64 Linux, LP64).
+    pub size: usize,
+    /// What reductions see.
+    pub elem: Elem,
+}
+
+macro_rules! table {
+    ($($handle:literal $name:ident $size:literal $elem:ident;)*) => {
+        /// Every predefined datatype of the ABI except `MPI_DATATYPE_NULL`.
+        pub const ALL: &[Predefined] = &[$(Predefined {
+            handle: $handle,
+            name: stringify!($name),
+            size: $size,
+            elem: Elem::$elem,
+        }),*];
+    };
+}
+
+table! {
+    0x201 MPI_AINT 8 I64;
+    0x202 MPI_COUNT 8 I64;
+    0x203 MPI_OFFSET 8 I64;
+    0x207 MPI_PACKED 1 None;
+    0x208 MPI_SHORT 2 I16;
+    0x209 MPI_INT 4 I32;
+    0x20a MPI_LONG 8 I64;
+    0x20b MPI_LONG_LONG 8 I64;
+    0x20c MPI_UNSIGNED_SHORT 2 U16;
+    0x20d MPI_UNSIGNED 4 U32;
+    0x20e MPI_UNSIGNED_LONG 8 U64;
+    0x20f MPI_UNSIGNED_LONG_LONG 8 U64;
+    0x210 MPI_FLOAT 4 F32;
+    0x212 MPI_C_FLOAT_COMPLEX 8 None;
+    0x213 MPI_CXX_FLOAT_COMPLEX 8 None;
+    0x214 MPI_DOUBLE 8 F64;
+    0x216 MPI_C_DOUBLE_COMPLEX 16 None;
+    0x217 MPI_CXX_DOUBLE_COMPLEX 16 None;
+    0x218 MPI_LOGICAL 4 None;
+    0x219 MPI_INTEGER 4 I32;
+    0x21a MPI_REAL 4 F32;
+    0x21b MPI_COMPLEX 8 None;
+    0x21c MPI_DOUBLE_PRECISION 8 F64;
+    0x21d MPI_DOUBLE_COMPLEX 16 None;
+    0x220 MPI_LONG_DOUBLE 16 None;
+    0x224 MPI_C_LONG_DOUBLE_COMPLEX 32 None;
+    0x225 MPI_CXX_LONG_DOUBLE_COMPLEX 32 None;
+    0x228 MPI_FLOAT_INT 8 FloatInt;
+    0x229 MPI_DOUBLE_INT 16 DoubleInt;
+    0x22a MPI_LONG_INT 16 LongInt;
+    0x22b MPI_2INT 8 TwoInt;
+    0x22c MPI_SHORT_INT 8 ShortInt;
+    0x22d MPI_LONG_DOUBLE_INT 32 None;
+    0x230 MPI_2REAL 8 None;
+    0x231 MPI_2DOUBLE_PRECISION 16 None;
+    0x232 MPI_2INTEGER 8 TwoInt;
+    0x238 MPI_C_BOOL 1 Bool;
+    0x239 MPI_CXX_BOOL 1 Bool;
+    0x23c MPI_WCHAR 4 None;
+    0x240 MPI_INT8_T 1 I8;
+    0x241 MPI_UINT8_T 1 U8;
+    0x243 MPI_CHAR 1 None;
+    0x244 MPI_SIGNED_CHAR 1 I8;
+    0x245 MPI_UNSIGNED_CHAR 1 U8;
+    0x247 MPI_BYTE 1 Byte;
+    0x248 MPI_INT16_T 2 I16;
+    0x249 MPI_UINT16_T 2 U16;
+    0x250 MPI_INT32_T 4 I32;
+    0x251 MPI_UINT32_T 4 U32;
+    0x258 MPI_INT64_T 8 I64;
+    0x259 MPI_UINT64_T 8 U64;
+    0x2c0 MPI_LOGICAL1 1 None;
+    0x2c1 MPI_INTEGER1 1 I8;
+    0x2c3 MPI_CHARACTER 1 None;
+    0x2c8 MPI_LOGICAL2 2 None;
+    0x2c9 MPI_INTEGER2 2 I16;
+    0x2ca MPI_REAL2 2 None;
+    0x2d0 MPI_LOGICAL4 4 None;
+    0x2d1 MPI_INTEGER4 4 I32;
+    0x2d2 MPI_REAL4 4 F32;
+    0x2d3 MPI_COMPLEX4 4 None;
+    0x2d8 MPI_LOGICAL8 8 None;
+    0x2d9 MPI_INTEGER8 8 I64;
+    0x2da MPI_REAL8 8 F64;
+    0x2db MPI_COMPLEX8 8 None;
+    0x2e0 MPI_LOGICAL16 16 None;
+    0x2e1 MPI_INTEGER16 16 None;
+    0x2e2 MPI_REAL16 16 None;
+    0x2e3 MPI_COMPLEX16 16 None;
+    0x2eb MPI_COMPLEX32 32 None;
+}
+
+/// Predefined handles lie in `0x200..0x300`; a 256-entry index by the low
+/// byte makes the lookup one load and one compare (the send path does it).
+const INDEX: [u8; 256] = {
+    let mut index = [u8::MAX; 256];
+    let mut i = 0;
+    while i < ALL.len() {
+        index[ALL[i].handle & 0xff] = i as u8;
+        i += 1;
+    }
+    index
+};
+
+/// The predefined datatype `handle` names.
+///
+/// # Errors
+/// `MPI_ERR_TYPE` for `MPI_DATATYPE_NULL`, a derived type (not yet
+/// supported) or anything else.
+#[inline]
+pub fn lookup(handle: usize) -> Res<&'static Predefined> {
+    if handle & !0xff == 0x200 {
+        let i = INDEX[handle & 0xff];
+        if let Some(p) = ALL.get(usize::from(i)) {
+            return Ok(p);
+        }
+    }
+    Err(Fail::new(
+        MPI_ERR_TYPE,
+        "invalid datatype (MPI_DATATYPE_NULL, or not a predefined datatype: derived datatypes are not supported yet)",
+    ))
+}
+
+/// `count` elements of `dt` in bytes.
+///
+/// # Errors
+/// `MPI_ERR_COUNT` for a negative count or a size that overflows.
+#[inline]
+pub fn bytes(count: i64, dt: &Predefined) -> Res<usize> {
+    usize::try_from(count)
+        .ok()
+        .and_then(|c| c.checked_mul(dt.size))
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(|| {
+            Fail::msg(
+                crate::abi::class::MPI_ERR_COUNT,
+                format!("invalid count {count}"),
+            )
+        })
+}
+
+/// The element count `bytes` received makes, `MPI_UNDEFINED` if not whole.
+pub fn count_of(bytes: u64, dt: &Predefined) -> i64 {
+    if dt.size == 0 {
+        return 0;
+    }
+    let size = dt.size as u64;
+    if bytes % size == 0 {
+        (bytes / size) as i64
+    } else {
+        i64::from(crate::abi::MPI_UNDEFINED)
+    }
+}
+
+/// An `int` count for the non-`_c` functions, or `MPI_UNDEFINED` when it
+/// does not fit (as the standard asks).
+pub fn int_count(count: i64) -> c_int {
+    c_int::try_from(count).unwrap_or(crate::abi::MPI_UNDEFINED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_predefined_type_is_found_by_its_handle() {
+        assert_eq!(ALL.len(), 70);
+        for p in ALL {
+            assert_eq!(lookup(p.handle).unwrap(), p);
+            assert!(p.size > 0, "{}", p.name);
+        }
+        assert_eq!(lookup(0x209).unwrap().name, "MPI_INT");
+        assert_eq!(lookup(0x209).unwrap().size, 4);
+        assert_eq!(lookup(0x229).unwrap().size, 16);
+    }
+
+    #[test]
+    fn null_gaps_and_other_handles_are_type_errors() {
+        for bad in [0x200, 0x204, 0x211, 0x2ff, 0x300, 0x101, 0, 1 << 48 | 0x209] {
+            assert_eq!(lookup(bad).unwrap_err().class, MPI_ERR_TYPE, "{bad:#x}");
+        }
+    }
+
+    #[test]
+    fn counts() {
+        let int = lookup(0x209).unwrap();
+        assert_eq!(bytes(3, int).unwrap(), 12);
+        assert!(bytes(-1, int).is_err());
+        assert!(bytes(i64::MAX, int).is_err());
+        assert_eq!(count_of(12, int), 3);
+        assert_eq!(count_of(13, int), i64::from(crate::abi::MPI_UNDEFINED));
+        assert_eq!(int_count(1 << 40), crate::abi::MPI_UNDEFINED);
+    }
+}

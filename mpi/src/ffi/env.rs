@@ -1,0 +1,271 @@
+//! Environment: init and finalize, thread levels, versions, time, memory,
+//! the processor name and the predefined attributes.
+
+use std::ffi::{c_char, c_double, c_int, c_void};
+
+use super::{mpi_fn, put, put_str};
+use crate::abi::class::*;
+use crate::abi::*;
+use crate::error::Fail;
+use crate::info::Info;
+use crate::state::{self, lock, rt, INFOS};
+
+/// The library's version string (`MPI_Get_library_version`).
+fn library_version() -> String {
+    let device = if cfg!(feature = "ofi") {
+        "shm, ofi"
+    } else {
+        "shm"
+    };
+    format!(
+        "ferry-mpi {} (MPI {MPI_VERSION}.{MPI_SUBVERSION}, standard ABI {MPI_ABI_VERSION}.{MPI_ABI_SUBVERSION}; devices: {device})",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+mpi_fn! {
+    /// `MPI_Init`: starts ferry (`FERRY_*` variables apply); the thread
+    /// level is `FERRY_THREAD_LEVEL` if set, else `MPI_THREAD_SINGLE`.
+    MPI_Init / PMPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) {
+        state::init(None).map(|_| ())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Init_thread`: ferry provides every level, so `provided` is the
+    /// level asked for.
+    MPI_Init_thread / PMPI_Init_thread(
+        _argc: *mut c_int,
+        _argv: *mut *mut *mut c_char,
+        required: c_int,
+        provided: *mut c_int,
+    ) {
+        let rt = state::init(Some(required))?;
+        // SAFETY: `provided` is an out-argument (null is reported).
+        unsafe { put(provided, state::level_value(rt.level)) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Finalize`: collective; ferry's finalize.
+    MPI_Finalize / PMPI_Finalize() {
+        rt()?.finalize()
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Initialized`: callable at any time.
+    MPI_Initialized / PMPI_Initialized(flag: *mut c_int) {
+        // SAFETY: out-argument.
+        unsafe { put(flag, c_int::from(state::initialized())) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Finalized`: callable at any time.
+    MPI_Finalized / PMPI_Finalized(flag: *mut c_int) {
+        // SAFETY: out-argument.
+        unsafe { put(flag, c_int::from(state::finalized())) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Query_thread`.
+    MPI_Query_thread / PMPI_Query_thread(provided: *mut c_int) {
+        let rt = rt()?;
+        // SAFETY: out-argument.
+        unsafe { put(provided, state::level_value(rt.level)) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Is_thread_main`.
+    MPI_Is_thread_main / PMPI_Is_thread_main(flag: *mut c_int) {
+        let main = rt()?.is_thread_main();
+        // SAFETY: out-argument.
+        unsafe { put(flag, c_int::from(main)) }
+    }
+}
+
+/// `MPI_Abort`: ends the whole job with `errorcode` (ferry has no partial
+/// abort; see `errhandler::abort_job`). Never returns.
+///
+/// # Safety
+/// No pointer arguments; `comm` is only printed.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Abort(comm: usize, errorcode: c_int) -> c_int {
+    let rank = state::rt_any().map_or(-1, |r| r.rank);
+    eprintln!(
+        "ferry-mpi: rank {rank}: MPI_Abort called on communicator {comm:#x} with error code {errorcode}; ending the job"
+    );
+    crate::errhandler::abort_job(errorcode)
+}
+
+/// `MPI_Abort` (interposable name).
+///
+/// # Safety
+/// As for the `PMPI_` form.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Abort(comm: usize, errorcode: c_int) -> c_int {
+    // SAFETY: the same function under its profiling name.
+    unsafe { PMPI_Abort(comm, errorcode) }
+}
+
+mpi_fn! {
+    /// `MPI_Get_version`: 5.0. Callable at any time.
+    MPI_Get_version / PMPI_Get_version(version: *mut c_int, subversion: *mut c_int) {
+        // SAFETY: out-arguments.
+        unsafe {
+            put(version, MPI_VERSION)?;
+            put(subversion, MPI_SUBVERSION)
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Get_library_version`. Callable at any time.
+    MPI_Get_library_version / PMPI_Get_library_version(version: *mut c_char, resultlen: *mut c_int) {
+        // SAFETY: `version` has MPI_MAX_LIBRARY_VERSION_STRING bytes, as the
+        // standard requires; `resultlen` is an out-argument.
+        unsafe { put_str(version, MPI_MAX_LIBRARY_VERSION_STRING, &library_version(), resultlen) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Abi_get_version`: ABI 1.0. Callable at any time.
+    MPI_Abi_get_version / PMPI_Abi_get_version(abi_major: *mut c_int, abi_minor: *mut c_int) {
+        // SAFETY: out-arguments.
+        unsafe {
+            put(abi_major, MPI_ABI_VERSION)?;
+            put(abi_minor, MPI_ABI_SUBVERSION)
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Abi_get_info`: a new info object with the sizes of the ABI's
+    /// integer types (`mpi_aint_size`, `mpi_count_size`, `mpi_offset_size`,
+    /// in bytes). The program frees it with `MPI_Info_free`.
+    MPI_Abi_get_info / PMPI_Abi_get_info(info: *mut usize) {
+        let mut i = Info::default();
+        i.set("mpi_aint_size", &std::mem::size_of::<isize>().to_string())?;
+        i.set("mpi_count_size", "8")?;
+        i.set("mpi_offset_size", "8")?;
+        let h = lock(&INFOS)
+            .insert(i)
+            .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many info objects"))?;
+        // SAFETY: out-argument.
+        unsafe { put(info, h) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Get_processor_name`: the host name.
+    MPI_Get_processor_name / PMPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) {
+        let host = hostname();
+        // SAFETY: `name` has MPI_MAX_PROCESSOR_NAME bytes (the standard's
+        // requirement); `resultlen` is an out-argument.
+        unsafe { put_str(name, MPI_MAX_PROCESSOR_NAME, &host, resultlen) }
+    }
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: `buf` is valid for writes of its length; gethostname writes at
+    // most that many bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast::<c_char>(), buf.len()) };
+    if rc != 0 {
+        return "localhost".to_owned();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// `MPI_Wtime`: seconds on a monotonic clock, from the first call (or
+/// `MPI_Init`). Not synchronised between processes
+/// (`MPI_WTIME_IS_GLOBAL` is false).
+#[no_mangle]
+pub extern "C" fn PMPI_Wtime() -> c_double {
+    state::wtime()
+}
+
+/// `MPI_Wtime` (interposable name).
+#[no_mangle]
+pub extern "C" fn MPI_Wtime() -> c_double {
+    PMPI_Wtime()
+}
+
+/// `MPI_Wtick`: the clock's resolution (`std::time::Instant` counts
+/// nanoseconds on Linux).
+#[no_mangle]
+pub extern "C" fn PMPI_Wtick() -> c_double {
+    1e-9
+}
+
+/// `MPI_Wtick` (interposable name).
+#[no_mangle]
+pub extern "C" fn MPI_Wtick() -> c_double {
+    PMPI_Wtick()
+}
+
+mpi_fn! {
+    /// `MPI_Alloc_mem`: `malloc` (the info is ignored: no memory kinds).
+    MPI_Alloc_mem / PMPI_Alloc_mem(size: isize, info: usize, baseptr: *mut c_void) {
+        let size = usize::try_from(size)
+            .map_err(|_| Fail::msg(MPI_ERR_ARG, format!("MPI_Alloc_mem of a negative size {size}")))?;
+        if info != MPI_INFO_NULL {
+            crate::ffi::info::check(info)?;
+        }
+        // SAFETY: plain malloc; one byte at least so that a zero-size
+        // request still gets a pointer MPI_Free_mem can free.
+        let p = unsafe { libc::malloc(size.max(1)) };
+        if p.is_null() {
+            return Err(Fail::msg(MPI_ERR_NO_MEM, format!("MPI_Alloc_mem: cannot allocate {size} bytes")));
+        }
+        // SAFETY: `baseptr` is really a `void **` out-argument.
+        unsafe { put(baseptr.cast::<*mut c_void>(), p) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Free_mem`: frees what `MPI_Alloc_mem` returned.
+    MPI_Free_mem / PMPI_Free_mem(base: *mut c_void) {
+        // SAFETY: `base` came from MPI_Alloc_mem (malloc) and is freed once,
+        // as the standard requires; free(NULL) does nothing.
+        unsafe { libc::free(base) };
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_get_attr` for the predefined keys (user keys are a later
+    /// phase: `MPI_ERR_KEYVAL`). The values live as long as the process.
+    MPI_Comm_get_attr / PMPI_Comm_get_attr [comm] (comm: usize, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) {
+        let rt = rt()?;
+        rt.comm(comm)?;
+        let a = &rt.attrs;
+        let value: &'static c_int = match keyval {
+            MPI_TAG_UB => &a.tag_ub,
+            MPI_HOST => &a.host,
+            MPI_IO => &a.io,
+            MPI_WTIME_IS_GLOBAL => &a.wtime_is_global,
+            MPI_UNIVERSE_SIZE => &a.universe_size,
+            MPI_APPNUM => &a.appnum,
+            MPI_LASTUSEDCODE => &a.lastusedcode,
+            k => return Err(attr_error(k)),
+        };
+        // SAFETY: `attribute_val` is really a `void **` out-argument (the
+        // standard's binding); `flag` is an out-argument.
+        unsafe {
+            put(attribute_val.cast::<*const c_int>(), value as *const c_int)?;
+            put(flag, 1)
+        }
+    }
+}
+
+fn attr_error(keyval: c_int) -> Fail {
+    Fail::msg(
+        MPI_ERR_KEYVAL,
+        format!("attribute key {keyval} is not a predefined key (user attribute keys are not supported yet)"),
+    )
+}

@@ -1,0 +1,342 @@
+//! The library's global state: the ferry world, the predefined
+//! communicators, and the tables of user objects.
+//!
+//! Lifetime: `MPI_Init` builds one [`Runtime`] and stores it in a
+//! `OnceLock` for the rest of the process (MPI cannot be initialised twice);
+//! `MPI_Finalize` finalizes the ferry world inside it, after which every
+//! ferry call reports `Finalized`.
+//!
+//! Locks: `MPI_COMM_WORLD` and `MPI_COMM_SELF` are fields, reached with no
+//! lock. User objects are in per-kind [`Table`]s behind a `Mutex` each,
+//! held only for a lookup, an insert or a removal, never across a blocking
+//! ferry call (a thread blocked in `MPI_Recv` must not stop another from
+//! posting the matching send). Uncontended, such a lock costs one atomic
+//! swap to take and one to release: what ferry itself pays per call under
+//! `MPI_THREAD_SERIALIZED`.
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
+
+use ferry::{Comm, ThreadLevel, World};
+
+use crate::abi::class::*;
+use crate::abi::*;
+use crate::errhandler::Errh;
+use crate::error::{Fail, Res};
+use crate::handle::{Kind, Table};
+use crate::info::Info;
+
+/// A communicator and what MPI attaches to it.
+#[derive(Debug)]
+pub struct CommObj {
+    /// The ferry communicator (cheap to clone: an `Arc`).
+    pub comm: Comm,
+    /// Name and error handler, changed rarely.
+    pub meta: Mutex<CommMeta>,
+}
+
+/// What `MPI_Comm_set_name` and `MPI_Comm_set_errhandler` change.
+#[derive(Debug, Clone)]
+pub struct CommMeta {
+    /// `MPI_Comm_get_name`.
+    pub name: String,
+    /// The error handler in force.
+    pub errh: Errh,
+}
+
+impl CommObj {
+    /// A communicator with a name and an error handler.
+    pub fn new(comm: Comm, name: &str, errh: Errh) -> CommObj {
+        CommObj {
+            comm,
+            meta: Mutex::new(CommMeta {
+                name: name.to_owned(),
+                errh,
+            }),
+        }
+    }
+}
+
+/// A request and the communicator it belongs to (whose error handler its
+/// completion raises errors on).
+#[derive(Debug)]
+pub struct ReqObj {
+    /// The ferry request.
+    pub req: ferry::Request,
+    /// The communicator's handle.
+    pub comm: usize,
+}
+
+/// The values `MPI_Comm_get_attr` hands out pointers to: they live as long
+/// as the process, as the standard requires.
+#[derive(Debug)]
+#[allow(missing_docs)]
+pub struct Attrs {
+    pub tag_ub: c_int,
+    pub host: c_int,
+    pub io: c_int,
+    pub wtime_is_global: c_int,
+    pub universe_size: c_int,
+    pub appnum: c_int,
+    pub lastusedcode: c_int,
+}
+
+/// Everything `MPI_Init` sets up.
+#[derive(Debug)]
+pub struct Runtime {
+    /// Taken by `MPI_Finalize`.
+    world: Mutex<Option<World>>,
+    /// `MPI_COMM_WORLD`.
+    pub world_comm: CommObj,
+    /// `MPI_COMM_SELF`.
+    pub self_comm: CommObj,
+    /// Communicators the program made.
+    pub comms: Mutex<Table<Arc<CommObj>>>,
+    /// Requests in flight.
+    pub requests: Mutex<Table<ReqObj>>,
+    /// Error handlers the program made (and handles `get_errhandler` gave).
+    pub errhandlers: Mutex<Table<Errh>>,
+    /// The thread level in force.
+    pub level: ThreadLevel,
+    /// Job rank, for messages.
+    pub rank: i32,
+    /// Job size.
+    pub size: u32,
+    /// Predefined attribute values.
+    pub attrs: Attrs,
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+static FINALIZED: AtomicBool = AtomicBool::new(false);
+/// Serialises `MPI_Init` against itself (two threads calling it at once).
+static INIT_LOCK: Mutex<()> = Mutex::new(());
+static EPOCH: OnceLock<Instant> = OnceLock::new();
+/// Info objects: outside the runtime, because the standard lets programs
+/// use them before `MPI_Init` (and `MPI_Abi_get_info` makes one).
+pub static INFOS: Mutex<Table<Info>> = Mutex::new(Table::new(Kind::Info));
+
+/// Locks `m`, ignoring poisoning: a panic inside a body is caught and
+/// reported as `MPI_ERR_INTERN`, and every table operation leaves the
+/// table consistent, so a poisoned lock still guards valid data.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The runtime, if `MPI_Init` ran and `MPI_Finalize` did not.
+///
+/// # Errors
+/// `MPI_ERR_OTHER` before `MPI_Init` or after `MPI_Finalize`.
+#[inline]
+pub fn rt() -> Res<&'static Runtime> {
+    match RUNTIME.get() {
+        Some(r) if !FINALIZED.load(Ordering::Relaxed) => Ok(r),
+        Some(_) => Err(Fail::new(MPI_ERR_OTHER, "MPI was already finalized")),
+        None => Err(Fail::new(MPI_ERR_OTHER, "MPI is not initialized")),
+    }
+}
+
+/// The runtime even after finalize (error handlers, the attributes of
+/// calls allowed after it).
+pub fn rt_any() -> Option<&'static Runtime> {
+    RUNTIME.get()
+}
+
+/// True once `MPI_Init` succeeded.
+pub fn initialized() -> bool {
+    RUNTIME.get().is_some()
+}
+
+/// True once `MPI_Finalize` ran.
+pub fn finalized() -> bool {
+    FINALIZED.load(Ordering::Relaxed)
+}
+
+/// Seconds since the first call that asked (`MPI_Wtime`).
+pub fn wtime() -> f64 {
+    EPOCH.get_or_init(Instant::now).elapsed().as_secs_f64()
+}
+
+/// The ferry level for an `MPI_THREAD_*` value: the levels are ordered, so
+/// a value between two levels asks for the lower one.
+pub fn level_of(required: c_int) -> ThreadLevel {
+    match required {
+        r if r >= MPI_THREAD_MULTIPLE => ThreadLevel::Multiple,
+        r if r >= MPI_THREAD_SERIALIZED => ThreadLevel::Serialized,
+        r if r >= MPI_THREAD_FUNNELED => ThreadLevel::Funneled,
+        _ => ThreadLevel::Single,
+    }
+}
+
+/// The `MPI_THREAD_*` value of a ferry level.
+pub fn level_value(level: ThreadLevel) -> c_int {
+    match level {
+        ThreadLevel::Single => MPI_THREAD_SINGLE,
+        ThreadLevel::Funneled => MPI_THREAD_FUNNELED,
+        ThreadLevel::Serialized => MPI_THREAD_SERIALIZED,
+        _ => MPI_THREAD_MULTIPLE,
+    }
+}
+
+/// `MPI_Init_thread`: starts ferry at `level` (`None`: `MPI_Init`, which
+/// takes `FERRY_THREAD_LEVEL` if set, else `MPI_THREAD_SINGLE`).
+///
+/// # Errors
+/// Initialised twice, or ferry's setup failed.
+pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
+    let _serial = lock(&INIT_LOCK);
+    if RUNTIME.get().is_some() {
+        return Err(Fail::new(
+            MPI_ERR_OTHER,
+            "MPI_Init called twice (MPI can be initialized once per process)",
+        ));
+    }
+    let _ = EPOCH.get_or_init(Instant::now);
+    let mut config = ferry::Config::from_env()?;
+    match level {
+        Some(l) => config.thread_level = level_of(l),
+        None if std::env::var_os("FERRY_THREAD_LEVEL").is_some() => {}
+        None => config.thread_level = ThreadLevel::Single,
+    }
+    let world = config.init()?;
+    let errh = Errh::Fatal;
+    let runtime = Runtime {
+        world_comm: CommObj::new(world.world(), "MPI_COMM_WORLD", errh.clone()),
+        self_comm: CommObj::new(world.self_comm(), "MPI_COMM_SELF", errh),
+        level: world.thread_level(),
+        rank: world.rank(),
+        size: world.size(),
+        attrs: Attrs {
+            tag_ub: ferry::TAG_UB,
+            host: MPI_PROC_NULL,
+            // Every rank can do I/O.
+            io: MPI_ANY_SOURCE,
+            wtime_is_global: 0,
+            universe_size: c_int::try_from(world.size()).unwrap_or(c_int::MAX),
+            appnum: 0,
+            lastusedcode: LAST,
+        },
+        world: Mutex::new(Some(world)),
+        comms: Mutex::new(Table::new(Kind::Comm)),
+        requests: Mutex::new(Table::new(Kind::Request)),
+        errhandlers: Mutex::new(Table::new(Kind::Errhandler)),
+    };
+    RUNTIME
+        .set(runtime)
+        .map_err(|_| Fail::new(MPI_ERR_INTERN, "runtime set twice"))?;
+    rt()
+}
+
+impl Runtime {
+    /// `MPI_Finalize`: ferry's collective finalize. Requests and
+    /// communicators still in the tables are dropped first (their
+    /// operations can no longer complete).
+    ///
+    /// # Errors
+    /// Finalized twice, or ferry's finalize failed.
+    pub fn finalize(&self) -> Res {
+        let world = lock(&self.world).take();
+        let Some(world) = world else {
+            return Err(Fail::new(MPI_ERR_OTHER, "MPI_Finalize called twice"));
+        };
+        FINALIZED.store(true, Ordering::Relaxed);
+        world.finalize()?;
+        // Drop after the world: a pending request's drop would otherwise
+        // free its operation inside an engine that is about to go anyway.
+        *lock(&self.requests) = Table::new(Kind::Request);
+        *lock(&self.comms) = Table::new(Kind::Comm);
+        Ok(())
+    }
+
+    /// True on the thread that called `MPI_Init`.
+    pub fn is_thread_main(&self) -> bool {
+        lock(&self.world)
+            .as_ref()
+            .is_some_and(World::is_thread_main)
+    }
+
+    /// The communicator `handle` names: the predefined ones without a lock,
+    /// a user one as a clone of its entry.
+    ///
+    /// # Errors
+    /// `MPI_ERR_COMM` for `MPI_COMM_NULL`, a freed or a foreign handle.
+    #[inline]
+    pub fn comm(&self, handle: usize) -> Res<CommRef<'_>> {
+        match handle {
+            MPI_COMM_WORLD => Ok(CommRef::Borrowed(&self.world_comm)),
+            MPI_COMM_SELF => Ok(CommRef::Borrowed(&self.self_comm)),
+            MPI_COMM_NULL => Err(Fail::new(
+                MPI_ERR_COMM,
+                "MPI_COMM_NULL passed as a communicator",
+            )),
+            h => lock(&self.comms)
+                .get(h)
+                .map(|c| CommRef::Shared(Arc::clone(c)))
+                .map_err(|b| Fail::handle(MPI_ERR_COMM, b, "communicator")),
+        }
+        .map_err(|f| f.on(MPI_COMM_SELF))
+    }
+
+    /// Stores a new communicator; its handle.
+    ///
+    /// # Errors
+    /// `MPI_ERR_INTERN` if the table is full.
+    pub fn add_comm(&self, obj: CommObj) -> Res<usize> {
+        lock(&self.comms)
+            .insert(Arc::new(obj))
+            .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many communicators"))
+    }
+
+    /// Stores a new request; its handle.
+    ///
+    /// # Errors
+    /// `MPI_ERR_INTERN` if the table is full (16 Mi requests in flight).
+    #[inline]
+    pub fn add_request(&self, req: ferry::Request, comm: usize) -> Res<usize> {
+        lock(&self.requests)
+            .insert(ReqObj { req, comm })
+            .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many requests in flight"))
+    }
+}
+
+/// A communicator found by [`Runtime::comm`].
+#[derive(Debug)]
+pub enum CommRef<'a> {
+    /// `MPI_COMM_WORLD` or `MPI_COMM_SELF`.
+    Borrowed(&'a CommObj),
+    /// A user communicator (kept alive by this reference even if another
+    /// thread frees its handle meanwhile).
+    Shared(Arc<CommObj>),
+}
+
+impl std::ops::Deref for CommRef<'_> {
+    type Target = CommObj;
+    fn deref(&self) -> &CommObj {
+        match self {
+            CommRef::Borrowed(c) => c,
+            CommRef::Shared(c) => c,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_levels_map_both_ways() {
+        for (v, l) in [
+            (MPI_THREAD_SINGLE, ThreadLevel::Single),
+            (MPI_THREAD_FUNNELED, ThreadLevel::Funneled),
+            (MPI_THREAD_SERIALIZED, ThreadLevel::Serialized),
+            (MPI_THREAD_MULTIPLE, ThreadLevel::Multiple),
+        ] {
+            assert_eq!(level_of(v), l);
+            assert_eq!(level_value(l), v);
+        }
+        assert_eq!(level_of(-5), ThreadLevel::Single);
+        assert_eq!(level_of(1500), ThreadLevel::Funneled);
+        assert_eq!(level_of(99_999), ThreadLevel::Multiple);
+    }
+}

@@ -1,0 +1,83 @@
+/* Blocking collectives: Barrier, Bcast, Reduce and Allreduce (with
+ * MPI_IN_PLACE) over integer, floating, logical and pair types. */
+#include "check.h"
+#include <stdbool.h>
+
+#define N 257
+
+int main(int argc, char **argv) {
+    check_init(&argc, &argv);
+    int size, rank = check_rank;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+
+    /* Bcast from every root. */
+    for (int root = 0; root < size; root++) {
+        double buf[N];
+        for (int i = 0; i < N; i++) buf[i] = rank == root ? root * 1000 + i : -1;
+        OK(MPI_Bcast(buf, N, MPI_DOUBLE, root, MPI_COMM_WORLD));
+        for (int i = 0; i < N; i++) if (buf[i] != root * 1000 + i) FAIL("bcast root %d: buf[%d] = %g", root, i, buf[i]);
+    }
+
+    /* Reduce SUM to each root, plain and in place. */
+    long long tri = (long long)size * (size - 1) / 2;
+    for (int root = 0; root < size; root++) {
+        long in[N], out[N];
+        for (int i = 0; i < N; i++) { in[i] = rank + i; out[i] = -1; }
+        OK(MPI_Reduce(in, out, N, MPI_LONG, MPI_SUM, root, MPI_COMM_WORLD));
+        if (rank == root) for (int i = 0; i < N; i++) EQ(out[i], tri + (long long)i * size);
+        else EQ(out[0], -1);
+        for (int i = 0; i < N; i++) in[i] = rank + i;
+        if (rank == root) OK(MPI_Reduce(MPI_IN_PLACE, in, N, MPI_LONG, MPI_SUM, root, MPI_COMM_WORLD));
+        else OK(MPI_Reduce(in, NULL, N, MPI_LONG, MPI_SUM, root, MPI_COMM_WORLD));
+        if (rank == root) for (int i = 0; i < N; i++) EQ(in[i], tri + (long long)i * size);
+    }
+
+    /* Allreduce: MAX / MIN / PROD on doubles, in place too. */
+    double d = rank + 0.5, dmax = 0, dmin = 0, dp;
+    OK(MPI_Allreduce(&d, &dmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    OK(MPI_Allreduce(&d, &dmin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
+    TRUE(dmax == size - 0.5); TRUE(dmin == 0.5);
+    dp = 2.0;
+    OK(MPI_Allreduce(MPI_IN_PLACE, &dp, 1, MPI_DOUBLE, MPI_PROD, MPI_COMM_WORLD));
+    TRUE(dp == (double)(1LL << size));
+    int iv[N];
+    for (int i = 0; i < N; i++) iv[i] = 1 << (rank % 31);
+    OK(MPI_Allreduce(MPI_IN_PLACE, iv, N, MPI_INT, MPI_BOR, MPI_COMM_WORLD));
+    int bits = 0;
+    for (int r = 0; r < size; r++) bits |= 1 << (r % 31);
+    for (int i = 0; i < N; i++) EQ(iv[i], bits);
+    unsigned char bx = (unsigned char)(1 << (rank % 8)), bxo = 0;
+    OK(MPI_Allreduce(&bx, &bxo, 1, MPI_BYTE, MPI_BXOR, MPI_COMM_WORLD));
+    unsigned char bxe = 0;
+    for (int r = 0; r < size; r++) bxe ^= (unsigned char)(1 << (r % 8));
+    EQ(bxo, bxe);
+
+    /* Logical ops on C bool. */
+    bool mine = rank == 0, any = false, all = true;
+    OK(MPI_Allreduce(&mine, &any, 1, MPI_C_BOOL, MPI_LOR, MPI_COMM_WORLD));
+    OK(MPI_Allreduce(&mine, &all, 1, MPI_C_BOOL, MPI_LAND, MPI_COMM_WORLD));
+    TRUE(any == true); TRUE(all == (size == 1));
+
+    /* MINLOC / MAXLOC on MPI_2INT and MPI_DOUBLE_INT. */
+    struct { int v, i; } p = {(rank * 37) % 11, rank}, pmin, pmax;
+    OK(MPI_Allreduce(&p, &pmin, 1, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD));
+    OK(MPI_Allreduce(&p, &pmax, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD));
+    int lo = 1 << 30, lor = -1, hi = -1, hir = -1;
+    for (int r = 0; r < size; r++) {
+        int v = (r * 37) % 11;
+        if (v < lo) { lo = v; lor = r; }
+        if (v > hi) { hi = v; hir = r; }
+    }
+    EQ(pmin.v, lo); EQ(pmin.i, lor); EQ(pmax.v, hi); EQ(pmax.i, hir);
+    struct { double v; int i; } q = {-(double)rank, rank}, qmin;
+    OK(MPI_Reduce(&q, &qmin, 1, MPI_DOUBLE_INT, MPI_MINLOC, 0, MPI_COMM_WORLD));
+    if (rank == 0) { TRUE(qmin.v == -(double)(size - 1)); EQ(qmin.i, size - 1); }
+
+    /* Zero counts. */
+    OK(MPI_Bcast(NULL, 0, MPI_INT, 0, MPI_COMM_WORLD));
+    OK(MPI_Allreduce(NULL, NULL, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+
+    check_done("coll");
+    return 0;
+}

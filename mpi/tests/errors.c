@@ -1,0 +1,118 @@
+/* Error handling: MPI_ERRORS_RETURN with bad ranks, tags, communicators,
+ * datatypes, counts, requests, roots and ops; truncation; error strings;
+ * user error handlers. (fatal.c checks MPI_ERRORS_ARE_FATAL.) */
+#include "check.h"
+#include <string.h>
+
+static int called = 0, called_code = -1;
+static MPI_Comm called_comm = MPI_COMM_NULL;
+
+static void handler(MPI_Comm *comm, int *code, ...) {
+    called++;
+    called_code = *code;
+    called_comm = *comm;
+}
+
+int main(int argc, char **argv) {
+    check_init(&argc, &argv);
+    int size, x = 1, cls = -1, len = 0;
+    char s[MPI_MAX_ERROR_STRING];
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    /* The default handler is MPI_ERRORS_ARE_FATAL. */
+    MPI_Errhandler eh;
+    OK(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh));
+    TRUE(eh == MPI_ERRORS_ARE_FATAL);
+    OK(MPI_Errhandler_free(&eh)); TRUE(eh == MPI_ERRHANDLER_NULL);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    OK(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh));
+    TRUE(eh == MPI_ERRORS_RETURN);
+
+    ERR(MPI_ERR_RANK, MPI_Send(&x, 1, MPI_INT, size, 0, MPI_COMM_WORLD));
+    ERR(MPI_ERR_RANK, MPI_Send(&x, 1, MPI_INT, -7, 0, MPI_COMM_WORLD));
+    ERR(MPI_ERR_TAG, MPI_Send(&x, 1, MPI_INT, 0, -5, MPI_COMM_WORLD));
+    ERR(MPI_ERR_TAG, MPI_Send(&x, 1, MPI_INT, 0, MPI_ANY_TAG, MPI_COMM_WORLD));
+    ERR(MPI_ERR_TYPE, MPI_Send(&x, 1, MPI_DATATYPE_NULL, 0, 0, MPI_COMM_WORLD));
+    ERR(MPI_ERR_TYPE, MPI_Send(&x, 1, (MPI_Datatype)0x1234567, 0, 0, MPI_COMM_WORLD));
+    ERR(MPI_ERR_COUNT, MPI_Send(&x, -1, MPI_INT, 0, 0, MPI_COMM_WORLD));
+    ERR(MPI_ERR_COMM, MPI_Send(&x, 1, MPI_INT, 0, 0, MPI_COMM_NULL));
+    ERR(MPI_ERR_COMM, MPI_Send(&x, 1, MPI_INT, 0, 0, (MPI_Comm)0x777));
+    ERR(MPI_ERR_BUFFER, MPI_Send(NULL, 4, MPI_INT, 0, 0, MPI_COMM_WORLD));
+    MPI_Comm dup;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    MPI_Comm stale = dup;
+    OK(MPI_Comm_free(&dup)); TRUE(dup == MPI_COMM_NULL);
+    ERR(MPI_ERR_COMM, MPI_Send(&x, 1, MPI_INT, 0, 0, stale));
+    ERR(MPI_ERR_COMM, MPI_Comm_free(&stale));
+    MPI_Comm w = MPI_COMM_WORLD;
+    ERR(MPI_ERR_COMM, MPI_Comm_free(&w));
+
+    /* Requests: a stale handle, a handle of another kind. */
+    MPI_Request r;
+    OK(MPI_Irecv(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &r));
+    MPI_Request kept = r;
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE)); TRUE(r == MPI_REQUEST_NULL);
+    ERR(MPI_ERR_REQUEST, MPI_Wait(&kept, MPI_STATUS_IGNORE));
+    MPI_Request wrong = (MPI_Request)MPI_COMM_WORLD;
+    ERR(MPI_ERR_REQUEST, MPI_Wait(&wrong, MPI_STATUS_IGNORE));
+    MPI_Request null = MPI_REQUEST_NULL;
+    ERR(MPI_ERR_REQUEST, MPI_Request_free(&null));
+
+    /* Collectives: a bad root, a bad op, an op undefined on the type. */
+    double d = 1.0, out = 0;
+    ERR(MPI_ERR_ROOT, MPI_Bcast(&x, 1, MPI_INT, size, MPI_COMM_WORLD));
+    ERR(MPI_ERR_ROOT, MPI_Reduce(&d, &out, 1, MPI_DOUBLE, MPI_SUM, -1, MPI_COMM_WORLD));
+    ERR(MPI_ERR_OP, MPI_Allreduce(&d, &out, 1, MPI_DOUBLE, MPI_OP_NULL, MPI_COMM_WORLD));
+    ERR(MPI_ERR_OP, MPI_Allreduce(&d, &out, 1, MPI_DOUBLE, MPI_BAND, MPI_COMM_WORLD));
+    ERR(MPI_ERR_OP, MPI_Allreduce(&d, &out, 1, MPI_DOUBLE, MPI_REPLACE, MPI_COMM_WORLD));
+    ERR(MPI_ERR_UNSUPPORTED_OPERATION, MPI_Allreduce(&d, &out, 1, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+
+    /* Truncation: a message longer than the receive buffer. */
+    int big[4] = {1, 2, 3, 4}, small[2] = {0, 0};
+    MPI_Status st;
+    OK(MPI_Isend(big, 4, MPI_INT, 0, 9, MPI_COMM_SELF, &r));
+    st.MPI_ERROR = -1;
+    ERR(MPI_ERR_TRUNCATE, MPI_Recv(small, 2, MPI_INT, 0, 9, MPI_COMM_SELF, &st));
+    EQ(st.MPI_ERROR, MPI_ERR_TRUNCATE);
+    EQ(small[0], 1); EQ(small[1], 2);
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+
+    /* Error classes and strings. */
+    for (int c = 0; c <= MPI_ERR_ERRHANDLER; c++) {
+        OK(MPI_Error_class(c, &cls)); EQ(cls, c);
+        OK(MPI_Error_string(c, s, &len));
+        TRUE(len > 0 && len == (int)strlen(s));
+    }
+    OK(MPI_Error_string(MPI_ERR_TRUNCATE, s, &len));
+    TRUE(strstr(s, "MPI_ERR_TRUNCATE") != NULL);
+    ERR(MPI_ERR_ARG, MPI_Error_class(100000, &cls));
+
+    /* A user handler: called with the code, then the call returns it. */
+    MPI_Errhandler mine;
+    OK(MPI_Comm_create_errhandler(handler, &mine));
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    OK(MPI_Comm_set_errhandler(dup, mine));
+    OK(MPI_Errhandler_free(&mine));   /* the communicator keeps it */
+    int rc = MPI_Send(&x, 1, MPI_INT, size + 3, 0, dup);
+    MPI_Error_class(rc, &cls); EQ(cls, MPI_ERR_RANK);
+    EQ(called, 1); EQ(called_code, rc); TRUE(called_comm == dup);
+    OK(MPI_Comm_call_errhandler(dup, MPI_ERR_OTHER));
+    EQ(called, 2); EQ(called_code, MPI_ERR_OTHER);
+    MPI_Errhandler got;
+    OK(MPI_Comm_get_errhandler(dup, &got));
+    TRUE(got != MPI_ERRORS_RETURN && got != MPI_ERRORS_ARE_FATAL);
+    /* A communicator split from it inherits the handler. */
+    MPI_Comm part;
+    OK(MPI_Comm_split(dup, 0, 0, &part));
+    rc = MPI_Send(&x, 1, MPI_INT, 0, -9, part);
+    MPI_Error_class(rc, &cls); EQ(cls, MPI_ERR_TAG); EQ(called, 3);
+    OK(MPI_Comm_free(&part));
+    OK(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
+    OK(MPI_Errhandler_free(&got));
+    ERR(MPI_ERR_ARG, MPI_Comm_set_errhandler(dup, got));
+    OK(MPI_Comm_free(&dup));
+
+    check_done("errors");
+    return 0;
+}

@@ -1,0 +1,124 @@
+/* Request completion: Wait/Test and their all/any/some forms,
+ * MPI_REQUEST_NULL entries, MPI_STATUS(ES)_IGNORE, Request_free and
+ * Request_get_status. */
+#include "check.h"
+
+#define K 6
+
+static void empty_status(MPI_Status *st) {
+    int count = -1;
+    EQ(st->MPI_SOURCE, MPI_ANY_SOURCE); EQ(st->MPI_TAG, MPI_ANY_TAG); EQ(st->MPI_ERROR, MPI_SUCCESS);
+    OK(MPI_Get_count(st, MPI_INT, &count)); EQ(count, 0);
+}
+
+int main(int argc, char **argv) {
+    check_init(&argc, &argv);
+    int size, rank = check_rank;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    int out[K], in[K], idx[K], flag = -1, index = -1, outcount = -1;
+    MPI_Request rr[K], sr[K];
+    MPI_Status sts[K], st;
+
+    /* Null requests: complete at once with the empty status. */
+    MPI_Request nr = MPI_REQUEST_NULL;
+    OK(MPI_Wait(&nr, &st)); empty_status(&st);
+    OK(MPI_Test(&nr, &flag, &st)); EQ(flag, 1); empty_status(&st);
+    OK(MPI_Request_get_status(nr, &flag, &st)); EQ(flag, 1); empty_status(&st);
+    MPI_Request nulls[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    OK(MPI_Waitany(3, nulls, &index, &st)); EQ(index, MPI_UNDEFINED); empty_status(&st);
+    OK(MPI_Testany(3, nulls, &index, &flag, &st)); EQ(flag, 1); EQ(index, MPI_UNDEFINED);
+    OK(MPI_Waitsome(3, nulls, &outcount, idx, sts)); EQ(outcount, MPI_UNDEFINED);
+    OK(MPI_Testsome(3, nulls, &outcount, idx, sts)); EQ(outcount, MPI_UNDEFINED);
+    OK(MPI_Waitall(3, nulls, sts)); empty_status(&sts[2]);
+    OK(MPI_Testall(3, nulls, &flag, MPI_STATUSES_IGNORE)); EQ(flag, 1);
+    OK(MPI_Waitall(0, NULL, MPI_STATUSES_IGNORE));
+
+    /* Waitall over receives and sends, with a null in the middle. */
+    for (int i = 0; i < K; i++) { out[i] = rank * 10 + i; in[i] = -1; }
+    for (int i = 0; i < K; i++) {
+        if (i == 2) { rr[i] = MPI_REQUEST_NULL; in[i] = prev * 10 + 2; continue; }
+        OK(MPI_Irecv(&in[i], 1, MPI_INT, prev, i, MPI_COMM_WORLD, &rr[i]));
+    }
+    for (int i = 0; i < K; i++) OK(MPI_Isend(&out[i], 1, MPI_INT, next, i, MPI_COMM_WORLD, &sr[i]));
+    OK(MPI_Waitall(K, rr, sts));
+    for (int i = 0; i < K; i++) {
+        TRUE(rr[i] == MPI_REQUEST_NULL);
+        EQ(in[i], prev * 10 + i);
+        if (i != 2) { EQ(sts[i].MPI_SOURCE, prev); EQ(sts[i].MPI_TAG, i); }
+    }
+    empty_status(&sts[2]);
+    OK(MPI_Waitall(K, sr, MPI_STATUSES_IGNORE));
+    /* The tag 2 message had no receive in the array: take it now. */
+    OK(MPI_Recv(&in[2], 1, MPI_INT, prev, 2, MPI_COMM_WORLD, &st));
+    EQ(in[2], prev * 10 + 2);
+
+    /* Testall: nothing changes until all are complete. */
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < 2; i++) OK(MPI_Irecv(&in[i], 1, MPI_INT, prev, 20 + i, MPI_COMM_WORLD, &rr[i]));
+    OK(MPI_Testall(2, rr, &flag, sts)); EQ(flag, 0);
+    TRUE(rr[0] != MPI_REQUEST_NULL && rr[1] != MPI_REQUEST_NULL);
+    OK(MPI_Request_get_status(rr[0], &flag, &st)); EQ(flag, 0);
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < 2; i++) OK(MPI_Send(&out[i], 1, MPI_INT, next, 20 + i, MPI_COMM_WORLD));
+    do OK(MPI_Testall(2, rr, &flag, sts)); while (!flag);
+    TRUE(rr[0] == MPI_REQUEST_NULL && rr[1] == MPI_REQUEST_NULL);
+    EQ(sts[1].MPI_TAG, 21); EQ(in[1], prev * 10 + 1);
+
+    /* Waitany / Testany: each completion once, then MPI_UNDEFINED. */
+    for (int i = 0; i < K; i++) OK(MPI_Irecv(&in[i], 1, MPI_INT, prev, 30 + i, MPI_COMM_WORLD, &rr[i]));
+    for (int i = K - 1; i >= 0; i--) OK(MPI_Send(&out[i], 1, MPI_INT, next, 30 + i, MPI_COMM_WORLD));
+    int seen = 0;
+    for (int k = 0; k < K; k++) {
+        if (k % 2) {
+            OK(MPI_Waitany(K, rr, &index, &st));
+        } else {
+            do OK(MPI_Testany(K, rr, &index, &flag, &st)); while (!flag);
+        }
+        TRUE(index >= 0 && index < K);
+        TRUE(rr[index] == MPI_REQUEST_NULL);
+        EQ(st.MPI_TAG, 30 + index); EQ(in[index], prev * 10 + index);
+        seen |= 1 << index;
+    }
+    EQ(seen, (1 << K) - 1);
+    OK(MPI_Waitany(K, rr, &index, MPI_STATUS_IGNORE)); EQ(index, MPI_UNDEFINED);
+
+    /* Waitsome / Testsome. */
+    for (int i = 0; i < K; i++) OK(MPI_Irecv(&in[i], 1, MPI_INT, prev, 40 + i, MPI_COMM_WORLD, &rr[i]));
+    OK(MPI_Testsome(K, rr, &outcount, idx, sts)); TRUE(outcount >= 0);
+    int done = outcount;
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < K; i++) OK(MPI_Send(&out[i], 1, MPI_INT, next, 40 + i, MPI_COMM_WORLD));
+    int rounds = 0;
+    while (done < K) {
+        if (rounds++ % 2) OK(MPI_Waitsome(K, rr, &outcount, idx, sts));
+        else OK(MPI_Testsome(K, rr, &outcount, idx, MPI_STATUSES_IGNORE));
+        TRUE(outcount != MPI_UNDEFINED);
+        for (int k = 0; k < outcount; k++) {
+            TRUE(rr[idx[k]] == MPI_REQUEST_NULL);
+            EQ(in[idx[k]], prev * 10 + idx[k]);
+        }
+        done += outcount;
+    }
+    EQ(done, K);
+    OK(MPI_Waitsome(K, rr, &outcount, idx, sts)); EQ(outcount, MPI_UNDEFINED);
+
+    /* Request_get_status leaves the request; Request_free lets it finish. */
+    OK(MPI_Irecv(&in[0], 1, MPI_INT, prev, 50, MPI_COMM_WORLD, &rr[0]));
+    OK(MPI_Isend(&out[0], 1, MPI_INT, next, 50, MPI_COMM_WORLD, &sr[0]));
+    do OK(MPI_Request_get_status(rr[0], &flag, &st)); while (!flag);
+    EQ(st.MPI_TAG, 50); TRUE(rr[0] != MPI_REQUEST_NULL);
+    OK(MPI_Test(&rr[0], &flag, &st)); EQ(flag, 1); TRUE(rr[0] == MPI_REQUEST_NULL);
+    OK(MPI_Request_free(&sr[0])); TRUE(sr[0] == MPI_REQUEST_NULL);
+
+    /* A request handle listed twice is an error, and nothing is lost. */
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    OK(MPI_Irecv(&in[0], 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &rr[0]));
+    rr[1] = rr[0];
+    ERR(MPI_ERR_REQUEST, MPI_Waitall(2, rr, MPI_STATUSES_IGNORE));
+    OK(MPI_Wait(&rr[0], MPI_STATUS_IGNORE));
+
+    check_done("requests");
+    return 0;
+}
