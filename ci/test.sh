@@ -11,6 +11,8 @@
 #   2. every test: unit, integration (simulation, proptest), doc tests;
 #   3. the loom model check of the shm queue;
 #   4. the long stress tests that are #[ignore]d in a normal `cargo test`;
+#      the README's main job built with fat LTO; the MPI ABI library's C
+#      tests (ci/mpi-test.sh: ferry's mpicc, mpiexec and mpiexec.hydra);
 #   5. the ofi device on libfabric's tcp;ofi_rxm and shm providers
 #      (ci/ofi.sh), then a job split across two "nodes" over shm + ofi;
 #   6. the verbs device on Soft-RoCE in a QEMU VM (ci/verbs.sh);
@@ -81,6 +83,9 @@ cargo test --workspace "${network[@]}" --locked --release -- --ignored
 step "the README's main job, built as users build it (fat LTO)"
 CARGO_PROFILE_RELEASE_LTO=fat CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/lto" \
   cargo run --release --locked -p ferry-bench -- latency --sizes 8,65536 --iters 2000
+
+step "MPI ABI library (libmpi_abi.so.1): C tests through mpiexec and mpiexec.hydra"
+bash ci/mpi-test.sh
 
 step "ofi device: tcp;ofi_rxm and shm providers"
 bash ci/ofi.sh
