@@ -103,6 +103,16 @@ impl ClassIndex {
         dispatch!(self, class, |map, key| map.head(key, is_live, examined))
     }
 
+    pub(crate) fn take_head(
+        &mut self,
+        class: Class,
+        is_live: impl Fn(Ref) -> bool,
+        examined: &mut u64,
+    ) -> Option<Ref> {
+        dispatch!(self, class, |map, key| map
+            .take_head(key, is_live, examined))
+    }
+
     pub(crate) fn pop_head(&mut self, class: Class, is_live: impl Fn(Ref) -> bool) {
         dispatch!(self, class, |map, key| map.pop_head(key, is_live))
     }

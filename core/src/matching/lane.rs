@@ -128,8 +128,37 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
     pub(crate) fn pop_head(&mut self, key: K, is_live: impl Fn(Ref) -> bool) {
         if let Some(lane) = self.lanes.get_mut(&key) {
             lane.entries.pop_front();
-            self.settle(key, is_live);
+            if Self::settle_lane(lane, is_live, &mut self.compacted) {
+                self.emptied();
+            }
         }
+    }
+
+    /// [`head`](Self::head) and [`pop_head`](Self::pop_head) with one hash
+    /// lookup, for a caller that takes the head whatever it is: the earliest
+    /// live entry, popped. `is_live` must say false of the returned entry
+    /// from now on (the caller removes it from the slab next).
+    pub(crate) fn take_head(
+        &mut self,
+        key: K,
+        is_live: impl Fn(Ref) -> bool,
+        examined: &mut u64,
+    ) -> Option<Ref> {
+        let lane = self.lanes.get_mut(&key)?;
+        while let Some(r) = lane.entries.pop_front() {
+            *examined += 1;
+            if is_live(r) {
+                // The lane lost a live entry: the invariant may need the
+                // stale ones dropped (`r` is out of the lane already).
+                if Self::settle_lane(lane, &is_live, &mut self.compacted) {
+                    self.emptied();
+                }
+                return Some(r);
+            }
+            debug_assert!(lane.stale > 0, "an uncounted stale entry");
+            lane.stale = lane.stale.saturating_sub(1);
+        }
+        None
     }
 
     /// `r`, an entry of this lane, was removed from the slab through some
@@ -154,21 +183,28 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
         let Some(lane) = self.lanes.get_mut(&key) else {
             return;
         };
+        if Self::settle_lane(lane, is_live, &mut self.compacted) {
+            self.emptied();
+        }
+    }
+
+    /// [`settle`](Self::settle) on a lane already looked up; true if the
+    /// lane is now empty (the caller then calls [`emptied`](Self::emptied)).
+    #[inline]
+    fn settle_lane(lane: &mut Lane, is_live: impl Fn(Ref) -> bool, compacted: &mut u64) -> bool {
         let live = lane.entries.len() - lane.stale;
         if lane.stale > live {
             let before = lane.entries.len();
             lane.entries.retain(|&r| is_live(r));
             debug_assert_eq!(lane.entries.len(), live, "stale count out of sync");
-            self.compacted += (before - lane.entries.len()) as u64;
+            *compacted += (before - lane.entries.len()) as u64;
             lane.stale = 0;
             let len = lane.entries.len();
             if lane.entries.capacity() > SHRINK_MIN_CAPACITY.max(SHRINK_FACTOR * len) {
                 lane.entries.shrink_to(2 * len);
             }
         }
-        if lane.entries.is_empty() {
-            self.emptied();
-        }
+        lane.entries.is_empty()
     }
 
     /// One more lane became empty: sweep the empty ones out once they
