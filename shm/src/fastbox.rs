@@ -206,8 +206,8 @@ pub fn encode(data: &mut [u8], seq: u32, header: &[u8], payload: &[u8]) -> Resul
     if h + p > data.len() || p > 0xFFFF {
         return Err(SlotError::TooLong);
     }
-    data[..h].copy_from_slice(header);
-    data[h..h + p].copy_from_slice(payload);
+    ferry_core::buffer::copy_short(data, header);
+    ferry_core::buffer::copy_short(&mut data[h..], payload);
     Ok(FULL | (p as u64) << 40 | (h as u64) << 32 | u64::from(seq))
 }
 
