@@ -323,7 +323,10 @@ mod copy_short_tests {
             let mut dst = vec![0u8; 48];
             copy_short(&mut dst, &src[..n]);
             assert_eq!(&dst[..n], &src[..n], "length {n}");
-            assert!(dst[n..].iter().all(|&b| b == 0), "length {n} wrote past its end");
+            assert!(
+                dst[n..].iter().all(|&b| b == 0),
+                "length {n} wrote past its end"
+            );
         }
     }
 }

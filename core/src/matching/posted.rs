@@ -94,14 +94,14 @@ impl<T: Copy> PostedQueue<T> {
     fn take_listed(&mut self, env: &Envelope) -> Option<T> {
         let slab = &self.slab;
         let mut found = None;
-        for (i, &r) in self.shallow.refs().iter().enumerate() {
+        for (i, r) in self.shallow.refs().enumerate() {
             self.examined += 1;
             if slab.get(r).is_some_and(|p| p.pattern.matches(env)) {
                 found = Some(i);
                 break;
             }
         }
-        let r = self.shallow.remove_at(found?);
+        let r = self.shallow.remove_at(found?).expect("a listed receive");
         let posted = self.slab.remove(r).expect("a listed receive is live");
         self.forget_wildcard(Class::of_pattern(&posted.pattern));
         Some(posted.item)

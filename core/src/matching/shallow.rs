@@ -1,6 +1,8 @@
 //! The shallow form of a matching queue: while a queue holds at most
-//! [`SHALLOW`] entries, they sit in one short list in queue order, and a
-//! search is a scan of that list (one cache line of refs, no hashing).
+//! [`SHALLOW`] entries, they sit in one list in queue order, and a search
+//! is a scan of that list from its front (no hashing). Traffic consumed in
+//! order (a ping-pong, a window of receives filled in posting order)
+//! matches the first entry, and taking the front of the ring moves nothing.
 //! When the list would overflow, its entries move into the lanes, which
 //! then hold the queue until it drains completely; the next entry starts a
 //! list again.
@@ -14,15 +16,24 @@
 
 use super::slots::Ref;
 
-/// Entries kept in the list before the lanes take over. A ping-pong or a
-/// halo exchange posts a few receives per peer; 8 refs are 128 bytes.
-pub(crate) const SHALLOW: usize = 8;
+/// Entries kept in the list before the lanes take over: an OSU-style
+/// window (64 receives or sends in flight) stays in the list. A scan that
+/// must go deep (a match at the back) costs at most 64 short compares,
+/// about what two lane lookups cost; the usual match is the front.
+pub(crate) const SHALLOW: usize = 64;
+const MASK: usize = SHALLOW - 1;
+const _: () = assert!(SHALLOW.is_power_of_two());
 
-/// See the module docs.
+/// See the module docs. A ring of [`SHALLOW`] refs: taking the front (the
+/// usual match) is an index bump, with none of a general deque's wrap and
+/// growth checks.
 #[derive(Debug)]
 pub(crate) struct Shallow {
-    /// The queue's entries, in sequence order, while `active`.
-    refs: Vec<Ref>,
+    /// The queue's entries, `len` of them from `head` (wrapping), in
+    /// sequence order, while `active`.
+    ring: Box<[Ref; SHALLOW]>,
+    head: usize,
+    len: usize,
     active: bool,
     /// [`SHALLOW`], or 0 for a queue that always uses its lanes (the lanes'
     /// own tests).
@@ -32,7 +43,9 @@ pub(crate) struct Shallow {
 impl Default for Shallow {
     fn default() -> Self {
         Shallow {
-            refs: Vec::with_capacity(SHALLOW),
+            ring: Box::new([Ref { seq: 0, index: 0 }; SHALLOW]),
+            head: 0,
+            len: 0,
             active: true,
             limit: SHALLOW,
         }
@@ -44,9 +57,9 @@ impl Shallow {
     #[cfg(test)]
     pub(crate) fn never() -> Shallow {
         Shallow {
-            refs: Vec::new(),
             active: false,
             limit: 0,
+            ..Shallow::default()
         }
     }
 
@@ -60,8 +73,9 @@ impl Shallow {
     /// the caller must put it in the lanes (after [`Shallow::spill`]).
     #[inline]
     pub(crate) fn push(&mut self, r: Ref) -> bool {
-        if self.active && self.refs.len() < self.limit {
-            self.refs.push(r);
+        if self.active && self.len < self.limit {
+            self.ring[(self.head + self.len) & MASK] = r;
+            self.len += 1;
             return true;
         }
         false
@@ -69,9 +83,10 @@ impl Shallow {
 
     /// Hands the list's entries, in order, to the lanes: from now on they
     /// hold the queue.
-    pub(crate) fn spill(&mut self) -> std::vec::Drain<'_, Ref> {
+    pub(crate) fn spill(&mut self) -> impl Iterator<Item = Ref> + '_ {
         self.active = false;
-        self.refs.drain(..)
+        let (head, len) = (self.head, std::mem::take(&mut self.len));
+        (0..len).map(move |i| self.ring[(head + i) & MASK])
     }
 
     /// The queue emptied: the next entry starts a list again (the lanes
@@ -83,30 +98,82 @@ impl Shallow {
 
     /// The entries, in order.
     #[inline]
-    pub(crate) fn refs(&self) -> &[Ref] {
-        &self.refs
+    pub(crate) fn refs(&self) -> impl Iterator<Item = Ref> + '_ {
+        (0..self.len).map(move |i| self.ring[(self.head + i) & MASK])
+    }
+
+    /// The entry at `i` (of [`Shallow::refs`]).
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> Option<Ref> {
+        (i < self.len).then(|| self.ring[(self.head + i) & MASK])
     }
 
     /// Removes the entry at `i` (found by a scan of [`Shallow::refs`]).
     #[inline]
-    pub(crate) fn remove_at(&mut self, i: usize) -> Ref {
-        // The usual case, one entry (or the last): no `memmove` call.
-        if i + 1 == self.refs.len() {
-            if let Some(r) = self.refs.pop() {
-                return r;
+    pub(crate) fn remove_at(&mut self, i: usize) -> Option<Ref> {
+        if i >= self.len {
+            return None;
+        }
+        let r = self.ring[(self.head + i) & MASK];
+        if i == 0 {
+            // The usual case, the front: nothing moves.
+            self.head = (self.head + 1) & MASK;
+        } else {
+            // Close the gap from behind (the entries after `i` move up).
+            for k in i..self.len - 1 {
+                self.ring[(self.head + k) & MASK] = self.ring[(self.head + k + 1) & MASK];
             }
         }
-        self.refs.remove(i)
+        self.len -= 1;
+        Some(r)
     }
 
     /// Removes `r` if the list has it.
     pub(crate) fn remove(&mut self, r: Ref) -> bool {
-        match self.refs.iter().position(|&x| x == r) {
-            Some(i) => {
-                self.refs.remove(i);
-                true
-            }
-            None => false,
+        let found = self.refs().position(|x| x == r);
+        found.is_some_and(|i| self.remove_at(i).is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(seq: u64) -> Ref {
+        Ref {
+            seq,
+            index: seq as u32,
         }
+    }
+
+    #[test]
+    fn the_ring_keeps_order_through_wraps_and_middle_removals() {
+        let mut s = Shallow::default();
+        let mut model: std::collections::VecDeque<Ref> = Default::default();
+        let mut next = 0;
+        // Pushes, front takes and middle removals, many times around.
+        for round in 0..500u64 {
+            while model.len() < SHALLOW && next % 7 != 3 || model.is_empty() {
+                assert!(s.push(r(next)));
+                model.push_back(r(next));
+                next += 1;
+            }
+            next += 1;
+            let i = (round as usize * 5) % model.len();
+            assert_eq!(s.remove_at(i), model.remove(i));
+            if let Some(front) = model.front().copied() {
+                assert_eq!(s.remove_at(0), Some(front));
+                model.pop_front();
+            }
+            assert!(s.refs().eq(model.iter().copied()), "round {round}");
+        }
+        while model.len() < SHALLOW {
+            assert!(s.push(r(next)));
+            model.push_back(r(next));
+            next += 1;
+        }
+        assert!(!s.push(r(next)), "a full list refuses");
+        assert!(s.spill().eq(model.iter().copied()));
+        assert!(!s.active() && s.refs().next().is_none());
     }
 }

@@ -42,6 +42,7 @@ impl<T> Default for SeqSlab<T> {
 
 impl<T> SeqSlab<T> {
     /// Stores `value` under `seq`, which must never have been used before.
+    #[inline]
     pub(crate) fn insert(&mut self, seq: u64, value: T) -> Ref {
         self.len += 1;
         if let Some(index) = self.free.pop() {
@@ -81,6 +82,7 @@ impl<T> SeqSlab<T> {
     }
 
     /// Removes the entry; every copy of `r` becomes stale.
+    #[inline]
     pub(crate) fn remove(&mut self, r: Ref) -> Option<T> {
         let slot = self
             .slots

@@ -100,7 +100,7 @@ impl<M> UnexpectedQueue<M> {
         if self.shallow.active() {
             self.searches += 1;
             let i = self.listed(|env| pattern.matches(env))?;
-            let r = self.shallow.remove_at(i);
+            let r = self.shallow.remove_at(i).expect("a listed message");
             let arrived = self.slab.remove(r).expect("a listed message is live");
             return Some((arrived.env, arrived.msg));
         }
@@ -121,7 +121,7 @@ impl<M> UnexpectedQueue<M> {
     /// `f` (the shallow queue's search).
     fn listed(&mut self, mut f: impl FnMut(&Envelope) -> bool) -> Option<usize> {
         let slab = &self.slab;
-        for (i, &r) in self.shallow.refs().iter().enumerate() {
+        for (i, r) in self.shallow.refs().enumerate() {
             self.examined += 1;
             if slab.get(r).is_some_and(|a| f(&a.env)) {
                 return Some(i);
@@ -178,8 +178,7 @@ impl<M> UnexpectedQueue<M> {
             return self
                 .shallow
                 .refs()
-                .iter()
-                .filter_map(|&r| self.slab.get(r))
+                .filter_map(|r| self.slab.get(r))
                 .map(|a| a.env)
                 .find(|env| env.context == context && f(env));
         }
@@ -215,7 +214,7 @@ impl<M> UnexpectedQueue<M> {
         self.searches += 1;
         if self.shallow.active() {
             let i = self.listed(|env| pattern.matches(env))?;
-            return Some((Class::of_pattern(pattern), self.shallow.refs()[i]));
+            return Some((Class::of_pattern(pattern), self.shallow.get(i)?));
         }
         let class = Class::of_pattern(pattern);
         let slab = &self.slab;
