@@ -312,6 +312,25 @@ impl<D: Device> Engine<D> {
         out: &mut Vec<Completion>,
         cursor: &mut Option<usize>,
     ) -> Result<bool> {
+        if !self.testall_ready(requests, cursor)? {
+            return Ok(false);
+        }
+        self.take_all(requests, out)?;
+        Ok(true)
+    }
+
+    /// The first half of [`Engine::testall_resume`]: true once every
+    /// request is complete, completing none. Then
+    /// [`Engine::take_all_with`] hands the completions over one by one,
+    /// without a vector in between.
+    ///
+    /// # Errors
+    /// As for [`Engine::testall`].
+    pub fn testall_ready(
+        &mut self,
+        requests: &[Request],
+        cursor: &mut Option<usize>,
+    ) -> Result<bool> {
         let next = match cursor {
             Some(next) => next,
             None => {
@@ -325,14 +344,27 @@ impl<D: Device> Engine<D> {
                 return Ok(false);
             }
         }
-        self.take_all(requests, out)?;
         Ok(true)
     }
 
     fn take_all(&mut self, requests: &mut [Request], out: &mut Vec<Completion>) -> Result<()> {
         out.clear();
-        for r in requests.iter_mut() {
-            out.push(self.st.take(r)?.unwrap_or_else(Completion::empty));
+        self.take_all_with(requests, |_, c| out.push(c))
+    }
+
+    /// Completes every request (all complete: [`Engine::testall_ready`]
+    /// said so), handing `f` each one's index and completion in order.
+    ///
+    /// # Errors
+    /// A stale handle. Handles before it are completed (and given to `f`)
+    /// already; call only after `testall_ready`, which checks them all.
+    pub fn take_all_with(
+        &mut self,
+        requests: &mut [Request],
+        mut f: impl FnMut(usize, Completion),
+    ) -> Result<()> {
+        for (i, r) in requests.iter_mut().enumerate() {
+            f(i, self.st.take(r)?.unwrap_or_else(Completion::empty));
         }
         Ok(())
     }
