@@ -66,6 +66,7 @@ impl<T: Copy> PostedQueue<T> {
     /// This does not look at unexpected messages: an engine first tries
     /// [`UnexpectedQueue::take`](super::UnexpectedQueue::take) and posts
     /// only if nothing matched.
+    #[inline]
     pub fn post(&mut self, pattern: Pattern, item: T) -> PostedKey {
         let seq = self.next_seq;
         self.next_seq += 1;
