@@ -20,7 +20,7 @@ bash ci/mpi-install.sh "$prefix"
 tests=()
 for src in mpi/tests/*.c; do
   name=$(basename "$src" .c)
-  "$prefix/bin/mpicc" -Wall -Wextra -Werror -o "$work/$name" "$src"
+  "$prefix/bin/mpicc" -Wall -Wextra -Werror -pthread -o "$work/$name" "$src"
   [ "$name" = fatal ] || tests+=("$name")
 done
 

@@ -7,12 +7,12 @@
 //! ferry call reports `Finalized`.
 //!
 //! Locks: `MPI_COMM_WORLD` and `MPI_COMM_SELF` are fields, reached with no
-//! lock. User objects are in per-kind [`Table`]s behind a `Mutex` each,
-//! held only for a lookup, an insert or a removal, never across a blocking
-//! ferry call (a thread blocked in `MPI_Recv` must not stop another from
-//! posting the matching send). Uncontended, such a lock costs one atomic
-//! swap to take and one to release: what ferry itself pays per call under
-//! `MPI_THREAD_SERIALIZED`.
+//! lock. User objects are in per-kind [`Table`]s, each in a `LevelCell`
+//! (`ffi/cell.rs`): below `MPI_THREAD_MULTIPLE` a table is reached with no
+//! lock at all; at `MULTIPLE` a `Mutex` guards it, held only for a lookup,
+//! an insert or a removal, never across a blocking ferry call (a thread
+//! blocked in `MPI_Recv` must not stop another from posting the matching
+//! send). Error handlers, rarely touched, keep a plain `Mutex`.
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +25,7 @@ use crate::abi::class::*;
 use crate::abi::*;
 use crate::errhandler::Errh;
 use crate::error::{Fail, Res};
+use crate::ffi::{LevelCell, ReqObj};
 use crate::handle::{Kind, Table};
 use crate::info::Info;
 
@@ -59,16 +60,6 @@ impl CommObj {
     }
 }
 
-/// A request and the communicator it belongs to (whose error handler its
-/// completion raises errors on).
-#[derive(Debug)]
-pub struct ReqObj {
-    /// The ferry request.
-    pub req: ferry::Request,
-    /// The communicator's handle.
-    pub comm: usize,
-}
-
 /// The values `MPI_Comm_get_attr` hands out pointers to: they live as long
 /// as the process, as the standard requires.
 #[derive(Debug)]
@@ -93,9 +84,12 @@ pub struct Runtime {
     /// `MPI_COMM_SELF`.
     pub self_comm: CommObj,
     /// Communicators the program made.
-    pub comms: Mutex<Table<Arc<CommObj>>>,
-    /// Requests in flight.
-    pub requests: Mutex<Table<ReqObj>>,
+    pub comms: LevelCell<Table<Arc<CommObj>>>,
+    /// Requests in flight (and inactive persistent ones).
+    pub(crate) requests: LevelCell<Table<ReqObj>>,
+    /// Requests the program freed whose post step is still to run
+    /// (`ffi/orphan.rs`).
+    pub(crate) orphans: LevelCell<Vec<ReqObj>>,
     /// Error handlers the program made (and handles `get_errhandler` gave).
     pub errhandlers: Mutex<Table<Errh>>,
     /// The thread level in force.
@@ -200,11 +194,13 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
         None => config.thread_level = ThreadLevel::Single,
     }
     let world = config.init()?;
+    crate::ffi::mark_main_thread();
+    let level = world.thread_level();
     let errh = Errh::Fatal;
     let runtime = Runtime {
         world_comm: CommObj::new(world.world(), "MPI_COMM_WORLD", errh.clone()),
         self_comm: CommObj::new(world.self_comm(), "MPI_COMM_SELF", errh),
-        level: world.thread_level(),
+        level,
         rank: world.rank(),
         size: world.size(),
         attrs: Attrs {
@@ -218,8 +214,9 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
             lastusedcode: LAST,
         },
         world: Mutex::new(Some(world)),
-        comms: Mutex::new(Table::new(Kind::Comm)),
-        requests: Mutex::new(Table::new(Kind::Request)),
+        comms: LevelCell::new(Table::new(Kind::Comm), level),
+        requests: LevelCell::new(Table::new(Kind::Request), level),
+        orphans: LevelCell::new(Vec::new(), level),
         errhandlers: Mutex::new(Table::new(Kind::Errhandler)),
     };
     RUNTIME
@@ -244,8 +241,16 @@ impl Runtime {
         world.finalize()?;
         // Drop after the world: a pending request's drop would otherwise
         // free its operation inside an engine that is about to go anyway.
-        *lock(&self.requests) = Table::new(Kind::Request);
-        *lock(&self.comms) = Table::new(Kind::Comm);
+        // The tables are taken out first and dropped outside their cells.
+        let requests = self
+            .requests
+            .with(|t| std::mem::replace(t, Table::new(Kind::Request)))?;
+        drop(requests);
+        drop(self.orphans.with(std::mem::take)?);
+        let comms = self
+            .comms
+            .with(|t| std::mem::replace(t, Table::new(Kind::Comm)))?;
+        drop(comms);
         Ok(())
     }
 
@@ -256,36 +261,26 @@ impl Runtime {
             .is_some_and(World::is_thread_main)
     }
 
-    /// The communicator `handle` names: the predefined ones without a lock,
-    /// a user one as a clone of its entry.
-    ///
-    /// # Errors
-    /// `MPI_ERR_COMM` for `MPI_COMM_NULL`, a freed or a foreign handle.
-    #[inline]
-    pub fn comm(&self, handle: usize) -> Res<CommRef<'_>> {
-        match handle {
-            MPI_COMM_WORLD => Ok(CommRef::Borrowed(&self.world_comm)),
-            MPI_COMM_SELF => Ok(CommRef::Borrowed(&self.self_comm)),
-            MPI_COMM_NULL => Err(Fail::new(
-                MPI_ERR_COMM,
-                "MPI_COMM_NULL passed as a communicator",
-            )),
-            h => lock(&self.comms)
-                .get(h)
-                .map(|c| CommRef::Shared(Arc::clone(c)))
-                .map_err(|b| Fail::handle(MPI_ERR_COMM, b, "communicator")),
-        }
-        .map_err(|f| f.on(MPI_COMM_SELF))
-    }
-
     /// Stores a new communicator; its handle.
     ///
     /// # Errors
     /// `MPI_ERR_INTERN` if the table is full.
     pub fn add_comm(&self, obj: CommObj) -> Res<usize> {
-        lock(&self.comms)
-            .insert(Arc::new(obj))
+        self.comms
+            .with(|t| t.insert(Arc::new(obj)))?
             .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many communicators"))
+    }
+
+    /// A counted reference to communicator `handle` at any level (for a
+    /// call that keeps it across program code, or beyond the call).
+    ///
+    /// # Errors
+    /// As for [`Runtime::comm`].
+    pub fn comm_arc(&self, handle: usize) -> Res<Arc<CommObj>> {
+        let fail = |b| Fail::handle(MPI_ERR_COMM, b, "communicator").on(MPI_COMM_SELF);
+        self.comms
+            .with(|t| t.get(handle).map(Arc::clone))?
+            .map_err(fail)
     }
 
     /// Stores a new request; its handle.
@@ -293,9 +288,9 @@ impl Runtime {
     /// # Errors
     /// `MPI_ERR_INTERN` if the table is full (16 Mi requests in flight).
     #[inline]
-    pub fn add_request(&self, req: ferry::Request, comm: usize) -> Res<usize> {
-        lock(&self.requests)
-            .insert(ReqObj { req, comm })
+    pub(crate) fn add_request(&self, obj: ReqObj) -> Res<usize> {
+        self.requests
+            .with(|t| t.insert(obj))?
             .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many requests in flight"))
     }
 }

@@ -77,8 +77,8 @@ mpi_fn! {
             MPI_COMM_NULL => return Err(Fail::new(MPI_ERR_COMM, "MPI_COMM_NULL cannot be freed")),
             _ => {}
         }
-        let obj = lock(&rt.comms)
-            .remove(h)
+        let obj = rt.comms
+            .with(|t| t.remove(h))?
             .map_err(|b| Fail::handle(MPI_ERR_COMM, b, "communicator"))?;
         drop(obj);
         // SAFETY: as above.

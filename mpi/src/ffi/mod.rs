@@ -23,14 +23,23 @@ use crate::errhandler::{abort_job, fatal_message, Errh};
 use crate::error::{Fail, Res};
 use crate::state::{lock, rt_any};
 
+mod cell;
 mod coll;
 mod comm;
 mod env;
 mod errors;
 mod info;
+mod multi;
+mod orphan;
 mod p2p;
+mod post;
+mod req;
 mod request;
 mod types;
+
+pub(crate) use cell::mark_main_thread;
+pub use cell::LevelCell;
+pub use req::ReqObj;
 
 /// Defines `PMPI_X` with the body, and `MPI_X` calling it. The body is an
 /// expression of type [`Res`]. With `[comm]`, a failure is raised on the
@@ -67,8 +76,13 @@ pub(crate) use mpi_fn;
 
 /// Runs a body: `MPI_SUCCESS`, or the error through its handler. A panic
 /// is caught and raised as `MPI_ERR_INTERN`.
+#[inline]
 pub(crate) fn guard(call: &'static str, body: impl FnOnce() -> Res) -> c_int {
-    let fail = match catch_unwind(AssertUnwindSafe(body)) {
+    let outcome = catch_unwind(AssertUnwindSafe(body));
+    // Requests the program freed with a post step pending finish here
+    // (one relaxed load when there are none).
+    orphan::poll();
+    let fail = match outcome {
         Ok(Ok(())) => return MPI_SUCCESS,
         Ok(Err(f)) => f,
         Err(panic) => {
@@ -97,9 +111,12 @@ fn handler_of(comm: usize) -> (Errh, Option<i32>) {
     };
     let errh = match comm {
         MPI_COMM_WORLD => lock(&rt.world_comm.meta).errh.clone(),
-        h => match lock(&rt.comms).get(h) {
-            Ok(c) => lock(&c.meta).errh.clone(),
-            Err(_) => lock(&rt.self_comm.meta).errh.clone(),
+        h => match rt
+            .comms
+            .with(|t| t.get(h).map(|c| lock(&c.meta).errh.clone()))
+        {
+            Ok(Ok(e)) => e,
+            _ => lock(&rt.self_comm.meta).errh.clone(),
         },
     };
     (errh, Some(rt.rank))

@@ -13,6 +13,8 @@ use std::ffi::{c_int, c_void};
 
 use ferry::{Comm, SendMode};
 
+use super::post::Post;
+use super::req::ReqObj;
 use super::{bytes, check_buf, get, mpi_fn, put, put_status};
 use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus};
@@ -92,7 +94,7 @@ unsafe fn isend_call(
     }
     // SAFETY: forwarded.
     let req = unsafe { isend(&c.comm, buf, len, dest, tag, mode)? };
-    let h = rt.add_request(req, comm)?;
+    let h = rt.add_request(ReqObj::active(req, comm, Post::None))?;
     // SAFETY: checked non-null above; an out-argument.
     unsafe { put(request, h) }
 }
@@ -181,7 +183,7 @@ mpi_fn! {
         }
         // SAFETY: MPI's nonblocking rule for `buf`.
         let req = unsafe { irecv(&c.comm, buf, len, source, tag)? };
-        let h = rt.add_request(req, comm)?;
+        let h = rt.add_request(ReqObj::active(req, comm, Post::None))?;
         // SAFETY: checked non-null; an out-argument.
         unsafe { put(request, h) }
     }
