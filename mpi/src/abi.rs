@@ -33,6 +33,11 @@ pub const MPI_COMM_NULL: usize = 0x100;
 pub const MPI_COMM_WORLD: usize = 0x101;
 pub const MPI_COMM_SELF: usize = 0x102;
 
+pub const MPI_GROUP_NULL: usize = 0x108;
+pub const MPI_GROUP_EMPTY: usize = 0x109;
+pub const MPI_MESSAGE_NULL: usize = 0x128;
+pub const MPI_MESSAGE_NO_PROC: usize = 0x129;
+
 pub const MPI_INFO_NULL: usize = 0x130;
 pub const MPI_INFO_ENV: usize = 0x131;
 

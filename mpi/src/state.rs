@@ -87,6 +87,14 @@ pub struct Runtime {
     pub comms: LevelCell<Table<Arc<CommObj>>>,
     /// Requests in flight (and inactive persistent ones).
     pub(crate) requests: LevelCell<Table<ReqObj>>,
+    /// Derived datatypes.
+    pub types: LevelCell<Table<crate::datatype::TypeEntry>>,
+    /// Messages taken by `MPI_Mprobe` / `MPI_Improbe`.
+    pub messages: LevelCell<Table<crate::ffi::MsgObj>>,
+    /// The attached buffer of buffered mode.
+    pub(crate) bsend: LevelCell<Option<crate::ffi::Attached>>,
+    /// Names the program gave predefined datatypes.
+    pub type_names: LevelCell<Vec<(usize, String)>>,
     /// Requests the program freed whose post step is still to run
     /// (`ffi/orphan.rs`).
     pub(crate) orphans: LevelCell<Vec<ReqObj>>,
@@ -217,6 +225,10 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
         comms: LevelCell::new(Table::new(Kind::Comm), level),
         requests: LevelCell::new(Table::new(Kind::Request), level),
         orphans: LevelCell::new(Vec::new(), level),
+        types: LevelCell::new(Table::new(Kind::Datatype), level),
+        type_names: LevelCell::new(Vec::new(), level),
+        messages: LevelCell::new(Table::new(Kind::Message), level),
+        bsend: LevelCell::new(None, level),
         errhandlers: Mutex::new(Table::new(Kind::Errhandler)),
     };
     RUNTIME
@@ -233,6 +245,8 @@ impl Runtime {
     /// # Errors
     /// Finalized twice, or ferry's finalize failed.
     pub fn finalize(&self) -> Res {
+        // Buffered messages go out before the world does.
+        crate::ffi::detach_buffer(self)?;
         let world = lock(&self.world).take();
         let Some(world) = world else {
             return Err(Fail::new(MPI_ERR_OTHER, "MPI_Finalize called twice"));
@@ -247,6 +261,10 @@ impl Runtime {
             .with(|t| std::mem::replace(t, Table::new(Kind::Request)))?;
         drop(requests);
         drop(self.orphans.with(std::mem::take)?);
+        drop(
+            self.messages
+                .with(|t| std::mem::replace(t, Table::new(Kind::Message)))?,
+        );
         let comms = self
             .comms
             .with(|t| std::mem::replace(t, Table::new(Kind::Comm)))?;

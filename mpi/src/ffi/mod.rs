@@ -23,22 +23,31 @@ use crate::errhandler::{abort_job, fatal_message, Errh};
 use crate::error::{Fail, Res};
 use crate::state::{lock, rt_any};
 
+mod bsend;
+mod buf;
 mod cell;
 mod coll;
 mod comm;
 mod env;
 mod errors;
 mod info;
+mod mprobe;
 mod multi;
 mod orphan;
 mod p2p;
+mod pack;
+mod persist;
 mod post;
 mod req;
 mod request;
+mod status;
 mod types;
+mod waiting;
 
+pub(crate) use bsend::{detach as detach_buffer, Attached};
 pub(crate) use cell::mark_main_thread;
 pub use cell::LevelCell;
+pub use mprobe::MsgObj;
 pub use req::ReqObj;
 
 /// Defines `PMPI_X` with the body, and `MPI_X` calling it. The body is an
@@ -295,18 +304,4 @@ pub(crate) unsafe fn bytes_mut<'a>(p: *mut u8, len: usize) -> Res<&'a mut [u8]> 
     // SAFETY: non-null, valid for `len` bytes, and not accessed by anything
     // else for 'a (the caller's promise).
     Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
-}
-
-/// Checks a buffer pointer for a raw operation: null only with no bytes.
-///
-/// # Errors
-/// `MPI_ERR_BUFFER`.
-pub(crate) fn check_buf(p: *const u8, len: usize) -> Res {
-    if p.is_null() && len > 0 {
-        return Err(Fail::new(
-            MPI_ERR_BUFFER,
-            "a null buffer with a non-zero count",
-        ));
-    }
-    Ok(())
 }

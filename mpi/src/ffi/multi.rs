@@ -111,6 +111,15 @@ impl<'a> Lent<'a> {
             .map_or(MPI_COMM_SELF, |i| self.comm(i))
     }
 
+    /// Registers the entries for `MPI_Cancel` from other threads while
+    /// this one blocks (`waiting.rs`).
+    fn waiting(&self) -> Option<super::waiting::Waiting> {
+        super::waiting::enter(
+            self.rt,
+            self.handles.iter().copied().zip(self.s.reqs.iter()),
+        )
+    }
+
     /// The first entry that completed inside its call.
     fn first_ready(&self) -> Option<usize> {
         self.s.objs.iter().position(|o| {
@@ -250,6 +259,7 @@ mpi_fn! {
         }
         lent(handles, |lent| {
             let first = lent.first_comm();
+            let _waiting = lent.waiting();
             let s = &mut *lent.s;
             ferry::wait_all_into(&mut s.reqs, &mut s.done).map_err(|e| Fail::from(e).on(first))?;
             all_reports(lent, statuses, None)
@@ -334,6 +344,7 @@ mpi_fn! {
                 Some(i) => Some((i, None)),
                 None => {
                     let first = lent.first_comm();
+                    let _waiting = lent.waiting();
                     any_found(ferry::wait_any(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))?)
                 }
             };
@@ -462,6 +473,7 @@ unsafe fn some(
     lent(handles, |lent| {
         let first = lent.first_comm();
         let block = wait && lent.first_ready().is_none();
+        let _waiting = if block { lent.waiting() } else { None };
         let reqs = &mut lent.s.reqs;
         let r = if block {
             ferry::wait_some(reqs)

@@ -2,14 +2,18 @@
 
 use ferry::Completion;
 
+use super::buf::Unpack;
 use super::req::Report;
-use crate::error::Res;
+use crate::error::{Fail, Res};
 
 /// A request's post step; see [`Post::run`].
 #[derive(Debug)]
 pub(crate) enum Post {
     /// Nothing: the completion's status is the report.
     None,
+    /// A receive staged in a vector (a non-contiguous datatype): unpack
+    /// what arrived into the program's buffer.
+    Unpack(Box<Unpack>),
 }
 
 impl Post {
@@ -25,9 +29,16 @@ impl Post {
     /// anything else (MPI's rule for a nonblocking operation until it
     /// completes).
     pub(crate) unsafe fn run(self, c: Completion, report: &mut Report) -> Res {
-        let _ = (c, report);
+        let _ = &report;
         match self {
             Post::None => Ok(()),
+            Post::Unpack(u) => {
+                let got = c.status.bytes;
+                let staged = c.into_vec::<u8>().map_err(Fail::from)?;
+                // SAFETY: forwarded (the receive buffer of this operation).
+                unsafe { u.run(&staged[..got.min(staged.len())]) };
+                Ok(())
+            }
         }
     }
 }

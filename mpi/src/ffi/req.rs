@@ -26,6 +26,8 @@ pub struct ReqObj {
     pub(crate) comm: usize,
     /// What to do with the completion of the current activation.
     pub(crate) post: Post,
+    /// How to start the request again (persistent requests only).
+    pub(crate) persist: Option<Box<super::persist::Persist>>,
 }
 
 /// Where a request's operation is.
@@ -49,17 +51,30 @@ impl ReqObj {
             state: State::Active(req),
             comm,
             post,
+            persist: None,
+        }
+    }
+
+    /// A request that completed inside its call with `status`.
+    pub(crate) fn ready(status: MpiStatus, comm: usize) -> ReqObj {
+        ReqObj {
+            state: State::Ready(status),
+            comm,
+            post: Post::None,
+            persist: None,
         }
     }
 
     /// True if the request stays after it completes (persistent).
     pub(crate) fn persistent(&self) -> bool {
-        false
+        self.persist.is_some()
     }
 
     /// Makes a persistent request an ordinary one (freed by the program:
     /// it is not started again).
-    pub(crate) fn make_one_shot(&mut self) {}
+    pub(crate) fn make_one_shot(&mut self) {
+        self.persist = None;
+    }
 
     /// True for an inactive persistent request (which completion calls
     /// treat as `MPI_REQUEST_NULL`, but do not free).

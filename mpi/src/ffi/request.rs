@@ -44,7 +44,7 @@ pub(crate) fn give_back(rt: &Runtime, h: usize, obj: ReqObj) -> Res<bool> {
 }
 
 /// Completes a lent request, blocking until it is complete.
-fn wait_one(obj: &mut ReqObj) -> Res<Report> {
+pub(crate) fn wait_one(obj: &mut ReqObj) -> Res<Report> {
     match &mut obj.state {
         State::Active(req) => {
             let done = req.wait().map_err(|e| Fail::from(e).on(obj.comm))?;
@@ -79,7 +79,13 @@ mpi_fn! {
         }
         let rt = rt()?;
         let mut obj = lend(rt, h)?;
-        let report = wait_one(&mut obj);
+        let report = {
+            let _waiting = match &obj.state {
+                State::Active(r) => super::waiting::enter(rt, std::iter::once((h, r))),
+                _ => None,
+            };
+            wait_one(&mut obj)
+        };
         if give_back(rt, h, obj)? {
             // SAFETY: as above.
             unsafe { put(request, MPI_REQUEST_NULL)? };

@@ -1,6 +1,5 @@
-//! The ABI's predefined datatypes: size, name, and what reductions run on
-//! them. Derived datatypes are a later phase; every datatype handle this
-//! library accepts is one of these.
+//! The ABI's predefined datatypes: size, alignment, name, and what
+//! reductions run on them.
 
 use std::ffi::c_int;
 
@@ -159,24 +158,76 @@ const INDEX: [u8; 256] = {
     index
 };
 
+/// The predefined datatype `handle` names, if it is one.
+#[inline]
+pub fn predefined(handle: usize) -> Option<&'static Predefined> {
+    if handle & !0xff == 0x200 {
+        let i = INDEX[handle & 0xff];
+        return ALL.get(usize::from(i));
+    }
+    None
+}
+
 /// The predefined datatype `handle` names.
 ///
 /// # Errors
-/// `MPI_ERR_TYPE` for `MPI_DATATYPE_NULL`, a derived type (not yet
-/// supported) or anything else.
+/// `MPI_ERR_TYPE` for `MPI_DATATYPE_NULL` or anything that is not a
+/// predefined datatype.
 #[inline]
 pub fn lookup(handle: usize) -> Res<&'static Predefined> {
-    if handle & !0xff == 0x200 {
-        let i = INDEX[handle & 0xff];
-        if let Some(p) = ALL.get(usize::from(i)) {
-            return Ok(p);
+    predefined(handle).ok_or_else(|| {
+        Fail::new(
+            MPI_ERR_TYPE,
+            "invalid datatype (MPI_DATATYPE_NULL, or not a predefined datatype)",
+        )
+    })
+}
+
+impl Predefined {
+    /// The C alignment of the type (what `MPI_Type_create_struct` rounds
+    /// an extent up to): a complex number aligns as its parts, a pair as
+    /// its wider member, anything else as its size (16 at most).
+    pub fn align(&self) -> usize {
+        match self.name {
+            "MPI_C_FLOAT_COMPLEX" | "MPI_CXX_FLOAT_COMPLEX" | "MPI_COMPLEX" | "MPI_COMPLEX8" => 4,
+            "MPI_C_DOUBLE_COMPLEX"
+            | "MPI_CXX_DOUBLE_COMPLEX"
+            | "MPI_DOUBLE_COMPLEX"
+            | "MPI_COMPLEX16" => 8,
+            "MPI_C_LONG_DOUBLE_COMPLEX" | "MPI_CXX_LONG_DOUBLE_COMPLEX" | "MPI_COMPLEX32" => 16,
+            "MPI_COMPLEX4" => 2,
+            "MPI_FLOAT_INT" | "MPI_2INT" | "MPI_SHORT_INT" | "MPI_2REAL" | "MPI_2INTEGER" => 4,
+            "MPI_DOUBLE_INT" | "MPI_LONG_INT" | "MPI_2DOUBLE_PRECISION" => 8,
+            "MPI_LONG_DOUBLE_INT" => 16,
+            _ => self.size.min(16),
         }
     }
-    Err(Fail::new(
-        MPI_ERR_TYPE,
-        "invalid datatype (MPI_DATATYPE_NULL, or not a predefined datatype: derived datatypes are not supported yet)",
-    ))
+
+    /// The basic elements of one value, as `(offset, length)`: one for
+    /// most types, the value and the index for the pair types (what
+    /// `MPI_Get_elements` counts).
+    pub fn parts(&self) -> &'static [(usize, usize)] {
+        match self.name {
+            "MPI_FLOAT_INT" | "MPI_2INT" | "MPI_2REAL" | "MPI_2INTEGER" => &[(0, 4), (4, 4)],
+            "MPI_SHORT_INT" => &[(0, 2), (4, 4)],
+            "MPI_DOUBLE_INT" | "MPI_LONG_INT" => &[(0, 8), (8, 4)],
+            "MPI_2DOUBLE_PRECISION" => &[(0, 8), (8, 8)],
+            "MPI_LONG_DOUBLE_INT" => &[(0, 16), (16, 4)],
+            _ => WHOLE[self.size.trailing_zeros() as usize % WHOLE.len()],
+        }
+    }
 }
+
+/// `parts()` of the one-element types, by the log2 of their size (every
+/// predefined size is a power of two).
+const WHOLE: [&[(usize, usize)]; 6] = [
+    &[(0, 1)],
+    &[(0, 2)],
+    &[(0, 4)],
+    &[(0, 8)],
+    &[(0, 16)],
+    &[(0, 32)],
+];
 
 /// `count` elements of `dt` in bytes.
 ///
@@ -229,6 +280,21 @@ mod tests {
         assert_eq!(lookup(0x209).unwrap().name, "MPI_INT");
         assert_eq!(lookup(0x209).unwrap().size, 4);
         assert_eq!(lookup(0x229).unwrap().size, 16);
+    }
+
+    #[test]
+    fn parts_and_alignment_fit_in_the_type() {
+        for p in ALL {
+            let parts = p.parts();
+            assert!(!parts.is_empty(), "{}", p.name);
+            for &(off, len) in parts {
+                assert!(off + len <= p.size, "{}", p.name);
+            }
+            assert!(p.size % p.align() == 0, "{}", p.name);
+        }
+        assert_eq!(lookup(0x229).unwrap().parts(), &[(0, 8), (8, 4)]);
+        assert_eq!(lookup(0x214).unwrap().parts(), &[(0, 8)]);
+        assert_eq!(lookup(0x216).unwrap().align(), 8);
     }
 
     #[test]
