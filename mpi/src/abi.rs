@@ -72,6 +72,12 @@ pub const MPI_CONGRUENT: c_int = 202;
 pub const MPI_SIMILAR: c_int = 203;
 pub const MPI_UNEQUAL: c_int = 204;
 
+// Split types.
+pub const MPI_COMM_TYPE_SHARED: c_int = 221;
+pub const MPI_COMM_TYPE_HW_UNGUIDED: c_int = 222;
+pub const MPI_COMM_TYPE_HW_GUIDED: c_int = 223;
+pub const MPI_COMM_TYPE_RESOURCE_GUIDED: c_int = 224;
+
 // Predefined attribute keys.
 pub const MPI_KEYVAL_INVALID: c_int = 0;
 pub const MPI_TAG_UB: c_int = 501;

@@ -25,6 +25,7 @@
 #![deny(unsafe_code)]
 
 pub mod abi;
+pub mod attr;
 pub mod datatype;
 pub mod errhandler;
 pub mod error;

@@ -38,13 +38,18 @@ pub struct CommObj {
     pub meta: Mutex<CommMeta>,
 }
 
-/// What `MPI_Comm_set_name` and `MPI_Comm_set_errhandler` change.
+/// What `MPI_Comm_set_name`, `MPI_Comm_set_errhandler`,
+/// `MPI_Comm_set_attr` and `MPI_Comm_set_info` change.
 #[derive(Debug, Clone)]
 pub struct CommMeta {
     /// `MPI_Comm_get_name`.
     pub name: String,
     /// The error handler in force.
     pub errh: Errh,
+    /// User attributes: `(keyval, value)` in the order they were set.
+    pub attrs: Vec<(c_int, usize)>,
+    /// The info hints the program gave (`MPI_Comm_set_info`, `*_with_info`).
+    pub info: Info,
 }
 
 impl CommObj {
@@ -55,6 +60,8 @@ impl CommObj {
             meta: Mutex::new(CommMeta {
                 name: name.to_owned(),
                 errh,
+                attrs: Vec::new(),
+                info: Info::default(),
             }),
         }
     }
@@ -89,6 +96,10 @@ pub struct Runtime {
     pub(crate) requests: LevelCell<Table<ReqObj>>,
     /// Derived datatypes.
     pub types: LevelCell<Table<crate::datatype::TypeEntry>>,
+    /// Groups the program holds.
+    pub groups: LevelCell<Table<ferry::Group>>,
+    /// Attribute keys (`MPI_Comm_create_keyval`), by `keyval - FIRST`.
+    pub keyvals: LevelCell<Vec<crate::attr::Keyval>>,
     /// Messages taken by `MPI_Mprobe` / `MPI_Improbe`.
     pub messages: LevelCell<Table<crate::ffi::MsgObj>>,
     /// The attached buffer of buffered mode.
@@ -228,6 +239,8 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
         types: LevelCell::new(Table::new(Kind::Datatype), level),
         type_names: LevelCell::new(Vec::new(), level),
         messages: LevelCell::new(Table::new(Kind::Message), level),
+        groups: LevelCell::new(Table::new(Kind::Group), level),
+        keyvals: LevelCell::new(Vec::new(), level),
         bsend: LevelCell::new(None, level),
         errhandlers: Mutex::new(Table::new(Kind::Errhandler)),
     };

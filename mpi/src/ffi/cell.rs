@@ -185,6 +185,21 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// The communicator `handle` names, as a counted reference for a user
+    /// communicator at every level: for calls that run program code
+    /// (attribute callbacks) while they hold it, which could free it.
+    ///
+    /// # Errors
+    /// As for [`Runtime::comm`].
+    pub fn comm_counted(&self, handle: usize) -> Res<CommRef<'_>> {
+        match handle {
+            MPI_COMM_WORLD | MPI_COMM_SELF | MPI_COMM_NULL => self.comm(handle),
+            h => self.comm_arc(h).map(CommRef::Shared),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

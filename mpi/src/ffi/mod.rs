@@ -23,6 +23,7 @@ use crate::errhandler::{abort_job, fatal_message, Errh};
 use crate::error::{Fail, Res};
 use crate::state::{lock, rt_any};
 
+mod attr;
 mod bsend;
 mod buf;
 mod cell;
@@ -30,6 +31,8 @@ mod coll;
 mod comm;
 mod env;
 mod errors;
+mod group;
+mod idup;
 mod info;
 mod mprobe;
 mod multi;

@@ -120,6 +120,16 @@ impl<'a> Lent<'a> {
         )
     }
 
+    /// Polls every `MPI_Comm_idup` entry once (those done become ready);
+    /// true if one is still pending.
+    fn advance_idups(&mut self) -> Res<bool> {
+        let mut pending = false;
+        for o in self.s.objs.iter_mut().flatten() {
+            pending |= o.poll_idup()?;
+        }
+        Ok(pending)
+    }
+
     /// The first entry that completed inside its call.
     fn first_ready(&self) -> Option<usize> {
         self.s.objs.iter().position(|o| {
@@ -259,6 +269,9 @@ mpi_fn! {
         }
         lent(handles, |lent| {
             let first = lent.first_comm();
+            while lent.advance_idups()? {
+                std::thread::yield_now();
+            }
             let _waiting = lent.waiting();
             let s = &mut *lent.s;
             ferry::wait_all_into(&mut s.reqs, &mut s.done).map_err(|e| Fail::from(e).on(first))?;
@@ -282,6 +295,10 @@ mpi_fn! {
         }
         lent(handles, |lent| {
             let first = lent.first_comm();
+            if lent.advance_idups()? {
+                // SAFETY: checked non-null.
+                return unsafe { put(flag, 0) };
+            }
             let done = ferry::test_all(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))?;
             let complete = done.is_some();
             let r = match done {
@@ -340,13 +357,20 @@ mpi_fn! {
         // SAFETY: the caller's array of `count` requests.
         let (handles, _) = unsafe { arrays(count, array_of_requests, std::ptr::null_mut())? };
         lent(handles, |lent| {
-            let found = match lent.first_ready() {
-                Some(i) => Some((i, None)),
-                None => {
-                    let first = lent.first_comm();
-                    let _waiting = lent.waiting();
-                    any_found(ferry::wait_any(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))?)
+            let first = lent.first_comm();
+            let found = loop {
+                let pending = lent.advance_idups()?;
+                if let Some(i) = lent.first_ready() {
+                    break Some((i, None));
                 }
+                if !pending {
+                    let _waiting = lent.waiting();
+                    break any_found(ferry::wait_any(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))?);
+                }
+                if let Some(Outcome::Completed((i, c))) = ferry::test_any(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))? {
+                    break Some((i, Some(c)));
+                }
+                std::thread::yield_now();
             };
             // SAFETY: index checked; status is IGNORE or valid.
             unsafe { any_result(lent, found, index, status) }
@@ -363,11 +387,16 @@ mpi_fn! {
         // SAFETY: the caller's array of `count` requests.
         let (handles, _) = unsafe { arrays(count, array_of_requests, std::ptr::null_mut())? };
         lent(handles, |lent| {
+            let pending = lent.advance_idups()?;
             let tested = match lent.first_ready() {
                 Some(i) => Some(Some((i, None))),
                 None => {
                     let first = lent.first_comm();
-                    ferry::test_any(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))?.map(any_found)
+                    match ferry::test_any(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))? {
+                        // Every ferry request is inactive, but an idup is not.
+                        Some(Outcome::Undefined) if pending => None,
+                        t => t.map(any_found),
+                    }
                 }
             };
             match tested {
@@ -398,6 +427,7 @@ mpi_fn! {
 /// null or valid for `incount` statuses.
 unsafe fn some_result(
     lent: &mut Lent<'_>,
+    pending: bool,
     ferry_done: Outcome<Vec<(usize, Completion)>>,
     outcount: *mut c_int,
     indices: *mut c_int,
@@ -416,7 +446,7 @@ unsafe fn some_result(
         .collect();
     let done: Vec<(usize, Option<Completion>)> = match ferry_done {
         Outcome::Completed(v) => v.into_iter().map(|(i, c)| (i, Some(c))).collect(),
-        Outcome::Undefined if ready.is_empty() => {
+        Outcome::Undefined if ready.is_empty() && !pending => {
             // SAFETY: forwarded.
             return unsafe { put(outcount, MPI_UNDEFINED) };
         }
@@ -472,17 +502,30 @@ unsafe fn some(
     let (handles, _) = unsafe { arrays(incount, requests, std::ptr::null_mut())? };
     lent(handles, |lent| {
         let first = lent.first_comm();
-        let block = wait && lent.first_ready().is_none();
-        let _waiting = if block { lent.waiting() } else { None };
-        let reqs = &mut lent.s.reqs;
-        let r = if block {
-            ferry::wait_some(reqs)
-        } else {
-            ferry::test_some(reqs)
-        };
-        let done = r.map_err(|e| Fail::from(e).on(first))?;
-        // SAFETY: forwarded.
-        unsafe { some_result(lent, done, outcount, indices, statuses) }
+        loop {
+            let pending = lent.advance_idups()?;
+            let ready = lent.first_ready().is_some();
+            let block = wait && !ready && !pending;
+            let _waiting = if block { lent.waiting() } else { None };
+            let reqs = &mut lent.s.reqs;
+            let r = if block {
+                ferry::wait_some(reqs)
+            } else {
+                ferry::test_some(reqs)
+            };
+            let done = r.map_err(|e| Fail::from(e).on(first))?;
+            let nothing = !ready
+                && match &done {
+                    Outcome::Completed(v) => v.is_empty(),
+                    Outcome::Undefined => true,
+                };
+            if wait && pending && nothing {
+                std::thread::yield_now();
+                continue;
+            }
+            // SAFETY: forwarded.
+            return unsafe { some_result(lent, pending, done, outcount, indices, statuses) };
+        }
     })
 }
 

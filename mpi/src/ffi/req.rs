@@ -41,6 +41,8 @@ pub(crate) enum State {
     Ready(MpiStatus),
     /// A persistent request that is not started (or completed since).
     Inactive,
+    /// `MPI_Comm_idup` in progress: polled until its communicator exists.
+    Idup(Box<super::idup::Idup>),
 }
 
 impl ReqObj {
@@ -115,6 +117,27 @@ impl ReqObj {
                 Some(report)
             }
             _ => None,
+        }
+    }
+
+    /// Polls an `MPI_Comm_idup` request once: when its communicator exists
+    /// the request becomes [`State::Ready`]. True if it is still pending.
+    pub(crate) fn poll_idup(&mut self) -> Res<bool> {
+        let State::Idup(d) = &mut self.state else {
+            return Ok(false);
+        };
+        // SAFETY: the `MPI_Comm *` of the idup call stays valid until its
+        // request completes (MPI's rule for nonblocking calls' outputs).
+        match unsafe { d.poll() } {
+            Ok(true) => {
+                self.state = State::Ready(MpiStatus::EMPTY);
+                Ok(false)
+            }
+            Ok(false) => Ok(true),
+            Err(f) => {
+                self.end_activation();
+                Err(f.on(self.comm))
+            }
         }
     }
 

@@ -52,6 +52,12 @@ pub(crate) fn wait_one(obj: &mut ReqObj) -> Res<Report> {
         }
         State::Ready(_) => Ok(obj.complete_ready().unwrap_or_else(Report::empty)),
         State::Inactive => Ok(Report::empty()),
+        State::Idup(_) => {
+            while obj.poll_idup()? {
+                std::thread::yield_now();
+            }
+            Ok(obj.complete_ready().unwrap_or_else(Report::empty))
+        }
     }
 }
 
@@ -64,6 +70,12 @@ fn test_one(obj: &mut ReqObj) -> Res<Option<Report>> {
         },
         State::Ready(_) => Ok(obj.complete_ready()),
         State::Inactive => Ok(Some(Report::empty())),
+        State::Idup(_) => {
+            if obj.poll_idup()? {
+                return Ok(None);
+            }
+            Ok(obj.complete_ready())
+        }
     }
 }
 
@@ -168,6 +180,7 @@ pub(crate) fn peek_one(obj: &mut ReqObj) -> Res<Option<MpiStatus>> {
         },
         State::Ready(s) => Ok(Some(*s)),
         State::Inactive => Ok(Some(MpiStatus::EMPTY)),
+        State::Idup(_) => Ok((!obj.poll_idup()?).then_some(MpiStatus::EMPTY)),
     }
 }
 
