@@ -96,6 +96,8 @@ pub struct Runtime {
     pub(crate) requests: LevelCell<Table<ReqObj>>,
     /// Derived datatypes.
     pub types: LevelCell<Table<crate::datatype::TypeEntry>>,
+    /// User reduction ops.
+    pub ops: LevelCell<Table<crate::ffi::UserOpObj>>,
     /// Groups the program holds.
     pub groups: LevelCell<Table<ferry::Group>>,
     /// Attribute keys (`MPI_Comm_create_keyval`), by `keyval - FIRST`.
@@ -240,6 +242,7 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
         type_names: LevelCell::new(Vec::new(), level),
         messages: LevelCell::new(Table::new(Kind::Message), level),
         groups: LevelCell::new(Table::new(Kind::Group), level),
+        ops: LevelCell::new(Table::new(Kind::Op), level),
         keyvals: LevelCell::new(Vec::new(), level),
         bsend: LevelCell::new(None, level),
         errhandlers: Mutex::new(Table::new(Kind::Errhandler)),

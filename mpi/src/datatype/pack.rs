@@ -85,6 +85,22 @@ pub fn unpack(data: &[u8], mem: &mut [u8], origin: isize, layout: &Layout, count
     o
 }
 
+/// Copies the data of `count` elements from `wire`, which holds them as
+/// they lie in memory from the lower bound on (element `i` at
+/// `i * extent`, a block at its displacement minus `lb`: what a user
+/// reduction op works on), into `mem` (their span, displacement 0 at
+/// `origin`), leaving the holes between blocks untouched.
+pub fn unpack_extent(wire: &[u8], mem: &mut [u8], origin: isize, layout: &Layout, count: usize) {
+    let ext = layout.extent();
+    for i in 0..count {
+        for b in &layout.blocks {
+            let d = at(origin, ext, i, b.disp);
+            let s = at(-layout.lb, ext, i, b.disp);
+            mem[d..d + b.len].copy_from_slice(&wire[s..s + b.len]);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,6 +164,21 @@ mod tests {
             out,
             [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23]
         );
+    }
+
+    #[test]
+    fn extent_form_keeps_the_holes() {
+        let v = vector(2, 1, 2); // ints 0 and 2; extent 3 ints
+        let (lo, len) = span(&v, 2).unwrap().unwrap();
+        assert_eq!((lo, len), (0, 6 * 4));
+        let wire: Vec<u8> = (0..24).collect();
+        let mut mem = vec![0xee; len];
+        unpack_extent(&wire, &mut mem, -lo, &v, 2);
+        for i in [0usize, 2, 3, 5] {
+            assert_eq!(&mem[i * 4..i * 4 + 4], &wire[i * 4..i * 4 + 4], "int {i}");
+        }
+        assert_eq!(&mem[4..8], &[0xee; 4], "a hole");
+        assert_eq!(&mem[16..20], &[0xee; 4], "a hole");
     }
 
     #[test]

@@ -50,6 +50,7 @@ mod waiting;
 pub(crate) use bsend::{detach as detach_buffer, Attached};
 pub(crate) use cell::mark_main_thread;
 pub use cell::LevelCell;
+pub use coll::reduction::UserOpObj;
 pub use mprobe::MsgObj;
 pub use req::ReqObj;
 
@@ -57,8 +58,8 @@ pub use req::ReqObj;
 /// expression of type [`Res`]. With `[comm]`, a failure is raised on the
 /// communicator argument `comm`.
 macro_rules! mpi_fn {
-    ($(#[doc = $doc:literal])* $name:ident / $pname:ident $([$on:ident])? ($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
-        $(#[doc = $doc])*
+    ($(#[$meta:meta])* $name:ident / $pname:ident $([$on:ident])? ($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
+        $(#[$meta])*
         ///
         /// # Safety
         /// Every pointer argument must be valid for the accesses the MPI

@@ -54,6 +54,8 @@ pub(crate) enum Kind {
         source: c_int,
         tag: c_int,
     },
+    /// A persistent collective.
+    Coll(Box<super::coll::Deferred>),
 }
 
 impl Persist {
@@ -110,6 +112,8 @@ impl Persist {
                 let (req, post) = unsafe { start_recv(c, target, *source, *tag)? };
                 Ok((State::Active(req), post))
             }
+            // SAFETY: forwarded.
+            Kind::Coll(d) => unsafe { d.start(c) },
         }
     }
 }

@@ -14,6 +14,9 @@ pub(crate) enum Post {
     /// A receive staged in a vector (a non-contiguous datatype): unpack
     /// what arrived into the program's buffer.
     Unpack(Box<Unpack>),
+    /// A nonblocking collective: copy the result out of the completion's
+    /// vector into the program's buffers.
+    Coll(Box<[super::coll::Piece]>),
 }
 
 impl Post {
@@ -38,6 +41,11 @@ impl Post {
                 // SAFETY: forwarded (the receive buffer of this operation).
                 unsafe { u.run(&staged[..got.min(staged.len())]) };
                 Ok(())
+            }
+            Post::Coll(pieces) => {
+                let out = c.into_vec::<u8>().map_err(Fail::from)?;
+                // SAFETY: forwarded (the collective's output buffers).
+                unsafe { super::coll::copy_out(&out, &pieces) }
             }
         }
     }
