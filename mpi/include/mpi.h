@@ -502,6 +502,47 @@ int MPI_Op_free(MPI_Op *op);
 int MPI_Op_commutative(MPI_Op op, int *commute);
 int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op);
 
+/* ---- MPIX: ferry's own extensions ---------------------------------------- */
+
+/* MPIX_REQUEST_EMPTY: the request of an operation that completed inside its
+ * initiating call. Every send (Isend, Issend, Irsend, Ibsend) and every
+ * nonblocking collective may return it; a receive (Irecv) only on a
+ * communicator whose info sets "mpi_recv_req_may_be_empty" to "true"
+ * (MPI_Comm_dup_with_info), as the REQUEST_EMPTY proposal says: such a
+ * receive's data is in the buffer, and its status is the empty one (the
+ * program opted out of knowing source, tag and count). Every completion call
+ * takes MPIX_REQUEST_EMPTY as complete with the empty status and sets it to
+ * MPI_REQUEST_NULL; MPI_Request_free and MPI_Cancel accept it. No library
+ * object stands behind it, so posting such operations costs no request
+ * table entry. */
+#define MPIX_REQUEST_EMPTY ((MPI_Request)0x181)
+
+/* ARecv: a receive of a message of unknown size into a buffer the library
+ * allocates (handed over without a copy where ferry's device allows).
+ * MPIX_Iarecv's request, or MPIX_Arecv itself, fills a status that carries
+ * the buffer: MPIX_Status_get_buffer takes it (NULL for an empty message),
+ * MPI_Get_count(status, MPI_BYTE, &n) gives its size, and the program frees
+ * it with MPI_Free_mem. Completing an MPIX_Iarecv request with
+ * MPI_STATUS_IGNORE frees the buffer at once; MPIX_Arecv needs a status. */
+int MPIX_Arecv(int source, int tag, MPI_Comm comm, MPI_Status *status);
+int MPIX_Iarecv(int source, int tag, MPI_Comm comm, MPI_Request *request);
+int MPIX_Status_get_buffer(const MPI_Status *status, void *buf);
+
+/* Wait mode: how ferry waits in blocking calls. MPIX_WAIT_SPIN polls
+ * without sleeping (lowest latency, a core per waiting thread);
+ * MPIX_WAIT_PASSIVE sleeps in the kernel until woken (no core burnt);
+ * MPIX_WAIT_HYBRID spins, then sleeps (ferry's default). MPIX_Set_wait_mode
+ * is called before MPI_Init / MPI_Init_thread and overrides FERRY_WAIT_MODE;
+ * afterwards it fails with MPI_ERR_OTHER. MPIX_Get_wait_mode gives the mode
+ * in force (or, before MPI_Init, the one it will use). */
+enum {
+    MPIX_WAIT_SPIN = 0,
+    MPIX_WAIT_PASSIVE = 1,
+    MPIX_WAIT_HYBRID = 2
+};
+int MPIX_Set_wait_mode(int mode);
+int MPIX_Get_wait_mode(int *mode);
+
 /* ---- Profiling interface: the same functions as PMPI_X ------------------ */
 
 /* Environment */
@@ -558,8 +599,6 @@ int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm);
 int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
 int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);
 int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
-/* Works when the group is all of comm, or this process alone; a proper
- * subgroup of several processes returns MPI_ERR_UNSUPPORTED_OPERATION. */
 int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm);
 int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info);
 int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used);
@@ -617,8 +656,6 @@ int PMPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int 
 int PMPI_Start(MPI_Request *request);
 int PMPI_Startall(int count, MPI_Request array_of_requests[]);
 
-/* Buffered mode: each message takes its size + MPI_BSEND_OVERHEAD bytes of
- * the attached buffer; MPI_BUFFER_AUTOMATIC attaches none (MPI 4.1) */
 int PMPI_Buffer_attach(void *buffer, int size);
 int PMPI_Buffer_detach(void *buffer_addr, int *size);
 int PMPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
@@ -673,8 +710,6 @@ int PMPI_Get_address(const void *location, MPI_Aint *address);
 MPI_Aint PMPI_Aint_add(MPI_Aint base, MPI_Aint disp);
 MPI_Aint PMPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);
 
-/* Collectives: blocking, nonblocking (MPI_I...) and persistent (..._init),
- * on any committed datatype, with MPI_IN_PLACE where the standard allows it */
 int PMPI_Barrier(MPI_Comm comm);
 int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
 int PMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
@@ -732,6 +767,16 @@ int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
 int PMPI_Op_free(MPI_Op *op);
 int PMPI_Op_commutative(MPI_Op op, int *commute);
 int PMPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op);
+
+
+/* MPIX extensions */
+
+int PMPIX_Arecv(int source, int tag, MPI_Comm comm, MPI_Status *status);
+int PMPIX_Iarecv(int source, int tag, MPI_Comm comm, MPI_Request *request);
+int PMPIX_Status_get_buffer(const MPI_Status *status, void *buf);
+
+int PMPIX_Set_wait_mode(int mode);
+int PMPIX_Get_wait_mode(int *mode);
 
 #if defined(__cplusplus)
 }

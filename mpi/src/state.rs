@@ -115,6 +115,8 @@ pub struct Runtime {
     pub errhandlers: Mutex<Table<Errh>>,
     /// The thread level in force.
     pub level: ThreadLevel,
+    /// ferry's wait mode in force (`MPIX_Get_wait_mode`).
+    pub wait_mode: ferry::WaitMode,
     /// Job rank, for messages.
     pub rank: i32,
     /// Job size.
@@ -209,6 +211,9 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
     }
     let _ = EPOCH.get_or_init(Instant::now);
     let mut config = ferry::Config::from_env()?;
+    if let Some(mode) = crate::ffi::chosen_wait_mode() {
+        config.wait_mode = mode;
+    }
     match level {
         Some(l) => config.thread_level = level_of(l),
         None if std::env::var_os("FERRY_THREAD_LEVEL").is_some() => {}
@@ -222,6 +227,7 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
         world_comm: CommObj::new(world.world(), "MPI_COMM_WORLD", errh.clone()),
         self_comm: CommObj::new(world.self_comm(), "MPI_COMM_SELF", errh),
         level,
+        wait_mode: world.config().wait_mode,
         rank: world.rank(),
         size: world.size(),
         attrs: Attrs {

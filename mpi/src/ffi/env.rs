@@ -233,8 +233,12 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Free_mem`: frees what `MPI_Alloc_mem` returned.
+    /// `MPI_Free_mem`: frees what `MPI_Alloc_mem` returned, or a buffer
+    /// `MPIX_Status_get_buffer` handed over.
     MPI_Free_mem / PMPI_Free_mem(base: *mut c_void) {
+        if super::mpix::release(base as usize) {
+            return Ok(());
+        }
         // SAFETY: `base` came from MPI_Alloc_mem (malloc) and is freed once,
         // as the standard requires; free(NULL) does nothing.
         unsafe { libc::free(base) };

@@ -34,6 +34,7 @@ mod errors;
 mod group;
 mod idup;
 mod info;
+mod mpix;
 mod mprobe;
 mod multi;
 mod orphan;
@@ -51,6 +52,7 @@ pub(crate) use bsend::{detach as detach_buffer, Attached};
 pub(crate) use cell::mark_main_thread;
 pub use cell::LevelCell;
 pub use coll::reduction::UserOpObj;
+pub(crate) use mpix::chosen_wait_mode;
 pub use mprobe::MsgObj;
 pub use req::ReqObj;
 

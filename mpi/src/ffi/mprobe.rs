@@ -177,7 +177,7 @@ mpi_fn! {
                         let mut s = MpiStatus::from_ferry(&probed);
                         s.set_bytes(probed.bytes.min(len) as u64);
                         s.error = f.class;
-                        Report { status: s, result: Err(f) }
+                        Report { status: s, result: Err(f), arecv: None }
                     }
                 }
             }

@@ -17,6 +17,7 @@ use std::ffi::c_int;
 
 use ferry::{Completion, Outcome, Request};
 
+use super::mpix::MPIX_REQUEST_EMPTY;
 use super::req::{finish, Report, ReqObj, State};
 use super::request::{bad_request, peek_one};
 use super::{mpi_fn, put};
@@ -70,11 +71,16 @@ impl<'a> Lent<'a> {
                     objs.push(None);
                     continue;
                 }
+                if h == MPIX_REQUEST_EMPTY {
+                    // Complete, with no table entry: a ready request here.
+                    objs.push(Some(ReqObj::ready(MpiStatus::EMPTY, MPI_COMM_SELF)));
+                    continue;
+                }
                 match t.lend(h) {
                     Ok(o) => objs.push(Some(o)),
                     Err(b) => {
                         for (&h, o) in handles.iter().zip(objs.drain(..)) {
-                            if let Some(o) = o {
+                            if let (Some(o), false) = (o, h == MPIX_REQUEST_EMPTY) {
                                 t.restore(h, o);
                             }
                         }
@@ -170,6 +176,12 @@ impl<'a> Lent<'a> {
         rt.requests.with(|t| {
             for (h, o) in handles.iter_mut().zip(objs.drain(..)) {
                 let Some(o) = o else { continue };
+                if *h == MPIX_REQUEST_EMPTY {
+                    if o.inactive() {
+                        *h = MPI_REQUEST_NULL;
+                    }
+                    continue;
+                }
                 if o.inactive() && !o.persistent() {
                     t.release(*h);
                     *h = MPI_REQUEST_NULL;

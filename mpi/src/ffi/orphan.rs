@@ -27,7 +27,7 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 pub(crate) fn adopt(rt: &Runtime, mut obj: ReqObj) -> Res {
     // A freed persistent request is not started again.
     obj.make_one_shot();
-    if obj.post.is_none() || !matches!(obj.state, State::Active(_)) {
+    if !obj.post.writes_buffers() || !matches!(obj.state, State::Active(_)) {
         drop(obj);
         return Ok(());
     }

@@ -15,6 +15,7 @@ use std::ffi::{c_int, c_void};
 use ferry::{Comm, SendMode};
 
 use super::buf::{recv_data, send_data, RecvData, SendData};
+use super::mpix::empty_or_store;
 use super::post::Post;
 use super::req::ReqObj;
 use super::request::wait_one;
@@ -96,7 +97,8 @@ unsafe fn isend_call(
     let data = unsafe { send_data(buf, count_arg(count)?, &ty)? };
     // SAFETY: forwarded.
     let req = unsafe { start_send(&c.comm, data, dest, tag, mode)? };
-    let h = rt.add_request(ReqObj::active(req, comm, Post::None))?;
+    // SAFETY: no post step: nothing is written.
+    let h = unsafe { empty_or_store(ReqObj::active(req, comm, Post::None))? };
     // SAFETY: checked non-null; an out-argument.
     unsafe { put(request, h) }
 }
@@ -190,7 +192,8 @@ mpi_fn! {
         let target = recv_data(buf, count_arg(count)?, &ty)?;
         // SAFETY: MPI's nonblocking rule for `buf`.
         let (req, post) = unsafe { start_recv(&c.comm, target, source, tag)? };
-        let h = rt.add_request(ReqObj::active(req, comm, post))?;
+        // SAFETY: the receive buffer, valid as above.
+        let h = unsafe { empty_or_store(ReqObj::active(req, comm, post))? };
         // SAFETY: checked non-null; an out-argument.
         unsafe { put(request, h) }
     }

@@ -262,8 +262,8 @@ mpi_fn! {
     MPI_Start / PMPI_Start(request: *mut usize) {
         // SAFETY: in-argument (the standard passes a pointer).
         let h = unsafe { get(request.cast_const())? };
-        if h == MPI_REQUEST_NULL {
-            return Err(Fail::new(MPI_ERR_REQUEST, "MPI_Start of MPI_REQUEST_NULL"));
+        if h == MPI_REQUEST_NULL || h == super::mpix::MPIX_REQUEST_EMPTY {
+            return Err(Fail::new(MPI_ERR_REQUEST, "MPI_Start needs a persistent request"));
         }
         let rt = rt()?;
         let mut obj = lend(rt, h)?;
@@ -330,6 +330,10 @@ mpi_fn! {
         let h = unsafe { get(request.cast_const())? };
         if h == MPI_REQUEST_NULL {
             return Err(bad_request(crate::handle::BadHandle::Foreign));
+        }
+        if h == super::mpix::MPIX_REQUEST_EMPTY {
+            // Complete already: nothing to cancel.
+            return Ok(());
         }
         cancel(h)
     }

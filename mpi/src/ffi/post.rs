@@ -17,12 +17,16 @@ pub(crate) enum Post {
     /// A nonblocking collective: copy the result out of the completion's
     /// vector into the program's buffers.
     Coll(Box<[super::coll::Piece]>),
+    /// An ARecv (`MPIX_Iarecv`): hand the library's buffer over through
+    /// the status.
+    Arecv,
 }
 
 impl Post {
-    /// True if there is no step to run.
-    pub(crate) fn is_none(&self) -> bool {
-        matches!(self, Post::None)
+    /// True if the step writes the program's buffers, so the operation must
+    /// be completed (not just looked at) before the program may read them.
+    pub(crate) fn writes_buffers(&self) -> bool {
+        matches!(self, Post::Unpack(_) | Post::Coll(_))
     }
 
     /// Runs the step on the completion, adjusting the report.
@@ -32,7 +36,6 @@ impl Post {
     /// anything else (MPI's rule for a nonblocking operation until it
     /// completes).
     pub(crate) unsafe fn run(self, c: Completion, report: &mut Report) -> Res {
-        let _ = &report;
         match self {
             Post::None => Ok(()),
             Post::Unpack(u) => {
@@ -46,6 +49,10 @@ impl Post {
                 let out = c.into_vec::<u8>().map_err(Fail::from)?;
                 // SAFETY: forwarded (the collective's output buffers).
                 unsafe { super::coll::copy_out(&out, &pieces) }
+            }
+            Post::Arecv => {
+                report.arecv = c.into_buf();
+                Ok(())
             }
         }
     }

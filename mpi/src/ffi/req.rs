@@ -155,6 +155,8 @@ impl ReqObj {
 pub(crate) struct Report {
     pub(crate) status: MpiStatus,
     pub(crate) result: Res,
+    /// An ARecv's buffer, handed over through the status (`MPIX_Arecv`).
+    pub(crate) arecv: Option<ferry::Buf>,
 }
 
 impl Report {
@@ -163,6 +165,7 @@ impl Report {
         Report {
             status,
             result: Ok(()),
+            arecv: None,
         }
     }
 
@@ -171,13 +174,23 @@ impl Report {
         Report::ok(MpiStatus::EMPTY)
     }
 
-    /// Writes the status (unless `MPI_STATUS_IGNORE`); the result.
+    /// Writes the status (unless `MPI_STATUS_IGNORE`), handing an ARecv's
+    /// buffer over through it; the result.
     ///
     /// # Safety
     /// `out` is null or valid for a write of an `MPI_Status`.
     pub(crate) unsafe fn write(self, out: *mut MpiStatus) -> Res {
+        let mut status = self.status;
+        if let Some(buf) = self.arecv {
+            if out.is_null() {
+                // Nobody can take the buffer: it goes now.
+                drop(buf);
+            } else {
+                super::mpix::hand_over(&mut status, buf);
+            }
+        }
         // SAFETY: forwarded.
-        unsafe { super::put_status(out, self.status) };
+        unsafe { super::put_status(out, status) };
         self.result
     }
 }

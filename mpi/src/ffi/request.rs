@@ -10,6 +10,7 @@
 
 use std::ffi::c_int;
 
+use super::mpix::MPIX_REQUEST_EMPTY;
 use super::req::{finish, Report, ReqObj, State};
 use super::{get, mpi_fn, put, put_status};
 use crate::abi::class::*;
@@ -84,9 +85,14 @@ mpi_fn! {
     MPI_Wait / PMPI_Wait(request: *mut usize, status: *mut MpiStatus) {
         // SAFETY: in/out argument.
         let h = unsafe { get(request)? };
-        if h == MPI_REQUEST_NULL {
-            // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-            unsafe { put_status(status, MpiStatus::EMPTY) };
+        if h == MPI_REQUEST_NULL || h == MPIX_REQUEST_EMPTY {
+            // SAFETY: as above; MPI_STATUS_IGNORE (null) or a status.
+            unsafe {
+                put_status(status, MpiStatus::EMPTY);
+                if h == MPIX_REQUEST_EMPTY {
+                    put(request, MPI_REQUEST_NULL)?;
+                }
+            }
             return Ok(());
         }
         let rt = rt()?;
@@ -115,10 +121,14 @@ mpi_fn! {
         if flag.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "a null flag pointer"));
         }
-        if h == MPI_REQUEST_NULL {
-            // SAFETY: flag checked; status is MPI_STATUS_IGNORE or valid.
+        if h == MPI_REQUEST_NULL || h == MPIX_REQUEST_EMPTY {
+            // SAFETY: flag checked; status is MPI_STATUS_IGNORE or valid;
+            // `request` is an in/out argument.
             unsafe {
                 put_status(status, MpiStatus::EMPTY);
+                if h == MPIX_REQUEST_EMPTY {
+                    put(request, MPI_REQUEST_NULL)?;
+                }
                 return put(flag, 1);
             }
         }
@@ -152,6 +162,10 @@ mpi_fn! {
         if h == MPI_REQUEST_NULL {
             return Err(Fail::new(MPI_ERR_REQUEST, "MPI_REQUEST_NULL cannot be freed"));
         }
+        if h == MPIX_REQUEST_EMPTY {
+            // SAFETY: as above.
+            return unsafe { put(request, MPI_REQUEST_NULL) };
+        }
         let rt = rt()?;
         let obj = rt.requests.with(|t| t.remove(h))?.map_err(bad_request)?;
         super::orphan::adopt(rt, obj)?;
@@ -166,7 +180,7 @@ mpi_fn! {
 /// [`State::Ready`] until a completion call reports it.
 pub(crate) fn peek_one(obj: &mut ReqObj) -> Res<Option<MpiStatus>> {
     match &mut obj.state {
-        State::Active(req) if obj.post.is_none() => {
+        State::Active(req) if !obj.post.writes_buffers() => {
             let s = req.get_status().map_err(|e| Fail::from(e).on(obj.comm))?;
             Ok(s.map(|s| MpiStatus::from_ferry(&s)))
         }
@@ -190,7 +204,7 @@ mpi_fn! {
         if flag.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "a null flag pointer"));
         }
-        let found = if request == MPI_REQUEST_NULL {
+        let found = if request == MPI_REQUEST_NULL || request == MPIX_REQUEST_EMPTY {
             Some(MpiStatus::EMPTY)
         } else {
             let rt = rt()?;

@@ -48,9 +48,12 @@ macro_rules! collective {
                     return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
                 }
                 let spec: Spec = $parse?;
-                // SAFETY: MPI's rule for nonblocking collectives' buffers.
-                let (req, post) = unsafe { spec.start($c)? };
-                let h = $rt.add_request(ReqObj::active(req, $comm, post))?;
+                // SAFETY: MPI's rule for nonblocking collectives' buffers
+                // (for the start, and for a result copied out at once).
+                let h = unsafe {
+                    let (req, post) = spec.start($c)?;
+                    crate::ffi::mpix::empty_or_store(ReqObj::active(req, $comm, post))?
+                };
                 // SAFETY: checked non-null; an out-argument.
                 unsafe { put(request, h) }
             }
