@@ -208,6 +208,24 @@ int main(int argc, char **argv) {
         OK(MPI_Type_free(&abs_out)); OK(MPI_Type_free(&abs_in));
     }
 
+    /* A freed receive of a non-contiguous type still lands: a later MPI call
+     * (here the Sendrecv whose message follows it) finishes it. */
+    {
+        int mat[N][4], v[N], tok = rank, got = -1;
+        memset(mat, 0, sizeof mat);
+        MPI_Datatype column;
+        MPI_Request r;
+        OK(MPI_Type_vector(N, 1, 4, MPI_INT, &column)); OK(MPI_Type_commit(&column));
+        OK(MPI_Irecv(&mat[0][2], 1, column, prev, 30, MPI_COMM_WORLD, &r));
+        OK(MPI_Type_free(&column)); /* the pending receive keeps its layout */
+        OK(MPI_Request_free(&r)); TRUE(r == MPI_REQUEST_NULL);
+        for (int i = 0; i < N; i++) v[i] = rank * 100 + i;
+        OK(MPI_Send(v, N, MPI_INT, next, 30, MPI_COMM_WORLD));
+        OK(MPI_Sendrecv(&tok, 1, MPI_INT, next, 31, &got, 1, MPI_INT, prev, 31, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        EQ(got, prev);
+        for (int i = 0; i < N; i++) { EQ(mat[i][2], prev * 100 + i); EQ(mat[i][1], 0); }
+    }
+
     for (int i = 0; i < 10; i++) OK(MPI_Type_free(&all[i]));
     ERR(MPI_ERR_TYPE, MPI_Type_free(&all[0])); /* MPI_DATATYPE_NULL now */
     check_done("dtypes");

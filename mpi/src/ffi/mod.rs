@@ -93,10 +93,13 @@ pub(crate) use mpi_fn;
 /// is caught and raised as `MPI_ERR_INTERN`.
 #[inline]
 pub(crate) fn guard(call: &'static str, body: impl FnOnce() -> Res) -> c_int {
-    let outcome = catch_unwind(AssertUnwindSafe(body));
-    // Requests the program freed with a post step pending finish here
-    // (one relaxed load when there are none).
-    orphan::poll();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let r = body();
+        // Requests the program freed with a post step pending finish here
+        // (one relaxed load when there are none).
+        orphan::poll();
+        r
+    }));
     let fail = match outcome {
         Ok(Ok(())) => return MPI_SUCCESS,
         Ok(Err(f)) => f,

@@ -445,32 +445,21 @@ unsafe fn some_result(
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> Res {
-    let ready: Vec<usize> = (0..lent.s.objs.len())
-        .filter(|&i| {
-            matches!(
-                lent.s.objs[i],
-                Some(ReqObj {
-                    state: State::Ready(_),
-                    ..
-                })
-            )
-        })
-        .collect();
-    let done: Vec<(usize, Option<Completion>)> = match ferry_done {
-        Outcome::Completed(v) => v.into_iter().map(|(i, c)| (i, Some(c))).collect(),
-        Outcome::Undefined if ready.is_empty() && !pending => {
+    let any_ready = lent.first_ready().is_some();
+    let done = match ferry_done {
+        Outcome::Completed(v) => v,
+        Outcome::Undefined if !any_ready && !pending => {
             // SAFETY: forwarded.
             return unsafe { put(outcount, MPI_UNDEFINED) };
         }
         Outcome::Undefined => Vec::new(),
     };
-    let all = ready.into_iter().map(|i| (i, None)).chain(done);
+    if (any_ready || !done.is_empty()) && indices.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null index array"));
+    }
     let mut failed = None;
     let mut k = 0usize;
-    for (i, c) in all {
-        if indices.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null index array"));
-        }
+    let mut emit = |lent: &mut Lent<'_>, i: usize, c: Option<Completion>| {
         let report = lent.report(i, c);
         if report.result.is_err() && failed.is_none() {
             failed = Some(i);
@@ -486,6 +475,22 @@ unsafe fn some_result(
             }
         }
         k += 1;
+    };
+    // The entries that completed inside their call first (a ferry
+    // completion never leaves an entry ready), then ferry's.
+    for i in 0..lent.s.objs.len() {
+        if matches!(
+            lent.s.objs[i],
+            Some(ReqObj {
+                state: State::Ready(_),
+                ..
+            })
+        ) {
+            emit(lent, i, None);
+        }
+    }
+    for (i, c) in done {
+        emit(lent, i, Some(c));
     }
     // SAFETY: forwarded.
     unsafe { put(outcount, c_int::try_from(k).unwrap_or(c_int::MAX))? };
