@@ -69,7 +69,10 @@ macro_rules! mpi_fn {
         #[no_mangle]
         pub unsafe extern "C" fn $pname($($arg: $ty),*) -> std::ffi::c_int {
             $crate::ffi::guard(stringify!($name), move || -> $crate::error::Res {
-                let r: $crate::error::Res = $body;
+                // The body's `?`s return from this inner closure, so every
+                // failure passes the communicator attribution below.
+                #[allow(clippy::redundant_closure_call)]
+                let r: $crate::error::Res = (move || -> $crate::error::Res { $body })();
                 $(let r = r.map_err(|f| f.on($on));)?
                 r
             })
