@@ -3,14 +3,20 @@
 //! `ferry::Op::on_bytes` runs on the program's bytes.
 //!
 //! MPI's groups decide what is defined (MPI 4.1 §6.9.2): `SUM`, `PROD`,
-//! `MIN`, `MAX` on integers and floating point; the logical ops on
-//! integers and C's `bool`; the bitwise ops on integers and `MPI_BYTE`;
-//! `MINLOC`/`MAXLOC` on the pair types. Anything else is `MPI_ERR_OP`.
-//! Types ferry has no arithmetic for (complex, long double, half and quad
-//! precision, Fortran logicals, characters) are
+//! `MIN`, `MAX` on integers and floating point (`SUM` and `PROD` on
+//! complex numbers too); the logical ops on integers, C's `bool` and
+//! Fortran's `LOGICAL`s; the bitwise ops on integers and `MPI_BYTE`;
+//! `MINLOC`/`MAXLOC` on the pair types. Anything else is `MPI_ERR_OP`
+//! (characters and `MPI_PACKED` take no op at all).
+//!
+//! ferry's engine reduces the common types itself; complex numbers,
+//! `MPI_2REAL`, `MPI_2DOUBLE_PRECISION`, `MPI_INTEGER16` and
+//! `MPI_LOGICAL16` are element-wise functions here, run as ferry user ops
+//! (commutative) on their own size. Types with no Rust arithmetic (`long
+//! double`, half and quad precision, and complex numbers of them) are
 //! `MPI_ERR_UNSUPPORTED_OPERATION`.
 
-use ferry::ferry_core::coll::{Datatype, ReduceOp};
+use ferry::ferry_core::coll::{Datatype, ReduceOp, UserOp};
 
 use crate::abi::class::*;
 use crate::abi::*;
@@ -76,8 +82,108 @@ fn core_type(e: Elem) -> Option<(Datatype, Class)> {
         Elem::LongInt => (Datatype::I64I32, Class::Pair),
         Elem::TwoInt => (Datatype::I32I32, Class::Pair),
         Elem::ShortInt => (Datatype::I16I32, Class::Pair),
-        Elem::None => return None,
+        _ => return None,
     })
+}
+
+/// An op applied to every `N`-byte element (`inout = input (op) inout`),
+/// as a commutative ferry user op on an opaque type of that size.
+fn each<const N: usize>(
+    f: impl Fn(&[u8; N], &mut [u8; N]) + Send + Sync + 'static,
+) -> (ReduceOp, Datatype) {
+    let run = move |input: &[u8], inout: &mut [u8]| {
+        for (a, b) in input.chunks_exact(N).zip(inout.chunks_exact_mut(N)) {
+            if let (Ok(a), Ok(b)) = (<&[u8; N]>::try_from(a), <&mut [u8; N]>::try_from(b)) {
+                f(a, b);
+            }
+        }
+    };
+    (
+        ReduceOp::User(UserOp::new(run, true)),
+        Datatype::Opaque { size: N as u32 },
+    )
+}
+
+macro_rules! pair_ops {
+    ($name:ident, $t:ty, $n:literal) => {
+        /// Complex `SUM`/`PROD`, or value-and-index `MINLOC`/`MAXLOC`,
+        /// on two values of the float type.
+        fn $name(op: usize, complex: bool) -> Option<(ReduceOp, Datatype)> {
+            const H: usize = $n / 2;
+            fn get(b: &[u8]) -> ($t, $t) {
+                let mut x = [0u8; H];
+                let mut y = [0u8; H];
+                x.copy_from_slice(&b[..H]);
+                y.copy_from_slice(&b[H..]);
+                (<$t>::from_ne_bytes(x), <$t>::from_ne_bytes(y))
+            }
+            fn set(b: &mut [u8], (x, y): ($t, $t)) {
+                b[..H].copy_from_slice(&x.to_ne_bytes());
+                b[H..].copy_from_slice(&y.to_ne_bytes());
+            }
+            Some(match op {
+                MPI_SUM if complex => each::<$n>(|a, b| {
+                    let ((ar, ai), (br, bi)) = (get(a), get(b));
+                    set(b, (ar + br, ai + bi));
+                }),
+                MPI_PROD if complex => each::<$n>(|a, b| {
+                    let ((ar, ai), (br, bi)) = (get(a), get(b));
+                    set(b, (ar * br - ai * bi, ar * bi + ai * br));
+                }),
+                MPI_MINLOC | MPI_MAXLOC if !complex => {
+                    let min = op == MPI_MINLOC;
+                    each::<$n>(move |a, b| {
+                        let ((av, ai), (bv, bi)) = (get(a), get(b));
+                        let better = if min { av < bv } else { av > bv };
+                        if better || (av == bv && ai < bi) {
+                            set(b, (av, ai));
+                        }
+                    })
+                }
+                _ => return None,
+            })
+        }
+    };
+}
+
+pair_ops!(pairs32, f32, 8);
+pair_ops!(pairs64, f64, 16);
+
+/// The ops on a 16-byte integer (`logical_only`: a `LOGICAL16`).
+fn int128(op: usize, logical_only: bool) -> Option<(ReduceOp, Datatype)> {
+    fn lift(f: fn(i128, i128) -> i128) -> (ReduceOp, Datatype) {
+        each::<16>(move |a, b| {
+            let r = f(i128::from_ne_bytes(*a), i128::from_ne_bytes(*b));
+            *b = r.to_ne_bytes();
+        })
+    }
+    Some(match op {
+        MPI_LAND => lift(|a, b| i128::from(a != 0 && b != 0)),
+        MPI_LOR => lift(|a, b| i128::from(a != 0 || b != 0)),
+        MPI_LXOR => lift(|a, b| i128::from((a != 0) != (b != 0))),
+        _ if logical_only => return None,
+        MPI_SUM => lift(i128::wrapping_add),
+        MPI_PROD => lift(i128::wrapping_mul),
+        MPI_MIN => lift(i128::min),
+        MPI_MAX => lift(i128::max),
+        MPI_BAND => lift(|a, b| a & b),
+        MPI_BOR => lift(|a, b| a | b),
+        MPI_BXOR => lift(|a, b| a ^ b),
+        _ => return None,
+    })
+}
+
+/// The ops on a Fortran `LOGICAL` of `size` bytes: ferry's logical ops on
+/// the integer of that size (0 or 1 out, as gfortran's `.true.` is 1).
+fn logical(op: usize, size: usize) -> Option<(ReduceOp, Datatype)> {
+    let dtype = match size {
+        1 => Datatype::I8,
+        2 => Datatype::I16,
+        4 => Datatype::I32,
+        8 => Datatype::I64,
+        _ => return int128(op, true),
+    };
+    core_op(op, Class::Bool).map(|op| (op, dtype))
 }
 
 /// The core op of a predefined op, if `class` takes it.
@@ -114,15 +220,31 @@ pub fn predefined_op(op: usize, p: &Predefined) -> Res<(ReduceOp, Datatype)> {
     if name.is_empty() {
         return Err(Fail::new(MPI_ERR_OP, "invalid reduction operation"));
     }
-    let Some((dtype, class)) = core_type(p.elem) else {
-        return Err(Fail::msg(
-            MPI_ERR_UNSUPPORTED_OPERATION,
-            format!("reductions on {} are not supported", p.name),
-        ));
+    let undefined = || Fail::msg(MPI_ERR_OP, format!("{name} is not defined on {}", p.name));
+    let extended = match p.elem {
+        Elem::None => {
+            return Err(Fail::msg(
+                MPI_ERR_UNSUPPORTED_OPERATION,
+                format!(
+                    "reductions on {} are not supported (no arithmetic for it here)",
+                    p.name
+                ),
+            ))
+        }
+        Elem::Text => return Err(undefined()),
+        Elem::Complex32 => pairs32(op, true),
+        Elem::Complex64 => pairs64(op, true),
+        Elem::TwoF32 => pairs32(op, false),
+        Elem::TwoF64 => pairs64(op, false),
+        Elem::I128 => int128(op, false),
+        Elem::Logical => logical(op, p.size),
+        _ => {
+            let (dtype, class) = core_type(p.elem).ok_or_else(undefined)?;
+            let op = core_op(op, class).ok_or_else(undefined)?;
+            return Ok((op, dtype));
+        }
     };
-    let op = core_op(op, class)
-        .ok_or_else(|| Fail::msg(MPI_ERR_OP, format!("{name} is not defined on {}", p.name)))?;
-    Ok((op, dtype))
+    extended.ok_or_else(undefined)
 }
 
 #[cfg(test)]
@@ -146,6 +268,9 @@ mod tests {
         const C_BOOL: usize = 0x238;
         const TWO_INT: usize = 0x22b;
         const COMPLEX: usize = 0x216;
+        const LONG_DOUBLE: usize = 0x220;
+        const CHAR: usize = 0x243;
+        const LOGICAL: usize = 0x218;
         assert_eq!(class_of(MPI_SUM, DOUBLE), MPI_SUCCESS);
         assert_eq!(class_of(MPI_BAND, DOUBLE), MPI_ERR_OP);
         assert_eq!(class_of(MPI_BXOR, INT), MPI_SUCCESS);
@@ -159,7 +284,53 @@ mod tests {
         assert_eq!(class_of(MPI_SUM, TWO_INT), MPI_ERR_OP);
         assert_eq!(class_of(MPI_REPLACE, INT), MPI_ERR_OP);
         assert_eq!(class_of(MPI_OP_NULL, INT), MPI_ERR_OP);
-        assert_eq!(class_of(MPI_SUM, COMPLEX), MPI_ERR_UNSUPPORTED_OPERATION);
+        assert_eq!(class_of(MPI_SUM, COMPLEX), MPI_SUCCESS);
+        assert_eq!(class_of(MPI_MAX, COMPLEX), MPI_ERR_OP);
+        assert_eq!(class_of(MPI_LAND, LOGICAL), MPI_SUCCESS);
+        assert_eq!(class_of(MPI_SUM, LOGICAL), MPI_ERR_OP);
+        assert_eq!(class_of(MPI_MAX, CHAR), MPI_ERR_OP);
+        assert_eq!(
+            class_of(MPI_SUM, LONG_DOUBLE),
+            MPI_ERR_UNSUPPORTED_OPERATION
+        );
+    }
+
+    /// Runs `op` on `ty` over byte buffers through core's reduction.
+    fn reduce(op: usize, ty: usize, input: &[u8], inout: &mut [u8]) {
+        let (op, dtype) = predefined_op(op, lookup(ty).unwrap()).unwrap();
+        ferry::ferry_core::coll::reduce_into(&op, dtype, input, inout).unwrap();
+    }
+
+    fn bytes64(v: &[f64]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn element_wise_ops_compute_what_the_standard_says() {
+        // Complex double: (1+2i)(3+4i) = -5+10i; sums add.
+        let a = bytes64(&[1.0, 2.0, 0.5, 0.5]);
+        let mut b = bytes64(&[3.0, 4.0, 1.0, -1.0]);
+        reduce(MPI_PROD, 0x216, &a, &mut b);
+        assert_eq!(b, bytes64(&[-5.0, 10.0, 1.0, 0.0]));
+        let mut c = bytes64(&[3.0, 4.0, 1.0, -1.0]);
+        reduce(MPI_SUM, 0x216, &a, &mut c);
+        assert_eq!(c, bytes64(&[4.0, 6.0, 1.5, -0.5]));
+        // 2DOUBLE_PRECISION MINLOC: the lower value, then the lower index.
+        let a = bytes64(&[1.0, 7.0, 2.0, 3.0]);
+        let mut b = bytes64(&[1.0, 9.0, 1.0, 4.0]);
+        reduce(MPI_MINLOC, 0x231, &a, &mut b);
+        assert_eq!(b, bytes64(&[1.0, 7.0, 1.0, 4.0]));
+        // INTEGER16 sum past 64 bits; LOGICAL16 and LOGICAL4 or.
+        let x = (1i128 << 70).to_ne_bytes();
+        let mut y = (5i128 << 70).to_ne_bytes();
+        reduce(MPI_SUM, 0x2e1, &x, &mut y);
+        assert_eq!(i128::from_ne_bytes(y), 6i128 << 70);
+        let mut l = 0i128.to_ne_bytes();
+        reduce(MPI_LOR, 0x2e0, &7i128.to_ne_bytes(), &mut l);
+        assert_eq!(i128::from_ne_bytes(l), 1);
+        let mut l4 = 0i32.to_ne_bytes();
+        reduce(MPI_LOR, 0x218, &(-1i32).to_ne_bytes(), &mut l4);
+        assert_eq!(i32::from_ne_bytes(l4), 1);
     }
 
     #[test]

@@ -43,8 +43,22 @@ pub enum Elem {
     TwoInt,
     /// `{short; int}`.
     ShortInt,
-    /// No predefined op of ferry applies yet (complex, long double,
-    /// 16-byte and half-precision types, Fortran logicals, `MPI_CHAR`...).
+    /// A complex number of two `f32`s.
+    Complex32,
+    /// A complex number of two `f64`s.
+    Complex64,
+    /// A Fortran `LOGICAL` (an integer, non-zero true): logical ops only.
+    Logical,
+    /// `{float; float}` (`MPI_2REAL`).
+    TwoF32,
+    /// `{double; double}` (`MPI_2DOUBLE_PRECISION`).
+    TwoF64,
+    /// A 16-byte integer (`MPI_INTEGER16`).
+    I128,
+    /// Text and packed bytes: the standard defines no op on them.
+    Text,
+    /// No arithmetic here: `long double` (x87 80-bit), half and quad
+    /// precision, and complex numbers of them.
     None,
 }
 
@@ -77,7 +91,7 @@ table! {
     0x201 MPI_AINT 8 I64;
     0x202 MPI_COUNT 8 I64;
     0x203 MPI_OFFSET 8 I64;
-    0x207 MPI_PACKED 1 None;
+    0x207 MPI_PACKED 1 Text;
     0x208 MPI_SHORT 2 I16;
     0x209 MPI_INT 4 I32;
     0x20a MPI_LONG 8 I64;
@@ -87,17 +101,17 @@ table! {
     0x20e MPI_UNSIGNED_LONG 8 U64;
     0x20f MPI_UNSIGNED_LONG_LONG 8 U64;
     0x210 MPI_FLOAT 4 F32;
-    0x212 MPI_C_FLOAT_COMPLEX 8 None;
-    0x213 MPI_CXX_FLOAT_COMPLEX 8 None;
+    0x212 MPI_C_FLOAT_COMPLEX 8 Complex32;
+    0x213 MPI_CXX_FLOAT_COMPLEX 8 Complex32;
     0x214 MPI_DOUBLE 8 F64;
-    0x216 MPI_C_DOUBLE_COMPLEX 16 None;
-    0x217 MPI_CXX_DOUBLE_COMPLEX 16 None;
-    0x218 MPI_LOGICAL 4 None;
+    0x216 MPI_C_DOUBLE_COMPLEX 16 Complex64;
+    0x217 MPI_CXX_DOUBLE_COMPLEX 16 Complex64;
+    0x218 MPI_LOGICAL 4 Logical;
     0x219 MPI_INTEGER 4 I32;
     0x21a MPI_REAL 4 F32;
-    0x21b MPI_COMPLEX 8 None;
+    0x21b MPI_COMPLEX 8 Complex32;
     0x21c MPI_DOUBLE_PRECISION 8 F64;
-    0x21d MPI_DOUBLE_COMPLEX 16 None;
+    0x21d MPI_DOUBLE_COMPLEX 16 Complex64;
     0x220 MPI_LONG_DOUBLE 16 None;
     0x224 MPI_C_LONG_DOUBLE_COMPLEX 32 None;
     0x225 MPI_CXX_LONG_DOUBLE_COMPLEX 32 None;
@@ -107,15 +121,15 @@ table! {
     0x22b MPI_2INT 8 TwoInt;
     0x22c MPI_SHORT_INT 8 ShortInt;
     0x22d MPI_LONG_DOUBLE_INT 32 None;
-    0x230 MPI_2REAL 8 None;
-    0x231 MPI_2DOUBLE_PRECISION 16 None;
+    0x230 MPI_2REAL 8 TwoF32;
+    0x231 MPI_2DOUBLE_PRECISION 16 TwoF64;
     0x232 MPI_2INTEGER 8 TwoInt;
     0x238 MPI_C_BOOL 1 Bool;
     0x239 MPI_CXX_BOOL 1 Bool;
-    0x23c MPI_WCHAR 4 None;
+    0x23c MPI_WCHAR 4 Text;
     0x240 MPI_INT8_T 1 I8;
     0x241 MPI_UINT8_T 1 U8;
-    0x243 MPI_CHAR 1 None;
+    0x243 MPI_CHAR 1 Text;
     0x244 MPI_SIGNED_CHAR 1 I8;
     0x245 MPI_UNSIGNED_CHAR 1 U8;
     0x247 MPI_BYTE 1 Byte;
@@ -125,24 +139,24 @@ table! {
     0x251 MPI_UINT32_T 4 U32;
     0x258 MPI_INT64_T 8 I64;
     0x259 MPI_UINT64_T 8 U64;
-    0x2c0 MPI_LOGICAL1 1 None;
+    0x2c0 MPI_LOGICAL1 1 Logical;
     0x2c1 MPI_INTEGER1 1 I8;
-    0x2c3 MPI_CHARACTER 1 None;
-    0x2c8 MPI_LOGICAL2 2 None;
+    0x2c3 MPI_CHARACTER 1 Text;
+    0x2c8 MPI_LOGICAL2 2 Logical;
     0x2c9 MPI_INTEGER2 2 I16;
     0x2ca MPI_REAL2 2 None;
-    0x2d0 MPI_LOGICAL4 4 None;
+    0x2d0 MPI_LOGICAL4 4 Logical;
     0x2d1 MPI_INTEGER4 4 I32;
     0x2d2 MPI_REAL4 4 F32;
     0x2d3 MPI_COMPLEX4 4 None;
-    0x2d8 MPI_LOGICAL8 8 None;
+    0x2d8 MPI_LOGICAL8 8 Logical;
     0x2d9 MPI_INTEGER8 8 I64;
     0x2da MPI_REAL8 8 F64;
-    0x2db MPI_COMPLEX8 8 None;
-    0x2e0 MPI_LOGICAL16 16 None;
-    0x2e1 MPI_INTEGER16 16 None;
+    0x2db MPI_COMPLEX8 8 Complex32;
+    0x2e0 MPI_LOGICAL16 16 Logical;
+    0x2e1 MPI_INTEGER16 16 I128;
     0x2e2 MPI_REAL16 16 None;
-    0x2e3 MPI_COMPLEX16 16 None;
+    0x2e3 MPI_COMPLEX16 16 Complex64;
     0x2eb MPI_COMPLEX32 32 None;
 }
 
