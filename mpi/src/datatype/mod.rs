@@ -1,4 +1,4 @@
-//! Datatypes: the ABI's predefined ones ([`predefined`]), derived ones
+//! Datatypes: the ABI's predefined ones ([`mod@predefined`]), derived ones
 //! as flattened layouts ([`derived`]), and moving data between a
 //! program's buffer and packed bytes ([`pack`]).
 //!
