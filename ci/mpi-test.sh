@@ -17,10 +17,22 @@ trap 'rm -rf "$work"' EXIT
 prefix="$work/prefix"
 bash ci/mpi-install.sh "$prefix"
 
+# Every function mpi.h declares is exported by the library, as MPI_X and
+# PMPI_X (a declared function that is missing would fail only at link time
+# in some program).
+declared=$(grep -oE '^(int|double|MPI_Aint) P?MPIX?_[A-Za-z0-9_]+\(' mpi/include/mpi.h | sed -E 's/^[A-Za-z_]+ //; s/\($//' | sort -u)
+exported=$(nm -D --defined-only "$prefix/lib/libmpi_abi.so.1" | awk '{print $3}' | sort -u)
+missing=$(comm -23 <(echo "$declared") <(echo "$exported"))
+if [ -n "$missing" ]; then
+  echo "mpi-test: declared in mpi.h but not exported:" $missing >&2
+  exit 1
+fi
+echo "ok   every one of $(echo "$declared" | wc -l) functions mpi.h declares is exported"
+
 tests=()
 for src in mpi/tests/*.c; do
   name=$(basename "$src" .c)
-  "$prefix/bin/mpicc" -Wall -Wextra -Werror -o "$work/$name" "$src"
+  "$prefix/bin/mpicc" -Wall -Wextra -Werror -pthread -o "$work/$name" "$src"
   [ "$name" = fatal ] || tests+=("$name")
 done
 

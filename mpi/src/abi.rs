@@ -33,6 +33,11 @@ pub const MPI_COMM_NULL: usize = 0x100;
 pub const MPI_COMM_WORLD: usize = 0x101;
 pub const MPI_COMM_SELF: usize = 0x102;
 
+pub const MPI_GROUP_NULL: usize = 0x108;
+pub const MPI_GROUP_EMPTY: usize = 0x109;
+pub const MPI_MESSAGE_NULL: usize = 0x128;
+pub const MPI_MESSAGE_NO_PROC: usize = 0x129;
+
 pub const MPI_INFO_NULL: usize = 0x130;
 pub const MPI_INFO_ENV: usize = 0x131;
 
@@ -66,6 +71,12 @@ pub const MPI_IDENT: c_int = 201;
 pub const MPI_CONGRUENT: c_int = 202;
 pub const MPI_SIMILAR: c_int = 203;
 pub const MPI_UNEQUAL: c_int = 204;
+
+// Split types.
+pub const MPI_COMM_TYPE_SHARED: c_int = 221;
+pub const MPI_COMM_TYPE_HW_UNGUIDED: c_int = 222;
+pub const MPI_COMM_TYPE_HW_GUIDED: c_int = 223;
+pub const MPI_COMM_TYPE_RESOURCE_GUIDED: c_int = 224;
 
 // Predefined attribute keys.
 pub const MPI_KEYVAL_INVALID: c_int = 0;

@@ -281,7 +281,7 @@ mod tests {
             (
                 UsageError::OpNotDefined {
                     op: "band",
-                    datatype: "f32",
+                    datatype: ferry_core::coll::reduce::Datatype::F32,
                 }
                 .into(),
                 MPI_ERR_OP,

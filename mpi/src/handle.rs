@@ -5,7 +5,8 @@
 //! MPI_ABI_Comm* MPI_Comm`). The standard fixes the predefined handles as
 //! small integers below `0x1000` (`MPI_COMM_WORLD` is `0x101`, `MPI_INT` is
 //! `0x209`, ...). Objects the program creates (communicators, requests,
-//! error handlers, infos) are entries of a [`Table`] per kind, and their
+//! error handlers, infos, datatypes, groups, ops, messages) are entries of
+//! a [`Table`] per kind, and their
 //! handle packs the entry's slot, its generation and its kind:
 //!
 //! ```text
@@ -52,6 +53,14 @@ pub enum Kind {
     Errhandler = 0xc3,
     /// `MPI_Info`.
     Info = 0xc4,
+    /// `MPI_Datatype` (derived).
+    Datatype = 0xc5,
+    /// `MPI_Group`.
+    Group = 0xc6,
+    /// `MPI_Op` (user ops).
+    Op = 0xc7,
+    /// `MPI_Message`.
+    Message = 0xc8,
 }
 
 /// Why a handle did not name a live object.

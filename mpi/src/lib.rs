@@ -11,20 +11,28 @@
 //!   per-kind tables of user objects; [`state`]: the global runtime.
 //! - [`error`]: ferry's errors as MPI error classes; [`errhandler`]: error
 //!   handlers.
-//! - [`datatype`]: the predefined datatypes; [`reduce`]: reductions on
-//!   them; [`info`]: `MPI_Info`.
-//! - `ffi`: every exported function, and all of this crate's `unsafe`.
+//! - [`datatype`]: predefined and derived datatypes, packing; [`reduce`]:
+//!   which ferry reduction serves a predefined op on a type; [`attr`]:
+//!   attribute keys; [`info`]: `MPI_Info`.
+//! - `ffi`: every exported function, and all of this crate's `unsafe`:
+//!   the lock-free tables (`cell`), request objects and their completion
+//!   (`req`, `post`, `request`, `multi`), point-to-point (`p2p`,
+//!   `persist`, `bsend`, `mprobe`), datatypes (`types`, `buf`, `pack`),
+//!   communicators, groups and attributes, collectives (`coll/`) and the
+//!   MPIX extensions (`mpix`).
 //!
 //! ## Safety
 //! `unsafe` code lives in `ffi` only, each block with a `// SAFETY:`
 //! comment. Every body runs under `catch_unwind`: no panic reaches C.
 //!
 //! ## Thread safety
-//! Any thread level; see [`state`] for what locks the C layer takes.
+//! Any thread level; see [`state`] for what locks the C layer takes (none
+//! below `MPI_THREAD_MULTIPLE`).
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
 pub mod abi;
+pub mod attr;
 pub mod datatype;
 pub mod errhandler;
 pub mod error;

@@ -1,39 +1,30 @@
-//! Reductions on predefined datatypes: which of ferry's typed ops serves
-//! an (MPI op, datatype) pair, and the typed call on the caller's bytes.
+//! Which of ferry's reductions serves a predefined MPI op on a predefined
+//! datatype: the core `ReduceOp` and `Datatype` pair that
+//! `ferry::Op::on_bytes` runs on the program's bytes.
 //!
-//! ferry's `Op<T>` is typed, so the dispatch is a `match` on the
-//! datatype's element kind choosing `T`. A buffer that is not aligned for
-//! `T` (legal in C only for byte-typed buffers, but cheap to allow) goes
-//! through an aligned copy.
+//! MPI's groups decide what is defined (MPI 4.1 §6.9.2): `SUM`, `PROD`,
+//! `MIN`, `MAX` on integers and floating point (`SUM` and `PROD` on
+//! complex numbers too); the logical ops on integers, C's `bool` and
+//! Fortran's `LOGICAL`s; the bitwise ops on integers and `MPI_BYTE`;
+//! `MINLOC`/`MAXLOC` on the pair types. Anything else is `MPI_ERR_OP`
+//! (characters and `MPI_PACKED` take no op at all).
+//!
+//! ferry's engine reduces the common types itself; complex numbers,
+//! `MPI_2REAL`, `MPI_2DOUBLE_PRECISION`, `MPI_INTEGER16` and
+//! `MPI_LOGICAL16` are element-wise functions here, run as ferry user ops
+//! (commutative) on their own size. Types with no Rust arithmetic (`long
+//! double`, half and quad precision, and complex numbers of them) are
+//! `MPI_ERR_UNSUPPORTED_OPERATION`.
 
-use ferry::{
-    Comm, DoubleInt, Element, FloatInt, Integer, LocPair, LongInt, Op, Reducible, ShortInt, TwoInt,
-};
+use ferry::ferry_core::coll::{Datatype, ReduceOp, UserOp};
 
 use crate::abi::class::*;
 use crate::abi::*;
 use crate::datatype::{Elem, Predefined};
 use crate::error::{Fail, Res};
 
-/// What to reduce, and where (the fields are the calls' buffers).
-#[derive(Debug)]
-#[allow(missing_docs)]
-pub enum Target<'a> {
-    /// `MPI_Allreduce`; `send: None` is `MPI_IN_PLACE`.
-    All {
-        send: Option<&'a [u8]>,
-        recv: &'a mut [u8],
-    },
-    /// `MPI_Reduce`: the root passes `recv` (and `send: None` for
-    /// `MPI_IN_PLACE`); the others pass `send` only.
-    Root {
-        root: i32,
-        send: Option<&'a [u8]>,
-        recv: Option<&'a mut [u8]>,
-    },
-}
-
-fn op_name(op: usize) -> &'static str {
+/// The name of a predefined op (`""` for anything else).
+pub fn op_name(op: usize) -> &'static str {
     match op {
         MPI_SUM => "MPI_SUM",
         MPI_MIN => "MPI_MIN",
@@ -53,199 +44,301 @@ fn op_name(op: usize) -> &'static str {
     }
 }
 
-fn arith<T: Reducible>(op: usize) -> Option<Op<T>> {
-    Some(match op {
-        MPI_SUM => Op::sum(),
-        MPI_PROD => Op::prod(),
-        MPI_MIN => Op::min(),
-        MPI_MAX => Op::max(),
+/// True for a predefined op handle.
+pub fn is_predefined(op: usize) -> bool {
+    !op_name(op).is_empty()
+}
+
+/// Which group of ops a type takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Integer,
+    Float,
+    Bool,
+    Byte,
+    Pair,
+}
+
+/// The core datatype and op group of a predefined type; `None` for the
+/// types ferry cannot reduce.
+fn core_type(e: Elem) -> Option<(Datatype, Class)> {
+    Some(match e {
+        Elem::I8 => (Datatype::I8, Class::Integer),
+        Elem::I16 => (Datatype::I16, Class::Integer),
+        Elem::I32 => (Datatype::I32, Class::Integer),
+        Elem::I64 => (Datatype::I64, Class::Integer),
+        Elem::U8 => (Datatype::U8, Class::Integer),
+        Elem::U16 => (Datatype::U16, Class::Integer),
+        Elem::U32 => (Datatype::U32, Class::Integer),
+        Elem::U64 => (Datatype::U64, Class::Integer),
+        Elem::F32 => (Datatype::F32, Class::Float),
+        Elem::F64 => (Datatype::F64, Class::Float),
+        // C's bool is one byte holding 0 or 1; ferry's logical ops on u8
+        // give 0 or 1.
+        Elem::Bool => (Datatype::U8, Class::Bool),
+        Elem::Byte => (Datatype::U8, Class::Byte),
+        Elem::FloatInt => (Datatype::F32I32, Class::Pair),
+        Elem::DoubleInt => (Datatype::F64I32, Class::Pair),
+        Elem::LongInt => (Datatype::I64I32, Class::Pair),
+        Elem::TwoInt => (Datatype::I32I32, Class::Pair),
+        Elem::ShortInt => (Datatype::I16I32, Class::Pair),
         _ => return None,
     })
 }
 
-fn logical<T: Integer>(op: usize) -> Option<Op<T>> {
+/// An op applied to every `N`-byte element (`inout = input (op) inout`),
+/// as a commutative ferry user op on an opaque type of that size.
+fn each<const N: usize>(
+    f: impl Fn(&[u8; N], &mut [u8; N]) + Send + Sync + 'static,
+) -> (ReduceOp, Datatype) {
+    let run = move |input: &[u8], inout: &mut [u8]| {
+        for (a, b) in input.chunks_exact(N).zip(inout.chunks_exact_mut(N)) {
+            if let (Ok(a), Ok(b)) = (<&[u8; N]>::try_from(a), <&mut [u8; N]>::try_from(b)) {
+                f(a, b);
+            }
+        }
+    };
+    (
+        ReduceOp::User(UserOp::new(run, true)),
+        Datatype::Opaque { size: N as u32 },
+    )
+}
+
+macro_rules! pair_ops {
+    ($name:ident, $t:ty, $n:literal) => {
+        /// Complex `SUM`/`PROD`, or value-and-index `MINLOC`/`MAXLOC`,
+        /// on two values of the float type.
+        fn $name(op: usize, complex: bool) -> Option<(ReduceOp, Datatype)> {
+            const H: usize = $n / 2;
+            fn get(b: &[u8]) -> ($t, $t) {
+                let mut x = [0u8; H];
+                let mut y = [0u8; H];
+                x.copy_from_slice(&b[..H]);
+                y.copy_from_slice(&b[H..]);
+                (<$t>::from_ne_bytes(x), <$t>::from_ne_bytes(y))
+            }
+            fn set(b: &mut [u8], (x, y): ($t, $t)) {
+                b[..H].copy_from_slice(&x.to_ne_bytes());
+                b[H..].copy_from_slice(&y.to_ne_bytes());
+            }
+            Some(match op {
+                MPI_SUM if complex => each::<$n>(|a, b| {
+                    let ((ar, ai), (br, bi)) = (get(a), get(b));
+                    set(b, (ar + br, ai + bi));
+                }),
+                MPI_PROD if complex => each::<$n>(|a, b| {
+                    let ((ar, ai), (br, bi)) = (get(a), get(b));
+                    set(b, (ar * br - ai * bi, ar * bi + ai * br));
+                }),
+                MPI_MINLOC | MPI_MAXLOC if !complex => {
+                    let min = op == MPI_MINLOC;
+                    each::<$n>(move |a, b| {
+                        let ((av, ai), (bv, bi)) = (get(a), get(b));
+                        let better = if min { av < bv } else { av > bv };
+                        if better || (av == bv && ai < bi) {
+                            set(b, (av, ai));
+                        }
+                    })
+                }
+                _ => return None,
+            })
+        }
+    };
+}
+
+pair_ops!(pairs32, f32, 8);
+pair_ops!(pairs64, f64, 16);
+
+/// The ops on a 16-byte integer (`logical_only`: a `LOGICAL16`).
+fn int128(op: usize, logical_only: bool) -> Option<(ReduceOp, Datatype)> {
+    fn lift(f: fn(i128, i128) -> i128) -> (ReduceOp, Datatype) {
+        each::<16>(move |a, b| {
+            let r = f(i128::from_ne_bytes(*a), i128::from_ne_bytes(*b));
+            *b = r.to_ne_bytes();
+        })
+    }
     Some(match op {
-        MPI_LAND => Op::land(),
-        MPI_LOR => Op::lor(),
-        MPI_LXOR => Op::lxor(),
+        MPI_LAND => lift(|a, b| i128::from(a != 0 && b != 0)),
+        MPI_LOR => lift(|a, b| i128::from(a != 0 || b != 0)),
+        MPI_LXOR => lift(|a, b| i128::from((a != 0) != (b != 0))),
+        _ if logical_only => return None,
+        MPI_SUM => lift(i128::wrapping_add),
+        MPI_PROD => lift(i128::wrapping_mul),
+        MPI_MIN => lift(i128::min),
+        MPI_MAX => lift(i128::max),
+        MPI_BAND => lift(|a, b| a & b),
+        MPI_BOR => lift(|a, b| a | b),
+        MPI_BXOR => lift(|a, b| a ^ b),
         _ => return None,
     })
 }
 
-fn bitwise<T: Integer>(op: usize) -> Option<Op<T>> {
+/// The ops on a Fortran `LOGICAL` of `size` bytes: ferry's logical ops on
+/// the integer of that size (0 or 1 out, as gfortran's `.true.` is 1).
+fn logical(op: usize, size: usize) -> Option<(ReduceOp, Datatype)> {
+    let dtype = match size {
+        1 => Datatype::I8,
+        2 => Datatype::I16,
+        4 => Datatype::I32,
+        8 => Datatype::I64,
+        _ => return int128(op, true),
+    };
+    core_op(op, Class::Bool).map(|op| (op, dtype))
+}
+
+/// The core op of a predefined op, if `class` takes it.
+fn core_op(op: usize, class: Class) -> Option<ReduceOp> {
+    let arith = matches!(class, Class::Integer | Class::Float);
+    let logical = matches!(class, Class::Integer | Class::Bool);
+    let bitwise = matches!(class, Class::Integer | Class::Byte);
     Some(match op {
-        MPI_BAND => Op::band(),
-        MPI_BOR => Op::bor(),
-        MPI_BXOR => Op::bxor(),
+        MPI_SUM if arith => ReduceOp::Sum,
+        MPI_PROD if arith => ReduceOp::Prod,
+        MPI_MIN if arith => ReduceOp::Min,
+        MPI_MAX if arith => ReduceOp::Max,
+        MPI_LAND if logical => ReduceOp::Land,
+        MPI_LOR if logical => ReduceOp::Lor,
+        MPI_LXOR if logical => ReduceOp::Lxor,
+        MPI_BAND if bitwise => ReduceOp::Band,
+        MPI_BOR if bitwise => ReduceOp::Bor,
+        MPI_BXOR if bitwise => ReduceOp::Bxor,
+        MPI_MINLOC if class == Class::Pair => ReduceOp::MinLoc,
+        MPI_MAXLOC if class == Class::Pair => ReduceOp::MaxLoc,
         _ => return None,
     })
 }
 
-fn integer<T: Integer>(op: usize) -> Option<Op<T>> {
-    arith(op).or_else(|| logical(op)).or_else(|| bitwise(op))
-}
-
-fn loc<T: LocPair>(op: usize) -> Option<Op<T>> {
-    Some(match op {
-        MPI_MINLOC => Op::min_loc(),
-        MPI_MAXLOC => Op::max_loc(),
-        _ => return None,
-    })
-}
-
-/// Runs the reduction of `dt` elements with predefined `op`.
+/// The core op and datatype of predefined `op` on predefined type `p`.
 ///
 /// # Errors
 /// `MPI_ERR_OP` for a handle that is no predefined op, or an op the
 /// standard does not define on the type (`MPI_BAND` on floats, `MPI_SUM`
-/// on `MPI_2INT`, `MPI_REPLACE` outside RMA); `MPI_ERR_UNSUPPORTED_OPERATION`
-/// for a type ferry cannot reduce yet (complex, long double, ...); ferry's
-/// own errors.
-pub fn run(comm: &Comm, op: usize, dt: &Predefined, target: Target<'_>) -> Res {
+/// on `MPI_2INT`, `MPI_REPLACE`/`MPI_NO_OP` outside RMA);
+/// `MPI_ERR_UNSUPPORTED_OPERATION` for a type ferry cannot reduce.
+pub fn predefined_op(op: usize, p: &Predefined) -> Res<(ReduceOp, Datatype)> {
     let name = op_name(op);
     if name.is_empty() {
-        return Err(Fail::new(MPI_ERR_OP, "invalid reduction operation (MPI_OP_NULL, or not a predefined op: user ops are not supported yet)"));
+        return Err(Fail::new(MPI_ERR_OP, "invalid reduction operation"));
     }
-    let undefined = || Fail::msg(MPI_ERR_OP, format!("{name} is not defined on {}", dt.name));
-    macro_rules! go {
-        ($t:ty, $ops:ident) => {
-            typed::<$t>(comm, &$ops::<$t>(op).ok_or_else(undefined)?, target)
-        };
-    }
-    match dt.elem {
-        Elem::I8 => go!(i8, integer),
-        Elem::I16 => go!(i16, integer),
-        Elem::I32 => go!(i32, integer),
-        Elem::I64 => go!(i64, integer),
-        Elem::U8 => go!(u8, integer),
-        Elem::U16 => go!(u16, integer),
-        Elem::U32 => go!(u32, integer),
-        Elem::U64 => go!(u64, integer),
-        Elem::F32 => go!(f32, arith),
-        Elem::F64 => go!(f64, arith),
-        // C's bool is one byte holding 0 or 1; ferry's logical ops on u8
-        // give 0 or 1.
-        Elem::Bool => go!(u8, logical),
-        Elem::Byte => go!(u8, bitwise),
-        Elem::FloatInt => go!(FloatInt, loc),
-        Elem::DoubleInt => go!(DoubleInt, loc),
-        Elem::LongInt => go!(LongInt, loc),
-        Elem::TwoInt => go!(TwoInt, loc),
-        Elem::ShortInt => go!(ShortInt, loc),
-        Elem::None => Err(Fail::msg(
-            MPI_ERR_UNSUPPORTED_OPERATION,
-            format!("reductions on {} are not supported yet", dt.name),
-        )),
-    }
-}
-
-/// `b` copied into a vector of `T` (`b` holds whole elements: a count
-/// times the type's size).
-fn aligned_copy<T: Element>(b: &[u8]) -> Vec<T> {
-    let mut v =
-        vec![<T as bytemuck::Zeroable>::zeroed(); b.len() / std::mem::size_of::<T>().max(1)];
-    bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(b);
-    v
-}
-
-/// Runs `f` on `b` viewed as `&[T]` (copied if misaligned).
-fn with_ref<T: Element, R>(b: &[u8], f: impl FnOnce(&[T]) -> R) -> R {
-    match bytemuck::try_cast_slice::<u8, T>(b) {
-        Ok(t) => f(t),
-        Err(_) => f(&aligned_copy::<T>(b)),
-    }
-}
-
-/// Runs `f` on `b` viewed as `&mut [T]` (through an aligned copy, written
-/// back, if misaligned).
-fn with_mut<T: Element, R>(b: &mut [u8], f: impl FnOnce(&mut [T]) -> R) -> R {
-    if let Ok(t) = bytemuck::try_cast_slice_mut::<u8, T>(b) {
-        return f(t);
-    }
-    let mut copy = aligned_copy::<T>(b);
-    let r = f(&mut copy);
-    b.copy_from_slice(bytemuck::cast_slice(&copy));
-    r
-}
-
-fn typed<T: Element>(comm: &Comm, op: &Op<T>, target: Target<'_>) -> Res {
-    match target {
-        Target::All { send: None, recv } => with_mut(recv, |r| comm.allreduce_in_place(r, op))?,
-        Target::All {
-            send: Some(send),
-            recv,
-        } => with_ref(send, |s| with_mut(recv, |r| comm.allreduce(s, r, op)))?,
-        Target::Root {
-            root,
-            send: None,
-            recv: Some(recv),
-        } => with_mut(recv, |r| comm.reduce_in_place(r, op, root))?,
-        Target::Root {
-            root,
-            send: Some(send),
-            recv,
-        } => with_ref(send, |s| match recv {
-            Some(recv) => with_mut(recv, |r| comm.reduce(s, Some(r), op, root)),
-            None => comm.reduce(s, None, op, root),
-        })?,
-        Target::Root {
-            send: None,
-            recv: None,
-            ..
-        } => {
-            return Err(Fail::new(
-                MPI_ERR_BUFFER,
-                "MPI_IN_PLACE is only valid at the root of MPI_Reduce",
+    let undefined = || Fail::msg(MPI_ERR_OP, format!("{name} is not defined on {}", p.name));
+    let extended = match p.elem {
+        Elem::None => {
+            return Err(Fail::msg(
+                MPI_ERR_UNSUPPORTED_OPERATION,
+                format!(
+                    "reductions on {} are not supported (no arithmetic for it here)",
+                    p.name
+                ),
             ))
         }
-    }
-    Ok(())
+        Elem::Text => return Err(undefined()),
+        Elem::Complex32 => pairs32(op, true),
+        Elem::Complex64 => pairs64(op, true),
+        Elem::TwoF32 => pairs32(op, false),
+        Elem::TwoF64 => pairs64(op, false),
+        Elem::I128 => int128(op, false),
+        Elem::Logical => logical(op, p.size),
+        _ => {
+            let (dtype, class) = core_type(p.elem).ok_or_else(undefined)?;
+            let op = core_op(op, class).ok_or_else(undefined)?;
+            return Ok((op, dtype));
+        }
+    };
+    extended.ok_or_else(undefined)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::datatype::lookup;
+    use std::ffi::c_int;
 
-    #[test]
-    fn ops_are_defined_on_the_standard_groups_only() {
-        assert!(arith::<f64>(MPI_SUM).is_some());
-        assert!(arith::<f64>(MPI_BAND).is_none());
-        assert!(integer::<i32>(MPI_BXOR).is_some());
-        assert!(integer::<i32>(MPI_LAND).is_some());
-        assert!(integer::<i32>(MPI_MINLOC).is_none());
-        assert!(logical::<u8>(MPI_BAND).is_none());
-        assert!(bitwise::<u8>(MPI_SUM).is_none());
-        assert!(loc::<TwoInt>(MPI_MAXLOC).is_some());
-        assert!(loc::<TwoInt>(MPI_SUM).is_none());
-        assert_eq!(op_name(MPI_OP_NULL), "");
-        assert_eq!(op_name(MPI_REPLACE), "MPI_REPLACE");
-    }
-
-    #[test]
-    fn pair_types_have_the_c_layout_sizes() {
-        for (name, size) in [
-            ("MPI_FLOAT_INT", std::mem::size_of::<FloatInt>()),
-            ("MPI_DOUBLE_INT", std::mem::size_of::<DoubleInt>()),
-            ("MPI_LONG_INT", std::mem::size_of::<LongInt>()),
-            ("MPI_2INT", std::mem::size_of::<TwoInt>()),
-            ("MPI_SHORT_INT", std::mem::size_of::<ShortInt>()),
-        ] {
-            let p = crate::datatype::ALL
-                .iter()
-                .find(|p| p.name == name)
-                .unwrap();
-            assert_eq!(p.size, size, "{name}");
+    fn class_of(op: usize, ty: usize) -> c_int {
+        match predefined_op(op, lookup(ty).unwrap()) {
+            Ok(_) => MPI_SUCCESS,
+            Err(f) => f.class,
         }
     }
 
     #[test]
-    fn misaligned_views_copy_and_write_back() {
-        let mut raw = [0u8; 9];
-        raw[1..5].copy_from_slice(&7i32.to_ne_bytes());
-        raw[5..9].copy_from_slice(&9i32.to_ne_bytes());
-        let sum = with_ref::<i32, i32>(&raw[1..], |v| v.iter().sum());
-        assert_eq!(sum, 16);
-        with_mut::<i32, ()>(&mut raw[1..], |v| v[1] = 42);
-        assert_eq!(&raw[5..9], &42i32.to_ne_bytes());
+    fn ops_are_defined_on_the_standard_groups_only() {
+        const INT: usize = 0x209;
+        const DOUBLE: usize = 0x214;
+        const BYTE: usize = 0x247;
+        const C_BOOL: usize = 0x238;
+        const TWO_INT: usize = 0x22b;
+        const COMPLEX: usize = 0x216;
+        const LONG_DOUBLE: usize = 0x220;
+        const CHAR: usize = 0x243;
+        const LOGICAL: usize = 0x218;
+        assert_eq!(class_of(MPI_SUM, DOUBLE), MPI_SUCCESS);
+        assert_eq!(class_of(MPI_BAND, DOUBLE), MPI_ERR_OP);
+        assert_eq!(class_of(MPI_BXOR, INT), MPI_SUCCESS);
+        assert_eq!(class_of(MPI_LAND, INT), MPI_SUCCESS);
+        assert_eq!(class_of(MPI_MINLOC, INT), MPI_ERR_OP);
+        assert_eq!(class_of(MPI_LOR, C_BOOL), MPI_SUCCESS);
+        assert_eq!(class_of(MPI_BAND, C_BOOL), MPI_ERR_OP);
+        assert_eq!(class_of(MPI_BOR, BYTE), MPI_SUCCESS);
+        assert_eq!(class_of(MPI_SUM, BYTE), MPI_ERR_OP);
+        assert_eq!(class_of(MPI_MAXLOC, TWO_INT), MPI_SUCCESS);
+        assert_eq!(class_of(MPI_SUM, TWO_INT), MPI_ERR_OP);
+        assert_eq!(class_of(MPI_REPLACE, INT), MPI_ERR_OP);
+        assert_eq!(class_of(MPI_OP_NULL, INT), MPI_ERR_OP);
+        assert_eq!(class_of(MPI_SUM, COMPLEX), MPI_SUCCESS);
+        assert_eq!(class_of(MPI_MAX, COMPLEX), MPI_ERR_OP);
+        assert_eq!(class_of(MPI_LAND, LOGICAL), MPI_SUCCESS);
+        assert_eq!(class_of(MPI_SUM, LOGICAL), MPI_ERR_OP);
+        assert_eq!(class_of(MPI_MAX, CHAR), MPI_ERR_OP);
+        assert_eq!(
+            class_of(MPI_SUM, LONG_DOUBLE),
+            MPI_ERR_UNSUPPORTED_OPERATION
+        );
+    }
+
+    /// Runs `op` on `ty` over byte buffers through core's reduction.
+    fn reduce(op: usize, ty: usize, input: &[u8], inout: &mut [u8]) {
+        let (op, dtype) = predefined_op(op, lookup(ty).unwrap()).unwrap();
+        ferry::ferry_core::coll::reduce_into(&op, dtype, input, inout).unwrap();
+    }
+
+    fn bytes64(v: &[f64]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn element_wise_ops_compute_what_the_standard_says() {
+        // Complex double: (1+2i)(3+4i) = -5+10i; sums add.
+        let a = bytes64(&[1.0, 2.0, 0.5, 0.5]);
+        let mut b = bytes64(&[3.0, 4.0, 1.0, -1.0]);
+        reduce(MPI_PROD, 0x216, &a, &mut b);
+        assert_eq!(b, bytes64(&[-5.0, 10.0, 1.0, 0.0]));
+        let mut c = bytes64(&[3.0, 4.0, 1.0, -1.0]);
+        reduce(MPI_SUM, 0x216, &a, &mut c);
+        assert_eq!(c, bytes64(&[4.0, 6.0, 1.5, -0.5]));
+        // 2DOUBLE_PRECISION MINLOC: the lower value, then the lower index.
+        let a = bytes64(&[1.0, 7.0, 2.0, 3.0]);
+        let mut b = bytes64(&[1.0, 9.0, 1.0, 4.0]);
+        reduce(MPI_MINLOC, 0x231, &a, &mut b);
+        assert_eq!(b, bytes64(&[1.0, 7.0, 1.0, 4.0]));
+        // INTEGER16 sum past 64 bits; LOGICAL16 and LOGICAL4 or.
+        let x = (1i128 << 70).to_ne_bytes();
+        let mut y = (5i128 << 70).to_ne_bytes();
+        reduce(MPI_SUM, 0x2e1, &x, &mut y);
+        assert_eq!(i128::from_ne_bytes(y), 6i128 << 70);
+        let mut l = 0i128.to_ne_bytes();
+        reduce(MPI_LOR, 0x2e0, &7i128.to_ne_bytes(), &mut l);
+        assert_eq!(i128::from_ne_bytes(l), 1);
+        let mut l4 = 0i32.to_ne_bytes();
+        reduce(MPI_LOR, 0x218, &(-1i32).to_ne_bytes(), &mut l4);
+        assert_eq!(i32::from_ne_bytes(l4), 1);
+    }
+
+    #[test]
+    fn pair_types_have_the_core_layout_sizes() {
+        for p in crate::datatype::ALL {
+            if let Some((d, _)) = core_type(p.elem) {
+                assert_eq!(d.size(), p.size, "{}", p.name);
+            }
+        }
     }
 }

@@ -7,12 +7,12 @@
 //! ferry call reports `Finalized`.
 //!
 //! Locks: `MPI_COMM_WORLD` and `MPI_COMM_SELF` are fields, reached with no
-//! lock. User objects are in per-kind [`Table`]s behind a `Mutex` each,
-//! held only for a lookup, an insert or a removal, never across a blocking
-//! ferry call (a thread blocked in `MPI_Recv` must not stop another from
-//! posting the matching send). Uncontended, such a lock costs one atomic
-//! swap to take and one to release: what ferry itself pays per call under
-//! `MPI_THREAD_SERIALIZED`.
+//! lock. User objects are in per-kind [`Table`]s, each in a `LevelCell`
+//! (`ffi/cell.rs`): below `MPI_THREAD_MULTIPLE` a table is reached with no
+//! lock at all; at `MULTIPLE` a `Mutex` guards it, held only for a lookup,
+//! an insert or a removal, never across a blocking ferry call (a thread
+//! blocked in `MPI_Recv` must not stop another from posting the matching
+//! send). Error handlers, rarely touched, keep a plain `Mutex`.
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +25,7 @@ use crate::abi::class::*;
 use crate::abi::*;
 use crate::errhandler::Errh;
 use crate::error::{Fail, Res};
+use crate::ffi::{LevelCell, ReqObj};
 use crate::handle::{Kind, Table};
 use crate::info::Info;
 
@@ -37,13 +38,18 @@ pub struct CommObj {
     pub meta: Mutex<CommMeta>,
 }
 
-/// What `MPI_Comm_set_name` and `MPI_Comm_set_errhandler` change.
+/// What `MPI_Comm_set_name`, `MPI_Comm_set_errhandler`,
+/// `MPI_Comm_set_attr` and `MPI_Comm_set_info` change.
 #[derive(Debug, Clone)]
 pub struct CommMeta {
     /// `MPI_Comm_get_name`.
     pub name: String,
     /// The error handler in force.
     pub errh: Errh,
+    /// User attributes: `(keyval, value)` in the order they were set.
+    pub attrs: Vec<(c_int, usize)>,
+    /// The info hints the program gave (`MPI_Comm_set_info`, `*_with_info`).
+    pub info: Info,
 }
 
 impl CommObj {
@@ -54,19 +60,11 @@ impl CommObj {
             meta: Mutex::new(CommMeta {
                 name: name.to_owned(),
                 errh,
+                attrs: Vec::new(),
+                info: Info::default(),
             }),
         }
     }
-}
-
-/// A request and the communicator it belongs to (whose error handler its
-/// completion raises errors on).
-#[derive(Debug)]
-pub struct ReqObj {
-    /// The ferry request.
-    pub req: ferry::Request,
-    /// The communicator's handle.
-    pub comm: usize,
 }
 
 /// The values `MPI_Comm_get_attr` hands out pointers to: they live as long
@@ -93,13 +91,32 @@ pub struct Runtime {
     /// `MPI_COMM_SELF`.
     pub self_comm: CommObj,
     /// Communicators the program made.
-    pub comms: Mutex<Table<Arc<CommObj>>>,
-    /// Requests in flight.
-    pub requests: Mutex<Table<ReqObj>>,
+    pub comms: LevelCell<Table<Arc<CommObj>>>,
+    /// Requests in flight (and inactive persistent ones).
+    pub(crate) requests: LevelCell<Table<ReqObj>>,
+    /// Derived datatypes.
+    pub types: LevelCell<Table<crate::datatype::TypeEntry>>,
+    /// User reduction ops.
+    pub ops: LevelCell<Table<crate::ffi::UserOpObj>>,
+    /// Groups the program holds.
+    pub groups: LevelCell<Table<ferry::Group>>,
+    /// Attribute keys (`MPI_Comm_create_keyval`), by `keyval - FIRST`.
+    pub keyvals: LevelCell<Vec<crate::attr::Keyval>>,
+    /// Messages taken by `MPI_Mprobe` / `MPI_Improbe`.
+    pub messages: LevelCell<Table<crate::ffi::MsgObj>>,
+    /// The attached buffer of buffered mode.
+    pub(crate) bsend: LevelCell<Option<crate::ffi::Attached>>,
+    /// Names the program gave predefined datatypes.
+    pub type_names: LevelCell<Vec<(usize, String)>>,
+    /// Requests the program freed whose post step is still to run
+    /// (`ffi/orphan.rs`).
+    pub(crate) orphans: LevelCell<Vec<ReqObj>>,
     /// Error handlers the program made (and handles `get_errhandler` gave).
     pub errhandlers: Mutex<Table<Errh>>,
     /// The thread level in force.
     pub level: ThreadLevel,
+    /// ferry's wait mode in force (`MPIX_Get_wait_mode`).
+    pub wait_mode: ferry::WaitMode,
     /// Job rank, for messages.
     pub rank: i32,
     /// Job size.
@@ -194,17 +211,23 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
     }
     let _ = EPOCH.get_or_init(Instant::now);
     let mut config = ferry::Config::from_env()?;
+    if let Some(mode) = crate::ffi::chosen_wait_mode() {
+        config.wait_mode = mode;
+    }
     match level {
         Some(l) => config.thread_level = level_of(l),
         None if std::env::var_os("FERRY_THREAD_LEVEL").is_some() => {}
         None => config.thread_level = ThreadLevel::Single,
     }
     let world = config.init()?;
+    crate::ffi::mark_main_thread();
+    let level = world.thread_level();
     let errh = Errh::Fatal;
     let runtime = Runtime {
         world_comm: CommObj::new(world.world(), "MPI_COMM_WORLD", errh.clone()),
         self_comm: CommObj::new(world.self_comm(), "MPI_COMM_SELF", errh),
-        level: world.thread_level(),
+        level,
+        wait_mode: world.config().wait_mode,
         rank: world.rank(),
         size: world.size(),
         attrs: Attrs {
@@ -218,8 +241,16 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
             lastusedcode: LAST,
         },
         world: Mutex::new(Some(world)),
-        comms: Mutex::new(Table::new(Kind::Comm)),
-        requests: Mutex::new(Table::new(Kind::Request)),
+        comms: LevelCell::new(Table::new(Kind::Comm), level),
+        requests: LevelCell::new(Table::new(Kind::Request), level),
+        orphans: LevelCell::new(Vec::new(), level),
+        types: LevelCell::new(Table::new(Kind::Datatype), level),
+        type_names: LevelCell::new(Vec::new(), level),
+        messages: LevelCell::new(Table::new(Kind::Message), level),
+        groups: LevelCell::new(Table::new(Kind::Group), level),
+        ops: LevelCell::new(Table::new(Kind::Op), level),
+        keyvals: LevelCell::new(Vec::new(), level),
+        bsend: LevelCell::new(None, level),
         errhandlers: Mutex::new(Table::new(Kind::Errhandler)),
     };
     RUNTIME
@@ -236,6 +267,8 @@ impl Runtime {
     /// # Errors
     /// Finalized twice, or ferry's finalize failed.
     pub fn finalize(&self) -> Res {
+        // Buffered messages go out before the world does.
+        crate::ffi::detach_buffer(self)?;
         let world = lock(&self.world).take();
         let Some(world) = world else {
             return Err(Fail::new(MPI_ERR_OTHER, "MPI_Finalize called twice"));
@@ -244,8 +277,20 @@ impl Runtime {
         world.finalize()?;
         // Drop after the world: a pending request's drop would otherwise
         // free its operation inside an engine that is about to go anyway.
-        *lock(&self.requests) = Table::new(Kind::Request);
-        *lock(&self.comms) = Table::new(Kind::Comm);
+        // The tables are taken out first and dropped outside their cells.
+        let requests = self
+            .requests
+            .with(|t| std::mem::replace(t, Table::new(Kind::Request)))?;
+        drop(requests);
+        drop(self.orphans.with(std::mem::take)?);
+        drop(
+            self.messages
+                .with(|t| std::mem::replace(t, Table::new(Kind::Message)))?,
+        );
+        let comms = self
+            .comms
+            .with(|t| std::mem::replace(t, Table::new(Kind::Comm)))?;
+        drop(comms);
         Ok(())
     }
 
@@ -256,36 +301,26 @@ impl Runtime {
             .is_some_and(World::is_thread_main)
     }
 
-    /// The communicator `handle` names: the predefined ones without a lock,
-    /// a user one as a clone of its entry.
-    ///
-    /// # Errors
-    /// `MPI_ERR_COMM` for `MPI_COMM_NULL`, a freed or a foreign handle.
-    #[inline]
-    pub fn comm(&self, handle: usize) -> Res<CommRef<'_>> {
-        match handle {
-            MPI_COMM_WORLD => Ok(CommRef::Borrowed(&self.world_comm)),
-            MPI_COMM_SELF => Ok(CommRef::Borrowed(&self.self_comm)),
-            MPI_COMM_NULL => Err(Fail::new(
-                MPI_ERR_COMM,
-                "MPI_COMM_NULL passed as a communicator",
-            )),
-            h => lock(&self.comms)
-                .get(h)
-                .map(|c| CommRef::Shared(Arc::clone(c)))
-                .map_err(|b| Fail::handle(MPI_ERR_COMM, b, "communicator")),
-        }
-        .map_err(|f| f.on(MPI_COMM_SELF))
-    }
-
     /// Stores a new communicator; its handle.
     ///
     /// # Errors
     /// `MPI_ERR_INTERN` if the table is full.
     pub fn add_comm(&self, obj: CommObj) -> Res<usize> {
-        lock(&self.comms)
-            .insert(Arc::new(obj))
+        self.comms
+            .with(|t| t.insert(Arc::new(obj)))?
             .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many communicators"))
+    }
+
+    /// A counted reference to communicator `handle` at any level (for a
+    /// call that keeps it across program code, or beyond the call).
+    ///
+    /// # Errors
+    /// As for [`Runtime::comm`].
+    pub fn comm_arc(&self, handle: usize) -> Res<Arc<CommObj>> {
+        let fail = |b| Fail::handle(MPI_ERR_COMM, b, "communicator").on(MPI_COMM_SELF);
+        self.comms
+            .with(|t| t.get(handle).map(Arc::clone))?
+            .map_err(fail)
     }
 
     /// Stores a new request; its handle.
@@ -293,9 +328,9 @@ impl Runtime {
     /// # Errors
     /// `MPI_ERR_INTERN` if the table is full (16 Mi requests in flight).
     #[inline]
-    pub fn add_request(&self, req: ferry::Request, comm: usize) -> Res<usize> {
-        lock(&self.requests)
-            .insert(ReqObj { req, comm })
+    pub(crate) fn add_request(&self, obj: ReqObj) -> Res<usize> {
+        self.requests
+            .with(|t| t.insert(obj))?
             .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many requests in flight"))
     }
 }

@@ -1,6 +1,7 @@
 /* Blocking collectives: Barrier, Bcast, Reduce and Allreduce (with
  * MPI_IN_PLACE) over integer, floating, logical and pair types. */
 #include "check.h"
+#include <complex.h>
 #include <stdbool.h>
 
 #define N 257
@@ -73,6 +74,31 @@ int main(int argc, char **argv) {
     struct { double v; int i; } q = {-(double)rank, rank}, qmin;
     OK(MPI_Reduce(&q, &qmin, 1, MPI_DOUBLE_INT, MPI_MINLOC, 0, MPI_COMM_WORLD));
     if (rank == 0) { TRUE(qmin.v == -(double)(size - 1)); EQ(qmin.i, size - 1); }
+
+    /* Complex SUM and PROD, Fortran LOGICAL, 16-byte integers; no op on
+     * characters. */
+    double _Complex z = (rank + 1) + 1.0 * _Complex_I, zs = 0, zp = 0;
+    OK(MPI_Allreduce(&z, &zs, 1, MPI_C_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD));
+    OK(MPI_Allreduce(&z, &zp, 1, MPI_C_DOUBLE_COMPLEX, MPI_PROD, MPI_COMM_WORLD));
+    double _Complex want = 1;
+    for (int r = 0; r < size; r++) want *= (r + 1) + 1.0 * _Complex_I;
+    TRUE(__real__ zs == size * (size + 1) / 2.0 && __imag__ zs == size);
+    TRUE(__real__ zp == __real__ want && __imag__ zp == __imag__ want);
+    float _Complex fz = 1.0f + (float)rank * _Complex_I, fzs = 0;
+    OK(MPI_Reduce(&fz, &fzs, 1, MPI_C_FLOAT_COMPLEX, MPI_SUM, 0, MPI_COMM_WORLD));
+    if (rank == 0) TRUE(__real__ fzs == size && __imag__ fzs == (float)(size * (size - 1) / 2));
+    int flog = rank == 0, fall = -1;
+    OK(MPI_Allreduce(&flog, &fall, 1, MPI_LOGICAL, MPI_LAND, MPI_COMM_WORLD));
+    EQ(fall, size == 1);
+    __int128 big = (__int128)1 << 70, bigs = 0;
+    OK(MPI_Allreduce(&big, &bigs, 1, MPI_INTEGER16, MPI_SUM, MPI_COMM_WORLD));
+    TRUE(bigs == ((__int128)size << 70));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    char ch = 'a', cho;
+    ERR(MPI_ERR_OP, MPI_Allreduce(&ch, &cho, 1, MPI_CHAR, MPI_MAX, MPI_COMM_WORLD));
+    long double ld = 1, lds;
+    ERR(MPI_ERR_UNSUPPORTED_OPERATION, MPI_Allreduce(&ld, &lds, 1, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 
     /* Zero counts. */
     OK(MPI_Bcast(NULL, 0, MPI_INT, 0, MPI_COMM_WORLD));

@@ -97,6 +97,17 @@ int main(int argc, char **argv) {
     int rc = MPI_Send(&x, 1, MPI_INT, size + 3, 0, dup);
     MPI_Error_class(rc, &cls); EQ(cls, MPI_ERR_RANK);
     EQ(called, 1); EQ(called_code, rc); TRUE(called_comm == dup);
+    /* Errors found while checking arguments are raised on the
+     * communicator too (not on MPI_COMM_SELF). */
+    MPI_Request rq;
+    int y = 0;
+    rc = MPI_Irecv(&x, 1, MPI_DATATYPE_NULL, 0, 0, dup, &rq);
+    MPI_Error_class(rc, &cls); EQ(cls, MPI_ERR_TYPE); EQ(called, 2); TRUE(called_comm == dup);
+    rc = MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_OP_NULL, dup);
+    MPI_Error_class(rc, &cls); EQ(cls, MPI_ERR_OP); EQ(called, 3);
+    rc = MPI_Ibcast(&x, 1, MPI_INT, size, dup, &rq);
+    MPI_Error_class(rc, &cls); EQ(cls, MPI_ERR_ROOT); EQ(called, 4);
+    called = 1;
     OK(MPI_Comm_call_errhandler(dup, MPI_ERR_OTHER));
     EQ(called, 2); EQ(called_code, MPI_ERR_OTHER);
     MPI_Errhandler got;

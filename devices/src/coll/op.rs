@@ -160,6 +160,20 @@ impl<T: Element> Op<T> {
     }
 }
 
+impl Op<u8> {
+    /// An op on elements of `dtype` carried in raw bytes, for callers that
+    /// know their element type only at run time (MPI's C ABI in
+    /// `ferry-mpi`; a user op on a C datatype of any size is
+    /// `ReduceOp::User` with `Datatype::Opaque`). Buffers are `u8`s whose
+    /// lengths must be whole elements of `dtype`; whether `op` is defined on
+    /// `dtype` is checked by the engine as for any op, so the caller should
+    /// check it first ([`ReduceOp::check`]) to fail before a collective
+    /// starts.
+    pub fn on_bytes(op: ReduceOp, dtype: Datatype) -> Op<u8> {
+        Op::new(op, dtype)
+    }
+}
+
 macro_rules! builtin {
     ($bound:ident: $($(#[$doc:meta])* $name:ident => $op:ident;)*) => {
         impl<T: $bound> Op<T> {$(

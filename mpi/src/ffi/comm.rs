@@ -1,12 +1,74 @@
-//! Communicators: rank, size, dup, split, free, compare, names.
+//! Communicators: rank, size, dup (with info, nonblocking), split,
+//! split_type, create, create_group, free, compare, names, info.
+//!
+//! A new communicator inherits its parent's error handler (MPI 4.1 §9.3);
+//! a duplicate also gets the attributes the copy callbacks give and the
+//! parent's info. ferry's `Hints` carry the one info key that changes
+//! behaviour, `mpi_recv_req_may_be_empty`; they are fixed when a
+//! communicator is made, so that key is honoured by `MPI_Comm_dup_with_info`
+//! and `MPI_Comm_split_type`'s info, and reported (not changed) by
+//! `MPI_Comm_set_info` / `MPI_Comm_get_info`.
 
 use std::ffi::{c_char, c_int};
 
+use ferry::{Comm, Hints, SplitType};
+
+use super::attr::{copy_all, delete_all};
+use super::group::group_of;
+use super::idup::Idup;
+use super::req::{ReqObj, State};
 use super::{cstr, get, mpi_fn, put, put_str};
 use crate::abi::class::*;
 use crate::abi::*;
-use crate::error::Fail;
-use crate::state::{lock, rt, CommObj};
+use crate::error::{Fail, Res};
+use crate::info::Info;
+use crate::state::{lock, rt, CommObj, Runtime};
+
+/// The info key of the `REQUEST_EMPTY` proposal.
+pub(crate) const RECV_MAY_BE_EMPTY: &str = "mpi_recv_req_may_be_empty";
+
+/// The hints an info object asks for, starting from `base`.
+fn hints_of(info: &Info, base: Hints) -> Hints {
+    let mut h = base;
+    if let Some(v) = info.get(RECV_MAY_BE_EMPTY) {
+        h.recv_may_be_empty = v.trim().eq_ignore_ascii_case("true");
+    }
+    h
+}
+
+/// Stores a communicator made from `parent`; its handle.
+fn store(
+    rt: &Runtime,
+    parent: &CommObj,
+    comm: Comm,
+    attrs: Vec<(c_int, usize)>,
+    info: Option<Info>,
+) -> Res<usize> {
+    let obj = CommObj::new(comm, "", lock(&parent.meta).errh.clone());
+    {
+        let mut m = lock(&obj.meta);
+        m.attrs = attrs;
+        m.info = info.unwrap_or_default();
+    }
+    rt.add_comm(obj)
+}
+
+/// Stores an optional new communicator (`MPI_COMM_NULL` for `None`) and
+/// writes its handle.
+///
+/// # Safety
+/// `out` is null or valid for a write.
+unsafe fn store_opt(rt: &Runtime, parent: &CommObj, comm: Option<Comm>, out: *mut usize) -> Res {
+    if out.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null communicator pointer"));
+    }
+    let h = match comm {
+        Some(c) => store(rt, parent, c, Vec::new(), None)?,
+        None => MPI_COMM_NULL,
+    };
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(out, h) }
+}
 
 mpi_fn! {
     /// `MPI_Comm_rank`.
@@ -26,23 +88,69 @@ mpi_fn! {
     }
 }
 
+/// `MPI_Comm_dup` and `MPI_Comm_dup_with_info` (`info` `Some`).
+///
+/// # Safety
+/// `newcomm` is an out-argument.
+unsafe fn dup(comm: usize, info: Option<usize>, newcomm: *mut usize) -> Res {
+    let rt = rt()?;
+    let c = rt.comm_counted(comm)?;
+    if newcomm.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null communicator pointer"));
+    }
+    let info = match info {
+        Some(MPI_INFO_NULL) => Info::default(),
+        Some(h) => super::info::read(h)?,
+        None => lock(&c.meta).info.clone(),
+    };
+    let attrs = copy_all(rt, comm, &c)?;
+    let new = c.comm.dup_with_hints(hints_of(&info, c.comm.hints()))?;
+    let h = store(rt, &c, new, attrs, Some(info))?;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(newcomm, h) }
+}
+
 mpi_fn! {
-    /// `MPI_Comm_dup`: collective; the copy has the error handler, not the
-    /// name.
+    /// `MPI_Comm_dup`: collective; the copy has the error handler, the
+    /// info and the copied attributes, not the name.
     MPI_Comm_dup / PMPI_Comm_dup [comm] (comm: usize, newcomm: *mut usize) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        let dup = c.comm.dup()?;
-        let errh = lock(&c.meta).errh.clone();
-        let h = rt.add_comm(CommObj::new(dup, "", errh))?;
         // SAFETY: out-argument.
-        unsafe { put(newcomm, h) }
+        unsafe { dup(comm, None, newcomm) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup` with the given hints
+    /// (`mpi_recv_req_may_be_empty` among them).
+    MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info [comm] (comm: usize, info: usize, newcomm: *mut usize) {
+        // SAFETY: out-argument.
+        unsafe { dup(comm, Some(info), newcomm) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_idup`: `newcomm` is written when the request completes.
+    MPI_Comm_idup / PMPI_Comm_idup [comm] (comm: usize, newcomm: *mut usize, request: *mut usize) {
+        let rt = rt()?;
+        let c = rt.comm_counted(comm)?;
+        if newcomm.is_null() || request.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "a null communicator or request pointer"));
+        }
+        let attrs = copy_all(rt, comm, &c)?;
+        let pending = c.comm.idup()?;
+        let obj = ReqObj {
+            state: State::Idup(Box::new(Idup::new(pending, newcomm, &c, attrs))),
+            ..ReqObj::ready(MpiStatus::EMPTY, comm)
+        };
+        let h = rt.add_request(obj)?;
+        // SAFETY: checked non-null; an out-argument.
+        unsafe { put(request, h) }
     }
 }
 
 mpi_fn! {
     /// `MPI_Comm_split`: collective; `MPI_UNDEFINED` as the color gives
-    /// `MPI_COMM_NULL`. The new communicator inherits the error handler.
+    /// `MPI_COMM_NULL`.
     MPI_Comm_split / PMPI_Comm_split [comm] (comm: usize, color: c_int, key: c_int, newcomm: *mut usize) {
         let rt = rt()?;
         let c = rt.comm(comm)?;
@@ -50,26 +158,105 @@ mpi_fn! {
             return Err(Fail::msg(MPI_ERR_ARG, format!("invalid color {color} (must be >= 0 or MPI_UNDEFINED)")));
         }
         let color = if color == MPI_UNDEFINED { ferry::UNDEFINED } else { color };
-        let h = match c.comm.split(color, key)? {
-            Some(new) => {
-                let errh = lock(&c.meta).errh.clone();
-                rt.add_comm(CommObj::new(new, "", errh))?
-            }
-            None => MPI_COMM_NULL,
-        };
+        let new = c.comm.split(color, key)?;
         // SAFETY: out-argument.
-        unsafe { put(newcomm, h) }
+        unsafe { store_opt(rt, &c, new, newcomm) }
     }
 }
 
 mpi_fn! {
-    /// `MPI_Comm_free`: the handle becomes `MPI_COMM_NULL`. Operations in
-    /// flight on it go on (ferry keeps the communicator while its requests
-    /// live).
+    /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the processes
+    /// of a node; `MPI_COMM_TYPE_HW_GUIDED` with `mpi_hw_resource_type` =
+    /// `mpi_shared_memory` likewise (another resource type gives
+    /// `MPI_COMM_NULL`); `MPI_COMM_TYPE_HW_UNGUIDED` splits by node when
+    /// the communicator spans several and gives `MPI_COMM_NULL` otherwise
+    /// (a node is the only level ferry knows); `MPI_UNDEFINED` gives
+    /// `MPI_COMM_NULL`. `MPI_COMM_TYPE_RESOURCE_GUIDED` is
+    /// `MPI_ERR_UNSUPPORTED_OPERATION`.
+    MPI_Comm_split_type / PMPI_Comm_split_type [comm] (comm: usize, split_type: c_int, key: c_int, info: usize, newcomm: *mut usize) {
+        let rt = rt()?;
+        let c = rt.comm(comm)?;
+        let info = if info == MPI_INFO_NULL { Info::default() } else { super::info::read(info)? };
+        let node = |c: &Comm| c.split_type(SplitType::Shared, key);
+        // Every member takes part in the same split (ferry's split_type is
+        // a split by node), whatever type it asked for.
+        let new = match split_type {
+            MPI_UNDEFINED => c.comm.split(ferry::UNDEFINED, key)?,
+            MPI_COMM_TYPE_SHARED => node(&c.comm)?,
+            MPI_COMM_TYPE_HW_GUIDED => {
+                let shared = info.get("mpi_hw_resource_type") == Some("mpi_shared_memory");
+                if shared {
+                    node(&c.comm)?
+                } else {
+                    c.comm.split(ferry::UNDEFINED, key)?
+                }
+            }
+            MPI_COMM_TYPE_HW_UNGUIDED => node(&c.comm)?.filter(|n| n.size() < c.comm.size()),
+            MPI_COMM_TYPE_RESOURCE_GUIDED => {
+                return Err(Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, "MPI_COMM_TYPE_RESOURCE_GUIDED is not supported"))
+            }
+            t => return Err(Fail::msg(MPI_ERR_ARG, format!("invalid split type {t}"))),
+        };
+        let new = match new {
+            Some(n) if hints_of(&info, n.hints()) != n.hints() => {
+                Some(n.dup_with_hints(hints_of(&info, n.hints()))?)
+            }
+            n => n,
+        };
+        // SAFETY: out-argument.
+        unsafe { store_opt(rt, &c, new, newcomm) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_create`: collective over `comm`; `MPI_COMM_NULL` where
+    /// the process is not in `group`.
+    MPI_Comm_create / PMPI_Comm_create [comm] (comm: usize, group: usize, newcomm: *mut usize) {
+        let rt = rt()?;
+        let c = rt.comm(comm)?;
+        let g = group_of(rt, group)?;
+        let new = c.comm.create(&g)?;
+        // SAFETY: out-argument.
+        unsafe { store_opt(rt, &c, new, newcomm) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_create_group`: collective over `group`'s members only.
+    /// Works when the group is all of `comm` (then it is
+    /// `MPI_Comm_create`) or this process alone; a proper subgroup of
+    /// several processes is `MPI_ERR_UNSUPPORTED_OPERATION` (ferry agrees
+    /// on context ids over whole communicators only).
+    MPI_Comm_create_group / PMPI_Comm_create_group [comm] (comm: usize, group: usize, tag: c_int, newcomm: *mut usize) {
+        let rt = rt()?;
+        let c = rt.comm(comm)?;
+        let g = group_of(rt, group)?;
+        if tag < 0 {
+            return Err(Fail::msg(MPI_ERR_TAG, format!("invalid tag {tag}")));
+        }
+        if g.rank().is_none() {
+            return Err(Fail::new(MPI_ERR_GROUP, "MPI_Comm_create_group called by a process outside the group"));
+        }
+        let new = if g.size() == c.comm.size() {
+            c.comm.create(&g)?
+        } else if g.size() == 1 {
+            Some(rt.self_comm.comm.dup()?)
+        } else {
+            return Err(Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, "MPI_Comm_create_group of a proper subgroup with several processes is not supported"));
+        };
+        // SAFETY: out-argument.
+        unsafe { store_opt(rt, &c, new, newcomm) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_free`: the attributes' delete callbacks run first; the
+    /// handle becomes `MPI_COMM_NULL`. Operations in flight on it go on
+    /// (ferry keeps the communicator while its requests live).
     MPI_Comm_free / PMPI_Comm_free(comm: *mut usize) {
         let rt = rt()?;
         // SAFETY: in/out argument.
-        let h = unsafe { get(comm)? };
+        let h = unsafe { get(comm.cast_const())? };
         match h {
             MPI_COMM_WORLD | MPI_COMM_SELF => {
                 return Err(Fail::new(MPI_ERR_COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed").on(h))
@@ -77,10 +264,12 @@ mpi_fn! {
             MPI_COMM_NULL => return Err(Fail::new(MPI_ERR_COMM, "MPI_COMM_NULL cannot be freed")),
             _ => {}
         }
-        let obj = lock(&rt.comms)
-            .remove(h)
+        let c = rt.comm_arc(h)?;
+        delete_all(rt, h, &c).map_err(|f| f.on(h))?;
+        let obj = rt.comms
+            .with(|t| t.remove(h))?
             .map_err(|b| Fail::handle(MPI_ERR_COMM, b, "communicator"))?;
-        drop(obj);
+        drop((obj, c));
         // SAFETY: as above.
         unsafe { put(comm, MPI_COMM_NULL) }
     }
@@ -138,5 +327,34 @@ mpi_fn! {
         rt()?.comm(comm)?;
         // SAFETY: out-argument.
         unsafe { put(flag, 0) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_set_info`: the hints are kept (and reported by
+    /// `MPI_Comm_get_info`); `mpi_recv_req_may_be_empty` cannot change on a
+    /// communicator that exists, so it keeps the value in force.
+    MPI_Comm_set_info / PMPI_Comm_set_info [comm] (comm: usize, info: usize) {
+        let c = rt()?.comm(comm)?;
+        let i = if info == MPI_INFO_NULL { Info::default() } else { super::info::read(info)? };
+        lock(&c.meta).info = i;
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_get_info`: a new info object with the hints set, and
+    /// `mpi_recv_req_may_be_empty` as it is in force.
+    MPI_Comm_get_info / PMPI_Comm_get_info [comm] (comm: usize, info_used: *mut usize) {
+        let c = rt()?.comm(comm)?;
+        if info_used.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "a null info pointer"));
+        }
+        let mut i = lock(&c.meta).info.clone();
+        let empty_ok = c.comm.hints().recv_may_be_empty;
+        i.set(RECV_MAY_BE_EMPTY, if empty_ok { "true" } else { "false" })?;
+        let h = super::info::insert(i)?;
+        // SAFETY: checked non-null; an out-argument.
+        unsafe { put(info_used, h) }
     }
 }

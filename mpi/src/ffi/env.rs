@@ -47,9 +47,14 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Finalize`: collective; ferry's finalize.
+    /// `MPI_Finalize`: collective; ferry's finalize after `MPI_COMM_SELF`'s
+    /// attributes are deleted and the attached buffer is flushed.
     MPI_Finalize / PMPI_Finalize() {
-        rt()?.finalize()
+        let rt = rt()?;
+        // MPI_COMM_SELF's attributes are deleted first, their callbacks
+        // running while MPI still works (MPI 4.1 §11.2.4).
+        super::attr::delete_all(rt, MPI_COMM_SELF, &rt.self_comm)?;
+        rt.finalize()
     }
 }
 
@@ -228,44 +233,15 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Free_mem`: frees what `MPI_Alloc_mem` returned.
+    /// `MPI_Free_mem`: frees what `MPI_Alloc_mem` returned, or a buffer
+    /// `MPIX_Status_get_buffer` handed over.
     MPI_Free_mem / PMPI_Free_mem(base: *mut c_void) {
+        if super::mpix::release(base as usize) {
+            return Ok(());
+        }
         // SAFETY: `base` came from MPI_Alloc_mem (malloc) and is freed once,
         // as the standard requires; free(NULL) does nothing.
         unsafe { libc::free(base) };
         Ok(())
     }
-}
-
-mpi_fn! {
-    /// `MPI_Comm_get_attr` for the predefined keys (user keys are a later
-    /// phase: `MPI_ERR_KEYVAL`). The values live as long as the process.
-    MPI_Comm_get_attr / PMPI_Comm_get_attr [comm] (comm: usize, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) {
-        let rt = rt()?;
-        rt.comm(comm)?;
-        let a = &rt.attrs;
-        let value: &'static c_int = match keyval {
-            MPI_TAG_UB => &a.tag_ub,
-            MPI_HOST => &a.host,
-            MPI_IO => &a.io,
-            MPI_WTIME_IS_GLOBAL => &a.wtime_is_global,
-            MPI_UNIVERSE_SIZE => &a.universe_size,
-            MPI_APPNUM => &a.appnum,
-            MPI_LASTUSEDCODE => &a.lastusedcode,
-            k => return Err(attr_error(k)),
-        };
-        // SAFETY: `attribute_val` is really a `void **` out-argument (the
-        // standard's binding); `flag` is an out-argument.
-        unsafe {
-            put(attribute_val.cast::<*const c_int>(), value as *const c_int)?;
-            put(flag, 1)
-        }
-    }
-}
-
-fn attr_error(keyval: c_int) -> Fail {
-    Fail::msg(
-        MPI_ERR_KEYVAL,
-        format!("attribute key {keyval} is not a predefined key (user attribute keys are not supported yet)"),
-    )
 }

@@ -23,14 +23,15 @@ pub(crate) fn check(handle: usize) -> Res {
 }
 
 /// A copy of the info `handle` names (`MPI_INFO_ENV`: empty).
-fn read(handle: usize) -> Res<Info> {
+pub(crate) fn read(handle: usize) -> Res<Info> {
     if handle == MPI_INFO_ENV {
         return Ok(Info::default());
     }
     lock(&INFOS).get(handle).cloned().map_err(bad_info)
 }
 
-fn insert(info: Info) -> Res<usize> {
+/// Stores a new info object; its handle.
+pub(crate) fn insert(info: Info) -> Res<usize> {
     lock(&INFOS)
         .insert(info)
         .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many info objects"))

@@ -23,21 +23,45 @@ use crate::errhandler::{abort_job, fatal_message, Errh};
 use crate::error::{Fail, Res};
 use crate::state::{lock, rt_any};
 
+mod attr;
+mod bsend;
+mod buf;
+mod cell;
 mod coll;
 mod comm;
 mod env;
 mod errors;
+mod group;
+mod idup;
 mod info;
+mod mpix;
+mod mprobe;
+mod multi;
+mod orphan;
 mod p2p;
+mod pack;
+mod persist;
+mod post;
+mod req;
 mod request;
+mod status;
 mod types;
+mod waiting;
+
+pub(crate) use bsend::{detach as detach_buffer, Attached};
+pub(crate) use cell::mark_main_thread;
+pub use cell::LevelCell;
+pub use coll::reduction::UserOpObj;
+pub(crate) use mpix::chosen_wait_mode;
+pub use mprobe::MsgObj;
+pub use req::ReqObj;
 
 /// Defines `PMPI_X` with the body, and `MPI_X` calling it. The body is an
 /// expression of type [`Res`]. With `[comm]`, a failure is raised on the
 /// communicator argument `comm`.
 macro_rules! mpi_fn {
-    ($(#[doc = $doc:literal])* $name:ident / $pname:ident $([$on:ident])? ($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
-        $(#[doc = $doc])*
+    ($(#[$meta:meta])* $name:ident / $pname:ident $([$on:ident])? ($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
+        $(#[$meta])*
         ///
         /// # Safety
         /// Every pointer argument must be valid for the accesses the MPI
@@ -45,7 +69,10 @@ macro_rules! mpi_fn {
         #[no_mangle]
         pub unsafe extern "C" fn $pname($($arg: $ty),*) -> std::ffi::c_int {
             $crate::ffi::guard(stringify!($name), move || -> $crate::error::Res {
-                let r: $crate::error::Res = $body;
+                // The body's `?`s return from this inner closure, so every
+                // failure passes the communicator attribution below.
+                #[allow(clippy::redundant_closure_call)]
+                let r: $crate::error::Res = (move || -> $crate::error::Res { $body })();
                 $(let r = r.map_err(|f| f.on($on));)?
                 r
             })
@@ -67,8 +94,16 @@ pub(crate) use mpi_fn;
 
 /// Runs a body: `MPI_SUCCESS`, or the error through its handler. A panic
 /// is caught and raised as `MPI_ERR_INTERN`.
+#[inline]
 pub(crate) fn guard(call: &'static str, body: impl FnOnce() -> Res) -> c_int {
-    let fail = match catch_unwind(AssertUnwindSafe(body)) {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let r = body();
+        // Requests the program freed with a post step pending finish here
+        // (one relaxed load when there are none).
+        orphan::poll();
+        r
+    }));
+    let fail = match outcome {
         Ok(Ok(())) => return MPI_SUCCESS,
         Ok(Err(f)) => f,
         Err(panic) => {
@@ -97,9 +132,12 @@ fn handler_of(comm: usize) -> (Errh, Option<i32>) {
     };
     let errh = match comm {
         MPI_COMM_WORLD => lock(&rt.world_comm.meta).errh.clone(),
-        h => match lock(&rt.comms).get(h) {
-            Ok(c) => lock(&c.meta).errh.clone(),
-            Err(_) => lock(&rt.self_comm.meta).errh.clone(),
+        h => match rt
+            .comms
+            .with(|t| t.get(h).map(|c| lock(&c.meta).errh.clone()))
+        {
+            Ok(Ok(e)) => e,
+            _ => lock(&rt.self_comm.meta).errh.clone(),
         },
     };
     (errh, Some(rt.rank))
@@ -278,18 +316,4 @@ pub(crate) unsafe fn bytes_mut<'a>(p: *mut u8, len: usize) -> Res<&'a mut [u8]> 
     // SAFETY: non-null, valid for `len` bytes, and not accessed by anything
     // else for 'a (the caller's promise).
     Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
-}
-
-/// Checks a buffer pointer for a raw operation: null only with no bytes.
-///
-/// # Errors
-/// `MPI_ERR_BUFFER`.
-pub(crate) fn check_buf(p: *const u8, len: usize) -> Res {
-    if p.is_null() && len > 0 {
-        return Err(Fail::new(
-            MPI_ERR_BUFFER,
-            "a null buffer with a non-zero count",
-        ));
-    }
-    Ok(())
 }

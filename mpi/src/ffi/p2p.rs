@@ -1,78 +1,81 @@
-//! Point-to-point on contiguous predefined datatypes: the send modes,
-//! receives, sendrecv, probes and `MPI_Get_count`.
+//! Point-to-point: the send modes, receives, sendrecv, probes and
+//! `MPI_Get_count`, on any committed datatype.
 //!
-//! Blocking sends use ferry's safe slice forms. Nonblocking operations use
-//! ferry's raw forms (`isend_raw`/`irecv_raw`): the C program's promise
-//! that the buffer stays valid until completion is MPI's own rule for
-//! nonblocking calls. `MPI_PROC_NULL`, `MPI_ANY_SOURCE` and `MPI_ANY_TAG`
-//! pass through to ferry, which gives them MPI's meaning (a receive from
-//! `MPI_PROC_NULL` completes at once with source `MPI_PROC_NULL`, tag
-//! `MPI_ANY_TAG`, count 0).
+//! Contiguous data goes through ferry's raw forms (`isend_raw` /
+//! `irecv_raw`) where it lies: the C program's promise that the buffer
+//! stays valid until completion is MPI's own rule for nonblocking calls.
+//! Other data is packed first or received into a staging vector and
+//! unpacked by the request's post step (`buf.rs`). `MPI_PROC_NULL`,
+//! `MPI_ANY_SOURCE` and `MPI_ANY_TAG` pass through to ferry, which gives
+//! them MPI's meaning (a receive from `MPI_PROC_NULL` completes at once
+//! with source `MPI_PROC_NULL`, tag `MPI_ANY_TAG`, count 0).
 
 use std::ffi::{c_int, c_void};
 
 use ferry::{Comm, SendMode};
 
-use super::{bytes, check_buf, get, mpi_fn, put, put_status};
+use super::buf::{recv_data, send_data, RecvData, SendData};
+use super::mpix::empty_or_store;
+use super::post::Post;
+use super::req::ReqObj;
+use super::request::wait_one;
+use super::{get, mpi_fn, put, put_status};
 use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus};
-use crate::datatype::{self, count_of, int_count};
+use crate::datatype::{count_arg, int_count};
 use crate::error::{Fail, Res};
 use crate::state::rt;
 
-/// Bytes of `count` elements of `datatype`.
-#[inline]
-fn size(count: c_int, datatype: usize) -> Res<usize> {
-    datatype::bytes(i64::from(count), datatype::lookup(datatype)?)
-}
-
-/// The status's error as a failure (truncation, a dead peer), after the
-/// status was written.
-fn status_result(s: &ferry::Status) -> Res {
-    match s.error {
-        None => Ok(()),
-        Some(e) => Err(e.into()),
-    }
-}
-
-/// Starts a nonblocking send.
+/// Starts a nonblocking send of resolved data.
 ///
 /// # Safety
-/// `buf` is valid for reads of `len` bytes until the request completes.
-unsafe fn isend(
+/// `Raw` data stays valid for reads, and unwritten, until the request
+/// completes (MPI's rule for nonblocking sends).
+pub(crate) unsafe fn start_send(
     c: &Comm,
-    buf: *const c_void,
-    len: usize,
+    data: SendData,
     dest: c_int,
     tag: c_int,
     mode: SendMode,
 ) -> Res<ferry::Request> {
-    check_buf(buf.cast(), len)?;
-    // SAFETY: forwarded (MPI's rule for nonblocking sends); null only with 0.
-    Ok(unsafe { c.isend_raw(buf.cast(), len, rank_in(dest), tag_in(tag), mode)? })
+    let (dest, tag) = (rank_in(dest), tag_in(tag));
+    Ok(match data {
+        // SAFETY: forwarded; null only with no bytes.
+        SendData::Raw { ptr, len } => unsafe { c.isend_raw(ptr, len, dest, tag, mode)? },
+        SendData::Packed(v) => match mode {
+            SendMode::Synchronous => c.issend(v, dest, tag)?,
+            SendMode::Ready => c.irsend(v, dest, tag)?,
+            _ => c.isend(v, dest, tag)?,
+        },
+    })
 }
 
-/// Starts a nonblocking receive.
+/// Starts a nonblocking receive; the request and its post step.
 ///
 /// # Safety
-/// `buf` is valid for reads and writes of `len` bytes, touched by nothing
-/// else, until the request completes.
-unsafe fn irecv(
+/// `Raw` memory, and a staged receive's span, stay valid for writes and
+/// untouched by anything else until the request completes.
+pub(crate) unsafe fn start_recv(
     c: &Comm,
-    buf: *mut c_void,
-    len: usize,
+    target: RecvData,
     source: c_int,
     tag: c_int,
-) -> Res<ferry::Request> {
-    check_buf(buf.cast_const().cast(), len)?;
-    // SAFETY: forwarded (MPI's rule for nonblocking receives).
-    Ok(unsafe { c.irecv_raw(buf.cast(), len, rank_in(source), tag_in(tag))? })
+) -> Res<(ferry::Request, Post)> {
+    let (source, tag) = (rank_in(source), tag_in(tag));
+    Ok(match target {
+        // SAFETY: forwarded; null only with no bytes.
+        RecvData::Raw { ptr, len } => (unsafe { c.irecv_raw(ptr, len, source, tag)? }, Post::None),
+        RecvData::Staged { len, unpack } => (
+            c.irecv(vec![0u8; len], source, tag)?,
+            Post::Unpack(Box::new(unpack)),
+        ),
+    })
 }
 
 /// The shared body of `MPI_Isend`, `MPI_Issend` and `MPI_Irsend`.
 ///
 /// # Safety
-/// As for [`isend`]; `request` is an out-argument.
+/// MPI's rule for a nonblocking send buffer; `request` is an out-argument.
 #[allow(clippy::too_many_arguments)]
 unsafe fn isend_call(
     buf: *const c_void,
@@ -86,21 +89,24 @@ unsafe fn isend_call(
 ) -> Res {
     let rt = rt()?;
     let c = rt.comm(comm)?;
-    let len = size(count, datatype)?;
+    let ty = rt.comm_type(datatype)?;
     if request.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
     }
     // SAFETY: forwarded.
-    let req = unsafe { isend(&c.comm, buf, len, dest, tag, mode)? };
-    let h = rt.add_request(req, comm)?;
-    // SAFETY: checked non-null above; an out-argument.
+    let data = unsafe { send_data(buf, count_arg(count)?, &ty)? };
+    // SAFETY: forwarded.
+    let req = unsafe { start_send(&c.comm, data, dest, tag, mode)? };
+    // SAFETY: no post step: nothing is written.
+    let h = unsafe { empty_or_store(ReqObj::active(req, comm, Post::None))? };
+    // SAFETY: checked non-null; an out-argument.
     unsafe { put(request, h) }
 }
 
 /// The shared body of the blocking sends.
 ///
 /// # Safety
-/// `buf` is valid for reads of the message's bytes during the call.
+/// `buf` is valid for reads of the message's data during the call.
 unsafe fn send_call(
     buf: *const c_void,
     count: c_int,
@@ -110,14 +116,18 @@ unsafe fn send_call(
     comm: usize,
     mode: SendMode,
 ) -> Res {
-    let c = rt()?.comm(comm)?;
-    let len = size(count, datatype)?;
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
     // SAFETY: the send buffer, read during this call only.
-    let data = unsafe { bytes(buf.cast(), len)? };
+    let data = unsafe { send_data(buf, count_arg(count)?, &ty)? };
+    // SAFETY: as above; the slice lives until the send completes here.
+    let bytes = unsafe { data.bytes() };
+    let (dest, tag) = (rank_in(dest), tag_in(tag));
     match mode {
-        SendMode::Synchronous => c.comm.ssend(data, rank_in(dest), tag_in(tag))?,
-        SendMode::Ready => c.comm.rsend(data, rank_in(dest), tag_in(tag))?,
-        _ => c.comm.send(data, rank_in(dest), tag_in(tag))?,
+        SendMode::Synchronous => c.comm.ssend(bytes, dest, tag)?,
+        SendMode::Ready => c.comm.rsend(bytes, dest, tag)?,
+        _ => c.comm.send(bytes, dest, tag)?,
     }
     Ok(())
 }
@@ -175,32 +185,37 @@ mpi_fn! {
     MPI_Irecv / PMPI_Irecv [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize) {
         let rt = rt()?;
         let c = rt.comm(comm)?;
-        let len = size(count, datatype)?;
+        let ty = rt.comm_type(datatype)?;
         if request.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
         }
+        let target = recv_data(buf, count_arg(count)?, &ty)?;
         // SAFETY: MPI's nonblocking rule for `buf`.
-        let req = unsafe { irecv(&c.comm, buf, len, source, tag)? };
-        let h = rt.add_request(req, comm)?;
+        let (req, post) = unsafe { start_recv(&c.comm, target, source, tag)? };
+        // SAFETY: the receive buffer, valid as above.
+        let h = unsafe { empty_or_store(ReqObj::active(req, comm, post))? };
         // SAFETY: checked non-null; an out-argument.
         unsafe { put(request, h) }
     }
 }
 
-/// Receives into `buf` and waits; the ferry status.
+/// Receives and waits: the request's report (status and error).
 ///
 /// # Safety
-/// `buf` is valid for reads and writes of `len` bytes during the call.
+/// `buf` is valid for the received data's writes during the call.
 unsafe fn recv_wait(
+    comm: usize,
     c: &Comm,
     buf: *mut c_void,
-    len: usize,
+    count: c_int,
+    ty: &crate::datatype::TypeRef,
     source: c_int,
     tag: c_int,
-) -> Res<ferry::Status> {
+) -> Res<super::req::Report> {
+    let target = recv_data(buf, count_arg(count)?, ty)?;
     // SAFETY: forwarded; the request completes before this returns.
-    let mut req = unsafe { irecv(c, buf, len, source, tag)? };
-    Ok(req.wait()?.status)
+    let (req, post) = unsafe { start_recv(c, target, source, tag)? };
+    wait_one(&mut ReqObj::active(req, comm, post))
 }
 
 mpi_fn! {
@@ -208,13 +223,13 @@ mpi_fn! {
     /// (count = the buffer's size, `MPI_ERROR` = `MPI_ERR_TRUNCATE`) and
     /// returns `MPI_ERR_TRUNCATE`.
     MPI_Recv / PMPI_Recv [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus) {
-        let c = rt()?.comm(comm)?;
-        let len = size(count, datatype)?;
+        let rt = rt()?;
+        let c = rt.comm(comm)?;
+        let ty = rt.comm_type(datatype)?;
         // SAFETY: the caller's receive buffer, for the duration of the call.
-        let s = unsafe { recv_wait(&c.comm, buf, len, source, tag)? };
+        let report = unsafe { recv_wait(comm, &c.comm, buf, count, &ty, source, tag)? };
         // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-        unsafe { put_status(status, MpiStatus::from_ferry(&s)) };
-        status_result(&s)
+        unsafe { report.write(status) }
     }
 }
 
@@ -226,41 +241,52 @@ mpi_fn! {
         recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, source: c_int, recvtag: c_int,
         comm: usize, status: *mut MpiStatus,
     ) {
-        let c = rt()?.comm(comm)?;
-        let slen = size(sendcount, sendtype)?;
-        let rlen = size(recvcount, recvtype)?;
+        let rt = rt()?;
+        let c = rt.comm(comm)?;
+        let (st, rty) = (rt.comm_type(sendtype)?, rt.comm_type(recvtype)?);
+        let target = recv_data(recvbuf, count_arg(recvcount)?, &rty)?;
         // SAFETY: both buffers are the caller's for the duration of the
         // call, and both requests complete before it returns.
-        let mut r = unsafe { irecv(&c.comm, recvbuf, rlen, source, recvtag)? };
+        let data = unsafe { send_data(sendbuf, count_arg(sendcount)?, &st)? };
         // SAFETY: as above.
-        let mut s = unsafe { isend(&c.comm, sendbuf, slen, dest, sendtag, SendMode::Standard)? };
-        let sent = s.wait()?.status;
-        let got = r.wait()?.status;
+        let (r, post) = unsafe { start_recv(&c.comm, target, source, recvtag)? };
+        let mut r = ReqObj::active(r, comm, post);
+        // SAFETY: as above.
+        let s = unsafe { start_send(&c.comm, data, dest, sendtag, SendMode::Standard) };
+        let sent = s.and_then(|s| wait_one(&mut ReqObj::active(s, comm, Post::None)));
+        let got = wait_one(&mut r)?;
+        sent?.result?;
         // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-        unsafe { put_status(status, MpiStatus::from_ferry(&got)) };
-        status_result(&sent)?;
-        status_result(&got)
+        unsafe { got.write(status) }
     }
 }
 
 mpi_fn! {
-    /// `MPI_Sendrecv_replace`: the outgoing data is copied aside first.
+    /// `MPI_Sendrecv_replace`: the outgoing data is packed aside first.
     MPI_Sendrecv_replace / PMPI_Sendrecv_replace [comm] (
         buf: *mut c_void, count: c_int, datatype: usize, dest: c_int, sendtag: c_int,
         source: c_int, recvtag: c_int, comm: usize, status: *mut MpiStatus,
     ) {
-        let c = rt()?.comm(comm)?;
-        let len = size(count, datatype)?;
+        let rt = rt()?;
+        let c = rt.comm(comm)?;
+        let ty = rt.comm_type(datatype)?;
+        let n = count_arg(count)?;
         // SAFETY: the caller's buffer, read here before the receive starts.
-        let outgoing = unsafe { bytes(buf.cast_const().cast(), len)? }.to_vec();
+        let outgoing = match unsafe { send_data(buf.cast_const(), n, &ty)? } {
+            // SAFETY: as above.
+            raw @ SendData::Raw { .. } => unsafe { raw.bytes() }.to_vec(),
+            SendData::Packed(v) => v,
+        };
+        let target = recv_data(buf, n, &ty)?;
         // SAFETY: the caller's buffer for the duration of the call; the
         // receive completes before this returns.
-        let mut r = unsafe { irecv(&c.comm, buf, len, source, recvtag)? };
-        c.comm.send(&outgoing, rank_in(dest), tag_in(sendtag))?;
-        let got = r.wait()?.status;
+        let (r, post) = unsafe { start_recv(&c.comm, target, source, recvtag)? };
+        let mut r = ReqObj::active(r, comm, post);
+        let sent = c.comm.send(&outgoing, rank_in(dest), tag_in(sendtag));
+        let got = wait_one(&mut r)?;
+        sent?;
         // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-        unsafe { put_status(status, MpiStatus::from_ferry(&got)) };
-        status_result(&got)
+        unsafe { got.write(status) }
     }
 }
 
@@ -296,10 +322,10 @@ mpi_fn! {
     /// `MPI_Get_count`: `MPI_UNDEFINED` when the bytes are not a whole
     /// number of elements (or the count does not fit an `int`).
     MPI_Get_count / PMPI_Get_count(status: *const MpiStatus, datatype: usize, count: *mut c_int) {
-        let dt = datatype::lookup(datatype)?;
+        let ty = rt()?.any_type(datatype)?;
         // SAFETY: a status the caller filled (null is reported).
         let s = unsafe { get(status)? };
         // SAFETY: out-argument.
-        unsafe { put(count, int_count(count_of(s.bytes(), dt))) }
+        unsafe { put(count, int_count(ty.count_of(s.bytes()))) }
     }
 }

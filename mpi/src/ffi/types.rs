@@ -1,38 +1,96 @@
-//! Predefined datatypes: size, extent, true extent and name.
+//! Datatypes: queries (size, extent, true extent, name) on every type,
+//! the constructors of derived types, commit, dup and free, and address
+//! arithmetic.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::Arc;
 
-use super::{mpi_fn, put, put_str};
-use crate::abi::MPI_MAX_OBJECT_NAME;
-use crate::datatype::lookup;
+use super::{cstr, get, mpi_fn, put, put_str};
+use crate::abi::class::*;
+use crate::abi::{MPI_DATATYPE_NULL, MPI_MAX_OBJECT_NAME};
+use crate::datatype::derived::resized;
+use crate::datatype::{count_arg, predefined, Builder, Layout, TypeRef};
+use crate::error::{Fail, Res};
+use crate::state::{rt, Runtime};
+
+/// A C array argument of `n` entries.
+///
+/// # Safety
+/// `p` is null or valid for reads of `n` values.
+unsafe fn array<'a, T>(p: *const T, n: usize, what: &'static str) -> Res<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Fail::msg(MPI_ERR_ARG, format!("a null {what} array")));
+    }
+    // SAFETY: non-null, valid for `n` values (the caller's promise).
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// A block length argument.
+fn blocklen(b: c_int) -> Res<usize> {
+    usize::try_from(b).map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid block length {b}")))
+}
+
+/// Displacement `d` in units of `old`'s extent, in bytes.
+fn scaled(d: impl Into<i64>, old: &Layout) -> Res<isize> {
+    let d = d.into();
+    isize::try_from(d)
+        .ok()
+        .and_then(|d| d.checked_mul(old.extent()))
+        .ok_or_else(|| Fail::msg(MPI_ERR_ARG, format!("displacement {d} overflows")))
+}
+
+/// Stores a new derived type and writes its handle.
+///
+/// # Safety
+/// `newtype` is null or valid for a write.
+unsafe fn store(rt: &Runtime, layout: Layout, newtype: *mut usize) -> Res {
+    if newtype.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null datatype pointer"));
+    }
+    let h = rt.add_type(layout)?;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(newtype, h) }
+}
+
+/// Builds a type from `(displacement, block length)` pieces of `old`.
+fn pieces(old: &Layout, it: impl Iterator<Item = Res<(isize, usize)>>) -> Res<Layout> {
+    let mut b = Builder::new();
+    for p in it {
+        let (disp, n) = p?;
+        b.push(old, disp, n)?;
+    }
+    Ok(b.finish(false))
+}
 
 mpi_fn! {
-    /// `MPI_Type_size`.
+    /// `MPI_Type_size`: `MPI_UNDEFINED` if it does not fit an `int`.
     MPI_Type_size / PMPI_Type_size(datatype: usize, size: *mut c_int) {
-        let dt = lookup(datatype)?;
+        let ty = rt()?.any_type(datatype)?;
         // SAFETY: out-argument.
-        unsafe { put(size, dt.size as c_int) }
+        unsafe { put(size, c_int::try_from(ty.size()).unwrap_or(crate::abi::MPI_UNDEFINED)) }
     }
 }
 
 mpi_fn! {
     /// `MPI_Type_size_x`.
     MPI_Type_size_x / PMPI_Type_size_x(datatype: usize, size: *mut i64) {
-        let dt = lookup(datatype)?;
+        let ty = rt()?.any_type(datatype)?;
         // SAFETY: out-argument.
-        unsafe { put(size, dt.size as i64) }
+        unsafe { put(size, ty.size() as i64) }
     }
 }
 
 mpi_fn! {
-    /// `MPI_Type_get_extent`: lower bound 0, extent = size for every
-    /// predefined type (the pair types' size includes C's padding).
+    /// `MPI_Type_get_extent`.
     MPI_Type_get_extent / PMPI_Type_get_extent(datatype: usize, lb: *mut isize, extent: *mut isize) {
-        let dt = lookup(datatype)?;
+        let (l, e) = rt()?.any_type(datatype)?.extent();
         // SAFETY: out-arguments.
         unsafe {
-            put(lb, 0)?;
-            put(extent, dt.size as isize)
+            put(lb, l)?;
+            put(extent, e)
         }
     }
 }
@@ -40,23 +98,23 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Type_get_extent_x`.
     MPI_Type_get_extent_x / PMPI_Type_get_extent_x(datatype: usize, lb: *mut i64, extent: *mut i64) {
-        let dt = lookup(datatype)?;
+        let (l, e) = rt()?.any_type(datatype)?.extent();
         // SAFETY: out-arguments.
         unsafe {
-            put(lb, 0)?;
-            put(extent, dt.size as i64)
+            put(lb, l as i64)?;
+            put(extent, e as i64)
         }
     }
 }
 
 mpi_fn! {
-    /// `MPI_Type_get_true_extent`: as the extent for predefined types.
+    /// `MPI_Type_get_true_extent`.
     MPI_Type_get_true_extent / PMPI_Type_get_true_extent(datatype: usize, true_lb: *mut isize, true_extent: *mut isize) {
-        let dt = lookup(datatype)?;
+        let (l, e) = rt()?.any_type(datatype)?.true_extent();
         // SAFETY: out-arguments.
         unsafe {
-            put(true_lb, 0)?;
-            put(true_extent, dt.size as isize)
+            put(true_lb, l)?;
+            put(true_extent, e)
         }
     }
 }
@@ -64,21 +122,314 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Type_get_true_extent_x`.
     MPI_Type_get_true_extent_x / PMPI_Type_get_true_extent_x(datatype: usize, true_lb: *mut i64, true_extent: *mut i64) {
-        let dt = lookup(datatype)?;
+        let (l, e) = rt()?.any_type(datatype)?.true_extent();
         // SAFETY: out-arguments.
         unsafe {
-            put(true_lb, 0)?;
-            put(true_extent, dt.size as i64)
+            put(true_lb, l as i64)?;
+            put(true_extent, e as i64)
         }
     }
 }
 
 mpi_fn! {
-    /// `MPI_Type_get_name`: the standard name of a predefined type.
+    /// `MPI_Type_get_name`: a predefined type's standard name (or the name
+    /// the program gave it); a derived type's name, empty if none.
     MPI_Type_get_name / PMPI_Type_get_name(datatype: usize, type_name: *mut c_char, resultlen: *mut c_int) {
-        let dt = lookup(datatype)?;
+        let rt = rt()?;
+        let name = match predefined(datatype) {
+            Some(p) => rt
+                .type_names
+                .with(|n| n.iter().find(|(h, _)| *h == datatype).map(|(_, s)| s.clone()))?
+                .unwrap_or_else(|| p.name.to_owned()),
+            None => rt
+                .types
+                .with(|t| t.get(datatype).map(|e| e.name.clone()))?
+                .map_err(|b| Fail::handle(MPI_ERR_TYPE, b, "datatype"))?,
+        };
         // SAFETY: `type_name` has MPI_MAX_OBJECT_NAME bytes (the standard's
         // requirement); `resultlen` is an out-argument.
-        unsafe { put_str(type_name, MPI_MAX_OBJECT_NAME, dt.name, resultlen) }
+        unsafe { put_str(type_name, MPI_MAX_OBJECT_NAME, &name, resultlen) }
     }
+}
+
+mpi_fn! {
+    /// `MPI_Type_set_name`: names longer than `MPI_MAX_OBJECT_NAME - 1`
+    /// bytes are cut. Predefined types can be renamed too.
+    MPI_Type_set_name / PMPI_Type_set_name(datatype: usize, type_name: *const c_char) {
+        let rt = rt()?;
+        // SAFETY: a NUL-terminated string argument.
+        let name = unsafe { cstr(type_name)? };
+        let mut end = name.len().min(MPI_MAX_OBJECT_NAME - 1);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        let name = name[..end].to_owned();
+        if predefined(datatype).is_some() {
+            return rt.type_names.with(|n| match n.iter_mut().find(|(h, _)| *h == datatype) {
+                Some(e) => e.1 = name,
+                None => n.push((datatype, name)),
+            });
+        }
+        rt.types
+            .with(|t| t.get_mut(datatype).map(|e| e.name = name))?
+            .map_err(|b| Fail::handle(MPI_ERR_TYPE, b, "datatype"))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_contiguous`.
+    MPI_Type_contiguous / PMPI_Type_contiguous(count: c_int, oldtype: usize, newtype: *mut usize) {
+        let rt = rt()?;
+        let old = rt.any_type(oldtype)?;
+        let n = count_arg(count)?;
+        let l = pieces(&old.layout(), std::iter::once(Ok((0, n))))?;
+        // SAFETY: out-argument.
+        unsafe { store(rt, l, newtype) }
+    }
+}
+
+/// `MPI_Type_vector` (`unit`: the stride is in extents of `old`) and
+/// `MPI_Type_create_hvector` (bytes).
+///
+/// # Safety
+/// `newtype` is an out-argument.
+unsafe fn vector(
+    count: c_int,
+    block: c_int,
+    stride: i64,
+    unit: bool,
+    oldtype: usize,
+    newtype: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let old = rt.any_type(oldtype)?;
+    let old = old.layout();
+    let (n, b) = (count_arg(count)?, blocklen(block)?);
+    let stride = if unit {
+        scaled(stride, &old)?
+    } else {
+        stride as isize
+    };
+    let l = pieces(
+        &old,
+        (0..n).map(|j| {
+            (j as isize)
+                .checked_mul(stride)
+                .map(|d| (d, b))
+                .ok_or_else(|| Fail::new(MPI_ERR_ARG, "the stride overflows"))
+        }),
+    )?;
+    // SAFETY: forwarded.
+    unsafe { store(rt, l, newtype) }
+}
+
+mpi_fn! {
+    /// `MPI_Type_vector`.
+    MPI_Type_vector / PMPI_Type_vector(count: c_int, blocklength: c_int, stride: c_int, oldtype: usize, newtype: *mut usize) {
+        // SAFETY: out-argument.
+        unsafe { vector(count, blocklength, i64::from(stride), true, oldtype, newtype) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_hvector`.
+    MPI_Type_create_hvector / PMPI_Type_create_hvector(count: c_int, blocklength: c_int, stride: isize, oldtype: usize, newtype: *mut usize) {
+        // SAFETY: out-argument.
+        unsafe { vector(count, blocklength, stride as i64, false, oldtype, newtype) }
+    }
+}
+
+/// The indexed constructors: block `j` of `lens(j)` copies of `old` at
+/// `disps(j)` (scaled by the extent when `unit`).
+///
+/// # Safety
+/// `newtype` is an out-argument.
+unsafe fn indexed(
+    count: c_int,
+    oldtype: usize,
+    unit: bool,
+    lens: impl Fn(usize) -> c_int,
+    disps: impl Fn(usize) -> i64,
+    newtype: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let old = rt.any_type(oldtype)?;
+    let old = old.layout();
+    let n = count_arg(count)?;
+    let l = pieces(
+        &old,
+        (0..n).map(|j| {
+            let d = if unit {
+                scaled(disps(j), &old)?
+            } else {
+                disps(j) as isize
+            };
+            Ok((d, blocklen(lens(j))?))
+        }),
+    )?;
+    // SAFETY: forwarded.
+    unsafe { store(rt, l, newtype) }
+}
+
+mpi_fn! {
+    /// `MPI_Type_indexed`.
+    MPI_Type_indexed / PMPI_Type_indexed(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const c_int, oldtype: usize, newtype: *mut usize) {
+        let n = count_arg(count)?;
+        // SAFETY: the caller's arrays of `count` entries.
+        let (lens, disps) = unsafe { (array(array_of_blocklengths, n, "block length")?, array(array_of_displacements, n, "displacement")?) };
+        // SAFETY: out-argument.
+        unsafe { indexed(count, oldtype, true, |j| lens[j], |j| i64::from(disps[j]), newtype) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_hindexed`.
+    MPI_Type_create_hindexed / PMPI_Type_create_hindexed(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const isize, oldtype: usize, newtype: *mut usize) {
+        let n = count_arg(count)?;
+        // SAFETY: the caller's arrays of `count` entries.
+        let (lens, disps) = unsafe { (array(array_of_blocklengths, n, "block length")?, array(array_of_displacements, n, "displacement")?) };
+        // SAFETY: out-argument.
+        unsafe { indexed(count, oldtype, false, |j| lens[j], |j| disps[j] as i64, newtype) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_indexed_block`.
+    MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block(count: c_int, blocklength: c_int, array_of_displacements: *const c_int, oldtype: usize, newtype: *mut usize) {
+        let n = count_arg(count)?;
+        // SAFETY: the caller's array of `count` entries.
+        let disps = unsafe { array(array_of_displacements, n, "displacement")? };
+        // SAFETY: out-argument.
+        unsafe { indexed(count, oldtype, true, |_| blocklength, |j| i64::from(disps[j]), newtype) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_hindexed_block`.
+    MPI_Type_create_hindexed_block / PMPI_Type_create_hindexed_block(count: c_int, blocklength: c_int, array_of_displacements: *const isize, oldtype: usize, newtype: *mut usize) {
+        let n = count_arg(count)?;
+        // SAFETY: the caller's array of `count` entries.
+        let disps = unsafe { array(array_of_displacements, n, "displacement")? };
+        // SAFETY: out-argument.
+        unsafe { indexed(count, oldtype, false, |_| blocklength, |j| disps[j] as i64, newtype) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_struct`: the extent is rounded up to the widest
+    /// member's alignment (unless a member was resized).
+    MPI_Type_create_struct / PMPI_Type_create_struct(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const isize, array_of_types: *const usize, newtype: *mut usize) {
+        let rt = rt()?;
+        let n = count_arg(count)?;
+        // SAFETY: the caller's arrays of `count` entries.
+        let (lens, disps, types) = unsafe {
+            (array(array_of_blocklengths, n, "block length")?, array(array_of_displacements, n, "displacement")?, array(array_of_types, n, "datatype")?)
+        };
+        let mut b = Builder::new();
+        for j in 0..n {
+            let old = rt.any_type(types[j])?;
+            b.push(&old.layout(), disps[j], blocklen(lens[j])?)?;
+        }
+        // SAFETY: out-argument.
+        unsafe { store(rt, b.finish(true), newtype) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_resized`.
+    MPI_Type_create_resized / PMPI_Type_create_resized(oldtype: usize, lb: isize, extent: isize, newtype: *mut usize) {
+        let rt = rt()?;
+        let old = rt.any_type(oldtype)?;
+        let l = resized(&old.layout(), lb, extent)?;
+        // SAFETY: out-argument.
+        unsafe { store(rt, l, newtype) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_dup`: the same layout, committed if the old one is.
+    MPI_Type_dup / PMPI_Type_dup(oldtype: usize, newtype: *mut usize) {
+        let rt = rt()?;
+        if newtype.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "a null datatype pointer"));
+        }
+        let (layout, committed) = match rt.any_type(oldtype)? {
+            TypeRef::Pre(p) => (Arc::new(Layout::of(p)), true),
+            TypeRef::Derived(l) => {
+                let c = rt.types.with(|t| t.get(oldtype).map(|e| e.committed))?.unwrap_or(false);
+                (l, c)
+            }
+        };
+        let entry = crate::datatype::TypeEntry { layout, committed, name: String::new() };
+        let h = rt.types.with(|t| t.insert(entry))?.ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many datatypes"))?;
+        // SAFETY: checked non-null; an out-argument.
+        unsafe { put(newtype, h) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_commit`: a predefined type is always committed.
+    MPI_Type_commit / PMPI_Type_commit(datatype: *mut usize) {
+        let rt = rt()?;
+        // SAFETY: in-argument (the standard passes a pointer).
+        let h = unsafe { get(datatype)? };
+        if predefined(h).is_some() {
+            return Ok(());
+        }
+        rt.types
+            .with(|t| t.get_mut(h).map(|e| e.committed = true))?
+            .map_err(|b| Fail::handle(MPI_ERR_TYPE, b, "datatype"))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_free`: the handle becomes `MPI_DATATYPE_NULL`; operations
+    /// in flight keep the layout.
+    MPI_Type_free / PMPI_Type_free(datatype: *mut usize) {
+        let rt = rt()?;
+        // SAFETY: in/out argument.
+        let h = unsafe { get(datatype)? };
+        if predefined(h).is_some() {
+            return Err(Fail::new(MPI_ERR_TYPE, "a predefined datatype cannot be freed"));
+        }
+        let entry = rt.types
+            .with(|t| t.remove(h))?
+            .map_err(|b| Fail::handle(MPI_ERR_TYPE, b, "datatype"))?;
+        drop(entry);
+        // SAFETY: as above.
+        unsafe { put(datatype, MPI_DATATYPE_NULL) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Get_address`: the address as an integer.
+    MPI_Get_address / PMPI_Get_address(location: *const c_void, address: *mut isize) {
+        // SAFETY: out-argument.
+        unsafe { put(address, location as isize) }
+    }
+}
+
+/// `MPI_Aint_add`: `base + disp` as addresses (wrapping, as C's pointer
+/// arithmetic on `char *` would).
+#[no_mangle]
+pub extern "C" fn PMPI_Aint_add(base: isize, disp: isize) -> isize {
+    base.wrapping_add(disp)
+}
+
+/// `MPI_Aint_add` (interposable name).
+#[no_mangle]
+pub extern "C" fn MPI_Aint_add(base: isize, disp: isize) -> isize {
+    PMPI_Aint_add(base, disp)
+}
+
+/// `MPI_Aint_diff`: `addr1 - addr2`.
+#[no_mangle]
+pub extern "C" fn PMPI_Aint_diff(addr1: isize, addr2: isize) -> isize {
+    addr1.wrapping_sub(addr2)
+}
+
+/// `MPI_Aint_diff` (interposable name).
+#[no_mangle]
+pub extern "C" fn MPI_Aint_diff(addr1: isize, addr2: isize) -> isize {
+    PMPI_Aint_diff(addr1, addr2)
 }

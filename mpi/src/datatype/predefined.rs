@@ -1,6 +1,5 @@
-//! The ABI's predefined datatypes: size, name, and what reductions run on
-//! them. Derived datatypes are a later phase; every datatype handle this
-//! library accepts is one of these.
+//! The ABI's predefined datatypes: size, alignment, name, and what
+//! reductions run on them.
 
 use std::ffi::c_int;
 
@@ -44,8 +43,22 @@ pub enum Elem {
     TwoInt,
     /// `{short; int}`.
     ShortInt,
-    /// No predefined op of ferry applies yet (complex, long double,
-    /// 16-byte and half-precision types, Fortran logicals, `MPI_CHAR`...).
+    /// A complex number of two `f32`s.
+    Complex32,
+    /// A complex number of two `f64`s.
+    Complex64,
+    /// A Fortran `LOGICAL` (an integer, non-zero true): logical ops only.
+    Logical,
+    /// `{float; float}` (`MPI_2REAL`).
+    TwoF32,
+    /// `{double; double}` (`MPI_2DOUBLE_PRECISION`).
+    TwoF64,
+    /// A 16-byte integer (`MPI_INTEGER16`).
+    I128,
+    /// Text and packed bytes: the standard defines no op on them.
+    Text,
+    /// No arithmetic here: `long double` (x87 80-bit), half and quad
+    /// precision, and complex numbers of them.
     None,
 }
 
@@ -78,7 +91,7 @@ table! {
     0x201 MPI_AINT 8 I64;
     0x202 MPI_COUNT 8 I64;
     0x203 MPI_OFFSET 8 I64;
-    0x207 MPI_PACKED 1 None;
+    0x207 MPI_PACKED 1 Text;
     0x208 MPI_SHORT 2 I16;
     0x209 MPI_INT 4 I32;
     0x20a MPI_LONG 8 I64;
@@ -88,17 +101,17 @@ table! {
     0x20e MPI_UNSIGNED_LONG 8 U64;
     0x20f MPI_UNSIGNED_LONG_LONG 8 U64;
     0x210 MPI_FLOAT 4 F32;
-    0x212 MPI_C_FLOAT_COMPLEX 8 None;
-    0x213 MPI_CXX_FLOAT_COMPLEX 8 None;
+    0x212 MPI_C_FLOAT_COMPLEX 8 Complex32;
+    0x213 MPI_CXX_FLOAT_COMPLEX 8 Complex32;
     0x214 MPI_DOUBLE 8 F64;
-    0x216 MPI_C_DOUBLE_COMPLEX 16 None;
-    0x217 MPI_CXX_DOUBLE_COMPLEX 16 None;
-    0x218 MPI_LOGICAL 4 None;
+    0x216 MPI_C_DOUBLE_COMPLEX 16 Complex64;
+    0x217 MPI_CXX_DOUBLE_COMPLEX 16 Complex64;
+    0x218 MPI_LOGICAL 4 Logical;
     0x219 MPI_INTEGER 4 I32;
     0x21a MPI_REAL 4 F32;
-    0x21b MPI_COMPLEX 8 None;
+    0x21b MPI_COMPLEX 8 Complex32;
     0x21c MPI_DOUBLE_PRECISION 8 F64;
-    0x21d MPI_DOUBLE_COMPLEX 16 None;
+    0x21d MPI_DOUBLE_COMPLEX 16 Complex64;
     0x220 MPI_LONG_DOUBLE 16 None;
     0x224 MPI_C_LONG_DOUBLE_COMPLEX 32 None;
     0x225 MPI_CXX_LONG_DOUBLE_COMPLEX 32 None;
@@ -108,15 +121,15 @@ table! {
     0x22b MPI_2INT 8 TwoInt;
     0x22c MPI_SHORT_INT 8 ShortInt;
     0x22d MPI_LONG_DOUBLE_INT 32 None;
-    0x230 MPI_2REAL 8 None;
-    0x231 MPI_2DOUBLE_PRECISION 16 None;
+    0x230 MPI_2REAL 8 TwoF32;
+    0x231 MPI_2DOUBLE_PRECISION 16 TwoF64;
     0x232 MPI_2INTEGER 8 TwoInt;
     0x238 MPI_C_BOOL 1 Bool;
     0x239 MPI_CXX_BOOL 1 Bool;
-    0x23c MPI_WCHAR 4 None;
+    0x23c MPI_WCHAR 4 Text;
     0x240 MPI_INT8_T 1 I8;
     0x241 MPI_UINT8_T 1 U8;
-    0x243 MPI_CHAR 1 None;
+    0x243 MPI_CHAR 1 Text;
     0x244 MPI_SIGNED_CHAR 1 I8;
     0x245 MPI_UNSIGNED_CHAR 1 U8;
     0x247 MPI_BYTE 1 Byte;
@@ -126,24 +139,24 @@ table! {
     0x251 MPI_UINT32_T 4 U32;
     0x258 MPI_INT64_T 8 I64;
     0x259 MPI_UINT64_T 8 U64;
-    0x2c0 MPI_LOGICAL1 1 None;
+    0x2c0 MPI_LOGICAL1 1 Logical;
     0x2c1 MPI_INTEGER1 1 I8;
-    0x2c3 MPI_CHARACTER 1 None;
-    0x2c8 MPI_LOGICAL2 2 None;
+    0x2c3 MPI_CHARACTER 1 Text;
+    0x2c8 MPI_LOGICAL2 2 Logical;
     0x2c9 MPI_INTEGER2 2 I16;
     0x2ca MPI_REAL2 2 None;
-    0x2d0 MPI_LOGICAL4 4 None;
+    0x2d0 MPI_LOGICAL4 4 Logical;
     0x2d1 MPI_INTEGER4 4 I32;
     0x2d2 MPI_REAL4 4 F32;
     0x2d3 MPI_COMPLEX4 4 None;
-    0x2d8 MPI_LOGICAL8 8 None;
+    0x2d8 MPI_LOGICAL8 8 Logical;
     0x2d9 MPI_INTEGER8 8 I64;
     0x2da MPI_REAL8 8 F64;
-    0x2db MPI_COMPLEX8 8 None;
-    0x2e0 MPI_LOGICAL16 16 None;
-    0x2e1 MPI_INTEGER16 16 None;
+    0x2db MPI_COMPLEX8 8 Complex32;
+    0x2e0 MPI_LOGICAL16 16 Logical;
+    0x2e1 MPI_INTEGER16 16 I128;
     0x2e2 MPI_REAL16 16 None;
-    0x2e3 MPI_COMPLEX16 16 None;
+    0x2e3 MPI_COMPLEX16 16 Complex64;
     0x2eb MPI_COMPLEX32 32 None;
 }
 
@@ -159,24 +172,76 @@ const INDEX: [u8; 256] = {
     index
 };
 
+/// The predefined datatype `handle` names, if it is one.
+#[inline]
+pub fn predefined(handle: usize) -> Option<&'static Predefined> {
+    if handle & !0xff == 0x200 {
+        let i = INDEX[handle & 0xff];
+        return ALL.get(usize::from(i));
+    }
+    None
+}
+
 /// The predefined datatype `handle` names.
 ///
 /// # Errors
-/// `MPI_ERR_TYPE` for `MPI_DATATYPE_NULL`, a derived type (not yet
-/// supported) or anything else.
+/// `MPI_ERR_TYPE` for `MPI_DATATYPE_NULL` or anything that is not a
+/// predefined datatype.
 #[inline]
 pub fn lookup(handle: usize) -> Res<&'static Predefined> {
-    if handle & !0xff == 0x200 {
-        let i = INDEX[handle & 0xff];
-        if let Some(p) = ALL.get(usize::from(i)) {
-            return Ok(p);
+    predefined(handle).ok_or_else(|| {
+        Fail::new(
+            MPI_ERR_TYPE,
+            "invalid datatype (MPI_DATATYPE_NULL, or not a predefined datatype)",
+        )
+    })
+}
+
+impl Predefined {
+    /// The C alignment of the type (what `MPI_Type_create_struct` rounds
+    /// an extent up to): a complex number aligns as its parts, a pair as
+    /// its wider member, anything else as its size (16 at most).
+    pub fn align(&self) -> usize {
+        match self.name {
+            "MPI_C_FLOAT_COMPLEX" | "MPI_CXX_FLOAT_COMPLEX" | "MPI_COMPLEX" | "MPI_COMPLEX8" => 4,
+            "MPI_C_DOUBLE_COMPLEX"
+            | "MPI_CXX_DOUBLE_COMPLEX"
+            | "MPI_DOUBLE_COMPLEX"
+            | "MPI_COMPLEX16" => 8,
+            "MPI_C_LONG_DOUBLE_COMPLEX" | "MPI_CXX_LONG_DOUBLE_COMPLEX" | "MPI_COMPLEX32" => 16,
+            "MPI_COMPLEX4" => 2,
+            "MPI_FLOAT_INT" | "MPI_2INT" | "MPI_SHORT_INT" | "MPI_2REAL" | "MPI_2INTEGER" => 4,
+            "MPI_DOUBLE_INT" | "MPI_LONG_INT" | "MPI_2DOUBLE_PRECISION" => 8,
+            "MPI_LONG_DOUBLE_INT" => 16,
+            _ => self.size.min(16),
         }
     }
-    Err(Fail::new(
-        MPI_ERR_TYPE,
-        "invalid datatype (MPI_DATATYPE_NULL, or not a predefined datatype: derived datatypes are not supported yet)",
-    ))
+
+    /// The basic elements of one value, as `(offset, length)`: one for
+    /// most types, the value and the index for the pair types (what
+    /// `MPI_Get_elements` counts).
+    pub fn parts(&self) -> &'static [(usize, usize)] {
+        match self.name {
+            "MPI_FLOAT_INT" | "MPI_2INT" | "MPI_2REAL" | "MPI_2INTEGER" => &[(0, 4), (4, 4)],
+            "MPI_SHORT_INT" => &[(0, 2), (4, 4)],
+            "MPI_DOUBLE_INT" | "MPI_LONG_INT" => &[(0, 8), (8, 4)],
+            "MPI_2DOUBLE_PRECISION" => &[(0, 8), (8, 8)],
+            "MPI_LONG_DOUBLE_INT" => &[(0, 16), (16, 4)],
+            _ => WHOLE[self.size.trailing_zeros() as usize % WHOLE.len()],
+        }
+    }
 }
+
+/// `parts()` of the one-element types, by the log2 of their size (every
+/// predefined size is a power of two).
+const WHOLE: [&[(usize, usize)]; 6] = [
+    &[(0, 1)],
+    &[(0, 2)],
+    &[(0, 4)],
+    &[(0, 8)],
+    &[(0, 16)],
+    &[(0, 32)],
+];
 
 /// `count` elements of `dt` in bytes.
 ///
@@ -229,6 +294,21 @@ mod tests {
         assert_eq!(lookup(0x209).unwrap().name, "MPI_INT");
         assert_eq!(lookup(0x209).unwrap().size, 4);
         assert_eq!(lookup(0x229).unwrap().size, 16);
+    }
+
+    #[test]
+    fn parts_and_alignment_fit_in_the_type() {
+        for p in ALL {
+            let parts = p.parts();
+            assert!(!parts.is_empty(), "{}", p.name);
+            for &(off, len) in parts {
+                assert!(off + len <= p.size, "{}", p.name);
+            }
+            assert!(p.size % p.align() == 0, "{}", p.name);
+        }
+        assert_eq!(lookup(0x229).unwrap().parts(), &[(0, 8), (8, 4)]);
+        assert_eq!(lookup(0x214).unwrap().parts(), &[(0, 8)]);
+        assert_eq!(lookup(0x216).unwrap().align(), 8);
     }
 
     #[test]

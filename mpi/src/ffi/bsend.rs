@@ -1,0 +1,206 @@
+//! Buffered mode: `MPI_Buffer_attach`, `MPI_Buffer_detach`, `MPI_Bsend`,
+//! `MPI_Ibsend` (and the starts of `MPI_Bsend_init`).
+//!
+//! A buffered send copies its data into the attached buffer and sends it
+//! from there, so it completes at once. The buffer is accounted as MPI
+//! describes: each message takes its packed size plus
+//! `MPI_BSEND_OVERHEAD` bytes, placed first-fit among the messages still
+//! in flight (which are reaped, by testing them, before each placement);
+//! a message that finds no room fails with `MPI_ERR_BUFFER`.
+//! `MPI_Buffer_detach` waits until every buffered message is sent.
+//! `MPI_BUFFER_AUTOMATIC` (MPI 4.1) attaches no memory: each message gets
+//! a buffer of its own.
+
+use std::ffi::{c_int, c_void};
+
+use ferry::{Comm, Request, SendMode};
+
+use super::buf::{pack_into, send_data, SendData};
+use super::{mpi_fn, put};
+use crate::abi::class::*;
+use crate::abi::{rank_in, tag_in, MpiStatus, MPI_PROC_NULL};
+use crate::datatype::{count_arg, TypeRef};
+use crate::error::{Fail, Res};
+use crate::state::{rt, Runtime};
+
+/// `MPI_BSEND_OVERHEAD` (the ABI's value).
+pub const OVERHEAD: usize = 512;
+
+/// `MPI_BUFFER_AUTOMATIC`.
+const AUTOMATIC: usize = 2;
+
+/// The attached buffer and the messages in flight from it.
+#[derive(Debug)]
+pub(crate) struct Attached {
+    /// `(address, size)`; `None` for `MPI_BUFFER_AUTOMATIC`.
+    region: Option<(usize, usize)>,
+    /// In flight, by offset: `(offset, reserved bytes, request)`.
+    pending: Vec<(usize, usize, Request)>,
+}
+
+impl Attached {
+    /// Drops the messages that were sent.
+    fn reap(&mut self) {
+        self.pending
+            .retain_mut(|(_, _, r)| !matches!(r.test(), Ok(Some(_)) | Err(_)));
+    }
+
+    /// The first offset with `need` free bytes.
+    fn fit(&self, need: usize, size: usize) -> Option<usize> {
+        let mut at = 0;
+        for &(off, len, _) in &self.pending {
+            if off - at >= need {
+                return Some(at);
+            }
+            at = off + len;
+        }
+        (size.checked_sub(at)? >= need).then_some(at)
+    }
+
+    /// Bytes reserved by messages in flight.
+    fn used(&self) -> usize {
+        self.pending.iter().map(|&(_, len, _)| len).sum()
+    }
+}
+
+/// A buffered send of `count` elements at `buf`: copied out, sent, and
+/// complete. The status of its (completed) request.
+///
+/// # Safety
+/// `buf` is readable for the data during the call.
+pub(crate) unsafe fn bsend(
+    c: &Comm,
+    buf: *const c_void,
+    count: usize,
+    ty: &TypeRef,
+    dest: c_int,
+    tag: c_int,
+) -> Res<MpiStatus> {
+    let rt = rt()?;
+    let len = ty.bytes(count as i64)?;
+    if dest == MPI_PROC_NULL {
+        return Ok(MpiStatus::EMPTY);
+    }
+    let (dest, tag) = (rank_in(dest), tag_in(tag));
+    rt.bsend.with(|slot| {
+        let a = slot.as_mut().ok_or_else(|| {
+            Fail::new(MPI_ERR_BUFFER, "a buffered send with no buffer attached (MPI_Buffer_attach)")
+        })?;
+        a.reap();
+        let Some((base, size)) = a.region else {
+            // SAFETY: forwarded.
+            let v = match unsafe { send_data(buf, count, ty)? } {
+                // SAFETY: as above.
+                raw @ SendData::Raw { .. } => unsafe { raw.bytes() }.to_vec(),
+                SendData::Packed(v) => v,
+            };
+            let req = c.isend(v, dest, tag)?;
+            a.pending.push((0, 0, req));
+            return Ok(MpiStatus::EMPTY);
+        };
+        let need = len + OVERHEAD;
+        let off = a.fit(need, size).ok_or_else(|| {
+            Fail::msg(
+                MPI_ERR_BUFFER,
+                format!(
+                    "the attached buffer ({size} bytes, {} in use) has no room for {len} bytes + MPI_BSEND_OVERHEAD ({OVERHEAD})",
+                    a.used()
+                ),
+            )
+        })?;
+        let at = (base + off) as *mut u8;
+        if len > 0 {
+            // SAFETY: `[off, off + len)` lies in the attached buffer (fit)
+            // and no message in flight uses it; the program gave the buffer
+            // to MPI until it detaches it.
+            let out = unsafe { std::slice::from_raw_parts_mut(at, len) };
+            // SAFETY: forwarded.
+            unsafe { pack_into(buf, count, ty, out)? };
+        }
+        // SAFETY: as above: the bytes stay untouched until the send
+        // completes (detach waits for it).
+        let req = unsafe { c.isend_raw(at, len, dest, tag, SendMode::Standard)? };
+        let i = a.pending.partition_point(|p| p.0 < off);
+        a.pending.insert(i, (off, need, req));
+        Ok(MpiStatus::EMPTY)
+    })?
+}
+
+/// Detaches the buffer, waiting for its messages: `(address, size)`, or
+/// `None` if none was attached.
+pub(crate) fn detach(rt: &Runtime) -> Res<Option<(usize, usize)>> {
+    let Some(a) = rt.bsend.with(Option::take)? else {
+        return Ok(None);
+    };
+    for (_, _, mut r) in a.pending {
+        // A buffered message's failure has no request to report it on.
+        let _ = r.wait();
+    }
+    Ok(Some(a.region.unwrap_or((AUTOMATIC, 0))))
+}
+
+mpi_fn! {
+    /// `MPI_Buffer_attach`: `MPI_BUFFER_AUTOMATIC` lets each buffered
+    /// message take memory of its own.
+    MPI_Buffer_attach / PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) {
+        let rt = rt()?;
+        let size = usize::try_from(size).map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid buffer size {size}")))?;
+        let region = match buffer as usize {
+            AUTOMATIC => None,
+            0 if size > 0 => return Err(Fail::new(MPI_ERR_BUFFER, "a null buffer with a non-zero size")),
+            b => Some((b, size)),
+        };
+        rt.bsend.with(|slot| {
+            if slot.is_some() {
+                return Err(Fail::new(MPI_ERR_BUFFER, "a buffer is already attached (MPI_Buffer_detach it first)"));
+            }
+            *slot = Some(Attached { region, pending: Vec::new() });
+            Ok(())
+        })?
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Buffer_detach`: waits until the buffered messages are sent;
+    /// gives back the buffer's address (`MPI_BUFFER_AUTOMATIC` if that was
+    /// attached) and size. With no buffer attached: a null address, size 0.
+    MPI_Buffer_detach / PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) {
+        let rt = rt()?;
+        let (addr, len) = detach(rt)?.unwrap_or((0, 0));
+        // SAFETY: `buffer_addr` is really a `void **` out-argument (the
+        // standard's binding); `size` is an out-argument.
+        unsafe {
+            put(buffer_addr.cast::<usize>(), addr)?;
+            put(size, c_int::try_from(len).unwrap_or(c_int::MAX))
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Bsend`.
+    MPI_Bsend / PMPI_Bsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize) {
+        let rt = rt()?;
+        let c = rt.comm(comm)?;
+        let ty = rt.comm_type(datatype)?;
+        // SAFETY: the send buffer, read during this call.
+        unsafe { bsend(&c.comm, buf, count_arg(count)?, &ty, dest, tag)? };
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ibsend`: complete once the data is buffered (at once).
+    MPI_Ibsend / PMPI_Ibsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
+        let rt = rt()?;
+        let c = rt.comm(comm)?;
+        let ty = rt.comm_type(datatype)?;
+        if request.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+        }
+        // SAFETY: the send buffer, read during this call.
+        unsafe { bsend(&c.comm, buf, count_arg(count)?, &ty, dest, tag)? };
+        // Complete once buffered: MPIX_REQUEST_EMPTY.
+        // SAFETY: checked non-null; an out-argument.
+        unsafe { put(request, super::mpix::MPIX_REQUEST_EMPTY) }
+    }
+}

@@ -1,0 +1,400 @@
+//! The collective functions: each collective's arguments are parsed into a
+//! [`Spec`] once, and [`collective!`] defines its three forms on it:
+//! `MPI_X` (blocking), `MPI_IX` (nonblocking, one more `MPI_Request *`) and
+//! `MPI_X_init` (persistent, `MPI_Info` and `MPI_Request *` more).
+//!
+//! Arguments that matter only at the root are only read there (a
+//! non-root may pass anything for them, as the standard allows).
+
+use std::ffi::{c_int, c_void};
+
+use ferry::Comm;
+
+use super::reduction::resolve;
+use super::spec::{Deferred, Spec};
+use super::{in_place, CBuf};
+use crate::abi::class::*;
+use crate::abi::MPI_INFO_NULL;
+use crate::datatype::count_arg;
+use crate::error::{Fail, Res};
+use crate::ffi::persist::{create, Kind};
+use crate::ffi::req::ReqObj;
+use crate::ffi::{mpi_fn, put};
+use crate::state::{rt, Runtime};
+
+/// Defines `MPI_X`, `MPI_IX` and `MPI_X_init` (and their `PMPI_`
+/// names) from one parser `|rt, c| -> Res<Spec>` over the shared arguments.
+macro_rules! collective {
+    ($doc:literal $name:ident / $pname:ident, $iname:ident / $piname:ident, $init:ident / $pinit:ident
+     ($($arg:ident : $ty:ty),* $(,)?) [$comm:ident] |$rt:ident, $c:ident| $parse:expr) => {
+        mpi_fn! {
+            #[doc = concat!("`", stringify!($name), "`: ", $doc)]
+            $name / $pname [$comm] ($($arg: $ty),*) {
+                let $rt: &Runtime = rt()?;
+                let held = $rt.comm($comm)?;
+                let $c: &Comm = &held.comm;
+                let spec: Spec = $parse?;
+                // SAFETY: the program's buffers, valid for this blocking call.
+                unsafe { spec.run($c) }
+            }
+        }
+        mpi_fn! {
+            #[doc = concat!("`", stringify!($iname), "`: the nonblocking form; the result is copied out when the request completes.")]
+            $iname / $piname [$comm] ($($arg: $ty),*, request: *mut usize) {
+                let $rt: &Runtime = rt()?;
+                let held = $rt.comm($comm)?;
+                let $c: &Comm = &held.comm;
+                if request.is_null() {
+                    return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+                }
+                let spec: Spec = $parse?;
+                // SAFETY: MPI's rule for nonblocking collectives' buffers
+                // (for the start, and for a result copied out at once).
+                let h = unsafe {
+                    let (req, post) = spec.start($c)?;
+                    crate::ffi::mpix::empty_or_store(ReqObj::active(req, $comm, post))?
+                };
+                // SAFETY: checked non-null; an out-argument.
+                unsafe { put(request, h) }
+            }
+        }
+        mpi_fn! {
+            #[doc = concat!("`", stringify!($init), "`: the persistent form (MPI 4.0); each `MPI_Start` runs it anew on the buffers' current contents.")]
+            $init / $pinit [$comm] ($($arg: $ty),*, info: usize, request: *mut usize) {
+                let $rt: &Runtime = rt()?;
+                let held = $rt.comm($comm)?;
+                let $c: &Comm = &held.comm;
+                if info != MPI_INFO_NULL {
+                    crate::ffi::info::check(info)?;
+                }
+                let spec: Spec = $parse?;
+                // SAFETY: out-argument; the buffers are the program's, used
+                // at each start.
+                unsafe { create($comm, $c.clone(), Kind::Coll(Box::new(Deferred(spec))), request) }
+            }
+        }
+    };
+}
+
+/// A buffer argument (the datatype must be committed).
+fn cbuf(rt: &Runtime, addr: *const c_void, count: usize, datatype: usize) -> Res<CBuf> {
+    Ok(CBuf {
+        addr: addr as usize,
+        count,
+        ty: rt.comm_type(datatype)?,
+    })
+}
+
+/// `count` elements per member, for all members.
+fn times(count: c_int, c: &Comm) -> Res<usize> {
+    count_arg(count)?
+        .checked_mul(c.size() as usize)
+        .ok_or_else(|| {
+            Fail::new(
+                MPI_ERR_COUNT,
+                "the count times the communicator size overflows",
+            )
+        })
+}
+
+/// Checks a root argument; true if this process is the root.
+fn root_of(root: c_int, c: &Comm) -> Res<bool> {
+    if root < 0 || root as u32 >= c.size() {
+        return Err(Fail::msg(
+            MPI_ERR_ROOT,
+            format!("invalid root {root} (communicator size {})", c.size()),
+        ));
+    }
+    Ok(root == c.rank())
+}
+
+/// `MPI_IN_PLACE` where only the root may pass it.
+fn not_in_place(p: *const c_void) -> Res {
+    if in_place(p) {
+        return Err(Fail::new(
+            MPI_ERR_BUFFER,
+            "MPI_IN_PLACE is only valid at the root here",
+        ));
+    }
+    Ok(())
+}
+
+/// One int per member of `c`.
+///
+/// # Safety
+/// `p` is null or valid for `c.size()` ints.
+unsafe fn per_member<'a>(p: *const c_int, c: &Comm, what: &'static str) -> Res<&'a [c_int]> {
+    let n = c.size() as usize;
+    if p.is_null() {
+        return Err(Fail::msg(MPI_ERR_ARG, format!("a null {what} array")));
+    }
+    // SAFETY: valid for one int per member (the caller's promise).
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// The blocks of a v-variant: `counts[i]` elements at `base` plus
+/// `displs[i]` extents (`bytes`: plus `displs[i]` bytes), of `types[i]`.
+fn blocks(
+    rt: &Runtime,
+    base: *const c_void,
+    counts: &[c_int],
+    displs: &[c_int],
+    types: &[usize],
+    bytes: bool,
+) -> Res<Vec<CBuf>> {
+    let mut out = Vec::with_capacity(counts.len());
+    for (i, (&n, &d)) in counts.iter().zip(displs).enumerate() {
+        let t = types[if types.len() == 1 { 0 } else { i }];
+        let ty = rt.comm_type(t)?;
+        let unit = if bytes { 1 } else { ty.extent().1 };
+        let off = (d as isize)
+            .checked_mul(unit)
+            .ok_or_else(|| Fail::new(MPI_ERR_ARG, "a displacement overflows"))?;
+        out.push(CBuf {
+            addr: (base as usize).wrapping_add_signed(off),
+            count: count_arg(n)?,
+            ty,
+        });
+    }
+    Ok(out)
+}
+
+/// A datatype array of one per member.
+///
+/// # Safety
+/// As for [`per_member`].
+unsafe fn types<'a>(p: *const usize, c: &Comm) -> Res<&'a [usize]> {
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null datatype array"));
+    }
+    // SAFETY: valid for one handle per member (the caller's promise).
+    Ok(unsafe { std::slice::from_raw_parts(p, c.size() as usize) })
+}
+
+collective! { "waits until every member has entered."
+    MPI_Barrier / PMPI_Barrier, MPI_Ibarrier / PMPI_Ibarrier, MPI_Barrier_init / PMPI_Barrier_init
+    (comm: usize) [comm]
+    |_rt, _c| Ok::<Spec, Fail>(Spec::Barrier)
+}
+
+collective! { "the root's buffer to every member."
+    MPI_Bcast / PMPI_Bcast, MPI_Ibcast / PMPI_Ibcast, MPI_Bcast_init / PMPI_Bcast_init
+    (buffer: *mut c_void, count: c_int, datatype: usize, root: c_int, comm: usize) [comm]
+    |rt, c| root_of(root, c).and_then(|_| {
+        Ok(Spec::Bcast { buf: cbuf(rt, buffer, count_arg(count)?, datatype)?, root })
+    })
+}
+
+collective! { "every member's block into the root's buffer, by rank; `MPI_IN_PLACE` at the root."
+    MPI_Gather / PMPI_Gather, MPI_Igather / PMPI_Igather, MPI_Gather_init / PMPI_Gather_init
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize) [comm]
+    |rt, c| root_of(root, c).and_then(|at_root| {
+        if !at_root { not_in_place(sendbuf)?; }
+        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
+        let recv = if at_root { Some(cbuf(rt, recvbuf, times(recvcount, c)?, recvtype)?) } else { None };
+        Ok(Spec::Gather { send, recv, root })
+    })
+}
+
+collective! { "blocks of their own sizes and places at the root; `MPI_IN_PLACE` at the root."
+    MPI_Gatherv / PMPI_Gatherv, MPI_Igatherv / PMPI_Igatherv, MPI_Gatherv_init / PMPI_Gatherv_init
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: usize, root: c_int, comm: usize) [comm]
+    |rt, c| root_of(root, c).and_then(|at_root| {
+        if !at_root { not_in_place(sendbuf)?; }
+        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
+        let recv = if at_root {
+            // SAFETY: the root's arrays of one entry per member.
+            let (n, d) = unsafe { (per_member(recvcounts, c, "count")?, per_member(displs, c, "displacement")?) };
+            Some(blocks(rt, recvbuf, n, d, &[recvtype], false)?)
+        } else {
+            None
+        };
+        Ok(Spec::Gatherv { send, recv, root })
+    })
+}
+
+collective! { "block `i` of the root's buffer to member `i`; `MPI_IN_PLACE` as the root's `recvbuf`."
+    MPI_Scatter / PMPI_Scatter, MPI_Iscatter / PMPI_Iscatter, MPI_Scatter_init / PMPI_Scatter_init
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize) [comm]
+    |rt, c| root_of(root, c).and_then(|at_root| {
+        if !at_root { not_in_place(recvbuf)?; }
+        let send = if at_root { Some(cbuf(rt, sendbuf, times(sendcount, c)?, sendtype)?) } else { None };
+        let recv = if in_place(recvbuf) { None } else { Some(cbuf(rt, recvbuf, count_arg(recvcount)?, recvtype)?) };
+        Ok(Spec::Scatter { send, recv, root })
+    })
+}
+
+collective! { "blocks of their own sizes and places from the root; `MPI_IN_PLACE` as the root's `recvbuf`."
+    MPI_Scatterv / PMPI_Scatterv, MPI_Iscatterv / PMPI_Iscatterv, MPI_Scatterv_init / PMPI_Scatterv_init
+    (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize) [comm]
+    |rt, c| root_of(root, c).and_then(|at_root| {
+        if !at_root { not_in_place(recvbuf)?; }
+        let send = if at_root {
+            // SAFETY: the root's arrays of one entry per member.
+            let (n, d) = unsafe { (per_member(sendcounts, c, "count")?, per_member(displs, c, "displacement")?) };
+            Some(blocks(rt, sendbuf, n, d, &[sendtype], false)?)
+        } else {
+            None
+        };
+        let recv = if in_place(recvbuf) { None } else { Some(cbuf(rt, recvbuf, count_arg(recvcount)?, recvtype)?) };
+        Ok(Spec::Scatterv { send, recv, root })
+    })
+}
+
+collective! { "every member's block into every member's buffer; `MPI_IN_PLACE`."
+    MPI_Allgather / PMPI_Allgather, MPI_Iallgather / PMPI_Iallgather, MPI_Allgather_init / PMPI_Allgather_init
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize) [comm]
+    |rt, c| (|| -> Res<Spec> {
+        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
+        Ok(Spec::Allgather { send, recv: cbuf(rt, recvbuf, times(recvcount, c)?, recvtype)? })
+    })()
+}
+
+collective! { "blocks of their own sizes and places at every member; `MPI_IN_PLACE`."
+    MPI_Allgatherv / PMPI_Allgatherv, MPI_Iallgatherv / PMPI_Iallgatherv, MPI_Allgatherv_init / PMPI_Allgatherv_init
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: usize, comm: usize) [comm]
+    |rt, c| (|| -> Res<Spec> {
+        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
+        // SAFETY: arrays of one entry per member.
+        let (n, d) = unsafe { (per_member(recvcounts, c, "count")?, per_member(displs, c, "displacement")?) };
+        Ok(Spec::Allgatherv { send, recv: blocks(rt, recvbuf, n, d, &[recvtype], false)? })
+    })()
+}
+
+collective! { "block `j` of member `i` to block `i` of member `j`; `MPI_IN_PLACE`."
+    MPI_Alltoall / PMPI_Alltoall, MPI_Ialltoall / PMPI_Ialltoall, MPI_Alltoall_init / PMPI_Alltoall_init
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize) [comm]
+    |rt, c| (|| -> Res<Spec> {
+        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, times(sendcount, c)?, sendtype)?) };
+        Ok(Spec::Alltoall { send, recv: cbuf(rt, recvbuf, times(recvcount, c)?, recvtype)? })
+    })()
+}
+
+collective! { "blocks of their own sizes and places both ways; `MPI_IN_PLACE` (the data then comes from `recvbuf`)."
+    MPI_Alltoallv / PMPI_Alltoallv, MPI_Ialltoallv / PMPI_Ialltoallv, MPI_Alltoallv_init / PMPI_Alltoallv_init
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: usize, comm: usize) [comm]
+    |rt, c| (|| -> Res<Spec> {
+        let send = if in_place(sendbuf) {
+            None
+        } else {
+            // SAFETY: arrays of one entry per member.
+            let (n, d) = unsafe { (per_member(sendcounts, c, "count")?, per_member(sdispls, c, "displacement")?) };
+            Some(blocks(rt, sendbuf, n, d, &[sendtype], false)?)
+        };
+        // SAFETY: as above.
+        let (n, d) = unsafe { (per_member(recvcounts, c, "count")?, per_member(rdispls, c, "displacement")?) };
+        Ok(Spec::Alltoallv { send, recv: blocks(rt, recvbuf, n, d, &[recvtype], false)? })
+    })()
+}
+
+collective! { "as `MPI_Alltoallv` with a datatype per block and displacements in bytes."
+    MPI_Alltoallw / PMPI_Alltoallw, MPI_Ialltoallw / PMPI_Ialltoallw, MPI_Alltoallw_init / PMPI_Alltoallw_init
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const usize, comm: usize) [comm]
+    |rt, c| (|| -> Res<Spec> {
+        let send = if in_place(sendbuf) {
+            None
+        } else {
+            // SAFETY: arrays of one entry per member.
+            let (n, d, t) = unsafe { (per_member(sendcounts, c, "count")?, per_member(sdispls, c, "displacement")?, types(sendtypes, c)?) };
+            Some(blocks(rt, sendbuf, n, d, t, true)?)
+        };
+        // SAFETY: as above.
+        let (n, d, t) = unsafe { (per_member(recvcounts, c, "count")?, per_member(rdispls, c, "displacement")?, types(recvtypes, c)?) };
+        Ok(Spec::Alltoallv { send, recv: blocks(rt, recvbuf, n, d, t, true)? })
+    })()
+}
+
+collective! { "the members' buffers reduced into the root's; `MPI_IN_PLACE` at the root."
+    MPI_Reduce / PMPI_Reduce, MPI_Ireduce / PMPI_Ireduce, MPI_Reduce_init / PMPI_Reduce_init
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, root: c_int, comm: usize) [comm]
+    |rt, c| root_of(root, c).and_then(|at_root| {
+        if !at_root { not_in_place(sendbuf)?; }
+        let n = count_arg(count)?;
+        let ty = rt.comm_type(datatype)?;
+        let red = resolve(rt, op, &ty, datatype)?;
+        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, n, datatype)?) };
+        let recv = if at_root { Some(cbuf(rt, recvbuf, n, datatype)?) } else { None };
+        Ok(Spec::Reduce { send, recv, red, root })
+    })
+}
+
+collective! { "the members' buffers reduced into every member's; `MPI_IN_PLACE`."
+    MPI_Allreduce / PMPI_Allreduce, MPI_Iallreduce / PMPI_Iallreduce, MPI_Allreduce_init / PMPI_Allreduce_init
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize) [comm]
+    |rt, _c| (|| -> Res<Spec> {
+        let n = count_arg(count)?;
+        let ty = rt.comm_type(datatype)?;
+        let red = resolve(rt, op, &ty, datatype)?;
+        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, n, datatype)?) };
+        Ok(Spec::Allreduce { send, recv: cbuf(rt, recvbuf, n, datatype)?, red })
+    })()
+}
+
+collective! { "a reduction whose block `i` goes to member `i`; `MPI_IN_PLACE` (input from `recvbuf`)."
+    MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block, MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block, MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: usize, op: usize, comm: usize) [comm]
+    |rt, c| (|| -> Res<Spec> {
+        let ty = rt.comm_type(datatype)?;
+        let red = resolve(rt, op, &ty, datatype)?;
+        let src = if in_place(sendbuf) { recvbuf.cast_const() } else { sendbuf };
+        let input = cbuf(rt, src, times(recvcount, c)?, datatype)?;
+        let recv = cbuf(rt, recvbuf, count_arg(recvcount)?, datatype)?;
+        Ok(Spec::ReduceScatter { input, recv, counts: Vec::new(), red, block: true })
+    })()
+}
+
+collective! { "a reduction whose block `i`, `recvcounts[i]` long, goes to member `i`; `MPI_IN_PLACE`."
+    MPI_Reduce_scatter / PMPI_Reduce_scatter, MPI_Ireduce_scatter / PMPI_Ireduce_scatter, MPI_Reduce_scatter_init / PMPI_Reduce_scatter_init
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: usize, op: usize, comm: usize) [comm]
+    |rt, c| (|| -> Res<Spec> {
+        let ty = rt.comm_type(datatype)?;
+        let red = resolve(rt, op, &ty, datatype)?;
+        // SAFETY: an array of one entry per member.
+        let n = unsafe { per_member(recvcounts, c, "count")? };
+        let counts = n.iter().map(|&k| count_arg(k)).collect::<Res<Vec<usize>>>()?;
+        let total: usize = counts.iter().sum();
+        let src = if in_place(sendbuf) { recvbuf.cast_const() } else { sendbuf };
+        let input = cbuf(rt, src, total, datatype)?;
+        let recv = cbuf(rt, recvbuf, counts[c.rank() as usize], datatype)?;
+        let bytes = counts.iter().map(|k| k * red.unit).collect();
+        Ok(Spec::ReduceScatter { input, recv, counts: bytes, red, block: false })
+    })()
+}
+
+collective! { "member `i` gets the reduction of members `0..=i`; `MPI_IN_PLACE`."
+    MPI_Scan / PMPI_Scan, MPI_Iscan / PMPI_Iscan, MPI_Scan_init / PMPI_Scan_init
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize) [comm]
+    |rt, _c| scan(rt, sendbuf, recvbuf, count, datatype, op, false)
+}
+
+collective! { "member `i > 0` gets the reduction of members `0..i` (member 0's buffer is left as it was); `MPI_IN_PLACE`."
+    MPI_Exscan / PMPI_Exscan, MPI_Iexscan / PMPI_Iexscan, MPI_Exscan_init / PMPI_Exscan_init
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize) [comm]
+    |rt, _c| scan(rt, sendbuf, recvbuf, count, datatype, op, true)
+}
+
+/// The spec of `MPI_Scan` / `MPI_Exscan`.
+fn scan(
+    rt: &Runtime,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    op: usize,
+    exclusive: bool,
+) -> Res<Spec> {
+    let n = count_arg(count)?;
+    let ty = rt.comm_type(datatype)?;
+    let red = resolve(rt, op, &ty, datatype)?;
+    let send = if in_place(sendbuf) {
+        None
+    } else {
+        Some(cbuf(rt, sendbuf, n, datatype)?)
+    };
+    Ok(Spec::Scan {
+        send,
+        recv: cbuf(rt, recvbuf, n, datatype)?,
+        red,
+        exclusive,
+    })
+}

@@ -1,0 +1,209 @@
+//! Matched probe: `MPI_Mprobe`, `MPI_Improbe`, `MPI_Mrecv`, `MPI_Imrecv`.
+//!
+//! A matched message is a ferry `Message` in the message table; its handle
+//! goes to the program. A probe of `MPI_PROC_NULL` gives
+//! `MPI_MESSAGE_NO_PROC`, whose receive completes at once with the
+//! `MPI_PROC_NULL` status; a received message's handle becomes
+//! `MPI_MESSAGE_NULL`.
+//!
+//! `MPI_Mrecv` into contiguous data receives in place (ferry's blocking
+//! `Message::recv`); ferry takes a matched message's nonblocking receive
+//! into an owned buffer only, so `MPI_Imrecv` (and any non-contiguous
+//! datatype) stages it and copies out on completion.
+
+use std::ffi::{c_int, c_void};
+
+use super::buf::{recv_data, staged, RecvData};
+use super::post::Post;
+use super::req::{Report, ReqObj};
+use super::request::wait_one;
+use super::{bytes_mut, get, mpi_fn, put, put_status};
+use crate::abi::class::*;
+use crate::abi::*;
+use crate::datatype::count_arg;
+use crate::error::{Fail, Res};
+use crate::state::{rt, Runtime};
+
+/// A matched message.
+#[derive(Debug)]
+pub struct MsgObj {
+    msg: ferry::Message,
+    /// The communicator's handle (for errors).
+    comm: usize,
+    /// What the probe reported (the status of a truncated in-place
+    /// receive, which ferry reports as an error alone).
+    probed: ferry::Status,
+}
+
+/// The status of a receive from `MPI_PROC_NULL`.
+fn proc_null_status() -> MpiStatus {
+    MpiStatus {
+        source: MPI_PROC_NULL,
+        tag: MPI_ANY_TAG,
+        ..MpiStatus::EMPTY
+    }
+}
+
+/// Stores a probed message; its handle.
+fn store(rt: &Runtime, msg: ferry::Message, status: ferry::Status, comm: usize) -> Res<usize> {
+    if msg.is_no_proc() {
+        return Ok(MPI_MESSAGE_NO_PROC);
+    }
+    rt.messages
+        .with(|t| {
+            t.insert(MsgObj {
+                msg,
+                comm,
+                probed: status,
+            })
+        })?
+        .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many matched messages"))
+}
+
+/// Takes the message `message` names out of the table (the program's
+/// handle becomes `MPI_MESSAGE_NULL`); `None` for `MPI_MESSAGE_NO_PROC`.
+///
+/// # Safety
+/// `message` is an in/out argument.
+unsafe fn take(rt: &Runtime, message: *mut usize) -> Res<Option<MsgObj>> {
+    // SAFETY: forwarded.
+    let h = unsafe { get(message.cast_const())? };
+    let obj = match h {
+        MPI_MESSAGE_NO_PROC => None,
+        MPI_MESSAGE_NULL => {
+            return Err(Fail::new(
+                MPI_ERR_REQUEST,
+                "MPI_MESSAGE_NULL cannot be received",
+            ))
+        }
+        h => Some(
+            rt.messages
+                .with(|t| t.remove(h))?
+                .map_err(|b| Fail::handle(MPI_ERR_REQUEST, b, "message"))?,
+        ),
+    };
+    // SAFETY: forwarded.
+    unsafe { put(message, MPI_MESSAGE_NULL)? };
+    Ok(obj)
+}
+
+mpi_fn! {
+    /// `MPI_Mprobe`.
+    MPI_Mprobe / PMPI_Mprobe [comm] (source: c_int, tag: c_int, comm: usize, message: *mut usize, status: *mut MpiStatus) {
+        let rt = rt()?;
+        let c = rt.comm(comm)?;
+        if message.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "a null message pointer"));
+        }
+        let (m, s) = c.comm.mprobe(rank_in(source), tag_in(tag))?;
+        let h = store(rt, m, s, comm)?;
+        // SAFETY: checked non-null; status is IGNORE or valid.
+        unsafe {
+            put(message, h)?;
+            put_status(status, MpiStatus::from_ferry(&s));
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Improbe`.
+    MPI_Improbe / PMPI_Improbe [comm] (source: c_int, tag: c_int, comm: usize, flag: *mut c_int, message: *mut usize, status: *mut MpiStatus) {
+        let rt = rt()?;
+        let c = rt.comm(comm)?;
+        if message.is_null() || flag.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "a null flag or message pointer"));
+        }
+        match c.comm.improbe(rank_in(source), tag_in(tag))? {
+            Some((m, s)) => {
+                let h = store(rt, m, s, comm)?;
+                // SAFETY: checked non-null; status is IGNORE or valid.
+                unsafe {
+                    put(message, h)?;
+                    put_status(status, MpiStatus::from_ferry(&s));
+                    put(flag, 1)
+                }
+            }
+            // SAFETY: checked non-null.
+            None => unsafe { put(flag, 0) },
+        }
+    }
+}
+
+/// Starts the receive of a matched message into a staging vector; the
+/// request object.
+fn start_staged(
+    obj: MsgObj,
+    buf: *mut c_void,
+    count: usize,
+    ty: &crate::datatype::TypeRef,
+) -> Res<ReqObj> {
+    let RecvData::Staged { len, unpack } = staged(buf, count, ty)? else {
+        return Err(Fail::new(MPI_ERR_INTERN, "a staged receive was not staged"));
+    };
+    let req = obj
+        .msg
+        .irecv(vec![0u8; len])
+        .map_err(|e| Fail::from(e).on(obj.comm))?;
+    Ok(ReqObj::active(
+        req,
+        obj.comm,
+        Post::Unpack(Box::new(unpack)),
+    ))
+}
+
+mpi_fn! {
+    /// `MPI_Mrecv`.
+    MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: usize, message: *mut usize, status: *mut MpiStatus) {
+        let rt = rt()?;
+        let ty = rt.comm_type(datatype)?;
+        let n = count_arg(count)?;
+        // SAFETY: in/out argument.
+        let Some(obj) = (unsafe { take(rt, message)? }) else {
+            // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+            unsafe { put_status(status, proc_null_status()) };
+            return Ok(());
+        };
+        let report = match recv_data(buf, n, &ty)? {
+            RecvData::Raw { ptr, len } => {
+                let comm = obj.comm;
+                let probed = obj.probed;
+                // SAFETY: the caller's receive buffer for the call.
+                let slice = unsafe { bytes_mut(ptr, len)? };
+                match obj.msg.recv(slice) {
+                    Ok(s) => Report::ok(MpiStatus::from_ferry(&s)),
+                    Err(e) => {
+                        let f = Fail::from(e).on(comm);
+                        let mut s = MpiStatus::from_ferry(&probed);
+                        s.set_bytes(probed.bytes.min(len) as u64);
+                        s.error = f.class;
+                        Report { status: s, result: Err(f), arecv: None }
+                    }
+                }
+            }
+            RecvData::Staged { .. } => wait_one(&mut start_staged(obj, buf, n, &ty)?)?,
+        };
+        // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+        unsafe { report.write(status) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Imrecv`.
+    MPI_Imrecv / PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: usize, message: *mut usize, request: *mut usize) {
+        let rt = rt()?;
+        let ty = rt.comm_type(datatype)?;
+        let n = count_arg(count)?;
+        if request.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+        }
+        // SAFETY: in/out argument.
+        let obj = match unsafe { take(rt, message)? } {
+            Some(m) => start_staged(m, buf, n, &ty)?,
+            None => ReqObj::ready(proc_null_status(), MPI_COMM_SELF),
+        };
+        let h = rt.add_request(obj)?;
+        // SAFETY: checked non-null; an out-argument.
+        unsafe { put(request, h) }
+    }
+}

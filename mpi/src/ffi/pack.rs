@@ -1,0 +1,93 @@
+//! `MPI_Pack`, `MPI_Unpack` and `MPI_Pack_size`. The packed format is the
+//! data's own bytes in type-map order (ferry's processes share one data
+//! representation), so `MPI_PACKED` messages are plain bytes.
+
+use std::ffi::{c_int, c_void};
+
+use super::buf::{pack_into, unpack_into};
+use super::{bytes, bytes_mut, get, mpi_fn, put};
+use crate::abi::class::*;
+use crate::datatype::count_arg;
+use crate::error::{Fail, Res};
+use crate::state::rt;
+
+/// A position within a buffer of `size` bytes.
+fn position(pos: c_int, size: c_int) -> Res<(usize, usize)> {
+    let size = usize::try_from(size)
+        .map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid buffer size {size}")))?;
+    let pos = usize::try_from(pos)
+        .ok()
+        .filter(|&p| p <= size)
+        .ok_or_else(|| {
+            Fail::msg(
+                MPI_ERR_ARG,
+                format!("position {pos} is outside the {size}-byte buffer"),
+            )
+        })?;
+    Ok((pos, size))
+}
+
+/// A packed byte count as the `int` position it advances.
+fn advanced(pos: usize, n: usize) -> Res<c_int> {
+    c_int::try_from(pos + n)
+        .map_err(|_| Fail::new(MPI_ERR_COUNT, "the packed position exceeds an int"))
+}
+
+mpi_fn! {
+    /// `MPI_Pack`: `MPI_ERR_TRUNCATE` if the data does not fit in what is
+    /// left of `outbuf`.
+    MPI_Pack / PMPI_Pack [comm] (inbuf: *const c_void, incount: c_int, datatype: usize, outbuf: *mut c_void, outsize: c_int, position_: *mut c_int, comm: usize) {
+        let rt = rt()?;
+        rt.comm(comm)?;
+        let ty = rt.comm_type(datatype)?;
+        let n = count_arg(incount)?;
+        // SAFETY: in/out argument.
+        let (pos, size) = position(unsafe { get(position_)? }, outsize)?;
+        let len = ty.bytes(n as i64)?;
+        if len > size - pos {
+            return Err(Fail::msg(MPI_ERR_TRUNCATE, format!("{len} bytes to pack, {} left in the output buffer", size - pos)));
+        }
+        // SAFETY: the output buffer of `outsize` bytes (the caller's promise).
+        let out = unsafe { bytes_mut(outbuf.cast(), size)? };
+        // SAFETY: the input buffer holds the data `incount` elements describe.
+        unsafe { pack_into(inbuf, n, &ty, &mut out[pos..pos + len])? };
+        // SAFETY: as above.
+        unsafe { put(position_, advanced(pos, len)?) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Unpack`: `MPI_ERR_TRUNCATE` if `inbuf` holds fewer bytes than
+    /// `outcount` elements need.
+    MPI_Unpack / PMPI_Unpack [comm] (inbuf: *const c_void, insize: c_int, position_: *mut c_int, outbuf: *mut c_void, outcount: c_int, datatype: usize, comm: usize) {
+        let rt = rt()?;
+        rt.comm(comm)?;
+        let ty = rt.comm_type(datatype)?;
+        let n = count_arg(outcount)?;
+        // SAFETY: in/out argument.
+        let (pos, size) = position(unsafe { get(position_)? }, insize)?;
+        let len = ty.bytes(n as i64)?;
+        if len > size - pos {
+            return Err(Fail::msg(MPI_ERR_TRUNCATE, format!("{len} bytes to unpack, {} left in the input buffer", size - pos)));
+        }
+        // SAFETY: the input buffer of `insize` bytes (the caller's promise).
+        let data = unsafe { bytes(inbuf.cast(), size)? };
+        // SAFETY: the output buffer holds `outcount` elements.
+        unsafe { unpack_into(&data[pos..pos + len], outbuf, n, &ty)? };
+        // SAFETY: as above.
+        unsafe { put(position_, advanced(pos, len)?) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Pack_size`: exactly the data's size (no header).
+    MPI_Pack_size / PMPI_Pack_size [comm] (incount: c_int, datatype: usize, comm: usize, size: *mut c_int) {
+        let rt = rt()?;
+        rt.comm(comm)?;
+        let ty = rt.any_type(datatype)?;
+        let len = ty.bytes(i64::from(incount))?;
+        let len = c_int::try_from(len).map_err(|_| Fail::new(MPI_ERR_COUNT, "the packed size exceeds an int"))?;
+        // SAFETY: out-argument.
+        unsafe { put(size, len) }
+    }
+}

@@ -1,0 +1,340 @@
+//! Persistent point-to-point requests: `MPI_Send_init`, `MPI_Ssend_init`,
+//! `MPI_Rsend_init`, `MPI_Bsend_init`, `MPI_Recv_init`, `MPI_Start`,
+//! `MPI_Startall`.
+//!
+//! A persistent request keeps its arguments ([`Persist`]) and each start
+//! issues the nonblocking operation they describe, exactly as the
+//! standard defines a start: the buffer's current contents are sent (a
+//! non-contiguous one packed at that moment), a receive unpacks on
+//! completion. Completing an activation leaves the request inactive under
+//! the same handle (`req.rs`). Persistent collectives (`coll/persistent.rs`)
+//! keep their own kind here.
+
+use std::ffi::{c_int, c_void};
+
+use ferry::{Comm, SendMode};
+
+use super::buf::{recv_data, send_data};
+use super::p2p::{start_recv, start_send};
+use super::post::Post;
+use super::req::{ReqObj, State};
+use super::request::{bad_request, give_back, lend};
+use super::{get, mpi_fn, put};
+use crate::abi::class::*;
+use crate::abi::MPI_REQUEST_NULL;
+use crate::datatype::{count_arg, TypeRef};
+use crate::error::{Fail, Res};
+use crate::state::rt;
+
+/// How to start a persistent request again.
+#[derive(Debug)]
+pub(crate) struct Persist {
+    /// The communicator (kept alive even if the program frees its handle).
+    comm: Comm,
+    kind: Kind,
+}
+
+/// What a start issues.
+#[derive(Debug)]
+pub(crate) enum Kind {
+    /// A send in `mode`, or buffered.
+    Send {
+        buf: usize,
+        count: usize,
+        ty: TypeRef,
+        dest: c_int,
+        tag: c_int,
+        mode: Option<SendMode>,
+    },
+    /// A receive.
+    Recv {
+        buf: usize,
+        count: usize,
+        ty: TypeRef,
+        source: c_int,
+        tag: c_int,
+    },
+    /// A persistent collective.
+    Coll(Box<super::coll::Deferred>),
+}
+
+impl Persist {
+    /// A persistent request of `kind` on `comm`.
+    pub(crate) fn new(comm: Comm, kind: Kind) -> Persist {
+        Persist { comm, kind }
+    }
+
+    /// Issues one activation: the new state and post step.
+    ///
+    /// # Safety
+    /// The request's buffers are valid as MPI requires from a start until
+    /// the activation completes.
+    unsafe fn start(&self) -> Res<(State, Post)> {
+        let c = &self.comm;
+        match &self.kind {
+            Kind::Send {
+                buf,
+                count,
+                ty,
+                dest,
+                tag,
+                mode: Some(mode),
+            } => {
+                // SAFETY: forwarded.
+                let data = unsafe { send_data(*buf as *const c_void, *count, ty)? };
+                // SAFETY: forwarded.
+                let req = unsafe { start_send(c, data, *dest, *tag, *mode)? };
+                Ok((State::Active(req), Post::None))
+            }
+            Kind::Send {
+                buf,
+                count,
+                ty,
+                dest,
+                tag,
+                mode: None,
+            } => {
+                // SAFETY: forwarded.
+                let status = unsafe {
+                    super::bsend::bsend(c, *buf as *const c_void, *count, ty, *dest, *tag)?
+                };
+                Ok((State::Ready(status), Post::None))
+            }
+            Kind::Recv {
+                buf,
+                count,
+                ty,
+                source,
+                tag,
+            } => {
+                let target = recv_data(*buf as *mut c_void, *count, ty)?;
+                // SAFETY: forwarded.
+                let (req, post) = unsafe { start_recv(c, target, *source, *tag)? };
+                Ok((State::Active(req), post))
+            }
+            // SAFETY: forwarded.
+            Kind::Coll(d) => unsafe { d.start(c) },
+        }
+    }
+}
+
+/// Starts the lent persistent request `obj`.
+///
+/// # Safety
+/// As for [`Persist::start`].
+unsafe fn start_obj(obj: &mut ReqObj) -> Res {
+    let Some(p) = obj.persist.as_deref() else {
+        return Err(Fail::new(
+            MPI_ERR_REQUEST,
+            "MPI_Start needs a persistent request",
+        ));
+    };
+    if !obj.inactive() {
+        return Err(Fail::new(
+            MPI_ERR_REQUEST,
+            "the persistent request is already active",
+        ));
+    }
+    // SAFETY: forwarded.
+    let (state, post) = unsafe { p.start() }.map_err(|f| f.on(obj.comm))?;
+    obj.state = state;
+    obj.post = post;
+    Ok(())
+}
+
+/// Stores a new inactive persistent request; writes its handle.
+///
+/// # Safety
+/// `request` is an out-argument.
+pub(crate) unsafe fn create(comm: usize, c: Comm, kind: Kind, request: *mut usize) -> Res {
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+    }
+    let obj = ReqObj {
+        state: State::Inactive,
+        comm,
+        post: Post::None,
+        persist: Some(Box::new(Persist::new(c, kind))),
+    };
+    let h = rt()?.add_request(obj)?;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(request, h) }
+}
+
+/// The `*_init` sends (`mode` `None`: buffered).
+///
+/// # Safety
+/// `request` is an out-argument; the buffer is the program's (read at each
+/// start).
+#[allow(clippy::too_many_arguments)]
+unsafe fn send_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+    mode: Option<SendMode>,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    let count = count_arg(count)?;
+    // Argument errors now rather than at the first start.
+    check_peer(&c.comm, dest)?;
+    let kind = Kind::Send {
+        buf: buf as usize,
+        count,
+        ty,
+        dest,
+        tag,
+        mode,
+    };
+    // SAFETY: forwarded.
+    unsafe { create(comm, c.comm.clone(), kind, request) }
+}
+
+/// A rank argument that ferry will accept (or `PROC_NULL` / `ANY_SOURCE`).
+fn check_peer(c: &Comm, rank: c_int) -> Res {
+    let size = c.size() as c_int;
+    if rank >= size
+        || (rank < 0 && rank != crate::abi::MPI_PROC_NULL && rank != crate::abi::MPI_ANY_SOURCE)
+    {
+        return Err(Fail::msg(
+            MPI_ERR_RANK,
+            format!("invalid rank {rank} (communicator size {size})"),
+        ));
+    }
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Send_init`.
+    MPI_Send_init / PMPI_Send_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
+        // SAFETY: the program's buffer and out-argument.
+        unsafe { send_init(buf, count, datatype, dest, tag, comm, request, Some(SendMode::Standard)) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ssend_init`.
+    MPI_Ssend_init / PMPI_Ssend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
+        // SAFETY: the program's buffer and out-argument.
+        unsafe { send_init(buf, count, datatype, dest, tag, comm, request, Some(SendMode::Synchronous)) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Rsend_init`.
+    MPI_Rsend_init / PMPI_Rsend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
+        // SAFETY: the program's buffer and out-argument.
+        unsafe { send_init(buf, count, datatype, dest, tag, comm, request, Some(SendMode::Ready)) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Bsend_init`: each start copies the data into the attached
+    /// buffer and completes at once.
+    MPI_Bsend_init / PMPI_Bsend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
+        // SAFETY: the program's buffer and out-argument.
+        unsafe { send_init(buf, count, datatype, dest, tag, comm, request, None) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Recv_init`.
+    MPI_Recv_init / PMPI_Recv_init [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize) {
+        let rt = rt()?;
+        let c = rt.comm(comm)?;
+        let ty = rt.comm_type(datatype)?;
+        let count = count_arg(count)?;
+        check_peer(&c.comm, source)?;
+        let kind = Kind::Recv { buf: buf as usize, count, ty, source, tag };
+        // SAFETY: out-argument; the buffer is the program's (written by
+        // each activation).
+        unsafe { create(comm, c.comm.clone(), kind, request) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Start`.
+    MPI_Start / PMPI_Start(request: *mut usize) {
+        // SAFETY: in-argument (the standard passes a pointer).
+        let h = unsafe { get(request.cast_const())? };
+        if h == MPI_REQUEST_NULL || h == super::mpix::MPIX_REQUEST_EMPTY {
+            return Err(Fail::new(MPI_ERR_REQUEST, "MPI_Start needs a persistent request"));
+        }
+        let rt = rt()?;
+        let mut obj = lend(rt, h)?;
+        // SAFETY: the request's buffers, by MPI's rule for persistent
+        // requests.
+        let r = unsafe { start_obj(&mut obj) };
+        give_back(rt, h, obj)?;
+        r
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Startall`: starts each in order; stops at the first failure.
+    MPI_Startall / PMPI_Startall(count: c_int, array_of_requests: *mut usize) {
+        let n = count_arg(count)?;
+        if n == 0 {
+            return Ok(());
+        }
+        if array_of_requests.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "a null request array"));
+        }
+        let rt = rt()?;
+        for i in 0..n {
+            // SAFETY: the caller's array of `count` handles.
+            let h = unsafe { array_of_requests.add(i).read() };
+            let mut obj = lend(rt, h).map_err(|f| Fail::msg(MPI_ERR_REQUEST, format!("request {i} of the array: {}", f.what)))?;
+            // SAFETY: as for MPI_Start.
+            let r = unsafe { start_obj(&mut obj) };
+            give_back(rt, h, obj)?;
+            r?;
+        }
+        Ok(())
+    }
+}
+
+/// Cancels a request's pending operation (`MPI_Cancel`): a receive that
+/// has not matched completes cancelled; anything else goes on.
+pub(crate) fn cancel(h: usize) -> Res {
+    let rt = rt()?;
+    let obj = lend(rt, h);
+    let obj = match obj {
+        Ok(o) => o,
+        Err(f) => {
+            // Another thread is completing it (MULTIPLE): cancel through its
+            // registered canceller.
+            if let Some(c) = super::waiting::canceller(h) {
+                return c.cancel().map_err(Fail::from);
+            }
+            return Err(f);
+        }
+    };
+    let r = match &obj.state {
+        State::Active(req) => req.cancel().map_err(|e| Fail::from(e).on(obj.comm)),
+        _ => Ok(()),
+    };
+    give_back(rt, h, obj)?;
+    r
+}
+
+mpi_fn! {
+    /// `MPI_Cancel`.
+    MPI_Cancel / PMPI_Cancel(request: *mut usize) {
+        // SAFETY: in-argument (the standard passes a pointer).
+        let h = unsafe { get(request.cast_const())? };
+        if h == MPI_REQUEST_NULL {
+            return Err(bad_request(crate::handle::BadHandle::Foreign));
+        }
+        if h == super::mpix::MPIX_REQUEST_EMPTY {
+            // Complete already: nothing to cancel.
+            return Ok(());
+        }
+        cancel(h)
+    }
+}

@@ -1,0 +1,216 @@
+//! The object behind an `MPI_Request` handle: the ferry operation (or a
+//! completion already known), what to do when it completes (unpack a
+//! staged receive, copy a collective's result out), and, for persistent
+//! requests, how to start it again.
+//!
+//! Completing a request is split in two so that the completion calls
+//! (`request.rs`) can run ferry's own multiple-completion functions over
+//! many requests at once: ferry completes the [`State::Active`] operation,
+//! then [`finish`] runs the request's [`Post`] step on the completion.
+
+use ferry::{Completion, Request};
+
+use crate::abi::MpiStatus;
+use crate::error::{Fail, Res};
+
+use super::post::Post;
+
+/// A request: see the module docs.
+#[derive(Debug)]
+pub struct ReqObj {
+    /// Where the operation is.
+    pub(crate) state: State,
+    /// The communicator whose error handler the completion raises errors
+    /// on (a handle: it may have been freed since, then `MPI_COMM_SELF`'s
+    /// handler applies).
+    pub(crate) comm: usize,
+    /// What to do with the completion of the current activation.
+    pub(crate) post: Post,
+    /// How to start the request again (persistent requests only).
+    pub(crate) persist: Option<Box<super::persist::Persist>>,
+}
+
+/// Where a request's operation is.
+#[derive(Debug)]
+pub(crate) enum State {
+    /// A ferry operation in flight.
+    Active(Request),
+    /// Completed inside its initiating call (`MPI_Ibsend`, a persistent
+    /// buffered send's start, a finished `MPI_Comm_idup`): the status the
+    /// next completion call reports.
+    Ready(MpiStatus),
+    /// A persistent request that is not started (or completed since).
+    Inactive,
+    /// `MPI_Comm_idup` in progress: polled until its communicator exists.
+    Idup(Box<super::idup::Idup>),
+}
+
+impl ReqObj {
+    /// A request for a ferry operation in flight.
+    #[inline]
+    pub(crate) fn active(req: Request, comm: usize, post: Post) -> ReqObj {
+        ReqObj {
+            state: State::Active(req),
+            comm,
+            post,
+            persist: None,
+        }
+    }
+
+    /// A request that completed inside its call with `status`.
+    pub(crate) fn ready(status: MpiStatus, comm: usize) -> ReqObj {
+        ReqObj {
+            state: State::Ready(status),
+            comm,
+            post: Post::None,
+            persist: None,
+        }
+    }
+
+    /// True if the request stays after it completes (persistent).
+    pub(crate) fn persistent(&self) -> bool {
+        self.persist.is_some()
+    }
+
+    /// Makes a persistent request an ordinary one (freed by the program:
+    /// it is not started again).
+    pub(crate) fn make_one_shot(&mut self) {
+        self.persist = None;
+    }
+
+    /// True for an inactive persistent request (which completion calls
+    /// treat as `MPI_REQUEST_NULL`, but do not free).
+    pub(crate) fn inactive(&self) -> bool {
+        matches!(self.state, State::Inactive)
+    }
+
+    /// Moves the ferry request out (for ferry's multiple-completion
+    /// functions); `Request::NULL` for every other state, which those
+    /// functions treat as inactive.
+    pub(crate) fn take_ferry(&mut self) -> Request {
+        match &mut self.state {
+            State::Active(r) => std::mem::replace(r, Request::NULL),
+            _ => Request::NULL,
+        }
+    }
+
+    /// Puts back what [`ReqObj::take_ferry`] took (a completed request
+    /// comes back as `Request::NULL`; the state stays `Active` until
+    /// [`finish`] or [`ReqObj::complete_ready`]).
+    pub(crate) fn put_ferry(&mut self, req: Request) {
+        if let State::Active(r) = &mut self.state {
+            *r = req;
+        }
+    }
+
+    /// The report of a [`State::Ready`] request, which then ends its
+    /// activation.
+    pub(crate) fn complete_ready(&mut self) -> Option<Report> {
+        match self.state {
+            State::Ready(status) => {
+                self.end_activation();
+                let mut report = Report::ok(status);
+                if status.error != crate::abi::class::MPI_SUCCESS {
+                    let f = Fail::new(status.error, "the operation failed (see its status)");
+                    report.result = Err(f.on(self.comm));
+                }
+                Some(report)
+            }
+            _ => None,
+        }
+    }
+
+    /// Polls an `MPI_Comm_idup` request once: when its communicator exists
+    /// the request becomes [`State::Ready`]. True if it is still pending.
+    pub(crate) fn poll_idup(&mut self) -> Res<bool> {
+        let State::Idup(d) = &mut self.state else {
+            return Ok(false);
+        };
+        // SAFETY: the `MPI_Comm *` of the idup call stays valid until its
+        // request completes (MPI's rule for nonblocking calls' outputs).
+        match unsafe { d.poll() } {
+            Ok(true) => {
+                self.state = State::Ready(MpiStatus::EMPTY);
+                Ok(false)
+            }
+            Ok(false) => Ok(true),
+            Err(f) => {
+                self.end_activation();
+                Err(f.on(self.comm))
+            }
+        }
+    }
+
+    /// After a completion: a persistent request becomes inactive; any other
+    /// is spent (its handle is freed by the caller).
+    fn end_activation(&mut self) {
+        self.state = State::Inactive;
+        self.post = Post::None;
+    }
+}
+
+/// What the completion of one request reports: its status, and its error
+/// (already in `status.error` as a class) as a failure on its communicator.
+#[derive(Debug)]
+pub(crate) struct Report {
+    pub(crate) status: MpiStatus,
+    pub(crate) result: Res,
+    /// An ARecv's buffer, handed over through the status (`MPIX_Arecv`).
+    pub(crate) arecv: Option<ferry::Buf>,
+}
+
+impl Report {
+    /// A successful completion with `status`.
+    pub(crate) fn ok(status: MpiStatus) -> Report {
+        Report {
+            status,
+            result: Ok(()),
+            arecv: None,
+        }
+    }
+
+    /// The empty status of an inactive or null request.
+    pub(crate) fn empty() -> Report {
+        Report::ok(MpiStatus::EMPTY)
+    }
+
+    /// Writes the status (unless `MPI_STATUS_IGNORE`), handing an ARecv's
+    /// buffer over through it; the result.
+    ///
+    /// # Safety
+    /// `out` is null or valid for a write of an `MPI_Status`.
+    pub(crate) unsafe fn write(self, out: *mut MpiStatus) -> Res {
+        let mut status = self.status;
+        if let Some(buf) = self.arecv {
+            if out.is_null() {
+                // Nobody can take the buffer: it goes now.
+                drop(buf);
+            } else {
+                super::mpix::hand_over(&mut status, buf);
+            }
+        }
+        // SAFETY: forwarded.
+        unsafe { super::put_status(out, status) };
+        self.result
+    }
+}
+
+/// Runs the post step of an active request that ferry completed with `c`,
+/// and ends its activation: the request's report.
+pub(crate) fn finish(obj: &mut ReqObj, c: Completion) -> Report {
+    let comm = obj.comm;
+    let post = std::mem::replace(&mut obj.post, Post::None);
+    obj.end_activation();
+    let mut report = Report::ok(MpiStatus::from_ferry(&c.status));
+    if let Some(e) = c.status.error {
+        report.result = Err(Fail::from(e).on(comm));
+    }
+    // SAFETY: the post step writes into the program's buffers of this
+    // operation, which MPI's rule for nonblocking calls keeps valid and
+    // untouched until this completion.
+    if let Err(f) = unsafe { post.run(c, &mut report) } {
+        report.status.error = f.class;
+        report.result = report.result.and(Err(f.on(comm)));
+    }
+    report
+}
