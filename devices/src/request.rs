@@ -152,6 +152,17 @@ impl Completion {
         self.buf
     }
 
+    /// The status, dropping the rest. For an operation of the raw API
+    /// ([`Comm::isend_raw`](crate::Comm::isend_raw), ...) this also returns
+    /// the loan's record to ferry for the next raw operation, which then
+    /// allocates nothing: finish raw operations with it.
+    pub fn into_status(self) -> Status {
+        if let Some(buf) = self.buf {
+            crate::raw::recycle(buf);
+        }
+        self.status
+    }
+
     /// The buffer's filled part (`status.bytes`) as a new `Vec<T>`.
     ///
     /// # Errors

@@ -100,11 +100,57 @@ fn non_null(ptr: *mut u8, len: usize) -> NonNull<u8> {
 /// anyone, until the returned `Buf` (and anything the engine made of it) is
 /// dropped. A null `ptr` is allowed only with `len == 0`.
 unsafe fn lend(ptr: *const u8, len: usize) -> Buf {
-    Buf::from_storage(Box::new(RawStorage {
+    Buf::from_storage(loan_record(RawStorage {
         ptr: non_null(ptr.cast_mut(), len),
         len,
         writable: false,
     }))
+}
+
+/// Loan records kept per thread for reuse (see [`loan_record`]).
+const LOAN_RECORDS_KEPT: usize = 64;
+
+thread_local! {
+    // The boxes are the point (a `Buf`'s storage is a `Box<dyn ...>`):
+    // keeping them is what spares the allocation.
+    #[allow(clippy::vec_box)]
+    /// Boxes of finished loans, so that a steady raw send/receive loop
+    /// allocates nothing: a loan must be a boxed `ByteStorage` (a `Buf`'s
+    /// storage), and a fresh box per operation would be an allocation per
+    /// message on the C ABI's path.
+    static LOAN_RECORDS: std::cell::RefCell<Vec<Box<RawStorage>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `storage`, boxed in a recycled record when one is free.
+fn loan_record(storage: RawStorage) -> Box<RawStorage> {
+    let spare = LOAN_RECORDS.with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.pop()));
+    match spare {
+        Some(mut record) => {
+            *record = storage;
+            record
+        }
+        None => Box::new(storage),
+    }
+}
+
+/// Takes back the record of a finished loan (any other buffer is just
+/// dropped): the memory it pointed at is the caller's again, and the
+/// record serves the next loan.
+pub(crate) fn recycle(buf: Buf) {
+    let Ok(storage) = buf.into_storage() else {
+        return;
+    };
+    let Ok(record) = storage.into_any().downcast::<RawStorage>() else {
+        return;
+    };
+    LOAN_RECORDS.with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut() {
+            if p.len() < LOAN_RECORDS_KEPT {
+                p.push(record);
+            }
+        }
+    });
 }
 
 /// A `Buf` that reads and writes `len` bytes at `ptr`.
@@ -114,7 +160,7 @@ unsafe fn lend(ptr: *const u8, len: usize) -> Buf {
 /// accessed by anything else, until the returned `Buf` is dropped. A null
 /// `ptr` is allowed only with `len == 0`.
 unsafe fn lend_mut(ptr: *mut u8, len: usize) -> Buf {
-    Buf::from_storage(Box::new(RawStorage {
+    Buf::from_storage(loan_record(RawStorage {
         ptr: non_null(ptr, len),
         len,
         writable: true,
@@ -272,7 +318,7 @@ impl Comm {
         // `started`/`finish` make sure no request holds the loan by then.
         let buf = unsafe { lend(bytes.as_ptr(), bytes.len()) };
         let req = started(shared, self.isend_buf(buf, None, dest, tag, mode))?;
-        finish(shared, req)?.status.ok()?;
+        finish(shared, req)?.into_status().ok()?;
         Ok(())
     }
 
@@ -315,7 +361,7 @@ impl Comm {
         // and `started`/`finish` make sure no request holds the loan by then.
         let loan = unsafe { lend_mut(bytes.as_mut_ptr(), bytes.len()) };
         let req = started(shared, self.irecv_buf(loan, None, source, tag))?;
-        let status = finish(shared, req)?.status;
+        let status = finish(shared, req)?.into_status();
         status.ok()?;
         Ok(status)
     }

@@ -37,7 +37,11 @@ impl Post {
     /// completes).
     pub(crate) unsafe fn run(self, c: Completion, report: &mut Report) -> Res {
         match self {
-            Post::None => Ok(()),
+            Post::None => {
+                // Hands a raw operation's loan record back to ferry.
+                let _ = c.into_status();
+                Ok(())
+            }
             Post::Unpack(u) => {
                 let got = c.status.bytes;
                 let staged = c.into_vec::<u8>().map_err(Fail::from)?;
