@@ -64,8 +64,43 @@ pub(crate) fn common_world(requests: &[Request]) -> Result<Option<Arc<Shared>>> 
     Ok(world.cloned())
 }
 
-fn handles(requests: &[Request]) -> Vec<ferry_core::Request> {
-    requests.iter().map(|r| r.handle).collect()
+/// Runs `f` on this thread's scratch vector of core handles, cleared (no
+/// allocation once it has grown to the longest list).
+fn scratch<R>(f: impl FnOnce(&mut Vec<ferry_core::Request>) -> R) -> R {
+    SCRATCH.with(|scratch| {
+        // A nested call (none exists today) would find the scratch borrowed:
+        // fall back to a fresh vector rather than panic.
+        let mut fresh = Vec::new();
+        let mut guard = scratch.try_borrow_mut();
+        let hs = match guard.as_deref_mut() {
+            Ok(hs) => hs,
+            Err(_) => &mut fresh,
+        };
+        hs.clear();
+        f(hs)
+    })
+}
+
+/// Runs `f` on `requests`' core handles (in the scratch vector), then
+/// writes the handles back (completed ones became null).
+fn with_handles<R>(
+    requests: &mut [Request],
+    f: impl FnOnce(&mut Vec<ferry_core::Request>, &mut [Request]) -> R,
+) -> R {
+    scratch(|hs| {
+        hs.extend(requests.iter().map(|r| r.handle));
+        let r = f(hs, requests);
+        write_back(requests, hs);
+        r
+    })
+}
+
+/// [`with_handles`] for calls that change no handle.
+fn with_handles_ref<R>(requests: &[Request], f: impl FnOnce(&[ferry_core::Request]) -> R) -> R {
+    scratch(|hs| {
+        hs.extend(requests.iter().map(|r| r.handle));
+        f(hs)
+    })
 }
 
 fn write_back(requests: &mut [Request], handles: &[ferry_core::Request]) {
@@ -155,30 +190,18 @@ pub fn wait_all_into(requests: &mut [Request], out: &mut Vec<Completion>) -> Res
         out.extend(offline_all(requests));
         return Ok(());
     };
-    SCRATCH.with(|scratch| {
-        // A nested call (none exists today) would find the scratch borrowed:
-        // fall back to a fresh vector rather than panic.
-        let mut fresh = Vec::new();
-        let mut guard = scratch.try_borrow_mut();
-        let hs = match guard.as_deref_mut() {
-            Ok(hs) => hs,
-            Err(_) => &mut fresh,
-        };
-        hs.clear();
-        hs.extend(requests.iter().map(|r| r.handle));
+    // Each completion goes straight into `out` (no vector of core
+    // completions in between: a window of 64 moved 128-byte values twice
+    // more per request).
+    with_handles(requests, |hs, requests| {
         let mut cursor = None;
-        // Each completion goes straight into `out` (no vector of core
-        // completions in between: a window of 64 moved 128-byte values
-        // twice more per request).
-        let r = block_on(&shared, |e| {
+        block_on(&shared, |e| {
             if !e.testall_ready(hs, &mut cursor)? {
                 return Ok(None);
             }
             e.take_all_with(hs, |i, c| out.push(finish(&mut requests[i], c)))?;
             Ok(Some(()))
-        });
-        write_back(requests, hs);
-        r
+        })
     })
 }
 
@@ -191,10 +214,10 @@ pub fn test_all(requests: &mut [Request]) -> Result<Option<Vec<Completion>>> {
     let Some(shared) = common_world(requests)? else {
         return Ok(Some(offline_all(requests).collect()));
     };
-    let mut hs = handles(requests);
     let mut out = Vec::with_capacity(requests.len());
-    let done = shared.lock()?.engine()?.testall(&mut hs, &mut out)?;
-    write_back(requests, &hs);
+    let done = with_handles(requests, |hs, _| -> Result<bool> {
+        Ok(shared.lock()?.engine()?.testall(hs, &mut out)?)
+    })?;
     if !done {
         return Ok(None);
     }
@@ -224,9 +247,7 @@ pub fn wait_any(requests: &mut [Request]) -> Result<Outcome<(usize, Completion)>
     let Some(shared) = common_world(requests)? else {
         return Ok(offline_any(requests));
     };
-    let mut hs = handles(requests);
-    let r = block_on(&shared, |e| e.testany(&mut hs));
-    write_back(requests, &hs);
+    let r = with_handles(requests, |hs, _| block_on(&shared, |e| e.testany(hs)));
     Ok(any_outcome(requests, r?))
 }
 
@@ -239,9 +260,9 @@ pub fn test_any(requests: &mut [Request]) -> Result<Option<Outcome<(usize, Compl
     let Some(shared) = common_world(requests)? else {
         return Ok(Some(offline_any(requests)));
     };
-    let mut hs = handles(requests);
-    let r = shared.lock()?.engine()?.testany(&mut hs);
-    write_back(requests, &hs);
+    let r = with_handles(requests, |hs, _| -> Result<_> {
+        Ok(shared.lock()?.engine()?.testany(hs)?)
+    });
     Ok(r?.map(|any| any_outcome(requests, any)))
 }
 
@@ -269,15 +290,15 @@ pub fn wait_some(requests: &mut [Request]) -> Result<Outcome<Vec<(usize, Complet
     let Some(shared) = common_world(requests)? else {
         return Ok(offline_some(requests));
     };
-    let mut hs = handles(requests);
     let mut out = Vec::new();
-    let r = block_on(&shared, |e| {
-        Ok(match e.testsome(&mut hs, &mut out)? {
-            Outcount::Count(0) => None,
-            c => Some(c),
+    let r = with_handles(requests, |hs, _| {
+        block_on(&shared, |e| {
+            Ok(match e.testsome(hs, &mut out)? {
+                Outcount::Count(0) => None,
+                c => Some(c),
+            })
         })
     });
-    write_back(requests, &hs);
     Ok(some_outcome(requests, r?, out))
 }
 
@@ -290,10 +311,10 @@ pub fn test_some(requests: &mut [Request]) -> Result<Outcome<Vec<(usize, Complet
     let Some(shared) = common_world(requests)? else {
         return Ok(offline_some(requests));
     };
-    let mut hs = handles(requests);
     let mut out = Vec::new();
-    let r = shared.lock()?.engine()?.testsome(&mut hs, &mut out);
-    write_back(requests, &hs);
+    let r = with_handles(requests, |hs, _| -> Result<_> {
+        Ok(shared.lock()?.engine()?.testsome(hs, &mut out)?)
+    });
     Ok(some_outcome(requests, r?, out))
 }
 
@@ -306,9 +327,11 @@ pub fn get_status_all(requests: &[Request]) -> Result<Option<Vec<Status>>> {
     let Some(shared) = common_world(requests)? else {
         return Ok(Some(vec![Status::EMPTY; requests.len()]));
     };
-    let hs = handles(requests);
     let mut out = Vec::with_capacity(requests.len());
-    if !shared.lock()?.engine()?.get_status_all(&hs, &mut out)? {
+    let all = with_handles_ref(requests, |hs| -> Result<bool> {
+        Ok(shared.lock()?.engine()?.get_status_all(hs, &mut out)?)
+    })?;
+    if !all {
         return Ok(None);
     }
     Ok(Some(
@@ -331,8 +354,9 @@ pub fn get_status_any(requests: &[Request]) -> Result<Option<Outcome<(usize, Sta
             Outcome::Completed((i, Status::EMPTY))
         })));
     };
-    let hs = handles(requests);
-    let found = shared.lock()?.engine()?.get_status_any(&hs)?;
+    let found = with_handles_ref(requests, |hs| -> Result<_> {
+        Ok(shared.lock()?.engine()?.get_status_any(hs)?)
+    })?;
     Ok(found.map(|s| match s {
         StatusAny::Completed { index, status } => {
             Outcome::Completed((index, status_of(&requests[index], status)))
@@ -350,9 +374,10 @@ pub fn get_status_some(requests: &[Request]) -> Result<Outcome<Vec<(usize, Statu
     let Some(shared) = common_world(requests)? else {
         return Ok(offline_status_some(requests));
     };
-    let hs = handles(requests);
     let mut out = Vec::new();
-    let count = shared.lock()?.engine()?.get_status_some(&hs, &mut out)?;
+    let count = with_handles_ref(requests, |hs| -> Result<_> {
+        Ok(shared.lock()?.engine()?.get_status_some(hs, &mut out)?)
+    })?;
     match count {
         Outcount::Undefined => Ok(Outcome::Undefined),
         Outcount::Count(_) => Ok(Outcome::Completed(
