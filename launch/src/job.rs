@@ -23,7 +23,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::unistd::Pid;
 
 use super::args::Options;
-use super::cleanup::new_job_id;
+use super::cleanup::{new_job_id, new_job_secret};
 use super::relay::{LineRelay, Sink};
 use ferry_pmi::server::{PmiJob, PmiServer, ServerEvent};
 use ferry_shm::names::remove_job_files;
@@ -124,6 +124,8 @@ struct Job {
 /// handling, sockets). Failures of the ranks are exit codes, not errors.
 pub fn run(opts: &Options) -> Result<i32, LaunchError> {
     let job_id = new_job_id().map_err(setup("creating a job id from /dev/urandom"))?;
+    // Served over the ranks' inherited PMI sockets only (SECURITY.md).
+    let secret = new_job_secret().map_err(setup("creating the job secret from /dev/urandom"))?;
     let mut mask = SigSet::empty();
     for sig in [
         Signal::SIGINT,
@@ -165,11 +167,14 @@ pub fn run(opts: &Options) -> Result<i32, LaunchError> {
         server_ends.push(server_end);
         child_ends.push(Some(child_end));
     }
-    let server =
-        PmiServer::new(PmiJob::new(&job_id, opts.ranks), server_ends).map_err(|e| LaunchError {
-            what: "starting the PMI server".into(),
-            source: io::Error::other(e.to_string()),
-        })?;
+    let server = PmiServer::new(
+        PmiJob::new(&job_id, opts.ranks).with_secret(&secret),
+        server_ends,
+    )
+    .map_err(|e| LaunchError {
+        what: "starting the PMI server".into(),
+        source: io::Error::other(e.to_string()),
+    })?;
     let mut job = Job {
         job_id,
         ranks: Vec::new(),
