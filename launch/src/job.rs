@@ -221,13 +221,26 @@ pub fn run(opts: &Options) -> Result<i32, LaunchError> {
     // is the directory they used.
     let shm_dir = ShmOptions::dir_from_source(&|var: &str| std::env::var(var).ok());
     match remove_job_files(&shm_dir, &job.job_id) {
-        Ok(removed) if removed.is_empty() => {}
-        Ok(removed) => say(&format!(
-            "removed {} leftover shared-memory file(s) in {}: {}",
-            removed.len(),
-            shm_dir.display(),
-            removed.join(" ")
-        )),
+        Ok(swept) => {
+            if !swept.removed.is_empty() {
+                say(&format!(
+                    "removed {} leftover shared-memory file(s) in {}: {}",
+                    swept.removed.len(),
+                    shm_dir.display(),
+                    swept.removed.join(" ")
+                ));
+            }
+            if !swept.foreign.is_empty() {
+                // Planted by another user who saw the job id: not ours to
+                // remove, and no failure of the job (SECURITY.md).
+                say(&format!(
+                    "left {} file(s) with this job's name that another user owns in {}: {}",
+                    swept.foreign.len(),
+                    shm_dir.display(),
+                    swept.foreign.join(" ")
+                ));
+            }
+        }
         Err(e) => {
             say(&format!(
                 "could not clean up {} for job {}: {e}",
