@@ -16,7 +16,8 @@
 #   5. the ofi device on libfabric's tcp;ofi_rxm and shm providers
 #      (ci/ofi.sh), then a job split across two "nodes" over shm + ofi;
 #   6. the verbs device on Soft-RoCE in a QEMU VM (ci/verbs.sh);
-#   7. a short fuzz run of every decoder of peer-supplied bytes (cargo fuzz);
+#   7. a short fuzz run of every decoder of peer-supplied bytes (cargo fuzz),
+#      the side-channel handshake's included;
 #   8. a smoke run of the criterion benches (tiny measurement time), so they never rot.
 #
 # Env: FERRY_CI_SKIP_FUZZ=1 / FERRY_CI_SKIP_BENCH=1 skip steps 7 / 8;
@@ -101,7 +102,7 @@ if [ "${FERRY_CI_SKIP_FUZZ:-0}" != 1 ]; then
   step "fuzz smoke run (every decoder of peer-supplied bytes)"
   # cargo fuzz works on the stable toolchain without a sanitizer (-s none).
   command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-  for target in wire_header engine_packets pmi_reply shm_cell shm_fastbox; do
+  for target in wire_header engine_packets pmi_reply shm_cell shm_fastbox side_handshake; do
     (cd fuzz && cargo fuzz run "$target" -s none -- -max_total_time="${FERRY_FUZZ_SECONDS:-30}" -rss_limit_mb=4096)
   done
 fi
