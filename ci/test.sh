@@ -8,7 +8,9 @@
 # self-test runs first). Then, in order:
 #   1. rustfmt and clippy (-D warnings) over the whole workspace, and over the
 #      code behind the `ofi` and `verbs` features; rustdoc with -D warnings;
-#   2. every test: unit, integration (simulation, proptest), doc tests;
+#   2. every test: unit, integration (simulation, proptest), doc tests; the
+#      attack tests of SECURITY.md among them (tests/security.rs, as root:
+#      another user's process made with setpriv);
 #   3. the loom model check of the shm queue;
 #   4. the long stress tests that are #[ignore]d in a normal `cargo test`;
 #      the README's main job built with fat LTO; the MPI ABI library's C
@@ -42,8 +44,10 @@ for tool in cargo rustfmt cargo-clippy; do
   command -v "$tool" >/dev/null || { echo "missing $tool: install it with rustup" >&2; exit 1; }
 done
 cargo --version
+# util-linux: setpriv, which the attack tests (tests/security.rs) use to
+# run a process of another user.
 ci_packages_ensure mpich pkg-config clang libclang-dev libfabric-dev libfabric-bin \
-  libibverbs-dev librdmacm-dev
+  libibverbs-dev librdmacm-dev util-linux
 
 # The release profile links with fat LTO (Cargo.toml) for the programs users
 # run; the release-built *tests* below do not need it, and would spend
