@@ -5,7 +5,8 @@
 //! - **shm wake sockets**: a process of another user (uid 65534, through
 //!   util-linux's `setpriv`) squats every name it can derive while the
 //!   job is frozen in the middle of its shm setup, then floods every
-//!   socket with `ferry-` in its name while rank 1 sleeps in a receive for
+//!   socket of the job (paths under its `FERRY_SHM_DIR`, abstract names with
+//!   its prefix) while rank 1 sleeps in a receive for
 //!   3 s. The job succeeds, the sleeper's CPU stays under 2 % of its wall
 //!   time (`getrusage`), and not one datagram or name gets through.
 //! - **ofi liveness sockets** (with the `ofi` feature): every rank is
@@ -13,6 +14,10 @@
 //!   garbage and wrongly-addressed connections to every listener, the job
 //!   is thawed: it starts and runs, every intrusion is closed, and each
 //!   rank logged a refusal for each.
+//!
+//! - **ferryrun's PMI server**: while the job is frozen, none of
+//!   ferryrun's sockets listens on TCP or has a Unix socket name (only the
+//!   inherited socket pairs exist).
 //!
 //! The harness freezes ranks with SIGSTOP (they are this user's
 //! processes), so the attacks land inside setup every time, not by luck.
@@ -177,6 +182,44 @@ fn as_another_user() -> Option<[&'static str; 4]> {
     }
 }
 
+/// The inodes of `pid`'s sockets.
+fn socket_inodes(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.filter_map(Result::ok)
+                .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                .filter_map(|l| {
+                    let l = l.to_str()?.to_owned();
+                    Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Fails if any of `pid`'s sockets can be reached by others: a listening
+/// TCP socket, or a Unix socket with a name (abstract or a path).
+fn assert_unreachable(pid: u32, what: &str) {
+    let inodes = socket_inodes(pid);
+    assert!(!inodes.is_empty(), "{what} has no sockets at all?");
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        for l in text.lines().skip(1) {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() > 9 && f[3] == "0A" && inodes.iter().any(|i| i == f[9]) {
+                panic!("{what} listens on TCP: {l}");
+            }
+        }
+    }
+    let text = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+    for l in text.lines().skip(1) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() > 7 && inodes.iter().any(|i| i == f[6]) {
+            panic!("{what} has a named Unix socket: {l}");
+        }
+    }
+}
+
 /// A copy of the intruder that another user may run (the build tree may
 /// not be theirs to read).
 fn intruder_for_anyone() -> PathBuf {
@@ -229,34 +272,36 @@ fn another_user_can_neither_flood_a_sleeper_nor_squat_its_wake_names() {
     }
     let pids: Vec<u32> = job.ranks().into_iter().map(|(_, p)| p).collect();
     signal(&pids, Signal::SIGSTOP);
-    let squat = Command::new(other[0])
-        .args(&other[1..])
-        .arg(&intruder)
-        .args(["unix", &dir_s, "0"])
-        .output()
-        .expect("running the intruder");
-    signal(&pids, Signal::SIGCONT);
-    // Then a flood for as long as rank 1 sleeps (and a little more).
-    let flood = Command::new(other[0])
+    // ferryrun's PMI server has nothing anyone could connect to: only the
+    // socket pairs its ranks inherited.
+    assert_unreachable(job.child.id(), "ferryrun");
+    // One intruder: its first round squats while the job is frozen, the
+    // next ones (holding every name it took) flood for as long as rank 1
+    // sleeps, and a little more.
+    let mut intruder = Command::new(other[0])
         .args(&other[1..])
         .arg(&intruder)
         .args(["unix", &dir_s, "5"])
         .stdout(Stdio::piped())
         .spawn()
         .expect("running the intruder");
+    let mut intruder_out = BufReader::new(intruder.stdout.take().expect("piped"));
+    let mut first = String::new();
+    intruder_out.read_line(&mut first).unwrap();
+    signal(&pids, Signal::SIGCONT);
+    assert!(first.starts_with("intruder: first round done"), "{first:?}");
     let (code, out, err) = job.finish();
-    let flood = flood.wait_with_output().expect("waiting for the intruder");
+    let mut rest = String::new();
+    intruder_out.read_to_string(&mut rest).unwrap();
+    let _ = intruder.wait();
     let _ = std::fs::remove_dir_all(&dir);
-    let report = |o: &std::process::Output| {
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .find(|l| l.starts_with("intruder unix:"))
-            .unwrap_or_else(|| panic!("no intruder report: {o:?}"))
-            .to_owned()
-    };
-    let (squat, flood) = (report(&squat), report(&flood));
-    eprintln!("{squat}\n{flood}");
-    let context = format!("--- stdout\n{out}--- stderr\n{err}---\n{squat}\n{flood}");
+    let report = rest
+        .lines()
+        .find(|l| l.starts_with("intruder unix:"))
+        .unwrap_or_else(|| panic!("no intruder report: {rest:?}"))
+        .to_owned();
+    eprintln!("{report}");
+    let context = format!("--- stdout\n{out}--- stderr\n{err}---\n{report}");
     assert_eq!(code, Some(0), "the job failed\n{context}");
     for r in 0..3 {
         assert!(
@@ -265,19 +310,17 @@ fn another_user_can_neither_flood_a_sleeper_nor_squat_its_wake_names() {
         );
     }
     // The attacks happened, and none got through.
-    assert!(field(&squat, "squats") > 0, "{context}");
+    assert!(field(&report, "squats") > 0, "{context}");
     assert!(
-        field(&flood, "sends") > 0,
+        field(&report, "sends") > 0,
         "the flood found nothing to send to\n{context}"
     );
-    for report in [&squat, &flood] {
-        assert_eq!(field(report, "delivered"), 0, "{context}");
-        assert_eq!(
-            field(report, "squats that took a name inside a ferry directory"),
-            0,
-            "{context}"
-        );
-    }
+    assert_eq!(field(&report, "delivered"), 0, "{context}");
+    assert_eq!(
+        field(&report, "squats that took a name inside a ferry directory"),
+        0,
+        "{context}"
+    );
     // The sleeper slept: under 2 % of a core over its wait.
     let line = out
         .lines()
@@ -297,7 +340,7 @@ fn another_user_can_neither_flood_a_sleeper_nor_squat_its_wake_names() {
     );
     // What the intruder planted with the job's name is not ferryrun's to
     // remove, and no reason to fail the job.
-    if field(&squat, "planted") + field(&flood, "planted") > 0 {
+    if field(&report, "planted") > 0 {
         assert!(err.contains("another user owns"), "{context}");
     }
 }

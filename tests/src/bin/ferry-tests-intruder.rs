@@ -10,12 +10,15 @@
 //!   test then lets the ranks run), waits (30 s at most) for the ranks to
 //!   close them all, and prints `intruder liveness: N connections, closed
 //!   by the ranks C, left open A`.
-//! - `ferry-tests-intruder unix DIR SECS`: for SECS seconds (one round if
-//!   0), squats and floods: binds a socket and makes a directory inside
+//! - `ferry-tests-intruder unix DIR SECS`: one round, then `intruder:
+//!   first round done`, then rounds for SECS seconds, holding every name
+//!   it took until it exits. A round squats and floods: binds a socket and
+//!   makes a directory inside
 //!   every `ferry-*` directory of DIR (the wake directories), binds the
 //!   abstract names the wake sockets used to have (`@<segment>-w<i>`),
 //!   plants guessed job names in DIR, and sends datagrams to every socket
-//!   of `/proc/net/unix` whose name holds `ferry-` (but its own). Prints
+//!   of `/proc/net/unix` of the jobs in DIR (but its own): paths under DIR,
+//!   abstract names that start with one of its jobs' prefixes. Prints
 //!   `intruder unix: rounds R, sends S, delivered D, squats Q, squats that
 //!   took a name inside a ferry directory X, abstract binds B, planted P`.
 //!
@@ -132,14 +135,20 @@ struct Unix {
     keep: Vec<UnixDatagram>,
 }
 
-/// The names of `/proc/net/unix` that hold `ferry-` (abstract ones with
-/// a leading `@`).
-fn ferry_sockets() -> Vec<String> {
+/// The names in `/proc/net/unix` (abstract ones with a leading `@`) of
+/// the jobs whose files are in `dir`: paths under `dir`, and abstract
+/// names that start with one of `prefixes` (`ferry-<job id>`). Other
+/// processes' sockets (other jobs on the machine) are left alone.
+fn job_sockets(dir: &Path, prefixes: &[String]) -> Vec<String> {
     let text = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+    let dir = dir.to_str().unwrap_or("/nonexistent");
     text.lines()
         .skip(1)
         .filter_map(|l| l.split_whitespace().nth(7))
-        .filter(|n| n.contains("ferry-"))
+        .filter(|n| match n.strip_prefix('@') {
+            Some(a) => prefixes.iter().any(|p| a.starts_with(p.as_str())),
+            None => n.starts_with(dir),
+        })
         .map(str::to_owned)
         .collect()
 }
@@ -201,8 +210,12 @@ impl Unix {
                 }
             }
         }
-        // The flood.
-        for name in ferry_sockets() {
+        // The flood, at this job's sockets only.
+        let prefixes: Vec<String> = entries
+            .iter()
+            .filter_map(|(n, _, _)| n.get(..6 + 32).map(str::to_owned))
+            .collect();
+        for name in job_sockets(dir, &prefixes) {
             if self.ours.contains(&name) {
                 continue;
             }
@@ -231,12 +244,13 @@ fn unix(dir: &str, secs: f64) -> ExitCode {
     };
     let _ = out.set_nonblocking(true);
     let mut u = Unix::default();
+    u.round(Path::new(dir), &out);
+    // The test lets the ranks run now; the names bound stay bound.
+    println!("intruder: first round done");
+    let _ = std::io::stdout().flush();
     let end = Instant::now() + Duration::from_secs_f64(secs);
-    loop {
+    while Instant::now() < end {
         u.round(Path::new(dir), &out);
-        if Instant::now() >= end {
-            break;
-        }
     }
     println!(
         "intruder unix: rounds {}, sends {}, delivered {}, squats {}, squats that took a name inside a ferry directory {}, abstract binds {}, planted {}",

@@ -60,6 +60,8 @@ fn run(secs: f64) -> Result<(), ferry::Error> {
             }
         }
     }
+    // A collective end: no rank leaves while another still reads from it.
+    world.finalize()?;
     println!("sleeper rank {rank} of {size}: ok");
     Ok(())
 }
