@@ -262,6 +262,33 @@ pub(crate) fn create_wake_dir(
     ))
 }
 
+/// Raises the soft descriptor limit towards the hard one if it is below
+/// `needed` (a rank holds about two descriptors per local peer: a pidfd
+/// and a socket connected to its wake socket). Best effort: if the limit
+/// stays too low, opening the descriptors fails with `EMFILE`, named in
+/// the setup error.
+pub(crate) fn ensure_descriptors(needed: u64) {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let lim = getrlimit(Resource::Nofile);
+    let Some(current) = lim.current else { return };
+    if current >= needed {
+        return;
+    }
+    let want = lim.maximum.map_or(needed, |max| needed.min(max));
+    let raised = rustix::process::Rlimit {
+        current: Some(want),
+        maximum: lim.maximum,
+    };
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => tracing::debug!(
+            from = current,
+            to = want,
+            "raised the descriptor limit for the local peers"
+        ),
+        Err(e) => tracing::debug!(error = %e, "could not raise the descriptor limit"),
+    }
+}
+
 fn unix_addr(path: &Path) -> io::Result<SocketAddrUnix> {
     SocketAddrUnix::new(path).map_err(|e| {
         io::Error::new(

@@ -303,6 +303,7 @@ fn connect_wakes(
     me: u32,
     cards: &[PeerCard],
 ) -> Result<Vec<Option<OwnedFd>>, ShmError> {
+    os::ensure_descriptors(2 * cards.len() as u64 + 256);
     let mut to = Vec::with_capacity(cards.len());
     for (l, card) in cards.iter().enumerate() {
         if l as u32 == me {
@@ -311,11 +312,23 @@ fn connect_wakes(
         }
         let home = dir.join(names::wake_dir_name(job, &card.wake));
         os::check_private_dir(&home).map_err(ShmError::os("checking a peer's wake directory"))?;
-        let fd = os::wake_sender(&home.join(WAKE_SOCKET))
-            .map_err(ShmError::os("connecting to a peer's wake socket"))?;
+        let fd = os::wake_sender(&home.join(WAKE_SOCKET)).map_err(|e| {
+            let what = if e.raw_os_error() == Some(libc_emfile()) {
+                "connecting to a peer's wake socket: out of descriptors (each rank needs about two \
+                 per local rank: raise `ulimit -n`)"
+            } else {
+                "connecting to a peer's wake socket"
+            };
+            ShmError::os(what)(e)
+        })?;
         to.push(Some(fd));
     }
     Ok(to)
+}
+
+/// `EMFILE`, the per-process descriptor limit's errno.
+fn libc_emfile() -> i32 {
+    rustix::io::Errno::MFILE.raw_os_error()
 }
 
 /// Splits the creator's `<segment name>;<node key>`.
