@@ -10,7 +10,9 @@
 #      tcp;ofi_rxm and shm, real libfabric);
 #   4. the conformance suite over FERRY_DEVICE=ofi on tcp;ofi_rxm, shm and
 #      tcp without RMA, through ferryrun and mpiexec.hydra;
-#   5. the fault tests (a rank killed mid-transfer: errors, not hangs).
+#   5. the fault tests (a rank killed mid-transfer: errors, not hangs);
+#   6. the attack on the liveness sockets (tests/security.rs: an intruder
+#      on every listener of a starting job; SECURITY.md).
 #
 # Called by ci/test.sh; honours CARGO_TARGET_DIR.
 set -euo pipefail
@@ -32,7 +34,7 @@ fi_info -p shm -t FI_EP_RDM >/dev/null
 
 step "format and clippy (ferry-ofi, ofi tests)"
 cargo fmt -p ferry-ofi -- --check
-rustfmt --edition 2021 --check tests/tests/conformance_ofi.rs tests/tests/failure_ofi.rs
+rustfmt --edition 2021 --check tests/tests/conformance_ofi.rs tests/tests/failure_ofi.rs tests/tests/security.rs
 cargo clippy -p ferry-ofi --all-targets --locked -- -D warnings
 cargo clippy -p ferry-tests --features ofi --all-targets --locked -- -D warnings
 
@@ -44,3 +46,6 @@ cargo test -p ferry-tests --features ofi --locked --test conformance_ofi
 
 step "fault tests over ofi"
 cargo test -p ferry-tests --features ofi --locked --test failure_ofi
+
+step "attack on the liveness sockets (and the shm wake channel again)"
+cargo test -p ferry-tests --features ofi --locked --test security

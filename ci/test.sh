@@ -8,7 +8,9 @@
 # self-test runs first). Then, in order:
 #   1. rustfmt and clippy (-D warnings) over the whole workspace, and over the
 #      code behind the `ofi` and `verbs` features; rustdoc with -D warnings;
-#   2. every test: unit, integration (simulation, proptest), doc tests;
+#   2. every test: unit, integration (simulation, proptest), doc tests; the
+#      attack tests of SECURITY.md among them (tests/security.rs, as root:
+#      another user's process made with setpriv);
 #   3. the loom model check of the shm queue;
 #   4. the long stress tests that are #[ignore]d in a normal `cargo test`;
 #      the README's main job built with fat LTO; the MPI ABI library's C
@@ -16,7 +18,8 @@
 #   5. the ofi device on libfabric's tcp;ofi_rxm and shm providers
 #      (ci/ofi.sh), then a job split across two "nodes" over shm + ofi;
 #   6. the verbs device on Soft-RoCE in a QEMU VM (ci/verbs.sh);
-#   7. a short fuzz run of every decoder of peer-supplied bytes (cargo fuzz);
+#   7. a short fuzz run of every decoder of peer-supplied bytes (cargo fuzz),
+#      the side-channel handshake's included;
 #   8. a smoke run of the criterion benches (tiny measurement time), so they never rot.
 #
 # Env: FERRY_CI_SKIP_FUZZ=1 / FERRY_CI_SKIP_BENCH=1 skip steps 7 / 8;
@@ -41,8 +44,10 @@ for tool in cargo rustfmt cargo-clippy; do
   command -v "$tool" >/dev/null || { echo "missing $tool: install it with rustup" >&2; exit 1; }
 done
 cargo --version
+# util-linux: setpriv, which the attack tests (tests/security.rs) use to
+# run a process of another user.
 ci_packages_ensure mpich pkg-config clang libclang-dev libfabric-dev libfabric-bin \
-  libibverbs-dev librdmacm-dev
+  libibverbs-dev librdmacm-dev util-linux
 
 # The release profile links with fat LTO (Cargo.toml) for the programs users
 # run; the release-built *tests* below do not need it, and would spend
@@ -101,7 +106,7 @@ if [ "${FERRY_CI_SKIP_FUZZ:-0}" != 1 ]; then
   step "fuzz smoke run (every decoder of peer-supplied bytes)"
   # cargo fuzz works on the stable toolchain without a sanitizer (-s none).
   command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-  for target in wire_header engine_packets pmi_reply shm_cell shm_fastbox; do
+  for target in wire_header engine_packets pmi_reply shm_cell shm_fastbox side_handshake; do
     (cd fuzz && cargo fuzz run "$target" -s none -- -max_total_time="${FERRY_FUZZ_SECONDS:-30}" -rss_limit_mb=4096)
   done
 fi

@@ -102,6 +102,38 @@ fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// Under ferryrun (`FERRY_JOB_ID` set): the job secret is served under its
+/// reserved key, and no rank may overwrite it. Under Hydra the key starts
+/// absent (rank 0 publishes one at ferry's setup). Never prints the value.
+fn check_secret(pmi: &mut PmiClient) -> Result<(), String> {
+    use ferry_core::auth::{job_secret, SECRET_KEY};
+    if std::env::var_os("FERRY_JOB_ID").is_none() {
+        return match pmi.get(SECRET_KEY) {
+            Err(BootstrapError::NotFound(_)) => Ok(()),
+            other => Err(format!(
+                "under Hydra, {SECRET_KEY} should start absent, got {}",
+                if other.is_ok() { "a value" } else { "an error" }
+            )),
+        };
+    }
+    let secret = job_secret(pmi).map_err(|e| format!("the job secret: {e}"))?;
+    match pmi.put(SECRET_KEY, "00") {
+        Err(BootstrapError::Refused { .. }) => {}
+        other => {
+            return Err(format!(
+                "put of {SECRET_KEY} gave {other:?}, expected Refused"
+            ))
+        }
+    }
+    let again = job_secret(pmi).map_err(|e| format!("the job secret: {e}"))?;
+    check(secret == again, || "the job secret changed".into())?;
+    check(
+        std::env::vars().all(|(_, v)| !v.contains(&secret.to_hex())),
+        || "the job secret is in the environment".into(),
+    )?;
+    Ok(())
+}
+
 /// The value rank `r` publishes in round `round`: includes `=` and the job
 /// id, so both the value syntax and the job's isolation are exercised.
 fn value(job: &str, r: i32, round: u32) -> String {
@@ -140,6 +172,7 @@ fn full_check(pmi: &mut PmiClient) -> Result<(), String> {
         Err(BootstrapError::NotFound(k)) if k == "never-put" => {}
         other => return Err(format!("get of a missing key gave {other:?}")),
     }
+    check_secret(pmi)?;
 
     for round in 0..2u32 {
         pmi.put(&format!("r{round}-rank-{rank}"), &value(&job, rank, round))

@@ -16,6 +16,19 @@ pub fn new_job_id() -> io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// A fresh job secret: [`SECRET_LEN`](ferry_core::auth::SECRET_LEN)
+/// random bytes from the kernel, served to the ranks by the PMI server
+/// only (see `ferry_core::auth`); never printed, never in the
+/// environment, on a command line or in a file.
+///
+/// # Errors
+/// If `/dev/urandom` cannot be read.
+pub(crate) fn new_job_secret() -> io::Result<ferry_core::auth::JobSecret> {
+    let mut bytes = [0u8; ferry_core::auth::SECRET_LEN];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(ferry_core::auth::JobSecret::from_bytes(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -27,5 +40,6 @@ mod tests {
         assert_eq!(a.len(), 32);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
+        assert_ne!(new_job_secret().unwrap(), new_job_secret().unwrap());
     }
 }

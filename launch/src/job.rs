@@ -23,7 +23,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::unistd::Pid;
 
 use super::args::Options;
-use super::cleanup::new_job_id;
+use super::cleanup::{new_job_id, new_job_secret};
 use super::relay::{LineRelay, Sink};
 use ferry_pmi::server::{PmiJob, PmiServer, ServerEvent};
 use ferry_shm::names::remove_job_files;
@@ -124,6 +124,8 @@ struct Job {
 /// handling, sockets). Failures of the ranks are exit codes, not errors.
 pub fn run(opts: &Options) -> Result<i32, LaunchError> {
     let job_id = new_job_id().map_err(setup("creating a job id from /dev/urandom"))?;
+    // Served over the ranks' inherited PMI sockets only (SECURITY.md).
+    let secret = new_job_secret().map_err(setup("creating the job secret from /dev/urandom"))?;
     let mut mask = SigSet::empty();
     for sig in [
         Signal::SIGINT,
@@ -165,11 +167,14 @@ pub fn run(opts: &Options) -> Result<i32, LaunchError> {
         server_ends.push(server_end);
         child_ends.push(Some(child_end));
     }
-    let server =
-        PmiServer::new(PmiJob::new(&job_id, opts.ranks), server_ends).map_err(|e| LaunchError {
-            what: "starting the PMI server".into(),
-            source: io::Error::other(e.to_string()),
-        })?;
+    let server = PmiServer::new(
+        PmiJob::new(&job_id, opts.ranks).with_secret(&secret),
+        server_ends,
+    )
+    .map_err(|e| LaunchError {
+        what: "starting the PMI server".into(),
+        source: io::Error::other(e.to_string()),
+    })?;
     let mut job = Job {
         job_id,
         ranks: Vec::new(),
@@ -216,13 +221,26 @@ pub fn run(opts: &Options) -> Result<i32, LaunchError> {
     // is the directory they used.
     let shm_dir = ShmOptions::dir_from_source(&|var: &str| std::env::var(var).ok());
     match remove_job_files(&shm_dir, &job.job_id) {
-        Ok(removed) if removed.is_empty() => {}
-        Ok(removed) => say(&format!(
-            "removed {} leftover shared-memory file(s) in {}: {}",
-            removed.len(),
-            shm_dir.display(),
-            removed.join(" ")
-        )),
+        Ok(swept) => {
+            if !swept.removed.is_empty() {
+                say(&format!(
+                    "removed {} leftover shared-memory file(s) in {}: {}",
+                    swept.removed.len(),
+                    shm_dir.display(),
+                    swept.removed.join(" ")
+                ));
+            }
+            if !swept.foreign.is_empty() {
+                // Planted by another user who saw the job id: not ours to
+                // remove, and no failure of the job (SECURITY.md).
+                say(&format!(
+                    "left {} file(s) with this job's name that another user owns in {}: {}",
+                    swept.foreign.len(),
+                    shm_dir.display(),
+                    swept.foreign.join(" ")
+                ));
+            }
+        }
         Err(e) => {
             say(&format!(
                 "could not clean up {} for job {}: {e}",

@@ -66,6 +66,8 @@ pub struct OfiDevice {
     pub(crate) stash: VecDeque<Done>,
     pub(crate) entries: Vec<Done>,
     pub(crate) liveness: Option<Liveness>,
+    /// Connections the liveness setup refused (each one logged).
+    pub(crate) liveness_refused: usize,
     pub(crate) dead: Vec<Rank>,
     pub(crate) calls: u32,
     pub(crate) check_now: bool,

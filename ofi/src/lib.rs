@@ -40,7 +40,10 @@
 //! - **Failure**: CQ error entries fail the affected operation; a dead peer
 //!   is reported through `Sink::peer_failed`. Deaths with nothing in flight
 //!   are noticed through one idle TCP connection per pair of ranks (the
-//!   `liveness` module), which the kernel closes when a process dies.
+//!   `liveness` module), which the kernel closes when a process dies. Each
+//!   one is authenticated by an HMAC handshake over the job secret
+//!   (`ferry_core::auth`; `SECURITY.md`): anything else that connects is
+//!   logged and closed.
 //!
 //! ## Environment
 //! Read once, by [`OfiOptions::from_env`], in the syntax of
@@ -56,7 +59,7 @@
 //! | `FERRY_OFI_MAX_PARKED` | receive buffers handed to the engine at once (`into_payload` copies beyond) | 64 |
 //! | `FERRY_OFI_RMA` | `0` turns rendezvous by RMA off | `1` |
 //! | `FERRY_OFI_LIVENESS` | `0` turns the liveness sockets off | `1` |
-//! | `FERRY_OFI_LIVENESS_ADDR` | the IP peers reach this rank's liveness socket at | the host's first IPv4 address |
+//! | `FERRY_OFI_LIVENESS_ADDR` | the IP (or host name) this rank's liveness socket binds, and peers reach it at | the fabric endpoint's IP; loopback for `shm`; else the host's first IPv4 address |
 //!
 //! `FI_PROVIDER` is libfabric's own variable, honoured when
 //! `FERRY_OFI_PROVIDER` is unset.
@@ -143,8 +146,10 @@ pub struct OfiOptions {
     pub rma: bool,
     /// Watch peers through liveness sockets.
     pub liveness: bool,
-    /// The address peers reach this rank's liveness socket at; `None`: this
-    /// host's first non-loopback IPv4 address.
+    /// The address (an IP or a host name) this rank's liveness socket
+    /// binds and peers reach it at; `None`: the fabric endpoint's own IP,
+    /// loopback for the node-local `shm` provider, else this host's first
+    /// non-loopback IPv4 address. Never the wildcard address.
     pub liveness_addr: Option<String>,
 }
 

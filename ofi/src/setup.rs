@@ -14,9 +14,11 @@ use crate::device::OfiDevice;
 use crate::eager::{Returned, MAX_RANKS};
 use crate::error::OfiError;
 use crate::ffi::Fabric;
-use crate::liveness::{Listener, Liveness};
+use crate::liveness::{random_32, Listener, Liveness};
 use crate::rma::Regions;
 use crate::{info, sys, OfiOptions};
+use ferry_core::auth::handshake::Gate;
+use ferry_core::auth::{job_secret, publish_secret};
 
 /// Concurrent `fi_read`/`fi_write` operations per device.
 const RMA_SLOTS: usize = 256;
@@ -151,13 +153,24 @@ impl OfiDevice {
         let provider_rma = chosen.rma;
         drop(chosen);
 
+        let fabric_name = fabric.name()?;
         let listener = if opts.liveness && peers.iter().any(|&p| p != rank) {
-            Some(Listener::bind(opts.liveness_addr.as_deref())?)
+            Some(Listener::bind(
+                opts.liveness_addr.as_deref(),
+                &fabric_name,
+                shm,
+            )?)
         } else {
             None
         };
+        if opts.liveness && rank == 0 {
+            // The liveness handshakes prove knowledge of the job secret:
+            // ferryrun serves one; under another launcher rank 0 publishes
+            // fresh bytes before the barrier below (ferry_core::auth).
+            publish_secret(boot, random_32()?)?;
+        }
         let mine = Published {
-            addr: fabric.name()?,
+            addr: fabric_name,
             rma: opts.rma && provider_rma,
             max_payload: eager_size,
             live: listener.as_ref().map(|l| l.addr.clone()),
@@ -204,6 +217,7 @@ impl OfiDevice {
             stash: VecDeque::new(),
             entries: Vec::with_capacity(crate::ffi::CQ_BATCH),
             liveness: None,
+            liveness_refused: 0,
             dead: Vec::new(),
             calls: 0,
             check_now: false,
@@ -242,13 +256,27 @@ impl OfiDevice {
         }
         dev.replenish().map_err(OfiError::PostReceives)?;
         if let Some(l) = listener {
-            dev.liveness = Some(Liveness::connect(
+            let below = live
+                .iter()
+                .map(|(r, _)| *r as u32)
+                .filter(|&r| r < rank as u32);
+            let mut gate = Gate::new(
+                job_secret(boot)?,
+                boot.job_id(),
+                rank as u32,
+                below,
+                random_32()?,
+            );
+            let (liveness, refused) = Liveness::connect(
                 rank,
                 l,
                 &live,
                 dev.fabric.wait_fd(),
+                &mut gate,
                 Duration::from_secs(60),
-            )?);
+            )?;
+            dev.liveness = Some(liveness);
+            dev.liveness_refused = refused;
         }
         dev.handshake(peers, Duration::from_secs(60))?;
         // Nobody sends a packet before everyone has all its hellos, so the

@@ -313,6 +313,8 @@ fn a_device_without_self_in_its_peers() {
     let mut devs: Vec<OfiDevice> = on_threads(2, &job("noself"), None, |r, boot| {
         OfiDevice::new(boot, &[1 - r], opts("tcp;ofi_rxm")).unwrap()
     });
+    // Nobody else connected to the liveness listeners.
+    assert_eq!(devs[0].liveness_refused + devs[1].liveness_refused, 0);
     let mut sinks = recorders(2, false);
     send_retry(&mut devs, &mut sinks, 0, 1, b"over the network", &[7; 3000]);
     drive(&mut devs, &mut sinks, |s| s[1].packets().len() == 1);

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use ferry_core::device::{Access, Armed, Caps, Device, MemHandle, OpToken, Sent, Sink};
 use ferry_core::wire::{RemoteKey, MAX_HEADER};
 use ferry_core::{Buf, DeviceError, Error, PeerError, Rank, UsageError};
-use rustix::net::SocketAddrUnix;
 
 use crate::cell;
 use crate::fastbox::{self, Lane};
@@ -45,8 +44,8 @@ pub(crate) struct Peer {
 pub(crate) struct Wake {
     pub(crate) epoll: Epoll,
     pub(crate) sock: OwnedFd,
-    /// Each local peer's wake address.
-    pub(crate) addrs: Vec<SocketAddrUnix>,
+    /// A socket connected to each local peer's wake socket (`None`: us).
+    pub(crate) to: Vec<Option<OwnedFd>>,
     pub(crate) ready: Vec<u64>,
     pub(crate) armed: bool,
     /// Wake-up datagrams read so far (compared with the segment's count of
@@ -212,7 +211,10 @@ impl ShmDevice {
     /// counted in its rank block after it was sent.
     #[cold]
     pub(crate) fn signal(&mut self, p: u32) {
-        match os::signal(&self.wake.sock, &self.wake.addrs[p as usize]) {
+        let Some(Some(to)) = self.wake.to.get(p as usize) else {
+            return;
+        };
+        match os::signal(to) {
             Ok(true) => self.seg.count_signal(p),
             Ok(false) => {}
             Err(e) => {

@@ -87,7 +87,9 @@
 //!   receiver's `sleeping` flag and re-checks its queue and the next slot
 //!   of every fastbox ring towards it; a sender, after enqueueing or
 //!   publishing a slot, takes the flag with an atomic swap and only if it
-//!   was set sends one datagram to the receiver's abstract Unix socket. So
+//!   was set sends one datagram to the receiver's wake socket, on a socket
+//!   connected to it at setup (no other process can reach it: see the
+//!   `setup` module and `SECURITY.md`). So
 //!   the send path makes **no system call while the receiver is awake**,
 //!   and no wake-up is lost (the Dekker arguments are in the `queue` and
 //!   [`fastbox`] modules). The
@@ -218,8 +220,10 @@
 //! it (at exit, or when the device and every cell buffer are dropped). A
 //! job killed after setup therefore leaves nothing in `/dev/shm`; only a
 //! creator killed inside the setup window can leave a `ferry-<job id>-*`
-//! file (a launcher can remove it by that prefix). Wake sockets live in the
-//! abstract namespace and vanish with their process.
+//! file (a launcher can remove it by that prefix). Each rank's wake socket
+//! is bound in a private (0700) directory `ferry-<job id>-w<random>` that
+//! the rank removes at the second setup barrier too; the socket itself
+//! vanishes with its process.
 //!
 //! ## Limitations
 //! - A peer that sends a malformed fastbox slot or a packet out of sequence

@@ -2,12 +2,20 @@
 //! removes what a job left behind.
 //!
 //! Every file is `ferry-<job id>-<suffix>` in the segment directory
-//! ([`ShmOptions::dir`](crate::ShmOptions::dir), `FERRY_SHM_DIR`). The job id
+//! ([`ShmOptions::dir`](crate::ShmOptions::dir), `FERRY_SHM_DIR`): the
+//! segment (`-<64 random bits>`), the node collectives' regions
+//! (`<segment>-c<keyed hash>`) and each rank's wake directory
+//! (`-w<64 random bits>`, mode 0700, holding its wake socket). The job id
 //! is the launcher's 128-bit random id, of fixed length, so one job's
-//! prefix never matches another job's names. The device unlinks its
-//! segment as soon as every local rank has mapped it; a rank killed before
-//! that leaves the file, and the launcher (`ferryrun`) sweeps it with
-//! [`remove_job_files`] at the end of the job.
+//! prefix never matches another job's names. The device removes its
+//! segment and wake directories as soon as every local rank has attached;
+//! a rank killed before that leaves them, and the launcher (`ferryrun`)
+//! sweeps them with [`remove_job_files`] at the end of the job.
+//!
+//! The job id is visible to other users (it is in these names), so the
+//! sweep removes only entries owned by this user: another user's file
+//! with the job's prefix is left alone and reported, never a reason to
+//! fail.
 
 use std::io;
 use std::path::Path;
@@ -25,27 +33,56 @@ pub(crate) fn segment_name(job_id: &str, nonce: u64) -> String {
     format!("{}-{nonce:016x}", job_prefix(job_id))
 }
 
+/// The name of a rank's wake directory, made unique by `hex` (16 random
+/// lowercase hex digits, [`is_wake_hex`]).
+pub(crate) fn wake_dir_name(job_id: &str, hex: &str) -> String {
+    format!("{}-w{hex}", job_prefix(job_id))
+}
+
+/// Whether `s` (read from a peer) can be the random part of a wake
+/// directory's name: exactly 16 lowercase hex digits, so no path.
+pub(crate) fn is_wake_hex(s: &str) -> bool {
+    s.len() == 16
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 /// Whether `name` (read from a peer, through the bootstrap) can be a segment
 /// name: one of ours, and a plain file name, not a path.
 pub(crate) fn is_segment_name(name: &str) -> bool {
     !name.contains('/') && name.starts_with(FILE_PREFIX)
 }
 
+/// What [`remove_job_files`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Swept {
+    /// The names removed (files, and wake directories with their
+    /// contents), sorted.
+    pub removed: Vec<String>,
+    /// Entries with the job's prefix that another user owns: left alone
+    /// (planted by someone who saw the job id), sorted.
+    pub foreign: Vec<String>,
+}
+
 /// Removes every entry of `dir` whose name starts with the prefix of job
-/// `job_id`, returning the names removed, sorted. A missing `dir` is not an
-/// error; entries that vanish meanwhile (a rank unlinking its own segment)
-/// are skipped.
+/// `job_id` and that this user owns (directories with their contents),
+/// and lists the others. A missing `dir` is not an error; entries that
+/// vanish meanwhile (a rank unlinking its own segment) are skipped.
 ///
 /// # Errors
-/// If `dir` cannot be listed, or an entry exists but cannot be removed.
-pub fn remove_job_files(dir: &Path, job_id: &str) -> io::Result<Vec<String>> {
+/// If `dir` cannot be listed, or an entry of ours exists but cannot be
+/// removed.
+pub fn remove_job_files(dir: &Path, job_id: &str) -> io::Result<Swept> {
+    use std::os::unix::fs::MetadataExt;
     let prefix = job_prefix(job_id);
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Swept::default()),
         Err(e) => return Err(e),
     };
-    let mut removed = Vec::new();
+    let me = rustix::process::geteuid().as_raw();
+    let mut swept = Swept::default();
     for entry in entries {
         let entry = entry?;
         let name = entry.file_name();
@@ -53,19 +90,35 @@ pub fn remove_job_files(dir: &Path, job_id: &str) -> io::Result<Vec<String>> {
         if !name.starts_with(&prefix) {
             continue;
         }
-        match std::fs::remove_file(entry.path()) {
-            Ok(()) => removed.push(name.to_owned()),
+        let path = entry.path();
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        if meta.uid() != me {
+            swept.foreign.push(name.to_owned());
+            continue;
+        }
+        let result = if meta.file_type().is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        match result {
+            Ok(()) => swept.removed.push(name.to_owned()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => {
                 return Err(io::Error::new(
                     e.kind(),
-                    format!("removing {}: {e}", entry.path().display()),
+                    format!("removing {}: {e}", path.display()),
                 ))
             }
         }
     }
-    removed.sort();
-    Ok(removed)
+    swept.removed.sort();
+    swept.foreign.sort();
+    Ok(swept)
 }
 
 #[cfg(test)]
@@ -102,8 +155,20 @@ mod tests {
         ] {
             std::fs::write(dir.join(name), b"x").unwrap();
         }
-        let removed = remove_job_files(&dir, &id).unwrap();
-        assert_eq!(removed, [format!("ferry-{id}"), format!("ferry-{id}-seg1")]);
+        // A wake directory left by a killed rank, with its socket.
+        let wake = dir.join(wake_dir_name(&id, "0123456789abcdef"));
+        std::fs::create_dir(&wake).unwrap();
+        std::fs::write(wake.join("s"), b"").unwrap();
+        let swept = remove_job_files(&dir, &id).unwrap();
+        assert_eq!(
+            swept.removed,
+            [
+                format!("ferry-{id}"),
+                format!("ferry-{id}-seg1"),
+                format!("ferry-{id}-w0123456789abcdef")
+            ]
+        );
+        assert!(swept.foreign.is_empty());
         let mut left: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -111,6 +176,6 @@ mod tests {
         left.sort();
         assert_eq!(left, [format!("ferry-{other}-seg"), "unrelated".to_owned()]);
         std::fs::remove_dir_all(&dir).unwrap();
-        assert!(remove_job_files(&dir, &id).unwrap().is_empty());
+        assert_eq!(remove_job_files(&dir, &id).unwrap(), Swept::default());
     }
 }

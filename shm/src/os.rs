@@ -21,6 +21,13 @@ pub(crate) fn random_bytes(buf: &mut [u8]) -> io::Result<()> {
     File::open("/dev/urandom")?.read_exact(buf)
 }
 
+/// 32 random bytes from `/dev/urandom`.
+pub(crate) fn random_bytes32() -> io::Result<[u8; 32]> {
+    let mut b = [0u8; 32];
+    random_bytes(&mut b)?;
+    Ok(b)
+}
+
 /// A random `u64` from `/dev/urandom`.
 pub(crate) fn random_u64() -> io::Result<u64> {
     let mut b = [0u8; 8];
@@ -172,31 +179,163 @@ pub(crate) fn pid_gone(pid: u32) -> bool {
     )
 }
 
-/// The abstract-namespace address of a wake socket.
-pub(crate) fn wake_addr(name: &str) -> io::Result<SocketAddrUnix> {
-    Ok(SocketAddrUnix::new_abstract_name(name.as_bytes())?)
+/// Checks that `meta` is ours and closed to everyone else: owned by this
+/// process's effective uid, with no group or other permission bits.
+fn check_private(meta: &std::fs::Metadata, what: &str, path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let me = rustix::process::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{what} {} belongs to uid {}, not to us (uid {me}): refusing it",
+                path.display(),
+                meta.uid()
+            ),
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{what} {} has mode {:o}: others may use it; refusing it",
+                path.display(),
+                meta.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(())
 }
 
-/// A nonblocking datagram socket bound to `addr`: the object a sleeping
-/// rank waits on, and from which it signals others.
-pub(crate) fn wake_socket(addr: &SocketAddrUnix) -> io::Result<OwnedFd> {
-    let fd = net::socket_with(
+/// Checks an opened shared-memory file: a regular file of ours, mode
+/// 0600 or stricter (another user cannot have planted or shared it).
+pub(crate) fn check_own_file(file: &File, path: &Path) -> io::Result<()> {
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    check_private(&meta, "shared-memory file", path)
+}
+
+/// Checks that `path` is a directory (not a symlink) of ours that nobody
+/// else can enter: the home of a wake socket.
+pub(crate) fn check_private_dir(path: &Path) -> io::Result<()> {
+    let meta = std::fs::symlink_metadata(path)?;
+    if !meta.file_type().is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} is not a directory", path.display()),
+        ));
+    }
+    check_private(&meta, "wake directory", path)
+}
+
+/// Creates a private directory (mode 0700) `name(random hex)` in
+/// `parent`, for this rank's wake socket; returns its path and the hex.
+/// A name that exists already (nobody can predict ours, but a squatter
+/// may try) is skipped for another: squatting cannot make setup fail.
+pub(crate) fn create_wake_dir(
+    parent: &Path,
+    name: impl Fn(&str) -> String,
+) -> io::Result<(std::path::PathBuf, String)> {
+    use std::os::unix::fs::DirBuilderExt;
+    for _ in 0..8 {
+        let hex = format!("{:016x}", random_u64()?);
+        let path = parent.join(name(&hex));
+        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => {
+                check_private_dir(&path)?;
+                return Ok((path, hex));
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                tracing::warn!(path = %path.display(), "a wake directory name is taken (squatted?); drawing another");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "eight random wake directory names in a row exist already",
+    ))
+}
+
+/// Raises the soft descriptor limit towards the hard one if it is below
+/// `needed` (a rank holds about two descriptors per local peer: a pidfd
+/// and a socket connected to its wake socket). Best effort: if the limit
+/// stays too low, opening the descriptors fails with `EMFILE`, named in
+/// the setup error.
+pub(crate) fn ensure_descriptors(needed: u64) {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let lim = getrlimit(Resource::Nofile);
+    let Some(current) = lim.current else { return };
+    if current >= needed {
+        return;
+    }
+    let want = lim.maximum.map_or(needed, |max| needed.min(max));
+    let raised = rustix::process::Rlimit {
+        current: Some(want),
+        maximum: lim.maximum,
+    };
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => tracing::debug!(
+            from = current,
+            to = want,
+            "raised the descriptor limit for the local peers"
+        ),
+        Err(e) => tracing::debug!(error = %e, "could not raise the descriptor limit"),
+    }
+}
+
+fn unix_addr(path: &Path) -> io::Result<SocketAddrUnix> {
+    SocketAddrUnix::new(path).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{}: cannot be a socket address ({e}; FERRY_SHM_DIR too long?)",
+                path.display()
+            ),
+        )
+    })
+}
+
+fn dgram_socket() -> io::Result<OwnedFd> {
+    Ok(net::socket_with(
         AddressFamily::UNIX,
         SocketType::DGRAM,
         SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
         None,
-    )?;
-    net::bind(&fd, addr)?;
+    )?)
+}
+
+/// A nonblocking datagram socket bound to `path` (inside a private wake
+/// directory): the object a sleeping rank waits on.
+pub(crate) fn wake_socket(path: &Path) -> io::Result<OwnedFd> {
+    let fd = dgram_socket()?;
+    net::bind(&fd, &unix_addr(path)?)?;
     Ok(fd)
 }
 
-/// Sends one wake-up byte to `addr`; `Ok(false)` if nothing was sent
-/// because the receiver's socket buffer is full (it holds wake-ups
-/// already) or the peer's socket is gone (it needs none).
-pub(crate) fn signal(fd: impl AsFd, addr: &SocketAddrUnix) -> io::Result<bool> {
-    match net::sendto(fd, &[1], SendFlags::DONTWAIT, addr) {
+/// A nonblocking datagram socket connected to the wake socket at `path`:
+/// how this rank wakes that peer. The connection outlives the path (which
+/// is removed after setup), and only this socket can use it.
+pub(crate) fn wake_sender(path: &Path) -> io::Result<OwnedFd> {
+    let fd = dgram_socket()?;
+    net::connect(&fd, &unix_addr(path)?)?;
+    Ok(fd)
+}
+
+/// Sends one wake-up byte on the connected `fd`; `Ok(false)` if nothing
+/// was sent because the receiver's socket buffer is full (it holds
+/// wake-ups already) or the peer's socket is gone (it needs none).
+pub(crate) fn signal(fd: impl AsFd) -> io::Result<bool> {
+    match net::send(fd, &[1], SendFlags::DONTWAIT) {
         Ok(_) => Ok(true),
-        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::CONNREFUSED) => Ok(false),
+        Err(
+            rustix::io::Errno::AGAIN | rustix::io::Errno::CONNREFUSED | rustix::io::Errno::NOTCONN,
+        ) => Ok(false),
         Err(e) => Err(e.into()),
     }
 }

@@ -1,19 +1,33 @@
 //! [`ShmDevice::new`]: the collective setup.
 //!
-//! 1. Every rank publishes `ferry-shm-<rank>` = `<pid>-<probe addr>-<probe
-//!    bytes>` (its pid, and a 32-byte random buffer for the CMA probe). The
-//!    lowest local rank creates the segment (`O_EXCL`, mode 0600, name
-//!    `ferry-<job id>-<64 random bits>`), sizes it, initialises the queues,
-//!    writes the header with its magic last, and publishes the name as
-//!    `ferry-shm-seg-<creator rank>`.
+//! 1. Every rank creates its wake directory (mode 0700, name
+//!    `ferry-<job id>-w<64 random bits>`) and binds its wake socket `s` in
+//!    it, then publishes `ferry-shm-<rank>` = `<pid>-<probe addr>-<probe
+//!    bytes>-<wake bits>` (its pid, a 32-byte random buffer for the CMA
+//!    probe, its directory's random part). The lowest local rank creates the
+//!    segment (`O_EXCL`, mode 0600, name `ferry-<job id>-<64 random bits>`),
+//!    sizes it, initialises the queues, writes the header with its magic
+//!    last, and publishes `<name>;<node key>` as
+//!    `ferry-shm-seg-<creator rank>` (the key names the node collectives'
+//!    regions: `node`).
 //! 2. **Barrier 1.** The others open and map the segment and check its
-//!    header. Everyone claims its rank block and cells, binds its wake socket,
-//!    opens a pidfd per peer and, if CMA is requested, reads every peer's
-//!    probe buffer with `process_vm_readv`, recording the outcome in its rank
-//!    block.
-//! 3. **Barrier 2.** The creator unlinks the file: from now on a crash leaks
-//!    nothing. Everyone checks that every peer attached, and enables CMA
-//!    only if every rank's probe succeeded (so all agree on the caps).
+//!    header and that it is theirs (owner, mode). Everyone claims its rank
+//!    block and cells, connects one socket to each peer's wake socket (after
+//!    checking that the peer's directory is ours and private), opens a pidfd
+//!    per peer and, if CMA is requested, reads every peer's probe buffer
+//!    with `process_vm_readv`, recording the outcome in its rank block.
+//! 3. **Barrier 2.** The creator unlinks the file and everyone removes its
+//!    wake directory: from now on a crash leaks nothing, and no process can
+//!    reach a wake socket but through the connections made in step 2.
+//!    Everyone checks that every peer attached, and enables CMA only if
+//!    every rank's probe succeeded (so all agree on the caps).
+//!
+//! Why wake sockets live in private directories (`SECURITY.md`): a socket
+//! another user can reach could flood a sleeping rank with wake-ups (its
+//! passive wait would become a busy loop), and a name another user can
+//! bind first could make setup fail. Only our uid can enter the
+//! directories, their names are drawn at random (a taken name is skipped),
+//! and after setup no name is left at all.
 //!
 //! Every rank of the job calls `new` (exactly two `Bootstrap::barrier`s),
 //! also on nodes with a single rank. A rank whose setup fails after barrier 1
@@ -21,10 +35,12 @@
 //! (a peer did not attach) instead of hanging.
 
 use std::fmt::Write as _;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::{Acquire, Release};
 use std::sync::Arc;
 
+use ferry_core::auth::JobSecret;
 use ferry_core::device::Caps;
 use ferry_core::{Bootstrap, Rank};
 
@@ -41,6 +57,40 @@ use crate::rdma::Rdma;
 const PROBE: usize = 32;
 /// Published instead of a segment name by a creator that failed.
 const CREATE_FAILED: &str = "failed";
+
+/// Removes a rank's wake directory (and the socket in it) when dropped:
+/// after barrier 2, or on any path out of setup.
+#[derive(Debug)]
+struct RemoveDir(Option<PathBuf>);
+
+impl RemoveDir {
+    fn now(&mut self) {
+        if let Some(path) = self.0.take() {
+            if let Err(e) = std::fs::remove_dir_all(&path) {
+                tracing::warn!(path = %path.display(), error = %e, "could not remove the wake directory");
+            }
+        }
+    }
+}
+
+impl Drop for RemoveDir {
+    fn drop(&mut self) {
+        self.now();
+    }
+}
+
+/// The wake socket's name inside its directory.
+const WAKE_SOCKET: &str = "s";
+
+/// Step 1's wake socket: a private directory with the bound socket in it.
+fn bind_wake(dir: &std::path::Path, job: &str) -> Result<(RemoveDir, OwnedFd, String), ShmError> {
+    let (path, hex) = os::create_wake_dir(dir, |hex| names::wake_dir_name(job, hex))
+        .map_err(ShmError::os("creating the wake directory"))?;
+    let guard = RemoveDir(Some(path.clone()));
+    let sock = os::wake_socket(&path.join(WAKE_SOCKET))
+        .map_err(ShmError::os("binding the wake socket"))?;
+    Ok((guard, sock, hex))
+}
 
 /// Removes the segment file when dropped (on every path out of setup).
 #[derive(Debug)]
@@ -85,9 +135,16 @@ struct PeerCard {
     pid: u32,
     probe_addr: u64,
     probe: Vec<u8>,
+    /// The random part of its wake directory's name.
+    wake: String,
 }
 
 fn parse_card(rank: Rank, v: &str) -> Result<PeerCard, ShmError> {
+    if v == CREATE_FAILED {
+        return Err(ShmError::Peer(format!(
+            "rank {rank} could not set up its shm device (see its log)"
+        )));
+    }
     let bad = || ShmError::Peer(format!("rank {rank} published a malformed shm card {v:?}"));
     let mut it = v.split('-');
     let pid = it.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
@@ -100,6 +157,11 @@ fn parse_card(rank: Rank, v: &str) -> Result<PeerCard, ShmError> {
         .and_then(unhex)
         .filter(|p| p.len() == PROBE)
         .ok_or_else(bad)?;
+    let wake = it
+        .next()
+        .filter(|w| names::is_wake_hex(w))
+        .ok_or_else(bad)?
+        .to_owned();
     if it.next().is_some() {
         return Err(bad());
     }
@@ -107,6 +169,7 @@ fn parse_card(rank: Rank, v: &str) -> Result<PeerCard, ShmError> {
         pid,
         probe_addr,
         probe,
+        wake,
     })
 }
 
@@ -130,18 +193,29 @@ fn check_ranks(boot: &dyn Bootstrap, local_ranks: &[Rank]) -> Result<u32, ShmErr
         .ok_or_else(|| ShmError::Options("local_ranks does not contain this rank".into()))
 }
 
-/// The creator's part of step 1.
+/// The creator's part of step 1. A name that exists already (nobody can
+/// predict ours, but a squatter may try) is skipped for another.
 fn create(
     dir: &std::path::Path,
     job: &str,
     geo: Geometry,
 ) -> Result<(Arc<Segment>, Unlink, String), ShmError> {
-    let name = names::segment_name(
-        job,
-        os::random_u64().map_err(ShmError::os("reading /dev/urandom"))?,
-    );
-    let path = dir.join(&name);
-    let file = os::create_segment_file(&path).map_err(ShmError::os("creating the shm segment"))?;
+    let mut tries = 0;
+    let (file, name, path) = loop {
+        let name = names::segment_name(
+            job,
+            os::random_u64().map_err(ShmError::os("reading /dev/urandom"))?,
+        );
+        let path = dir.join(&name);
+        match os::create_segment_file(&path) {
+            Ok(file) => break (file, name, path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => {
+                tracing::warn!(path = %path.display(), "a segment name is taken (squatted?); drawing another");
+                tries += 1;
+            }
+            Err(e) => return Err(ShmError::os("creating the shm segment")(e)),
+        }
+    };
     let unlink = Unlink(Some(path));
     file.set_len(geo.total as u64)
         .map_err(ShmError::os("sizing the shm segment"))?;
@@ -171,8 +245,9 @@ fn attach(dir: &std::path::Path, name: &str, nranks: usize) -> Result<Arc<Segmen
     if !names::is_segment_name(name) {
         return Err(ShmError::Segment(format!("bad segment name {name:?}")));
     }
-    let file =
-        os::open_segment_file(&dir.join(name)).map_err(ShmError::os("opening the shm segment"))?;
+    let path = dir.join(name);
+    let file = os::open_segment_file(&path).map_err(ShmError::os("opening the shm segment"))?;
+    os::check_own_file(&file, &path).map_err(ShmError::os("checking the shm segment"))?;
     let len = file
         .metadata()
         .map_err(ShmError::os("reading the shm segment's size"))?
@@ -214,12 +289,57 @@ struct Attached {
     consumer: crate::ffi::Consumer,
     pool: Vec<crate::ffi::OwnedCell>,
     cards: Vec<PeerCard>,
-    sock: std::os::fd::OwnedFd,
-    addrs: Vec<rustix::net::SocketAddrUnix>,
+    sock: OwnedFd,
+    /// One socket connected to each peer's wake socket (`None`: us).
+    to: Vec<Option<OwnedFd>>,
+    key: JobSecret,
 }
 
-fn wake_name(segment: &str, local: usize) -> String {
-    format!("{segment}-w{local}")
+/// Connects to every peer's wake socket, after checking that its
+/// directory is ours and private (so the socket is the peer's).
+fn connect_wakes(
+    dir: &std::path::Path,
+    job: &str,
+    me: u32,
+    cards: &[PeerCard],
+) -> Result<Vec<Option<OwnedFd>>, ShmError> {
+    os::ensure_descriptors(2 * cards.len() as u64 + 256);
+    let mut to = Vec::with_capacity(cards.len());
+    for (l, card) in cards.iter().enumerate() {
+        if l as u32 == me {
+            to.push(None);
+            continue;
+        }
+        let home = dir.join(names::wake_dir_name(job, &card.wake));
+        os::check_private_dir(&home).map_err(ShmError::os("checking a peer's wake directory"))?;
+        let fd = os::wake_sender(&home.join(WAKE_SOCKET)).map_err(|e| {
+            let what = if e.raw_os_error() == Some(libc_emfile()) {
+                "connecting to a peer's wake socket: out of descriptors (each rank needs about two \
+                 per local rank: raise `ulimit -n`)"
+            } else {
+                "connecting to a peer's wake socket"
+            };
+            ShmError::os(what)(e)
+        })?;
+        to.push(Some(fd));
+    }
+    Ok(to)
+}
+
+/// `EMFILE`, the per-process descriptor limit's errno.
+fn libc_emfile() -> i32 {
+    rustix::io::Errno::MFILE.raw_os_error()
+}
+
+/// Splits the creator's `<segment name>;<node key>`.
+fn parse_segment(creator: Rank, v: &str) -> Result<(String, JobSecret), ShmError> {
+    v.split_once(';')
+        .and_then(|(name, key)| Some((name.to_owned(), JobSecret::from_hex(key)?)))
+        .ok_or_else(|| {
+            ShmError::Peer(format!(
+                "rank {creator} published a malformed segment entry (not `<name>;<64 hex digits>`)"
+            ))
+        })
 }
 
 /// Step 2 for every rank.
@@ -229,20 +349,22 @@ fn join(
     local_ranks: &[Rank],
     me: u32,
     opts: &ShmOptions,
-    created: Option<(Arc<Segment>, String)>,
+    created: Option<(Arc<Segment>, String, JobSecret)>,
     name_key: &str,
     creator: Rank,
+    sock: OwnedFd,
 ) -> Result<(Attached, String), ShmError> {
-    let (seg, name) = match created {
+    let (seg, name, key) = match created {
         Some(c) => c,
         None => {
-            let name = boot.get(name_key)?;
-            if name == CREATE_FAILED {
+            let value = boot.get(name_key)?;
+            if value == CREATE_FAILED {
                 return Err(ShmError::Peer(format!(
-                    "rank {creator} could not create the shm segment (see its log)"
+                    "rank {creator} could not set up the shm segment (see its log)"
                 )));
             }
-            (attach(&opts.dir, &name, local_ranks.len())?, name)
+            let (name, key) = parse_segment(creator, &value)?;
+            (attach(&opts.dir, &name, local_ranks.len())?, name, key)
         }
     };
     let (consumer, pool) = seg.claim(me).map_err(|e| ShmError::Segment(e.into()))?;
@@ -250,12 +372,7 @@ fn join(
     for &r in local_ranks {
         cards.push(parse_card(r, &boot.get(&format!("ferry-shm-{r}"))?)?);
     }
-    let addrs = (0..local_ranks.len())
-        .map(|l| os::wake_addr(&wake_name(&name, l)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(ShmError::os("building a wake socket address"))?;
-    let sock =
-        os::wake_socket(&addrs[me as usize]).map_err(ShmError::os("binding the wake socket"))?;
+    let to = connect_wakes(&opts.dir, &os::sanitize_job_id(boot.job_id()), me, &cards)?;
     let cma_ok = opts.cma && probe_cma(me, local_ranks, &cards);
     let block = seg
         .rank(me)
@@ -274,7 +391,8 @@ fn join(
             pool,
             cards,
             sock,
-            addrs,
+            to,
+            key,
         },
         name,
     ))
@@ -366,39 +484,58 @@ impl ShmDevice {
         // the peers' CMA probes.
         let mut probe = Box::new([0u8; PROBE]);
         os::random_bytes(&mut probe[..]).map_err(ShmError::os("reading /dev/urandom"))?;
-        let card = format!(
-            "{}-{:x}-{}",
-            std::process::id(),
-            probe.as_ptr() as usize,
-            hex(&probe[..])
-        );
+        // A rank whose wake socket or segment fails still publishes (a
+        // marker) and joins both barriers, so that its peers fail too
+        // instead of waiting forever.
+        let (mut wake_dir, wake) = match bind_wake(&opts.dir, &job) {
+            Ok((dir, sock, hex)) => (dir, Ok((sock, hex))),
+            Err(e) => (RemoveDir(None), Err(e)),
+        };
+        let card = match &wake {
+            Ok((_, wake_hex)) => format!(
+                "{}-{:x}-{}-{wake_hex}",
+                std::process::id(),
+                probe.as_ptr() as usize,
+                hex(&probe[..])
+            ),
+            Err(_) => CREATE_FAILED.to_owned(),
+        };
         boot.put(&format!("ferry-shm-{rank}"), &card)?;
         let creator = local_ranks[0];
         let name_key = format!("ferry-shm-seg-{creator}");
-        // A creator that fails still publishes (a marker) and joins both
-        // barriers, so that its peers fail too instead of waiting forever.
-        let (created, mut unlink) = if rank == creator {
-            match create(&opts.dir, &job, geo) {
-                Ok((seg, unlink, name)) => {
-                    boot.put(&name_key, &name)?;
-                    (Ok(Some((seg, name))), unlink)
+        let (created, mut unlink) = if rank == creator && wake.is_ok() {
+            let created = create(&opts.dir, &job, geo).and_then(|(seg, unlink, name)| {
+                let key = os::random_bytes32().map_err(ShmError::os("reading /dev/urandom"))?;
+                Ok((seg, unlink, name, JobSecret::from_bytes(key)))
+            });
+            match created {
+                Ok((seg, unlink, name, key)) => {
+                    boot.put(&name_key, &format!("{name};{}", key.to_hex()))?;
+                    (Ok(Some((seg, name, key))), unlink)
                 }
                 Err(e) => {
                     boot.put(&name_key, CREATE_FAILED)?;
                     (Err(e), Unlink(None))
                 }
             }
+        } else if rank == creator {
+            boot.put(&name_key, CREATE_FAILED)?;
+            (Ok(None), Unlink(None))
         } else {
             (Ok(None), Unlink(None))
         };
         boot.barrier()?;
-        let joined =
-            created.and_then(|c| join(boot, local_ranks, me, &opts, c, &name_key, creator));
+        let joined = wake.and_then(|(sock, _)| {
+            created.and_then(|c| join(boot, local_ranks, me, &opts, c, &name_key, creator, sock))
+        });
         if let Err(e) = &joined {
             tracing::error!(rank, error = %e, "shm setup failed; joining the last barrier");
         }
         let barrier = boot.barrier();
         unlink.now();
+        // Every peer is connected to our wake socket (or failed): its name
+        // goes, and with it any way in but those connections.
+        wake_dir.now();
         let (a, name) = joined?;
         barrier?;
         drop(probe);
@@ -503,7 +640,7 @@ fn finish(
         wake: Wake {
             epoll,
             sock: a.sock,
-            addrs: a.addrs,
+            to: a.to,
             ready: Vec::with_capacity(local_ranks.len() + 1),
             armed: false,
             drained: 0,
@@ -512,7 +649,7 @@ fn finish(
         batch: opts.progress_batch,
         liveness_interval: opts.liveness_interval,
         until_liveness: opts.liveness_interval,
-        node: crate::node::Nodes::new(opts.dir.clone()),
+        node: crate::node::Nodes::new(opts.dir.clone(), a.key),
         calls: 0,
         check_now: false,
         last_liveness: std::time::Instant::now(),

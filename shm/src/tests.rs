@@ -337,8 +337,8 @@ fn cell_buffers_outlive_their_device() {
     drop(buf);
 }
 
-/// The creator cannot create the segment: every rank gets an error (none
-/// waits forever for a segment that will never come).
+/// No rank can create anything in the directory: every rank gets an error
+/// (none waits forever for a segment that will never come).
 #[test]
 fn a_failed_creator_fails_every_rank_instead_of_hanging() {
     let opts = ShmOptions {
@@ -346,10 +346,58 @@ fn a_failed_creator_fails_every_rank_instead_of_hanging() {
         ..small()
     };
     let results = try_devices(3, opts, "nocreate", None);
-    assert!(matches!(results[0], Err(crate::ShmError::Os { .. })));
-    for r in &results[1..] {
-        assert!(matches!(r, Err(crate::ShmError::Peer(_))), "{r:?}");
+    for r in &results {
+        assert!(matches!(r, Err(crate::ShmError::Os { .. })), "{r:?}");
     }
+}
+
+/// One rank (not the creator) fails before barrier 1 and says so: the
+/// others fail naming it, instead of hanging.
+#[test]
+fn a_rank_failing_before_the_first_barrier_fails_the_others() {
+    fn mangle(key: &str, value: String) -> String {
+        if key == "ferry-shm-1" {
+            "failed".into()
+        } else {
+            value
+        }
+    }
+    let results = try_devices(3, small(), "failcard", Some(mangle));
+    for r in &results {
+        let e = r
+            .as_ref()
+            .err()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        assert!(e.contains("rank 1"), "{r:?}");
+    }
+}
+
+/// Another user's wake directory or segment cannot be used: a directory
+/// that is open to others, or a planted one, is refused.
+#[test]
+fn only_private_wake_directories_and_own_files_are_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("ferry-wake-test-{}", std::process::id()));
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let e = crate::os::check_private_dir(&dir).unwrap_err();
+    assert!(e.to_string().contains("mode 755"), "{e}");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    crate::os::check_private_dir(&dir).unwrap();
+    let link = dir.with_extension("link");
+    std::os::unix::fs::symlink(&dir, &link).unwrap();
+    assert!(crate::os::check_private_dir(&link).is_err());
+    let f = dir.join("f");
+    let file = std::fs::File::create(&f).unwrap();
+    file.set_permissions(std::fs::Permissions::from_mode(0o666))
+        .unwrap();
+    assert!(crate::os::check_own_file(&file, &f).is_err());
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .unwrap();
+    crate::os::check_own_file(&file, &f).unwrap();
+    std::fs::remove_file(&link).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use ferry_core::auth::{JobSecret, SECRET_KEY};
+
 use super::super::reply::parse_int;
 use super::super::wire::{check_key, excerpt, Message};
 
@@ -87,11 +89,15 @@ enum RankState {
 ///   finalized or left, no barrier can complete, so waiting and later
 ///   barriers fail at once with `rc=-1` instead of hanging the job;
 /// - `get` of `PMI_process_mapping` answers that all ranks share one node,
-///   as MPICH programs expect.
+///   as MPICH programs expect;
+/// - with [`PmiJob::with_secret`], `get` of [`SECRET_KEY`] answers the job
+///   secret and `put` of it is refused (`reserved_key`), like `PMI_*`.
 #[derive(Debug)]
 pub struct PmiJob {
     kvsname: String,
     size: u32,
+    /// Whether [`SECRET_KEY`] holds the launcher's secret (then reserved).
+    serves_secret: bool,
     kvs: HashMap<String, String>,
     ranks: Vec<RankState>,
     in_barrier: Vec<bool>,
@@ -104,11 +110,22 @@ impl PmiJob {
         PmiJob {
             kvsname: kvsname.to_owned(),
             size,
+            serves_secret: false,
             kvs: HashMap::new(),
             ranks: vec![RankState::Active; size as usize],
             in_barrier: vec![false; size as usize],
             waiting: 0,
         }
+    }
+
+    /// Serves `secret` as the job secret: the answer to `get` of
+    /// [`SECRET_KEY`], a key no rank may `put` (see `ferry_core::auth`).
+    /// Only the ranks, through their connections, can read it.
+    #[must_use]
+    pub fn with_secret(mut self, secret: &JobSecret) -> Self {
+        self.kvs.insert(SECRET_KEY.to_owned(), secret.to_hex());
+        self.serves_secret = true;
+        self
     }
 
     /// The job's kvsname.
@@ -258,7 +275,7 @@ impl PmiJob {
             if value.len() >= VALLEN_MAX {
                 return Err("value_too_long");
             }
-            if key.starts_with("PMI_") {
+            if key.starts_with("PMI_") || (self.serves_secret && key == SECRET_KEY) {
                 return Err("reserved_key");
             }
             self.kvs.insert(key.to_owned(), value.to_owned());
@@ -392,6 +409,44 @@ mod tests {
             replies(&out),
             [(0, "cmd=put_result rc=-1 msg=reserved_key\n")]
         );
+    }
+
+    #[test]
+    fn the_secret_is_served_and_reserved() {
+        let secret = JobSecret::from_bytes([7; 32]);
+        let mut job = PmiJob::new("j", 1).with_secret(&secret);
+        let out = job.handle_line(
+            0,
+            format!("cmd=get kvsname=j key={SECRET_KEY}\n").as_bytes(),
+        );
+        assert_eq!(
+            replies(&out),
+            [(
+                0,
+                format!(
+                    "cmd=get_result rc=0 msg=success value={}\n",
+                    secret.to_hex()
+                )
+                .as_str()
+            )]
+        );
+        let out = job.handle_line(
+            0,
+            format!("cmd=put kvsname=j key={SECRET_KEY} value=00\n").as_bytes(),
+        );
+        assert_eq!(
+            replies(&out),
+            [(0, "cmd=put_result rc=-1 msg=reserved_key\n")]
+        );
+        assert_eq!(job.value(SECRET_KEY), Some(secret.to_hex().as_str()));
+        // Without a secret, the key is an ordinary one (Hydra's behaviour,
+        // where rank 0 publishes it).
+        let mut job = PmiJob::new("j", 1);
+        let out = job.handle_line(
+            0,
+            format!("cmd=put kvsname=j key={SECRET_KEY} value=00\n").as_bytes(),
+        );
+        assert_eq!(replies(&out), [(0, "cmd=put_result rc=0 msg=success\n")]);
     }
 
     #[test]

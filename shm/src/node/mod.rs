@@ -124,12 +124,16 @@ struct Wait {
 }
 
 /// The device's node regions and pending waits.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Nodes {
     regions: rustc_hash::FxHashMap<u64, Attached>,
     waits: Vec<Wait>,
     /// Where region files go, and the segment name they extend.
     pub(crate) dir: PathBuf,
+    /// The node's region key, drawn by the segment's creator and shared
+    /// through the bootstrap: region names are keyed hashes, so nobody
+    /// outside the job can predict (and plant) one. `Debug` hides it.
+    key: ferry_core::auth::JobSecret,
 }
 
 fn counter(r: &Region, which: Counter, i: usize) -> &AtomicU64 {
@@ -140,14 +144,15 @@ fn counter(r: &Region, which: Counter, i: usize) -> &AtomicU64 {
 }
 
 impl Nodes {
-    /// No regions yet; their files go in `dir`.
-    pub(crate) fn new(dir: PathBuf) -> Nodes {
+    /// No regions yet; their files go in `dir`, named with `key`.
+    pub(crate) fn new(dir: PathBuf, key: ferry_core::auth::JobSecret) -> Nodes {
         Nodes {
             regions: rustc_hash::FxHashMap::default(),
             // Room for the waits of a few operations outstanding at once,
             // so recording one never allocates on a collective's path.
             waits: Vec::with_capacity(16),
             dir,
+            key,
         }
     }
 
@@ -193,10 +198,17 @@ impl ShmDevice {
     /// The region's file: the context id alone is not unique on a node
     /// (a split gives disjoint communicators one context), the leader's
     /// job rank with it is.
+    /// `<segment name>-c<keyed hash of the id and the leader>`: the
+    /// segment's prefix (so `ferryrun`'s sweep finds it), and 128 bits
+    /// nobody without the node's key can compute (the segment's name is
+    /// visible in the directory while the job sets up; this is not).
     fn region_path(&self, id: u64, leader: Rank) -> PathBuf {
-        self.node
-            .dir
-            .join(format!("{}-c{id:x}-{leader}", self.name))
+        let tag = self.node.key.mac(
+            "ferry shm node region v1",
+            &[&id.to_le_bytes(), &leader.to_le_bytes()],
+        );
+        let hex: String = tag[..16].iter().map(|b| format!("{b:02x}")).collect();
+        self.node.dir.join(format!("{}-c{hex}", self.name))
     }
 
     /// Wakes every other member that sleeps (no allocation: this runs on
@@ -295,6 +307,7 @@ impl NodeCollectives for ShmDevice {
             Region::create(&file, members.len(), SLOT).map_err(os("mapping a node region"))?
         } else {
             let file = crate::os::open_segment_file(&path).map_err(os("opening a node region"))?;
+            crate::os::check_own_file(&file, &path).map_err(os("checking a node region"))?;
             Region::open(&file, members.len(), SLOT).map_err(os("mapping a node region"))?
         };
         self.node.regions.insert(
