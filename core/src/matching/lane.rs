@@ -98,6 +98,22 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
         if lane.entries.is_empty() {
             return None;
         }
+        let head = Self::live_front(lane, is_live, examined);
+        if head.is_none() {
+            self.emptied();
+        }
+        head
+    }
+
+    /// Pops the stale entries in front of the lane's first live one and
+    /// returns that one (left in place). `None` only if the lane held no
+    /// live entry, which the invariant rules out: the lane is then emptied
+    /// (recovering rather than leaking), and the caller must count it.
+    fn live_front(
+        lane: &mut Lane,
+        is_live: impl Fn(Ref) -> bool,
+        examined: &mut u64,
+    ) -> Option<Ref> {
         while let Some(&r) = lane.entries.front() {
             *examined += 1;
             if is_live(r) {
@@ -107,11 +123,8 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
             debug_assert!(lane.stale > 0, "an uncounted stale entry");
             lane.stale = lane.stale.saturating_sub(1);
         }
-        // The invariant says this cannot happen (stale entries never
-        // outnumber live ones); recover rather than leak.
         debug_assert!(false, "a lane without a live entry");
         lane.stale = 0;
-        self.emptied();
         None
     }
 
@@ -145,20 +158,17 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
         examined: &mut u64,
     ) -> Option<Ref> {
         let lane = self.lanes.get_mut(&key)?;
-        while let Some(r) = lane.entries.pop_front() {
-            *examined += 1;
-            if is_live(r) {
-                // The lane lost a live entry: the invariant may need the
-                // stale ones dropped (`r` is out of the lane already).
-                if Self::settle_lane(lane, &is_live, &mut self.compacted) {
-                    self.emptied();
-                }
-                return Some(r);
-            }
-            debug_assert!(lane.stale > 0, "an uncounted stale entry");
-            lane.stale = lane.stale.saturating_sub(1);
+        if lane.entries.is_empty() {
+            return None;
         }
-        None
+        let head = Self::live_front(lane, &is_live, examined);
+        // The lane lost a live entry (or, against the invariant, had none):
+        // the stale ones may need dropping.
+        lane.entries.pop_front();
+        if Self::settle_lane(lane, &is_live, &mut self.compacted) {
+            self.emptied();
+        }
+        head
     }
 
     /// `r`, an entry of this lane, was removed from the slab through some
