@@ -16,12 +16,16 @@
 #   --reps N     repetitions (default 5; medians are taken over them)
 #   --quick      1 repetition (unless --reps is given), few sizes, fewer iterations
 #   --suite      which comparisons to run (default all: p2p, then coll)
-#   --peers      p2p: subset of: ferry ferry_cma ompi_vader ompi_ucx mpich
-#                ucx_posix_cma ucx_sysv ucx_tcp fi_shm fi_tcp
-#   --coll-peers coll: subset of: ferry ompi ompi_vader mpich ompi_ucc
+#   --peers      p2p: subset of: ferry ferry_mpi ferry_cma ompi_vader ompi_ucx
+#                mpich ucx_posix_cma ucx_sysv ucx_tcp fi_shm fi_tcp
+#   --coll-peers coll: subset of: ferry ferry_mpi ompi ompi_vader mpich ompi_ucc
 #                ferry_persistent ferry_p2p ferry_async floor (ompi_ucc is skipped, and
 #                says why, when this Open MPI has no coll/ucc component; floor is
 #                two C threads, the cache-line floor under any barrier)
+#   ferry_mpi: the C peers built with ferry's own mpicc (ferry's MPI C ABI,
+#   ci/mpi-install.sh into ${CARGO_TARGET_DIR:-target}/compare-mpi-prefix) and
+#   run by its mpiexec, pinned as the others: the C layer's cost over
+#   ferry-bench.
 # Env: MAXWAIT (s, default 20) caps each wait for an idle machine; runs that
 #      start busy are flagged in docs/perf/raw/runs.log and in the README.
 #      COMPARE_OUT=DIR writes the results somewhere else than docs/perf.
@@ -70,6 +74,15 @@ done
 step "build ferry-bench, ferryrun and the C peers"
 cargo build --release -p ferry-bench -p ferry-launch
 make -C benches/compare
+# ferry's MPI (the ferry_mpi peer, in both suites' defaults): a prefix with
+# its mpicc and mpiexec, and the same C sources built against its mpi.h.
+if [[ " ${PEERS:-ferry_mpi} ${COLL_PEERS:-ferry_mpi} " == *" ferry_mpi "* ]]; then
+  mpi_prefix="${CARGO_TARGET_DIR:-$ROOT/target}/compare-mpi-prefix"
+  bash ci/mpi-install.sh "$mpi_prefix"
+  mpi_prefix=$(cd "$mpi_prefix" && pwd)
+  make -C benches/compare ferry FERRY_MPICC="$mpi_prefix/bin/mpicc"
+  export FERRY_MPI_PREFIX="$mpi_prefix"
+fi
 
 QUICK_NOTE="**Quick mode** (\`--quick\`): few sizes, and a tenth of the iterations for UCX and libfabric; for checking the harness, not for figures."
 if [ $SUITE != coll ]; then

@@ -6,6 +6,12 @@
 # installed if missing, as ci/test.sh does). fatal.c must fail, with a
 # message naming the call and the error class.
 # Env: FERRY_MPI_TEST_RANKS (default "1 2 3 4 5 6 7 8").
+#      FERRY_MPI_TEST_OFI=1 builds the library with the ofi feature
+#      (libfabric-dev, clang and libclang-dev installed if missing) and also
+#      runs every test on the ofi device (FERRY_DEVICE=ofi, libfabric's
+#      tcp;ofi_rxm provider) on FERRY_MPI_TEST_OFI_RANKS (default "2 4")
+#      ranks; FERRY_MPI_TEST_OFI=only runs those ofi runs alone (no shm, no
+#      Hydra), as ci/test.sh's ofi part does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=ci/lib/packages.sh
@@ -15,6 +21,19 @@ ci_fail_trap ci/mpi-test.sh
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 prefix="$work/prefix"
+ofi=${FERRY_MPI_TEST_OFI:-0}
+case $ofi in 0|1|only) ;; *) echo "mpi-test: FERRY_MPI_TEST_OFI must be 0, 1 or only, not '$ofi'" >&2; exit 2 ;; esac
+if [ "$ofi" != 0 ]; then
+  ci_packages_ensure libfabric-dev libfabric-bin clang libclang-dev pkg-config || {
+    echo "mpi-test: the ofi runs need libfabric-dev, libfabric-bin, clang and libclang-dev; installing them failed" >&2
+    exit 1
+  }
+  fi_info -p 'tcp;ofi_rxm' -t FI_EP_RDM >/dev/null || {
+    echo "mpi-test: libfabric offers no tcp;ofi_rxm RDM endpoint here (fi_info -p 'tcp;ofi_rxm' failed)" >&2
+    exit 1
+  }
+  export FERRY_MPI_FEATURES=${FERRY_MPI_FEATURES:+$FERRY_MPI_FEATURES,}ofi
+fi
 bash ci/mpi-install.sh "$prefix"
 
 # Every function mpi.h declares is exported by the library, as MPI_X and
@@ -56,18 +75,30 @@ expect_fatal() { # LABEL COMMAND...
   fi
 }
 
-for n in ${FERRY_MPI_TEST_RANKS:-1 2 3 4 5 6 7 8}; do
-  for t in "${tests[@]}"; do
-    run "mpiexec -n $n $t" "$prefix/bin/mpiexec" -n "$n" --timeout 120 "$work/$t"
+if [ "$ofi" != only ]; then
+  for n in ${FERRY_MPI_TEST_RANKS:-1 2 3 4 5 6 7 8}; do
+    for t in "${tests[@]}"; do
+      run "mpiexec -n $n $t" "$prefix/bin/mpiexec" -n "$n" --timeout 120 "$work/$t"
+    done
+    expect_fatal "mpiexec -n $n fatal" "$prefix/bin/mpiexec" -n "$n" --timeout 120 "$work/fatal"
   done
-  expect_fatal "mpiexec -n $n fatal" "$prefix/bin/mpiexec" -n "$n" --timeout 120 "$work/fatal"
-done
 
-ci_packages_ensure mpich || { echo "mpi-test: cannot install MPICH for mpiexec.hydra" >&2; exit 1; }
-for t in "${tests[@]}"; do
-  run "mpiexec.hydra -n 4 $t" env MPIEXEC_TIMEOUT=120 mpiexec.hydra -n 4 "$work/$t"
-done
-expect_fatal "mpiexec.hydra -n 4 fatal" env MPIEXEC_TIMEOUT=120 mpiexec.hydra -n 4 "$work/fatal"
+  ci_packages_ensure mpich || { echo "mpi-test: cannot install MPICH for mpiexec.hydra" >&2; exit 1; }
+  for t in "${tests[@]}"; do
+    run "mpiexec.hydra -n 4 $t" env MPIEXEC_TIMEOUT=120 mpiexec.hydra -n 4 "$work/$t"
+  done
+  expect_fatal "mpiexec.hydra -n 4 fatal" env MPIEXEC_TIMEOUT=120 mpiexec.hydra -n 4 "$work/fatal"
+fi
+
+if [ "$ofi" != 0 ]; then
+  ofienv=(env FERRY_DEVICE=ofi FERRY_OFI_PROVIDER="tcp;ofi_rxm")
+  for n in ${FERRY_MPI_TEST_OFI_RANKS:-2 4}; do
+    for t in "${tests[@]}"; do
+      run "ofi (tcp;ofi_rxm) mpiexec -n $n $t" "${ofienv[@]}" "$prefix/bin/mpiexec" -n "$n" --timeout 180 "$work/$t"
+    done
+    expect_fatal "ofi (tcp;ofi_rxm) mpiexec -n $n fatal" "${ofienv[@]}" "$prefix/bin/mpiexec" -n "$n" --timeout 180 "$work/fatal"
+  done
+fi
 
 if [ "$failed" -gt 0 ]; then
   echo "mpi-test: $failed run(s) failed" >&2

@@ -95,6 +95,9 @@ bash ci/mpi-test.sh
 step "ofi device: tcp;ofi_rxm and shm providers"
 bash ci/ofi.sh
 
+step "MPI ABI library on the ofi device: C tests on 2 and 4 ranks (tcp;ofi_rxm)"
+FERRY_MPI_TEST_OFI=only bash ci/mpi-test.sh
+
 step "mixed devices: shm inside a node, ofi (tcp;ofi_rxm) across, one engine"
 # FERRY_RANKS_PER_NODE=2 splits this machine into two nodes of 2 ranks.
 cargo test -p ferry-tests --features ofi --locked --test mixed

@@ -29,6 +29,7 @@ PEERS = [
     ("ferry-persistent", "ferry, persistent form (*_init + start/wait)", "ferry-alt"),
     ("ferry-p2p", "ferry, every collective point-to-point (FERRY_COLL_NODE=0)", "ferry-alt"),
     ("ferry-async", "ferry with its progress thread (FERRY_ASYNC_PROGRESS=1)", "ferry-alt"),
+    ("ferry-mpi", "ferry's MPI C ABI (libmpi_abi.so.1, the C peers built with its mpicc)", "ferry-alt"),
     ("ompi", "Open MPI 4.1, defaults (pml ob1, coll tuned)", "mpi"),
     ("ompi-vader", "Open MPI 4.1, --mca pml ob1 --mca btl vader,self", "mpi"),
     ("mpich", "MPICH 4.0 (ch4)", "mpi"),
@@ -36,7 +37,7 @@ PEERS = [
     ("floor", "two C threads pinned to the two cores, one cache line each way (src/floor_barrier.c)", "ref"),
 ]
 SHORT = {"ferry": "ferry", "ferry-persistent": "ferry persistent", "ferry-p2p": "ferry p2p",
-         "ferry-async": "ferry async", "ompi": "OMPI default",
+         "ferry-async": "ferry async", "ferry-mpi": "ferry MPI", "ompi": "OMPI default",
          "ompi-vader": "OMPI ob1+vader", "mpich": "MPICH", "ompi-ucc": "OMPI ucc",
          "floor": "floor"}
 LABEL = {p: l for p, l, _ in PEERS}

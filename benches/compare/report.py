@@ -36,6 +36,7 @@ from collections import defaultdict
 PEERS = [
     ("ferry", "ferry (shm, default: CMA chosen by a setup probe)", "ferry"),
     ("ferry-cma", "ferry (shm, FERRY_SHM_CMA=1)", "ferry-alt"),
+    ("ferry-mpi", "ferry's MPI C ABI (libmpi_abi.so.1, the C peers built with its mpicc, shm)", "ferry-alt"),
     ("ompi-vader", "Open MPI ob1+vader", "shm"),
     ("ompi-ucx", "Open MPI pml ucx", "shm"),
     ("mpich", "MPICH (ch4)", "shm"),
@@ -48,14 +49,14 @@ PEERS = [
 LABEL = {p: l for p, l, _ in PEERS}
 KIND = {p: k for p, _, k in PEERS}
 SHORT = {
-    "ferry": "ferry", "ferry-cma": "ferry CMA", "ompi-vader": "OMPI vader",
+    "ferry": "ferry", "ferry-cma": "ferry CMA", "ferry-mpi": "ferry MPI", "ompi-vader": "OMPI vader",
     "ompi-ucx": "OMPI ucx", "mpich": "MPICH", "ucx-posix-cma": "UCX posix,cma",
     "ucx-sysv": "UCX sysv", "fi-shm": "fi shm", "ucx-tcp": "UCX tcp",
     "fi-tcp-rxm": "fi tcp;rxm",
 }
 COLORS = {
     "ferry-persistent": "#ff9896", "ompi": "#17becf", "ompi-ucc": "#e377c2",
-    "ferry": "#d62728", "ferry-cma": "#ff9896", "ompi-vader": "#1f77b4",
+    "ferry": "#d62728", "ferry-cma": "#ff9896", "ferry-mpi": "#ff7f0e", "ompi-vader": "#1f77b4",
     "ompi-ucx": "#aec7e8", "mpich": "#2ca02c", "ucx-posix-cma": "#9467bd",
     "ucx-sysv": "#c5b0d5", "fi-shm": "#8c564b", "ucx-tcp": "#7f7f7f",
     "fi-tcp-rxm": "#bcbd22",

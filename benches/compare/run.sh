@@ -12,7 +12,9 @@
 #   ferry-bench format ('#' headers, the last one naming the columns, then
 #   rows `size value ...`), plus DIR/runs.log (commands, waits, failures).
 # Needs: ${CARGO_TARGET_DIR:-target}/release/{ferry-bench,ferryrun}, build/*.ompi|*.mpich (make),
-#        ucx_perftest, fi_pingpong.
+#        ucx_perftest, fi_pingpong; for the ferry_mpi peer, build/*.ferry
+#        (make ferry FERRY_MPICC=PREFIX/bin/mpicc) and FERRY_MPI_PREFIX=PREFIX
+#        (ci/mpi-install.sh PREFIX), whose mpiexec runs them.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -96,6 +98,15 @@ mpi_common() { # dir name suffix launcher...
 peer_ompi_vader() { mpi_common "$1" ompi-vader ompi $OMPI --mca pml ob1 --mca btl self,vader; }
 peer_ompi_ucx()   { mpi_common "$1" ompi-ucx ompi $OMPI --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any; }
 peer_mpich()      { mpi_common "$1" mpich mpich $MPICH; }
+# The same C sources built with ferry's mpicc (libmpi_abi.so.1), run by its
+# mpiexec (ferryrun) on shm, pinned as the ferry peer is: set against
+# ferry-bench, the C layer's overhead.
+ferry_mpiexec() {
+  [ -x "${FERRY_MPI_PREFIX:-}/bin/mpiexec" ] || {
+    echo "run.sh: the ferry_mpi peer needs FERRY_MPI_PREFIX=PREFIX (ci/mpi-install.sh PREFIX)" >&2; exit 2; }
+  FERRY_MPIEXEC=(env FERRY_DEVICE=shm "$FERRY_MPI_PREFIX/bin/mpiexec" -n 2 --timeout 600 sh -c "$PIN")
+}
+peer_ferry_mpi()  { ferry_mpiexec; mpi_common "$1" ferry-mpi ferry "${FERRY_MPIEXEC[@]}"; }
 
 wait_port() { # wait until a server listens on TCP port $1 (ss from iproute2; without it, just wait 1 s)
   command -v ss >/dev/null || { sleep 1; return 0; }
@@ -222,6 +233,7 @@ coll_floor() {
 coll_ompi()       { coll_mpi_common "$1" ompi ompi $OMPI; }
 coll_ompi_vader() { coll_mpi_common "$1" ompi-vader ompi $OMPI --mca pml ob1 --mca btl vader,self; }
 coll_mpich()      { coll_mpi_common "$1" mpich mpich $MPICH; }
+coll_ferry_mpi()  { ferry_mpiexec; coll_mpi_common "$1" ferry-mpi ferry "${FERRY_MPIEXEC[@]}"; }
 # Open MPI's UCC collectives, if this Open MPI has the coll/ucc component:
 # probed once per run; without it, the peer is skipped and the reason logged
 # (report.py reads the SKIPPED line).
@@ -246,8 +258,8 @@ coll_ompi_ucc() {
 }
 
 case $SUITE in
-  p2p)  ALL="ferry ompi_vader ompi_ucx mpich ucx_posix_cma ucx_sysv ferry_cma fi_shm ucx_tcp fi_tcp" PREFIX=peer;;
-  coll) ALL="ferry ompi ompi_vader mpich ompi_ucc ferry_persistent ferry_p2p ferry_async floor" PREFIX=coll;;
+  p2p)  ALL="ferry ferry_mpi ompi_vader ompi_ucx mpich ucx_posix_cma ucx_sysv ferry_cma fi_shm ucx_tcp fi_tcp" PREFIX=peer;;
+  coll) ALL="ferry ferry_mpi ompi ompi_vader mpich ompi_ucc ferry_persistent ferry_p2p ferry_async floor" PREFIX=coll;;
   *) echo "run.sh: unknown suite '$SUITE' (p2p or coll)" >&2; exit 2;;
 esac
 PEERS=${PEERS:-$ALL}

@@ -235,6 +235,15 @@ enum {
     MPI_UNEQUAL = 204
 };
 
+/* Topology kinds (MPI_Topo_test): ferry makes no topologies, so
+ * MPI_Topo_test always answers MPI_UNDEFINED; the constructors are not
+ * declared. */
+enum {
+    MPI_CART = 211,
+    MPI_GRAPH = 212,
+    MPI_DIST_GRAPH = 213
+};
+
 enum {
     MPI_COMM_TYPE_SHARED = 221,
     MPI_COMM_TYPE_HW_UNGUIDED = 222,
@@ -323,6 +332,7 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
 int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
 int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
 int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
+int MPI_Topo_test(MPI_Comm comm, int *status);
 int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm);
 int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);
@@ -595,6 +605,7 @@ int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
 int PMPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
 int PMPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
 int PMPI_Comm_test_inter(MPI_Comm comm, int *flag);
+int PMPI_Topo_test(MPI_Comm comm, int *status);
 int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm);
 int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
 int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);

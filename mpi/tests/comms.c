@@ -31,6 +31,8 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_get_name(dup, name, &len));
     TRUE(strcmp(name, "my dup") == 0); EQ(len, 6);
     OK(MPI_Comm_test_inter(dup, &flag)); EQ(flag, 0);
+    OK(MPI_Topo_test(MPI_COMM_WORLD, &flag)); EQ(flag, MPI_UNDEFINED);
+    OK(MPI_Topo_test(dup, &flag)); EQ(flag, MPI_UNDEFINED);
     /* The same tag on two communicators never crosses. */
     int next = (rank + 1) % size, prev = (rank + size - 1) % size, a = -1, b = -1;
     MPI_Request rq[2];

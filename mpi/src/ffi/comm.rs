@@ -331,6 +331,16 @@ mpi_fn! {
 }
 
 mpi_fn! {
+    /// `MPI_Topo_test`: no communicator of ferry carries a topology (the
+    /// constructors are not declared), so the answer is `MPI_UNDEFINED`.
+    MPI_Topo_test / PMPI_Topo_test [comm] (comm: usize, status: *mut c_int) {
+        rt()?.comm(comm)?;
+        // SAFETY: out-argument.
+        unsafe { put(status, MPI_UNDEFINED) }
+    }
+}
+
+mpi_fn! {
     /// `MPI_Comm_set_info`: the hints are kept (and reported by
     /// `MPI_Comm_get_info`); `mpi_recv_req_may_be_empty` cannot change on a
     /// communicator that exists, so it keeps the value in force.
