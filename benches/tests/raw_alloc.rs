@@ -1,7 +1,7 @@
 //! The raw API (`isend_raw` / `irecv_raw`, the C ABI's path) must not
-//! allocate per message once warm: each loan of the caller's memory is a
-//! boxed record, recycled when the operation is finished with
-//! `Completion::into_status`. A counting global allocator and a singleton
+//! allocate per message: a loan of the caller's memory is a lent `Buf` (an
+//! address, no box), and a small send that completes in its call makes no
+//! loan at all. A counting global allocator and a singleton
 //! world on the shm device sending to itself; the count is per thread.
 
 use std::alloc::{GlobalAlloc, Layout, System};

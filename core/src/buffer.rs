@@ -5,10 +5,11 @@
 //! safe API sound when a request is leaked with `mem::forget`: leaked
 //! requests leak their buffer, they never leave a dangling borrow.
 //!
-//! A [`Buf`] is either a `Vec<u8>` (the common case: no extra allocation) or
-//! any [`ByteStorage`] (a typed `Vec<T>`, a device's shm cell or registered
-//! receive buffer that returns itself to its pool on drop, a raw-pointer view
-//! made by an `unsafe` constructor in the `ferry` crate).
+//! A [`Buf`] is a `Vec<u8>` (the common case: no extra allocation), any
+//! [`ByteStorage`] (a typed `Vec<T>`, a device's shm cell or registered
+//! receive buffer that returns itself to its pool on drop), or memory lent
+//! by address ([`Buf::lent`]: the raw-pointer view that an `unsafe`
+//! constructor in the `ferry` crate makes, without an allocation).
 //!
 //! # Address stability
 //! The bytes of a `Buf` do not move while the `Buf` lives, even when the
@@ -49,9 +50,59 @@ impl ByteStorage for Box<[u8]> {
     }
 }
 
+/// Access to memory lent to the engine by address (see [`Buf::lent`]):
+/// what turns a lent buffer's address back into bytes. A table of two
+/// functions rather than a trait object, so that a lent `Buf` stays as
+/// small as a vector-backed one.
+///
+/// This is how memory the caller only borrows (the raw API, the C ABI)
+/// rides in a [`Buf`] without a boxed [`ByteStorage`] per operation. Only
+/// the code that made a lent `Buf` can make its slices, so a `Lender` is
+/// sound when every `Buf` made with it (through [`Buf::lent`]) names memory
+/// that stays valid, and is not accessed by anyone else, for as long as that
+/// `Buf` lives; keep it private to the code that upholds this.
+#[derive(Debug)]
+pub struct Lender {
+    /// The `view.len()` bytes at `view.addr()`.
+    pub bytes: for<'a> fn(LentView<'a>) -> &'a [u8],
+    /// The same bytes, writable; memory lent only for reading yields an
+    /// empty slice.
+    pub bytes_mut: for<'a> fn(LentView<'a>) -> &'a mut [u8],
+}
+
+/// The address and length of a lent buffer, borrowed from it for `'a`
+/// (made by [`Buf`] only: it is what a [`Lender`] turns into a slice).
+#[derive(Debug, Clone, Copy)]
+pub struct LentView<'a> {
+    addr: usize,
+    len: usize,
+    _buf: std::marker::PhantomData<&'a Buf>,
+}
+
+impl LentView<'_> {
+    /// The first byte's address.
+    pub fn addr(&self) -> usize {
+        self.addr
+    }
+    /// The number of bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// True if there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
 enum Repr {
     Vec(Vec<u8>),
     Storage(Box<dyn ByteStorage>),
+    /// Lent memory: an address and the access that reads it (the length is
+    /// the `Buf`'s own).
+    Lent {
+        addr: usize,
+        lender: &'static Lender,
+    },
 }
 
 /// An owned byte buffer; see the module docs.
@@ -125,6 +176,29 @@ impl Buf {
         }
     }
 
+    /// A buffer over `len` bytes at `addr` that `lender` reads and writes:
+    /// memory lent to the engine rather than given (see [`Lender`]). No
+    /// allocation.
+    pub fn lent(addr: usize, len: usize, lender: &'static Lender) -> Buf {
+        Buf {
+            repr: Repr::Lent { addr, lender },
+            len,
+        }
+    }
+
+    /// True for a [`Buf::lent`] buffer.
+    pub fn is_lent(&self) -> bool {
+        matches!(self.repr, Repr::Lent { .. })
+    }
+
+    fn view(&self, addr: usize) -> LentView<'_> {
+        LentView {
+            addr,
+            len: self.len,
+            _buf: std::marker::PhantomData,
+        }
+    }
+
     /// The number of meaningful bytes.
     #[inline]
     pub fn len(&self) -> usize {
@@ -143,6 +217,7 @@ impl Buf {
         match &self.repr {
             Repr::Vec(v) => &v[..self.len],
             Repr::Storage(s) => &s.bytes()[..self.len],
+            Repr::Lent { addr, lender } => (lender.bytes)(self.view(*addr)),
         }
     }
 
@@ -156,6 +231,14 @@ impl Buf {
                 let bytes = s.bytes_mut();
                 let n = self.len.min(bytes.len());
                 &mut bytes[..n]
+            }
+            Repr::Lent { addr, lender } => {
+                let view = LentView {
+                    addr: *addr,
+                    len: self.len,
+                    _buf: std::marker::PhantomData,
+                };
+                (lender.bytes_mut)(view)
             }
         }
     }
@@ -173,6 +256,7 @@ impl Buf {
         match &self.repr {
             Repr::Vec(v) => v.as_ptr() as usize,
             Repr::Storage(s) => s.bytes().as_ptr() as usize,
+            Repr::Lent { addr, .. } => *addr,
         }
     }
 
@@ -250,6 +334,7 @@ impl fmt::Debug for Buf {
         let kind = match self.repr {
             Repr::Vec(_) => "vec",
             Repr::Storage(_) => "storage",
+            Repr::Lent { .. } => "lent",
         };
         write!(f, "Buf({kind}, {} bytes @ {:#x})", self.len, self.id())
     }

@@ -152,14 +152,10 @@ impl Completion {
         self.buf
     }
 
-    /// The status, dropping the rest. For an operation of the raw API
-    /// ([`Comm::isend_raw`](crate::Comm::isend_raw), ...) this also returns
-    /// the loan's record to ferry for the next raw operation, which then
-    /// allocates nothing: finish raw operations with it.
+    /// The status, dropping the rest (the way to finish an operation of
+    /// the raw API, [`Comm::isend_raw`](crate::Comm::isend_raw), ..., whose
+    /// buffer is only the caller's own memory lent back).
     pub fn into_status(self) -> Status {
-        if let Some(buf) = self.buf {
-            crate::raw::recycle(buf);
-        }
         self.status
     }
 

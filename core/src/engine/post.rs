@@ -96,26 +96,81 @@ impl<D: Device> Engine<D> {
                 buf: Some(buf),
             });
         }
-        self.check_rank_arg(dest)?;
-        self.check_len(buf.len())?;
         let spec = Spec {
             peer: dest,
             tag,
             context,
             mode,
         };
-        let proto = self.st.choose_protocol(dest, buf.len());
-        let fast = proto == Protocol::Eager
-            && mode != SendMode::Synchronous
-            && self.st.outbox.is_empty()
-            && self.st.peers[dest as usize].failed.is_none();
-        if fast && self.try_eager_now(spec, &buf)? == Sent::Done {
-            self.st.counters.empty_returns += 1;
-            return Ok(Started {
+        match self.send_at_once(spec, buf.as_slice())? {
+            None => Ok(Started {
                 request: Request::EMPTY,
                 buf: Some(buf),
-            });
+            }),
+            Some(proto) => self.queue_send(spec, proto, buf),
         }
+    }
+
+    /// A send of memory the caller lends rather than gives: `bytes` is read
+    /// in this call, and only if the send cannot complete here is `lend`
+    /// called for a [`Buf`] over the same memory, which the engine then
+    /// holds until the request completes. A small send that completes at
+    /// once thus never builds a buffer (the C ABI's and the raw API's path).
+    /// [`Started::buf`] is `None` for such a send: the memory never left
+    /// the caller.
+    ///
+    /// # Errors
+    /// As for [`Engine::isend`].
+    pub fn isend_lent(
+        &mut self,
+        dest: Rank,
+        tag: Tag,
+        context: ContextId,
+        bytes: &[u8],
+        mode: SendMode,
+        lend: impl FnOnce() -> Buf,
+    ) -> Result<Started> {
+        check_send_tag(tag)?;
+        let spec = Spec {
+            peer: dest,
+            tag,
+            context,
+            mode,
+        };
+        if dest != PROC_NULL {
+            if let Some(proto) = self.send_at_once(spec, bytes)? {
+                return self.queue_send(spec, proto, lend());
+            }
+        }
+        Ok(Started {
+            request: Request::EMPTY,
+            buf: None,
+        })
+    }
+
+    /// Checks a send's destination and length, chooses its protocol and,
+    /// for an eager send that nothing is queued ahead of, hands it to the
+    /// device: `None` if it went out (done), else the protocol to queue it
+    /// with.
+    #[inline]
+    fn send_at_once(&mut self, spec: Spec, bytes: &[u8]) -> Result<Option<Protocol>> {
+        let dest = spec.peer;
+        self.check_rank_arg(dest)?;
+        self.check_len(bytes.len())?;
+        let proto = self.st.choose_protocol(dest, bytes.len());
+        let fast = proto == Protocol::Eager
+            && spec.mode != SendMode::Synchronous
+            && self.st.outbox.is_empty()
+            && self.st.peers[dest as usize].failed.is_none();
+        if fast && self.try_eager_now(spec, bytes)? == Sent::Done {
+            self.st.counters.empty_returns += 1;
+            return Ok(None);
+        }
+        Ok(Some(proto))
+    }
+
+    /// Queues a send the device did not take at once.
+    fn queue_send(&mut self, spec: Spec, proto: Protocol, buf: Buf) -> Result<Started> {
         let len = buf.len();
         let mut req = Req::new(Kind::Send, spec, Some(buf));
         req.op = Op::SendQueued(Queued {
@@ -130,7 +185,7 @@ impl<D: Device> Engine<D> {
     }
 
     /// The eager fast path: one device call, no request.
-    fn try_eager_now(&mut self, spec: Spec, buf: &Buf) -> Result<Sent> {
+    fn try_eager_now(&mut self, spec: Spec, payload: &[u8]) -> Result<Sent> {
         let dest = spec.peer;
         let seq = self.st.peers[dest as usize].send_seq;
         let header = Header::Eager(Eager {
@@ -141,11 +196,11 @@ impl<D: Device> Engine<D> {
         });
         let mut bytes = [0u8; MAX_HEADER];
         let n = header.encode(&mut bytes);
-        match self.device.send(dest, &bytes[..n], buf.as_slice()) {
+        match self.device.send(dest, &bytes[..n], payload) {
             Ok(Sent::Done) => {
                 self.st.peers[dest as usize].send_seq = seq.wrapping_add(1);
                 self.st.counters.eager_sent += 1;
-                self.st.counters.eager_bytes += buf.len() as u64;
+                self.st.counters.eager_bytes += payload.len() as u64;
                 Ok(Sent::Done)
             }
             Ok(Sent::Busy) => {

@@ -2,8 +2,9 @@
 //! `unsafe` code.
 //!
 //! The engine only ever holds owned [`Buf`]s. To let it work on memory the
-//! caller merely borrows, this module wraps a raw pointer in a
-//! [`ByteStorage`] (`RawStorage`). Three things use it:
+//! caller merely borrows, this module lends it by address
+//! ([`Buf::lent`], read through the private `READ_LOAN` and `WRITE_LOAN`
+//! lenders: no allocation per operation). Three things use it:
 //! - the `unsafe` raw API ([`Comm::isend_raw`], [`Comm::irecv_raw`]): the
 //!   caller promises the memory outlives the operation (zero-overhead
 //!   callers, a future C ABI);
@@ -22,7 +23,7 @@
 //! engine is torn down (`Shared::poison`): every buffer it holds is dropped
 //! and no device will touch them again, and later calls report the error.
 //! A send's borrowed buffer is never handed out writable (see
-//! `RawStorage::bytes_mut`), so the caller may keep reading it.
+//! `READ_LOAN`), so the caller may keep reading it.
 //!
 //! One limit, as for any MPI: a remote process that writes into this
 //! process's memory by itself (RDMA put; the shm device's CMA path only
@@ -37,7 +38,7 @@ pub use scope::{Scope, ScopedRequest};
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 
-use ferry_core::{Buf, ByteStorage, Rank, SendMode, Status, Tag};
+use ferry_core::{Buf, Lender, LentView, Rank, SendMode, Status, Tag};
 
 use crate::comm::Comm;
 use crate::error::{Error, Result};
@@ -46,44 +47,50 @@ use crate::request::{Completion, Request};
 use crate::typed::{as_bytes, Element};
 use crate::world::Shared;
 
-/// Memory the creator lends to the engine; see the module docs.
-struct RawStorage {
-    ptr: NonNull<u8>,
-    len: usize,
-    /// False for send buffers: the caller may read them meanwhile, so no
-    /// `&mut` to them is ever made.
-    writable: bool,
+/// Reads memory lent for reading (a send buffer): the caller may read it
+/// meanwhile, so no `&mut` to it is ever made. Private: only [`lend`] makes
+/// `Buf`s with it, which is what makes its slices sound.
+static READ_LOAN: Lender = Lender {
+    bytes: loan_bytes,
+    bytes_mut: |_| {
+        // A send buffer: the engine and devices only read it. Handing out an
+        // empty slice (rather than aliasing memory the caller may be
+        // reading) keeps this sound even if one ever tried to write.
+        &mut []
+    },
+};
+
+/// Reads and writes memory lent for a receive; only [`lend_mut`] makes
+/// `Buf`s with it.
+static WRITE_LOAN: Lender = Lender {
+    bytes: loan_bytes,
+    bytes_mut: loan_bytes_mut,
+};
+
+/// The lent memory at `view`, as a pointer: the address is a pointer's,
+/// cast in [`lend`] or [`lend_mut`] (which exposes its provenance); the
+/// dangling pointer stands for no bytes.
+fn loan_ptr(view: &LentView<'_>) -> *mut u8 {
+    if view.is_empty() {
+        return NonNull::dangling().as_ptr();
+    }
+    view.addr() as *mut u8
 }
 
-// SAFETY: a RawStorage is a loan of plain bytes with no thread affinity; its
-// creator guarantees (see `lend` / `lend_mut`) that the memory stays valid,
-// and is not written by anyone else, until the storage is dropped.
-unsafe impl Send for RawStorage {}
+fn loan_bytes(view: LentView<'_>) -> &[u8] {
+    // SAFETY: `lend` and `lend_mut` are the only makers of buffers read
+    // through `READ_LOAN` and `WRITE_LOAN`; their callers promised `len`
+    // readable bytes at the address, written by nobody else, while the
+    // `Buf` lives, and the view borrows that `Buf`.
+    unsafe { std::slice::from_raw_parts(loan_ptr(&view), view.len()) }
+}
 
-impl ByteStorage for RawStorage {
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: `ptr` is valid for reads of `len` bytes and not written by
-        // anyone else while this storage lives (the creator's promise); the
-        // dangling pointer used for `len == 0` is valid for empty slices.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        if !self.writable {
-            // A send buffer: the engine and devices only read it. Handing out
-            // an empty slice (rather than aliasing memory the caller may be
-            // reading) keeps this sound even if one ever tried to write.
-            return &mut [];
-        }
-        // SAFETY: a writable loan comes from `lend_mut`, whose caller gave up
-        // every other access to the memory while this storage lives, and
-        // `&mut self` makes this the only live slice made from it.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
-    }
-
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
-        self
-    }
+fn loan_bytes_mut(view: LentView<'_>) -> &mut [u8] {
+    // SAFETY: `lend_mut` is the only maker of buffers written through
+    // `WRITE_LOAN`; its caller gave up every other access to the memory
+    // while the `Buf` lives, and `Buf::as_mut_slice` makes the view from a
+    // `&mut Buf`, so this is the only live slice of it.
+    unsafe { std::slice::from_raw_parts_mut(loan_ptr(&view), view.len()) }
 }
 
 fn non_null(ptr: *mut u8, len: usize) -> NonNull<u8> {
@@ -93,78 +100,24 @@ fn non_null(ptr: *mut u8, len: usize) -> NonNull<u8> {
     }
 }
 
-/// A `Buf` that reads `len` bytes at `ptr`.
+/// A `Buf` that reads `len` bytes at `ptr` (no allocation).
 ///
 /// # Safety
 /// `ptr` must be valid for reads of `len` bytes, and must not be written by
 /// anyone, until the returned `Buf` (and anything the engine made of it) is
 /// dropped. A null `ptr` is allowed only with `len == 0`.
 unsafe fn lend(ptr: *const u8, len: usize) -> Buf {
-    Buf::from_storage(loan_record(RawStorage {
-        ptr: non_null(ptr.cast_mut(), len),
-        len,
-        writable: false,
-    }))
+    Buf::lent(ptr as usize, len, &READ_LOAN)
 }
 
-/// Loan records kept per thread for reuse (see [`loan_record`]).
-const LOAN_RECORDS_KEPT: usize = 64;
-
-thread_local! {
-    // The boxes are the point (a `Buf`'s storage is a `Box<dyn ...>`):
-    // keeping them is what spares the allocation.
-    #[allow(clippy::vec_box)]
-    /// Boxes of finished loans, so that a steady raw send/receive loop
-    /// allocates nothing: a loan must be a boxed `ByteStorage` (a `Buf`'s
-    /// storage), and a fresh box per operation would be an allocation per
-    /// message on the C ABI's path.
-    static LOAN_RECORDS: std::cell::RefCell<Vec<Box<RawStorage>>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// `storage`, boxed in a recycled record when one is free.
-fn loan_record(storage: RawStorage) -> Box<RawStorage> {
-    let spare = LOAN_RECORDS.with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.pop()));
-    match spare {
-        Some(mut record) => {
-            *record = storage;
-            record
-        }
-        None => Box::new(storage),
-    }
-}
-
-/// Takes back the record of a finished loan (any other buffer is just
-/// dropped): the memory it pointed at is the caller's again, and the
-/// record serves the next loan.
-pub(crate) fn recycle(buf: Buf) {
-    let Ok(storage) = buf.into_storage() else {
-        return;
-    };
-    let Ok(record) = storage.into_any().downcast::<RawStorage>() else {
-        return;
-    };
-    LOAN_RECORDS.with(|p| {
-        if let Ok(mut p) = p.try_borrow_mut() {
-            if p.len() < LOAN_RECORDS_KEPT {
-                p.push(record);
-            }
-        }
-    });
-}
-
-/// A `Buf` that reads and writes `len` bytes at `ptr`.
+/// A `Buf` that reads and writes `len` bytes at `ptr` (no allocation).
 ///
 /// # Safety
 /// `ptr` must be valid for reads and writes of `len` bytes, and must not be
 /// accessed by anything else, until the returned `Buf` is dropped. A null
 /// `ptr` is allowed only with `len == 0`.
 unsafe fn lend_mut(ptr: *mut u8, len: usize) -> Buf {
-    Buf::from_storage(loan_record(RawStorage {
-        ptr: non_null(ptr, len),
-        len,
-        writable: true,
-    }))
+    Buf::lent(ptr as usize, len, &WRITE_LOAN)
 }
 
 /// A value only ever reached through `&mut self` or `self` (std's unstable
@@ -286,9 +239,34 @@ impl Comm {
         tag: Tag,
         mode: SendMode,
     ) -> Result<Request> {
-        // SAFETY: forwarded to our caller (see # Safety).
-        let buf = unsafe { lend(ptr, len) };
-        self.isend_buf(buf, None, dest, tag, mode)
+        // SAFETY: forwarded to our caller (see # Safety); the slice is read
+        // in this call only.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(non_null(ptr.cast_mut(), len).as_ptr(), len) };
+        self.isend_lent(bytes, dest, tag, mode, || {
+            // SAFETY: forwarded to our caller (see # Safety).
+            unsafe { lend(ptr, len) }
+        })
+    }
+
+    /// Starts a send of `bytes`, lending them (`lend`) only if the send
+    /// does not complete inside this call.
+    fn isend_lent(
+        &self,
+        bytes: &[u8],
+        dest: Rank,
+        tag: Tag,
+        mode: SendMode,
+        lend: impl FnOnce() -> Buf,
+    ) -> Result<Request> {
+        let c = &self.inner;
+        let dest = c.group.to_job(dest)?;
+        let started = c
+            .shared
+            .lock()?
+            .engine()?
+            .isend_lent(dest, tag, c.context, bytes, mode, lend)?;
+        Ok(Request::started(self, started, None))
     }
 
     /// Starts a receive into `len` bytes at `ptr`.
@@ -316,8 +294,16 @@ impl Comm {
         let shared = self.shared();
         // SAFETY: `bytes` stays borrowed until this function returns, and
         // `started`/`finish` make sure no request holds the loan by then.
-        let buf = unsafe { lend(bytes.as_ptr(), bytes.len()) };
-        let req = started(shared, self.isend_buf(buf, None, dest, tag, mode))?;
+        let lend_bytes = || {
+            // SAFETY: `bytes` stays borrowed until this function returns, and
+            // `started`/`finish` make sure no request holds the loan by then.
+            unsafe { lend(bytes.as_ptr(), bytes.len()) }
+        };
+        let req = started(shared, self.isend_lent(bytes, dest, tag, mode, lend_bytes))?;
+        if req.handle.is_empty() {
+            // Sent inside the call: nothing was lent.
+            return Ok(());
+        }
         finish(shared, req)?.into_status().ok()?;
         Ok(())
     }
@@ -355,15 +341,39 @@ impl Comm {
     /// As for [`Comm::irecv`]; `Truncated` if the message was longer than
     /// `buf` (which then holds its first part).
     pub fn recv<T: Element>(&self, buf: &mut [T], source: Rank, tag: Tag) -> Result<Status> {
-        let shared = self.shared();
         let bytes = crate::typed::as_bytes_mut(buf);
-        // SAFETY: `buf` stays mutably borrowed until this function returns,
-        // and `started`/`finish` make sure no request holds the loan by then.
-        let loan = unsafe { lend_mut(bytes.as_mut_ptr(), bytes.len()) };
-        let req = started(shared, self.irecv_buf(loan, None, source, tag))?;
-        let status = finish(shared, req)?.into_status();
+        // SAFETY: `bytes` is mutably borrowed for this call, which returns
+        // only once the receive is complete.
+        let status = unsafe { self.recv_raw(bytes.as_mut_ptr(), bytes.len(), source, tag)? };
         status.ok()?;
         Ok(status)
+    }
+
+    /// Blocking receive into `len` bytes at `ptr`. The operation's own
+    /// failure (truncation, a dead peer) is in the returned status's
+    /// `error`, beside the rest of the status, as `MPI_Recv` reports it;
+    /// `Err` is for an argument error or a fatal one.
+    ///
+    /// # Safety
+    /// The memory must be valid for writes of `len` bytes, and not
+    /// accessed by anything else, during the call. A null `ptr` is allowed
+    /// with `len == 0`.
+    ///
+    /// # Errors
+    /// As for [`Comm::irecv`].
+    pub unsafe fn recv_raw(
+        &self,
+        ptr: *mut u8,
+        len: usize,
+        source: Rank,
+        tag: Tag,
+    ) -> Result<Status> {
+        let shared = self.shared();
+        // SAFETY: forwarded to our caller; `started`/`finish` make sure no
+        // request holds the loan when this returns.
+        let loan = unsafe { lend_mut(ptr, len) };
+        let req = started(shared, self.irecv_buf(loan, None, source, tag))?;
+        Ok(finish(shared, req)?.into_status())
     }
 }
 
@@ -447,9 +457,11 @@ mod tests {
         // SAFETY: `data` outlives `buf`, and nothing writes it.
         let mut buf = unsafe { lend(data.as_ptr(), data.len()) };
         assert_eq!(&buf[..], &[1, 2, 3]);
-        let mut storage = buf.into_storage().unwrap();
-        assert!(storage.bytes_mut().is_empty());
-        buf = Buf::from_storage(storage);
+        assert!(buf.is_lent());
+        assert!(buf.as_mut_slice().is_empty());
+        buf.truncate(2);
+        assert_eq!(buf.as_slice(), &[1, 2]);
+        assert_eq!(buf.id(), data.as_ptr() as usize);
         drop(buf);
         assert_eq!(data, [1, 2, 3]);
     }
