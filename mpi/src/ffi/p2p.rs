@@ -17,7 +17,7 @@ use ferry::{Comm, SendMode};
 use super::buf::{recv_data, send_data, RecvData, SendData};
 use super::mpix::empty_or_store;
 use super::post::Post;
-use super::req::ReqObj;
+use super::req::{Report, ReqObj};
 use super::request::wait_one;
 use super::{get, mpi_fn, put, put_status};
 use crate::abi::class::*;
@@ -206,13 +206,10 @@ mpi_fn! {
 unsafe fn recv_wait(
     comm: usize,
     c: &Comm,
-    buf: *mut c_void,
-    count: c_int,
-    ty: &crate::datatype::TypeRef,
+    target: RecvData,
     source: c_int,
     tag: c_int,
-) -> Res<super::req::Report> {
-    let target = recv_data(buf, count_arg(count)?, ty)?;
+) -> Res<Report> {
     // SAFETY: forwarded; the request completes before this returns.
     let (req, post) = unsafe { start_recv(c, target, source, tag)? };
     wait_one(&mut ReqObj::active(req, comm, post))
@@ -226,8 +223,17 @@ mpi_fn! {
         let rt = rt()?;
         let c = rt.comm(comm)?;
         let ty = rt.comm_type(datatype)?;
-        // SAFETY: the caller's receive buffer, for the duration of the call.
-        let report = unsafe { recv_wait(comm, &c.comm, buf, count, &ty, source, tag)? };
+        let report = match recv_data(buf, count_arg(count)?, &ty)? {
+            // Contiguous data needs no request object and no post step.
+            RecvData::Raw { ptr, len } => {
+                // SAFETY: the caller's receive buffer, for the duration of
+                // the call (which returns once the receive is complete).
+                let s = unsafe { c.comm.recv_raw(ptr, len, rank_in(source), tag_in(tag))? };
+                Report::of(&s, comm)
+            }
+            // SAFETY: as above.
+            staged => unsafe { recv_wait(comm, &c.comm, staged, source, tag)? },
+        };
         // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
         unsafe { report.write(status) }
     }

@@ -169,6 +169,16 @@ impl Report {
         }
     }
 
+    /// The report of an operation that ferry completed with status `s`,
+    /// raising its error (if any) on communicator `comm`.
+    pub(crate) fn of(s: &ferry::Status, comm: usize) -> Report {
+        let mut report = Report::ok(MpiStatus::from_ferry(s));
+        if let Some(e) = s.error {
+            report.result = Err(Fail::from(e).on(comm));
+        }
+        report
+    }
+
     /// The empty status of an inactive or null request.
     pub(crate) fn empty() -> Report {
         Report::ok(MpiStatus::EMPTY)
@@ -201,10 +211,7 @@ pub(crate) fn finish(obj: &mut ReqObj, c: Completion) -> Report {
     let comm = obj.comm;
     let post = std::mem::replace(&mut obj.post, Post::None);
     obj.end_activation();
-    let mut report = Report::ok(MpiStatus::from_ferry(&c.status));
-    if let Some(e) = c.status.error {
-        report.result = Err(Fail::from(e).on(comm));
-    }
+    let mut report = Report::of(&c.status, comm);
     // SAFETY: the post step writes into the program's buffers of this
     // operation, which MPI's rule for nonblocking calls keeps valid and
     // untouched until this completion.
