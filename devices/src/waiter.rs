@@ -129,6 +129,12 @@ pub(crate) const YIELD_EVERY_OVERSUBSCRIBED: u32 = 16;
 /// the cores, which no rank count reveals.
 pub(crate) const YIELD_EVERY: u32 = 1024;
 
+/// Below `Multiple`, a spin round ends with up to this many cheap looks at
+/// the device (`Engine::quiet_now`: a few loads) before the next full
+/// attempt (lock, test, progress: about 400 instructions). A message is
+/// then noticed within a look, not within a full round.
+pub(crate) const QUIET_LOOKS: u32 = 64;
+
 /// epoll user data: the sleeper's own eventfd.
 const KICK: u64 = 0;
 /// epoll user data: the device's wait fd.
@@ -486,9 +492,10 @@ pub(crate) fn block_on<R>(
     mut attempt: impl FnMut(&mut Engine<NodeDevice>) -> ferry_core::Result<Option<R>>,
 ) -> Result<R> {
     let mode = shared.wait_mode;
-    // The hybrid spin budget's clock starts at the first round that spins,
-    // and is read only every CLOCK_EVERY rounds: a clock read costs about as
-    // much as a progress round, and a ping-pong wait spins a few rounds.
+    // The hybrid spin budget's clock starts CLOCK_EVERY rounds into the
+    // spin, and is read only every CLOCK_EVERY rounds after: a clock read
+    // costs about as much as a progress round, and a ping-pong wait, which
+    // spins a few rounds, should not pay one at all.
     let mut start: Option<Instant> = None;
     let mut spin_over = false;
     let mut rounds = 0u32;
@@ -533,7 +540,7 @@ pub(crate) fn block_on<R>(
             WaitMode::Spin => true,
             WaitMode::Passive => false,
             WaitMode::Hybrid => {
-                if !spin_over && rounds % CLOCK_EVERY == 0 {
+                if !spin_over && rounds != 0 && rounds % CLOCK_EVERY == 0 {
                     let t0 = *start.get_or_insert_with(Instant::now);
                     spin_over = t0.elapsed() >= shared.spin;
                 }
@@ -541,6 +548,16 @@ pub(crate) fn block_on<R>(
             }
         };
         if spinning {
+            if shared.quiet_looks > 0 {
+                if let Ok(engine) = g.engine() {
+                    let mut looks = 0;
+                    while looks < shared.quiet_looks && engine.quiet_now() {
+                        std::hint::spin_loop();
+                        looks += 1;
+                    }
+                    spun += u64::from(looks);
+                }
+            }
             drop(g);
             spun += 1;
             rounds = rounds.wrapping_add(1);

@@ -512,6 +512,34 @@ impl Device for ShmDevice {
         Ok(Armed::Sleep)
     }
 
+    /// Looks at what `progress` would: the fastbox rings of every local
+    /// peer (up to [`ACTIVE_MAX`](crate::active::ACTIVE_MAX) of them; a
+    /// larger node always answers `false`, since its quiet peers are polled
+    /// in turn by the full progress), slots to free, the receive queue, and
+    /// work in flight.
+    #[inline]
+    fn quiet_now(&mut self) -> bool {
+        if self.broken.is_some()
+            || self.check_now
+            || self.until_liveness <= 1
+            || self.rdma.has_work()
+            || self.failures.has_unreported()
+            || !self.active.everyone()
+        {
+            return false;
+        }
+        let (seg, me) = (&self.seg, self.me);
+        let rings_quiet = self.fb_slots == 0
+            || self.lanes.iter().enumerate().all(|(p, lane)| {
+                lane.rx_used == 0
+                    && (lane.poisoned
+                        || seg
+                            .fb_ctrl(p as u32, me, lane.rx_slot)
+                            .is_none_or(|ctrl| fastbox::peek(ctrl) == 0))
+            });
+        rings_quiet && self.seg.queue_quiet(&self.consumer)
+    }
+
     fn disarm(&mut self) {
         let slept = std::mem::take(&mut self.wake.armed);
         if slept {
