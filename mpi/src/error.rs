@@ -17,9 +17,15 @@ use crate::abi::MPI_COMM_SELF;
 use crate::handle::BadHandle;
 
 /// A failed call: the class it returns, a message for the fatal handlers,
-/// and the communicator whose error handler is invoked.
+/// and the communicator whose error handler is invoked ([`Failure`]).
+/// Boxed, so that every call's `Res<T>` is as small as `T` plus a pointer
+/// and the success path moves no error-sized results.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fail {
+pub struct Fail(Box<Failure>);
+
+/// What a [`Fail`] holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
     /// The error class (and code).
     pub class: c_int,
     /// What went wrong, for people.
@@ -29,26 +35,41 @@ pub struct Fail {
     pub comm: Option<usize>,
 }
 
+impl std::ops::Deref for Fail {
+    type Target = Failure;
+    fn deref(&self) -> &Failure {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Fail {
+    fn deref_mut(&mut self) -> &mut Failure {
+        &mut self.0
+    }
+}
+
 /// The result of a call's body.
 pub type Res<T = ()> = Result<T, Fail>;
 
 impl Fail {
     /// A failure of `class` with a fixed message.
+    #[cold]
     pub fn new(class: c_int, what: &'static str) -> Fail {
-        Fail {
+        Fail(Box::new(Failure {
             class,
             what: Cow::Borrowed(what),
             comm: None,
-        }
+        }))
     }
 
     /// A failure of `class` with a formatted message.
+    #[cold]
     pub fn msg(class: c_int, what: String) -> Fail {
-        Fail {
+        Fail(Box::new(Failure {
             class,
             what: Cow::Owned(what),
             comm: None,
-        }
+        }))
     }
 
     /// Attributes the failure to communicator `comm` (unless an inner step

@@ -67,15 +67,11 @@ unsafe fn ints<'a>(p: *const c_int, n: c_int) -> Res<&'a [c_int]> {
 /// Ferry's group errors (a rank outside the group, a rank listed twice)
 /// are `MPI_ERR_RANK` / `MPI_ERR_ARG` as the standard has them.
 fn group_error(e: ferry::Error) -> Fail {
-    let f = Fail::from(e);
+    let mut f = Fail::from(e);
     if f.class == MPI_ERR_GROUP {
-        Fail {
-            class: MPI_ERR_ARG,
-            ..f
-        }
-    } else {
-        f
+        f.class = MPI_ERR_ARG;
     }
+    f
 }
 
 mpi_fn! {
@@ -116,8 +112,9 @@ mpi_fn! {
         let ranks = unsafe { ints(ranks1, n)? };
         let ferry_ranks: Vec<c_int> = ranks.iter().map(|&r| if r == MPI_PROC_NULL { ferry::PROC_NULL } else { r }).collect();
         let out = a.translate_ranks(&ferry_ranks, &b).map_err(|e| {
-            let f = Fail::from(e);
-            Fail { class: MPI_ERR_RANK, ..f }
+            let mut f = Fail::from(e);
+            f.class = MPI_ERR_RANK;
+            f
         })?;
         if !out.is_empty() && ranks2.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "a null output rank array"));
