@@ -284,10 +284,11 @@ pub trait Device {
 
     /// True when a [`Device::progress`] call made now would certainly find
     /// nothing: no packet waiting, no operation in flight, nothing due. A
-    /// cheap look (a few loads) that a spinning waiter makes between full
-    /// progress calls, which it still makes every few rounds: `false`
-    /// (the default) is always correct, and a `true` that a packet arriving
-    /// just after makes stale only defers it to the next look.
+    /// cheap look (a few loads) that a spinning waiter, or a test, makes
+    /// instead of a progress call. `false` (the default) is always correct;
+    /// a `true` that a packet arriving just after makes stale only defers it
+    /// to the next look; and a device whose progress has periodic duties
+    /// (liveness checks) answers `false` every so often so that they run.
     fn quiet_now(&mut self) -> bool {
         false
     }

@@ -129,12 +129,6 @@ pub(crate) const YIELD_EVERY_OVERSUBSCRIBED: u32 = 16;
 /// the cores, which no rank count reveals.
 pub(crate) const YIELD_EVERY: u32 = 1024;
 
-/// Below `Multiple`, a spin round ends with up to this many cheap looks at
-/// the device (`Engine::quiet_now`: a few loads) before the next full
-/// attempt (lock, test, progress: about 400 instructions). A message is
-/// then noticed within a look, not within a full round.
-pub(crate) const QUIET_LOOKS: u32 = 64;
-
 /// epoll user data: the sleeper's own eventfd.
 const KICK: u64 = 0;
 /// epoll user data: the device's wait fd.
@@ -548,16 +542,6 @@ pub(crate) fn block_on<R>(
             }
         };
         if spinning {
-            if shared.quiet_looks > 0 {
-                if let Ok(engine) = g.engine() {
-                    let mut looks = 0;
-                    while looks < shared.quiet_looks && engine.quiet_now() {
-                        std::hint::spin_loop();
-                        looks += 1;
-                    }
-                    spun += u64::from(looks);
-                }
-            }
             drop(g);
             spun += 1;
             rounds = rounds.wrapping_add(1);

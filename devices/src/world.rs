@@ -63,9 +63,6 @@ pub(crate) struct Shared {
     pub(crate) spin: Duration,
     /// Spin rounds between `sched_yield`s (see the waiter).
     pub(crate) yield_every: u32,
-    /// Cheap looks at the device per spin round (see the waiter); 0 when
-    /// the engine has a real lock or the node is oversubscribed.
-    pub(crate) quiet_looks: u32,
     pub(crate) config: Config,
     pub(crate) device_name: &'static str,
     boot: Mutex<Boot>,
@@ -87,21 +84,10 @@ impl Shared {
         node_ranks: Vec<Rank>,
     ) -> Shared {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let oversubscribed = node_ranks.len() > cores;
-        let yield_every = if oversubscribed {
+        let yield_every = if node_ranks.len() > cores {
             crate::waiter::YIELD_EVERY_OVERSUBSCRIBED
         } else {
             crate::waiter::YIELD_EVERY
-        };
-        // Looking without the lock's hand-over is only for one owner: under
-        // `Multiple` (or with the progress thread) the spinner must let the
-        // others in between rounds, and an oversubscribed rank must yield.
-        let one_owner =
-            config.thread_level != crate::ThreadLevel::Multiple && !config.async_progress;
-        let quiet_looks = if one_owner && !oversubscribed {
-            crate::waiter::QUIET_LOOKS
-        } else {
-            0
         };
         let sleep_kind = engine.device().sleep_kind();
         let device_name = engine.device().name();
@@ -128,7 +114,6 @@ impl Shared {
             wait_mode: config.wait_mode,
             spin: config.spin,
             yield_every,
-            quiet_looks,
             config,
             device_name,
             boot: Mutex::new(boot),
