@@ -16,12 +16,15 @@
 //! insert and remove per message. Empty lanes are swept out together once
 //! they outnumber both [`EMPTY_KEEP`] and the lanes in use, so a stream of
 //! distinct keys costs amortized O(1) and bounded memory.
+//!
+//! Lanes live in a vector, and the map gives a key's index; the last key
+//! looked up is remembered with its index, so a receive posted and matched
+//! on one key (the usual traffic, however deep the queue) hashes nothing.
 
 use std::collections::VecDeque;
 use std::hash::Hash;
 
 use rustc_hash::FxHashMap;
-use std::collections::hash_map::Entry;
 
 use super::slots::Ref;
 
@@ -46,7 +49,14 @@ struct Lane {
 /// matches on.
 #[derive(Debug)]
 pub(crate) struct LaneMap<K> {
-    lanes: FxHashMap<K, Lane>,
+    /// Each key's index in `lanes`.
+    ids: FxHashMap<K, u32>,
+    lanes: Vec<Lane>,
+    /// Indices of `lanes` that no key uses (swept out).
+    free_ids: Vec<u32>,
+    /// The last key looked up and its index: `ids` is not consulted again
+    /// for it until a sweep.
+    last: Option<(K, u32)>,
     spare: Vec<VecDeque<Ref>>,
     /// Lanes in the map with no entry.
     empty: usize,
@@ -58,7 +68,10 @@ pub(crate) struct LaneMap<K> {
 impl<K> Default for LaneMap<K> {
     fn default() -> Self {
         LaneMap {
-            lanes: FxHashMap::default(),
+            ids: FxHashMap::default(),
+            lanes: Vec::new(),
+            free_ids: Vec::new(),
+            last: None,
             spare: Vec::new(),
             empty: 0,
             compacted: 0,
@@ -67,23 +80,62 @@ impl<K> Default for LaneMap<K> {
 }
 
 impl<K: Hash + Eq + Copy> LaneMap<K> {
+    /// The index of `key`'s lane, if it has one.
+    #[inline]
+    fn id(&mut self, key: K) -> Option<u32> {
+        if let Some((k, id)) = self.last {
+            if k == key {
+                return Some(id);
+            }
+        }
+        let id = *self.ids.get(&key)?;
+        self.last = Some((key, id));
+        Some(id)
+    }
+
+    /// `key`'s lane, if it has one.
+    #[inline]
+    fn lane_mut(&mut self, key: K) -> Option<&mut Lane> {
+        let id = self.id(key)?;
+        Some(&mut self.lanes[id as usize])
+    }
+
     /// Appends `r`, whose sequence number is larger than any in the lane.
+    #[inline]
     pub(crate) fn push(&mut self, key: K, r: Ref) {
-        let lane = match self.lanes.entry(key) {
-            Entry::Occupied(o) => {
-                let lane = o.into_mut();
-                if lane.entries.is_empty() {
+        let id = match self.id(key) {
+            Some(id) => {
+                if self.lanes[id as usize].entries.is_empty() {
                     self.empty -= 1;
                 }
-                lane
+                id
             }
-            Entry::Vacant(v) => v.insert(Lane {
-                entries: self.spare.pop().unwrap_or_default(),
-                stale: 0,
-            }),
+            None => self.new_lane(key),
         };
+        let lane = &mut self.lanes[id as usize];
         debug_assert!(lane.entries.back().is_none_or(|b| b.seq < r.seq));
         lane.entries.push_back(r);
+    }
+
+    /// A lane for `key`, which has none.
+    fn new_lane(&mut self, key: K) -> u32 {
+        let lane = Lane {
+            entries: self.spare.pop().unwrap_or_default(),
+            stale: 0,
+        };
+        let id = match self.free_ids.pop() {
+            Some(id) => {
+                self.lanes[id as usize] = lane;
+                id
+            }
+            None => {
+                self.lanes.push(lane);
+                (self.lanes.len() - 1) as u32
+            }
+        };
+        self.ids.insert(key, id);
+        self.last = Some((key, id));
+        id
     }
 
     /// The earliest live entry of the lane. Stale entries in front of it are
@@ -94,7 +146,7 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
         is_live: impl Fn(Ref) -> bool,
         examined: &mut u64,
     ) -> Option<Ref> {
-        let lane = self.lanes.get_mut(&key)?;
+        let lane = self.lane_mut(key)?;
         if lane.entries.is_empty() {
             return None;
         }
@@ -130,16 +182,17 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
 
     /// Every entry of a lane, live and stale, in sequence order.
     pub(crate) fn entries(&self, key: K) -> impl Iterator<Item = Ref> + '_ {
-        self.lanes
+        self.ids
             .get(&key)
             .into_iter()
-            .flat_map(|lane| lane.entries.iter().copied())
+            .flat_map(|&id| self.lanes[id as usize].entries.iter().copied())
     }
 
     /// Pops the head that [`head`](Self::head) just returned. The caller has
     /// already removed the entry from the slab.
     pub(crate) fn pop_head(&mut self, key: K, is_live: impl Fn(Ref) -> bool) {
-        if let Some(lane) = self.lanes.get_mut(&key) {
+        if let Some(id) = self.id(key) {
+            let lane = &mut self.lanes[id as usize];
             lane.entries.pop_front();
             if Self::settle_lane(lane, is_live, &mut self.compacted) {
                 self.emptied();
@@ -157,7 +210,8 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
         is_live: impl Fn(Ref) -> bool,
         examined: &mut u64,
     ) -> Option<Ref> {
-        let lane = self.lanes.get_mut(&key)?;
+        let id = self.id(key)?;
+        let lane = &mut self.lanes[id as usize];
         if lane.entries.is_empty() {
             return None;
         }
@@ -174,7 +228,7 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
     /// `r`, an entry of this lane, was removed from the slab through some
     /// other path.
     pub(crate) fn mark_stale(&mut self, key: K, r: Ref, is_live: impl Fn(Ref) -> bool) {
-        let Some(lane) = self.lanes.get_mut(&key) else {
+        let Some(lane) = self.lane_mut(key) else {
             debug_assert!(false, "a live entry missing from its lane");
             return;
         };
@@ -190,9 +244,10 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
 
     /// Restores the invariant for one lane after it lost a live entry.
     fn settle(&mut self, key: K, is_live: impl Fn(Ref) -> bool) {
-        let Some(lane) = self.lanes.get_mut(&key) else {
+        let Some(id) = self.id(key) else {
             return;
         };
+        let lane = &mut self.lanes[id as usize];
         if Self::settle_lane(lane, is_live, &mut self.compacted) {
             self.emptied();
         }
@@ -222,42 +277,48 @@ impl<K: Hash + Eq + Copy> LaneMap<K> {
     /// in the map, after at least as many lanes emptied: amortized O(1).
     fn emptied(&mut self) {
         self.empty += 1;
-        let in_use = self.lanes.len() - self.empty;
+        let in_use = self.ids.len() - self.empty;
         if self.empty <= EMPTY_KEEP.max(in_use) {
             return;
         }
-        let spare = &mut self.spare;
-        self.lanes.retain(|_, lane| {
+        let (spare, lanes, free_ids) = (&mut self.spare, &mut self.lanes, &mut self.free_ids);
+        self.ids.retain(|_, &mut id| {
+            let lane = &mut lanes[id as usize];
             if !lane.entries.is_empty() {
                 return true;
             }
-            if spare.len() < SPARE_LANES && lane.entries.capacity() <= SPARE_CAPACITY {
-                spare.push(std::mem::take(&mut lane.entries));
+            let entries = std::mem::take(&mut lane.entries);
+            if spare.len() < SPARE_LANES && entries.capacity() <= SPARE_CAPACITY {
+                spare.push(entries);
             }
+            free_ids.push(id);
             false
         });
+        self.last = None;
         self.empty = 0;
     }
 
     /// Number of lanes in use (with at least one entry).
     #[cfg(test)]
     pub(crate) fn lane_count(&self) -> usize {
-        self.lanes
+        self.ids
             .values()
-            .filter(|l| !l.entries.is_empty())
+            .filter(|&&id| !self.lanes[id as usize].entries.is_empty())
             .count()
     }
 
     /// Number of lanes in the map, empty ones included.
     #[cfg(test)]
     pub(crate) fn map_len(&self) -> usize {
-        self.lanes.len()
+        self.ids.len()
     }
 
     /// Entries (live and stale) in one lane.
     #[cfg(test)]
     pub(crate) fn lane_len(&self, key: K) -> usize {
-        self.lanes.get(&key).map_or(0, |l| l.entries.len())
+        self.ids
+            .get(&key)
+            .map_or(0, |&id| self.lanes[id as usize].entries.len())
     }
 
     #[cfg(test)]
