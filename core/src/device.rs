@@ -282,17 +282,6 @@ pub trait Device {
     /// Ends the armed state (called after waking, before progressing).
     fn disarm(&mut self);
 
-    /// True when a [`Device::progress`] call made now would certainly find
-    /// nothing: no packet waiting, no operation in flight, nothing due. A
-    /// cheap look (a few loads) that a spinning waiter, or a test, makes
-    /// instead of a progress call. `false` (the default) is always correct;
-    /// a `true` that a packet arriving just after makes stale only defers it
-    /// to the next look; and a device whose progress has periodic duties
-    /// (liveness checks) answers `false` every so often so that they run.
-    fn quiet_now(&mut self) -> bool {
-        false
-    }
-
     /// The fd that becomes readable when an armed device has events.
     fn wait_fd(&self) -> Option<i32>;
 

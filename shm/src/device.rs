@@ -20,8 +20,6 @@ use crate::rdma::Rdma;
 pub(crate) const NOT_LOCAL: u32 = u32::MAX;
 /// Progress calls between looks at the clock for the liveness check.
 const LIVENESS_CLOCK_EVERY: u32 = 64;
-/// See [`ShmDevice::looks`].
-const LOOKS_PER_PROGRESS: u32 = 64;
 /// The longest a polling rank goes without checking its peers' liveness.
 const LIVENESS_MAX_AGE: std::time::Duration = std::time::Duration::from_millis(5);
 
@@ -89,10 +87,6 @@ pub struct ShmDevice {
     /// `%` by the interval would cost a division on every call).
     pub(crate) until_liveness: u32,
     pub(crate) calls: u32,
-    /// `quiet_now` looks since the last progress call: every
-    /// [`LOOKS_PER_PROGRESS`]th answers `false`, so that a caller that only
-    /// looks still makes the progress calls the liveness checks count.
-    pub(crate) looks: u32,
     pub(crate) check_now: bool,
     /// When the peers' liveness was last checked: a rank that polls
     /// instead of sleeping (work pushed back, an oversubscribed node where
@@ -479,7 +473,6 @@ impl Device for ShmDevice {
             events += self.rdma.progress(sink);
         }
         self.calls = self.calls.wrapping_add(1);
-        self.looks = 0;
         self.until_liveness = self.until_liveness.saturating_sub(1);
         let periodic = self.until_liveness == 0
             || (self.calls % LIVENESS_CLOCK_EVERY == 0
@@ -517,39 +510,6 @@ impl Device for ShmDevice {
         }
         self.wake.armed = true;
         Ok(Armed::Sleep)
-    }
-
-    /// Looks at what `progress` would: the fastbox rings of every local
-    /// peer (up to [`ACTIVE_MAX`](crate::active::ACTIVE_MAX) of them; a
-    /// larger node always answers `false`, since its quiet peers are polled
-    /// in turn by the full progress), the receive queue, and work in flight.
-    #[inline]
-    fn quiet_now(&mut self) -> bool {
-        self.looks += 1;
-        if self.looks >= LOOKS_PER_PROGRESS
-            || self.broken.is_some()
-            || self.check_now
-            || self.until_liveness <= 1
-            || self.rdma.has_work()
-            || self.failures.has_unreported()
-            || !self.active.everyone()
-        {
-            return false;
-        }
-        let (seg, me) = (&self.seg, self.me);
-        let rings_quiet = self.fb_slots == 0
-            || self.lanes.iter().enumerate().all(|(p, lane)| {
-                // Consumed slots not yet freed (`rx_used`) wait for the next
-                // real progress call: a sender finding its ring full sends
-                // a cell meanwhile.
-                // (A ring whose every slot is used shows a consumed packet
-                // at `rx_slot`: not quiet, and the progress call frees.)
-                lane.poisoned
-                    || seg
-                        .fb_ctrl(p as u32, me, lane.rx_slot)
-                        .is_none_or(|ctrl| fastbox::peek(ctrl) == 0)
-            });
-        rings_quiet && self.seg.queue_quiet(&self.consumer)
     }
 
     fn disarm(&mut self) {

@@ -241,13 +241,6 @@ impl Segment {
         Ok((Consumer { rank: r }, pool))
     }
 
-    /// True if the consumer's receive queue looks empty (see
-    /// `Queue::looks_empty`).
-    #[inline]
-    pub(crate) fn queue_quiet(&self, c: &Consumer) -> bool {
-        self.recv_queue(c.rank).is_some_and(|q| q.looks_empty())
-    }
-
     /// Pops the consumer's receive queue. A popped index that is not a cell
     /// is reported as [`Corrupt`].
     #[inline]

@@ -224,16 +224,6 @@ impl<'a, L: Link> Queue<'a, L> {
         Ok(Pop::Busy)
     }
 
-    /// Consumer: true if nothing is queued or being pushed (plain loads: a
-    /// look for a spinning waiter, not a fence; a push that starts after it
-    /// is seen by the next `pop`).
-    #[inline]
-    pub(crate) fn looks_empty(&self) -> bool {
-        // Relaxed: `head` is consumer-private; a push exchanges `tail`
-        // first, so an unchanged stub tail means no push has begun.
-        self.head.load(Relaxed) == self.stub && self.tail.load(Relaxed) == self.stub
-    }
-
     /// Consumer: raises `sleeping`, then checks the queue. Returns `true` if
     /// the queue is empty: from now on a [`push_notify`](Self::push_notify)
     /// reports that the consumer must be signalled, until

@@ -651,7 +651,6 @@ fn finish(
         until_liveness: opts.liveness_interval,
         node: crate::node::Nodes::new(opts.dir.clone(), a.key),
         calls: 0,
-        looks: 0,
         check_now: false,
         last_liveness: std::time::Instant::now(),
         max_parked: geo.cells_per_rank / 2,

@@ -439,18 +439,6 @@ impl<D: Device> Engine<D> {
         Ok((self.st.events - before) as usize)
     }
 
-    /// True when [`Engine::progress`] would certainly do nothing now: no
-    /// queued work, no collective running, and a device with nothing
-    /// waiting ([`Device::quiet_now`]). A spinning waiter's cheap look.
-    #[inline]
-    pub fn quiet_now(&mut self) -> bool {
-        !self.armed
-            && self.st.outbox.is_empty()
-            && self.st.colls_active.is_empty()
-            && self.st.node_active.is_empty()
-            && self.device.quiet_now()
-    }
-
     /// `MPID_DeviceCheck`: see the module docs.
     ///
     /// # Errors

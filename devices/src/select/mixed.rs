@@ -198,11 +198,6 @@ impl<L: Device, N: Device> Device for Mixed<L, N> {
         self.net.disarm();
     }
 
-    #[inline]
-    fn quiet_now(&mut self) -> bool {
-        self.node.quiet_now() && self.net.quiet_now()
-    }
-
     /// A single fd only when one device has none (then the job must poll
     /// anyway: see [`Mixed::wait_fds`], which the waiter uses).
     fn wait_fd(&self) -> Option<i32> {

@@ -197,11 +197,6 @@ impl Device for NodeDevice {
     }
 
     #[inline]
-    fn quiet_now(&mut self) -> bool {
-        each!(self, d => d.quiet_now())
-    }
-
-    #[inline]
     fn wait_fd(&self) -> Option<i32> {
         each!(self, d => d.wait_fd())
     }
