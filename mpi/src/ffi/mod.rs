@@ -45,6 +45,7 @@ mod post;
 mod req;
 mod request;
 mod status;
+mod typedecode;
 mod types;
 mod waiting;
 
