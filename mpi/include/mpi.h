@@ -251,6 +251,16 @@ enum {
     MPI_COMM_TYPE_RESOURCE_GUIDED = 224
 };
 
+/* Array datatypes: orders and distributions */
+enum {
+    MPI_ORDER_C = 12,
+    MPI_ORDER_FORTRAN = 15,
+    MPI_DISTRIBUTE_NONE = 16,
+    MPI_DISTRIBUTE_BLOCK = 17,
+    MPI_DISTRIBUTE_CYCLIC = 18,
+    MPI_DISTRIBUTE_DFLT_DARG = 19
+};
+
 /* Datatype decoding combiners (MPI_Type_get_envelope) */
 enum {
     MPI_COMBINER_NAMED = 101,
@@ -354,6 +364,7 @@ int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
 int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
 int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
 int MPI_Topo_test(MPI_Comm comm, int *status);
+int MPI_Dims_create(int nnodes, int ndims, int dims[]);
 int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm);
 int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);
@@ -463,6 +474,8 @@ int MPI_Type_create_indexed_block(int count, int blocklength, const int array_of
 int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype);
 int MPI_Type_create_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype);
 int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype);
+int MPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[], const int array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype);
 int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
 int MPI_Type_commit(MPI_Datatype *datatype);
 int MPI_Type_free(MPI_Datatype *datatype);
@@ -629,6 +642,7 @@ int PMPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
 int PMPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
 int PMPI_Comm_test_inter(MPI_Comm comm, int *flag);
 int PMPI_Topo_test(MPI_Comm comm, int *status);
+int PMPI_Dims_create(int nnodes, int ndims, int dims[]);
 int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm);
 int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
 int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);
@@ -734,6 +748,8 @@ int PMPI_Type_create_indexed_block(int count, int blocklength, const int array_o
 int PMPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype);
 int PMPI_Type_create_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype);
 int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype);
+int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[], const int array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype);
 int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
 int PMPI_Type_commit(MPI_Datatype *datatype);
 int PMPI_Type_free(MPI_Datatype *datatype);

@@ -7,6 +7,7 @@
 //! shared with its table entry (`Arc`), so an operation in flight keeps its
 //! layout even if the program frees the handle.
 
+pub mod array;
 pub mod derived;
 pub mod pack;
 pub mod predefined;

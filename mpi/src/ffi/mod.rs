@@ -45,6 +45,8 @@ mod post;
 mod req;
 mod request;
 mod status;
+mod topo;
+mod typearray;
 mod typedecode;
 mod types;
 mod waiting;
