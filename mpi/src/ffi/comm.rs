@@ -266,6 +266,8 @@ mpi_fn! {
         }
         let c = rt.comm_arc(h)?;
         delete_all(rt, h, &c).map_err(|f| f.on(h))?;
+        // A buffer attached to it is flushed and detached (MPI 4.1).
+        super::commbuf::freed(&c.comm);
         let obj = rt.comms
             .with(|t| t.remove(h))?
             .map_err(|b| Fail::handle(MPI_ERR_COMM, b, "communicator"))?;

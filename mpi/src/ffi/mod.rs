@@ -29,6 +29,7 @@ mod buf;
 mod cell;
 mod coll;
 mod comm;
+mod commbuf;
 mod env;
 mod errors;
 mod greq;
@@ -53,7 +54,7 @@ mod typedecode;
 mod types;
 mod waiting;
 
-pub(crate) use bsend::{detach as detach_buffer, Attached};
+pub(crate) use bsend::{detach_all as detach_buffers, Attached};
 pub(crate) use cell::mark_main_thread;
 pub use cell::LevelCell;
 pub use coll::reduction::UserOpObj;

@@ -49,6 +49,9 @@ pub(crate) enum State {
     /// A generalized request (`MPI_Grequest_start`): complete once the
     /// program calls `MPI_Grequest_complete`.
     Greq(Box<super::greq::Greq>),
+    /// `MPI_Buffer_iflush` / `MPI_Comm_iflush_buffer`: polled until the
+    /// buffer has no message in flight.
+    Flush(Box<super::commbuf::Flush>),
 }
 
 impl ReqObj {
@@ -147,7 +150,7 @@ impl ReqObj {
     }
 
     /// Polls a request the C layer completes itself once: an
-    /// `MPI_Comm_idup` or `MPI_Isendrecv` that is done becomes
+    /// `MPI_Comm_idup`, `MPI_Isendrecv` or buffer flush that is done becomes
     /// [`State::Ready`]; a generalized request is pending until the program
     /// completes it. True if it is still pending.
     pub(crate) fn poll_pending(&mut self) -> Res<bool> {
@@ -167,6 +170,13 @@ impl ReqObj {
                 };
             }
             State::Greq(g) => return Ok(!g.is_complete()),
+            State::Flush(f) => {
+                if !f.done().map_err(|e| e.on(self.comm))? {
+                    return Ok(true);
+                }
+                self.state = State::Ready(MpiStatus::EMPTY);
+                return Ok(false);
+            }
             _ => return Ok(false),
         };
         // SAFETY: the `MPI_Comm *` of the idup call stays valid until its

@@ -59,7 +59,7 @@ pub(crate) fn wait_one(obj: &mut ReqObj) -> Res<Report> {
             obj.poll_pending()?;
             Ok(obj.complete_ready().unwrap_or_else(Report::empty))
         }
-        State::Idup(_) | State::Greq(_) => {
+        State::Idup(_) | State::Greq(_) | State::Flush(_) => {
             while obj.poll_pending()? {
                 std::thread::yield_now();
             }
@@ -77,7 +77,7 @@ pub(crate) fn test_one(obj: &mut ReqObj) -> Res<Option<Report>> {
         },
         State::Ready(_) => Ok(obj.complete_ready()),
         State::Inactive => Ok(Some(Report::empty())),
-        State::Idup(_) | State::Pair(_) | State::Greq(_) => {
+        State::Idup(_) | State::Pair(_) | State::Greq(_) | State::Flush(_) => {
             if obj.poll_pending()? {
                 return Ok(None);
             }
@@ -206,7 +206,7 @@ pub(crate) fn peek_one(obj: &mut ReqObj) -> Res<Option<MpiStatus>> {
         },
         State::Ready(s) => Ok(Some(*s)),
         State::Inactive => Ok(Some(MpiStatus::EMPTY)),
-        State::Idup(_) => Ok((!obj.poll_pending()?).then_some(MpiStatus::EMPTY)),
+        State::Idup(_) | State::Flush(_) => Ok((!obj.poll_pending()?).then_some(MpiStatus::EMPTY)),
         State::Pair(_) => match obj.poll_pending()? {
             true => Ok(None),
             false => peek_one(obj),
