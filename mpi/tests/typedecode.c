@@ -2,7 +2,7 @@
  * predefined types (MPI_COMBINER_NAMED, no contents) and on every
  * constructor, with the arguments as given; returned derived types are new
  * handles (freed here, still usable after the original is freed),
- * predefined ones are themselves. */
+ * predefined ones are themselves. MPI_Type_get_value_index. */
 #include "check.h"
 #include <string.h>
 
@@ -174,6 +174,16 @@ int main(int argc, char **argv) {
         if (in) EQ(dst[i], src[i]); else EQ(dst[i], -1);
     }
     release(&c);
+
+    /* Type_get_value_index: the predefined pair types, or null. */
+    MPI_Datatype pair;
+    OK(MPI_Type_get_value_index(MPI_DOUBLE, MPI_INT, &pair)); TRUE(pair == MPI_DOUBLE_INT);
+    OK(MPI_Type_get_value_index(MPI_INT, MPI_INT, &pair)); TRUE(pair == MPI_2INT);
+    OK(MPI_Type_get_value_index(MPI_SHORT, MPI_INT, &pair)); TRUE(pair == MPI_SHORT_INT);
+    OK(MPI_Type_get_value_index(MPI_REAL, MPI_INTEGER, &pair)); TRUE(pair == MPI_2REAL);
+    OK(MPI_Type_get_value_index(MPI_FLOAT, MPI_FLOAT, &pair)); TRUE(pair == MPI_DATATYPE_NULL);
+    OK(MPI_Type_get_value_index(MPI_CHAR, MPI_INT, &pair)); TRUE(pair == MPI_DATATYPE_NULL);
+    ERR(MPI_ERR_TYPE, MPI_Type_get_value_index(MPI_DATATYPE_NULL, MPI_INT, &pair));
 
     MPI_Datatype all[] = {contig, idx, hidx, blk, hblk, strct, rsz, dup1, dup2};
     for (unsigned i = 0; i < sizeof all / sizeof all[0]; i++) OK(MPI_Type_free(&all[i]));

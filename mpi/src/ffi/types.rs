@@ -473,3 +473,30 @@ pub extern "C" fn PMPI_Aint_diff(addr1: isize, addr2: isize) -> isize {
 pub extern "C" fn MPI_Aint_diff(addr1: isize, addr2: isize) -> isize {
     PMPI_Aint_diff(addr1, addr2)
 }
+
+mpi_fn! {
+    /// `MPI_Type_get_value_index` (MPI 4.1): the predefined value-index
+    /// pair type for `MPI_MINLOC`/`MPI_MAXLOC` (`MPI_FLOAT_INT`, ...,
+    /// `MPI_2INT` with `MPI_INT` indices; `MPI_2REAL`,
+    /// `MPI_2DOUBLE_PRECISION`, `MPI_2INTEGER` with `MPI_INTEGER`), or
+    /// `MPI_DATATYPE_NULL` when no predefined pair type exists.
+    MPI_Type_get_value_index / PMPI_Type_get_value_index(value_type: usize, index_type: usize, pair_type: *mut usize) {
+        let rt = rt()?;
+        rt.any_type(value_type)?;
+        rt.any_type(index_type)?;
+        let pair = match (value_type, index_type) {
+            (0x210, 0x209) => 0x228, // FLOAT, INT: FLOAT_INT
+            (0x214, 0x209) => 0x229, // DOUBLE: DOUBLE_INT
+            (0x20a, 0x209) => 0x22a, // LONG: LONG_INT
+            (0x209, 0x209) => 0x22b, // INT: 2INT
+            (0x208, 0x209) => 0x22c, // SHORT: SHORT_INT
+            (0x220, 0x209) => 0x22d, // LONG_DOUBLE: LONG_DOUBLE_INT
+            (0x21a, 0x219) => 0x230, // REAL, INTEGER: 2REAL
+            (0x21c, 0x219) => 0x231, // DOUBLE_PRECISION: 2DOUBLE_PRECISION
+            (0x219, 0x219) => 0x232, // INTEGER: 2INTEGER
+            _ => MPI_DATATYPE_NULL,
+        };
+        // SAFETY: out-argument.
+        unsafe { put(pair_type, pair) }
+    }
+}
