@@ -1,7 +1,7 @@
-/* The small MPI 4.x calls: MPI_Pcontrol, MPI_Dims_create,
- * MPI_Info_create_env, MPI_Get_hw_resource_info, MPI_Buffer_flush /
- * MPI_Buffer_iflush, and buffers attached to a communicator
- * (MPI_Comm_attach_buffer, _detach_buffer, _flush_buffer,
+/* The small MPI 4.x calls: names of null handles, MPI_Pcontrol,
+ * MPI_Dims_create, MPI_Info_create_env, MPI_Get_hw_resource_info,
+ * MPI_Buffer_flush / MPI_Buffer_iflush, and buffers attached to a
+ * communicator (MPI_Comm_attach_buffer, _detach_buffer, _flush_buffer,
  * _iflush_buffer). */
 #include "check.h"
 #include <string.h>
@@ -41,6 +41,14 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+
+    /* Null handles have names (MPI 4.1). */
+    char name[MPI_MAX_OBJECT_NAME];
+    int namelen;
+    OK(MPI_Comm_get_name(MPI_COMM_NULL, name, &namelen));
+    TRUE(strcmp(name, "MPI_COMM_NULL") == 0); EQ(namelen, 13);
+    OK(MPI_Type_get_name(MPI_DATATYPE_NULL, name, &namelen));
+    TRUE(strcmp(name, "MPI_DATATYPE_NULL") == 0);
 
     /* Pcontrol: nothing to do, any level, extra arguments ignored. */
     OK(MPI_Pcontrol(0));

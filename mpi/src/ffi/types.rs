@@ -138,10 +138,12 @@ mpi_fn! {
 
 mpi_fn! {
     /// `MPI_Type_get_name`: a predefined type's standard name (or the name
-    /// the program gave it); a derived type's name, empty if none.
+    /// the program gave it); a derived type's name, empty if none;
+    /// `"MPI_DATATYPE_NULL"` for `MPI_DATATYPE_NULL` (MPI 4.1).
     MPI_Type_get_name / PMPI_Type_get_name(datatype: usize, type_name: *mut c_char, resultlen: *mut c_int) {
         let rt = rt()?;
         let name = match predefined(datatype) {
+            None if datatype == MPI_DATATYPE_NULL => "MPI_DATATYPE_NULL".to_owned(),
             Some(p) => rt
                 .type_names
                 .with(|n| n.iter().find(|(h, _)| *h == datatype).map(|(_, s)| s.clone()))?
