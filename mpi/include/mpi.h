@@ -237,7 +237,7 @@ enum {
 
 /* Topology kinds (MPI_Topo_test): ferry makes no topologies, so
  * MPI_Topo_test always answers MPI_UNDEFINED; the constructors are not
- * declared. */
+ * declared (MPI_Dims_create, which needs no topology, is). */
 enum {
     MPI_CART = 211,
     MPI_GRAPH = 212,
