@@ -13,7 +13,7 @@
 //!   handlers.
 //! - [`datatype`]: predefined and derived datatypes, packing; [`reduce`]:
 //!   which ferry reduction serves a predefined op on a type; [`attr`]:
-//!   attribute keys; [`info`]: `MPI_Info`.
+//!   attribute keys; [`info`]: `MPI_Info`; [`dims`]: `MPI_Dims_create`.
 //! - `ffi`: every exported function, and all of this crate's `unsafe`:
 //!   the lock-free tables (`cell`), request objects and their completion
 //!   (`req`, `post`, `request`, `multi`), point-to-point (`p2p`,
@@ -34,6 +34,7 @@
 pub mod abi;
 pub mod attr;
 pub mod datatype;
+pub mod dims;
 pub mod errhandler;
 pub mod error;
 #[allow(unsafe_code)]

@@ -268,7 +268,7 @@ impl Runtime {
     /// Finalized twice, or ferry's finalize failed.
     pub fn finalize(&self) -> Res {
         // Buffered messages go out before the world does.
-        crate::ffi::detach_buffer(self)?;
+        crate::ffi::detach_buffers(self)?;
         let world = lock(&self.world).take();
         let Some(world) = world else {
             return Err(Fail::new(MPI_ERR_OTHER, "MPI_Finalize called twice"));

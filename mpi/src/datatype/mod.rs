@@ -7,9 +7,11 @@
 //! shared with its table entry (`Arc`), so an operation in flight keeps its
 //! layout even if the program frees the handle.
 
+pub mod array;
 pub mod derived;
 pub mod pack;
 pub mod predefined;
+pub mod recipe;
 
 use std::borrow::Cow;
 use std::ffi::c_int;
@@ -17,6 +19,7 @@ use std::sync::Arc;
 
 pub use derived::{Block, Builder, Layout};
 pub use predefined::{bytes, count_of, int_count, lookup, predefined, Elem, Predefined, ALL};
+pub use recipe::{combiner, Recipe, TypeArg};
 
 use crate::abi::class::*;
 use crate::error::{Fail, Res};
@@ -31,6 +34,8 @@ pub struct TypeEntry {
     pub committed: bool,
     /// `MPI_Type_set_name`.
     pub name: String,
+    /// How it was made (`MPI_Type_get_contents`).
+    pub recipe: Arc<Recipe>,
 }
 
 /// A datatype an operation uses; see the module docs.
@@ -173,16 +178,39 @@ impl Runtime {
             })?
     }
 
-    /// Stores a new (uncommitted) derived datatype; its handle.
+    /// A datatype argument of a constructor, kept as it is now (see
+    /// [`recipe`]).
+    ///
+    /// # Errors
+    /// As for [`Runtime::any_type`].
+    pub fn type_arg(&self, handle: usize) -> Res<TypeArg> {
+        if let Some(p) = predefined(handle) {
+            return Ok(TypeArg::Named(p));
+        }
+        self.types
+            .with(|t| t.get(handle).map(|e| TypeArg::Derived(e.clone())))?
+            .map_err(|b| Fail::handle(MPI_ERR_TYPE, b, "datatype"))
+    }
+
+    /// Stores a new (uncommitted) derived datatype made by `recipe`; its
+    /// handle.
     ///
     /// # Errors
     /// `MPI_ERR_INTERN` if the table is full.
-    pub fn add_type(&self, layout: Layout) -> Res<usize> {
-        let entry = TypeEntry {
+    pub fn add_type(&self, layout: Layout, recipe: Recipe) -> Res<usize> {
+        self.insert_type(TypeEntry {
             layout: Arc::new(layout),
             committed: false,
             name: String::new(),
-        };
+            recipe: Arc::new(recipe),
+        })
+    }
+
+    /// Stores a datatype entry; its handle.
+    ///
+    /// # Errors
+    /// `MPI_ERR_INTERN` if the table is full.
+    pub fn insert_type(&self, entry: TypeEntry) -> Res<usize> {
         self.types
             .with(|t| t.insert(entry))?
             .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many datatypes"))

@@ -10,10 +10,16 @@
 //! `MPI_Buffer_detach` waits until every buffered message is sent.
 //! `MPI_BUFFER_AUTOMATIC` (MPI 4.1) attaches no memory: each message gets
 //! a buffer of its own.
+//!
+//! A buffer attached to a communicator (MPI 4.1, `commbuf.rs`) serves the
+//! buffered sends on it before the process's buffer; those are kept here
+//! by the communicator's context id.
 
 use std::ffi::{c_int, c_void};
 
 use ferry::{Comm, Request, SendMode};
+
+use std::sync::Mutex;
 
 use super::buf::{pack_into, send_data, SendData};
 use super::{mpi_fn, put};
@@ -21,13 +27,16 @@ use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus, MPI_PROC_NULL};
 use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
-use crate::state::{rt, Runtime};
+use crate::state::{lock, rt, Runtime};
 
 /// `MPI_BSEND_OVERHEAD` (the ABI's value).
 pub const OVERHEAD: usize = 512;
 
 /// `MPI_BUFFER_AUTOMATIC`.
 const AUTOMATIC: usize = 2;
+
+/// The buffers attached to communicators, by context id.
+pub(crate) static COMM_BUFS: Mutex<Vec<(u32, Attached)>> = Mutex::new(Vec::new());
 
 /// The attached buffer and the messages in flight from it.
 #[derive(Debug)]
@@ -39,6 +48,46 @@ pub(crate) struct Attached {
 }
 
 impl Attached {
+    /// The buffer `MPI_Buffer_attach(buffer, size)` (or a communicator's
+    /// attach) describes.
+    pub(crate) fn new(buffer: *mut c_void, size: c_int) -> Res<Attached> {
+        let size = usize::try_from(size)
+            .map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid buffer size {size}")))?;
+        let region = match buffer as usize {
+            AUTOMATIC => None,
+            0 if size > 0 => {
+                return Err(Fail::new(
+                    MPI_ERR_BUFFER,
+                    "a null buffer with a non-zero size",
+                ))
+            }
+            b => Some((b, size)),
+        };
+        Ok(Attached {
+            region,
+            pending: Vec::new(),
+        })
+    }
+
+    /// `(address, size)` as detach gives them back.
+    pub(crate) fn region(&self) -> (usize, usize) {
+        self.region.unwrap_or((AUTOMATIC, 0))
+    }
+
+    /// Waits until every message in flight is sent (a failure has no
+    /// request to report it on).
+    pub(crate) fn flush(&mut self) {
+        for (_, _, mut r) in self.pending.drain(..) {
+            let _ = r.wait();
+        }
+    }
+
+    /// True once every message in flight is sent.
+    pub(crate) fn flushed(&mut self) -> bool {
+        self.reap();
+        self.pending.is_empty()
+    }
+
     /// Drops the messages that were sent.
     fn reap(&mut self) {
         self.pending
@@ -82,24 +131,54 @@ pub(crate) unsafe fn bsend(
         return Ok(MpiStatus::EMPTY);
     }
     let (dest, tag) = (rank_in(dest), tag_in(tag));
+    {
+        let mut bufs = lock(&COMM_BUFS);
+        if let Some((_, a)) = bufs.iter_mut().find(|(k, _)| *k == c.context()) {
+            // SAFETY: forwarded.
+            return unsafe { place(a, c, buf, count, ty, len, dest, tag) };
+        }
+    }
     rt.bsend.with(|slot| {
         let a = slot.as_mut().ok_or_else(|| {
-            Fail::new(MPI_ERR_BUFFER, "a buffered send with no buffer attached (MPI_Buffer_attach)")
+            Fail::new(
+                MPI_ERR_BUFFER,
+                "a buffered send with no buffer attached (MPI_Buffer_attach)",
+            )
         })?;
-        a.reap();
-        let Some((base, size)) = a.region else {
-            // SAFETY: forwarded.
-            let v = match unsafe { send_data(buf, count, ty)? } {
-                // SAFETY: as above.
-                raw @ SendData::Raw { .. } => unsafe { raw.bytes() }.to_vec(),
-                SendData::Packed(v) => v,
-            };
-            let req = c.isend(v, dest, tag)?;
-            a.pending.push((0, 0, req));
-            return Ok(MpiStatus::EMPTY);
+        // SAFETY: forwarded.
+        unsafe { place(a, c, buf, count, ty, len, dest, tag) }
+    })?
+}
+
+/// Copies a buffered message into `a` and sends it from there.
+///
+/// # Safety
+/// As for [`bsend`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn place(
+    a: &mut Attached,
+    c: &Comm,
+    buf: *const c_void,
+    count: usize,
+    ty: &TypeRef,
+    len: usize,
+    dest: ferry::Rank,
+    tag: ferry::Tag,
+) -> Res<MpiStatus> {
+    a.reap();
+    let Some((base, size)) = a.region else {
+        // SAFETY: forwarded.
+        let v = match unsafe { send_data(buf, count, ty)? } {
+            // SAFETY: as above.
+            raw @ SendData::Raw { .. } => unsafe { raw.bytes() }.to_vec(),
+            SendData::Packed(v) => v,
         };
-        let need = len + OVERHEAD;
-        let off = a.fit(need, size).ok_or_else(|| {
+        let req = c.isend(v, dest, tag)?;
+        a.pending.push((0, 0, req));
+        return Ok(MpiStatus::EMPTY);
+    };
+    let need = len + OVERHEAD;
+    let off = a.fit(need, size).ok_or_else(|| {
             Fail::msg(
                 MPI_ERR_BUFFER,
                 format!(
@@ -108,35 +187,42 @@ pub(crate) unsafe fn bsend(
                 ),
             )
         })?;
-        let at = (base + off) as *mut u8;
-        if len > 0 {
-            // SAFETY: `[off, off + len)` lies in the attached buffer (fit)
-            // and no message in flight uses it; the program gave the buffer
-            // to MPI until it detaches it.
-            let out = unsafe { std::slice::from_raw_parts_mut(at, len) };
-            // SAFETY: forwarded.
-            unsafe { pack_into(buf, count, ty, out)? };
-        }
-        // SAFETY: as above: the bytes stay untouched until the send
-        // completes (detach waits for it).
-        let req = unsafe { c.isend_raw(at, len, dest, tag, SendMode::Standard)? };
-        let i = a.pending.partition_point(|p| p.0 < off);
-        a.pending.insert(i, (off, need, req));
-        Ok(MpiStatus::EMPTY)
-    })?
+    let at = (base + off) as *mut u8;
+    if len > 0 {
+        // SAFETY: `[off, off + len)` lies in the attached buffer (fit)
+        // and no message in flight uses it; the program gave the buffer
+        // to MPI until it detaches it.
+        let out = unsafe { std::slice::from_raw_parts_mut(at, len) };
+        // SAFETY: forwarded.
+        unsafe { pack_into(buf, count, ty, out)? };
+    }
+    // SAFETY: as above: the bytes stay untouched until the send
+    // completes (detach waits for it).
+    let req = unsafe { c.isend_raw(at, len, dest, tag, SendMode::Standard)? };
+    let i = a.pending.partition_point(|p| p.0 < off);
+    a.pending.insert(i, (off, need, req));
+    Ok(MpiStatus::EMPTY)
 }
 
 /// Detaches the buffer, waiting for its messages: `(address, size)`, or
 /// `None` if none was attached.
 pub(crate) fn detach(rt: &Runtime) -> Res<Option<(usize, usize)>> {
-    let Some(a) = rt.bsend.with(Option::take)? else {
+    let Some(mut a) = rt.bsend.with(Option::take)? else {
         return Ok(None);
     };
-    for (_, _, mut r) in a.pending {
-        // A buffered message's failure has no request to report it on.
-        let _ = r.wait();
+    a.flush();
+    Ok(Some(a.region()))
+}
+
+/// At `MPI_Finalize`: the process's buffer and every communicator's are
+/// flushed and detached.
+pub(crate) fn detach_all(rt: &Runtime) -> Res {
+    detach(rt)?;
+    let bufs = std::mem::take(&mut *lock(&COMM_BUFS));
+    for (_, mut a) in bufs {
+        a.flush();
     }
-    Ok(Some(a.region.unwrap_or((AUTOMATIC, 0))))
+    Ok(())
 }
 
 mpi_fn! {
@@ -144,17 +230,12 @@ mpi_fn! {
     /// message take memory of its own.
     MPI_Buffer_attach / PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) {
         let rt = rt()?;
-        let size = usize::try_from(size).map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid buffer size {size}")))?;
-        let region = match buffer as usize {
-            AUTOMATIC => None,
-            0 if size > 0 => return Err(Fail::new(MPI_ERR_BUFFER, "a null buffer with a non-zero size")),
-            b => Some((b, size)),
-        };
+        let a = Attached::new(buffer, size)?;
         rt.bsend.with(|slot| {
             if slot.is_some() {
                 return Err(Fail::new(MPI_ERR_BUFFER, "a buffer is already attached (MPI_Buffer_detach it first)"));
             }
-            *slot = Some(Attached { region, pending: Vec::new() });
+            *slot = Some(a);
             Ok(())
         })?
     }

@@ -266,6 +266,8 @@ mpi_fn! {
         }
         let c = rt.comm_arc(h)?;
         delete_all(rt, h, &c).map_err(|f| f.on(h))?;
+        // A buffer attached to it is flushed and detached (MPI 4.1).
+        super::commbuf::freed(&c.comm);
         let obj = rt.comms
             .with(|t| t.remove(h))?
             .map_err(|b| Fail::handle(MPI_ERR_COMM, b, "communicator"))?;
@@ -311,10 +313,17 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Comm_get_name`: an empty string for an unnamed communicator.
+    /// `MPI_Comm_get_name`: an empty string for an unnamed communicator;
+    /// `"MPI_COMM_NULL"` for `MPI_COMM_NULL` (MPI 4.1).
     MPI_Comm_get_name / PMPI_Comm_get_name [comm] (comm: usize, comm_name: *mut c_char, resultlen: *mut c_int) {
-        let c = rt()?.comm(comm)?;
-        let name = lock(&c.meta).name.clone();
+        let name = if comm == MPI_COMM_NULL {
+            rt()?;
+            "MPI_COMM_NULL".to_owned()
+        } else {
+            let c = rt()?.comm(comm)?;
+            let n = lock(&c.meta).name.clone();
+            n
+        };
         // SAFETY: `comm_name` has MPI_MAX_OBJECT_NAME bytes (the standard's
         // requirement); `resultlen` is an out-argument.
         unsafe { put_str(comm_name, MPI_MAX_OBJECT_NAME, &name, resultlen) }

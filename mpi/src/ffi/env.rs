@@ -245,3 +245,94 @@ mpi_fn! {
         Ok(())
     }
 }
+
+mpi_fn! {
+    /// `MPI_Pcontrol`: profiling control; with no profiling layer of its
+    /// own the library does nothing, which is the standard's meaning of the
+    /// call without one. Callable at any time.
+    ///
+    /// C declares it variadic (`int MPI_Pcontrol(const int level, ...)`);
+    /// the extra arguments are not read. On the System V x86-64 and
+    /// AArch64 Linux calling conventions a variadic call passes `level`
+    /// where this function reads it.
+    MPI_Pcontrol / PMPI_Pcontrol(_level: c_int) {
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_create_env` (MPI 4.0): a new info object with what
+    /// `MPI_INFO_ENV` describes, from `argc`/`argv` (either may be 0/null)
+    /// and the process: `command`, `argv` (the arguments after the command,
+    /// space-separated; left out when there are none), `wdir`, `host`,
+    /// `arch`, and after `MPI_Init` `maxprocs` (the size of
+    /// `MPI_COMM_WORLD`) and `thread_level`.
+    /// Callable before `MPI_Init`; the program frees it with
+    /// `MPI_Info_free`.
+    MPI_Info_create_env / PMPI_Info_create_env(argc: c_int, argv: *mut *mut c_char, info: *mut usize) {
+        if info.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "a null info pointer"));
+        }
+        let n = if argv.is_null() { 0 } else { usize::try_from(argc).unwrap_or(0) };
+        let mut args = Vec::with_capacity(n);
+        for i in 0..n {
+            // SAFETY: `argv` holds `argc` pointers (the caller's promise,
+            // as main's arguments do).
+            let p = unsafe { argv.add(i).read() };
+            if p.is_null() {
+                break;
+            }
+            // SAFETY: a NUL-terminated argument string.
+            args.push(unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned());
+        }
+        let mut i = Info::default();
+        // Values an info cannot hold (empty, or longer than
+        // MPI_MAX_INFO_VAL - 1 bytes) are left out.
+        let mut set = |k: &str, v: &str| {
+            if !v.is_empty() && v.len() < MPI_MAX_INFO_VAL {
+                // Cannot fail: the key is ours, the value's length checked.
+                let _ = i.set(k, v);
+            }
+        };
+        if let Some((command, rest)) = args.split_first() {
+            set("command", command);
+            set("argv", &rest.join(" "));
+        }
+        if let Ok(dir) = std::env::current_dir() {
+            set("wdir", &dir.to_string_lossy());
+        }
+        set("host", &hostname());
+        set("arch", std::env::consts::ARCH);
+        if let Some(rt) = state::rt_any() {
+            set("maxprocs", &rt.size.to_string());
+            let level = match state::level_value(rt.level) {
+                MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
+                MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
+                MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
+                _ => "MPI_THREAD_MULTIPLE",
+            };
+            set("thread_level", level);
+        }
+        let h = lock(&INFOS)
+            .insert(i)
+            .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many info objects"))?;
+        // SAFETY: checked non-null; an out-argument.
+        unsafe { put(info, h) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Get_hw_resource_info` (MPI 4.1): a new, empty info object
+    /// (ferry describes no hardware resources through it; Open MPI's is
+    /// empty too). The program frees it with `MPI_Info_free`.
+    MPI_Get_hw_resource_info / PMPI_Get_hw_resource_info(hw_info: *mut usize) {
+        if hw_info.is_null() {
+            return Err(Fail::new(MPI_ERR_ARG, "a null info pointer"));
+        }
+        let h = lock(&INFOS)
+            .insert(Info::default())
+            .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many info objects"))?;
+        // SAFETY: checked non-null; an out-argument.
+        unsafe { put(hw_info, h) }
+    }
+}

@@ -126,27 +126,23 @@ impl<'a> Lent<'a> {
         )
     }
 
-    /// Polls every `MPI_Comm_idup` entry once (those done become ready);
+    /// Polls every entry the C layer completes itself once (`MPI_Comm_idup`,
+    /// `MPI_Isendrecv`, generalized requests; those done become ready);
     /// true if one is still pending.
-    fn advance_idups(&mut self) -> Res<bool> {
+    fn advance_pending(&mut self) -> Res<bool> {
         let mut pending = false;
         for o in self.s.objs.iter_mut().flatten() {
-            pending |= o.poll_idup()?;
+            pending |= o.poll_pending()?;
         }
         Ok(pending)
     }
 
     /// The first entry that completed inside its call.
     fn first_ready(&self) -> Option<usize> {
-        self.s.objs.iter().position(|o| {
-            matches!(
-                o,
-                Some(ReqObj {
-                    state: State::Ready(_),
-                    ..
-                })
-            )
-        })
+        self.s
+            .objs
+            .iter()
+            .position(|o| o.as_ref().is_some_and(ReqObj::is_ready))
     }
 
     /// Entry `i`'s report, given ferry's completion of its operation (if
@@ -158,7 +154,7 @@ impl<'a> Lent<'a> {
         };
         match (&obj.state, c) {
             (State::Active(_), Some(c)) => finish(obj, c),
-            (State::Ready(_), _) => obj.complete_ready().unwrap_or_else(Report::empty),
+            _ if obj.is_ready() => obj.complete_ready().unwrap_or_else(Report::empty),
             _ => Report::empty(),
         }
     }
@@ -281,7 +277,7 @@ mpi_fn! {
         }
         lent(handles, |lent| {
             let first = lent.first_comm();
-            while lent.advance_idups()? {
+            while lent.advance_pending()? {
                 std::thread::yield_now();
             }
             let _waiting = lent.waiting();
@@ -307,7 +303,7 @@ mpi_fn! {
         }
         lent(handles, |lent| {
             let first = lent.first_comm();
-            if lent.advance_idups()? {
+            if lent.advance_pending()? {
                 // SAFETY: checked non-null.
                 return unsafe { put(flag, 0) };
             }
@@ -371,7 +367,7 @@ mpi_fn! {
         lent(handles, |lent| {
             let first = lent.first_comm();
             let found = loop {
-                let pending = lent.advance_idups()?;
+                let pending = lent.advance_pending()?;
                 if let Some(i) = lent.first_ready() {
                     break Some((i, None));
                 }
@@ -399,13 +395,13 @@ mpi_fn! {
         // SAFETY: the caller's array of `count` requests.
         let (handles, _) = unsafe { arrays(count, array_of_requests, std::ptr::null_mut())? };
         lent(handles, |lent| {
-            let pending = lent.advance_idups()?;
+            let pending = lent.advance_pending()?;
             let tested = match lent.first_ready() {
                 Some(i) => Some(Some((i, None))),
                 None => {
                     let first = lent.first_comm();
                     match ferry::test_any(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))? {
-                        // Every ferry request is inactive, but an idup is not.
+                        // Every ferry request is inactive, but one polled here is not.
                         Some(Outcome::Undefined) if pending => None,
                         t => t.map(any_found),
                     }
@@ -479,13 +475,7 @@ unsafe fn some_result(
     // The entries that completed inside their call first (a ferry
     // completion never leaves an entry ready), then ferry's.
     for i in 0..lent.s.objs.len() {
-        if matches!(
-            lent.s.objs[i],
-            Some(ReqObj {
-                state: State::Ready(_),
-                ..
-            })
-        ) {
+        if lent.s.objs[i].as_ref().is_some_and(ReqObj::is_ready) {
             emit(lent, i, None);
         }
     }
@@ -520,7 +510,7 @@ unsafe fn some(
     lent(handles, |lent| {
         let first = lent.first_comm();
         loop {
-            let pending = lent.advance_idups()?;
+            let pending = lent.advance_pending()?;
             let ready = lent.first_ready().is_some();
             let block = wait && !ready && !pending;
             let _waiting = if block { lent.waiting() } else { None };

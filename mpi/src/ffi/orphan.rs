@@ -1,7 +1,8 @@
 //! Requests the program freed while their operation was pending and still
 //! had a post step to run (a receive staged for a non-contiguous datatype,
-//! a nonblocking collective's copy-out): `MPI_Request_free` hands them
-//! here, and they are finished when they complete.
+//! a nonblocking collective's copy-out, an `MPI_Isendrecv`):
+//! `MPI_Request_free` hands them here, and they are finished when they
+//! complete.
 //!
 //! There is no progress thread of the C layer's own, so orphans are polled
 //! at the end of every MPI call while any exist (one relaxed load per call
@@ -27,7 +28,13 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 pub(crate) fn adopt(rt: &Runtime, mut obj: ReqObj) -> Res {
     // A freed persistent request is not started again.
     obj.make_one_shot();
-    if !obj.post.writes_buffers() || !matches!(obj.state, State::Active(_)) {
+    let keep = match &obj.state {
+        State::Active(_) => obj.post.writes_buffers(),
+        // Its receive half may have a post step of its own.
+        State::Pair(_) => true,
+        _ => false,
+    };
+    if !keep {
         drop(obj);
         return Ok(());
     }
@@ -55,6 +62,14 @@ pub(crate) fn poll() {
                 // The operation failed beyond completing: nothing is left
                 // to finish.
                 Err(_) => {
+                    COUNT.fetch_sub(1, Ordering::Relaxed);
+                    continue;
+                }
+            },
+            State::Pair(_) => match obj.poll_pending() {
+                Ok(true) => None,
+                // Done (its halves finished their post steps) or failed.
+                Ok(false) | Err(_) => {
                     COUNT.fetch_sub(1, Ordering::Relaxed);
                     continue;
                 }

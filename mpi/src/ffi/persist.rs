@@ -302,6 +302,9 @@ mpi_fn! {
 /// Cancels a request's pending operation (`MPI_Cancel`): a receive that
 /// has not matched completes cancelled; anything else goes on.
 pub(crate) fn cancel(h: usize) -> Res {
+    if let Some(r) = super::greq::cancel(h) {
+        return r;
+    }
     let rt = rt()?;
     let obj = lend(rt, h);
     let obj = match obj {
@@ -317,6 +320,7 @@ pub(crate) fn cancel(h: usize) -> Res {
     };
     let r = match &obj.state {
         State::Active(req) => req.cancel().map_err(|e| Fail::from(e).on(obj.comm)),
+        State::Pair(p) => p.cancel().map_err(|f| f.on(obj.comm)),
         _ => Ok(()),
     };
     give_back(rt, h, obj)?;

@@ -43,6 +43,15 @@ pub(crate) enum State {
     Inactive,
     /// `MPI_Comm_idup` in progress: polled until its communicator exists.
     Idup(Box<super::idup::Idup>),
+    /// `MPI_Isendrecv(_replace)`: a send and a receive, polled until both
+    /// complete.
+    Pair(Box<super::pair::Pair>),
+    /// A generalized request (`MPI_Grequest_start`): complete once the
+    /// program calls `MPI_Grequest_complete`.
+    Greq(Box<super::greq::Greq>),
+    /// `MPI_Buffer_iflush` / `MPI_Comm_iflush_buffer`: polled until the
+    /// buffer has no message in flight.
+    Flush(Box<super::commbuf::Flush>),
 }
 
 impl ReqObj {
@@ -103,9 +112,29 @@ impl ReqObj {
         }
     }
 
-    /// The report of a [`State::Ready`] request, which then ends its
-    /// activation.
+    /// True if a completion call can report the request without asking
+    /// ferry: [`State::Ready`], or a generalized request the program
+    /// completed.
+    pub(crate) fn is_ready(&self) -> bool {
+        match &self.state {
+            State::Ready(_) => true,
+            State::Greq(g) => g.is_complete(),
+            _ => false,
+        }
+    }
+
+    /// The report of a ready request (see [`ReqObj::is_ready`]), which then
+    /// ends its activation (a generalized request's query and free
+    /// callbacks run here).
     pub(crate) fn complete_ready(&mut self) -> Option<Report> {
+        if let State::Greq(g) = &self.state {
+            if !g.is_complete() {
+                return None;
+            }
+            let report = g.finish(self.comm);
+            self.end_activation();
+            return Some(report);
+        }
         match self.state {
             State::Ready(status) => {
                 self.end_activation();
@@ -120,11 +149,35 @@ impl ReqObj {
         }
     }
 
-    /// Polls an `MPI_Comm_idup` request once: when its communicator exists
-    /// the request becomes [`State::Ready`]. True if it is still pending.
-    pub(crate) fn poll_idup(&mut self) -> Res<bool> {
-        let State::Idup(d) = &mut self.state else {
-            return Ok(false);
+    /// Polls a request the C layer completes itself once: an
+    /// `MPI_Comm_idup`, `MPI_Isendrecv` or buffer flush that is done becomes
+    /// [`State::Ready`]; a generalized request is pending until the program
+    /// completes it. True if it is still pending.
+    pub(crate) fn poll_pending(&mut self) -> Res<bool> {
+        let d = match &mut self.state {
+            State::Idup(d) => d,
+            State::Pair(p) => {
+                return match p.poll() {
+                    Ok(Some(status)) => {
+                        self.state = State::Ready(status);
+                        Ok(false)
+                    }
+                    Ok(None) => Ok(true),
+                    Err(f) => {
+                        self.end_activation();
+                        Err(f.on(self.comm))
+                    }
+                };
+            }
+            State::Greq(g) => return Ok(!g.is_complete()),
+            State::Flush(f) => {
+                if !f.done().map_err(|e| e.on(self.comm))? {
+                    return Ok(true);
+                }
+                self.state = State::Ready(MpiStatus::EMPTY);
+                return Ok(false);
+            }
+            _ => return Ok(false),
         };
         // SAFETY: the `MPI_Comm *` of the idup call stays valid until its
         // request completes (MPI's rule for nonblocking calls' outputs).

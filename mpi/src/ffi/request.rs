@@ -53,8 +53,14 @@ pub(crate) fn wait_one(obj: &mut ReqObj) -> Res<Report> {
         }
         State::Ready(_) => Ok(obj.complete_ready().unwrap_or_else(Report::empty)),
         State::Inactive => Ok(Report::empty()),
-        State::Idup(_) => {
-            while obj.poll_idup()? {
+        State::Pair(p) => {
+            // Blocks in ferry on each half rather than polling.
+            p.wait().map_err(|f| f.on(obj.comm))?;
+            obj.poll_pending()?;
+            Ok(obj.complete_ready().unwrap_or_else(Report::empty))
+        }
+        State::Idup(_) | State::Greq(_) | State::Flush(_) => {
+            while obj.poll_pending()? {
                 std::thread::yield_now();
             }
             Ok(obj.complete_ready().unwrap_or_else(Report::empty))
@@ -63,7 +69,7 @@ pub(crate) fn wait_one(obj: &mut ReqObj) -> Res<Report> {
 }
 
 /// Tests a lent request: its report if it completed.
-fn test_one(obj: &mut ReqObj) -> Res<Option<Report>> {
+pub(crate) fn test_one(obj: &mut ReqObj) -> Res<Option<Report>> {
     match &mut obj.state {
         State::Active(req) => match req.test().map_err(|e| Fail::from(e).on(obj.comm))? {
             Some(done) => Ok(Some(finish(obj, done))),
@@ -71,8 +77,8 @@ fn test_one(obj: &mut ReqObj) -> Res<Option<Report>> {
         },
         State::Ready(_) => Ok(obj.complete_ready()),
         State::Inactive => Ok(Some(Report::empty())),
-        State::Idup(_) => {
-            if obj.poll_idup()? {
+        State::Idup(_) | State::Pair(_) | State::Greq(_) | State::Flush(_) => {
+            if obj.poll_pending()? {
                 return Ok(None);
             }
             Ok(obj.complete_ready())
@@ -168,6 +174,12 @@ mpi_fn! {
         }
         let rt = rt()?;
         let obj = rt.requests.with(|t| t.remove(h))?.map_err(bad_request)?;
+        if let State::Greq(g) = &obj.state {
+            return g.release(obj.comm).and_then(|()| {
+                // SAFETY: as above.
+                unsafe { put(request, MPI_REQUEST_NULL) }
+            });
+        }
         super::orphan::adopt(rt, obj)?;
         // SAFETY: as above.
         unsafe { put(request, MPI_REQUEST_NULL) }
@@ -194,7 +206,12 @@ pub(crate) fn peek_one(obj: &mut ReqObj) -> Res<Option<MpiStatus>> {
         },
         State::Ready(s) => Ok(Some(*s)),
         State::Inactive => Ok(Some(MpiStatus::EMPTY)),
-        State::Idup(_) => Ok((!obj.poll_idup()?).then_some(MpiStatus::EMPTY)),
+        State::Idup(_) | State::Flush(_) => Ok((!obj.poll_pending()?).then_some(MpiStatus::EMPTY)),
+        State::Pair(_) => match obj.poll_pending()? {
+            true => Ok(None),
+            false => peek_one(obj),
+        },
+        State::Greq(g) => g.query().map_err(|f| f.on(obj.comm)),
     }
 }
 

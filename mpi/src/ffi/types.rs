@@ -9,7 +9,7 @@ use super::{cstr, get, mpi_fn, put, put_str};
 use crate::abi::class::*;
 use crate::abi::{MPI_DATATYPE_NULL, MPI_MAX_OBJECT_NAME};
 use crate::datatype::derived::resized;
-use crate::datatype::{count_arg, predefined, Builder, Layout, TypeRef};
+use crate::datatype::{combiner, count_arg, predefined, Builder, Layout, Recipe, TypeArg};
 use crate::error::{Fail, Res};
 use crate::state::{rt, Runtime};
 
@@ -17,7 +17,7 @@ use crate::state::{rt, Runtime};
 ///
 /// # Safety
 /// `p` is null or valid for reads of `n` values.
-unsafe fn array<'a, T>(p: *const T, n: usize, what: &'static str) -> Res<&'a [T]> {
+pub(super) unsafe fn array<'a, T>(p: *const T, n: usize, what: &'static str) -> Res<&'a [T]> {
     if n == 0 {
         return Ok(&[]);
     }
@@ -42,15 +42,20 @@ fn scaled(d: impl Into<i64>, old: &Layout) -> Res<isize> {
         .ok_or_else(|| Fail::msg(MPI_ERR_ARG, format!("displacement {d} overflows")))
 }
 
-/// Stores a new derived type and writes its handle.
+/// Stores a new derived type made by `recipe` and writes its handle.
 ///
 /// # Safety
 /// `newtype` is null or valid for a write.
-unsafe fn store(rt: &Runtime, layout: Layout, newtype: *mut usize) -> Res {
+pub(super) unsafe fn store(
+    rt: &Runtime,
+    layout: Layout,
+    recipe: Recipe,
+    newtype: *mut usize,
+) -> Res {
     if newtype.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null datatype pointer"));
     }
-    let h = rt.add_type(layout)?;
+    let h = rt.add_type(layout, recipe)?;
     // SAFETY: checked non-null; an out-argument.
     unsafe { put(newtype, h) }
 }
@@ -133,10 +138,12 @@ mpi_fn! {
 
 mpi_fn! {
     /// `MPI_Type_get_name`: a predefined type's standard name (or the name
-    /// the program gave it); a derived type's name, empty if none.
+    /// the program gave it); a derived type's name, empty if none;
+    /// `"MPI_DATATYPE_NULL"` for `MPI_DATATYPE_NULL` (MPI 4.1).
     MPI_Type_get_name / PMPI_Type_get_name(datatype: usize, type_name: *mut c_char, resultlen: *mut c_int) {
         let rt = rt()?;
         let name = match predefined(datatype) {
+            None if datatype == MPI_DATATYPE_NULL => "MPI_DATATYPE_NULL".to_owned(),
             Some(p) => rt
                 .type_names
                 .with(|n| n.iter().find(|(h, _)| *h == datatype).map(|(_, s)| s.clone()))?
@@ -180,11 +187,12 @@ mpi_fn! {
     /// `MPI_Type_contiguous`.
     MPI_Type_contiguous / PMPI_Type_contiguous(count: c_int, oldtype: usize, newtype: *mut usize) {
         let rt = rt()?;
-        let old = rt.any_type(oldtype)?;
+        let old = rt.type_arg(oldtype)?;
         let n = count_arg(count)?;
         let l = pieces(&old.layout(), std::iter::once(Ok((0, n))))?;
+        let recipe = Recipe::new(combiner::CONTIGUOUS, vec![count], vec![], vec![old]);
         // SAFETY: out-argument.
-        unsafe { store(rt, l, newtype) }
+        unsafe { store(rt, l, recipe, newtype) }
     }
 }
 
@@ -202,13 +210,23 @@ unsafe fn vector(
     newtype: *mut usize,
 ) -> Res {
     let rt = rt()?;
-    let old = rt.any_type(oldtype)?;
-    let old = old.layout();
+    let arg = rt.type_arg(oldtype)?;
+    let old = arg.layout();
     let (n, b) = (count_arg(count)?, blocklen(block)?);
-    let stride = if unit {
-        scaled(stride, &old)?
+    let (stride, recipe) = if unit {
+        let ints = vec![count, block, stride as c_int];
+        (
+            scaled(stride, &old)?,
+            Recipe::new(combiner::VECTOR, ints, vec![], vec![]),
+        )
     } else {
-        stride as isize
+        let r = Recipe::new(
+            combiner::HVECTOR,
+            vec![count, block],
+            vec![stride as isize],
+            vec![],
+        );
+        (stride as isize, r)
     };
     let l = pieces(
         &old,
@@ -219,8 +237,13 @@ unsafe fn vector(
                 .ok_or_else(|| Fail::new(MPI_ERR_ARG, "the stride overflows"))
         }),
     )?;
+    drop(old);
+    let recipe = Recipe {
+        types: vec![arg],
+        ..recipe
+    };
     // SAFETY: forwarded.
-    unsafe { store(rt, l, newtype) }
+    unsafe { store(rt, l, recipe, newtype) }
 }
 
 mpi_fn! {
@@ -240,21 +263,24 @@ mpi_fn! {
 }
 
 /// The indexed constructors: block `j` of `lens(j)` copies of `old` at
-/// `disps(j)` (scaled by the extent when `unit`).
+/// `disps(j)` (scaled by the extent when `unit`); `recipe` has every
+/// argument but the datatype.
 ///
 /// # Safety
 /// `newtype` is an out-argument.
+#[allow(clippy::too_many_arguments)]
 unsafe fn indexed(
     count: c_int,
     oldtype: usize,
     unit: bool,
     lens: impl Fn(usize) -> c_int,
     disps: impl Fn(usize) -> i64,
+    recipe: Recipe,
     newtype: *mut usize,
 ) -> Res {
     let rt = rt()?;
-    let old = rt.any_type(oldtype)?;
-    let old = old.layout();
+    let arg = rt.type_arg(oldtype)?;
+    let old = arg.layout();
     let n = count_arg(count)?;
     let l = pieces(
         &old,
@@ -267,8 +293,13 @@ unsafe fn indexed(
             Ok((d, blocklen(lens(j))?))
         }),
     )?;
+    drop(old);
+    let recipe = Recipe {
+        types: vec![arg],
+        ..recipe
+    };
     // SAFETY: forwarded.
-    unsafe { store(rt, l, newtype) }
+    unsafe { store(rt, l, recipe, newtype) }
 }
 
 mpi_fn! {
@@ -277,8 +308,10 @@ mpi_fn! {
         let n = count_arg(count)?;
         // SAFETY: the caller's arrays of `count` entries.
         let (lens, disps) = unsafe { (array(array_of_blocklengths, n, "block length")?, array(array_of_displacements, n, "displacement")?) };
+        let ints = [&[count][..], lens, disps].concat();
+        let recipe = Recipe::new(combiner::INDEXED, ints, vec![], vec![]);
         // SAFETY: out-argument.
-        unsafe { indexed(count, oldtype, true, |j| lens[j], |j| i64::from(disps[j]), newtype) }
+        unsafe { indexed(count, oldtype, true, |j| lens[j], |j| i64::from(disps[j]), recipe, newtype) }
     }
 }
 
@@ -288,8 +321,10 @@ mpi_fn! {
         let n = count_arg(count)?;
         // SAFETY: the caller's arrays of `count` entries.
         let (lens, disps) = unsafe { (array(array_of_blocklengths, n, "block length")?, array(array_of_displacements, n, "displacement")?) };
+        let ints = [&[count][..], lens].concat();
+        let recipe = Recipe::new(combiner::HINDEXED, ints, disps.to_vec(), vec![]);
         // SAFETY: out-argument.
-        unsafe { indexed(count, oldtype, false, |j| lens[j], |j| disps[j] as i64, newtype) }
+        unsafe { indexed(count, oldtype, false, |j| lens[j], |j| disps[j] as i64, recipe, newtype) }
     }
 }
 
@@ -299,8 +334,10 @@ mpi_fn! {
         let n = count_arg(count)?;
         // SAFETY: the caller's array of `count` entries.
         let disps = unsafe { array(array_of_displacements, n, "displacement")? };
+        let ints = [&[count, blocklength][..], disps].concat();
+        let recipe = Recipe::new(combiner::INDEXED_BLOCK, ints, vec![], vec![]);
         // SAFETY: out-argument.
-        unsafe { indexed(count, oldtype, true, |_| blocklength, |j| i64::from(disps[j]), newtype) }
+        unsafe { indexed(count, oldtype, true, |_| blocklength, |j| i64::from(disps[j]), recipe, newtype) }
     }
 }
 
@@ -310,8 +347,9 @@ mpi_fn! {
         let n = count_arg(count)?;
         // SAFETY: the caller's array of `count` entries.
         let disps = unsafe { array(array_of_displacements, n, "displacement")? };
+        let recipe = Recipe::new(combiner::HINDEXED_BLOCK, vec![count, blocklength], disps.to_vec(), vec![]);
         // SAFETY: out-argument.
-        unsafe { indexed(count, oldtype, false, |_| blocklength, |j| disps[j] as i64, newtype) }
+        unsafe { indexed(count, oldtype, false, |_| blocklength, |j| disps[j] as i64, recipe, newtype) }
     }
 }
 
@@ -326,12 +364,16 @@ mpi_fn! {
             (array(array_of_blocklengths, n, "block length")?, array(array_of_displacements, n, "displacement")?, array(array_of_types, n, "datatype")?)
         };
         let mut b = Builder::new();
+        let mut args = Vec::with_capacity(n);
         for j in 0..n {
-            let old = rt.any_type(types[j])?;
+            let old = rt.type_arg(types[j])?;
             b.push(&old.layout(), disps[j], blocklen(lens[j])?)?;
+            args.push(old);
         }
+        let ints = [&[count][..], lens].concat();
+        let recipe = Recipe::new(combiner::STRUCT, ints, disps.to_vec(), args);
         // SAFETY: out-argument.
-        unsafe { store(rt, b.finish(true), newtype) }
+        unsafe { store(rt, b.finish(true), recipe, newtype) }
     }
 }
 
@@ -339,10 +381,11 @@ mpi_fn! {
     /// `MPI_Type_create_resized`.
     MPI_Type_create_resized / PMPI_Type_create_resized(oldtype: usize, lb: isize, extent: isize, newtype: *mut usize) {
         let rt = rt()?;
-        let old = rt.any_type(oldtype)?;
+        let old = rt.type_arg(oldtype)?;
         let l = resized(&old.layout(), lb, extent)?;
+        let recipe = Recipe::new(combiner::RESIZED, vec![], vec![lb, extent], vec![old]);
         // SAFETY: out-argument.
-        unsafe { store(rt, l, newtype) }
+        unsafe { store(rt, l, recipe, newtype) }
     }
 }
 
@@ -353,15 +396,14 @@ mpi_fn! {
         if newtype.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "a null datatype pointer"));
         }
-        let (layout, committed) = match rt.any_type(oldtype)? {
-            TypeRef::Pre(p) => (Arc::new(Layout::of(p)), true),
-            TypeRef::Derived(l) => {
-                let c = rt.types.with(|t| t.get(oldtype).map(|e| e.committed))?.unwrap_or(false);
-                (l, c)
-            }
+        let old = rt.type_arg(oldtype)?;
+        let (layout, committed) = match &old {
+            TypeArg::Named(p) => (Arc::new(Layout::of(p)), true),
+            TypeArg::Derived(e) => (Arc::clone(&e.layout), e.committed),
         };
-        let entry = crate::datatype::TypeEntry { layout, committed, name: String::new() };
-        let h = rt.types.with(|t| t.insert(entry))?.ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many datatypes"))?;
+        let recipe = Arc::new(Recipe::new(combiner::DUP, vec![], vec![], vec![old]));
+        let entry = crate::datatype::TypeEntry { layout, committed, name: String::new(), recipe };
+        let h = rt.insert_type(entry)?;
         // SAFETY: checked non-null; an out-argument.
         unsafe { put(newtype, h) }
     }
@@ -432,4 +474,31 @@ pub extern "C" fn PMPI_Aint_diff(addr1: isize, addr2: isize) -> isize {
 #[no_mangle]
 pub extern "C" fn MPI_Aint_diff(addr1: isize, addr2: isize) -> isize {
     PMPI_Aint_diff(addr1, addr2)
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_value_index` (MPI 4.1): the predefined value-index
+    /// pair type for `MPI_MINLOC`/`MPI_MAXLOC` (`MPI_FLOAT_INT`, ...,
+    /// `MPI_2INT` with `MPI_INT` indices; `MPI_2REAL`,
+    /// `MPI_2DOUBLE_PRECISION`, `MPI_2INTEGER` with `MPI_INTEGER`), or
+    /// `MPI_DATATYPE_NULL` when no predefined pair type exists.
+    MPI_Type_get_value_index / PMPI_Type_get_value_index(value_type: usize, index_type: usize, pair_type: *mut usize) {
+        let rt = rt()?;
+        rt.any_type(value_type)?;
+        rt.any_type(index_type)?;
+        let pair = match (value_type, index_type) {
+            (0x210, 0x209) => 0x228, // FLOAT, INT: FLOAT_INT
+            (0x214, 0x209) => 0x229, // DOUBLE: DOUBLE_INT
+            (0x20a, 0x209) => 0x22a, // LONG: LONG_INT
+            (0x209, 0x209) => 0x22b, // INT: 2INT
+            (0x208, 0x209) => 0x22c, // SHORT: SHORT_INT
+            (0x220, 0x209) => 0x22d, // LONG_DOUBLE: LONG_DOUBLE_INT
+            (0x21a, 0x219) => 0x230, // REAL, INTEGER: 2REAL
+            (0x21c, 0x219) => 0x231, // DOUBLE_PRECISION: 2DOUBLE_PRECISION
+            (0x219, 0x219) => 0x232, // INTEGER: 2INTEGER
+            _ => MPI_DATATYPE_NULL,
+        };
+        // SAFETY: out-argument.
+        unsafe { put(pair_type, pair) }
+    }
 }

@@ -1,0 +1,171 @@
+//! MPI 4.1's buffer calls beyond attach and detach: flushing the
+//! process's buffer (`MPI_Buffer_flush`, `MPI_Buffer_iflush`) and buffers
+//! attached to one communicator (`MPI_Comm_attach_buffer`,
+//! `MPI_Comm_detach_buffer`, `MPI_Comm_flush_buffer`,
+//! `MPI_Comm_iflush_buffer`). A communicator's buffer serves the buffered
+//! sends on it before the process's (`bsend.rs` places them); freeing the
+//! communicator flushes and detaches it.
+//!
+//! A flush waits until every message buffered so far is sent; the buffer
+//! stays attached. The nonblocking forms return a request
+//! ([`State::Flush`]) that the completion calls poll until the buffer has
+//! no message in flight.
+
+use std::ffi::{c_int, c_void};
+
+use ferry::Comm;
+
+use super::bsend::{Attached, COMM_BUFS};
+use super::post::Post;
+use super::req::{ReqObj, State};
+use super::{mpi_fn, put};
+use crate::abi::class::*;
+use crate::abi::MPI_COMM_SELF;
+use crate::error::{Fail, Res};
+use crate::state::{lock, rt};
+
+/// Whose buffer a nonblocking flush waits for.
+#[derive(Debug)]
+pub(crate) enum Flush {
+    /// The process's (`MPI_Buffer_iflush`).
+    Process,
+    /// A communicator's, by context id (`MPI_Comm_iflush_buffer`).
+    Comm(u32),
+}
+
+impl Flush {
+    /// True once the buffer has no message in flight (or is detached).
+    pub(crate) fn done(&self) -> Res<bool> {
+        match self {
+            Flush::Process => rt()?
+                .bsend
+                .with(|slot| slot.as_mut().is_none_or(Attached::flushed)),
+            Flush::Comm(k) => Ok(lock(&COMM_BUFS)
+                .iter_mut()
+                .find(|(c, _)| c == k)
+                .is_none_or(|(_, a)| a.flushed())),
+        }
+    }
+}
+
+/// Stores a nonblocking flush's request and writes its handle.
+///
+/// # Safety
+/// `request` is null or valid for a write.
+unsafe fn flush_request(flush: Flush, comm: usize, request: *mut usize) -> Res {
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+    }
+    let obj = ReqObj {
+        state: State::Flush(Box::new(flush)),
+        comm,
+        post: Post::None,
+        persist: None,
+    };
+    let h = rt()?.add_request(obj)?;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(request, h) }
+}
+
+/// Flushes and detaches the buffer of a communicator being freed.
+pub(crate) fn freed(c: &Comm) {
+    let taken = {
+        let mut bufs = lock(&COMM_BUFS);
+        bufs.iter()
+            .position(|(k, _)| *k == c.context())
+            .map(|i| bufs.swap_remove(i).1)
+    };
+    if let Some(mut a) = taken {
+        a.flush();
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Buffer_flush`: waits until the messages buffered in the
+    /// process's buffer are sent (nothing to do with none attached).
+    MPI_Buffer_flush / PMPI_Buffer_flush() {
+        rt()?.bsend.with(|slot| {
+            if let Some(a) = slot.as_mut() {
+                a.flush();
+            }
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Buffer_iflush`: a request complete once the messages in the
+    /// process's buffer are sent.
+    MPI_Buffer_iflush / PMPI_Buffer_iflush(request: *mut usize) {
+        rt()?;
+        // SAFETY: out-argument.
+        unsafe { flush_request(Flush::Process, MPI_COMM_SELF, request) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_attach_buffer`: a buffer (or `MPI_BUFFER_AUTOMATIC`) for
+    /// the buffered sends on `comm`.
+    MPI_Comm_attach_buffer / PMPI_Comm_attach_buffer [comm] (comm: usize, buffer: *mut c_void, size: c_int) {
+        let c = rt()?.comm(comm)?;
+        let a = Attached::new(buffer, size)?;
+        let key = c.comm.context();
+        let mut bufs = lock(&COMM_BUFS);
+        if bufs.iter().any(|(k, _)| *k == key) {
+            return Err(Fail::new(MPI_ERR_BUFFER, "a buffer is already attached to this communicator (MPI_Comm_detach_buffer it first)"));
+        }
+        bufs.push((key, a));
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_detach_buffer`: waits until its messages are sent; gives
+    /// back the address (`MPI_BUFFER_AUTOMATIC` if that was attached) and
+    /// size. With none attached: a null address, size 0.
+    MPI_Comm_detach_buffer / PMPI_Comm_detach_buffer [comm] (comm: usize, buffer_addr: *mut c_void, size: *mut c_int) {
+        let c = rt()?.comm(comm)?;
+        let key = c.comm.context();
+        let taken = {
+            let mut bufs = lock(&COMM_BUFS);
+            bufs.iter().position(|(k, _)| *k == key).map(|i| bufs.swap_remove(i).1)
+        };
+        let (addr, len) = match taken {
+            Some(mut a) => {
+                a.flush();
+                a.region()
+            }
+            None => (0, 0),
+        };
+        // SAFETY: `buffer_addr` is really a `void **` out-argument (the
+        // standard's binding); `size` is an out-argument.
+        unsafe {
+            put(buffer_addr.cast::<usize>(), addr)?;
+            put(size, c_int::try_from(len).unwrap_or(c_int::MAX))
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_flush_buffer`: waits until the messages buffered in
+    /// `comm`'s buffer are sent (nothing to do with none attached). Other
+    /// threads' buffered sends on any communicator wait meanwhile.
+    MPI_Comm_flush_buffer / PMPI_Comm_flush_buffer [comm] (comm: usize) {
+        let c = rt()?.comm(comm)?;
+        let key = c.comm.context();
+        if let Some((_, a)) = lock(&COMM_BUFS).iter_mut().find(|(k, _)| *k == key) {
+            a.flush();
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_iflush_buffer`: a request complete once the messages in
+    /// `comm`'s buffer are sent.
+    MPI_Comm_iflush_buffer / PMPI_Comm_iflush_buffer [comm] (comm: usize, request: *mut usize) {
+        let c = rt()?.comm(comm)?;
+        let key = c.comm.context();
+        // SAFETY: out-argument.
+        unsafe { flush_request(Flush::Comm(key), comm, request) }
+    }
+}

@@ -1,0 +1,123 @@
+//! Datatype decoding: `MPI_Type_get_envelope` and `MPI_Type_get_contents`
+//! (MPI 4.1 §5.1.13), from the recipe each constructor records
+//! (`datatype/recipe.rs`).
+
+use std::ffi::c_int;
+
+use super::{mpi_fn, put};
+use crate::abi::class::*;
+use crate::datatype::{combiner, TypeArg};
+use crate::error::{Fail, Res};
+use crate::state::rt;
+
+/// Copies `src` into the C array `dst` of `max` entries.
+///
+/// # Safety
+/// `dst` is null or valid for writes of `max` values.
+unsafe fn put_all<T: Copy>(dst: *mut T, max: c_int, src: &[T], what: &str) -> Res {
+    if src.is_empty() {
+        return Ok(());
+    }
+    if usize::try_from(max).map_or(true, |m| m < src.len()) {
+        return Err(Fail::msg(
+            MPI_ERR_ARG,
+            format!(
+                "max_{what} is {max}, but the datatype has {} (see MPI_Type_get_envelope)",
+                src.len()
+            ),
+        ));
+    }
+    if dst.is_null() {
+        return Err(Fail::msg(MPI_ERR_ARG, format!("a null array of {what}")));
+    }
+    // SAFETY: non-null, valid for `max >= src.len()` values (the caller's
+    // promise); a fresh vector of ours cannot overlap it.
+    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
+    Ok(())
+}
+
+/// An `int` count.
+fn int_len(n: usize) -> Res<c_int> {
+    c_int::try_from(n)
+        .map_err(|_| Fail::new(MPI_ERR_COUNT, "too many constructor arguments for an int"))
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_envelope`: `MPI_COMBINER_NAMED` and no arguments for a
+    /// predefined datatype; the constructor and its argument counts for a
+    /// derived one.
+    MPI_Type_get_envelope / PMPI_Type_get_envelope(
+        datatype: usize, num_integers: *mut c_int, num_addresses: *mut c_int,
+        num_datatypes: *mut c_int, combiner: *mut c_int,
+    ) {
+        let (ni, na, nd, comb) = match rt()?.type_arg(datatype)? {
+            TypeArg::Named(_) => (0, 0, 0, combiner::NAMED),
+            TypeArg::Derived(e) => {
+                let r = &e.recipe;
+                (int_len(r.ints.len())?, int_len(r.aints.len())?, int_len(r.types.len())?, r.combiner)
+            }
+        };
+        // SAFETY: out-arguments.
+        unsafe {
+            put(num_integers, ni)?;
+            put(num_addresses, na)?;
+            put(num_datatypes, nd)?;
+            put(combiner, comb)
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_contents`: the constructor's arguments. A derived
+    /// datatype argument comes back as a new handle the program frees
+    /// (`MPI_Type_free`), a predefined one as itself. A predefined
+    /// `datatype` has no contents (`MPI_ERR_TYPE`); arrays shorter than
+    /// the envelope's counts are `MPI_ERR_ARG`.
+    MPI_Type_get_contents / PMPI_Type_get_contents(
+        datatype: usize, max_integers: c_int, max_addresses: c_int, max_datatypes: c_int,
+        array_of_integers: *mut c_int, array_of_addresses: *mut isize, array_of_datatypes: *mut usize,
+    ) {
+        let rt = rt()?;
+        let e = match rt.type_arg(datatype)? {
+            TypeArg::Named(_) => {
+                return Err(Fail::new(MPI_ERR_TYPE, "a predefined datatype has no contents (its combiner is MPI_COMBINER_NAMED)"));
+            }
+            TypeArg::Derived(e) => e,
+        };
+        let r = &e.recipe;
+        if usize::try_from(max_datatypes).map_or(true, |m| m < r.types.len()) {
+            return Err(Fail::msg(MPI_ERR_ARG, format!(
+                "max_datatypes is {max_datatypes}, but the datatype has {}", r.types.len())));
+        }
+        if array_of_datatypes.is_null() && !r.types.is_empty() {
+            return Err(Fail::new(MPI_ERR_ARG, "a null array of datatypes"));
+        }
+        // SAFETY: the caller's arrays of max_* entries.
+        unsafe {
+            put_all(array_of_integers, max_integers, &r.ints, "integers")?;
+            put_all(array_of_addresses, max_addresses, &r.aints, "addresses")?;
+        }
+        let mut handles = Vec::with_capacity(r.types.len());
+        for t in &r.types {
+            let h = match t {
+                TypeArg::Named(p) => Ok(p.handle),
+                TypeArg::Derived(d) => rt.insert_type(d.clone()),
+            };
+            match h {
+                Ok(h) => handles.push(h),
+                Err(f) => {
+                    // Undo the handles already made: the call failed.
+                    for (h, t) in handles.iter().zip(&r.types) {
+                        if matches!(t, TypeArg::Derived(_)) {
+                            let _ = rt.types.with(|tb| tb.remove(*h).map(drop));
+                        }
+                    }
+                    return Err(f);
+                }
+            }
+        }
+        // SAFETY: the caller's array of max_datatypes entries (checked
+        // above to hold them all).
+        unsafe { put_all(array_of_datatypes, max_datatypes, &handles, "datatypes") }
+    }
+}
