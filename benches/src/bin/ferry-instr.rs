@@ -44,6 +44,9 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), String> {
+    if std::env::args().nth(1).as_deref() == Some("self") {
+        return run_self();
+    }
     let messages: usize = match std::env::args().nth(1) {
         Some(n) => n.parse().map_err(|_| format!("bad message count {n:?}"))?,
         None => 2000,
@@ -185,4 +188,55 @@ fn call_test_idle(r: &mut Request) -> Result<Option<Buf>, String> {
         None => Ok(None),
         Some(done) => Ok(done.into_buf()),
     }
+}
+
+/// `ferry-instr self [PAIRS]` (`benches/instr/c-overhead.sh`): blocking
+/// sends and receives of 8 bytes to this rank itself through the slice
+/// API (`Comm::send`, `Comm::recv`), which is what `MPI_Send` and
+/// `MPI_Recv` of contiguous data map to; the same loop in C
+/// (`benches/instr/c_self.c`) gives the C layer's own cost. Nothing waits
+/// (the message is there when the receive is posted), so callgrind counts
+/// no spin.
+fn run_self() -> Result<(), String> {
+    let pairs: usize = match std::env::args().nth(2) {
+        Some(n) => n.parse().map_err(|_| format!("bad pair count {n:?}"))?,
+        None => 4000,
+    };
+    let mut config = ferry::Config::from_env().map_err(|e| format!("config: {e}"))?;
+    // As MPI_Init: one thread.
+    config.thread_level = ferry::ThreadLevel::Single;
+    let world = config.init().map_err(|e| format!("init: {e}"))?;
+    let comm = world.world();
+    let me = world.rank();
+    let send = [7u8; SIZE];
+    let mut recv = [0u8; SIZE];
+    // Warm-up (not collected), then the collected pairs.
+    for _ in 0..200 {
+        call_send_slice(&comm, me, &send)?;
+        call_recv_slice(&comm, me, &mut recv)?;
+    }
+    for _ in 0..pairs {
+        call_send_slice(&comm, me, &send)?;
+        call_recv_slice(&comm, me, &mut recv)?;
+    }
+    if recv != send {
+        return Err("received bytes differ from those sent".into());
+    }
+    println!("pairs {pairs}");
+    world.finalize().map_err(|e| format!("finalize: {e}"))
+}
+
+#[inline(never)]
+fn call_send_slice(comm: &Comm, dest: Rank, data: &[u8]) -> Result<(), String> {
+    comm.send(black_box(data), dest, TAG)
+        .map_err(|e| format!("send: {e}"))
+}
+
+#[inline(never)]
+fn call_recv_slice(comm: &Comm, source: Rank, buf: &mut [u8]) -> Result<(), String> {
+    let status = comm
+        .recv(black_box(buf), source, TAG)
+        .map_err(|e| format!("recv: {e}"))?;
+    black_box(status);
+    Ok(())
 }
