@@ -32,11 +32,12 @@
 //!   (`core/src/engine/small_pool.rs`): 0. How many messages arrive early
 //!   is a matter of timing: from 0 to one per round (5000 of 10000 rounds
 //!   in some runs). Rendezvous sizes copy nothing: 0 there.
-//! - blocking: [`blocking_per_call`] per call (11 for recursive doubling,
-//!   13 for Rabenseifner): the schedule `Comm::allreduce` builds every time
+//! - blocking: [`blocking_per_call`] per call (9 for recursive doubling,
+//!   11 for Rabenseifner): the schedule `Comm::allreduce` builds every time
 //!   (`coll::algo::build`: the builder, its slots, steps, a temporary
-//!   vector) and the loans of the caller's two slices (`raw::lend`,
-//!   `lend_mut`); plus the early-arrival copies as above; plus, about once
+//!   vector; the loans of the caller's two slices, `raw::lend` and
+//!   `lend_mut`, allocate nothing); plus the early-arrival copies as above;
+//!   plus, about once
 //!   per 65 calls (up to one per 20 in a debug build), a matching lane:
 //!   each call has a new tag, so the engine meets a new (source, tag,
 //!   context) key per call, and its lane map keeps 64 spare lanes of the 65
@@ -133,9 +134,9 @@ const SIZES: [usize; 3] = [8, 1024, 256 << 10];
 /// schedule has more steps and a temporary vector.
 fn blocking_per_call(size: usize) -> u64 {
     if size <= 2048 {
-        11
+        9
     } else {
-        13
+        11
     }
 }
 /// The most lane-map churn allowed on top: a new lane about once per 65
