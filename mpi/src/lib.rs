@@ -16,10 +16,11 @@
 //!   attribute keys; [`info`]: `MPI_Info`; [`dims`]: `MPI_Dims_create`.
 //! - `ffi`: every exported function, and all of this crate's `unsafe`:
 //!   the lock-free tables (`cell`), request objects and their completion
-//!   (`req`, `post`, `request`, `multi`), point-to-point (`p2p`,
-//!   `persist`, `bsend`, `mprobe`), datatypes (`types`, `buf`, `pack`),
-//!   communicators, groups and attributes, collectives (`coll/`) and the
-//!   MPIX extensions (`mpix`).
+//!   (`req`, `post`, `request`, `multi`), generalized requests (`greq`),
+//!   point-to-point (`p2p`, `pair`, `persist`, `bsend`, `commbuf`,
+//!   `mprobe`), datatypes (`types`, `typearray`, `typedecode`, `buf`,
+//!   `pack`), communicators, groups and attributes, `MPI_Dims_create`
+//!   (`topo`), collectives (`coll/`) and the MPIX extensions (`mpix`).
 //!
 //! ## Safety
 //! `unsafe` code lives in `ffi` only, each block with a `// SAFETY:`

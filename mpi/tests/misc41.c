@@ -112,6 +112,21 @@ int main(int argc, char **argv) {
     OK(MPI_Buffer_detach(&addr, &len));
     TRUE(addr == pbuf); EQ(len, sizeof pbuf);
 
+    /* An iflush waits for the messages buffered before it only: a large
+     * buffered message to self, sent after it and not yet received, does
+     * not hold it back. */
+    OK(MPI_Buffer_attach(MPI_BUFFER_AUTOMATIC, 0));
+    enum { BIG = 1 << 20 };
+    static int big_out[BIG], big_in[BIG];
+    for (int i = 0; i < BIG; i++) big_out[i] = i;
+    OK(MPI_Buffer_iflush(&r));
+    OK(MPI_Bsend(big_out, BIG, MPI_INT, 0, 11, MPI_COMM_SELF));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    OK(MPI_Recv(big_in, BIG, MPI_INT, 0, 11, MPI_COMM_SELF, MPI_STATUS_IGNORE));
+    for (int i = 0; i < BIG; i += 4099) EQ(big_in[i], i);
+    OK(MPI_Buffer_detach(&addr, &len));
+    TRUE(addr == MPI_BUFFER_AUTOMATIC);
+
     /* A communicator's buffer serves its buffered sends; with no process
      * buffer, a buffered send on another communicator fails. */
     MPI_Comm dup;

@@ -19,6 +19,7 @@ use std::ffi::{c_int, c_void};
 
 use ferry::{Comm, Request, SendMode};
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::buf::{pack_into, send_data, SendData};
@@ -35,6 +36,22 @@ pub const OVERHEAD: usize = 512;
 /// `MPI_BUFFER_AUTOMATIC`.
 const AUTOMATIC: usize = 2;
 
+/// Numbers the buffered messages of every buffer in the order they were
+/// buffered (Relaxed: a counter; the messages themselves are behind their
+/// buffer's lock).
+static NUMBER: AtomicU64 = AtomicU64::new(0);
+
+/// The next buffered message's number.
+fn number() -> u64 {
+    NUMBER.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The number the next buffered message will get: a flush started now
+/// waits for the messages numbered below it.
+pub(crate) fn mark() -> u64 {
+    NUMBER.load(Ordering::Relaxed)
+}
+
 /// The buffers attached to communicators, by context id.
 pub(crate) static COMM_BUFS: Mutex<Vec<(u32, Attached)>> = Mutex::new(Vec::new());
 
@@ -43,8 +60,8 @@ pub(crate) static COMM_BUFS: Mutex<Vec<(u32, Attached)>> = Mutex::new(Vec::new()
 pub(crate) struct Attached {
     /// `(address, size)`; `None` for `MPI_BUFFER_AUTOMATIC`.
     region: Option<(usize, usize)>,
-    /// In flight, by offset: `(offset, reserved bytes, request)`.
-    pending: Vec<(usize, usize, Request)>,
+    /// In flight, by offset: `(offset, reserved bytes, request, number)`.
+    pending: Vec<(usize, usize, Request, u64)>,
 }
 
 impl Attached {
@@ -77,27 +94,28 @@ impl Attached {
     /// Waits until every message in flight is sent (a failure has no
     /// request to report it on).
     pub(crate) fn flush(&mut self) {
-        for (_, _, mut r) in self.pending.drain(..) {
+        for (_, _, mut r, _) in self.pending.drain(..) {
             let _ = r.wait();
         }
     }
 
-    /// True once every message in flight is sent.
-    pub(crate) fn flushed(&mut self) -> bool {
+    /// True once every message buffered before [`mark`] gave `mark` is
+    /// sent.
+    pub(crate) fn flushed(&mut self, mark: u64) -> bool {
         self.reap();
-        self.pending.is_empty()
+        self.pending.iter().all(|p| p.3 >= mark)
     }
 
     /// Drops the messages that were sent.
     fn reap(&mut self) {
         self.pending
-            .retain_mut(|(_, _, r)| !matches!(r.test(), Ok(Some(_)) | Err(_)));
+            .retain_mut(|(_, _, r, _)| !matches!(r.test(), Ok(Some(_)) | Err(_)));
     }
 
     /// The first offset with `need` free bytes.
     fn fit(&self, need: usize, size: usize) -> Option<usize> {
         let mut at = 0;
-        for &(off, len, _) in &self.pending {
+        for &(off, len, _, _) in &self.pending {
             if off - at >= need {
                 return Some(at);
             }
@@ -108,7 +126,7 @@ impl Attached {
 
     /// Bytes reserved by messages in flight.
     fn used(&self) -> usize {
-        self.pending.iter().map(|&(_, len, _)| len).sum()
+        self.pending.iter().map(|&(_, len, _, _)| len).sum()
     }
 }
 
@@ -174,7 +192,7 @@ unsafe fn place(
             SendData::Packed(v) => v,
         };
         let req = c.isend(v, dest, tag)?;
-        a.pending.push((0, 0, req));
+        a.pending.push((0, 0, req, number()));
         return Ok(MpiStatus::EMPTY);
     };
     let need = len + OVERHEAD;
@@ -200,7 +218,7 @@ unsafe fn place(
     // completes (detach waits for it).
     let req = unsafe { c.isend_raw(at, len, dest, tag, SendMode::Standard)? };
     let i = a.pending.partition_point(|p| p.0 < off);
-    a.pending.insert(i, (off, need, req));
+    a.pending.insert(i, (off, need, req, number()));
     Ok(MpiStatus::EMPTY)
 }
 

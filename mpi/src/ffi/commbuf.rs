@@ -8,14 +8,14 @@
 //!
 //! A flush waits until every message buffered so far is sent; the buffer
 //! stays attached. The nonblocking forms return a request
-//! ([`State::Flush`]) that the completion calls poll until the buffer has
-//! no message in flight.
+//! ([`State::Flush`]) that the completion calls poll until the messages
+//! buffered before the call are sent (later ones do not hold it back).
 
 use std::ffi::{c_int, c_void};
 
 use ferry::Comm;
 
-use super::bsend::{Attached, COMM_BUFS};
+use super::bsend::{mark, Attached, COMM_BUFS};
 use super::post::Post;
 use super::req::{ReqObj, State};
 use super::{mpi_fn, put};
@@ -24,26 +24,27 @@ use crate::abi::MPI_COMM_SELF;
 use crate::error::{Fail, Res};
 use crate::state::{lock, rt};
 
-/// Whose buffer a nonblocking flush waits for.
+/// A nonblocking flush: whose buffer, and the [`mark`] at the call.
 #[derive(Debug)]
 pub(crate) enum Flush {
     /// The process's (`MPI_Buffer_iflush`).
-    Process,
+    Process(u64),
     /// A communicator's, by context id (`MPI_Comm_iflush_buffer`).
-    Comm(u32),
+    Comm(u32, u64),
 }
 
 impl Flush {
-    /// True once the buffer has no message in flight (or is detached).
+    /// True once the messages buffered before the call are sent (or the
+    /// buffer was detached, which waited for them).
     pub(crate) fn done(&self) -> Res<bool> {
-        match self {
-            Flush::Process => rt()?
+        match *self {
+            Flush::Process(mark) => rt()?
                 .bsend
-                .with(|slot| slot.as_mut().is_none_or(Attached::flushed)),
-            Flush::Comm(k) => Ok(lock(&COMM_BUFS)
+                .with(|slot| slot.as_mut().is_none_or(|a| a.flushed(mark))),
+            Flush::Comm(k, mark) => Ok(lock(&COMM_BUFS)
                 .iter_mut()
-                .find(|(c, _)| c == k)
-                .is_none_or(|(_, a)| a.flushed())),
+                .find(|(c, _)| *c == k)
+                .is_none_or(|(_, a)| a.flushed(mark))),
         }
     }
 }
@@ -97,8 +98,9 @@ mpi_fn! {
     /// process's buffer are sent.
     MPI_Buffer_iflush / PMPI_Buffer_iflush(request: *mut usize) {
         rt()?;
+        let mark = mark();
         // SAFETY: out-argument.
-        unsafe { flush_request(Flush::Process, MPI_COMM_SELF, request) }
+        unsafe { flush_request(Flush::Process(mark), MPI_COMM_SELF, request) }
     }
 }
 
@@ -165,7 +167,8 @@ mpi_fn! {
     MPI_Comm_iflush_buffer / PMPI_Comm_iflush_buffer [comm] (comm: usize, request: *mut usize) {
         let c = rt()?.comm(comm)?;
         let key = c.comm.context();
+        let mark = mark();
         // SAFETY: out-argument.
-        unsafe { flush_request(Flush::Comm(key), comm, request) }
+        unsafe { flush_request(Flush::Comm(key, mark), comm, request) }
     }
 }

@@ -2,7 +2,8 @@
 //! `MPI_Grequest_complete`, and the callbacks the completion calls run.
 //!
 //! The request is [`State::Greq`], pending until the program calls
-//! `MPI_Grequest_complete`. Then, as the standard says:
+//! `MPI_Grequest_complete` (`MPI_Wait` on it sleeps until then; the
+//! multiple-completion calls poll it). Then, as the standard says:
 //! - the completion call that reports it (`MPI_Wait`, `MPI_Test` and the
 //!   multiple forms) calls `query_fn` for its status, then `free_fn`, and
 //!   frees the handle; `MPI_Request_get_status(_*)` calls `query_fn` only;
@@ -16,7 +17,7 @@
 //! be blocked on it (its table entry lent out).
 
 use std::ffi::{c_int, c_void};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use super::post::Post;
 use super::req::{Report, ReqObj, State};
@@ -57,6 +58,8 @@ struct Flags {
 struct Shared {
     cb: Callbacks,
     flags: Mutex<Flags>,
+    /// Signalled when `complete` is set (`MPI_Wait` sleeps on it).
+    completed: Condvar,
 }
 
 /// The registry: request handle -> its shared state, from start until
@@ -131,6 +134,18 @@ impl Greq {
         lock(&self.shared.flags).complete
     }
 
+    /// Sleeps until `MPI_Grequest_complete` is called (by another thread).
+    pub(crate) fn wait(&self) {
+        let mut fl = lock(&self.shared.flags);
+        while !fl.complete {
+            fl = self
+                .shared
+                .completed
+                .wait(fl)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
     /// `query_fn`'s status if complete (`MPI_Request_get_status`).
     pub(crate) fn query(&self) -> Res<Option<MpiStatus>> {
         if !self.is_complete() {
@@ -198,6 +213,7 @@ mpi_fn! {
         let shared = Arc::new(Shared {
             cb: Callbacks { query: query_fn, free: free_fn, cancel: cancel_fn, extra: extra_state as usize },
             flags: Mutex::new(Flags::default()),
+            completed: Condvar::new(),
         });
         let obj = ReqObj {
             state: State::Greq(Box::new(Greq { shared: Arc::clone(&shared) })),
@@ -225,6 +241,7 @@ mpi_fn! {
                 return Err(Fail::new(MPI_ERR_REQUEST, "MPI_Grequest_complete was already called on this request"));
             }
             fl.complete = true;
+            shared.completed.notify_all();
             fl.freed
         };
         if freed {

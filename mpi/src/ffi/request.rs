@@ -59,7 +59,11 @@ pub(crate) fn wait_one(obj: &mut ReqObj) -> Res<Report> {
             obj.poll_pending()?;
             Ok(obj.complete_ready().unwrap_or_else(Report::empty))
         }
-        State::Idup(_) | State::Greq(_) | State::Flush(_) => {
+        State::Greq(g) => {
+            g.wait();
+            Ok(obj.complete_ready().unwrap_or_else(Report::empty))
+        }
+        State::Idup(_) | State::Flush(_) => {
             while obj.poll_pending()? {
                 std::thread::yield_now();
             }
