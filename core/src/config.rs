@@ -16,6 +16,19 @@ pub enum RndvMode {
     Fragmented,
 }
 
+/// Which complete request `testany`, `waitany` and `get_status_any` report
+/// when several are complete (MPI lets the implementation choose).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AnyOrder {
+    /// Scan from a rotating start, so that repeated calls over one list
+    /// report every complete request in turn (none starves).
+    #[default]
+    Rotating,
+    /// The lowest complete index, as MPICH and Open MPI report (and as
+    /// programs written against them, mpi4py's tests among them, expect).
+    Lowest,
+}
+
 /// Engine settings. [`Config::default`] suits shared memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -44,6 +57,8 @@ pub struct Config {
     /// peer's rendezvous header can make an ARecv allocate: a larger RTS is
     /// a protocol violation.
     pub max_message: usize,
+    /// Which complete request the `any` forms report.
+    pub any_order: AnyOrder,
 }
 
 impl Default for Config {
@@ -56,6 +71,7 @@ impl Default for Config {
             eager_credits: 64,
             recv_may_be_empty: false,
             max_message: 1 << 30,
+            any_order: AnyOrder::Rotating,
         }
     }
 }

@@ -74,7 +74,7 @@ pub mod wire;
 
 pub use bootstrap::{Bootstrap, BootstrapError, ThreadBoot};
 pub use buffer::{Buf, ByteStorage, Lender, LentView};
-pub use config::{Config, RndvMode};
+pub use config::{AnyOrder, Config, RndvMode};
 pub use device::{Caps, Device};
 pub use engine::{
     Any, Check, CheckMode, CollStarted, Completion, Counters, Engine, Outcount, Park, SendMode,

@@ -214,6 +214,10 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
     if let Some(mode) = crate::ffi::chosen_wait_mode() {
         config.wait_mode = mode;
     }
+    // MPI_Testany, MPI_Waitany and MPI_Request_get_status_any report the
+    // lowest complete index, as MPICH and Open MPI do and as programs
+    // written against them expect.
+    config.engine.any_order = ferry::ferry_core::AnyOrder::Lowest;
     match level {
         Some(l) => config.thread_level = level_of(l),
         None if std::env::var_os("FERRY_THREAD_LEVEL").is_some() => {}

@@ -20,7 +20,9 @@
 //!   `device_check(Blocking)`.
 //! - `testany`, `waitany` and `get_status_any` start scanning at a rotating
 //!   index, so repeated calls over the same list report every complete
-//!   request in turn instead of always favouring index 0. `get_status_*`
+//!   request in turn instead of always favouring index 0 (unless
+//!   [`Config::any_order`](crate::Config::any_order) asks for the lowest
+//!   index, as MPICH and Open MPI report). `get_status_*`
 //!   complete nothing and free nothing: a later `test`/`wait` does.
 
 use super::request::Life;
@@ -170,14 +172,18 @@ impl State {
         Ok(Some(done))
     }
 
-    /// First complete active entry, scanning from a rotating start.
+    /// First complete active entry, scanning from a rotating start (or
+    /// from 0: [`Config::any_order`](crate::Config::any_order)).
     /// `Ok(None)` if none is complete; `Err` on a stale handle.
     fn first_complete(&mut self, requests: &[Request]) -> Result<Option<usize>> {
         let n = requests.len();
         if n == 0 {
             return Ok(None);
         }
-        let start = self.fair % n;
+        let start = match self.config.any_order {
+            crate::config::AnyOrder::Rotating => self.fair % n,
+            crate::config::AnyOrder::Lowest => 0,
+        };
         self.fair = self.fair.wrapping_add(1);
         for i in (start..n).chain(0..start) {
             if self.standing(requests[i])? == Standing::Complete {
