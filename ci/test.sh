@@ -15,6 +15,8 @@
 #   4. the long stress tests that are #[ignore]d in a normal `cargo test`;
 #      the README's main job built with fat LTO; the MPI ABI library's C
 #      tests (ci/mpi-test.sh: ferry's mpicc, mpiexec and mpiexec.hydra);
+#      mpi4py built with ferry's mpicc, and its test suite on 1, 2 and 4
+#      ranks (ci/mpi4py-test.sh; python3-venv and python3-dev installed there);
 #   5. the ofi device on libfabric's tcp;ofi_rxm and shm providers
 #      (ci/ofi.sh), then a job split across two "nodes" over shm + ofi;
 #   6. the verbs device on Soft-RoCE in a QEMU VM (ci/verbs.sh);
@@ -91,6 +93,9 @@ CARGO_PROFILE_RELEASE_LTO=fat CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/lto"
 
 step "MPI ABI library (libmpi_abi.so.1): C tests through mpiexec and mpiexec.hydra"
 bash ci/mpi-test.sh
+
+step "mpi4py 4.1 built from its sdist with ferry's mpicc: import, a 4-rank program, its own test suite on 1, 2 and 4 ranks"
+bash ci/mpi4py-test.sh
 
 step "ofi device: tcp;ofi_rxm and shm providers"
 bash ci/ofi.sh
