@@ -79,8 +79,13 @@ impl fmt::Display for Counters {
         )?;
         writeln!(
             f,
-            "  received: packets {}, unexpected {}, match attempts {}, depth posted {} unexpected {}",
-            e.packets_in, e.unexpected_arrivals, e.match_attempts, e.posted_depth, e.unexpected_depth
+            "  received: packets {}, unexpected {}, direct {}, match attempts {}, depth posted {} unexpected {}",
+            e.packets_in,
+            e.unexpected_arrivals,
+            e.direct_receives,
+            e.match_attempts,
+            e.posted_depth,
+            e.unexpected_depth
         )?;
         writeln!(
             f,

@@ -47,6 +47,7 @@ macro_rules! __with_conformance_bodies {
             rdma_get,
             fragmented,
             any_source_order,
+            blocking_recv_order,
             truncation,
             issend_sync,
             mprobe_threads,

@@ -77,7 +77,7 @@ impl Incoming for Buf {
 impl State {
     /// Matched packets carry a per-peer sequence number: a gap or repeat
     /// means the device broke its ordering promise or the peer is corrupt.
-    fn check_seq(&mut self, from: Rank, seq: u32) -> bool {
+    pub(super) fn check_seq(&mut self, from: Rank, seq: u32) -> bool {
         let peer = &mut self.peers[from as usize];
         if seq != peer.recv_seq {
             self.protocol_error(from, "out-of-order or duplicate sequence number");

@@ -33,6 +33,7 @@
 mod blocking;
 mod coll;
 mod complete;
+mod direct;
 mod incoming;
 mod manage;
 mod node_coll;
@@ -59,6 +60,7 @@ use crate::wire::Rts;
 
 pub use coll::CollStarted;
 pub use complete::{Any, Outcount, StatusAny};
+pub use direct::Direct;
 pub(crate) use outbox::Out;
 pub use request::SendMode;
 pub(crate) use request::{Op, Req};
@@ -181,6 +183,9 @@ pub struct Counters {
     pub packets_in: u64,
     /// Messages that arrived before a matching receive.
     pub unexpected_arrivals: u64,
+    /// Blocking receives done without a request
+    /// ([`Engine::recv_direct`]).
+    pub direct_receives: u64,
     /// Receives currently posted.
     pub posted_depth: u64,
     /// Messages currently in the unexpected queue.
@@ -417,6 +422,16 @@ impl<D: Device> Engine<D> {
     /// # Errors
     /// A fatal device failure.
     pub fn progress(&mut self) -> Result<usize> {
+        self.progress_with(|device, st| device.progress(st))
+    }
+
+    /// [`Engine::progress`] with the device's arrivals going through
+    /// `poll` (the direct receive's own sink, or the engine's state).
+    #[inline]
+    fn progress_with(
+        &mut self,
+        poll: impl FnOnce(&mut D, &mut State) -> std::result::Result<usize, Error>,
+    ) -> Result<usize> {
         if self.armed {
             self.device.disarm();
             self.armed = false;
@@ -426,7 +441,7 @@ impl<D: Device> Engine<D> {
         if !self.st.outbox.is_empty() {
             outbox::flush(&mut self.device, &mut self.st)?;
         }
-        self.device.progress(&mut self.st)?;
+        poll(&mut self.device, &mut self.st)?;
         if !self.st.outbox.is_empty() {
             outbox::flush(&mut self.device, &mut self.st)?;
         }
@@ -521,6 +536,11 @@ impl State {
     /// Is `rank` a rank of this job?
     pub(crate) fn valid_peer(&self, rank: Rank) -> bool {
         rank >= 0 && (rank as u32) < self.size
+    }
+
+    /// A rank of the job that has not been cut off.
+    pub(crate) fn valid_live_peer(&self, rank: Rank) -> bool {
+        self.valid_peer(rank) && self.peers[rank as usize].failed.is_none()
     }
 
     pub(crate) fn stale() -> Error {

@@ -38,13 +38,14 @@ pub use scope::{Scope, ScopedRequest};
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 
-use ferry_core::{Buf, Lender, LentView, Rank, SendMode, Status, Tag};
+use ferry_core::{Buf, Direct, Lender, LentView, Rank, SendMode, Status, Tag};
 
 use crate::comm::Comm;
 use crate::error::{Error, Result};
 use crate::p2p::Message;
 use crate::request::{Completion, Request};
 use crate::typed::{as_bytes, Element};
+use crate::waiter::block_on;
 use crate::world::Shared;
 
 /// Reads memory lent for reading (a send buffer): the caller may read it
@@ -369,11 +370,35 @@ impl Comm {
         tag: Tag,
     ) -> Result<Status> {
         let shared = self.shared();
+        let dst: &mut [u8] = match NonNull::new(ptr) {
+            // SAFETY: our caller gives us `len` writable bytes at `ptr`, used
+            // by nothing else, for the whole call; the slice lives only in it.
+            Some(p) => unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), len) },
+            None => &mut [],
+        };
+        if let Some(status) = self.recv_direct(dst, source, tag)? {
+            return Ok(status);
+        }
         // SAFETY: forwarded to our caller; `started`/`finish` make sure no
         // request holds the loan when this returns.
         let loan = unsafe { lend_mut(ptr, len) };
         let req = started(shared, self.irecv_buf(loan, None, source, tag))?;
         Ok(finish(shared, req)?.into_status())
+    }
+
+    /// The blocking receive without a request (`Engine::recv_direct`):
+    /// `None` if it must give way to an ordinary receive.
+    fn recv_direct(&self, dst: &mut [u8], source: Rank, tag: Tag) -> Result<Option<Status>> {
+        let c = &self.inner;
+        let source = c.group.to_job(source)?;
+        let status = block_on(&c.shared, |e| {
+            Ok(match e.recv_direct(source, tag, c.context, dst)? {
+                Direct::Done(status) => Some(Some(status)),
+                Direct::GiveWay => Some(None),
+                Direct::Pending => None,
+            })
+        })?;
+        Ok(status.map(|s| c.status(s)))
     }
 }
 

@@ -317,3 +317,80 @@ pub fn mprobe_threads(ctx: &Ctx) -> Outcome {
     ctx.barrier()?;
     Ok(Verdict::Pass)
 }
+
+/// A blocking receive takes a message without a request when nothing else
+/// is posted (`Engine::recv_direct`), and must then keep MPI's order: a
+/// receive posted before it matches first; a rendezvous or synchronous
+/// message ahead of a small one, both matching, is received first (the
+/// direct path gives way to an ordinary receive); a wildcard receive takes
+/// the direct path too; and the direct path is counted.
+pub fn blocking_recv_order(ctx: &Ctx) -> Outcome {
+    const T: Tag = 1700;
+    if let Some(p) = ctx.partner() {
+        let c = &ctx.comm;
+        let e = ctx.eager_max(p)?;
+        let big = 3 * e + 5;
+        let me = ctx.rank;
+        if ctx.leads() {
+            // Case 1: two small messages, an irecv posted before the recv.
+            c.send(&numbered(16, me, p, T, 0), p, T)?;
+            c.send(&numbered(16, me, p, T, 1), p, T)?;
+            // Case 2: rendezvous then small, then small then synchronous.
+            c.send(&numbered(big, me, p, T + 1, 0), p, T + 1)?;
+            c.send(&numbered(16, me, p, T + 1, 1), p, T + 1)?;
+            let mut ss = c.issend(numbered(16, me, p, T + 2, 0), p, T + 2)?;
+            c.send(&numbered(16, me, p, T + 2, 1), p, T + 2)?;
+            ensure!(ss.wait()?.status.error.is_none(), "the ssend failed");
+            // Case 3: sent while the receiver already waits.
+            c.recv::<u8>(&mut [], p, T + 3)?;
+            thread::sleep(Duration::from_millis(20));
+            for i in 0..4 {
+                c.send(&numbered(16, me, p, T + 4, i), p, T + 4)?;
+            }
+        } else {
+            let mut got = vec![0u8; big];
+            let mut r = c.irecv(vec![0u8; 16], p, T)?;
+            let st = c.recv(&mut got, p, T)?;
+            ensure!(
+                parse(&got[..st.bytes], me, T)? == (p, 1),
+                "a blocking recv overtook the irecv posted before it"
+            );
+            let first = r.wait()?.into_vec::<u8>()?;
+            ensure!(
+                parse(&first, me, T)? == (p, 0),
+                "the irecv got the wrong message"
+            );
+            for tag in [T + 1, T + 2] {
+                for i in 0..2 {
+                    let st = c.recv(&mut got, p, tag)?;
+                    ensure!(
+                        parse(&got[..st.bytes], me, tag)? == (p, i),
+                        "tag {tag}: message {i} overtaken"
+                    );
+                }
+            }
+            ensure!(
+                c.iprobe(p, T + 1)?.is_none() && c.iprobe(p, T + 2)?.is_none(),
+                "a message left over after the ordered pairs"
+            );
+            let before = ctx.world.counters().engine.direct_receives;
+            c.send::<u8>(&[], p, T + 3)?;
+            for i in 0..4 {
+                let source = if i % 2 == 0 { p } else { ANY_SOURCE };
+                let st = c.recv(&mut got, source, T + 4)?;
+                ensure!(st.source == p, "status source {} for {p}", st.source);
+                ensure!(
+                    parse(&got[..st.bytes], me, T + 4)? == (p, i),
+                    "message {i} of 4 out of order"
+                );
+            }
+            let direct = ctx.world.counters().engine.direct_receives - before;
+            ensure!(
+                direct >= 4,
+                "{direct} of 4 receives with nothing posted took the direct path"
+            );
+        }
+    }
+    ctx.barrier()?;
+    Ok(Verdict::Pass)
+}

@@ -36,7 +36,7 @@ use ferry::{Comm, Config, Rank, Tag, World};
 pub use collectives::collectives;
 pub use communicators::communicators;
 pub use completion::{arecv_mixed, cancel_recv, get_status_some, persistent, request_empty};
-pub use matching::{any_source_order, issend_sync, mprobe_threads};
+pub use matching::{any_source_order, blocking_recv_order, issend_sync, mprobe_threads};
 pub use overlap::overlap;
 pub use p2p::{
     fragmented, p2p_blocking, p2p_nonblocking, protocol_selection, rdma_get, truncation,
