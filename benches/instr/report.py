@@ -7,7 +7,8 @@ functions of rank 0)
 Reads the directory run.sh wrote: for each rank, a sender run (only
 `call_isend` collected) and a receiver run (only `call_irecv` and the
 `call_test_*` functions collected, with the idle phase dumped apart), plus
-the program's output lines. Prints, per side and for both sides together,
+the program's output lines; and the same for the blocking slice API
+(`bsend`, `brecv`), whose idle rounds are the library's own spins. Prints, per side and for both sides together,
 the instructions per message split by where the code lives (its source
 file, or for code inlined from the standard library, the function it was
 inlined into); idle receive rounds are subtracted at the idle phase's
@@ -125,14 +126,14 @@ def parts(directory, run, rank):
     return files + [Path(directory) / f"{run}.{rank}"]
 
 
-def side(directory, rank):
-    log_s = (Path(directory) / f"send.{rank}.log").read_text()
-    log_r = (Path(directory) / f"recv.{rank}.log").read_text()
+def side(directory, rank, send_run="send", recv_run="recv"):
+    log_s = (Path(directory) / f"{send_run}.{rank}.log").read_text()
+    log_r = (Path(directory) / f"{recv_run}.{rank}.log").read_text()
     messages, _, _ = counts(log_s)
     received = messages // 2
-    send = by_phase(parts(directory, "send", rank)[-1])
+    send = by_phase(parts(directory, send_run, rank)[-1])
     _, idle_rounds, idle_phase = counts(log_r)
-    recv_parts = parts(directory, "recv", rank)
+    recv_parts = parts(directory, recv_run, rank)
     idle = by_phase(recv_parts[-2])
     recv = by_phase(recv_parts[-1])
     scale = idle_rounds / idle_phase
@@ -163,26 +164,36 @@ def top(directory, count):
             print(f"  {cost / total:6.1%}  {phase_of(location):10} {location}")
 
 
-def main():
-    directory = sys.argv[1]
-    count = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+def table(directory, runs, names, idle_what):
     sends, recvs, idles, waits = [], [], [], []
     for rank in (0, 1):
-        s, r, i, w = side(directory, rank)
+        s, r, i, w = side(directory, rank, *runs)
         sends.append(s), recvs.append(r), idles.append(i), waits.append(w)
     mean = lambda ds: {p: sum(d[p] for d in ds) / len(ds) for p in PHASES}
     send, recv = mean(sends), mean(recvs)
     both = {p: send[p] + recv[p] for p in PHASES}
-    print("Instructions per one-way 8 B message (callgrind, mean of both ranks; "
-          "idle receive rounds subtracted)\n")
     print("| side | " + " | ".join(PHASES) + " | total (without program) |")
     print("|---|" + "---|" * (len(PHASES) + 1))
-    print(row("sender (isend)", send))
-    print(row("receiver (irecv + test)", recv))
+    print(row(names[0], send))
+    print(row(names[1], recv))
     print(row("both ranks", both))
-    print(f"\nidle receive round (a test that finds nothing): "
+    print(f"\nidle round ({idle_what}): "
           f"{sum(idles) / 2:.0f} instructions; {sum(waits) / 2:.2f} idle rounds per message subtracted")
-    print("program: the measuring program's own code around the calls (not counted in the total)")
+
+
+def main():
+    directory = sys.argv[1]
+    count = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    print("Instructions per one-way 8 B message (callgrind, mean of both ranks; "
+          "idle receive rounds subtracted)\n")
+    print("Nonblocking, owned buffers (isend_buf; irecv_buf + test):\n")
+    table(directory, ("send", "recv"), ("sender (isend)", "receiver (irecv + test)"),
+          "a test that finds nothing")
+    if (Path(directory) / "brecv.0.log").exists():
+        print("\nBlocking slices (Comm::send; Comm::recv), as MPI_Send and MPI_Recv:\n")
+        table(directory, ("bsend", "brecv"), ("sender (send)", "receiver (recv)"),
+              "a spin of a waiting recv")
+    print("\nprogram: the measuring program's own code around the calls (not counted in the total)")
     if count:
         top(directory, count)
 

@@ -20,7 +20,7 @@ bin=${CARGO_TARGET_DIR:-$root/target}/release
 cargo build --release -q -p ferry-bench -p ferry-launch --bin ferry-instr --bin ferryrun
 rm -rf "$out" && mkdir -p "$out"
 # Each run collects only some call_* functions; the first dump (before the
-# idle phase) is the warm-up and is not read; the receive run dumps the
+# idle phase) is the warm-up and is not read; the receive runs dump the
 # idle phase apart (before the ping-pong).
 run() {
     local name=$1; shift
@@ -36,4 +36,9 @@ run() {
 run send --toggle-collect='*call_isend*' "$bin/ferry-instr" "$messages"
 run recv --toggle-collect='*call_irecv*' --toggle-collect='*call_test_*' \
     --dump-before='*phase_pingpong*' "$bin/ferry-instr" "$messages"
+# The blocking slice API (MPI_Send/MPI_Recv): the idle phase is
+# phase_idle_blocking, the ping-pong phase_pingpong_blocking.
+run bsend --toggle-collect='*call_send_slice*' "$bin/ferry-instr" blocking "$messages"
+run brecv --toggle-collect='*call_recv_slice*' --dump-before='*phase_idle_blocking*' \
+    --dump-before='*phase_pingpong_blocking*' "$bin/ferry-instr" blocking "$messages"
 python3 benches/instr/report.py "$out" "${INSTR_TOP:-0}"

@@ -63,7 +63,7 @@ fn finish(
     done.status.ok().map_err(|e| format!("receive: {e}"))?;
     let mut buf = done.into_buf();
     if let (Some((len, peer, i)), Some(b)) = (check_as, buf.as_mut()) {
-        check(b, len, peer, i)?;
+        check(b.as_mut_slice(), len, peer, i)?;
     }
     if !arecv {
         *slot = buf;
@@ -94,7 +94,7 @@ fn pingpong(
         }
         if validate {
             if let Some(s) = sbuf.as_mut() {
-                stamp(s, i);
+                stamp(s.as_mut_slice(), i);
             }
         }
         let check_as = validate.then_some((size, peer, i));

@@ -4,14 +4,16 @@
 //! the median and minimum of the per-round-trip times / 2, which a noisy
 //! machine disturbs less.
 //!
-//! The loop uses the owned-buffer API on `Buf`s made once per size: each
-//! send or receive moves its buffer into the engine and gets it back from
-//! the completion, so nothing is allocated or copied by the API per
-//! iteration (a small send completes inside `isend`, REQUEST_EMPTY).
+//! The loop uses the blocking slice API (`Comm::send`, `Comm::recv`), as
+//! osu_latency uses `MPI_Send` and `MPI_Recv`, on buffers made once per
+//! size: a small send completes inside the call without a request, and a
+//! receive with nothing else posted takes the message straight into the
+//! slice without one (`Engine::recv_direct`). `arecv` measures the
+//! owned-buffer (`Buf`) API's ping-pong beside ARecv.
 
 use std::time::Instant;
 
-use ferry::{Buf, Comm, Rank, SendMode, Tag};
+use ferry::{Buf, Comm, Rank, Tag};
 
 use crate::cli::{powers_of_two, Subcommand};
 use crate::job::{fe, Bench, Sample};
@@ -72,8 +74,7 @@ pub(crate) fn fill(len: usize, rank: Rank) -> Vec<u8> {
 }
 
 /// Writes the iteration stamp (validation only).
-pub(crate) fn stamp(buf: &mut Buf, i: usize) {
-    let b = buf.as_mut_slice();
+pub(crate) fn stamp(b: &mut [u8], i: usize) {
     let n = b.len().min(8);
     b[..n].copy_from_slice(&(i as u64).to_le_bytes()[..n]);
 }
@@ -83,11 +84,10 @@ pub(crate) fn stamp(buf: &mut Buf, i: usize) {
 ///
 /// # Errors
 /// The first wrong byte.
-pub(crate) fn check(buf: &mut Buf, len: usize, peer: Rank, i: usize) -> Result<(), String> {
+pub(crate) fn check(got: &mut [u8], len: usize, peer: Rank, i: usize) -> Result<(), String> {
     let mut want = fill(len, peer);
     let n = len.min(8);
     want[..n].copy_from_slice(&(i as u64).to_le_bytes()[..n]);
-    let got = buf.as_mut_slice();
     if got.len() != len {
         return Err(format!(
             "iteration {i}: {} bytes received, {len} sent",
@@ -101,25 +101,17 @@ pub(crate) fn check(buf: &mut Buf, len: usize, peer: Rank, i: usize) -> Result<(
     Ok(())
 }
 
-/// Blocking-semantics send of an owned buffer; the buffer comes back.
+/// `MPI_Recv`: the whole buffer must be filled.
 #[inline]
-fn send(c: &Comm, slot: &mut Option<Buf>, peer: Rank) -> Result<(), String> {
-    let buf = slot.take().ok_or("send buffer lost")?;
-    let mut r = c
-        .isend_buf(buf, None, peer, TAG, SendMode::Standard)
-        .map_err(fe("isend"))?;
-    *slot = r.wait().map_err(fe("send wait"))?.into_buf();
-    Ok(())
-}
-
-/// Blocking-semantics receive into an owned buffer; the buffer comes back.
-#[inline]
-fn recv(c: &Comm, slot: &mut Option<Buf>, peer: Rank) -> Result<(), String> {
-    let buf = slot.take().ok_or("receive buffer lost")?;
-    let mut r = c.irecv_buf(buf, None, peer, TAG).map_err(fe("irecv"))?;
-    let done = r.wait().map_err(fe("recv wait"))?;
-    done.status.ok().map_err(|e| format!("receive: {e}"))?;
-    *slot = done.into_buf();
+fn recv(c: &Comm, buf: &mut [u8], peer: Rank) -> Result<(), String> {
+    let status = c.recv(buf, peer, TAG).map_err(fe("recv"))?;
+    if status.bytes != buf.len() {
+        return Err(format!(
+            "{} bytes received, {} sent",
+            status.bytes,
+            buf.len()
+        ));
+    }
     Ok(())
 }
 
@@ -130,8 +122,8 @@ fn measure(
     warmup: usize,
 ) -> Result<Option<Sample>, String> {
     let (c, peer, validate) = (&b.comm, b.peer, b.options.validate);
-    let mut sbuf = Some(Buf::from_vec(fill(size, b.rank)));
-    let mut rbuf = Some(Buf::from_vec(vec![0u8; size]));
+    let mut sbuf = fill(size, b.rank);
+    let mut rbuf = vec![0u8; size];
     let mut times = Vec::with_capacity(iters);
     let mut t0 = Instant::now();
     let mut allocs0 = 0;
@@ -142,22 +134,20 @@ fn measure(
         }
         let a = Instant::now();
         if validate {
-            if let Some(s) = sbuf.as_mut() {
-                stamp(s, i);
-            }
+            stamp(&mut sbuf, i);
         }
         if b.rank == 0 {
-            send(c, &mut sbuf, peer)?;
+            c.send(&sbuf, peer, TAG).map_err(fe("send"))?;
             recv(c, &mut rbuf, peer)?;
         } else {
             recv(c, &mut rbuf, peer)?;
-            send(c, &mut sbuf, peer)?;
+            c.send(&sbuf, peer, TAG).map_err(fe("send"))?;
         }
         if i >= warmup {
             times.push(a.elapsed().as_secs_f64() * 1e6 / 2.0);
         }
         if validate {
-            check(rbuf.as_mut().ok_or("receive buffer lost")?, size, peer, i)?;
+            check(&mut rbuf, size, peer, i)?;
         }
     }
     let elapsed = t0.elapsed().as_secs_f64();

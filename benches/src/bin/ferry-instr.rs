@@ -22,6 +22,12 @@
 //!
 //! It prints one line per rank: `rank R messages N idle_pingpong I
 //! idle_phase K`, which the script reads.
+//!
+//! `ferry-instr blocking N` does the same for the blocking slice API
+//! (`Comm::send`, `Comm::recv`: `MPI_Send` and `MPI_Recv`), collected in
+//! `call_send_slice` and `call_recv_slice`. A blocking receive waits inside
+//! the library, so its idle rounds are the world's spin counter: the idle
+//! phase is one receive that spins until the peer, after a pause, sends.
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -44,10 +50,12 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), String> {
-    if std::env::args().nth(1).as_deref() == Some("self") {
+    let mode = std::env::args().nth(1);
+    if mode.as_deref() == Some("self") {
         return run_self();
     }
-    let messages: usize = match std::env::args().nth(1) {
+    let blocking = mode.as_deref() == Some("blocking");
+    let messages: usize = match std::env::args().nth(if blocking { 2 } else { 1 }) {
         Some(n) => n.parse().map_err(|_| format!("bad message count {n:?}"))?,
         None => 2000,
     };
@@ -55,6 +63,9 @@ fn run() -> Result<(), String> {
     let mut config = ferry::Config::from_env().map_err(|e| format!("config: {e}"))?;
     if std::env::var("FERRY_THREAD_LEVEL").map_or(true, |v| v.is_empty()) {
         config.thread_level = ferry::ThreadLevel::Funneled;
+    }
+    if blocking {
+        config.wait_mode = ferry::WaitMode::Spin;
     }
     let world = config.init().map_err(|e| format!("init: {e}"))?;
     if world.size() < 2 {
@@ -69,6 +80,9 @@ fn run() -> Result<(), String> {
         return world.finalize().map_err(|e| format!("finalize: {e}"));
     }
     let (rank, peer) = (world.rank(), 1 - world.rank());
+    if blocking {
+        return run_blocking(world, &comm, messages);
+    }
     let mut side = Side {
         comm: &comm,
         rank,
@@ -224,6 +238,68 @@ fn run_self() -> Result<(), String> {
     }
     println!("pairs {pairs}");
     world.finalize().map_err(|e| format!("finalize: {e}"))
+}
+
+/// The blocking mode (see the module docs). Both ranks spin while they
+/// wait (`WaitMode::Spin`), so every idle round is a counted spin.
+fn run_blocking(world: ferry::World, comm: &Comm, messages: usize) -> Result<(), String> {
+    let (rank, peer) = (world.rank(), 1 - world.rank());
+    let spins = || world.counters().spins;
+    let send = [rank as u8; SIZE];
+    let mut recv = [0u8; SIZE];
+    let mut pingpong = |pairs: usize, recv: &mut [u8]| -> Result<(), String> {
+        for _ in 0..pairs {
+            if rank == 0 {
+                call_send_slice(comm, peer, &send)?;
+                call_recv_slice(comm, peer, recv)?;
+            } else {
+                call_recv_slice(comm, peer, recv)?;
+                call_send_slice(comm, peer, &send)?;
+            }
+        }
+        Ok(())
+    };
+    pingpong(100, &mut recv)?;
+    // Each rank in turn waits in one receive while the other pauses.
+    let before = spins();
+    for waiter in 0..2 {
+        comm.barrier().map_err(|e| format!("barrier: {e}"))?;
+        if rank == waiter {
+            phase_idle_blocking(comm, peer, &mut recv)?;
+        } else {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            call_send_slice(comm, peer, &send)?;
+        }
+    }
+    comm.barrier().map_err(|e| format!("barrier: {e}"))?;
+    // Spins counted in the barriers after the idle receive are few next to
+    // the pause's; the count is an upper bound, the idle cost a lower one.
+    let idle_phase = spins() - before;
+    let before = spins();
+    phase_pingpong_blocking(&mut pingpong, messages / 2, &mut recv)?;
+    let idle_pingpong = spins() - before;
+    comm.barrier().map_err(|e| format!("barrier: {e}"))?;
+    if recv != [peer as u8; SIZE] {
+        return Err("received bytes differ from those sent".into());
+    }
+    println!(
+        "rank {rank} messages {messages} idle_pingpong {idle_pingpong} idle_phase {idle_phase}"
+    );
+    world.finalize().map_err(|e| format!("finalize: {e}"))
+}
+
+#[inline(never)]
+fn phase_idle_blocking(comm: &Comm, peer: Rank, recv: &mut [u8]) -> Result<(), String> {
+    call_recv_slice(comm, peer, recv)
+}
+
+#[inline(never)]
+fn phase_pingpong_blocking(
+    pingpong: &mut impl FnMut(usize, &mut [u8]) -> Result<(), String>,
+    pairs: usize,
+    recv: &mut [u8],
+) -> Result<(), String> {
+    pingpong(pairs, recv)
 }
 
 #[inline(never)]
