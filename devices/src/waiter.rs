@@ -106,7 +106,7 @@ use std::time::{Duration, Instant};
 use ferry_core::{Check, CheckMode, Engine};
 use rustix::event::{epoll, eventfd, EventfdFlags};
 
-use crate::config::WaitMode;
+use crate::config::{ThreadLevel, WaitMode};
 use crate::error::{ApiError, Error, Result};
 use crate::raw::CellGuard;
 use crate::select::node::{NodeDevice, SleepKind};
@@ -501,8 +501,13 @@ pub(crate) fn block_on<R>(
     // docs); `counted` while this one is.
     let count = shared.config.async_progress;
     let mut counted = false;
+    // Below `Multiple` no other thread may enter while this one waits, so a
+    // spin round keeps the guard instead of leaving and entering again.
+    let keep = shared.hub.locked.level() != ThreadLevel::Multiple;
+    let mut held = None;
+    let mut until_yield = shared.yield_every;
     let result = loop {
-        let mut g = match shared.lock() {
+        let mut g = match held.take().map_or_else(|| shared.lock(), Ok) {
             Ok(g) => g,
             Err(e) => break Err(e),
         };
@@ -542,15 +547,20 @@ pub(crate) fn block_on<R>(
             }
         };
         if spinning {
-            drop(g);
             spun += 1;
             rounds = rounds.wrapping_add(1);
-            if rounds % shared.yield_every == 0 {
+            until_yield -= 1;
+            if until_yield == 0 {
+                until_yield = shared.yield_every;
+                drop(g);
                 // Let a process that shares this core (an oversubscribed
                 // job: the peer this one waits for) run.
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
+                if keep {
+                    held = Some(g);
+                }
             }
             continue;
         }

@@ -30,14 +30,50 @@ use crate::wire::Header;
 /// What one attempt of [`Engine::recv_direct`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direct {
-    /// Received: the message is in the slice.
-    Done(Status),
+    /// Received: the message is in the slice. (Not a whole [`Status`]: an
+    /// attempt's answer is moved on every spin round, so it stays small.)
+    Done(Arrival),
     /// Nothing yet: attempt again (after spinning or parking).
     Pending,
     /// This receive cannot be done without a request (something is
     /// posted, a matching message needs a protocol, the source is
     /// `PROC_NULL` or has failed): post an ordinary receive instead.
     GiveWay,
+}
+
+/// What a direct receive received: its envelope's source and tag, and its
+/// length (all of it fitted: a message that would not is not taken).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival {
+    /// The sender.
+    pub source: Rank,
+    /// The message's tag.
+    pub tag: Tag,
+    /// Bytes received.
+    pub bytes: usize,
+}
+
+impl From<Arrival> for Status {
+    fn from(a: Arrival) -> Status {
+        arrival_status(
+            Envelope {
+                source: a.source,
+                tag: a.tag,
+                context: 0,
+            },
+            a.bytes,
+        )
+    }
+}
+
+impl Arrival {
+    fn of(env: Envelope, bytes: usize) -> Arrival {
+        Arrival {
+            source: env.source,
+            tag: env.tag,
+            bytes,
+        }
+    }
 }
 
 impl<D: Device> Engine<D> {
@@ -85,7 +121,7 @@ impl<D: Device> Engine<D> {
             polled
         })?;
         Ok(match got {
-            Some(status) => Direct::Done(status),
+            Some(arrival) => Direct::Done(arrival),
             None if queued => Direct::GiveWay,
             None => Direct::Pending,
         })
@@ -129,7 +165,7 @@ impl State {
         self.consumed_eager(env.source);
         self.small.give_back(data);
         self.counters.direct_receives += 1;
-        Direct::Done(arrival_status(env, len))
+        Direct::Done(Arrival::of(env, len))
     }
 
     /// Lands plain eager data straight in the direct receive's slice; the
@@ -154,7 +190,7 @@ struct DirectSink<'a> {
     st: &'a mut State,
     pattern: Pattern,
     dst: &'a mut [u8],
-    got: Option<Status>,
+    got: Option<Arrival>,
     /// A matching arrival was queued as unexpected: this receive must not
     /// overtake it, so it takes nothing more.
     queued: bool,
@@ -172,7 +208,7 @@ impl Sink for DirectSink<'_> {
                 let payload = packet.payload();
                 if self.pattern.matches(&env) && payload.len() <= self.dst.len() {
                     if self.st.land_direct(from, e.seq, payload, self.dst) {
-                        self.got = Some(arrival_status(env, payload.len()));
+                        self.got = Some(Arrival::of(env, payload.len()));
                     }
                     return;
                 }

@@ -393,12 +393,12 @@ impl Comm {
         let source = c.group.to_job(source)?;
         let status = block_on(&c.shared, |e| {
             Ok(match e.recv_direct(source, tag, c.context, dst)? {
-                Direct::Done(status) => Some(Some(status)),
+                Direct::Done(arrival) => Some(Some(arrival)),
                 Direct::GiveWay => Some(None),
                 Direct::Pending => None,
             })
         })?;
-        Ok(status.map(|s| c.status(s)))
+        Ok(status.map(|a| c.status(a.into())))
     }
 }
 
