@@ -1,7 +1,10 @@
 /* OSU-style ping-pong latency (osu_latency semantics), 2 ranks.
  * Per size: MPI_Barrier, warm-up, then ITERS timed round trips of blocking
  * MPI_Send/MPI_Recv (tag 1).  avg_us = elapsed / (2 * iters) is the osu_latency
- * figure; p50_us / min_us are per-round-trip median / minimum, halved.
+ * figure, from a loop with osu_latency's two clock reads; p50_us / min_us are
+ * the per-round-trip median / minimum, halved, from a second loop of ITERS
+ * round trips timed one by one (a clock read per round trip would otherwise
+ * add its own cost to the average).
  * OSU iteration counts: 10000 (+100 warm-up) up to 8 KiB, 1000 (+10) above.
  * Usage: mpi_latency [sizes] [iters] [warmup]   sizes: "0,8,64k,1m" (default OSU range 0..4M) */
 #include "mpi_common.h"
@@ -31,18 +34,22 @@ int main(int argc, char **argv) {
         if (rank == 0) {
             for (int i = 0; i < warm + iters; i++) {
                 if (i == warm) t0 = MPI_Wtime();
+                MPI_Send(sbuf, sz, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, sz, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
+            t1 = MPI_Wtime();
+            for (int i = 0; i < iters; i++) {
                 double a = MPI_Wtime();
                 MPI_Send(sbuf, sz, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
                 MPI_Recv(rbuf, sz, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                if (i >= warm) rt[i - warm] = MPI_Wtime() - a;
+                rt[i] = MPI_Wtime() - a;
             }
-            t1 = MPI_Wtime();
             double avg = (t1 - t0) * 1e6 / (2.0 * iters);
             double med = pct(rt, iters, 50) * 1e6 / 2, mn = rt[0] * 1e6 / 2;
             printf("  %-10d %12.3f %12.3f %12.3f\n", sz, avg, med, mn);
             fflush(stdout);
         } else {
-            for (int i = 0; i < warm + iters; i++) {
+            for (int i = 0; i < warm + 2 * iters; i++) {
                 MPI_Recv(rbuf, sz, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 MPI_Send(sbuf, sz, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
             }
