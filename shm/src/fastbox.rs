@@ -398,11 +398,10 @@ impl ShmDevice {
     pub(crate) fn fb_send(&mut self, dest: u32, header: &[u8], payload: &[u8]) -> Option<bool> {
         let lane = &mut self.lanes[dest as usize];
         let slot = lane.tx_slot;
-        let ctrl = self.seg.fb_ctrl(self.me, dest, slot)?;
+        let (ctrl, data) = self.seg.fb_out(&mut self.consumer, dest, slot)?;
         if !lane.tx_ready && !is_free(ctrl) {
             return None;
         }
-        let data = self.seg.fb_data_mut(&mut self.consumer, dest, slot);
         let word = encode(data, lane.tx_seq, header, payload).ok()?;
         publish(ctrl, word);
         lane.tx_seq = lane.tx_seq.wrapping_add(1);
@@ -481,14 +480,13 @@ impl ShmDevice {
         let rank = self.ranks[p as usize];
         let lane = &mut self.lanes[p as usize];
         let slot = lane.rx_slot;
-        let Some(ctrl) = self.seg.fb_ctrl(p, self.me, slot) else {
+        let Some((ctrl, data)) = self.seg.fb_in(&self.consumer, p, slot) else {
             return Take::Empty;
         };
         let word = peek(ctrl);
         if word == 0 {
             return Take::Empty;
         }
-        let data = self.seg.fb_data(&self.consumer, p, slot);
         match decode(word, data) {
             Ok(s) => match order(s.seq, lane.rx_seq, self.seg.geometry().cells_per_rank) {
                 Order::Now => {

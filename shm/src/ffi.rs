@@ -27,8 +27,8 @@
 //! - **Fastbox slots** (see [`crate::fastbox`]) are plain bytes behind an
 //!   atomic control word. The [`Consumer`] of rank `r` is also the right to
 //!   write the slots of the rings *from* `r` and to read those of the rings
-//!   *to* `r`: the writable view ([`Segment::fb_data_mut`]) needs the
-//!   `&mut Consumer`, the readable one ([`Segment::fb_data`]) a `&Consumer`,
+//!   *to* `r`: the writable view ([`Segment::fb_out`]) needs the
+//!   `&mut Consumer`, the readable one ([`Segment::fb_in`]) a `&Consumer`,
 //!   so in this process the two never coexist (even on the ring from `r` to
 //!   itself). By the protocol the sender writes a slot only while its
 //!   control word is 0 and the receiver reads it only while it is not, so
@@ -327,48 +327,54 @@ impl Segment {
         Some(unsafe { &*self.map.as_ptr().add(off).cast::<AtomicU64>() })
     }
 
-    /// The data bytes (after the control word) of slot `slot` of the ring
-    /// from `src` to the consumer: read them only while the control word
-    /// says full (invariant "fastbox slots"). Empty for indices out of
-    /// range.
+    /// The control word and the data bytes (after the control word) of slot
+    /// `slot` of the ring from `src` to the consumer: read the bytes only
+    /// while the control word says full (invariant "fastbox slots"). `None`
+    /// for indices out of range. One bounds check for both: this is on
+    /// every delivery.
     #[inline]
-    pub(crate) fn fb_data<'a>(&'a self, c: &'a Consumer, src: u32, slot: u32) -> &'a [u8] {
-        let Some(off) = self.fb_off(src, c.rank, slot) else {
-            return &[];
-        };
-        // SAFETY: `off + fb_size` lies inside the mapping (see `fb_ctrl`) and
-        // `fb_size > CTRL_LEN` (checked geometry); bytes have no alignment or
-        // validity requirements; no writable view exists in this process
-        // while `c` is borrowed (invariant "fastbox slots").
+    pub(crate) fn fb_in<'a>(
+        &'a self,
+        c: &'a Consumer,
+        src: u32,
+        slot: u32,
+    ) -> Option<(&'a AtomicU64, &'a [u8])> {
+        let off = self.fb_off(src, c.rank, slot)?;
+        // SAFETY: as in `fb_ctrl` for the word; `off + fb_size` lies inside
+        // the mapping and `fb_size > CTRL_LEN` (checked geometry); bytes
+        // have no alignment or validity requirements; no writable view
+        // exists in this process while `c` is borrowed (invariant "fastbox
+        // slots").
         unsafe {
-            std::slice::from_raw_parts(
-                self.map.as_ptr().add(off + CTRL_LEN),
-                self.geo.fb_size - CTRL_LEN,
-            )
+            let base = self.map.as_ptr().add(off);
+            Some((
+                &*base.cast::<AtomicU64>(),
+                std::slice::from_raw_parts(base.add(CTRL_LEN), self.geo.fb_size - CTRL_LEN),
+            ))
         }
     }
 
-    /// The data bytes of slot `slot` of the ring from the consumer to
-    /// `dst`, writable: write them only while the control word is 0.
-    /// Empty for indices out of range.
+    /// The control word and the writable data bytes of slot `slot` of the
+    /// ring from the consumer to `dst`: write the bytes only while the
+    /// control word is 0. `None` for indices out of range.
     #[inline]
-    pub(crate) fn fb_data_mut<'a>(
+    pub(crate) fn fb_out<'a>(
         &'a self,
         c: &'a mut Consumer,
         dst: u32,
         slot: u32,
-    ) -> &'a mut [u8] {
-        let Some(off) = self.fb_off(c.rank, dst, slot) else {
-            return &mut [];
-        };
-        // SAFETY: in bounds as for `fb_data`; the `&mut Consumer` makes this
+    ) -> Option<(&'a AtomicU64, &'a mut [u8])> {
+        let off = self.fb_off(c.rank, dst, slot)?;
+        // SAFETY: in bounds as for `fb_in`; the `&mut Consumer` makes this
         // the only view of the slot's bytes in this process while it lasts
-        // (invariant "fastbox slots").
+        // (invariant "fastbox slots"); the control word (an atomic) and the
+        // bytes after it do not overlap.
         unsafe {
-            std::slice::from_raw_parts_mut(
-                self.map.as_mut_ptr().add(off + CTRL_LEN),
-                self.geo.fb_size - CTRL_LEN,
-            )
+            let base = self.map.as_mut_ptr().add(off);
+            Some((
+                &*base.cast::<AtomicU64>(),
+                std::slice::from_raw_parts_mut(base.add(CTRL_LEN), self.geo.fb_size - CTRL_LEN),
+            ))
         }
     }
 

@@ -38,7 +38,7 @@ pub use scope::{Scope, ScopedRequest};
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 
-use ferry_core::{Buf, Direct, Lender, LentView, Rank, SendMode, Status, Tag};
+use ferry_core::{Buf, Direct, Lender, LentView, Rank, SendMode, Started, Status, Tag};
 
 use crate::comm::Comm;
 use crate::error::{Error, Result};
@@ -244,10 +244,11 @@ impl Comm {
         // in this call only.
         let bytes =
             unsafe { std::slice::from_raw_parts(non_null(ptr.cast_mut(), len).as_ptr(), len) };
-        self.isend_lent(bytes, dest, tag, mode, || {
+        let begun = self.isend_lent(bytes, dest, tag, mode, || {
             // SAFETY: forwarded to our caller (see # Safety).
             unsafe { lend(ptr, len) }
-        })
+        })?;
+        Ok(Request::started(self, begun, None))
     }
 
     /// Starts a send of `bytes`, lending them (`lend`) only if the send
@@ -259,15 +260,13 @@ impl Comm {
         tag: Tag,
         mode: SendMode,
         lend: impl FnOnce() -> Buf,
-    ) -> Result<Request> {
+    ) -> Result<Started> {
         let c = &self.inner;
         let dest = c.group.to_job(dest)?;
-        let started = c
-            .shared
+        Ok(c.shared
             .lock()?
             .engine()?
-            .isend_lent(dest, tag, c.context, bytes, mode, lend)?;
-        Ok(Request::started(self, started, None))
+            .isend_lent(dest, tag, c.context, bytes, mode, lend)?)
     }
 
     /// Starts a receive into `len` bytes at `ptr`.
@@ -300,11 +299,13 @@ impl Comm {
             // `started`/`finish` make sure no request holds the loan by then.
             unsafe { lend(bytes.as_ptr(), bytes.len()) }
         };
-        let req = started(shared, self.isend_lent(bytes, dest, tag, mode, lend_bytes))?;
-        if req.handle.is_empty() {
-            // Sent inside the call: nothing was lent.
-            return Ok(());
-        }
+        let begun = match self.isend_lent(bytes, dest, tag, mode, lend_bytes) {
+            // Sent inside the call, the usual case: nothing was lent, and no
+            // request is made.
+            Ok(b) if b.request.is_empty() => return Ok(()),
+            r => r.map(|b| Request::started(self, b, None)),
+        };
+        let req = started(shared, begun)?;
         finish(shared, req)?.into_status().ok()?;
         Ok(())
     }
