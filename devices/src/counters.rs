@@ -40,12 +40,18 @@ pub struct Counters {
 }
 
 impl Counters {
-    pub(crate) fn new(engine: ferry_core::Counters, w: &WaitStats, device: &'static str) -> Self {
+    /// `waits`: the waits and spin rounds counted under the lock.
+    pub(crate) fn new(
+        engine: ferry_core::Counters,
+        (waits, spins): (u64, u64),
+        w: &WaitStats,
+        device: &'static str,
+    ) -> Self {
         Counters {
             device,
             engine,
-            waits: w.waits.load(Relaxed),
-            spins: w.spins.load(Relaxed),
+            waits,
+            spins,
             polls: w.polls.load(Relaxed),
             sleeps: w.sleeps.load(Relaxed),
             wakeups_device: w.wake_device.load(Relaxed),

@@ -137,8 +137,6 @@ const DEVICE: u64 = 1;
 /// Wait statistics (relaxed atomics: they are only counted).
 #[derive(Debug, Default)]
 pub(crate) struct WaitStats {
-    pub(crate) waits: AtomicU64,
-    pub(crate) spins: AtomicU64,
     pub(crate) polls: AtomicU64,
     pub(crate) sleeps: AtomicU64,
     pub(crate) wake_device: AtomicU64,
@@ -494,8 +492,7 @@ pub(crate) fn block_on<R>(
     let mut spin_over = false;
     let mut rounds = 0u32;
     let mut waited = false;
-    // Counted here and published once: an atomic add per round would cost
-    // as much as the rest of a spin round.
+    // Counted here and published once, under the lock (see `Locked::waits`).
     let mut spun = 0u64;
     // Waiters are counted for the progress thread only (see the module
     // docs); `counted` while this one is.
@@ -517,11 +514,15 @@ pub(crate) fn block_on<R>(
         };
         match attempt(engine) {
             Ok(Some(r)) => {
+                let l = g.locked();
                 if counted {
                     // Leaving, in the release that settles it.
-                    g.locked().waiting -= 1;
+                    l.waiting -= 1;
                     counted = false;
                 }
+                l.waits += u64::from(waited);
+                l.spins += spun;
+                (waited, spun) = (false, 0);
                 break Ok(r);
             }
             Ok(None) => {}
@@ -529,7 +530,6 @@ pub(crate) fn block_on<R>(
         }
         if !waited {
             waited = true;
-            bump(&shared.hub.stats.waits);
             if count {
                 g.locked().waiting += 1;
                 counted = true;
@@ -601,16 +601,18 @@ pub(crate) fn block_on<R>(
             Err(e) => break Err(e),
         }
     };
-    if spun > 0 {
-        shared.hub.stats.spins.fetch_add(spun, Relaxed);
-    }
-    if counted {
+    if counted || waited || spun > 0 {
         // Left by an error: under the lock all the same, since the release
         // settles the progress thread this one may have been the last to
         // cover.
         // (`counted` implies the progress thread, hence `Multiple`.)
         if let Ok(mut g) = shared.lock() {
-            g.locked().waiting -= 1;
+            let l = g.locked();
+            if counted {
+                l.waiting -= 1;
+            }
+            l.waits += u64::from(waited);
+            l.spins += spun;
         }
     }
     result

@@ -35,6 +35,13 @@ pub(crate) struct Locked {
     /// Application threads inside a wait past its first attempt (counted
     /// only with the progress thread, which relies on them meanwhile).
     pub(crate) waiting: usize,
+    /// Waits that did not complete on their first attempt, and their spin
+    /// rounds: counted under the lock, where a waiter is anyway, because an
+    /// atomic add per blocking call costs more than the rest of its
+    /// bookkeeping.
+    pub(crate) waits: u64,
+    /// See `waits`.
+    pub(crate) spins: u64,
     pub(crate) sleepers: Vec<Sleeper>,
     pub(crate) idle_slots: Vec<Arc<Slot>>,
 }
@@ -103,6 +110,8 @@ impl Shared {
                         armed: false,
                         touches: 0,
                         waiting: 0,
+                        waits: 0,
+                        spins: 0,
                         sleepers: Vec::new(),
                         idle_slots: Vec::new(),
                     },
@@ -143,12 +152,15 @@ impl Shared {
     }
 
     fn counters(&self) -> Counters {
-        let engine = self
-            .lock()
-            .ok()
-            .and_then(|g| g.engine_ref().map(|e| e.counters()).ok())
-            .unwrap_or_default();
-        Counters::new(engine, &self.hub.stats, self.device_name)
+        let (engine, waits) = match self.lock() {
+            Ok(mut g) => {
+                let engine = g.engine_ref().map(|e| e.counters()).unwrap_or_default();
+                let l = g.locked();
+                (engine, (l.waits, l.spins))
+            }
+            Err(_) => Default::default(),
+        };
+        Counters::new(engine, waits, &self.hub.stats, self.device_name)
     }
 
     /// A barrier through the engine, with progress, on the world's reserved
