@@ -206,6 +206,14 @@ pub trait Sink {
     fn rdma_done(&mut self, token: OpToken, result: Result<(), Error>);
     /// `peer` died or became unreachable.
     fn peer_failed(&mut self, peer: Rank, error: Error);
+    /// True when the sink wants nothing more from this progress call (a
+    /// blocking receive that got its message and will return): a device
+    /// may stop polling early and leave the rest for the next call. What
+    /// it delivers anyway is handled as usual.
+    #[inline]
+    fn satisfied(&self) -> bool {
+        false
+    }
 }
 
 /// A transport. See the module docs for the contract.

@@ -77,8 +77,8 @@ pub use buffer::{Buf, ByteStorage, Lender, LentView};
 pub use config::{AnyOrder, Config, RndvMode};
 pub use device::{Caps, Device};
 pub use engine::{
-    Any, Arrival, Check, CheckMode, CollStarted, Completion, Counters, Direct, Engine, Outcount,
-    Park, SendMode, SpinPark, Started, StatusAny,
+    Any, Arrival, Check, CheckMode, CollStarted, Completion, Counters, Direct, DirectRecv, Engine,
+    Outcount, Park, SendMode, SpinPark, Started, StatusAny,
 };
 pub use envelope::{
     ContextId, Envelope, Pattern, Rank, Tag, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB,

@@ -139,8 +139,8 @@ pub struct Frag {
 }
 
 const K_EAGER: u8 = 1;
-/// Kind, flags, context, tag, sequence number.
-const PLAIN_EAGER_LEN: usize = 2 + 4 + 4 + 4;
+/// Bytes of a plain eager header: kind, flags, context, tag, sequence number.
+pub const PLAIN_EAGER_LEN: usize = 2 + 4 + 4 + 4;
 const K_RTS: u8 = 2;
 const K_CTS: u8 = 3;
 const K_FRAG: u8 = 4;
@@ -280,6 +280,19 @@ impl Header {
         out[0] = kind;
         out[1] = flags;
         len
+    }
+
+    /// The common packet's header, a plain eager one (no sync ack asked
+    /// for), written without the general encoder: the same bytes as
+    /// [`Header::encode`] of that `Eager`, at a fixed length.
+    #[inline]
+    pub fn encode_plain_eager(context: u32, tag: i32, seq: u32) -> [u8; PLAIN_EAGER_LEN] {
+        let mut b = [0u8; PLAIN_EAGER_LEN];
+        b[0] = K_EAGER;
+        b[2..6].copy_from_slice(&context.to_le_bytes());
+        b[6..10].copy_from_slice(&tag.to_le_bytes());
+        b[10..14].copy_from_slice(&seq.to_le_bytes());
+        b
     }
 
     /// The common packet, a plain eager header (no sync ack asked for),
@@ -428,6 +441,7 @@ mod tests {
             let e = Eager { context, tag, seq, sync: None };
             let n = Header::Eager(e).encode(&mut buf);
             prop_assert_eq!(Header::decode_plain_eager(&buf[..n]), Some(e));
+            prop_assert_eq!(&Header::encode_plain_eager(context, tag, seq)[..], &buf[..n]);
         }
     }
 

@@ -451,11 +451,17 @@ impl Device for ShmDevice {
                 let (n, _) = self.fb_poll(sink, budget);
                 events += n;
                 budget -= n;
+                if sink.satisfied() {
+                    budget = 0;
+                }
             }
             for _ in 0..budget {
                 match self.seg.pop_recv(&mut self.consumer) {
                     Ok(Popped::Cell(cell)) => {
                         events += self.deliver(cell, sink);
+                        if sink.satisfied() {
+                            break;
+                        }
                     }
                     Ok(Popped::Empty | Popped::Busy) => {
                         drained = true;

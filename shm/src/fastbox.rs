@@ -569,6 +569,11 @@ impl ShmDevice {
                     if self.lanes[p as usize].rx_used >= self.fb_free_at {
                         self.fb_free(p);
                     }
+                    if sink.satisfied() {
+                        // Stop here, as if out of budget: a blocking
+                        // receive got its message and returns.
+                        return true;
+                    }
                 }
                 Take::Empty | Take::Wait => {
                     // Not right after a delivery: the engine is likely to

@@ -76,7 +76,30 @@ impl Arrival {
     }
 }
 
+/// A direct receive's pattern, its arguments checked once
+/// ([`Engine::direct_recv`]) for all its attempts.
+#[derive(Debug, Clone, Copy)]
+pub struct DirectRecv {
+    pattern: Pattern,
+}
+
 impl<D: Device> Engine<D> {
+    /// Checks a direct receive's arguments (as [`Engine::irecv`] does):
+    /// `None` for `PROC_NULL`, which the ordinary receive answers.
+    ///
+    /// # Errors
+    /// A bad rank or tag.
+    pub fn direct_recv(
+        &self,
+        source: Rank,
+        tag: Tag,
+        context: ContextId,
+    ) -> Result<Option<DirectRecv>> {
+        Ok(self
+            .pattern(source, tag, context)?
+            .map(|pattern| DirectRecv { pattern }))
+    }
+
     /// One attempt at a blocking receive into `dst` without a request (see
     /// the module docs): takes a matching eager message from the
     /// unexpected queue, or progresses once and takes one as it arrives.
@@ -84,17 +107,9 @@ impl<D: Device> Engine<D> {
     /// for any request ([`Engine::device_check`]).
     ///
     /// # Errors
-    /// Bad arguments (as [`Engine::irecv`]), or a fatal device error.
-    pub fn recv_direct(
-        &mut self,
-        source: Rank,
-        tag: Tag,
-        context: ContextId,
-        dst: &mut [u8],
-    ) -> Result<Direct> {
-        let Some(pattern) = self.pattern(source, tag, context)? else {
-            return Ok(Direct::GiveWay);
-        };
+    /// A fatal device error.
+    pub fn recv_direct(&mut self, want: &DirectRecv, dst: &mut [u8]) -> Result<Direct> {
+        let pattern = want.pattern;
         if !self.st.posted.is_empty() || !self.st.probes.is_empty() {
             return Ok(Direct::GiveWay);
         }
@@ -131,9 +146,14 @@ impl<D: Device> Engine<D> {
 impl State {
     /// True if the source the pattern names (or, for `ANY_SOURCE`, some
     /// member of its context) has failed: the ordinary receive reports it.
+    /// (A source outside this job counts as cut off: the ordinary receive
+    /// reports it.)
     fn cut_off(&self, pattern: &Pattern) -> bool {
         match pattern.source {
-            Some(s) => self.peers[s as usize].failed.is_some(),
+            Some(s) => usize::try_from(s)
+                .ok()
+                .and_then(|s| self.peers.get(s))
+                .is_none_or(|p| p.failed.is_some()),
             None => self.failed_member(pattern.context).is_some(),
         }
     }
@@ -234,6 +254,10 @@ impl Sink for DirectSink<'_> {
 
     fn rdma_done(&mut self, token: OpToken, result: Result<(), Error>) {
         self.st.rdma_done(token, result);
+    }
+
+    fn satisfied(&self) -> bool {
+        self.got.is_some()
     }
 
     fn peer_failed(&mut self, peer: Rank, error: Error) {

@@ -60,7 +60,7 @@ use crate::wire::Rts;
 
 pub use coll::CollStarted;
 pub use complete::{Any, Outcount, StatusAny};
-pub use direct::{Arrival, Direct};
+pub use direct::{Arrival, Direct, DirectRecv};
 pub(crate) use outbox::Out;
 pub use request::SendMode;
 pub(crate) use request::{Op, Req};

@@ -23,7 +23,7 @@ use crate::error::{Error, Result, UsageError};
 use crate::handle::{Message, Request};
 use crate::protocol::Protocol;
 use crate::status::Status;
-use crate::wire::{Eager, Header, MAX_HEADER};
+use crate::wire::Header;
 
 /// The status of a receive from `PROC_NULL`.
 pub(crate) const PROC_NULL_STATUS: Status = Status {
@@ -188,15 +188,8 @@ impl<D: Device> Engine<D> {
     fn try_eager_now(&mut self, spec: Spec, payload: &[u8]) -> Result<Sent> {
         let dest = spec.peer;
         let seq = self.st.peers[dest as usize].send_seq;
-        let header = Header::Eager(Eager {
-            context: spec.context,
-            tag: spec.tag,
-            seq,
-            sync: None,
-        });
-        let mut bytes = [0u8; MAX_HEADER];
-        let n = header.encode(&mut bytes);
-        match self.device.send(dest, &bytes[..n], payload) {
+        let header = Header::encode_plain_eager(spec.context, spec.tag, seq);
+        match self.device.send(dest, &header, payload) {
             Ok(Sent::Done) => {
                 self.st.peers[dest as usize].send_seq = seq.wrapping_add(1);
                 self.st.counters.eager_sent += 1;

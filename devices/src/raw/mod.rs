@@ -392,8 +392,17 @@ impl Comm {
     fn recv_direct(&self, dst: &mut [u8], source: Rank, tag: Tag) -> Result<Option<Status>> {
         let c = &self.inner;
         let source = c.group.to_job(source)?;
+        // Checked on the first attempt, for all of them.
+        let mut want = None;
         let status = block_on(&c.shared, |e| {
-            Ok(match e.recv_direct(source, tag, c.context, dst)? {
+            let w = match want {
+                Some(w) => w,
+                None => match e.direct_recv(source, tag, c.context)? {
+                    Some(w) => *want.insert(w),
+                    None => return Ok(Some(None)),
+                },
+            };
+            Ok(match e.recv_direct(&w, dst)? {
                 Direct::Done(arrival) => Some(Some(arrival)),
                 Direct::GiveWay => Some(None),
                 Direct::Pending => None,
