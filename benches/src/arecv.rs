@@ -8,12 +8,10 @@
 //! `allocs/iter` counts the ARecv loop's allocations (per round trip on
 //! rank 0).
 
-use std::time::Instant;
-
 use ferry::{Buf, Comm, Rank, Request, SendMode, Tag};
 
 use crate::cli::{powers_of_two, Subcommand};
-use crate::job::{fe, Bench, Sample};
+use crate::job::{fe, Bench, Sample, Timed};
 use crate::latency::{check, fill, stamp};
 
 const TAG: Tag = 400;
@@ -82,16 +80,12 @@ fn pingpong(
     let (c, peer, validate) = (&b.comm, b.peer, b.options.validate);
     let mut sbuf = Some(Buf::from_vec(fill(size, b.rank)));
     let mut rbuf = Some(Buf::from_vec(vec![0u8; size]));
-    let mut t0 = Instant::now();
-    let mut allocs0 = 0;
+    let mut timed = Timed::new(warmup);
     // The receive for the first iteration, posted before anything is sent.
     let mut r = post(c, arecv, &mut rbuf, peer)?;
     b.sync()?;
     for i in 0..warmup + iters {
-        if i == warmup {
-            allocs0 = b.allocs();
-            t0 = Instant::now();
-        }
+        timed.at(b, i);
         if validate {
             if let Some(s) = sbuf.as_mut() {
                 stamp(s.as_mut_slice(), i);
@@ -113,8 +107,7 @@ fn pingpong(
             send(c, &mut sbuf, peer)?;
         }
     }
-    let elapsed = t0.elapsed().as_secs_f64();
-    let allocs = (b.allocs() - allocs0) as f64 / iters as f64;
+    let (elapsed, allocs) = timed.end(b, iters);
     Ok((elapsed * 1e6 / (2.0 * iters as f64), allocs))
 }
 

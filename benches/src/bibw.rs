@@ -28,7 +28,7 @@ use ferry::{Buf, Request, SendMode, Tag};
 
 use crate::bw::{unidirectional, SharedSend};
 use crate::cli::{powers_of_two, Subcommand};
-use crate::job::{fe, Bench, Sample};
+use crate::job::{fe, Bench, Sample, Timed};
 use crate::latency::{check_window, fill, LARGE};
 use crate::report::median;
 
@@ -108,13 +108,9 @@ fn measure_bibw(
     let mut reqs: Vec<Request> = (0..2 * window).map(|_| Request::NULL).collect();
     let mut done = Vec::with_capacity(2 * window);
     let mut times = Vec::with_capacity(iters);
-    let mut t0 = Instant::now();
-    let mut allocs0 = 0;
+    let mut timed = Timed::new(warmup);
     for i in 0..warmup + iters {
-        if i == warmup {
-            allocs0 = b.allocs();
-            t0 = Instant::now();
-        }
+        timed.at(b, i);
         let a = Instant::now();
         let (rreqs, sreqs) = reqs.split_at_mut(window);
         for (slot, req) in recvs.iter_mut().zip(rreqs.iter_mut()) {
@@ -139,8 +135,7 @@ fn measure_bibw(
             check_window(&mut recvs, &want, i)?;
         }
     }
-    let elapsed = t0.elapsed().as_secs_f64();
-    let allocs = (b.allocs() - allocs0) as f64 / iters as f64;
+    let (elapsed, allocs) = timed.end(b, iters);
     if b.rank != 0 {
         return Ok(None);
     }

@@ -17,7 +17,7 @@ use std::time::Instant;
 use ferry::{Buf, ByteStorage, Request, SendMode, Tag};
 
 use crate::cli::{powers_of_two, Subcommand};
-use crate::job::{fe, Bench, Sample};
+use crate::job::{fe, Bench, Sample, Timed};
 use crate::latency::{check_window, fill, LARGE};
 use crate::report::median;
 
@@ -114,13 +114,9 @@ pub(crate) fn unidirectional(
     let mut done = Vec::with_capacity(window);
     let mut ack = Some(Buf::from_vec(vec![0u8; 4]));
     let mut times = Vec::with_capacity(iters);
-    let mut t0 = Instant::now();
-    let mut allocs0 = 0;
+    let mut timed = Timed::new(warmup);
     for i in 0..warmup + iters {
-        if i == warmup {
-            allocs0 = b.allocs();
-            t0 = Instant::now();
-        }
+        timed.at(b, i);
         let a = Instant::now();
         for (slot, req) in bufs.iter_mut().zip(reqs.iter_mut()) {
             let buf = slot.take().ok_or("buffer lost")?;
@@ -152,8 +148,7 @@ pub(crate) fn unidirectional(
             check_window(&mut bufs, &fill(size, peer), i)?;
         }
     }
-    let elapsed = t0.elapsed().as_secs_f64();
-    let allocs = (b.allocs() - allocs0) as f64 / iters as f64;
+    let (elapsed, allocs) = timed.end(b, iters);
     Ok(Window {
         elapsed,
         times,

@@ -1,7 +1,7 @@
 //! The driver every subcommand shares: start ferry, check the job has two
 //! ranks, run each size `--reps` times, print the table, write the JSON.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ferry::{Comm, Config, Rank, Tag, World};
 
@@ -62,6 +62,39 @@ impl Bench {
     /// Heap allocations so far (0 if not counted).
     pub fn allocs(&self) -> u64 {
         self.allocations.map_or(0, |f| f())
+    }
+}
+
+/// The clock and the allocation count of a loop's timed rounds (those
+/// after the warm-up): call [`Timed::at`] at the top of every round.
+pub(crate) struct Timed {
+    warmup: usize,
+    t0: Instant,
+    allocs0: u64,
+}
+
+impl Timed {
+    pub(crate) fn new(warmup: usize) -> Timed {
+        Timed {
+            warmup,
+            t0: Instant::now(),
+            allocs0: 0,
+        }
+    }
+
+    /// Round `i` starts: the first timed one restarts the clock and the count.
+    #[inline]
+    pub(crate) fn at(&mut self, b: &Bench, i: usize) {
+        if i == self.warmup {
+            self.allocs0 = b.allocs();
+            self.t0 = Instant::now();
+        }
+    }
+
+    /// Seconds since the first timed round, and allocations per timed round.
+    pub(crate) fn end(&self, b: &Bench, iters: usize) -> (f64, f64) {
+        let elapsed = self.t0.elapsed().as_secs_f64();
+        (elapsed, (b.allocs() - self.allocs0) as f64 / iters as f64)
     }
 }
 

@@ -17,7 +17,7 @@ use std::time::Instant;
 use ferry::{Buf, Comm, Rank, Tag};
 
 use crate::cli::{powers_of_two, Subcommand};
-use crate::job::{fe, Bench, Sample};
+use crate::job::{fe, Bench, Sample, Timed};
 use crate::report::{median, ALLOCS};
 
 const TAG: Tag = 1;
@@ -145,17 +145,12 @@ fn measure(
     // OSU's figure from OSU's loop: two clock reads in all. (Reading the
     // clock around every round trip would add its own cost, about 25 ns,
     // to every one-way figure.)
-    let mut t0 = Instant::now();
-    let mut allocs0 = 0;
+    let mut timed = Timed::new(warmup);
     for i in 0..warmup + iters {
-        if i == warmup {
-            allocs0 = b.allocs();
-            t0 = Instant::now();
-        }
+        timed.at(b, i);
         round(i)?;
     }
-    let elapsed = t0.elapsed().as_secs_f64();
-    let allocs = (b.allocs() - allocs0) as f64 / iters as f64;
+    let (elapsed, allocs) = timed.end(b, iters);
     // Then the same number of round trips timed one by one, for the median
     // and minimum.
     for i in warmup + iters..warmup + 2 * iters {
