@@ -83,6 +83,24 @@ impl<T> Slab<T> {
         Some(out)
     }
 
+    /// Removes the value if `pick` says so, after taking what it needs from
+    /// it in place; `Some(None)` if the value stays, `None` for a stale
+    /// key. One lookup for the look and the removal.
+    #[inline]
+    pub(crate) fn remove_if<R>(
+        &mut self,
+        key: u64,
+        pick: impl FnOnce(&mut T) -> Option<R>,
+    ) -> Option<Option<R>> {
+        let (index, slot) = self.occupied(key)?;
+        let out = pick(slot.value.as_mut()?);
+        if out.is_some() {
+            slot.value = None;
+            self.retire(index);
+        }
+        Some(out)
+    }
+
     /// Removes and returns the value; the key (and every copy of it) becomes
     /// stale.
     pub(crate) fn remove(&mut self, key: u64) -> Option<T> {

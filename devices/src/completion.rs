@@ -109,6 +109,7 @@ fn write_back(requests: &mut [Request], handles: &[ferry_core::Request]) {
     }
 }
 
+#[inline]
 fn finish(r: &mut Request, c: ferry_core::Completion) -> Completion {
     let ready = r.take_ready();
     Completion::from_core(r.comm.as_deref(), c, ready, r.origin)

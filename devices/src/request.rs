@@ -89,6 +89,7 @@ impl Completion {
         }
     }
 
+    #[inline]
     pub(crate) fn from_core(
         comm: Option<&CommInner>,
         c: ferry_core::Completion,

@@ -108,7 +108,32 @@ impl State {
 
     /// Completes a complete request: frees it (the handle becomes NULL) or,
     /// if persistent, makes it inactive. `None` if it is still pending.
+    #[inline]
     pub(super) fn take(&mut self, request: &mut Request) -> Result<Option<Completion>> {
+        // The common case first, in one lookup: a one-shot point-to-point
+        // request, done, removed as its completion is taken. The rest is
+        // out of line, so that this part inlines into the completion loops.
+        if !request.is_null() && !request.is_empty() {
+            let plain = self.requests.remove_if(request.0, |req| {
+                (req.life == Life::Complete && matches!(req.op, Op::Idle)).then(|| Completion {
+                    status: req.status,
+                    buf: req.buf.take(),
+                    message: req.message.take().unwrap_or(Message::NULL),
+                    input: None,
+                })
+            });
+            if let Some(Some(done)) = plain {
+                *request = Request::NULL;
+                return Ok(Some(done));
+            }
+        }
+        self.take_other(request)
+    }
+
+    /// [`State::take`] of everything but a complete one-shot
+    /// point-to-point request.
+    #[inline(never)]
+    fn take_other(&mut self, request: &mut Request) -> Result<Option<Completion>> {
         match self.standing(*request)? {
             Standing::Pending => return Ok(None),
             Standing::Inactive => return Ok(Some(Completion::empty())),
