@@ -75,6 +75,15 @@ pub enum BadHandle {
     Busy,
 }
 
+/// Why a slot that holds no live object refused to give one.
+fn refusal<T>(slot: &Slot<T>) -> BadHandle {
+    if matches!(slot, Slot::Lent) {
+        BadHandle::Busy
+    } else {
+        BadHandle::Stale
+    }
+}
+
 fn encode(kind: Kind, slot: usize, generation: u16) -> usize {
     USER_BIT | (usize::from(generation) << GEN_SHIFT) | ((slot + 1) << SLOT_SHIFT) | kind as usize
 }
@@ -192,9 +201,19 @@ impl<T> Table<T> {
     /// # Errors
     /// As for [`Table::get`].
     pub fn remove(&mut self, handle: usize) -> Result<T, BadHandle> {
-        let value = self.lend(handle)?;
-        self.release(handle);
-        Ok(value)
+        let slot = self.slot(handle)?;
+        let entry = &mut self.slots[slot];
+        match std::mem::replace(&mut entry.1, Slot::Free) {
+            Slot::Live(value) => {
+                self.retire(slot);
+                Ok(value)
+            }
+            other => {
+                let err = refusal(&other);
+                entry.1 = other;
+                Err(err)
+            }
+        }
     }
 
     /// Takes the object out but keeps its slot (and handle) reserved, for a
@@ -208,11 +227,7 @@ impl<T> Table<T> {
         match std::mem::replace(&mut self.slots[slot].1, Slot::Lent) {
             Slot::Live(v) => Ok(v),
             other => {
-                let err = if matches!(other, Slot::Lent) {
-                    BadHandle::Busy
-                } else {
-                    BadHandle::Stale
-                };
+                let err = refusal(&other);
                 self.slots[slot].1 = other;
                 Err(err)
             }
@@ -233,15 +248,20 @@ impl<T> Table<T> {
     pub fn release(&mut self, handle: usize) {
         if let Ok(slot) = self.slot(handle) {
             if matches!(self.slots[slot].1, Slot::Lent) {
-                let entry = &mut self.slots[slot];
-                entry.1 = Slot::Free;
-                // Generation 0 is skipped so that no handle has an all-zero
-                // middle (purely cosmetic: bit 48 already tells them apart).
-                entry.0 = entry.0.wrapping_add(1).max(1);
-                self.free.push(slot);
-                self.live -= 1;
+                self.slots[slot].1 = Slot::Free;
+                self.retire(slot);
             }
         }
+    }
+
+    /// Puts a just-emptied slot on the free list under a new generation.
+    fn retire(&mut self, slot: usize) {
+        let entry = &mut self.slots[slot];
+        // Generation 0 is skipped so that no handle has an all-zero middle
+        // (purely cosmetic: bit 48 already tells them apart).
+        entry.0 = entry.0.wrapping_add(1).max(1);
+        self.free.push(slot);
+        self.live -= 1;
     }
 
     /// Every live object, with its handle.

@@ -44,6 +44,7 @@ mod p2p;
 mod pack;
 mod pair;
 mod persist;
+mod plain;
 mod post;
 mod req;
 mod request;

@@ -18,6 +18,7 @@ use std::ffi::c_int;
 use ferry::{Completion, Outcome, Request};
 
 use super::mpix::MPIX_REQUEST_EMPTY;
+use super::plain::TestAll;
 use super::req::{finish, Report, ReqObj, State};
 use super::request::{bad_request, peek_one};
 use super::{mpi_fn, put};
@@ -231,7 +232,7 @@ unsafe fn arrays<'a>(
 }
 
 /// `MPI_ERR_IN_STATUS` on entry `i`'s communicator.
-fn in_status(comm: usize) -> Fail {
+pub(crate) fn in_status(comm: usize) -> Fail {
     Fail::new(MPI_ERR_IN_STATUS, "an operation failed: see the statuses").on(comm)
 }
 
@@ -271,9 +272,12 @@ mpi_fn! {
     /// `MPI_Waitall`.
     MPI_Waitall / PMPI_Waitall(count: c_int, array_of_requests: *mut usize, array_of_statuses: *mut MpiStatus) {
         // SAFETY: the caller's arrays of `count` entries.
-        let (handles, statuses) = unsafe { arrays(count, array_of_requests, array_of_statuses)? };
+        let (handles, mut statuses) = unsafe { arrays(count, array_of_requests, array_of_statuses)? };
         if handles.is_empty() {
             return Ok(());
+        }
+        if let Some(r) = super::plain::waitall(rt()?, handles, statuses.as_deref_mut()) {
+            return r;
         }
         lent(handles, |lent| {
             let first = lent.first_comm();
@@ -296,10 +300,21 @@ mpi_fn! {
             return Err(Fail::new(MPI_ERR_ARG, "a null flag pointer"));
         }
         // SAFETY: the caller's arrays of `count` entries.
-        let (handles, statuses) = unsafe { arrays(count, array_of_requests, array_of_statuses)? };
+        let (handles, mut statuses) = unsafe { arrays(count, array_of_requests, array_of_statuses)? };
         if handles.is_empty() {
             // SAFETY: checked non-null.
             return unsafe { put(flag, 1) };
+        }
+        match super::plain::testall(rt()?, handles, statuses.as_deref_mut()) {
+            None => {}
+            // SAFETY: checked non-null.
+            Some(TestAll::Incomplete) => return unsafe { put(flag, 0) },
+            Some(TestAll::Complete(r)) => {
+                // SAFETY: checked non-null.
+                unsafe { put(flag, 1)? };
+                return r;
+            }
+            Some(TestAll::Failed(f)) => return Err(f),
         }
         lent(handles, |lent| {
             let first = lent.first_comm();
