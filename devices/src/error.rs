@@ -136,6 +136,10 @@ pub enum ApiError {
     /// Requests from two different worlds were passed to one call.
     #[error("requests from different worlds passed to one completion call")]
     MixedWorlds,
+    /// A raw request ([`RawRequest`](crate::RawRequest)) was asked of a
+    /// communicator whose ranks are not the job's.
+    #[error("raw requests need a communicator whose ranks are the job's ranks")]
+    RawRanks,
     /// The world was finalized.
     #[error("ferry was finalized")]
     Finalized,

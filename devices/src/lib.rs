@@ -143,7 +143,7 @@ pub use error::{ApiError, ConfigError, Error, Fault, Result, SetupError};
 pub use group::{Group, GroupCompare};
 pub use p2p::Message;
 pub use persistent::start_all;
-pub use raw::{Scope, ScopedRequest};
+pub use raw::{RawRequest, Scope, ScopedRequest};
 pub use request::{Canceller, Completion, Request};
 pub use select::{init, NodeDevice};
 pub use typed::Element;

@@ -211,7 +211,12 @@ impl Request {
     /// back `ready`, so it holds no reference, which spares a send that
     /// completes at once two atomic operations on the communicator's count.
     #[inline]
-    fn begun(comm: &Comm, handle: ferry_core::Request, ready: Option<Buf>, origin: Origin) -> Self {
+    pub(crate) fn begun(
+        comm: &Comm,
+        handle: ferry_core::Request,
+        ready: Option<Buf>,
+        origin: Origin,
+    ) -> Self {
         Request {
             handle,
             ready: Exclusive::new(ready),

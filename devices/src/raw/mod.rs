@@ -5,9 +5,11 @@
 //! caller merely borrows, this module lends it by address
 //! ([`Buf::lent`], read through the private `READ_LOAN` and `WRITE_LOAN`
 //! lenders: no allocation per operation). Three things use it:
-//! - the `unsafe` raw API ([`Comm::isend_raw`], [`Comm::irecv_raw`]): the
-//!   caller promises the memory outlives the operation (zero-overhead
-//!   callers, a future C ABI);
+//! - the `unsafe` raw API ([`Comm::isend_raw`], [`Comm::irecv_raw`], and
+//!   their handle-only forms for a library with its own request table,
+//!   [`Comm::isend_raw_request`] and [`Comm::irecv_raw_request`], in
+//!   `handles.rs`): the caller promises the memory outlives the operation
+//!   (zero-overhead callers, the MPI C ABI);
 //! - the safe blocking operations on slices ([`Comm::send`], [`Comm::recv`],
 //!   [`Message::recv`](crate::Message::recv), ...), which complete their
 //!   request before they return;
@@ -30,9 +32,11 @@
 //! *reads* peers' memory) cannot be stopped by local teardown.
 
 mod cell;
+mod handles;
 mod scope;
 
 pub(crate) use cell::{CellGuard, EngineCell};
+pub use handles::RawRequest;
 pub use scope::{Scope, ScopedRequest};
 
 use std::os::fd::{BorrowedFd, OwnedFd};

@@ -78,7 +78,10 @@ impl<'a> Lent<'a> {
                     continue;
                 }
                 match t.lend(h) {
-                    Ok(o) => objs.push(Some(o)),
+                    Ok(mut o) => {
+                        o.promote(rt);
+                        objs.push(Some(o));
+                    }
                     Err(b) => {
                         for (&h, o) in handles.iter().zip(objs.drain(..)) {
                             if let (Some(o), false) = (o, h == MPIX_REQUEST_EMPTY) {

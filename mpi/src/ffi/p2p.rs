@@ -4,6 +4,9 @@
 //! Contiguous data goes through ferry's raw forms (`isend_raw` /
 //! `irecv_raw`) where it lies: the C program's promise that the buffer
 //! stays valid until completion is MPI's own rule for nonblocking calls.
+//! On a communicator whose ranks are the job's, `MPI_Isend` and
+//! `MPI_Irecv` keep only the operation's engine handle (`State::Raw`,
+//! completed by `plain.rs`), the shortest path a small message can take.
 //! Other data is packed first or received into a staging vector and
 //! unpacked by the request's post step (`buf.rs`). `MPI_PROC_NULL`,
 //! `MPI_ANY_SOURCE` and `MPI_ANY_TAG` pass through to ferry, which gives
@@ -72,6 +75,15 @@ pub(crate) unsafe fn start_recv(
     })
 }
 
+/// The handle of a raw operation just started: `MPIX_REQUEST_EMPTY` if it
+/// completed inside its call, else a new table entry.
+fn store_raw(r: ferry::RawRequest, comm: usize) -> Res<usize> {
+    if r.is_empty() {
+        return Ok(super::mpix::MPIX_REQUEST_EMPTY);
+    }
+    rt()?.add_request(ReqObj::raw(r, comm))
+}
+
 /// The shared body of `MPI_Isend`, `MPI_Issend` and `MPI_Irsend`.
 ///
 /// # Safety
@@ -94,7 +106,17 @@ unsafe fn isend_call(
         return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
     }
     // SAFETY: forwarded.
-    let data = unsafe { send_data(buf, count_arg(count)?, &ty)? };
+    let data = match unsafe { send_data(buf, count_arg(count)?, &ty)? } {
+        SendData::Raw { ptr, len } if c.comm.has_job_ranks() => {
+            let (dest, tag) = (rank_in(dest), tag_in(tag));
+            // SAFETY: forwarded; the request is completed by a completion
+            // call, or promoted (see `ReqObj::promote`).
+            let r = unsafe { c.comm.isend_raw_request(ptr, len, dest, tag, mode)? };
+            // SAFETY: checked non-null; an out-argument.
+            return unsafe { put(request, store_raw(r, comm)?) };
+        }
+        data => data,
+    };
     // SAFETY: forwarded.
     let req = unsafe { start_send(&c.comm, data, dest, tag, mode)? };
     // SAFETY: no post step: nothing is written.
@@ -189,7 +211,17 @@ mpi_fn! {
         if request.is_null() {
             return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
         }
-        let target = recv_data(buf, count_arg(count)?, &ty)?;
+        let target = match recv_data(buf, count_arg(count)?, &ty)? {
+            RecvData::Raw { ptr, len } if c.comm.has_job_ranks() => {
+                let (source, tag) = (rank_in(source), tag_in(tag));
+                // SAFETY: MPI's nonblocking rule for `buf`; the request is
+                // completed by a completion call, or promoted.
+                let r = unsafe { c.comm.irecv_raw_request(ptr, len, source, tag)? };
+                // SAFETY: checked non-null; an out-argument.
+                return unsafe { put(request, store_raw(r, comm)?) };
+            }
+            target => target,
+        };
         // SAFETY: MPI's nonblocking rule for `buf`.
         let (req, post) = unsafe { start_recv(&c.comm, target, source, tag)? };
         // SAFETY: the receive buffer, valid as above.

@@ -1,4 +1,5 @@
-//! `MPI_Waitall` and `MPI_Testall` over plain requests, without lending.
+//! `MPI_Waitall`, `MPI_Testall`, `MPI_Wait` and `MPI_Test` over plain
+//! requests, without lending.
 //!
 //! The general path (`multi.rs`) lends every entry out of the request
 //! table, completes the ferry operations together, builds a report per
@@ -12,6 +13,11 @@
 //! together, and the entries removed, with each status written straight
 //! from its completion.
 //!
+//! Raw operations (`State::Raw`: contiguous sends and receives on
+//! communicators with job ranks) are completed by their engine handles
+//! alone; ferry requests (`State::Active`) through ferry's completion
+//! calls. An array mixing the two takes the general path.
+//!
 //! The results are the general path's: the same statuses, the same handles
 //! freed, the same `MPI_ERR_IN_STATUS` raised on the first failed entry's
 //! communicator. An array with anything else in it (a persistent or
@@ -20,10 +26,10 @@
 
 use std::cell::RefCell;
 
-use ferry::{Completion, Request};
+use ferry::{Completion, RawRequest, Request, Status};
 
 use super::mpix::MPIX_REQUEST_EMPTY;
-use super::req::ReqObj;
+use super::req::{ReqObj, State};
 use crate::abi::{MpiStatus, MPI_COMM_SELF, MPI_REQUEST_NULL};
 use crate::error::{Fail, Res};
 use crate::state::Runtime;
@@ -31,8 +37,10 @@ use crate::state::Runtime;
 /// Per-thread vectors, reused between calls (no allocation once grown).
 #[derive(Debug, Default)]
 struct Scratch {
-    /// The ferry operations taken out of the entries (`Request::NULL` for
-    /// null and EMPTY handles).
+    /// The raw operations taken out of the entries (`NULL` for null and
+    /// EMPTY handles), in raw mode.
+    raws: Vec<RawRequest>,
+    /// The ferry operations taken out, in ferry mode.
     reqs: Vec<Request>,
     /// Each entry's communicator (errors are raised on it).
     comms: Vec<usize>,
@@ -43,13 +51,27 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-/// A one-shot ferry operation with no post step. (One whose operation was
-/// already taken out, a handle listed twice, is not: the general path
-/// reports the duplicate.)
-fn is_plain(obj: &ReqObj) -> bool {
-    matches!(&obj.state, super::req::State::Active(r) if !r.is_null())
-        && matches!(obj.post, super::post::Post::None)
-        && !obj.persistent()
+/// What the entries of an array hold, when the path applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Raw operations (and null or EMPTY handles) only.
+    Raw,
+    /// One-shot ferry operations without a post step (and null or EMPTY
+    /// handles) only.
+    Ferry,
+}
+
+/// The mode an entry allows. (One whose operation was already taken out,
+/// a handle listed twice, allows none: the general path reports it.)
+fn mode_of(obj: &ReqObj) -> Option<Mode> {
+    if !matches!(obj.post, super::post::Post::None) || obj.persistent() {
+        return None;
+    }
+    match &obj.state {
+        State::Raw(r) if !r.is_null() => Some(Mode::Raw),
+        State::Active(r) if !r.is_null() => Some(Mode::Ferry),
+        _ => None,
+    }
 }
 
 fn is_trivial(h: usize) -> bool {
@@ -63,14 +85,52 @@ pub(crate) fn waitall(
     handles: &mut [usize],
     statuses: Option<&mut [MpiStatus]>,
 ) -> Option<Res> {
+    wait_with(rt, handles, statuses, Errors::InStatus)
+}
+
+/// `MPI_Wait`'s plain path: as [`waitall`] for one request, whose own error
+/// the call returns.
+pub(crate) fn wait(
+    rt: &'static Runtime,
+    handle: &mut usize,
+    status: Option<&mut MpiStatus>,
+) -> Option<Res> {
+    let statuses = status.map(std::slice::from_mut);
+    wait_with(rt, std::slice::from_mut(handle), statuses, Errors::Own)
+}
+
+/// How a failed operation fails the call.
+#[derive(Debug, Clone, Copy)]
+enum Errors {
+    /// `MPI_ERR_IN_STATUS` (the `*all` calls; the statuses say which).
+    InStatus,
+    /// The operation's own error (the single-request calls).
+    Own,
+}
+
+fn wait_with(
+    rt: &'static Runtime,
+    handles: &mut [usize],
+    mut statuses: Option<&mut [MpiStatus]>,
+    errors: Errors,
+) -> Option<Res> {
     with_scratch(|s| {
-        if !take(rt, handles, s)? {
-            return None;
-        }
-        if let Err(e) = ferry::wait_all_into(&mut s.reqs, &mut s.done) {
-            return Some(put_back(rt, handles, s).and(Err(Fail::from(e).on(first_comm(s)))));
-        }
-        Some(finish(rt, handles, s, statuses))
+        let mode = take(rt, handles, s)?;
+        let mut failed = None;
+        let waited = match mode {
+            Mode::Raw => rt.world_comm.comm.wait_all_raw(&mut s.raws, |i, st| {
+                report(i, &st, statuses.as_deref_mut(), &mut failed);
+            }),
+            Mode::Ferry => ferry::wait_all_into(&mut s.reqs, &mut s.done).map(|()| {
+                for (i, c) in s.done.drain(..).enumerate() {
+                    report(i, &c.into_status(), statuses.as_deref_mut(), &mut failed);
+                }
+            }),
+        };
+        Some(match waited {
+            Ok(()) => finish(rt, handles, s, failed, errors),
+            Err(e) => put_back(rt, handles, s).and(Err(Fail::from(e).on(first_comm(s)))),
+        })
     })
 }
 
@@ -91,29 +151,67 @@ pub(crate) fn testall(
     handles: &mut [usize],
     statuses: Option<&mut [MpiStatus]>,
 ) -> Option<TestAll> {
+    test_with(rt, handles, statuses, Errors::InStatus)
+}
+
+/// `MPI_Test`'s plain path: as [`testall`] for one request, whose own error
+/// the call returns.
+pub(crate) fn test(
+    rt: &'static Runtime,
+    handle: &mut usize,
+    status: Option<&mut MpiStatus>,
+) -> Option<TestAll> {
+    let statuses = status.map(std::slice::from_mut);
+    test_with(rt, std::slice::from_mut(handle), statuses, Errors::Own)
+}
+
+fn test_with(
+    rt: &'static Runtime,
+    handles: &mut [usize],
+    mut statuses: Option<&mut [MpiStatus]>,
+    errors: Errors,
+) -> Option<TestAll> {
     with_scratch(|s| {
-        if !take(rt, handles, s)? {
-            return None;
-        }
-        let failed = |s: &mut Scratch, f: Fail| match put_back(rt, handles, s) {
-            Ok(()) => TestAll::Failed(f),
-            Err(g) => TestAll::Failed(g),
+        let mode = take(rt, handles, s)?;
+        let mut failed = None;
+        let tested = match mode {
+            Mode::Raw => rt.world_comm.comm.test_all_raw(&mut s.raws, |i, st| {
+                report(i, &st, statuses.as_deref_mut(), &mut failed);
+            }),
+            Mode::Ferry => ferry::test_all(&mut s.reqs).map(|done| {
+                let Some(done) = done else { return false };
+                for (i, c) in done.into_iter().enumerate() {
+                    report(i, &c.into_status(), statuses.as_deref_mut(), &mut failed);
+                }
+                true
+            }),
         };
-        Some(match ferry::test_all(&mut s.reqs) {
-            Ok(Some(done)) => {
-                s.done = done;
-                TestAll::Complete(finish(rt, handles, s, statuses))
-            }
-            Ok(None) => match put_back(rt, handles, s) {
+        Some(match tested {
+            Ok(true) => TestAll::Complete(finish(rt, handles, s, failed, errors)),
+            Ok(false) => match put_back(rt, handles, s) {
                 Ok(()) => TestAll::Incomplete,
                 Err(f) => TestAll::Failed(f),
             },
             Err(e) => {
                 let f = Fail::from(e).on(first_comm(s));
-                failed(s, f)
+                TestAll::Failed(put_back(rt, handles, s).err().unwrap_or(f))
             }
         })
     })
+}
+
+/// The first entry whose operation failed, and its error.
+type Failed = Option<(usize, ferry::ferry_core::Error)>;
+
+/// Writes entry `i`'s status (unless `MPI_STATUSES_IGNORE`) and notes the
+/// first that failed.
+fn report(i: usize, st: &Status, out: Option<&mut [MpiStatus]>, failed: &mut Failed) {
+    if let (Some(e), None) = (st.error, &failed) {
+        *failed = Some((i, e));
+    }
+    if let Some(out) = out {
+        out[i] = MpiStatus::from_ferry(st);
+    }
 }
 
 fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
@@ -123,89 +221,105 @@ fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
     })
 }
 
-/// Takes the ferry operations out of the entries, if the path applies:
-/// below `MPI_THREAD_MULTIPLE`, and every entry plain. `None` for a call
-/// from a thread that may not call (the general path reports it).
-fn take(rt: &Runtime, handles: &[usize], s: &mut Scratch) -> Option<bool> {
+/// Takes the operations out of the entries, if the path applies: below
+/// `MPI_THREAD_MULTIPLE`, and every entry plain, of one mode. `None`
+/// otherwise, nothing taken (also for a call from a thread that may not
+/// call: the general path reports it).
+fn take(rt: &Runtime, handles: &[usize], s: &mut Scratch) -> Option<Mode> {
     if !rt.requests.unlocked() {
-        return Some(false);
+        return None;
     }
+    s.raws.clear();
     s.reqs.clear();
     s.comms.clear();
     s.done.clear();
     let taken = rt.requests.with(|t| {
+        let mut mode = None;
         for &h in handles {
             if is_trivial(h) {
+                s.raws.push(RawRequest::NULL);
                 s.reqs.push(Request::NULL);
                 s.comms.push(MPI_COMM_SELF);
                 continue;
             }
-            match t.get_mut(h) {
-                Ok(o) if is_plain(o) => {
-                    s.comms.push(o.comm);
-                    s.reqs.push(o.take_ferry());
-                }
-                // Not plain, busy or stale: the general path decides.
+            let o = match t.get_mut(h) {
+                Ok(o) if mode_of(o).is_some() && (mode.is_none() || mode == mode_of(o)) => o,
+                // Another mode, not plain, busy or stale: the general path
+                // decides.
                 _ => {
-                    for (&h, r) in handles.iter().zip(s.reqs.drain(..)) {
+                    for (&h, (r, q)) in handles.iter().zip(s.raws.drain(..).zip(s.reqs.drain(..))) {
                         if let Ok(o) = t.get_mut(h) {
-                            o.put_ferry(r);
+                            restore(o, r, q);
                         }
                     }
-                    return false;
+                    return None;
+                }
+            };
+            mode = mode_of(o);
+            s.comms.push(o.comm);
+            match &mut o.state {
+                State::Raw(r) => {
+                    s.raws.push(std::mem::replace(r, RawRequest::NULL));
+                    s.reqs.push(Request::NULL);
+                }
+                _ => {
+                    s.raws.push(RawRequest::NULL);
+                    s.reqs.push(o.take_ferry());
                 }
             }
         }
-        true
+        // An array of null and EMPTY handles only: either mode serves.
+        Some(mode.unwrap_or(Mode::Raw))
     });
-    taken.ok()
+    taken.ok().flatten()
 }
 
-/// Puts every ferry operation back into its entry (nothing completed).
+/// Puts an operation taken out of `o` back.
+fn restore(o: &mut ReqObj, raw: RawRequest, req: Request) {
+    match &mut o.state {
+        State::Raw(r) => *r = raw,
+        _ => o.put_ferry(req),
+    }
+}
+
+/// Puts every operation back into its entry (nothing completed).
 fn put_back(rt: &Runtime, handles: &[usize], s: &mut Scratch) -> Res {
     rt.requests.with(|t| {
-        for (&h, r) in handles.iter().zip(s.reqs.drain(..)) {
+        for (&h, (r, q)) in handles.iter().zip(s.raws.drain(..).zip(s.reqs.drain(..))) {
             if is_trivial(h) {
                 continue;
             }
             if let Ok(o) = t.get_mut(h) {
-                o.put_ferry(r);
+                restore(o, r, q);
             }
         }
     })
 }
 
-/// Frees every entry, setting its handle to `MPI_REQUEST_NULL`, and writes
-/// the statuses; `MPI_ERR_IN_STATUS` if an operation failed.
+/// Frees every entry (all complete, their statuses written), setting its
+/// handle to `MPI_REQUEST_NULL`; the error of the call if an operation
+/// failed.
 fn finish(
     rt: &Runtime,
     handles: &mut [usize],
     s: &mut Scratch,
-    mut statuses: Option<&mut [MpiStatus]>,
+    failed: Failed,
+    errors: Errors,
 ) -> Res {
-    let mut failed = None;
     rt.requests.with(|t| {
-        for (i, (h, c)) in handles.iter_mut().zip(s.done.drain(..)).enumerate() {
-            let status = if is_trivial(*h) {
-                MpiStatus::EMPTY
-            } else {
+        for h in handles.iter_mut() {
+            if !is_trivial(*h) {
                 drop(t.remove(*h));
-                let s = c.into_status();
-                if s.error.is_some() && failed.is_none() {
-                    failed = Some(i);
-                }
-                MpiStatus::from_ferry(&s)
-            };
-            *h = MPI_REQUEST_NULL;
-            if let Some(out) = statuses.as_deref_mut() {
-                out[i] = status;
             }
+            *h = MPI_REQUEST_NULL;
         }
     })?;
+    s.raws.clear();
     s.reqs.clear();
-    match failed {
-        None => Ok(()),
-        Some(i) => Err(super::multi::in_status(s.comms[i])),
+    match (failed, errors) {
+        (None, _) => Ok(()),
+        (Some((i, _)), Errors::InStatus) => Err(super::multi::in_status(s.comms[i])),
+        (Some((i, e)), Errors::Own) => Err(Fail::from(e).on(s.comms[i])),
     }
 }
 

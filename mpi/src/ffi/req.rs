@@ -35,6 +35,12 @@ pub struct ReqObj {
 pub(crate) enum State {
     /// A ferry operation in flight.
     Active(Request),
+    /// A contiguous send or receive on a communicator with job ranks, in
+    /// flight, known by its engine handle alone: `plain.rs` completes arrays
+    /// of them without a ferry `Request`. Every other path takes requests
+    /// out of the table through [`ReqObj::promote`], which makes it
+    /// `Active`, so no other code ever sees this state.
+    Raw(ferry::RawRequest),
     /// Completed inside its initiating call (`MPI_Ibsend`, a persistent
     /// buffered send's start, a finished `MPI_Comm_idup`): the status the
     /// next completion call reports.
@@ -63,6 +69,25 @@ impl ReqObj {
             comm,
             post,
             persist: None,
+        }
+    }
+
+    /// A raw operation in flight (see [`State::Raw`]).
+    pub(crate) fn raw(req: ferry::RawRequest, comm: usize) -> ReqObj {
+        ReqObj {
+            state: State::Raw(req),
+            comm,
+            post: Post::None,
+            persist: None,
+        }
+    }
+
+    /// Makes a raw operation an ordinary ferry request, owned by this
+    /// object (its drop frees the operation). Any communicator with job
+    /// ranks serves: the world's.
+    pub(crate) fn promote(&mut self, rt: &crate::state::Runtime) {
+        if let State::Raw(r) = self.state {
+            self.state = State::Active(Request::from_raw(&rt.world_comm.comm, r));
         }
     }
 
@@ -200,6 +225,16 @@ impl ReqObj {
         self.state = State::Inactive;
         self.post = Post::None;
     }
+}
+
+/// The error of a path that met a raw request it should have been given
+/// promoted (see [`State::Raw`]); raised on `comm`.
+pub(crate) fn unpromoted(comm: usize) -> Fail {
+    Fail::new(
+        crate::abi::class::MPI_ERR_INTERN,
+        "internal error (please report): a raw request was not promoted",
+    )
+    .on(comm)
 }
 
 /// What the completion of one request reports: its status, and its error

@@ -11,6 +11,7 @@
 use std::ffi::c_int;
 
 use super::mpix::MPIX_REQUEST_EMPTY;
+use super::plain::TestAll;
 use super::req::{finish, Report, ReqObj, State};
 use super::{get, mpi_fn, put, put_status};
 use crate::abi::class::*;
@@ -26,7 +27,9 @@ pub(crate) fn bad_request(b: crate::handle::BadHandle) -> Fail {
 /// Lends the request `h` out of its table.
 #[inline]
 pub(crate) fn lend(rt: &Runtime, h: usize) -> Res<ReqObj> {
-    rt.requests.with(|t| t.lend(h))?.map_err(bad_request)
+    let mut obj = rt.requests.with(|t| t.lend(h))?.map_err(bad_request)?;
+    obj.promote(rt);
+    Ok(obj)
 }
 
 /// Gives a lent request back: kept under its handle if it is pending or
@@ -53,6 +56,7 @@ pub(crate) fn wait_one(obj: &mut ReqObj) -> Res<Report> {
         }
         State::Ready(_) => Ok(obj.complete_ready().unwrap_or_else(Report::empty)),
         State::Inactive => Ok(Report::empty()),
+        State::Raw(_) => Err(super::req::unpromoted(obj.comm)),
         State::Pair(p) => {
             // Blocks in ferry on each half rather than polling.
             p.wait().map_err(|f| f.on(obj.comm))?;
@@ -81,6 +85,7 @@ pub(crate) fn test_one(obj: &mut ReqObj) -> Res<Option<Report>> {
         },
         State::Ready(_) => Ok(obj.complete_ready()),
         State::Inactive => Ok(Some(Report::empty())),
+        State::Raw(_) => Err(super::req::unpromoted(obj.comm)),
         State::Idup(_) | State::Pair(_) | State::Greq(_) | State::Flush(_) => {
             if obj.poll_pending()? {
                 return Ok(None);
@@ -106,6 +111,13 @@ mpi_fn! {
             return Ok(());
         }
         let rt = rt()?;
+        let mut one = h;
+        // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+        if let Some(r) = super::plain::wait(rt, &mut one, unsafe { status.as_mut() }) {
+            // SAFETY: in/out argument.
+            unsafe { put(request, one)? };
+            return r;
+        }
         let mut obj = lend(rt, h)?;
         let report = {
             let _waiting = match &obj.state {
@@ -143,6 +155,22 @@ mpi_fn! {
             }
         }
         let rt = rt()?;
+        let mut one = h;
+        // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+        match super::plain::test(rt, &mut one, unsafe { status.as_mut() }) {
+            None => {}
+            // SAFETY: checked non-null.
+            Some(TestAll::Incomplete) => return unsafe { put(flag, 0) },
+            Some(TestAll::Complete(r)) => {
+                // SAFETY: in/out argument; checked non-null.
+                unsafe {
+                    put(request, one)?;
+                    put(flag, 1)?;
+                }
+                return r;
+            }
+            Some(TestAll::Failed(f)) => return Err(f),
+        }
         let mut obj = lend(rt, h)?;
         let tested = test_one(&mut obj);
         if give_back(rt, h, obj)? {
@@ -177,7 +205,8 @@ mpi_fn! {
             return unsafe { put(request, MPI_REQUEST_NULL) };
         }
         let rt = rt()?;
-        let obj = rt.requests.with(|t| t.remove(h))?.map_err(bad_request)?;
+        let mut obj = rt.requests.with(|t| t.remove(h))?.map_err(bad_request)?;
+        obj.promote(rt);
         if let State::Greq(g) = &obj.state {
             return g.release(obj.comm).and_then(|()| {
                 // SAFETY: as above.
@@ -210,6 +239,7 @@ pub(crate) fn peek_one(obj: &mut ReqObj) -> Res<Option<MpiStatus>> {
         },
         State::Ready(s) => Ok(Some(*s)),
         State::Inactive => Ok(Some(MpiStatus::EMPTY)),
+        State::Raw(_) => Err(super::req::unpromoted(obj.comm)),
         State::Idup(_) | State::Flush(_) => Ok((!obj.poll_pending()?).then_some(MpiStatus::EMPTY)),
         State::Pair(_) => match obj.poll_pending()? {
             true => Ok(None),
