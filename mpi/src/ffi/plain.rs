@@ -234,66 +234,79 @@ fn take(rt: &Runtime, handles: &[usize], s: &mut Scratch) -> Option<Mode> {
     s.comms.clear();
     s.done.clear();
     let taken = rt.requests.with(|t| {
+        // First a look, so that only the mode's own vector is filled.
         let mut mode = None;
         for &h in handles {
             if is_trivial(h) {
-                s.raws.push(RawRequest::NULL);
-                s.reqs.push(Request::NULL);
-                s.comms.push(MPI_COMM_SELF);
                 continue;
             }
-            let o = match t.get_mut(h) {
-                Ok(o) if mode_of(o).is_some() && (mode.is_none() || mode == mode_of(o)) => o,
-                // Another mode, not plain, busy or stale: the general path
-                // decides.
-                _ => {
-                    for (&h, (r, q)) in handles.iter().zip(s.raws.drain(..).zip(s.reqs.drain(..))) {
-                        if let Ok(o) = t.get_mut(h) {
-                            restore(o, r, q);
-                        }
-                    }
-                    return None;
-                }
-            };
-            mode = mode_of(o);
-            s.comms.push(o.comm);
-            match &mut o.state {
-                State::Raw(r) => {
-                    s.raws.push(std::mem::replace(r, RawRequest::NULL));
-                    s.reqs.push(Request::NULL);
-                }
-                _ => {
-                    s.raws.push(RawRequest::NULL);
-                    s.reqs.push(o.take_ferry());
-                }
+            let m = t.get(h).ok().and_then(mode_of)?;
+            if mode.is_some_and(|mode| mode != m) {
+                return None;
             }
+            mode = Some(m);
         }
         // An array of null and EMPTY handles only: either mode serves.
-        Some(mode.unwrap_or(Mode::Raw))
+        let mode = mode.unwrap_or(Mode::Raw);
+        for &h in handles {
+            let o = if is_trivial(h) { None } else { t.get_mut(h).ok() };
+            let Some(o) = o else {
+                s.comms.push(MPI_COMM_SELF);
+                match mode {
+                    Mode::Raw => s.raws.push(RawRequest::NULL),
+                    Mode::Ferry => s.reqs.push(Request::NULL),
+                }
+                continue;
+            };
+            // A handle listed twice is found taken the second time: the
+            // general path reports it.
+            if mode_of(o) != Some(mode) {
+                put_back_taken(t, handles, s);
+                return None;
+            }
+            s.comms.push(o.comm);
+            match &mut o.state {
+                State::Raw(r) => s.raws.push(std::mem::replace(r, RawRequest::NULL)),
+                _ => s.reqs.push(o.take_ferry()),
+            }
+        }
+        Some(mode)
     });
     taken.ok().flatten()
 }
 
+/// Puts back what `take` took so far, in the table's own borrow.
+fn put_back_taken(t: &mut crate::handle::Table<ReqObj>, handles: &[usize], s: &mut Scratch) {
+    let raws = s.raws.drain(..).map(Taken::Raw);
+    let reqs = s.reqs.drain(..).map(Taken::Ferry);
+    for (&h, taken) in handles.iter().zip(raws.chain(reqs)) {
+        if is_trivial(h) {
+            continue;
+        }
+        if let Ok(o) = t.get_mut(h) {
+            restore(o, taken);
+        }
+    }
+}
+
+/// An operation taken out of an entry.
+enum Taken {
+    Raw(RawRequest),
+    Ferry(Request),
+}
+
 /// Puts an operation taken out of `o` back.
-fn restore(o: &mut ReqObj, raw: RawRequest, req: Request) {
-    match &mut o.state {
-        State::Raw(r) => *r = raw,
-        _ => o.put_ferry(req),
+fn restore(o: &mut ReqObj, taken: Taken) {
+    match (&mut o.state, taken) {
+        (State::Raw(r), Taken::Raw(raw)) => *r = raw,
+        (_, Taken::Ferry(req)) => o.put_ferry(req),
+        _ => {}
     }
 }
 
 /// Puts every operation back into its entry (nothing completed).
 fn put_back(rt: &Runtime, handles: &[usize], s: &mut Scratch) -> Res {
-    rt.requests.with(|t| {
-        for (&h, (r, q)) in handles.iter().zip(s.raws.drain(..).zip(s.reqs.drain(..))) {
-            if is_trivial(h) {
-                continue;
-            }
-            if let Ok(o) = t.get_mut(h) {
-                restore(o, r, q);
-            }
-        }
-    })
+    rt.requests.with(|t| put_back_taken(t, handles, s))
 }
 
 /// Frees every entry (all complete, their statuses written), setting its
