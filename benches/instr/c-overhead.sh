@@ -3,7 +3,8 @@
 # sends and receives to self, through ferry's slice API (`ferry-instr
 # self`) and through MPI_Send/MPI_Recv of libmpi_abi.so.1 (c_self.c, built
 # with the prefix's mpicc). Prints instructions per call of each and the
-# ratio. Usage: benches/instr/c-overhead.sh [OUT_DIR] [PAIRS]
+# ratio; then the same for a windowed stream of 8 B messages on 2 ranks
+# (ferry-bench bw against mpi_bw). Usage: benches/instr/c-overhead.sh [OUT_DIR] [PAIRS]
 # Needs valgrind and a C compiler (installed here if missing).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,7 +16,7 @@ ci_packages_ensure valgrind gcc libc6-dev || { echo "c-overhead: could not insta
 cd "$root"
 bin=${CARGO_TARGET_DIR:-$root/target}/release
 rm -rf "$out" && mkdir -p "$out"
-cargo build --release -q -p ferry-bench -p ferry-launch --bin ferry-instr --bin ferryrun
+cargo build --release -q -p ferry-bench -p ferry-launch --bin ferry-instr --bin ferry-bench --bin ferryrun
 ci/mpi-install.sh "$out/prefix" >"$out/install.log" 2>&1 \
     || { echo "c-overhead: ci/mpi-install.sh failed:" >&2; cat "$out/install.log" >&2; exit 1; }
 "$out/prefix/bin/mpicc" -O2 -g benches/instr/c_self.c -o "$out/c_self"
@@ -48,3 +49,39 @@ echo "|---|---|---|---|"
 awk -v a="$rs" -v b="$cs" 'BEGIN { printf "| send | %d | %d | %.2f |\n", a, b, b / a }'
 awk -v a="$rr" -v b="$cr" 'BEGIN { printf "| recv | %d | %d | %.2f |\n", a, b, b / a }'
 awk -v a="$((rs + rr))" -v b="$((cs + cr))" 'BEGIN { printf "| send + recv | %d | %d | %.2f |\n", a, b, b / a }'
+
+# A windowed stream (osu_bw's loop, 8 B, window 64: the message-rate
+# figure), on 2 ranks: ferry-bench bw (Rust API: isend_buf / irecv_buf +
+# wait_all_into) against mpi_bw (MPI_Isend / MPI_Irecv + MPI_Waitall).
+# Two runs of different lengths per program; their difference per message
+# cancels start-up and warm-up. ferry-bench runs an untimed pass over its
+# first size before the timed one, so its messages count twice.
+"$out/prefix/bin/mpicc" -O2 -g benches/compare/src/mpi_bw.c -o "$out/mpi_bw"
+stream() { # NAME ITERS PROGRAM ARGS...: callgrind over both ranks, whole program
+    local name=$1 n=$2; shift 2
+    FERRY_DEVICE=shm "$bin/ferryrun" -n 2 sh -c 'out=$1 name=$2; shift 2
+        exec valgrind --tool=callgrind --callgrind-out-file="$out/$name.$PMI_RANK" "$@" \
+            >"$out/$name.$PMI_RANK.log" 2>"$out/$name.$PMI_RANK.err"' sh "$out" "$name.$n" "$@" \
+        || { echo "c-overhead: the $name run failed:" >&2; cat "$out/$name.$n".*.err >&2; exit 1; }
+}
+total() { callgrind_annotate "$1" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }'; }
+for n in 300 1300; do
+    stream rust "$n" "$bin/ferry-bench" bw --sizes 8 --iters "$n" --warmup 10
+    # mpi_bw's warm-up is a tenth of its iterations.
+    stream c "$n" "$out/mpi_bw" 8 64 "$n"
+done
+per_msg() { # NAME RANK MESSAGES
+    local a b
+    a=$(total "$out/$1.300.$2"); b=$(total "$out/$1.1300.$2")
+    awk -v a="$a" -v b="$b" -v m="$3" 'BEGIN { printf "%.0f", (b - a) / m }'
+}
+# ferry-bench: 2 passes x 1000 more windows of 64; mpi_bw: 1100 more.
+rs0=$(per_msg rust 0 128000); rs1=$(per_msg rust 1 128000)
+c0=$(per_msg c 0 70400); c1=$(per_msg c 1 70400)
+echo
+echo "Instructions per message of a windowed 8 B stream (window 64, 2 ranks; callgrind, whole program: the benchmark's own loop and the waits included)"
+echo
+echo "| rank | ferry-bench bw (Rust API) | mpi_bw (C ABI) | C / Rust |"
+echo "|---|---|---|---|"
+awk -v a="$rs0" -v b="$c0" 'BEGIN { printf "| sender | %d | %d | %.2f |\n", a, b, b / a }'
+awk -v a="$rs1" -v b="$c1" 'BEGIN { printf "| receiver | %d | %d | %.2f |\n", a, b, b / a }'
