@@ -44,11 +44,14 @@ cs=$(per_call "$out/c.cg" "call_send_c")
 cr=$(per_call "$out/c.cg" "call_recv_c")
 echo "Instructions per blocking 8 B call to self (callgrind; $pairs pairs + 200 warm-up)"
 echo
+row() { # LABEL RUST C: a table row with the ratio
+    awk -v l="$1" -v a="$2" -v b="$3" 'BEGIN { printf "| %s | %d | %d | %.2f |\n", l, a, b, b / a }'
+}
 echo "| call | ferry slice API | C ABI (MPI_*) | C / ferry |"
 echo "|---|---|---|---|"
-awk -v a="$rs" -v b="$cs" 'BEGIN { printf "| send | %d | %d | %.2f |\n", a, b, b / a }'
-awk -v a="$rr" -v b="$cr" 'BEGIN { printf "| recv | %d | %d | %.2f |\n", a, b, b / a }'
-awk -v a="$((rs + rr))" -v b="$((cs + cr))" 'BEGIN { printf "| send + recv | %d | %d | %.2f |\n", a, b, b / a }'
+row send "$rs" "$cs"
+row recv "$rr" "$cr"
+row "send + recv" "$((rs + rr))" "$((cs + cr))"
 
 # A windowed stream (osu_bw's loop, 8 B, window 64: the message-rate
 # figure), on 2 ranks: ferry-bench bw (Rust API: isend_buf / irecv_buf +
@@ -83,5 +86,5 @@ echo "Instructions per message of a windowed 8 B stream (window 64, 2 ranks; cal
 echo
 echo "| rank | ferry-bench bw (Rust API) | mpi_bw (C ABI) | C / Rust |"
 echo "|---|---|---|---|"
-awk -v a="$rs0" -v b="$c0" 'BEGIN { printf "| sender | %d | %d | %.2f |\n", a, b, b / a }'
-awk -v a="$rs1" -v b="$c1" 'BEGIN { printf "| receiver | %d | %d | %.2f |\n", a, b, b / a }'
+row sender "$rs0" "$c0"
+row receiver "$rs1" "$c1"

@@ -12,17 +12,9 @@
 use std::mem;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use ferry::{Config, DeviceChoice, WaitMode, World};
+mod common;
 
-fn world() -> World {
-    Config {
-        device: DeviceChoice::Loopback,
-        wait_mode: WaitMode::Spin,
-        ..Config::default()
-    }
-    .init()
-    .expect("singleton init")
-}
+use common::loopback_world as world;
 
 /// A leaked pending receive owns its buffer: the engine fills memory it
 /// owns, nothing dangles, and the world keeps working. The buffer is

@@ -4,17 +4,11 @@
 //! `Request::from_raw`. (The MPI C tests run them across processes: the
 //! C ABI's `MPI_Isend` and `MPI_Irecv` on the world use them.)
 
-use ferry::{Config, DeviceChoice, RawRequest, Request, SendMode, Status, WaitMode, World};
+use ferry::{RawRequest, Request, SendMode, Status};
 
-fn world() -> World {
-    Config {
-        device: DeviceChoice::Loopback,
-        wait_mode: WaitMode::Spin,
-        ..Config::default()
-    }
-    .init()
-    .expect("singleton init")
-}
+mod common;
+
+use common::loopback_world as world;
 
 /// A window of receives and sends to self, completed by one
 /// `wait_all_raw` with null and EMPTY entries among them: every status is

@@ -18,7 +18,7 @@
 
 use ferry_core::{Rank, SendMode, Status, Tag};
 
-use super::{lend, lend_mut, non_null};
+use super::lend_mut;
 use crate::comm::Comm;
 use crate::error::{ApiError, Result};
 use crate::request::Request;
@@ -57,15 +57,8 @@ impl Comm {
         mode: SendMode,
     ) -> Result<RawRequest> {
         self.check_job_ranks()?;
-        // SAFETY: forwarded to our caller (see # Safety); the slice is read
-        // in this call only.
-        let bytes =
-            unsafe { std::slice::from_raw_parts(non_null(ptr.cast_mut(), len).as_ptr(), len) };
-        let begun = self.isend_lent(bytes, dest, tag, mode, || {
-            // SAFETY: forwarded to our caller (see # Safety).
-            unsafe { lend(ptr, len) }
-        })?;
-        Ok(begun.request)
+        // SAFETY: forwarded to our caller (see # Safety).
+        Ok(unsafe { self.isend_ptr(ptr, len, dest, tag, mode)? }.request)
     }
 
     /// [`Comm::irecv_raw`], keeping only the engine's handle.

@@ -244,15 +244,32 @@ impl Comm {
         tag: Tag,
         mode: SendMode,
     ) -> Result<Request> {
+        // SAFETY: forwarded to our caller (see # Safety).
+        let begun = unsafe { self.isend_ptr(ptr, len, dest, tag, mode)? };
+        Ok(Request::started(self, begun, None))
+    }
+
+    /// Starts a send of `len` bytes at `ptr`, lending them only if the send
+    /// does not complete inside this call.
+    ///
+    /// # Safety
+    /// As for [`Comm::isend_raw`].
+    unsafe fn isend_ptr(
+        &self,
+        ptr: *const u8,
+        len: usize,
+        dest: Rank,
+        tag: Tag,
+        mode: SendMode,
+    ) -> Result<Started> {
         // SAFETY: forwarded to our caller (see # Safety); the slice is read
         // in this call only.
         let bytes =
             unsafe { std::slice::from_raw_parts(non_null(ptr.cast_mut(), len).as_ptr(), len) };
-        let begun = self.isend_lent(bytes, dest, tag, mode, || {
+        self.isend_lent(bytes, dest, tag, mode, || {
             // SAFETY: forwarded to our caller (see # Safety).
             unsafe { lend(ptr, len) }
-        })?;
-        Ok(Request::started(self, begun, None))
+        })
     }
 
     /// Starts a send of `bytes`, lending them (`lend`) only if the send
