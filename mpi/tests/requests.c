@@ -37,11 +37,59 @@ static void any_reports_lowest_complete(void) {
     EQ(flag, 1); EQ(index, 2);
 }
 
+/* A truncated receive through each nonblocking completion call: MPI_Wait
+ * and MPI_Test return the operation's error, MPI_Waitall and MPI_Testall
+ * MPI_ERR_IN_STATUS with each entry's error in its status. On the world
+ * the receives are raw requests (completed by their engine handles); on a
+ * communicator in reverse order they are ferry requests: both paths. */
+static void truncation_in_completions(MPI_Comm c) {
+    int me, n, two[2] = {1, 2}, one = -1, fine = -1, flag = 0, rc;
+    MPI_Request r[2];
+    MPI_Status st[2];
+    MPI_Comm_rank(c, &me);
+    MPI_Comm_size(c, &n);
+    int to = (me + 1) % n, from = (me + n - 1) % n;
+    OK(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    OK(MPI_Irecv(&one, 1, MPI_INT, from, 60, c, &r[0]));
+    OK(MPI_Send(two, 2, MPI_INT, to, 60, c));
+    ERR(MPI_ERR_TRUNCATE, MPI_Wait(&r[0], &st[0]));
+    EQ(st[0].MPI_ERROR, MPI_ERR_TRUNCATE); EQ(st[0].MPI_SOURCE, from);
+    TRUE(r[0] == MPI_REQUEST_NULL);
+    OK(MPI_Irecv(&one, 1, MPI_INT, from, 61, c, &r[0]));
+    OK(MPI_Send(two, 2, MPI_INT, to, 61, c));
+    do rc = MPI_Test(&r[0], &flag, &st[0]); while (rc == MPI_SUCCESS && !flag);
+    MPI_Error_class(rc, &rc);
+    EQ(rc, MPI_ERR_TRUNCATE); EQ(flag, 1); EQ(st[0].MPI_ERROR, MPI_ERR_TRUNCATE);
+    TRUE(r[0] == MPI_REQUEST_NULL);
+    for (int all = 0; all < 2; all++) {
+        OK(MPI_Irecv(&one, 1, MPI_INT, from, 62, c, &r[0]));
+        OK(MPI_Irecv(&fine, 1, MPI_INT, from, 63, c, &r[1]));
+        OK(MPI_Send(two, 2, MPI_INT, to, 62, c));
+        OK(MPI_Send(&two[1], 1, MPI_INT, to, 63, c));
+        if (all) {
+            ERR(MPI_ERR_IN_STATUS, MPI_Waitall(2, r, st));
+        } else {
+            do rc = MPI_Testall(2, r, &flag, st); while (rc == MPI_SUCCESS && !flag);
+            MPI_Error_class(rc, &rc);
+            EQ(rc, MPI_ERR_IN_STATUS); EQ(flag, 1);
+        }
+        EQ(st[0].MPI_ERROR, MPI_ERR_TRUNCATE); EQ(st[1].MPI_ERROR, MPI_SUCCESS);
+        EQ(st[1].MPI_SOURCE, from); EQ(st[1].MPI_TAG, 63); EQ(fine, 2);
+        TRUE(r[0] == MPI_REQUEST_NULL && r[1] == MPI_REQUEST_NULL);
+    }
+    OK(MPI_Comm_set_errhandler(c, MPI_ERRORS_ARE_FATAL));
+}
+
 int main(int argc, char **argv) {
     check_init(&argc, &argv);
     any_reports_lowest_complete();
     int size, rank = check_rank;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm reversed;
+    OK(MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &reversed));
+    truncation_in_completions(MPI_COMM_WORLD);
+    truncation_in_completions(reversed);
+    OK(MPI_Comm_free(&reversed));
     int next = (rank + 1) % size, prev = (rank + size - 1) % size;
     int out[K], in[K], idx[K], flag = -1, index = -1, outcount = -1;
     MPI_Request rr[K], sr[K];
