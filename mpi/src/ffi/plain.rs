@@ -249,7 +249,11 @@ fn take(rt: &Runtime, handles: &[usize], s: &mut Scratch) -> Option<Mode> {
         // An array of null and EMPTY handles only: either mode serves.
         let mode = mode.unwrap_or(Mode::Raw);
         for &h in handles {
-            let o = if is_trivial(h) { None } else { t.get_mut(h).ok() };
+            let o = if is_trivial(h) {
+                None
+            } else {
+                t.get_mut(h).ok()
+            };
             let Some(o) = o else {
                 s.comms.push(MPI_COMM_SELF);
                 match mode {
