@@ -165,9 +165,16 @@ impl Runtime {
     /// type.
     #[inline]
     pub fn comm_type(&self, handle: usize) -> Res<TypeRef> {
-        if let Some(p) = predefined(handle) {
-            return Ok(TypeRef::Pre(p));
+        match predefined(handle) {
+            Some(p) => Ok(TypeRef::Pre(p)),
+            None => self.derived_comm_type(handle),
         }
+    }
+
+    /// [`Runtime::comm_type`] of a derived datatype, out of line so that
+    /// the predefined case inlines into every call.
+    #[inline(never)]
+    fn derived_comm_type(&self, handle: usize) -> Res<TypeRef> {
         self.types
             .with(|t| match t.get(handle) {
                 Ok(e) if e.committed => Ok(TypeRef::Derived(Arc::clone(&e.layout))),

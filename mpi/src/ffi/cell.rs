@@ -156,6 +156,15 @@ impl Runtime {
         match handle {
             MPI_COMM_WORLD => Ok(CommRef::Borrowed(&self.world_comm)),
             MPI_COMM_SELF => Ok(CommRef::Borrowed(&self.self_comm)),
+            h => self.user_comm(h),
+        }
+    }
+
+    /// [`Runtime::comm`] of any other handle, out of line so that the
+    /// predefined communicators' case inlines into every call.
+    #[inline(never)]
+    fn user_comm(&self, handle: usize) -> Res<CommRef<'_>> {
+        match handle {
             MPI_COMM_NULL => Err(Fail::new(
                 MPI_ERR_COMM,
                 "MPI_COMM_NULL passed as a communicator",

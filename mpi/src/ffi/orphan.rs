@@ -46,9 +46,16 @@ pub(crate) fn adopt(rt: &Runtime, mut obj: ReqObj) -> Res {
 /// Finishes the orphans that completed; called at the end of MPI calls.
 #[inline]
 pub(crate) fn poll() {
-    if COUNT.load(Ordering::Relaxed) == 0 {
-        return;
+    if COUNT.load(Ordering::Relaxed) != 0 {
+        poll_orphans();
     }
+}
+
+/// [`poll`]'s work, out of line: inlined, it made every MPI call save and
+/// restore the registers it needs.
+#[cold]
+#[inline(never)]
+fn poll_orphans() {
     let Ok(rt) = rt() else {
         return;
     };

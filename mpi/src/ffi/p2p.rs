@@ -256,12 +256,15 @@ mpi_fn! {
         let c = rt.comm(comm)?;
         let ty = rt.comm_type(datatype)?;
         let report = match recv_data(buf, count_arg(count)?, &ty)? {
-            // Contiguous data needs no request object and no post step.
+            // Contiguous data needs no request object and no post step, and
+            // its status goes straight out (there is no buffer to hand over).
             RecvData::Raw { ptr, len } => {
                 // SAFETY: the caller's receive buffer, for the duration of
                 // the call (which returns once the receive is complete).
                 let s = unsafe { c.comm.recv_raw(ptr, len, rank_in(source), tag_in(tag))? };
-                Report::of(&s, comm)
+                // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+                unsafe { put_status(status, MpiStatus::from_ferry(&s)) };
+                return s.error.map_or(Ok(()), |e| Err(Fail::from(e).on(comm)));
             }
             // SAFETY: as above.
             staged => unsafe { recv_wait(comm, &c.comm, staged, source, tag)? },
