@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use ferry_core::{Buf, Rank, SendMode, Status, Tag};
+use ferry_core::{Buf, Rank, SendMode, Started, Status, Tag};
 
 use crate::comm::{Comm, CommInner};
 use crate::error::{ApiError, Result};
@@ -105,15 +105,20 @@ impl Comm {
         source: Rank,
         tag: Tag,
     ) -> Result<Request> {
+        let started = self.start_recv(Some(buf), source, tag)?;
+        Ok(Request::started(self, started, origin))
+    }
+
+    /// Starts a receive into `buf` (or an ARecv, with `None`) from
+    /// `source` in this communicator's ranks, with its hint on completing
+    /// inside the call.
+    pub(crate) fn start_recv(&self, buf: Option<Buf>, source: Rank, tag: Tag) -> Result<Started> {
         let c = &self.inner;
         let source = c.group.to_job(source)?;
         let empty_ok = c.hints.recv_may_be_empty;
-        let started =
-            c.shared
-                .lock()?
-                .engine()?
-                .irecv_hinted(source, tag, c.context, Some(buf), empty_ok)?;
-        Ok(Request::started(self, started, origin))
+        let mut g = c.shared.lock()?;
+        Ok(g.engine()?
+            .irecv_hinted(source, tag, c.context, buf, empty_ok)?)
     }
 
     /// Starts an ARecv: a receive of a message of unknown size into a
@@ -127,14 +132,7 @@ impl Comm {
     /// # Errors
     /// As for [`Comm::irecv`].
     pub fn iarecv(&self, source: Rank, tag: Tag) -> Result<Request> {
-        let c = &self.inner;
-        let source = c.group.to_job(source)?;
-        let empty_ok = c.hints.recv_may_be_empty;
-        let started = c
-            .shared
-            .lock()?
-            .engine()?
-            .irecv_hinted(source, tag, c.context, None, empty_ok)?;
+        let started = self.start_recv(None, source, tag)?;
         Ok(Request::started(self, started, None))
     }
 

@@ -25,7 +25,7 @@
 //!   index, as MPICH and Open MPI report). `get_status_*`
 //!   complete nothing and free nothing: a later `test`/`wait` does.
 
-use super::request::Life;
+use super::request::{Life, Req};
 use super::{Completion, Engine, Op, Park, State};
 use crate::device::Device;
 use crate::error::Result;
@@ -115,12 +115,8 @@ impl State {
         // out of line, so that this part inlines into the completion loops.
         if !request.is_null() && !request.is_empty() {
             let plain = self.requests.remove_if(request.0, |req| {
-                (req.life == Life::Complete && matches!(req.op, Op::Idle)).then(|| Completion {
-                    status: req.status,
-                    buf: req.buf.take(),
-                    message: req.message.take().unwrap_or(Message::NULL),
-                    input: None,
-                })
+                (req.life == Life::Complete && matches!(req.op, Op::Idle))
+                    .then(|| completion_of(req))
             });
             if let Some(Some(done)) = plain {
                 *request = Request::NULL;
@@ -186,12 +182,7 @@ impl State {
         }
         let done = self
             .requests
-            .remove_with(key, |req| Completion {
-                status: req.status,
-                buf: req.buf.take(),
-                message: req.message.take().unwrap_or(Message::NULL),
-                input: None,
-            })
+            .remove_with(key, completion_of)
             .ok_or_else(State::stale)?;
         *request = Request::NULL;
         Ok(Some(done))
@@ -579,5 +570,17 @@ impl<D: Device> Engine<D> {
             }
         }
         Ok(Outcount::Count(out.len()))
+    }
+}
+
+/// The completion of a one-shot point-to-point request, taken out of it as
+/// it is removed.
+#[inline]
+fn completion_of(req: &mut Req) -> Completion {
+    Completion {
+        status: req.status,
+        buf: req.buf.take(),
+        message: req.message.take().unwrap_or(Message::NULL),
+        input: None,
     }
 }

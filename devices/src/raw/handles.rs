@@ -76,19 +76,10 @@ impl Comm {
         tag: Tag,
     ) -> Result<RawRequest> {
         self.check_job_ranks()?;
-        let c = &self.inner;
-        let source = c.group.to_job(source)?;
         // SAFETY: forwarded to our caller (see # Safety).
         let buf = unsafe { lend_mut(ptr, len) };
-        let started = c.shared.lock()?.engine()?.irecv_hinted(
-            source,
-            tag,
-            c.context,
-            Some(buf),
-            c.hints.recv_may_be_empty,
-        )?;
         // A receive that completed in the call hands the loan back here.
-        Ok(started.request)
+        Ok(self.start_recv(Some(buf), source, tag)?.request)
     }
 
     /// `MPI_Waitall` over raw requests of this communicator's world (of any

@@ -111,25 +111,68 @@ enum Errors {
 fn wait_with(
     rt: &'static Runtime,
     handles: &mut [usize],
-    mut statuses: Option<&mut [MpiStatus]>,
+    statuses: Option<&mut [MpiStatus]>,
     errors: Errors,
 ) -> Option<Res> {
+    Some(
+        match complete(rt, handles, statuses, errors, Block::Wait)? {
+            TestAll::Complete(r) => r,
+            TestAll::Failed(f) => Err(f),
+            // A wait returns only once all are complete.
+            TestAll::Incomplete => Ok(()),
+        },
+    )
+}
+
+/// Whether the plain path blocks until every request is complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Block {
+    Wait,
+    Test,
+}
+
+/// The plain path's body for both the wait and the test forms.
+fn complete(
+    rt: &'static Runtime,
+    handles: &mut [usize],
+    mut statuses: Option<&mut [MpiStatus]>,
+    errors: Errors,
+    block: Block,
+) -> Option<TestAll> {
     with_scratch(|s| {
         let mode = take(rt, handles, s)?;
         let mut failed = None;
-        let waited = match mode {
-            Mode::Raw => rt.world_comm.comm.wait_all_raw(&mut s.raws, |i, st| {
-                report(i, &st, statuses.as_deref_mut(), &mut failed);
-            }),
-            Mode::Ferry => ferry::wait_all_into(&mut s.reqs, &mut s.done).map(|()| {
-                for (i, c) in s.done.drain(..).enumerate() {
-                    report(i, &c.into_status(), statuses.as_deref_mut(), &mut failed);
-                }
-            }),
+        let mut each = |i: usize, st: &Status| report(i, st, statuses.as_deref_mut(), &mut failed);
+        let done = match (mode, block) {
+            (Mode::Raw, Block::Wait) => rt
+                .world_comm
+                .comm
+                .wait_all_raw(&mut s.raws, |i, st| each(i, &st))
+                .map(|()| true),
+            (Mode::Raw, Block::Test) => rt
+                .world_comm
+                .comm
+                .test_all_raw(&mut s.raws, |i, st| each(i, &st)),
+            (Mode::Ferry, Block::Wait) => {
+                ferry::wait_all_into(&mut s.reqs, &mut s.done).map(|()| true)
+            }
+            (Mode::Ferry, Block::Test) => {
+                ferry::test_all(&mut s.reqs).map(|done| done.map(|d| s.done = d).is_some())
+            }
         };
-        Some(match waited {
-            Ok(()) => finish(rt, handles, s, failed, errors),
-            Err(e) => put_back(rt, handles, s).and(Err(Fail::from(e).on(first_comm(s)))),
+        for (i, c) in s.done.drain(..).enumerate() {
+            each(i, &c.into_status());
+        }
+        Some(match done {
+            Ok(true) => TestAll::Complete(finish(rt, handles, s, failed, errors)),
+            Ok(false) => match put_back(rt, handles, s) {
+                Ok(()) => TestAll::Incomplete,
+                Err(f) => TestAll::Failed(f),
+            },
+            Err(e) => {
+                let f = Fail::from(e).on(first_comm(s));
+                TestAll::Failed(put_back(rt, handles, s).err().unwrap_or(f))
+            }
         })
     })
 }
@@ -168,36 +211,10 @@ pub(crate) fn test(
 fn test_with(
     rt: &'static Runtime,
     handles: &mut [usize],
-    mut statuses: Option<&mut [MpiStatus]>,
+    statuses: Option<&mut [MpiStatus]>,
     errors: Errors,
 ) -> Option<TestAll> {
-    with_scratch(|s| {
-        let mode = take(rt, handles, s)?;
-        let mut failed = None;
-        let tested = match mode {
-            Mode::Raw => rt.world_comm.comm.test_all_raw(&mut s.raws, |i, st| {
-                report(i, &st, statuses.as_deref_mut(), &mut failed);
-            }),
-            Mode::Ferry => ferry::test_all(&mut s.reqs).map(|done| {
-                let Some(done) = done else { return false };
-                for (i, c) in done.into_iter().enumerate() {
-                    report(i, &c.into_status(), statuses.as_deref_mut(), &mut failed);
-                }
-                true
-            }),
-        };
-        Some(match tested {
-            Ok(true) => TestAll::Complete(finish(rt, handles, s, failed, errors)),
-            Ok(false) => match put_back(rt, handles, s) {
-                Ok(()) => TestAll::Incomplete,
-                Err(f) => TestAll::Failed(f),
-            },
-            Err(e) => {
-                let f = Fail::from(e).on(first_comm(s));
-                TestAll::Failed(put_back(rt, handles, s).err().unwrap_or(f))
-            }
-        })
-    })
+    complete(rt, handles, statuses, errors, Block::Test)
 }
 
 /// The first entry whose operation failed, and its error.
