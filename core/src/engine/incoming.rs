@@ -5,7 +5,7 @@
 //! protocol violation. The offending peer is cut off ([`State::fail_peer`])
 //! and the rest of the job carries on.
 
-use super::request::{Kind, Op};
+use super::request::{Cold, Kind, Op};
 use super::{Body, Out, State, Unexpected};
 use crate::buffer::Buf;
 use crate::device::{Incoming, OpToken, Sink};
@@ -200,7 +200,6 @@ impl State {
         let Some(req) = self.requests.get_mut(key) else {
             return Some(data);
         };
-        let mut left = None;
         let len = data.payload().len();
         let mut status = arrival_status(env, len);
         match req.kind {
@@ -250,11 +249,16 @@ impl State {
                     };
                     status.error = Some(e.into());
                 }
-                left = Some(data);
+                // The common case completes through the lookup it has.
+                self.events += 1;
+                if !super::settle(&mut self.cold, req, status) {
+                    drop(self.requests.remove(key));
+                }
+                return Some(data);
             }
         }
         self.complete(key, status);
-        left
+        None
     }
 
     /// A receive-like request matched an RTS.
@@ -368,11 +372,12 @@ impl State {
             };
             status.error = Some(error);
             if mem.is_some() {
-                req.op = Op::Releasing(super::request::Releasing {
+                let releasing = Cold::Releasing(super::request::Releasing {
                     mem,
                     status,
                     fin: None,
                 });
+                self.cold.set(&mut req.op, releasing);
                 self.outbox.push_back(Out::Release(key));
             } else {
                 self.probes.retain(|&k| k != key);
@@ -386,27 +391,30 @@ impl State {
 fn depends_on(req: &super::Req, peer: Rank) -> bool {
     use super::request::{RndvRecv, RndvSend};
     match &req.op {
-        Op::SendQueued(_) | Op::AwaitAck { .. } => req.spec.peer == peer,
-        Op::RndvSend(s) => {
-            let dest = match s {
-                RndvSend::AwaitFin(w) => w.dest,
-                RndvSend::AwaitCts(w) => w.dest,
-                RndvSend::Putting(p) => p.dest,
-                RndvSend::Fragmenting(f) => f.dest,
-            };
-            dest == peer
-        }
-        Op::RndvRecv(r) => {
-            let m = match r {
-                RndvRecv::Getting(g) => g.m,
-                RndvRecv::AwaitPutFin(w) => w.m,
-                RndvRecv::AwaitFrags(w) => w.m,
-            };
-            m.source == peer
-        }
-        Op::Probing => req.spec.peer == peer,
+        Op::AwaitAck { .. } | Op::Probing => req.spec.peer == peer,
+        Op::Cold(c) => match &**c {
+            Cold::SendQueued(_) => req.spec.peer == peer,
+            Cold::RndvSend(s) => {
+                let dest = match s {
+                    RndvSend::AwaitFin(w) => w.dest,
+                    RndvSend::AwaitCts(w) => w.dest,
+                    RndvSend::Putting(p) => p.dest,
+                    RndvSend::Fragmenting(f) => f.dest,
+                };
+                dest == peer
+            }
+            Cold::RndvRecv(r) => {
+                let m = match r {
+                    RndvRecv::Getting(g) => g.m,
+                    RndvRecv::AwaitPutFin(w) => w.m,
+                    RndvRecv::AwaitFrags(w) => w.m,
+                };
+                m.source == peer
+            }
+            Cold::Releasing(_) => false,
+        },
         // A collective fails through its own sends and receives.
-        Op::Posted { .. } | Op::Idle | Op::Releasing(_) | Op::Coll(_) | Op::NodeColl(_) => false,
+        Op::Posted { .. } | Op::Idle | Op::Coll(_) | Op::NodeColl(_) => false,
     }
 }
 

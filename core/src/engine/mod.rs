@@ -63,7 +63,7 @@ pub use complete::{Any, Outcount, StatusAny};
 pub use direct::{Arrival, Direct, DirectRecv};
 pub(crate) use outbox::Out;
 pub use request::SendMode;
-pub(crate) use request::{Op, Req};
+pub(crate) use request::{Cold, ColdBoxes, Op, Req};
 
 /// What a finished operation hands back.
 #[derive(Debug)]
@@ -252,6 +252,8 @@ pub(crate) struct State {
     pub(crate) unexpected: UnexpectedQueue<Unexpected>,
     /// Where small unexpected eager messages are kept.
     pub(crate) small: small_pool::SmallPool,
+    /// The boxes of requests' cold protocol states.
+    pub(crate) cold: ColdBoxes,
     /// Messages taken by `mprobe`, waiting for `mrecv`.
     pub(crate) messages: Slab<(crate::envelope::Envelope, Unexpected)>,
     /// Probe requests waiting for an arrival.
@@ -323,6 +325,7 @@ impl<D: Device> Engine<D> {
                 posted: PostedQueue::new(),
                 unexpected: UnexpectedQueue::new(),
                 small: small_pool::SmallPool::default(),
+                cold: ColdBoxes::default(),
                 messages: Slab::default(),
                 probes: Vec::new(),
                 outbox: VecDeque::new(),
@@ -503,6 +506,22 @@ impl<D: Device> Engine<D> {
     }
 }
 
+/// Marks `req` complete with `status`, for a caller that holds it already
+/// (one slab lookup, not two); the caller counts the event. False if it was
+/// detached: the caller removes it.
+#[inline]
+pub(crate) fn settle(cold: &mut ColdBoxes, req: &mut Req, status: Status) -> bool {
+    req.status = status;
+    cold.set_inline(&mut req.op, Op::Idle);
+    match req.life.finish() {
+        Some(life) => {
+            req.life = life;
+            true
+        }
+        None => false,
+    }
+}
+
 impl State {
     /// Marks a request complete. Detached requests are freed here.
     pub(crate) fn complete(&mut self, key: u64, status: Status) {
@@ -510,11 +529,8 @@ impl State {
         let Some(req) = self.requests.get_mut(key) else {
             return;
         };
-        req.status = status;
-        req.op = Op::Idle;
-        match req.life.finish() {
-            Some(life) => req.life = life,
-            None => drop(self.requests.remove(key)),
+        if !settle(&mut self.cold, req, status) {
+            drop(self.requests.remove(key));
         }
     }
 

@@ -8,7 +8,7 @@
 //! While the outbox is non-empty new sends queue behind it instead of
 //! overtaking.
 
-use super::{Op, State};
+use super::{Cold, Op, State};
 use crate::device::{Device, Sent};
 use crate::envelope::Rank;
 use crate::error::{Error, PeerError, Result};
@@ -93,7 +93,7 @@ fn transmit<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Result<Sent> {
     let Some(req) = st.requests.get_mut(key) else {
         return Ok(Sent::Done);
     };
-    let Op::SendQueued(q) = &mut req.op else {
+    let Some(Cold::SendQueued(q)) = req.op.cold_mut() else {
         return Ok(Sent::Done);
     };
     let dest = req.spec.peer;
@@ -181,26 +181,28 @@ fn transmit<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Result<Sent> {
         .requests
         .get_mut(key)
         .ok_or(Error::Internal("queued send vanished"))?;
-    req.op = match (proto, exposed) {
-        (Protocol::Eager, _) if sync => Op::AwaitAck { dest },
+    let next = match (proto, exposed) {
+        (Protocol::Eager, _) if sync => {
+            st.cold.set_inline(&mut req.op, Op::AwaitAck { dest });
+            return Ok(Sent::Done);
+        }
         (Protocol::Eager, _) => {
             st.complete(key, Status::EMPTY);
             return Ok(Sent::Done);
         }
-        (Protocol::RndvGet, Some((mem, _))) => Op::RndvSend(super::request::RndvSend::AwaitFin(
-            super::request::AwaitFin { dest, mem },
-        )),
-        _ => Op::RndvSend(super::request::RndvSend::AwaitCts(
-            super::request::AwaitCts { dest },
-        )),
+        (Protocol::RndvGet, Some((mem, _))) => {
+            super::request::RndvSend::AwaitFin(super::request::AwaitFin { dest, mem })
+        }
+        _ => super::request::RndvSend::AwaitCts(super::request::AwaitCts { dest }),
     };
+    st.cold.set(&mut req.op, Cold::RndvSend(next));
     Ok(Sent::Done)
 }
 
 /// The length of a send whose buffer is registered with the device.
 fn exposed_len(op: &Op) -> usize {
-    match op {
-        Op::SendQueued(q) => q.len,
+    match op.cold() {
+        Some(Cold::SendQueued(q)) => q.len,
         _ => 0,
     }
 }

@@ -9,7 +9,7 @@
 
 use super::outbox::{self, Out};
 use super::post::{pattern_of, PROC_NULL_STATUS};
-use super::request::{Kind, Life, Op, Queued, Req, SendMode, Spec};
+use super::request::{Cold, Kind, Life, Op, Queued, Req, SendMode, Spec};
 use super::{Engine, State};
 use crate::buffer::Buf;
 use crate::device::Device;
@@ -107,11 +107,12 @@ impl<D: Device> Engine<D> {
             let len = req.buf.as_ref().map_or(0, Buf::len);
             let proto = self.st.choose_protocol(spec.peer, len);
             if let Some(req) = self.st.requests.get_mut(key) {
-                req.op = Op::SendQueued(Queued {
+                let queued = Cold::SendQueued(Queued {
                     proto,
                     exposed: None,
                     len,
                 });
+                self.st.cold.set(&mut req.op, queued);
             }
             self.st.outbox.push_back(Out::Send(key));
         } else {

@@ -11,7 +11,7 @@
 //! complete its request with the error in the status and the buffer kept.
 
 use super::outbox::{self, Out};
-use super::request::{Kind, Life, Op, Queued, Req, SendMode, Spec};
+use super::request::{Cold, Kind, Life, Op, Queued, Req, SendMode, Spec};
 use super::{Body, Engine, Started, State, Unexpected};
 use crate::buffer::Buf;
 use crate::device::{Device, MemHandle, Sent};
@@ -173,11 +173,12 @@ impl<D: Device> Engine<D> {
     fn queue_send(&mut self, spec: Spec, proto: Protocol, buf: Buf) -> Result<Started> {
         let len = buf.len();
         let mut req = Req::new(Kind::Send, spec, Some(buf));
-        req.op = Op::SendQueued(Queued {
+        let queued = Cold::SendQueued(Queued {
             proto,
             exposed: None,
             len,
         });
+        self.st.cold.set(&mut req.op, queued);
         let key = self.st.requests.insert(req);
         self.st.outbox.push_back(Out::Send(key));
         outbox::flush(&mut self.device, &mut self.st)?;
@@ -558,12 +559,12 @@ pub(crate) fn pattern_of(req: &Req) -> Pattern {
 /// The registration a pending request holds, if any.
 pub(crate) fn registered_mem(op: &Op) -> Option<MemHandle> {
     use super::request::{RndvRecv, RndvSend};
-    match op {
-        Op::SendQueued(q) => q.exposed.map(|(m, _)| m),
-        Op::RndvSend(RndvSend::AwaitFin(w)) => Some(w.mem),
-        Op::RndvSend(RndvSend::Putting(p)) => p.mem,
-        Op::RndvRecv(RndvRecv::Getting(g)) => g.mem,
-        Op::RndvRecv(RndvRecv::AwaitPutFin(w)) => w.mem,
+    match op.cold()? {
+        Cold::SendQueued(q) => q.exposed.map(|(m, _)| m),
+        Cold::RndvSend(RndvSend::AwaitFin(w)) => Some(w.mem),
+        Cold::RndvSend(RndvSend::Putting(p)) => p.mem,
+        Cold::RndvRecv(RndvRecv::Getting(g)) => g.mem,
+        Cold::RndvRecv(RndvRecv::AwaitPutFin(w)) => w.mem,
         _ => None,
     }
 }

@@ -16,7 +16,7 @@ use super::request::{
     AwaitFrags, AwaitPutFin, Fragmenting, Getting, Kind, Matched, Putting, Releasing, RndvRecv,
     RndvSend,
 };
-use super::{Op, Out, State};
+use super::{Cold, Out, State};
 use crate::buffer::Buf;
 use crate::device::{Access, Device, OpToken, Sent};
 use crate::envelope::Rank;
@@ -80,17 +80,20 @@ impl State {
                 });
                 return self.complete(key, status);
             }
-            req.op = Op::RndvRecv(RndvRecv::Getting(Getting {
+            let getting = RndvRecv::Getting(Getting {
                 m,
                 remote,
                 mem: None,
-            }));
+            });
+            self.cold.set(&mut req.op, Cold::RndvRecv(getting));
             self.outbox.push_back(Out::Get(key));
         } else if rts.put && can_put {
-            req.op = Op::RndvRecv(RndvRecv::AwaitPutFin(AwaitPutFin { m, mem: None }));
+            let waiting = RndvRecv::AwaitPutFin(AwaitPutFin { m, mem: None });
+            self.cold.set(&mut req.op, Cold::RndvRecv(waiting));
             self.outbox.push_back(Out::ExposeCts(key));
         } else {
-            req.op = Op::RndvRecv(RndvRecv::AwaitFrags(AwaitFrags { m, received: 0 }));
+            let waiting = RndvRecv::AwaitFrags(AwaitFrags { m, received: 0 });
+            self.cold.set(&mut req.op, Cold::RndvRecv(waiting));
             let cts = Cts {
                 sender: rts.sender,
                 receiver: key,
@@ -115,7 +118,7 @@ impl State {
         let Some(req) = req.filter(|r| r.kind == Kind::Send) else {
             return self.protocol_error(from, "CTS for an unknown send");
         };
-        let Op::RndvSend(RndvSend::AwaitCts(w)) = &req.op else {
+        let Some(Cold::RndvSend(RndvSend::AwaitCts(w))) = req.op.cold() else {
             return self.protocol_error(from, "CTS for a send not awaiting one");
         };
         let buf_len = req.buf.as_ref().map_or(0, Buf::len);
@@ -131,7 +134,8 @@ impl State {
                 len,
                 mem: None,
             };
-            req.op = Op::RndvSend(RndvSend::Putting(p));
+            self.cold
+                .set(&mut req.op, Cold::RndvSend(RndvSend::Putting(p)));
             self.outbox.push_back(Out::Put(cts.sender));
         } else {
             let f = Fragmenting {
@@ -141,7 +145,8 @@ impl State {
                 end: len,
                 fragment,
             };
-            req.op = Op::RndvSend(RndvSend::Fragmenting(f));
+            self.cold
+                .set(&mut req.op, Cold::RndvSend(RndvSend::Fragmenting(f)));
             self.outbox.push_back(Out::Frags(cts.sender));
         }
     }
@@ -151,7 +156,7 @@ impl State {
         let Some(req) = self.requests.get_mut(frag.receiver) else {
             return self.protocol_error(from, "fragment for an unknown receive");
         };
-        let Op::RndvRecv(RndvRecv::AwaitFrags(w)) = &mut req.op else {
+        let Some(Cold::RndvRecv(RndvRecv::AwaitFrags(w))) = req.op.cold_mut() else {
             return self.protocol_error(from, "fragment for a receive not awaiting one");
         };
         let end = frag.offset.checked_add(payload.len() as u64);
@@ -176,10 +181,14 @@ impl State {
             return self.protocol_error(from, "FIN for an unknown request");
         };
         let transfer_failed: Error = PeerError::TransferFailed { rank: from }.into();
-        let (mem, mut status) = match &req.op {
-            Op::RndvSend(RndvSend::AwaitFin(w)) if w.dest == from => (Some(w.mem), Status::EMPTY),
-            Op::RndvRecv(RndvRecv::AwaitPutFin(w)) if w.m.source == from => (w.mem, req.status),
-            Op::RndvRecv(RndvRecv::AwaitFrags(w)) if w.m.source == from && failed => {
+        let (mem, mut status) = match req.op.cold() {
+            Some(Cold::RndvSend(RndvSend::AwaitFin(w))) if w.dest == from => {
+                (Some(w.mem), Status::EMPTY)
+            }
+            Some(Cold::RndvRecv(RndvRecv::AwaitPutFin(w))) if w.m.source == from => {
+                (w.mem, req.status)
+            }
+            Some(Cold::RndvRecv(RndvRecv::AwaitFrags(w))) if w.m.source == from && failed => {
                 (None, req.status)
             }
             _ => return self.protocol_error(from, "FIN for a request not awaiting one"),
@@ -187,11 +196,12 @@ impl State {
         if failed {
             status.error = Some(transfer_failed);
         }
-        req.op = Op::Releasing(Releasing {
+        let releasing = Releasing {
             mem,
             status,
             fin: None,
-        });
+        };
+        self.cold.set(&mut req.op, Cold::Releasing(releasing));
         self.outbox.push_back(Out::Release(request));
     }
 
@@ -203,8 +213,8 @@ impl State {
             return;
         };
         let failed = result.is_err();
-        let releasing = match &req.op {
-            Op::RndvRecv(RndvRecv::Getting(g)) => {
+        let releasing = match req.op.cold() {
+            Some(Cold::RndvRecv(RndvRecv::Getting(g))) => {
                 let mut status = req.status;
                 if let Err(e) = result {
                     status.error = Some(e);
@@ -215,7 +225,7 @@ impl State {
                     fin: Some((g.m.source, g.m.sender, failed)),
                 }
             }
-            Op::RndvSend(RndvSend::Putting(p)) => {
+            Some(Cold::RndvSend(RndvSend::Putting(p))) => {
                 let status = Status {
                     error: result.err(),
                     ..Status::EMPTY
@@ -232,7 +242,7 @@ impl State {
                 return;
             }
         };
-        req.op = Op::Releasing(releasing);
+        self.cold.set(&mut req.op, Cold::Releasing(releasing));
         self.outbox.push_back(Out::Release(key));
     }
 }
@@ -256,7 +266,7 @@ pub(crate) fn issue_get<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Res
     let Some(req) = st.requests.get_mut(key) else {
         return Ok(Sent::Done);
     };
-    let Op::RndvRecv(RndvRecv::Getting(g)) = &mut req.op else {
+    let Some(Cold::RndvRecv(RndvRecv::Getting(g))) = req.op.cold_mut() else {
         return Ok(Sent::Done);
     };
     if g.mem.is_none() {
@@ -278,7 +288,7 @@ pub(crate) fn expose_for_put<D: Device>(dev: &mut D, st: &mut State, key: u64) -
     let Some(req) = st.requests.get_mut(key) else {
         return Ok(Sent::Done);
     };
-    let Op::RndvRecv(RndvRecv::AwaitPutFin(w)) = &mut req.op else {
+    let Some(Cold::RndvRecv(RndvRecv::AwaitPutFin(w))) = req.op.cold_mut() else {
         return Ok(Sent::Done);
     };
     let (rkey, m) = match register(dev, w.m.source, &mut req.buf, Access::RemoteWrite) {
@@ -306,16 +316,17 @@ pub(crate) fn issue_put<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Res
     let Some(req) = st.requests.get_mut(key) else {
         return Ok(Sent::Done);
     };
-    let Op::RndvSend(RndvSend::Putting(p)) = &mut req.op else {
+    let Some(Cold::RndvSend(RndvSend::Putting(p))) = req.op.cold_mut() else {
         return Ok(Sent::Done);
     };
     if p.len == 0 {
         let fin = Some((p.dest, p.receiver, false));
-        req.op = Op::Releasing(Releasing {
+        let releasing = Releasing {
             mem: None,
             status: Status::EMPTY,
             fin,
-        });
+        };
+        st.cold.set(&mut req.op, Cold::Releasing(releasing));
         return release(dev, st, key);
     }
     if p.mem.is_none() {
@@ -336,7 +347,7 @@ pub(crate) fn send_fragments<D: Device>(dev: &mut D, st: &mut State, key: u64) -
     let Some(req) = st.requests.get_mut(key) else {
         return Ok(Sent::Done);
     };
-    let Op::RndvSend(RndvSend::Fragmenting(f)) = &mut req.op else {
+    let Some(Cold::RndvSend(RndvSend::Fragmenting(f))) = req.op.cold_mut() else {
         return Ok(Sent::Done);
     };
     let data = req.buf.as_ref().map_or(&[][..], Buf::as_slice);
@@ -363,7 +374,7 @@ pub(crate) fn release<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Resul
     let Some(req) = st.requests.get_mut(key) else {
         return Ok(Sent::Done);
     };
-    let Op::Releasing(r) = &req.op else {
+    let Some(Cold::Releasing(r)) = req.op.cold() else {
         return Ok(Sent::Done);
     };
     let (mem, status, fin) = (r.mem, r.status, r.fin);
@@ -394,9 +405,9 @@ fn fail_transfer(st: &mut State, key: u64, err: Error) -> Sent {
     let Some(req) = st.requests.get_mut(key) else {
         return Sent::Done;
     };
-    let (mem, fin) = match &req.op {
-        Op::RndvRecv(RndvRecv::Getting(g)) => (g.mem, Some((g.m.source, g.m.sender, true))),
-        Op::RndvRecv(RndvRecv::AwaitPutFin(w)) => {
+    let (mem, fin) = match req.op.cold() {
+        Some(Cold::RndvRecv(RndvRecv::Getting(g))) => (g.mem, Some((g.m.source, g.m.sender, true))),
+        Some(Cold::RndvRecv(RndvRecv::AwaitPutFin(w))) => {
             // The sender still waits for a CTS: an empty one releases it.
             let cts = Cts {
                 sender: w.m.sender,
@@ -410,8 +421,8 @@ fn fail_transfer(st: &mut State, key: u64, err: Error) -> Sent {
             });
             (w.mem, None)
         }
-        Op::RndvSend(RndvSend::Putting(p)) => (p.mem, Some((p.dest, p.receiver, true))),
-        Op::RndvSend(RndvSend::Fragmenting(f)) => (None, Some((f.dest, f.receiver, true))),
+        Some(Cold::RndvSend(RndvSend::Putting(p))) => (p.mem, Some((p.dest, p.receiver, true))),
+        Some(Cold::RndvSend(RndvSend::Fragmenting(f))) => (None, Some((f.dest, f.receiver, true))),
         _ => (None, None),
     };
     let mut status = if req.kind == Kind::Send {
@@ -420,7 +431,8 @@ fn fail_transfer(st: &mut State, key: u64, err: Error) -> Sent {
         req.status
     };
     status.error = Some(err);
-    req.op = Op::Releasing(Releasing { mem, status, fin });
+    st.cold
+        .set(&mut req.op, Cold::Releasing(Releasing { mem, status, fin }));
     st.outbox.push_back(Out::Release(key));
     Sent::Done
 }
