@@ -123,6 +123,41 @@ const CLOCK_EVERY: u32 = 32;
 /// core to run at all.
 pub(crate) const YIELD_EVERY_OVERSUBSCRIBED: u32 = 16;
 
+/// Whether `node_ranks` ranks must share CPUs: more of them than the
+/// machine has CPUs online, or, for a rank that may run on several CPUs,
+/// than it may run on. A rank pinned to one CPU was placed there by its
+/// launcher (`ferryrun --bind-to core`, Hydra's `-bind-to core`), which
+/// gives each rank its own core when there are enough: counting its one CPU
+/// against the node's ranks would call every pinned job oversubscribed and
+/// make its waits yield every few rounds.
+pub(crate) fn oversubscribed(node_ranks: usize) -> bool {
+    let allowed = std::thread::available_parallelism().map_or(1, usize::from);
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| count_cpu_list(s.trim()))
+        .unwrap_or(allowed);
+    node_ranks > online || (allowed > 1 && node_ranks > allowed)
+}
+
+/// The number of CPUs in a kernel CPU list (`0-3,8,10-11`).
+fn count_cpu_list(list: &str) -> Option<usize> {
+    list.split(',').try_fold(0usize, |n, part| {
+        let count = match part.split_once('-') {
+            Some((a, b)) => {
+                b.parse::<usize>()
+                    .ok()?
+                    .checked_sub(a.parse::<usize>().ok()?)?
+                    + 1
+            }
+            None => {
+                part.parse::<usize>().ok()?;
+                1
+            }
+        };
+        Some(n + count)
+    })
+}
+
 /// Spin rounds between two `sched_yield`s otherwise. A yield costs a system
 /// call (a few hundred ns in a VM) that a ping-pong would see as latency,
 /// so it is rare; it stays as a backstop for threads that oversubscribe
@@ -624,5 +659,20 @@ impl Locked {
             Some(e) => e.into(),
             None => ApiError::Finalized.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count_cpu_list;
+
+    #[test]
+    fn cpu_lists_count_as_the_kernel_writes_them() {
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("0-1"), Some(2));
+        assert_eq!(count_cpu_list("0-3,8,10-11"), Some(7));
+        assert_eq!(count_cpu_list(""), None);
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("x"), None);
     }
 }

@@ -90,8 +90,7 @@ impl Shared {
         span: tracing::Span,
         node_ranks: Vec<Rank>,
     ) -> Shared {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let yield_every = if node_ranks.len() > cores {
+        let yield_every = if crate::waiter::oversubscribed(node_ranks.len()) {
             crate::waiter::YIELD_EVERY_OVERSUBSCRIBED
         } else {
             crate::waiter::YIELD_EVERY
