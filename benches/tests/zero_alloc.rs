@@ -189,6 +189,77 @@ fn unexpected_messages_past_the_pool_allocate_one_box_each() {
     }
 }
 
+/// A rendezvous message's protocol states (RTS, CTS or registration, FIN,
+/// release) are kept out of the request in boxes the engine reuses: a
+/// steady stream of them allocates nothing either.
+#[test]
+fn rendezvous_messages_allocate_nothing_in_steady_state() {
+    const SIZE: usize = 256 << 10;
+    let (mut e0, mut e1) = shm_pair(ShmOptions::default(), Config::default());
+    let (tx, rx) = mpsc::channel();
+    let peer = thread::spawn(move || {
+        tx.send(rndv_side(&mut e1, 0, false, SIZE))
+            .expect("main thread");
+        e1
+    });
+    let n0 = rndv_side(&mut e0, 1, true, SIZE);
+    let n1 = rx.recv().expect("peer thread");
+    let c = e0.counters();
+    let rndv = c.rndv_get_sent + c.rndv_put_sent + c.rndv_frag_sent;
+    assert_eq!(
+        rndv, 400,
+        "every message of rank 0 took the rendezvous path"
+    );
+    drop((e0, peer.join().expect("peer thread")));
+    assert_eq!(
+        (n0, n1),
+        (0, 0),
+        "{SIZE} B rendezvous: allocations on (rank 0, rank 1)"
+    );
+}
+
+/// One side of a rendezvous ping-pong (receive posted first, send waited
+/// for); the allocations of its steady state.
+fn rndv_side(e: &mut Engine<ShmDevice>, peer: i32, first_send: bool, size: usize) -> u64 {
+    const ROUNDS: usize = 200;
+    let mut sbuf = Some(Buf::from_vec(vec![0x5a; size]));
+    let mut rbuf = Some(Buf::zeroed(size).expect("buffer"));
+    let send = |e: &mut Engine<ShmDevice>, sbuf: &mut Option<Buf>| {
+        let s = e
+            .isend(peer, TAG, 0, sbuf.take().expect("send buffer"))
+            .expect("isend");
+        assert!(
+            !s.request.is_empty(),
+            "a rendezvous send waits for its receiver"
+        );
+        let mut req = s.request;
+        *sbuf = e.wait(&mut req, &mut SpinPark).expect("wait send").buf;
+    };
+    let mut before = 0;
+    for i in 0..2 * ROUNDS {
+        if i == ROUNDS {
+            before = allocations();
+        }
+        let mut r = e
+            .irecv(peer, TAG, 0, rbuf.take().expect("receive buffer"))
+            .expect("irecv")
+            .request;
+        if first_send {
+            send(e, &mut sbuf);
+        }
+        rbuf = e.wait(&mut r, &mut SpinPark).expect("wait recv").buf;
+        if !first_send {
+            send(e, &mut sbuf);
+        }
+    }
+    let n = allocations() - before;
+    assert_eq!(
+        rbuf.expect("receive buffer").as_slice(),
+        vec![0x5a; size].as_slice()
+    );
+    n
+}
+
 /// The test would pass vacuously if the counter counted nothing.
 #[test]
 fn the_counter_counts() {
