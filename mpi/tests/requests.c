@@ -80,9 +80,98 @@ static void truncation_in_completions(MPI_Comm c) {
     OK(MPI_Comm_set_errhandler(c, MPI_ERRORS_ARE_FATAL));
 }
 
+/* Requests on the world are named by their engine handles (no table
+ * entry): every call that takes a request must treat them as any other.
+ * Mixed with requests of a duplicate (table entries) in one array; a
+ * pending one lent to Request_get_status, Cancel, Testany, Testsome and
+ * Start stays pending; a stale copy is an error everywhere; freed, its
+ * receive still completes in the background. */
+static void world_requests_everywhere(void) {
+    int me, n, flag = -1, index = -1, outcount = -1, idx[4];
+    int in[4] = {-1, -1, -1, -1}, out[4] = {40, 41, 42, 43};
+    MPI_Request r[4], kept;
+    MPI_Status st, sts[4];
+    MPI_Comm dup;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    int to = (me + 1) % n, from = (me + n - 1) % n;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+
+    /* Pending: looked at, tested, started, and still there afterwards. */
+    OK(MPI_Irecv(&in[0], 1, MPI_INT, from, 90, MPI_COMM_WORLD, &r[0]));
+    OK(MPI_Irecv(&in[1], 1, MPI_INT, from, 91, dup, &r[1]));
+    OK(MPI_Irecv(&in[2], 1, MPI_INT, from, 92, MPI_COMM_WORLD, &r[2]));
+    kept = r[0];
+    OK(MPI_Request_get_status(r[0], &flag, &st)); EQ(flag, 0);
+    OK(MPI_Test(&r[0], &flag, &st)); EQ(flag, 0); TRUE(r[0] == kept);
+    OK(MPI_Testany(3, r, &index, &flag, &st)); EQ(flag, 0);
+    OK(MPI_Testsome(3, r, &outcount, idx, sts)); EQ(outcount, 0);
+    OK(MPI_Testall(3, r, &flag, sts)); EQ(flag, 0);
+    ERR(MPI_ERR_REQUEST, MPI_Start(&r[0])); /* not persistent */
+    TRUE(r[0] == kept);
+    /* Listed twice: an error, and nothing lost (through the general path
+     * too: Testany lends). */
+    MPI_Request twice[2] = {r[0], r[0]};
+    ERR(MPI_ERR_REQUEST, MPI_Waitall(2, twice, MPI_STATUSES_IGNORE));
+    ERR(MPI_ERR_REQUEST, MPI_Testany(2, twice, &index, &flag, &st));
+    TRUE(twice[0] == kept && twice[1] == kept);
+
+    /* Now the messages (after every rank's checks of its pending ones);
+     * the mixed array completes in any order. */
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(MPI_Send(&out[2], 1, MPI_INT, to, 92, MPI_COMM_WORLD));
+    OK(MPI_Send(&out[1], 1, MPI_INT, to, 91, dup));
+    OK(MPI_Send(&out[0], 1, MPI_INT, to, 90, MPI_COMM_WORLD));
+    int done = 0;
+    while (done < 3) {
+        OK(MPI_Waitsome(3, r, &outcount, idx, sts));
+        for (int k = 0; k < outcount; k++) {
+            TRUE(r[idx[k]] == MPI_REQUEST_NULL);
+            EQ(sts[k].MPI_SOURCE, from); EQ(sts[k].MPI_TAG, 90 + idx[k]);
+            EQ(in[idx[k]], 40 + idx[k]);
+        }
+        done += outcount;
+    }
+    /* The completed request's kept copy is stale for every call. */
+    ERR(MPI_ERR_REQUEST, MPI_Wait(&kept, &st));
+    ERR(MPI_ERR_REQUEST, MPI_Test(&kept, &flag, &st));
+    ERR(MPI_ERR_REQUEST, MPI_Request_get_status(kept, &flag, &st));
+    ERR(MPI_ERR_REQUEST, MPI_Cancel(&kept));
+    ERR(MPI_ERR_REQUEST, MPI_Request_free(&kept));
+    MPI_Request stale2[2] = {kept, MPI_REQUEST_NULL};
+    ERR(MPI_ERR_REQUEST, MPI_Waitany(2, stale2, &index, &st));
+    /* A request is not a communicator. */
+    ERR(MPI_ERR_COMM, MPI_Send(&out[0], 1, MPI_INT, to, 0, (MPI_Comm)kept));
+
+    /* Cancelled while pending. */
+    OK(MPI_Irecv(&in[3], 1, MPI_INT, from, 93, MPI_COMM_WORLD, &r[3]));
+    OK(MPI_Cancel(&r[3]));
+    OK(MPI_Wait(&r[3], &st));
+    OK(MPI_Test_cancelled(&st, &flag)); EQ(flag, 1);
+    TRUE(r[3] == MPI_REQUEST_NULL);
+
+    /* Freed while pending: the receive still lands (the message is not
+     * left for a later receive). */
+    in[3] = -1;
+    OK(MPI_Irecv(&in[3], 1, MPI_INT, from, 94, MPI_COMM_WORLD, &r[3]));
+    OK(MPI_Request_free(&r[3])); TRUE(r[3] == MPI_REQUEST_NULL);
+    OK(MPI_Send(&out[3], 1, MPI_INT, to, 94, MPI_COMM_WORLD));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    /* Once the sender's barrier is passed, its message was delivered. */
+    while (in[3] != 43) OK(MPI_Iprobe(MPI_ANY_SOURCE, 12345, MPI_COMM_WORLD, &flag, &st));
+    OK(MPI_Iprobe(from, 94, MPI_COMM_WORLD, &flag, &st)); EQ(flag, 0);
+
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL));
+    OK(MPI_Comm_free(&dup));
+}
+
 int main(int argc, char **argv) {
     check_init(&argc, &argv);
     any_reports_lowest_complete();
+    world_requests_everywhere();
     int size, rank = check_rank;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm reversed;

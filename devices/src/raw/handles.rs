@@ -144,4 +144,13 @@ impl Request {
         }
         Request::begun(comm, raw, None, None)
     }
+
+    /// The inverse of [`Request::from_raw`]: the engine handle of a
+    /// request, which no longer frees the operation on drop, so the caller
+    /// completes it as a raw request again. Meant for requests made by
+    /// `from_raw` (they hold no buffer: anything else a request holds is
+    /// dropped here).
+    pub fn into_raw(mut self) -> RawRequest {
+        std::mem::replace(&mut self.handle, RawRequest::NULL)
+    }
 }

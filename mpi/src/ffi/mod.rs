@@ -30,6 +30,7 @@ mod cell;
 mod coll;
 mod comm;
 mod commbuf;
+mod direct;
 mod env;
 mod errors;
 mod greq;

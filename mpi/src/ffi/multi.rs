@@ -17,6 +17,7 @@ use std::ffi::c_int;
 
 use ferry::{Completion, Outcome, Request};
 
+use super::direct;
 use super::mpix::MPIX_REQUEST_EMPTY;
 use super::plain::TestAll;
 use super::req::{finish, Report, ReqObj, State};
@@ -37,6 +38,8 @@ struct Scratch {
     reqs: Vec<Request>,
     /// Completions from `wait_all_into`.
     done: Vec<Completion>,
+    /// The direct handles met (`direct.rs`): a second one is busy.
+    seen: direct::Seen,
 }
 
 thread_local! {
@@ -65,7 +68,8 @@ impl<'a> Lent<'a> {
         s.objs.clear();
         s.reqs.clear();
         s.done.clear();
-        let objs = &mut s.objs;
+        let (objs, seen) = (&mut s.objs, &mut s.seen);
+        seen.begin();
         rt.requests.with(|t| {
             for (i, &h) in handles.iter().enumerate() {
                 if h == MPI_REQUEST_NULL {
@@ -77,15 +81,27 @@ impl<'a> Lent<'a> {
                     objs.push(Some(ReqObj::ready(MpiStatus::EMPTY, MPI_COMM_SELF)));
                     continue;
                 }
-                match t.lend(h) {
+                let lent = match direct::decode(h) {
+                    Some(r) if seen.first_time(r) => {
+                        objs.push(Some(direct::lend(rt, r)));
+                        continue;
+                    }
+                    Some(_) => Err(crate::handle::BadHandle::Busy),
+                    None => t.lend(h),
+                };
+                match lent {
                     Ok(mut o) => {
                         o.promote(rt);
                         objs.push(Some(o));
                     }
                     Err(b) => {
                         for (&h, o) in handles.iter().zip(objs.drain(..)) {
-                            if let (Some(o), false) = (o, h == MPIX_REQUEST_EMPTY) {
-                                t.restore(h, o);
+                            match o {
+                                _ if h == MPIX_REQUEST_EMPTY => {}
+                                // (Nothing ran on it: it is still pending.)
+                                Some(o) if direct::is_direct(h) => drop(direct::give_back(o)),
+                                Some(o) => t.restore(h, o),
+                                None => {}
                             }
                         }
                         return Err(Fail::msg(
@@ -173,12 +189,22 @@ impl<'a> Lent<'a> {
             }
         }
         let objs = &mut s.objs;
+        let mut direct_failed = Ok(());
         rt.requests.with(|t| {
             for (h, o) in handles.iter_mut().zip(objs.drain(..)) {
                 let Some(o) = o else { continue };
                 if *h == MPIX_REQUEST_EMPTY {
                     if o.inactive() {
                         *h = MPI_REQUEST_NULL;
+                    }
+                    continue;
+                }
+                if direct::is_direct(*h) {
+                    match direct::give_back(o) {
+                        Ok(true) => *h = MPI_REQUEST_NULL,
+                        Ok(false) => {}
+                        Err(f) if direct_failed.is_ok() => direct_failed = Err(f),
+                        Err(_) => {}
                     }
                     continue;
                 }
@@ -189,7 +215,8 @@ impl<'a> Lent<'a> {
                     t.restore(*h, o);
                 }
             }
-        })
+        })?;
+        direct_failed
     }
 }
 

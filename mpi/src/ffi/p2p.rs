@@ -6,7 +6,9 @@
 //! stays valid until completion is MPI's own rule for nonblocking calls.
 //! On a communicator whose ranks are the job's, `MPI_Isend` and
 //! `MPI_Irecv` keep only the operation's engine handle (`State::Raw`,
-//! completed by `plain.rs`), the shortest path a small message can take.
+//! completed by `plain.rs`), the shortest path a small message can take;
+//! on `MPI_COMM_WORLD` below `MPI_THREAD_MULTIPLE` that handle is the
+//! `MPI_Request` itself, with no table entry (`direct.rs`).
 //! Other data is packed first or received into a staging vector and
 //! unpacked by the request's post step (`buf.rs`). `MPI_PROC_NULL`,
 //! `MPI_ANY_SOURCE` and `MPI_ANY_TAG` pass through to ferry, which gives
@@ -27,7 +29,7 @@ use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus};
 use crate::datatype::{count_arg, int_count};
 use crate::error::{Fail, Res};
-use crate::state::rt;
+use crate::state::{rt, Runtime};
 
 /// Starts a nonblocking send of resolved data.
 ///
@@ -76,12 +78,16 @@ pub(crate) unsafe fn start_recv(
 }
 
 /// The handle of a raw operation just started: `MPIX_REQUEST_EMPTY` if it
-/// completed inside its call, else a new table entry.
-fn store_raw(r: ferry::RawRequest, comm: usize) -> Res<usize> {
+/// completed inside its call, else a direct handle (`direct.rs`) where
+/// one may name it, else a new table entry.
+fn store_raw(rt: &Runtime, r: ferry::RawRequest, comm: usize) -> Res<usize> {
     if r.is_empty() {
         return Ok(super::mpix::MPIX_REQUEST_EMPTY);
     }
-    rt()?.add_request(ReqObj::raw(r, comm))
+    if let Some(h) = super::direct::encode(rt, r, comm) {
+        return Ok(h);
+    }
+    rt.add_request(ReqObj::raw(r, comm))
 }
 
 /// The shared body of `MPI_Isend`, `MPI_Issend` and `MPI_Irsend`.
@@ -113,7 +119,7 @@ unsafe fn isend_call(
             // call, or promoted (see `ReqObj::promote`).
             let r = unsafe { c.comm.isend_raw_request(ptr, len, dest, tag, mode)? };
             // SAFETY: checked non-null; an out-argument.
-            return unsafe { put(request, store_raw(r, comm)?) };
+            return unsafe { put(request, store_raw(rt, r, comm)?) };
         }
         data => data,
     };
@@ -218,7 +224,7 @@ mpi_fn! {
                 // completed by a completion call, or promoted.
                 let r = unsafe { c.comm.irecv_raw_request(ptr, len, source, tag)? };
                 // SAFETY: checked non-null; an out-argument.
-                return unsafe { put(request, store_raw(r, comm)?) };
+                return unsafe { put(request, store_raw(rt, r, comm)?) };
             }
             target => target,
         };

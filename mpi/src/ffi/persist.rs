@@ -306,7 +306,12 @@ pub(crate) fn cancel(h: usize) -> Res {
         return r;
     }
     let rt = rt()?;
-    let obj = lend(rt, h);
+    // (Cancelling a stale engine handle does nothing: a direct one is
+    // checked first.)
+    let obj = match super::direct::decode(h) {
+        Some(r) => super::direct::lend_live(rt, r),
+        None => lend(rt, h),
+    };
     let obj = match obj {
         Ok(o) => o,
         Err(f) => {

@@ -14,7 +14,8 @@
 //! from its completion.
 //!
 //! Raw operations (`State::Raw`: contiguous sends and receives on
-//! communicators with job ranks) are completed by their engine handles
+//! communicators with job ranks, and the direct handles of `direct.rs`,
+//! which are not in the table at all) are completed by their engine handles
 //! alone; ferry requests (`State::Active`) through ferry's completion
 //! calls. An array mixing the two takes the general path.
 //!
@@ -28,9 +29,10 @@ use std::cell::RefCell;
 
 use ferry::{Completion, RawRequest, Request, Status};
 
+use super::direct::{self, is_direct};
 use super::mpix::MPIX_REQUEST_EMPTY;
 use super::req::{ReqObj, State};
-use crate::abi::{MpiStatus, MPI_COMM_SELF, MPI_REQUEST_NULL};
+use crate::abi::{MpiStatus, MPI_COMM_SELF, MPI_COMM_WORLD, MPI_REQUEST_NULL};
 use crate::error::{Fail, Res};
 use crate::state::Runtime;
 
@@ -45,6 +47,9 @@ struct Scratch {
     /// Each entry's communicator (errors are raised on it).
     comms: Vec<usize>,
     done: Vec<Completion>,
+    /// The direct handles met (a handle listed twice takes the general
+    /// path, which reports it).
+    seen: direct::Seen,
 }
 
 thread_local! {
@@ -144,6 +149,14 @@ fn complete(
         let mut failed = None;
         let mut each = |i: usize, st: &Status| report(i, st, statuses.as_deref_mut(), &mut failed);
         let done = match (mode, block) {
+            // Null and EMPTY entries only (the sends of a window that all
+            // completed in their calls): nothing for the engine to do.
+            (Mode::Raw, _) if s.raws.iter().all(|r| r.is_null()) => {
+                for i in 0..s.raws.len() {
+                    each(i, &Status::EMPTY);
+                }
+                Ok(true)
+            }
             (Mode::Raw, Block::Wait) => rt
                 .world_comm
                 .comm
@@ -253,11 +266,19 @@ fn take(rt: &Runtime, handles: &[usize], s: &mut Scratch) -> Option<Mode> {
     let taken = rt.requests.with(|t| {
         // First a look, so that only the mode's own vector is filled.
         let mut mode = None;
+        s.seen.begin();
         for &h in handles {
             if is_trivial(h) {
                 continue;
             }
-            let m = t.get(h).ok().and_then(mode_of)?;
+            let m = if let Some(r) = direct::decode(h) {
+                if !s.seen.first_time(r) {
+                    return None;
+                }
+                Mode::Raw
+            } else {
+                t.get(h).ok().and_then(mode_of)?
+            };
             if mode.is_some_and(|mode| mode != m) {
                 return None;
             }
@@ -266,6 +287,12 @@ fn take(rt: &Runtime, handles: &[usize], s: &mut Scratch) -> Option<Mode> {
         // An array of null and EMPTY handles only: either mode serves.
         let mode = mode.unwrap_or(Mode::Raw);
         for &h in handles {
+            if let Some(r) = direct::decode(h) {
+                // (The look above made the mode `Raw`.)
+                s.comms.push(MPI_COMM_WORLD);
+                s.raws.push(r);
+                continue;
+            }
             let o = if is_trivial(h) {
                 None
             } else {
@@ -296,12 +323,13 @@ fn take(rt: &Runtime, handles: &[usize], s: &mut Scratch) -> Option<Mode> {
     taken.ok().flatten()
 }
 
-/// Puts back what `take` took so far, in the table's own borrow.
+/// Puts back what `take` took so far, in the table's own borrow. (A direct
+/// handle took nothing out of the table: it still names its operation.)
 fn put_back_taken(t: &mut crate::handle::Table<ReqObj>, handles: &[usize], s: &mut Scratch) {
     let raws = s.raws.drain(..).map(Taken::Raw);
     let reqs = s.reqs.drain(..).map(Taken::Ferry);
     for (&h, taken) in handles.iter().zip(raws.chain(reqs)) {
-        if is_trivial(h) {
+        if is_trivial(h) || is_direct(h) {
             continue;
         }
         if let Ok(o) = t.get_mut(h) {
@@ -342,7 +370,7 @@ fn finish(
 ) -> Res {
     rt.requests.with(|t| {
         for h in handles.iter_mut() {
-            if !is_trivial(*h) {
+            if !is_trivial(*h) && !is_direct(*h) {
                 drop(t.remove(*h));
             }
             *h = MPI_REQUEST_NULL;

@@ -10,6 +10,7 @@
 
 use std::ffi::c_int;
 
+use super::direct;
 use super::mpix::MPIX_REQUEST_EMPTY;
 use super::plain::TestAll;
 use super::req::{finish, Report, ReqObj, State};
@@ -24,9 +25,12 @@ pub(crate) fn bad_request(b: crate::handle::BadHandle) -> Fail {
     Fail::handle(MPI_ERR_REQUEST, b, "request")
 }
 
-/// Lends the request `h` out of its table.
+/// Lends the request `h` out of its table (a direct one: see `direct.rs`).
 #[inline]
 pub(crate) fn lend(rt: &Runtime, h: usize) -> Res<ReqObj> {
+    if let Some(r) = direct::decode(h) {
+        return Ok(direct::lend(rt, r));
+    }
     let mut obj = rt.requests.with(|t| t.lend(h))?.map_err(bad_request)?;
     obj.promote(rt);
     Ok(obj)
@@ -37,6 +41,9 @@ pub(crate) fn lend(rt: &Runtime, h: usize) -> Res<ReqObj> {
 /// becomes `MPI_REQUEST_NULL`).
 #[inline]
 pub(crate) fn give_back(rt: &Runtime, h: usize, obj: ReqObj) -> Res<bool> {
+    if direct::is_direct(h) {
+        return direct::give_back(obj);
+    }
     let spent = obj.inactive() && !obj.persistent();
     if spent {
         rt.requests.with(|t| t.release(h))?;
@@ -205,7 +212,10 @@ mpi_fn! {
             return unsafe { put(request, MPI_REQUEST_NULL) };
         }
         let rt = rt()?;
-        let mut obj = rt.requests.with(|t| t.remove(h))?.map_err(bad_request)?;
+        let mut obj = match direct::decode(h) {
+            Some(r) => direct::lend_live(rt, r)?,
+            None => rt.requests.with(|t| t.remove(h))?.map_err(bad_request)?,
+        };
         obj.promote(rt);
         if let State::Greq(g) = &obj.state {
             return g.release(obj.comm).and_then(|()| {
