@@ -113,11 +113,19 @@ pub(crate) fn lend(rt: &Runtime, r: RawRequest) -> ReqObj {
 /// `MPI_ERR_REQUEST` for a stale handle.
 pub(crate) fn lend_live(rt: &Runtime, r: RawRequest) -> Res<ReqObj> {
     let obj = lend(rt, r);
-    if let State::Active(req) = &obj.state {
-        req.get_status()
-            .map_err(|e| Fail::from(e).on(MPI_COMM_WORLD))?;
+    let checked = match &obj.state {
+        State::Active(req) => req.get_status().map(drop),
+        _ => Ok(()),
+    };
+    match checked {
+        Ok(()) => Ok(obj),
+        Err(e) => {
+            // Not dropped: a live operation (failing for another reason,
+            // a finalized world) stays named by the program's handle.
+            give_back(obj)?;
+            Err(Fail::from(e).on(MPI_COMM_WORLD))
+        }
     }
-    Ok(obj)
 }
 
 /// Ends a lend of a direct request: a finished one is dropped (the program's
