@@ -32,6 +32,15 @@ impl<T> Default for Slab<T> {
 }
 
 impl<T> Slab<T> {
+    /// An empty slab with room for `n` values before it allocates.
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        Slab {
+            slots: Vec::with_capacity(n),
+            free: Vec::with_capacity(n),
+            len: 0,
+        }
+    }
+
     /// Stores `value` and returns its key.
     #[inline]
     pub(crate) fn insert(&mut self, value: T) -> u64 {

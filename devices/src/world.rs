@@ -97,6 +97,20 @@ impl Shared {
         };
         let sleep_kind = engine.device().sleep_kind();
         let device_name = engine.device().name();
+        // The first sleep of a rank takes a slot made here, and the
+        // sleepers' list has room for it and a progress thread: so a wait
+        // that first goes to sleep in the middle of a run (a rank that
+        // falls behind) allocates nothing then. More come on demand; a
+        // slot that cannot be made now (out of descriptors) is left for
+        // that first sleep to make, and report.
+        let idle_slots = match config.wait_mode {
+            WaitMode::Spin => Vec::new(),
+            _ => Slot::new(sleep_kind)
+                .ok()
+                .map(Arc::new)
+                .into_iter()
+                .collect(),
+        };
         Shared {
             rank: engine.rank(),
             size: engine.size(),
@@ -111,8 +125,8 @@ impl Shared {
                         waiting: 0,
                         waits: 0,
                         spins: 0,
-                        sleepers: Vec::new(),
-                        idle_slots: Vec::new(),
+                        sleepers: Vec::with_capacity(4),
+                        idle_slots,
                     },
                 ),
                 sleep_kind,

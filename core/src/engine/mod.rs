@@ -321,14 +321,18 @@ impl<D: Device> Engine<D> {
                 size,
                 config,
                 peers,
-                requests: Slab::default(),
+                // Room for an OSU window (64) of requests and queued sends
+                // from the start, as the matching queues have: a rank that
+                // first has that many in flight in the middle of a run (its
+                // peer fell behind) allocates nothing then.
+                requests: Slab::with_capacity(crate::matching::SHALLOW),
                 posted: PostedQueue::new(),
                 unexpected: UnexpectedQueue::new(),
                 small: small_pool::SmallPool::default(),
-                cold: ColdBoxes::default(),
+                cold: ColdBoxes::new(),
                 messages: Slab::default(),
                 probes: Vec::new(),
-                outbox: VecDeque::new(),
+                outbox: VecDeque::with_capacity(crate::matching::SHALLOW),
                 counters: Counters::default(),
                 events: 0,
                 fair: 0,

@@ -205,7 +205,9 @@ pub(crate) enum Cold {
 
 /// The boxes of [`Op::Cold`], kept when a request leaves a cold state, so
 /// that a steady stream of rendezvous or queued sends allocates nothing.
-#[derive(Debug, Default)]
+/// [`ColdBoxes::SPARE`] are made at start, so that the first sends an
+/// engine queues (a peer that falls behind mid-run) allocate nothing either.
+#[derive(Debug)]
 pub(crate) struct ColdBoxes {
     // The boxes themselves are what is kept: handing one out must not
     // allocate.
@@ -217,6 +219,23 @@ impl ColdBoxes {
     /// Boxes kept at most; more are freed (a burst of concurrent
     /// rendezvous transfers does not pin its memory for ever).
     const KEEP: usize = 256;
+    /// Boxes made at start (about 90 bytes each), as the unexpected pool
+    /// makes its first buffers.
+    pub(crate) const SPARE: usize = 32;
+
+    /// The boxes, with [`ColdBoxes::SPARE`] made and room for
+    /// [`ColdBoxes::KEEP`].
+    pub(crate) fn new() -> ColdBoxes {
+        let mut free = Vec::with_capacity(Self::KEEP);
+        free.extend((0..Self::SPARE).map(|_| {
+            Box::new(Cold::SendQueued(Queued {
+                proto: crate::protocol::Protocol::Eager,
+                exposed: None,
+                len: 0,
+            }))
+        }));
+        ColdBoxes { free }
+    }
 
     /// Puts `op` into the cold state `c`, in the box it already has if it
     /// is in one.
@@ -372,7 +391,8 @@ mod tests {
 
     #[test]
     fn cold_boxes_are_reused() {
-        let mut boxes = ColdBoxes::default();
+        let mut boxes = ColdBoxes::new();
+        assert_eq!(boxes.free.len(), ColdBoxes::SPARE, "made at start");
         let mut op = Op::Idle;
         let queued = || {
             Cold::SendQueued(Queued {
@@ -394,7 +414,7 @@ mod tests {
         );
         boxes.set_inline(&mut op, Op::Idle);
         assert!(op.cold().is_none());
-        assert_eq!(boxes.free.len(), 1);
+        assert_eq!(boxes.free.len(), ColdBoxes::SPARE);
         let mut other = Op::Idle;
         boxes.set(&mut other, queued());
         assert_eq!(
@@ -402,6 +422,6 @@ mod tests {
             first,
             "the kept box is used again"
         );
-        assert!(boxes.free.is_empty());
+        assert_eq!(boxes.free.len(), ColdBoxes::SPARE - 1);
     }
 }

@@ -66,6 +66,7 @@ mod unexpected;
 mod complexity;
 
 pub use posted::{PostedKey, PostedQueue};
+pub(crate) use shallow::SHALLOW;
 pub use unexpected::{UnexpectedKey, UnexpectedQueue};
 
 /// Counters of one matching queue.

@@ -30,11 +30,14 @@ pub(crate) struct SeqSlab<T> {
     len: usize,
 }
 
+// Room for the shallow ring's entries (an OSU window) from the start: a
+// queue that first gets that deep in the middle of a run (a peer that fell
+// behind) allocates nothing then.
 impl<T> Default for SeqSlab<T> {
     fn default() -> Self {
         SeqSlab {
-            slots: Vec::new(),
-            free: Vec::new(),
+            slots: Vec::with_capacity(super::shallow::SHALLOW),
+            free: Vec::with_capacity(super::shallow::SHALLOW),
             len: 0,
         }
     }

@@ -157,12 +157,24 @@ pub(crate) fn give_back(obj: ReqObj) -> Res<bool> {
 }
 
 /// Which direct handles one call has met (see the module docs).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Seen {
     /// The current call's stamp.
     epoch: u32,
     /// Per engine index, the stamp of the last call that met it.
     stamps: Vec<u32>,
+}
+
+impl Default for Seen {
+    /// Stamps for the engine's first 64 indices (an OSU window of requests)
+    /// made at once, so that a first deeper window in the middle of a run
+    /// is the first to grow them.
+    fn default() -> Seen {
+        Seen {
+            epoch: 0,
+            stamps: vec![0; 64],
+        }
+    }
 }
 
 impl Seen {
