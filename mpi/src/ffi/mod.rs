@@ -66,16 +66,12 @@ pub use req::ReqObj;
 
 /// Defines `PMPI_X` with the body, and `MPI_X` calling it. The body is an
 /// expression of type [`Res`]. With `[comm]`, a failure is raised on the
-/// communicator argument `comm`.
+/// communicator argument `comm`. With `fast { .. }` before the body, the
+/// call first tries that block, an expression of type `Option<Res>`:
+/// `None` hands the call to the body (see [`guard_fast`]).
 macro_rules! mpi_fn {
     ($(#[$meta:meta])* $name:ident / $pname:ident $([$on:ident])? ($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
-        $(#[$meta])*
-        ///
-        /// # Safety
-        /// Every pointer argument must be valid for the accesses the MPI
-        /// standard describes for this function, or null where it allows.
-        #[no_mangle]
-        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> std::ffi::c_int {
+        $crate::ffi::mpi_fn!(@define $(#[$meta])* $name / $pname ($($arg: $ty),*) {
             $crate::ffi::guard(stringify!($name), move || -> $crate::error::Res {
                 // The body's `?`s return from this inner closure, so every
                 // failure passes the communicator attribution below.
@@ -84,7 +80,37 @@ macro_rules! mpi_fn {
                 $(let r = r.map_err(|f| f.on($on));)?
                 r
             })
-        }
+        });
+    };
+    ($(#[$meta:meta])* $name:ident / $pname:ident $([$on:ident])? ($($arg:ident : $ty:ty),* $(,)?) fast $fast:block $body:block) => {
+        $crate::ffi::mpi_fn!(@define $(#[$meta])* $name / $pname ($($arg: $ty),*) {
+            $crate::ffi::guard_fast(
+                stringify!($name),
+                move || -> Option<$crate::error::Res> {
+                    #[allow(clippy::redundant_closure_call)]
+                    let r: Option<$crate::error::Res> = (move || -> Option<$crate::error::Res> { $fast })();
+                    $(let r = r.map(|r| r.map_err(|f| f.on($on)));)?
+                    r
+                },
+                move || {
+                    $crate::ffi::guard(stringify!($name), move || -> $crate::error::Res {
+                        #[allow(clippy::redundant_closure_call)]
+                        let r: $crate::error::Res = (move || -> $crate::error::Res { $body })();
+                        $(let r = r.map_err(|f| f.on($on));)?
+                        r
+                    })
+                },
+            )
+        });
+    };
+    (@define $(#[$meta:meta])* $name:ident / $pname:ident ($($arg:ident : $ty:ty),*) $call:block) => {
+        $(#[$meta])*
+        ///
+        /// # Safety
+        /// Every pointer argument must be valid for the accesses the MPI
+        /// standard describes for this function, or null where it allows.
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> std::ffi::c_int $call
 
         #[doc = concat!("`", stringify!($name), "`: the interposable name of `", stringify!($pname), "`.")]
         ///
@@ -111,6 +137,47 @@ pub(crate) fn guard(call: &'static str, body: impl FnOnce() -> Res) -> c_int {
         orphan::poll();
         r
     }));
+    match outcome {
+        Ok(Ok(())) => MPI_SUCCESS,
+        outcome => settle(call, outcome),
+    }
+}
+
+/// [`guard`] for a function with a fast path: `fast` runs first, under the
+/// same guard; `None` (its case does not apply) runs `general`, the
+/// function's guarded body, instead. The fast path pays one guard, not
+/// two, and none of the general body's set-up.
+#[inline(always)]
+pub(crate) fn guard_fast(
+    call: &'static str,
+    fast: impl FnOnce() -> Option<Res>,
+    general: impl FnOnce() -> c_int,
+) -> c_int {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let r = fast()?;
+        orphan::poll();
+        Some(r)
+    }));
+    match outcome {
+        Ok(Some(Ok(()))) => MPI_SUCCESS,
+        Ok(None) => out_of_line(general),
+        Ok(Some(r)) => settle(call, Ok(r)),
+        Err(panic) => settle(call, Err(panic)),
+    }
+}
+
+/// Runs `f` as a call of its own: the general body, inlined, made every
+/// call of its function pay its stack frame and saved registers.
+#[inline(never)]
+fn out_of_line(f: impl FnOnce() -> c_int) -> c_int {
+    f()
+}
+
+/// The code of a guarded body's failure or panic, raised through the
+/// handler in force (out of line: the calls that succeed never come here).
+#[cold]
+#[inline(never)]
+fn settle(call: &'static str, outcome: std::thread::Result<Res>) -> c_int {
     let fail = match outcome {
         Ok(Ok(())) => return MPI_SUCCESS,
         Ok(Err(f)) => f,

@@ -136,10 +136,6 @@ unsafe fn isend_call(
 /// runtime, its ranks the job's), `datatype` predefined (contiguous from
 /// the buffer's start), `count` valid and `buf` not null. `None` sends the
 /// call down the general path, which checks and reports everything else.
-///
-/// osu_latency's `MPI_Send`/`MPI_Recv` take this path: it skips the
-/// general path's intermediate values (the communicator and datatype
-/// references, the resolved buffer), about 100 instructions a call.
 #[inline(always)]
 fn plain_world(
     rt: &Runtime,
@@ -156,7 +152,33 @@ fn plain_world(
     (len <= isize::MAX as usize).then_some((&rt.world_comm.comm, len))
 }
 
-/// The shared body of the blocking sends.
+/// The blocking sends' fast path (`mpi_fn!`'s `fast`): `plain_world`'s
+/// case straight to ferry's slice call, under one guard, with none of the
+/// general body's intermediate values (the communicator and datatype
+/// references, the resolved buffer). osu_latency's `MPI_Send` takes it.
+///
+/// # Safety
+/// `buf` is valid for reads of the message's data during the call.
+#[inline(always)]
+unsafe fn send_world(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    mode: SendMode,
+) -> Option<Res> {
+    // Not initialized or finalized: the general path reports it.
+    let rt = rt().ok()?;
+    let (c, len) = plain_world(rt, comm, datatype, count, buf)?;
+    // SAFETY: non-null (checked), and valid for reads of the message's
+    // `len` bytes during the call (the caller's promise).
+    let bytes = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
+    Some(send_bytes(c, bytes, dest, tag, mode))
+}
+
+/// The general body of the blocking sends.
 ///
 /// # Safety
 /// `buf` is valid for reads of the message's data during the call.
@@ -170,12 +192,6 @@ unsafe fn send_call(
     mode: SendMode,
 ) -> Res {
     let rt = rt()?;
-    if let Some((c, len)) = plain_world(rt, comm, datatype, count, buf) {
-        // SAFETY: non-null (checked), and valid for reads of the message's
-        // `len` bytes during the call (the caller's promise).
-        let bytes = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
-        return send_bytes(c, bytes, dest, tag, mode);
-    }
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
     // SAFETY: the send buffer, read during this call only.
@@ -198,7 +214,10 @@ fn send_bytes(c: &Comm, bytes: &[u8], dest: c_int, tag: c_int, mode: SendMode) -
 
 mpi_fn! {
     /// `MPI_Send`.
-    MPI_Send / PMPI_Send [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize) {
+    MPI_Send / PMPI_Send [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize) fast {
+        // SAFETY: the caller's send buffer.
+        unsafe { send_world(buf, count, datatype, dest, tag, comm, SendMode::Standard) }
+    } {
         // SAFETY: the caller's send buffer.
         unsafe { send_call(buf, count, datatype, dest, tag, comm, SendMode::Standard) }
     }
@@ -206,7 +225,10 @@ mpi_fn! {
 
 mpi_fn! {
     /// `MPI_Ssend`.
-    MPI_Ssend / PMPI_Ssend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize) {
+    MPI_Ssend / PMPI_Ssend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize) fast {
+        // SAFETY: the caller's send buffer.
+        unsafe { send_world(buf, count, datatype, dest, tag, comm, SendMode::Synchronous) }
+    } {
         // SAFETY: the caller's send buffer.
         unsafe { send_call(buf, count, datatype, dest, tag, comm, SendMode::Synchronous) }
     }
@@ -214,7 +236,10 @@ mpi_fn! {
 
 mpi_fn! {
     /// `MPI_Rsend`.
-    MPI_Rsend / PMPI_Rsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize) {
+    MPI_Rsend / PMPI_Rsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize) fast {
+        // SAFETY: the caller's send buffer.
+        unsafe { send_world(buf, count, datatype, dest, tag, comm, SendMode::Ready) }
+    } {
         // SAFETY: the caller's send buffer.
         unsafe { send_call(buf, count, datatype, dest, tag, comm, SendMode::Ready) }
     }
@@ -289,34 +314,48 @@ unsafe fn recv_wait(
     wait_one(&mut ReqObj::active(req, comm, post))
 }
 
+/// A blocking receive of contiguous bytes into `ptr`, its status written
+/// to `status` (which may be `MPI_STATUS_IGNORE`): no request object and
+/// no post step.
+///
+/// # Safety
+/// `ptr` is valid for writes of `len` bytes during the call, or null with
+/// none; `status` is null or valid for a write.
+#[inline(always)]
+unsafe fn recv_contiguous(
+    c: &Comm,
+    ptr: *mut u8,
+    len: usize,
+    source: c_int,
+    tag: c_int,
+    status: *mut MpiStatus,
+) -> Res {
+    // SAFETY: forwarded (the call returns once the receive is complete).
+    let s = unsafe { c.recv_raw(ptr, len, rank_in(source), tag_in(tag))? };
+    // SAFETY: forwarded.
+    unsafe { put_status(status, MpiStatus::from_ferry(&s)) };
+    s.error.map_or(Ok(()), |e| Err(Fail::from(e)))
+}
+
 mpi_fn! {
     /// `MPI_Recv`: a truncated message fills the buffer, sets the status
     /// (count = the buffer's size, `MPI_ERROR` = `MPI_ERR_TRUNCATE`) and
     /// returns `MPI_ERR_TRUNCATE`.
-    MPI_Recv / PMPI_Recv [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus) {
+    MPI_Recv / PMPI_Recv [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus) fast {
+        // The fast path (as `send_world`'s); osu_latency's `MPI_Recv`.
+        let rt = rt().ok()?;
+        let (c, len) = plain_world(rt, comm, datatype, count, buf.cast_const())?;
+        // SAFETY: the caller's receive buffer, non-null (checked), for the
+        // duration of the call; `status` is MPI_STATUS_IGNORE or writable.
+        Some(unsafe { recv_contiguous(c, buf.cast::<u8>(), len, source, tag, status) })
+    } {
         let rt = rt()?;
-        if let Some((c, len)) = plain_world(rt, comm, datatype, count, buf.cast_const()) {
-            // SAFETY: the caller's receive buffer, non-null (checked), for
-            // the duration of the call (which returns once the receive is
-            // complete).
-            let s = unsafe { c.recv_raw(buf.cast::<u8>(), len, rank_in(source), tag_in(tag))? };
-            // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-            unsafe { put_status(status, MpiStatus::from_ferry(&s)) };
-            return s.error.map_or(Ok(()), |e| Err(Fail::from(e)));
-        }
         let c = rt.comm(comm)?;
         let ty = rt.comm_type(datatype)?;
         let report = match recv_data(buf, count_arg(count)?, &ty)? {
-            // Contiguous data needs no request object and no post step, and
-            // its status goes straight out (there is no buffer to hand over).
-            RecvData::Raw { ptr, len } => {
-                // SAFETY: the caller's receive buffer, for the duration of
-                // the call (which returns once the receive is complete).
-                let s = unsafe { c.comm.recv_raw(ptr, len, rank_in(source), tag_in(tag))? };
-                // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-                unsafe { put_status(status, MpiStatus::from_ferry(&s)) };
-                return s.error.map_or(Ok(()), |e| Err(Fail::from(e).on(comm)));
-            }
+            // SAFETY: the caller's receive buffer and status, for the
+            // duration of the call.
+            RecvData::Raw { ptr, len } => return unsafe { recv_contiguous(&c.comm, ptr, len, source, tag, status) },
             // SAFETY: as above.
             staged => unsafe { recv_wait(comm, &c.comm, staged, source, tag)? },
         };
