@@ -58,6 +58,16 @@ impl<T> Slab<T> {
         pack(index, 1)
     }
 
+    /// The key the next [`Slab::insert`] returns (for a value that must
+    /// know its own key before it is stored).
+    #[inline]
+    pub(crate) fn vacant_key(&self) -> u64 {
+        match self.free.last() {
+            Some(&index) => pack(index, self.slots[index as usize].generation),
+            None => pack(self.slots.len() as u32, 1),
+        }
+    }
+
     #[inline]
     fn slot(&self, key: u64) -> Option<&Slot<T>> {
         let (index, generation) = unpack(key);
@@ -158,6 +168,23 @@ impl<T> Slab<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vacant_key_is_the_next_insert_s_key() {
+        let mut slab = Slab::default();
+        for round in 0..3 {
+            // Fresh slots, then reused ones (newer generations), in LIFO order.
+            let mut keys = Vec::new();
+            for i in 0..4 {
+                let want = slab.vacant_key();
+                assert_eq!(slab.insert(round * 10 + i), want);
+                keys.push(want);
+            }
+            for k in keys.into_iter().rev() {
+                slab.remove(k);
+            }
+        }
+    }
 
     #[test]
     fn stale_key_after_remove_and_reuse() {

@@ -353,6 +353,26 @@ impl<D: Device> Engine<D> {
         let Some(pattern) = pattern else {
             return Ok(self.proc_null_request(kind, spec, buf, empty_ok));
         };
+        if matches!(kind, Kind::Recv | Kind::ARecv)
+            && self.st.peer_failures == 0
+            && self.st.unexpected.is_empty()
+        {
+            // The usual case of a pre-posted window, in one pass: nothing
+            // to match and no failure to report, so the receive is posted
+            // as it is stored (not stored, looked up and posted, then looked
+            // up again to record where), and nothing was queued to send.
+            let key = self.st.requests.vacant_key();
+            let mut req = Req::new(kind, spec, buf);
+            req.op = Op::Posted {
+                key: self.st.posted.post(pattern, key),
+            };
+            let stored = self.st.requests.insert(req);
+            debug_assert_eq!(stored, key);
+            return Ok(Started {
+                request: Request(key),
+                buf: None,
+            });
+        }
         let key = self.st.requests.insert(Req::new(kind, spec, buf));
         if pattern.source.is_none() {
             if let Some(rank) = self.st.failed_member(context) {
