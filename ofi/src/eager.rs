@@ -28,7 +28,10 @@
 //! back to the device's pool when the `Buf` drops (from any thread), still
 //! registered where FI_MR_LOCAL needs it. At most `max_parked` are out at a
 //! time; beyond that `into_payload` copies, so an application that keeps
-//! its ARecv buffers cannot starve the device of receive buffers.
+//! its ARecv buffers cannot starve the device of receive buffers. Handing
+//! one over boxes it (an allocation), so `hand_over_allocates` says so: the
+//! engine copies an unexpected payload of up to 1 KiB into its own pool of
+//! vectors instead, and the buffer is reposted at once.
 
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -123,6 +126,14 @@ impl Incoming for OfiIncoming<'_> {
     #[inline]
     fn payload(&self) -> &[u8] {
         self.slice(self.header_len, self.payload_len)
+    }
+
+    /// A box around the receive buffer (or a copy, past the parking
+    /// bound): the engine copies a small unexpected payload into its pool
+    /// instead, and the buffer goes straight back to the device.
+    #[inline]
+    fn hand_over_allocates(&self) -> bool {
+        true
     }
 
     fn into_payload(mut self) -> Result<Buf, Error> {

@@ -201,9 +201,12 @@ impl OfiDevice {
             send_peer: vec![0; send],
             slots: (0..recv).map(|_| None).collect(),
             empty: (0..recv).rev().collect(),
-            free: Vec::new(),
+            // Room for every buffer the device may make (`max_buffers`):
+            // returning one to this list must never allocate.
+            free: Vec::with_capacity(recv + opts.max_parked + recv),
             returned: Arc::new(Returned::default()),
-            held: Vec::new(),
+            // A held (early) packet sits in a posted buffer: at most `recv`.
+            held: Vec::with_capacity(recv),
             allocated: 0,
             max_buffers: recv + opts.max_parked + recv,
             max_parked: opts.max_parked,

@@ -140,6 +140,14 @@ impl Incoming for VerbsIncoming<'_> {
         }
     }
 
+    /// A box around the receive buffer (or a copy, past the parking
+    /// bound): the engine copies a small unexpected payload into its pool
+    /// instead, and the buffer goes straight back to the device.
+    #[inline]
+    fn hand_over_allocates(&self) -> bool {
+        true
+    }
+
     fn into_payload(mut self) -> Result<Buf, Error> {
         let Some(i) = self.slot.take() else {
             return Ok(Buf::new());

@@ -195,8 +195,15 @@ impl Liveness {
         let Ok((events, _)) = epoll::wait(&self.epoll, &mut buf, Some(&zero)) else {
             return;
         };
-        let tags: Vec<u64> = events.iter().map(|e| e.data.u64()).collect();
-        for tag in tags.into_iter().filter(|&t| t != CQ_TAG) {
+        // The tags, copied out on the stack (the completion queue's fd is in
+        // this set too, so this runs on most polls that see traffic: it
+        // must not allocate).
+        let mut tags = [0u64; 16];
+        let n = events.len().min(tags.len());
+        for (t, e) in tags.iter_mut().zip(events.iter()) {
+            *t = e.data.u64();
+        }
+        for &tag in tags[..n].iter().filter(|&&t| t != CQ_TAG) {
             let Some(i) = self.socks.iter().position(|(r, _)| *r as u64 == tag) else {
                 continue;
             };

@@ -40,7 +40,8 @@ fn body(rank: Rank, e: &mut Engine<OfiDevice>, rma: bool) {
     if rank == 0 {
         e.send(1, 1, 0, Buf::from(pattern(100, 1)), p).unwrap();
         e.send(1, 2, 0, Buf::from(pattern(BIG, 2)), p).unwrap();
-        e.send(1, 3, 0, Buf::from(pattern(500, 3)), p).unwrap();
+        e.send(1, 3, 0, Buf::from(pattern(4000, 3)), p).unwrap();
+        e.send(1, 4, 0, Buf::from(pattern(500, 4)), p).unwrap();
         e.recv(1, 9, 0, Buf::zeroed(0).unwrap(), p).unwrap();
         let c = e.counters();
         if rma {
@@ -56,18 +57,24 @@ fn body(rank: Rank, e: &mut Engine<OfiDevice>, rma: bool) {
             c.buf.unwrap().to_vec() == pattern(BIG, 2),
             "rendezvous arecv"
         );
-        // Let tag 3 arrive unexpected, then take it without a copy.
+        // Let tags 3 and 4 arrive unexpected, then take 3 without a copy.
         let until = std::time::Instant::now() + Duration::from_millis(100);
         while std::time::Instant::now() < until {
             e.progress().unwrap();
         }
         let c = e.arecv(0, 3, 0, p).unwrap();
         let buf = c.buf.unwrap();
-        assert_eq!(buf.to_vec(), pattern(500, 3));
+        assert_eq!(buf.to_vec(), pattern(4000, 3));
         assert!(
             buf.into_storage().is_ok(),
             "handed over in the bounce buffer"
         );
+        // A small one was copied into the engine's pool on arrival (handing
+        // the bounce buffer over would have boxed it: an allocation).
+        let c = e.arecv(0, 4, 0, p).unwrap();
+        let buf = c.buf.unwrap();
+        assert_eq!(buf.to_vec(), pattern(500, 4));
+        assert!(buf.into_storage().is_err(), "copied into a pooled vector");
         // Self traffic goes through the device too.
         let r = e.isend(1, 5, 0, Buf::from(pattern(BIG, 5))).unwrap();
         let c = e.recv(1, 5, 0, Buf::zeroed(BIG).unwrap(), p).unwrap();
