@@ -20,7 +20,7 @@
 
 use std::sync::Arc;
 
-use ferry_core::{Outcount, Status, StatusAny};
+use ferry_core::{Buf, Outcount, Status, StatusAny};
 
 use crate::error::{ApiError, Result};
 use crate::request::{Completion, Request};
@@ -115,6 +115,27 @@ fn finish(r: &mut Request, c: ferry_core::Completion) -> Completion {
     Completion::from_core(r.comm.as_deref(), c, ready, r.origin)
 }
 
+/// `wait_all_into`'s completions, pushed in order onto `out`.
+struct Into<'a> {
+    requests: &'a mut [Request],
+    out: &'a mut Vec<Completion>,
+}
+
+impl ferry_core::engine::Taker for Into<'_> {
+    #[inline]
+    fn plain(&mut self, i: usize, status: Status, buf: Option<Buf>) {
+        let r = &mut self.requests[i];
+        let buf = buf.or_else(|| r.take_ready());
+        self.out
+            .push(Completion::plain(r.comm.as_deref(), status, buf, r.origin));
+    }
+
+    #[inline]
+    fn other(&mut self, i: usize, completion: ferry_core::Completion) {
+        self.out.push(finish(&mut self.requests[i], completion));
+    }
+}
+
 fn status_of(r: &Request, s: Status) -> Status {
     r.comm.as_ref().map_or(s, |c| c.status(s))
 }
@@ -200,7 +221,13 @@ pub fn wait_all_into(requests: &mut [Request], out: &mut Vec<Completion>) -> Res
             if !e.testall_ready(hs, &mut cursor)? {
                 return Ok(None);
             }
-            e.take_all_with(hs, |i, c| out.push(finish(&mut requests[i], c)))?;
+            e.take_all_split(
+                hs,
+                &mut Into {
+                    requests: &mut *requests,
+                    out: &mut *out,
+                },
+            )?;
             Ok(Some(()))
         })
     })

@@ -104,6 +104,22 @@ impl Completion {
         }
     }
 
+    /// A point-to-point operation's completion from its parts.
+    #[inline]
+    pub(crate) fn plain(
+        comm: Option<&CommInner>,
+        status: Status,
+        buf: Option<Buf>,
+        origin: Origin,
+    ) -> Completion {
+        Completion {
+            status: comm.map_or(status, |comm| comm.status(status)),
+            buf,
+            origin,
+            extra: Extra::None,
+        }
+    }
+
     /// True if a collective's input buffer came back.
     pub(crate) fn has_input(&self) -> bool {
         matches!(self.extra, Extra::Input(_))

@@ -27,6 +27,7 @@
 
 use super::request::{Life, Req};
 use super::{Completion, Engine, Op, Park, State};
+use crate::buffer::Buf;
 use crate::device::Device;
 use crate::error::Result;
 use crate::handle::Message;
@@ -79,6 +80,15 @@ pub(super) enum Standing {
     Complete,
 }
 
+/// Where [`Engine::take_all_split`] hands completions.
+pub trait Taker {
+    /// Request `i`, a one-shot point-to-point operation: its status and
+    /// its buffer.
+    fn plain(&mut self, i: usize, status: Status, buf: Option<Buf>);
+    /// Request `i`, anything else (or null, inactive or EMPTY).
+    fn other(&mut self, i: usize, completion: Completion);
+}
+
 impl State {
     #[inline]
     pub(super) fn standing(&self, request: Request) -> Result<Standing> {
@@ -124,6 +134,25 @@ impl State {
             }
         }
         self.take_other(request)
+    }
+
+    /// The usual case of [`State::take`] alone, in parts: a complete
+    /// one-shot point-to-point request's status and buffer (it is removed,
+    /// and the handle becomes NULL). `None` for anything else, which
+    /// [`State::take`] completes. A completion loop that builds its own
+    /// value from these moves neither a whole [`Completion`] nor the fields
+    /// such a request never has.
+    #[inline]
+    pub(super) fn take_plain(&mut self, request: &mut Request) -> Option<(Status, Option<Buf>)> {
+        if request.is_null() || request.is_empty() {
+            return None;
+        }
+        let done = self.requests.remove_if(request.0, |req| {
+            (req.life == Life::Complete && matches!(req.op, Op::Idle) && req.message.is_none())
+                .then(|| (req.status, req.buf.take()))
+        })??;
+        *request = Request::NULL;
+        Some(done)
     }
 
     /// [`State::take`] of everything but a complete one-shot
@@ -387,6 +416,23 @@ impl<D: Device> Engine<D> {
     ) -> Result<()> {
         for (i, r) in requests.iter_mut().enumerate() {
             f(i, self.st.take(r)?.unwrap_or_else(Completion::empty));
+        }
+        Ok(())
+    }
+
+    /// [`Engine::take_all_with`], with the usual completion in parts: a
+    /// complete one-shot point-to-point request goes to
+    /// [`Taker::plain`] as its status and buffer (see `State::take_plain`),
+    /// anything else to [`Taker::other`] as a whole completion.
+    ///
+    /// # Errors
+    /// As for [`Engine::take_all_with`].
+    pub fn take_all_split(&mut self, requests: &mut [Request], to: &mut impl Taker) -> Result<()> {
+        for (i, r) in requests.iter_mut().enumerate() {
+            match self.st.take_plain(r) {
+                Some((status, buf)) => to.plain(i, status, buf),
+                None => to.other(i, self.st.take(r)?.unwrap_or_else(Completion::empty)),
+            }
         }
         Ok(())
     }

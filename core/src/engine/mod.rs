@@ -59,7 +59,7 @@ use crate::status::Status;
 use crate::wire::Rts;
 
 pub use coll::CollStarted;
-pub use complete::{Any, Outcount, StatusAny};
+pub use complete::{Any, Outcount, StatusAny, Taker};
 pub use direct::{Arrival, Direct, DirectRecv};
 pub(crate) use outbox::Out;
 pub use request::SendMode;

@@ -100,7 +100,7 @@ impl Comm {
             if !e.testall_ready(requests, &mut cursor)? {
                 return Ok(None);
             }
-            e.take_all_with(requests, |i, c| each(i, c.status))?;
+            e.take_all_split(requests, &mut Statuses(&mut each))?;
             Ok(Some(()))
         })
     }
@@ -121,7 +121,7 @@ impl Comm {
         if !e.testall_ready(requests, &mut None)? {
             return Ok(false);
         }
-        e.take_all_with(requests, |i, c| each(i, c.status))?;
+        e.take_all_split(requests, &mut Statuses(&mut each))?;
         Ok(true)
     }
 
@@ -152,5 +152,21 @@ impl Request {
     /// dropped here).
     pub fn into_raw(mut self) -> RawRequest {
         std::mem::replace(&mut self.handle, RawRequest::NULL)
+    }
+}
+
+/// Hands each completion's status to a raw completion call's `each` (a raw
+/// request's buffer is the caller's memory, lent: nothing to hand back).
+struct Statuses<F>(F);
+
+impl<F: FnMut(usize, Status)> ferry_core::engine::Taker for Statuses<F> {
+    #[inline]
+    fn plain(&mut self, i: usize, status: Status, _lent: Option<ferry_core::Buf>) {
+        (self.0)(i, status);
+    }
+
+    #[inline]
+    fn other(&mut self, i: usize, completion: ferry_core::Completion) {
+        (self.0)(i, completion.status);
     }
 }
