@@ -302,15 +302,14 @@ impl Request {
         };
         let mut g = comm.shared.lock()?;
         let engine = g.engine()?;
+        // Tested first, so that an idle test builds nothing.
         if !engine.test_ready(&self.handle)? {
             return Ok(None);
         }
-        let done = engine.take_complete(&mut self.handle)?;
+        let mut one = One::new(comm, self.ready.get_mut(), self.origin);
+        engine.take_split(&mut self.handle, &mut one)?;
         drop(g);
-        Ok(done.map(|c| {
-            let ready = self.ready.get_mut().take();
-            Completion::from_core(Some(comm), c, ready, self.origin)
-        }))
+        Ok(one.done)
     }
 
     /// `MPI_Wait`: blocks (spinning, then sleeping, as configured) until
@@ -326,9 +325,12 @@ impl Request {
             return Ok(Completion::empty());
         };
         let handle = &mut self.handle;
-        let c = block_on(&comm.shared, |e| e.test(handle))?;
-        let ready = self.ready.get_mut().take();
-        Ok(Completion::from_core(Some(comm), c, ready, self.origin))
+        let mut one = One::new(comm, self.ready.get_mut(), self.origin);
+        block_on(&comm.shared, |e| {
+            Ok(e.test_split(handle, &mut one)?.then_some(()))
+        })?;
+        one.done
+            .ok_or_else(|| ferry_core::Error::Internal("wait ended without a completion").into())
     }
 
     /// Completes an EMPTY (or null) request without the lock.
@@ -398,6 +400,45 @@ impl Drop for Request {
                 let _ = e.free(&mut self.handle);
             }
         }
+    }
+}
+
+/// One request's completion, built from its parts where it is a plain
+/// point-to-point one (see `Engine::take_all_split`).
+struct One<'a> {
+    comm: &'a CommInner,
+    ready: &'a mut Option<Buf>,
+    origin: Origin,
+    done: Option<Completion>,
+}
+
+impl<'a> One<'a> {
+    fn new(comm: &'a CommInner, ready: &'a mut Option<Buf>, origin: Origin) -> One<'a> {
+        One {
+            comm,
+            ready,
+            origin,
+            done: None,
+        }
+    }
+}
+
+impl ferry_core::engine::Taker for One<'_> {
+    #[inline]
+    fn plain(&mut self, _: usize, status: Status, buf: Option<Buf>) {
+        let buf = buf.or_else(|| self.ready.take());
+        self.done = Some(Completion::plain(Some(self.comm), status, buf, self.origin));
+    }
+
+    #[inline]
+    fn other(&mut self, _: usize, c: ferry_core::Completion) {
+        let ready = self.ready.take();
+        self.done = Some(Completion::from_core(
+            Some(self.comm),
+            c,
+            ready,
+            self.origin,
+        ));
     }
 }
 

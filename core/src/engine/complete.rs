@@ -437,6 +437,41 @@ impl<D: Device> Engine<D> {
         Ok(())
     }
 
+    /// [`Engine::test`], handing the completion to `to` as
+    /// [`Engine::take_all_split`] does (as request 0). False if the request
+    /// is still pending.
+    ///
+    /// # Errors
+    /// As for [`Engine::test`].
+    #[inline]
+    pub fn test_split(&mut self, request: &mut Request, to: &mut impl Taker) -> Result<bool> {
+        if !self.test_ready(request)? {
+            return Ok(false);
+        }
+        self.take_split(request, to)
+    }
+
+    /// The second half of [`Engine::test_split`] (after
+    /// [`Engine::test_ready`] said the request is complete): completes it
+    /// into `to`; false if it is still pending.
+    ///
+    /// # Errors
+    /// A stale handle.
+    #[inline]
+    pub fn take_split(&mut self, request: &mut Request, to: &mut impl Taker) -> Result<bool> {
+        if let Some((status, buf)) = self.st.take_plain(request) {
+            to.plain(0, status, buf);
+            return Ok(true);
+        }
+        Ok(match self.st.take(request)? {
+            Some(c) => {
+                to.other(0, c);
+                true
+            }
+            None => false,
+        })
+    }
+
     /// `MPI_Waitall`.
     ///
     /// # Errors
