@@ -120,18 +120,15 @@ impl State {
     /// if persistent, makes it inactive. `None` if it is still pending.
     #[inline]
     pub(super) fn take(&mut self, request: &mut Request) -> Result<Option<Completion>> {
-        // The common case first, in one lookup: a one-shot point-to-point
-        // request, done, removed as its completion is taken. The rest is
+        // The common case first, in one lookup (`take_plain`). The rest is
         // out of line, so that this part inlines into the completion loops.
-        if !request.is_null() && !request.is_empty() {
-            let plain = self.requests.remove_if(request.0, |req| {
-                (req.life == Life::Complete && matches!(req.op, Op::Idle))
-                    .then(|| completion_of(req))
-            });
-            if let Some(Some(done)) = plain {
-                *request = Request::NULL;
-                return Ok(Some(done));
-            }
+        if let Some((status, buf)) = self.take_plain(request) {
+            return Ok(Some(Completion {
+                status,
+                buf,
+                message: Message::NULL,
+                input: None,
+            }));
         }
         self.take_other(request)
     }
@@ -156,7 +153,7 @@ impl State {
     }
 
     /// [`State::take`] of everything but a complete one-shot
-    /// point-to-point request.
+    /// point-to-point request without a message.
     #[inline(never)]
     fn take_other(&mut self, request: &mut Request) -> Result<Option<Completion>> {
         match self.standing(*request)? {
