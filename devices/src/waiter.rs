@@ -592,7 +592,16 @@ pub(crate) fn block_on<R>(
                 // job: the peer this one waits for) run.
                 std::thread::yield_now();
             } else {
-                std::hint::spin_loop();
+                // A round is itself a few hundred instructions of polling;
+                // a `pause` on top (65-140 cycles on current x86) only
+                // delays the look that sees the arrival: 8 B latency
+                // 0.133 -> 0.126 us without it, 9 alternating pinned
+                // pairs. Open MPI, MPICH and UCX spin without one too. It
+                // stays where ranks share CPUs, to leave the core to the
+                // rank this one waits for.
+                if shared.pause {
+                    std::hint::spin_loop();
+                }
                 if keep {
                     held = Some(g);
                 }

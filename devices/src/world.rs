@@ -70,6 +70,9 @@ pub(crate) struct Shared {
     pub(crate) spin: Duration,
     /// Spin rounds between `sched_yield`s (see the waiter).
     pub(crate) yield_every: u32,
+    /// Whether a spin round ends with a `pause` (see the waiter): only
+    /// when ranks share CPUs.
+    pub(crate) pause: bool,
     pub(crate) config: Config,
     pub(crate) device_name: &'static str,
     boot: Mutex<Boot>,
@@ -90,7 +93,8 @@ impl Shared {
         span: tracing::Span,
         node_ranks: Vec<Rank>,
     ) -> Shared {
-        let yield_every = if crate::waiter::oversubscribed(node_ranks.len()) {
+        let shared_cpus = crate::waiter::oversubscribed(node_ranks.len());
+        let yield_every = if shared_cpus {
             crate::waiter::YIELD_EVERY_OVERSUBSCRIBED
         } else {
             crate::waiter::YIELD_EVERY
@@ -136,6 +140,7 @@ impl Shared {
             wait_mode: config.wait_mode,
             spin: config.spin,
             yield_every,
+            pause: shared_cpus,
             config,
             device_name,
             boot: Mutex::new(boot),

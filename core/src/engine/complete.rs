@@ -307,15 +307,6 @@ impl<D: Device> Engine<D> {
         Ok(self.st.standing(*request)? != Standing::Pending)
     }
 
-    /// Completes a request [`Engine::test_ready`] found complete (`None` if
-    /// it is not): the second half of [`Engine::test`].
-    ///
-    /// # Errors
-    /// A stale handle.
-    pub fn take_complete(&mut self, request: &mut Request) -> Result<Option<Completion>> {
-        self.st.take(request)
-    }
-
     /// `MPI_Wait`: blocks (through `park`) until the request completes.
     ///
     /// # Errors
