@@ -44,12 +44,27 @@ impl<T> Slab<T> {
     /// Stores `value` and returns its key.
     #[inline]
     pub(crate) fn insert(&mut self, value: T) -> u64 {
-        self.len += 1;
-        if let Some(index) = self.free.pop() {
-            let slot = &mut self.slots[index as usize];
-            slot.value = Some(value);
-            return pack(index, slot.generation);
+        if let Some(&index) = self.free.last() {
+            if let Some(slot) = self.slots.get_mut(index as usize) {
+                self.free.pop();
+                self.len += 1;
+                // A free slot holds `None`: nothing to drop, so none of
+                // the drop glue an assignment would run (the old value is
+                // read only to be forgotten, which the compiler removes).
+                let old = slot.value.replace(value);
+                debug_assert!(old.is_none(), "a free slot was occupied");
+                std::mem::forget(old);
+                return pack(index, slot.generation);
+            }
         }
+        self.push_new(value)
+    }
+
+    /// [`Slab::insert`] with no free slot: a new one (may grow).
+    #[cold]
+    #[inline(never)]
+    fn push_new(&mut self, value: T) -> u64 {
+        self.len += 1;
         let index = u32::try_from(self.slots.len()).expect("slab exceeds u32::MAX entries");
         self.slots.push(Slot {
             generation: 1,
