@@ -90,21 +90,46 @@ fn store_raw(rt: &Runtime, r: ferry::RawRequest, comm: usize) -> Res<usize> {
     rt.add_request(ReqObj::raw(r, comm))
 }
 
+/// The arguments every MPI send call begins with: `buf, count, datatype,
+/// dest, tag, comm`, as the program passed them.
+#[derive(Clone, Copy)]
+pub(crate) struct SendArgs {
+    pub(crate) buf: *const c_void,
+    pub(crate) count: c_int,
+    pub(crate) datatype: usize,
+    pub(crate) dest: c_int,
+    pub(crate) tag: c_int,
+    pub(crate) comm: usize,
+}
+
+/// Gathers a send call's leading arguments into a [`SendArgs`].
+macro_rules! send_args {
+    ($buf:ident, $count:ident, $datatype:ident, $dest:ident, $tag:ident, $comm:ident) => {
+        $crate::ffi::p2p::SendArgs {
+            buf: $buf,
+            count: $count,
+            datatype: $datatype,
+            dest: $dest,
+            tag: $tag,
+            comm: $comm,
+        }
+    };
+}
+pub(crate) use send_args;
+
 /// The shared body of `MPI_Isend`, `MPI_Issend` and `MPI_Irsend`.
 ///
 /// # Safety
 /// MPI's rule for a nonblocking send buffer; `request` is an out-argument.
-#[allow(clippy::too_many_arguments)]
-unsafe fn isend_call(
-    buf: *const c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-    request: *mut usize,
-    mode: SendMode,
-) -> Res {
+unsafe fn isend_call(args: SendArgs, request: *mut usize, mode: SendMode) -> Res {
+    let SendArgs {
+        buf,
+        count,
+        datatype,
+        dest,
+        tag,
+        comm,
+    } = args;
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
@@ -160,44 +185,28 @@ fn plain_world(
 /// # Safety
 /// `buf` is valid for reads of the message's data during the call.
 #[inline(always)]
-unsafe fn send_world(
-    buf: *const c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-    mode: SendMode,
-) -> Option<Res> {
+unsafe fn send_world(a: SendArgs, mode: SendMode) -> Option<Res> {
     // Not initialized or finalized: the general path reports it.
     let rt = rt().ok()?;
-    let (c, len) = plain_world(rt, comm, datatype, count, buf)?;
+    let (c, len) = plain_world(rt, a.comm, a.datatype, a.count, a.buf)?;
     // SAFETY: non-null (checked), and valid for reads of the message's
     // `len` bytes during the call (the caller's promise).
-    let bytes = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
-    Some(send_bytes(c, bytes, dest, tag, mode))
+    let bytes = unsafe { std::slice::from_raw_parts(a.buf.cast::<u8>(), len) };
+    Some(send_bytes(c, bytes, a.dest, a.tag, mode))
 }
 
 /// The general body of the blocking sends.
 ///
 /// # Safety
 /// `buf` is valid for reads of the message's data during the call.
-unsafe fn send_call(
-    buf: *const c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-    mode: SendMode,
-) -> Res {
+unsafe fn send_call(a: SendArgs, mode: SendMode) -> Res {
     let rt = rt()?;
-    let c = rt.comm(comm)?;
-    let ty = rt.comm_type(datatype)?;
+    let c = rt.comm(a.comm)?;
+    let ty = rt.comm_type(a.datatype)?;
     // SAFETY: the send buffer, read during this call only.
-    let data = unsafe { send_data(buf, count_arg(count)?, &ty)? };
+    let data = unsafe { send_data(a.buf, count_arg(a.count)?, &ty)? };
     // SAFETY: as above; the slice lives until the send completes here.
-    send_bytes(&c.comm, unsafe { data.bytes() }, dest, tag, mode)
+    send_bytes(&c.comm, unsafe { data.bytes() }, a.dest, a.tag, mode)
 }
 
 /// A blocking send of `bytes` in `mode`.
@@ -216,10 +225,10 @@ mpi_fn! {
     /// `MPI_Send`.
     MPI_Send / PMPI_Send [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize) fast {
         // SAFETY: the caller's send buffer.
-        unsafe { send_world(buf, count, datatype, dest, tag, comm, SendMode::Standard) }
+        unsafe { send_world(send_args!(buf, count, datatype, dest, tag, comm), SendMode::Standard) }
     } {
         // SAFETY: the caller's send buffer.
-        unsafe { send_call(buf, count, datatype, dest, tag, comm, SendMode::Standard) }
+        unsafe { send_call(send_args!(buf, count, datatype, dest, tag, comm), SendMode::Standard) }
     }
 }
 
@@ -227,10 +236,10 @@ mpi_fn! {
     /// `MPI_Ssend`.
     MPI_Ssend / PMPI_Ssend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize) fast {
         // SAFETY: the caller's send buffer.
-        unsafe { send_world(buf, count, datatype, dest, tag, comm, SendMode::Synchronous) }
+        unsafe { send_world(send_args!(buf, count, datatype, dest, tag, comm), SendMode::Synchronous) }
     } {
         // SAFETY: the caller's send buffer.
-        unsafe { send_call(buf, count, datatype, dest, tag, comm, SendMode::Synchronous) }
+        unsafe { send_call(send_args!(buf, count, datatype, dest, tag, comm), SendMode::Synchronous) }
     }
 }
 
@@ -238,10 +247,10 @@ mpi_fn! {
     /// `MPI_Rsend`.
     MPI_Rsend / PMPI_Rsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize) fast {
         // SAFETY: the caller's send buffer.
-        unsafe { send_world(buf, count, datatype, dest, tag, comm, SendMode::Ready) }
+        unsafe { send_world(send_args!(buf, count, datatype, dest, tag, comm), SendMode::Ready) }
     } {
         // SAFETY: the caller's send buffer.
-        unsafe { send_call(buf, count, datatype, dest, tag, comm, SendMode::Ready) }
+        unsafe { send_call(send_args!(buf, count, datatype, dest, tag, comm), SendMode::Ready) }
     }
 }
 
@@ -249,7 +258,7 @@ mpi_fn! {
     /// `MPI_Isend`.
     MPI_Isend / PMPI_Isend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
         // SAFETY: MPI's nonblocking rule for `buf`; `request` out-argument.
-        unsafe { isend_call(buf, count, datatype, dest, tag, comm, request, SendMode::Standard) }
+        unsafe { isend_call(send_args!(buf, count, datatype, dest, tag, comm), request, SendMode::Standard) }
     }
 }
 
@@ -257,7 +266,7 @@ mpi_fn! {
     /// `MPI_Issend`.
     MPI_Issend / PMPI_Issend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
         // SAFETY: MPI's nonblocking rule for `buf`; `request` out-argument.
-        unsafe { isend_call(buf, count, datatype, dest, tag, comm, request, SendMode::Synchronous) }
+        unsafe { isend_call(send_args!(buf, count, datatype, dest, tag, comm), request, SendMode::Synchronous) }
     }
 }
 
@@ -265,7 +274,7 @@ mpi_fn! {
     /// `MPI_Irsend`.
     MPI_Irsend / PMPI_Irsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
         // SAFETY: MPI's nonblocking rule for `buf`; `request` out-argument.
-        unsafe { isend_call(buf, count, datatype, dest, tag, comm, request, SendMode::Ready) }
+        unsafe { isend_call(send_args!(buf, count, datatype, dest, tag, comm), request, SendMode::Ready) }
     }
 }
 

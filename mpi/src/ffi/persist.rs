@@ -15,7 +15,7 @@ use std::ffi::{c_int, c_void};
 use ferry::{Comm, SendMode};
 
 use super::buf::{recv_data, send_data};
-use super::p2p::{start_recv, start_send};
+use super::p2p::{send_args, start_recv, start_send, SendArgs};
 use super::post::Post;
 use super::req::{ReqObj, State};
 use super::request::{bad_request, give_back, lend};
@@ -166,17 +166,15 @@ pub(crate) unsafe fn create(comm: usize, c: Comm, kind: Kind, request: *mut usiz
 /// # Safety
 /// `request` is an out-argument; the buffer is the program's (read at each
 /// start).
-#[allow(clippy::too_many_arguments)]
-unsafe fn send_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-    request: *mut usize,
-    mode: Option<SendMode>,
-) -> Res {
+unsafe fn send_init(args: SendArgs, request: *mut usize, mode: Option<SendMode>) -> Res {
+    let SendArgs {
+        buf,
+        count,
+        datatype,
+        dest,
+        tag,
+        comm,
+    } = args;
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
@@ -213,7 +211,7 @@ mpi_fn! {
     /// `MPI_Send_init`.
     MPI_Send_init / PMPI_Send_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
         // SAFETY: the program's buffer and out-argument.
-        unsafe { send_init(buf, count, datatype, dest, tag, comm, request, Some(SendMode::Standard)) }
+        unsafe { send_init(send_args!(buf, count, datatype, dest, tag, comm), request, Some(SendMode::Standard)) }
     }
 }
 
@@ -221,7 +219,7 @@ mpi_fn! {
     /// `MPI_Ssend_init`.
     MPI_Ssend_init / PMPI_Ssend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
         // SAFETY: the program's buffer and out-argument.
-        unsafe { send_init(buf, count, datatype, dest, tag, comm, request, Some(SendMode::Synchronous)) }
+        unsafe { send_init(send_args!(buf, count, datatype, dest, tag, comm), request, Some(SendMode::Synchronous)) }
     }
 }
 
@@ -229,7 +227,7 @@ mpi_fn! {
     /// `MPI_Rsend_init`.
     MPI_Rsend_init / PMPI_Rsend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
         // SAFETY: the program's buffer and out-argument.
-        unsafe { send_init(buf, count, datatype, dest, tag, comm, request, Some(SendMode::Ready)) }
+        unsafe { send_init(send_args!(buf, count, datatype, dest, tag, comm), request, Some(SendMode::Ready)) }
     }
 }
 
@@ -238,7 +236,7 @@ mpi_fn! {
     /// buffer and completes at once.
     MPI_Bsend_init / PMPI_Bsend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
         // SAFETY: the program's buffer and out-argument.
-        unsafe { send_init(buf, count, datatype, dest, tag, comm, request, None) }
+        unsafe { send_init(send_args!(buf, count, datatype, dest, tag, comm), request, None) }
     }
 }
 
