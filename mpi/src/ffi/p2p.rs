@@ -121,37 +121,29 @@ pub(crate) use send_args;
 ///
 /// # Safety
 /// MPI's rule for a nonblocking send buffer; `request` is an out-argument.
-unsafe fn isend_call(args: SendArgs, request: *mut usize, mode: SendMode) -> Res {
-    let SendArgs {
-        buf,
-        count,
-        datatype,
-        dest,
-        tag,
-        comm,
-    } = args;
+unsafe fn isend_call(a: SendArgs, request: *mut usize, mode: SendMode) -> Res {
     let rt = rt()?;
-    let c = rt.comm(comm)?;
-    let ty = rt.comm_type(datatype)?;
+    let c = rt.comm(a.comm)?;
+    let ty = rt.comm_type(a.datatype)?;
     if request.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
     }
     // SAFETY: forwarded.
-    let data = match unsafe { send_data(buf, count_arg(count)?, &ty)? } {
+    let data = match unsafe { send_data(a.buf, count_arg(a.count)?, &ty)? } {
         SendData::Raw { ptr, len } if c.comm.has_job_ranks() => {
-            let (dest, tag) = (rank_in(dest), tag_in(tag));
+            let (dest, tag) = (rank_in(a.dest), tag_in(a.tag));
             // SAFETY: forwarded; the request is completed by a completion
             // call, or promoted (see `ReqObj::promote`).
             let r = unsafe { c.comm.isend_raw_request(ptr, len, dest, tag, mode)? };
             // SAFETY: checked non-null; an out-argument.
-            return unsafe { put(request, store_raw(rt, r, comm)?) };
+            return unsafe { put(request, store_raw(rt, r, a.comm)?) };
         }
         data => data,
     };
     // SAFETY: forwarded.
-    let req = unsafe { start_send(&c.comm, data, dest, tag, mode)? };
+    let req = unsafe { start_send(&c.comm, data, a.dest, a.tag, mode)? };
     // SAFETY: no post step: nothing is written.
-    let h = unsafe { empty_or_store(ReqObj::active(req, comm, Post::None))? };
+    let h = unsafe { empty_or_store(ReqObj::active(req, a.comm, Post::None))? };
     // SAFETY: checked non-null; an out-argument.
     unsafe { put(request, h) }
 }

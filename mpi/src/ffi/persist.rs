@@ -166,31 +166,23 @@ pub(crate) unsafe fn create(comm: usize, c: Comm, kind: Kind, request: *mut usiz
 /// # Safety
 /// `request` is an out-argument; the buffer is the program's (read at each
 /// start).
-unsafe fn send_init(args: SendArgs, request: *mut usize, mode: Option<SendMode>) -> Res {
-    let SendArgs {
-        buf,
-        count,
-        datatype,
-        dest,
-        tag,
-        comm,
-    } = args;
+unsafe fn send_init(a: SendArgs, request: *mut usize, mode: Option<SendMode>) -> Res {
     let rt = rt()?;
-    let c = rt.comm(comm)?;
-    let ty = rt.comm_type(datatype)?;
-    let count = count_arg(count)?;
+    let c = rt.comm(a.comm)?;
+    let ty = rt.comm_type(a.datatype)?;
+    let count = count_arg(a.count)?;
     // Argument errors now rather than at the first start.
-    check_peer(&c.comm, dest)?;
+    check_peer(&c.comm, a.dest)?;
     let kind = Kind::Send {
-        buf: buf as usize,
+        buf: a.buf as usize,
         count,
         ty,
-        dest,
-        tag,
+        dest: a.dest,
+        tag: a.tag,
         mode,
     };
     // SAFETY: forwarded.
-    unsafe { create(comm, c.comm.clone(), kind, request) }
+    unsafe { create(a.comm, c.comm.clone(), kind, request) }
 }
 
 /// A rank argument that ferry will accept (or `PROC_NULL` / `ANY_SOURCE`).
