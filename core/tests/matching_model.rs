@@ -355,6 +355,34 @@ fn op(raw_posts: bool) -> impl Strategy<Value = Op> {
     })
 }
 
+/// Receives posted faster than messages arrive, so the posted queue grows
+/// past the shallow list (64) into the lanes and drains back, with cancels
+/// of receives posted on either side of the spill.
+fn op_deep() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => pattern().prop_map(Op::Recv),
+        3 => envelope().prop_map(Op::Arrive),
+        3 => any::<usize>().prop_map(Op::Cancel),
+        1 => any::<usize>().prop_map(Op::RemoveMsg),
+        1 => pattern().prop_map(Op::Probe),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Deep posted queues: the list spills into the lanes, keys from both
+    /// sides of the spill cancel, and the queue drains back to the list.
+    #[test]
+    fn matching_model_deep_posted_queue(ops in prop::collection::vec(op_deep(), 150..400)) {
+        let mut h = Harness::new(true);
+        for op in &ops {
+            h.apply(op);
+        }
+        h.drain();
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 4000, ..ProptestConfig::default() })]
 

@@ -1,4 +1,10 @@
 //! The posted-receive queue: receives waiting for a message.
+//!
+//! While the queue is short its receives sit in the shallow list itself
+//! (pattern, item and sequence number in one ring entry), so posting and
+//! matching a window of in-order receives touch nothing else. Once it
+//! grows past the list, they move into the slab and its lanes (see
+//! `shallow.rs`) until it drains.
 
 use super::class::{Class, ClassIndex};
 use super::shallow::Shallow;
@@ -13,8 +19,21 @@ use crate::envelope::{Envelope, Pattern};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PostedKey(Ref);
 
+/// The slab index of a key whose receive was posted into the list: the
+/// receive is found by its sequence number (in the list, or, after a
+/// spill, through `PostedQueue::spilled`).
+const LISTED: u32 = u32::MAX;
+
 #[derive(Debug)]
 struct Posted<T> {
+    pattern: Pattern,
+    item: T,
+}
+
+/// A receive as the shallow list holds it.
+#[derive(Debug, Clone, Copy)]
+struct Listed<T> {
+    seq: u64,
     pattern: Pattern,
     item: T,
 }
@@ -26,12 +45,17 @@ struct Posted<T> {
 /// message looks at the heads of the (up to) four lanes that can match it and
 /// takes the smallest sequence number. See the [module docs](super).
 #[derive(Debug)]
-pub struct PostedQueue<T: Copy> {
+pub struct PostedQueue<T: Copy + Default> {
+    /// The receives while the lanes hold the queue.
     slab: SeqSlab<Posted<T>>,
     /// Holds the queue while it is short (see `shallow.rs`)...
-    shallow: Shallow,
+    shallow: Shallow<Listed<T>>,
     /// ...and these lanes otherwise.
     index: ClassIndex,
+    /// Where the receives that were listed when the list last spilled went
+    /// in the slab (by sequence number, ascending): what their keys name
+    /// until the queue drains. At most [`SHALLOW`](super::SHALLOW).
+    spilled: Vec<Ref>,
     /// Live receives per wildcard class (any-source, any-tag, any-both).
     /// A zero lets `take_match` skip that class without hashing: with no
     /// wildcard receive posted, only the exact lane is consulted.
@@ -41,12 +65,13 @@ pub struct PostedQueue<T: Copy> {
     examined: u64,
 }
 
-impl<T: Copy> Default for PostedQueue<T> {
+impl<T: Copy + Default> Default for PostedQueue<T> {
     fn default() -> Self {
         PostedQueue {
             slab: SeqSlab::default(),
-            shallow: Shallow::default(),
+            shallow: Shallow::new(Listed::default()),
             index: ClassIndex::default(),
+            spilled: Vec::with_capacity(super::SHALLOW),
             wildcards: [0; 3],
             next_seq: 0,
             searches: 0,
@@ -55,7 +80,21 @@ impl<T: Copy> Default for PostedQueue<T> {
     }
 }
 
-impl<T: Copy> PostedQueue<T> {
+impl<T: Copy + Default> Default for Listed<T> {
+    fn default() -> Self {
+        Listed {
+            seq: 0,
+            pattern: Pattern {
+                context: 0,
+                source: None,
+                tag: None,
+            },
+            item: T::default(),
+        }
+    }
+}
+
+impl<T: Copy + Default> PostedQueue<T> {
     /// An empty queue.
     pub fn new() -> Self {
         Self::default()
@@ -70,51 +109,70 @@ impl<T: Copy> PostedQueue<T> {
     pub fn post(&mut self, pattern: Pattern, item: T) -> PostedKey {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let r = self.slab.insert(seq, Posted { pattern, item });
         let class = Class::of_pattern(&pattern);
         if let Some(slot) = class.wildcard_slot() {
             self.wildcards[slot] += 1;
         }
-        if !self.shallow.push(r) {
-            if self.shallow.active() {
-                for earlier in self.shallow.spill() {
-                    let p = &self
-                        .slab
-                        .get(earlier)
-                        .expect("a listed receive is live")
-                        .pattern;
-                    self.index.push(Class::of_pattern(p), earlier);
-                }
-            }
-            self.index.push(class, r);
+        if self.shallow.push(Listed { seq, pattern, item }) {
+            return PostedKey(Ref { seq, index: LISTED });
         }
+        self.post_deep(seq, pattern, item, class)
+    }
+
+    /// [`PostedQueue::post`] into the lanes (moving the list there first
+    /// if it is full).
+    #[cold]
+    #[inline(never)]
+    fn post_deep(&mut self, seq: u64, pattern: Pattern, item: T, class: Class) -> PostedKey {
+        if self.shallow.active() {
+            self.spilled.clear();
+            for e in self.shallow.spill() {
+                let r = self.slab.insert(
+                    e.seq,
+                    Posted {
+                        pattern: e.pattern,
+                        item: e.item,
+                    },
+                );
+                self.index.push(Class::of_pattern(&e.pattern), r);
+                self.spilled.push(r);
+            }
+        }
+        let r = self.slab.insert(seq, Posted { pattern, item });
+        self.index.push(class, r);
         PostedKey(r)
     }
 
-    /// The shallow queue's search: the first listed receive that matches.
+    /// The shallow list's search: the first listed receive that matches.
+    #[inline]
     fn take_listed(&mut self, env: &Envelope) -> Option<T> {
-        let slab = &self.slab;
         let mut found = None;
-        for (i, r) in self.shallow.refs().enumerate() {
+        for (i, e) in self.shallow.refs().enumerate() {
             self.examined += 1;
-            if slab.get(r).is_some_and(|p| p.pattern.matches(env)) {
+            if e.pattern.matches(env) {
                 found = Some(i);
                 break;
             }
         }
-        let r = self.shallow.remove_at(found?).expect("a listed receive");
-        let posted = self.slab.remove(r).expect("a listed receive is live");
-        self.forget_wildcard(Class::of_pattern(&posted.pattern));
-        Some(posted.item)
+        let e = self.shallow.remove_at(found?)?;
+        self.forget_wildcard(Class::of_pattern(&e.pattern));
+        Some(e.item)
     }
 
     /// The earliest-posted receive whose pattern matches `env`, removed from
     /// the queue.
+    #[inline]
     pub fn take_match(&mut self, env: &Envelope) -> Option<T> {
         self.searches += 1;
         if self.shallow.active() {
             return self.take_listed(env);
         }
+        self.take_deep(env)
+    }
+
+    /// [`PostedQueue::take_match`] from the lanes.
+    #[inline(never)]
+    fn take_deep(&mut self, env: &Envelope) -> Option<T> {
         if self.wildcards == [0; 3] {
             // Only exact receives are posted: the one lane that can match
             // holds the answer at its head, taken with one lookup.
@@ -160,19 +218,29 @@ impl<T: Copy> PostedQueue<T> {
     fn drained_check(&mut self) {
         if self.slab.len() == 0 {
             self.shallow.drained();
+            self.spilled.clear();
         }
     }
 
     /// Removes a posted receive (cancel). Returns its item if it was still
     /// posted, `None` if it was already matched or removed.
     pub fn remove(&mut self, key: PostedKey) -> Option<T> {
-        let posted = self.slab.remove(key.0)?;
-        let class = Class::of_pattern(&posted.pattern);
-        if !(self.shallow.active() && self.shallow.remove(key.0)) {
-            let slab = &self.slab;
-            self.index.mark_stale(class, key.0, |r| slab.is_live(r));
-            self.drained_check();
+        let mut r = key.0;
+        if r.index == LISTED {
+            if self.shallow.active() {
+                let e = self.shallow.remove_first(|e| e.seq == r.seq)?;
+                self.forget_wildcard(Class::of_pattern(&e.pattern));
+                return Some(e.item);
+            }
+            // Listed when posted, in the lanes since the spill.
+            let i = self.spilled.binary_search_by_key(&r.seq, |s| s.seq).ok()?;
+            r = self.spilled[i];
         }
+        let posted = self.slab.remove(r)?;
+        let class = Class::of_pattern(&posted.pattern);
+        let slab = &self.slab;
+        self.index.mark_stale(class, r, |r| slab.is_live(r));
+        self.drained_check();
         self.forget_wildcard(class);
         Some(posted.item)
     }
@@ -181,6 +249,18 @@ impl<T: Copy> PostedQueue<T> {
     /// failure), and returns their items in posting order. Linear in the
     /// queue.
     pub fn remove_where(&mut self, mut f: impl FnMut(&Pattern, &T) -> bool) -> Vec<T> {
+        if self.shallow.active() {
+            let doomed: Vec<u64> = self
+                .shallow
+                .refs()
+                .filter(|e| f(&e.pattern, &e.item))
+                .map(|e| e.seq)
+                .collect();
+            return doomed
+                .into_iter()
+                .filter_map(|seq| self.remove(PostedKey(Ref { seq, index: LISTED })))
+                .collect();
+        }
         let doomed = self.slab.refs_where(|p| f(&p.pattern, &p.item));
         doomed
             .into_iter()
@@ -189,11 +269,17 @@ impl<T: Copy> PostedQueue<T> {
     }
 
     /// Number of posted receives.
+    #[inline]
     pub fn len(&self) -> usize {
-        self.slab.len()
+        if self.shallow.active() {
+            self.shallow.len()
+        } else {
+            self.slab.len()
+        }
     }
 
     /// True when no receive is posted.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -207,6 +293,7 @@ impl<T: Copy> PostedQueue<T> {
         }
     }
 
+    #[inline]
     fn forget_wildcard(&mut self, class: Class) {
         if let Some(slot) = class.wildcard_slot() {
             self.wildcards[slot] -= 1;
@@ -218,7 +305,7 @@ impl<T: Copy> PostedQueue<T> {
     #[cfg(test)]
     pub(crate) fn lanes_only() -> Self {
         PostedQueue {
-            shallow: Shallow::never(),
+            shallow: Shallow::never(Listed::default()),
             ..Self::default()
         }
     }

@@ -24,14 +24,15 @@ pub(crate) const SHALLOW: usize = 64;
 const MASK: usize = SHALLOW - 1;
 const _: () = assert!(SHALLOW.is_power_of_two());
 
-/// See the module docs. A ring of [`SHALLOW`] refs: taking the front (the
-/// usual match) is an index bump, with none of a general deque's wrap and
-/// growth checks.
+/// See the module docs. A ring of [`SHALLOW`] entries (refs into the
+/// queue's slab, or, for the posted queue, the entries themselves): taking
+/// the front (the usual match) is an index bump, with none of a general
+/// deque's wrap and growth checks.
 #[derive(Debug)]
-pub(crate) struct Shallow {
+pub(crate) struct Shallow<E = Ref> {
     /// The queue's entries, `len` of them from `head` (wrapping), in
     /// sequence order, while `active`.
-    ring: Box<[Ref; SHALLOW]>,
+    ring: Box<[E; SHALLOW]>,
     head: usize,
     len: usize,
     active: bool,
@@ -40,27 +41,38 @@ pub(crate) struct Shallow {
     limit: usize,
 }
 
-impl Default for Shallow {
+impl Default for Shallow<Ref> {
     fn default() -> Self {
+        Shallow::new(Ref { seq: 0, index: 0 })
+    }
+}
+
+impl<E: Copy> Shallow<E> {
+    /// An empty list; `fill` only fills the ring's unused places.
+    pub(crate) fn new(fill: E) -> Self {
         Shallow {
-            ring: Box::new([Ref { seq: 0, index: 0 }; SHALLOW]),
+            ring: Box::new([fill; SHALLOW]),
             head: 0,
             len: 0,
             active: true,
             limit: SHALLOW,
         }
     }
-}
 
-impl Shallow {
     /// A queue that never lists: the lanes always hold it.
     #[cfg(test)]
-    pub(crate) fn never() -> Shallow {
+    pub(crate) fn never(fill: E) -> Self {
         Shallow {
             active: false,
             limit: 0,
-            ..Shallow::default()
+            ..Shallow::new(fill)
         }
+    }
+
+    /// Entries listed (0 while the lanes hold the queue).
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 
     /// True while the list (not the lanes) holds the queue.
@@ -72,7 +84,7 @@ impl Shallow {
     /// Appends `r` if the list holds the queue and has room; `false` means
     /// the caller must put it in the lanes (after [`Shallow::spill`]).
     #[inline]
-    pub(crate) fn push(&mut self, r: Ref) -> bool {
+    pub(crate) fn push(&mut self, r: E) -> bool {
         if self.active && self.len < self.limit {
             self.ring[(self.head + self.len) & MASK] = r;
             self.len += 1;
@@ -83,7 +95,7 @@ impl Shallow {
 
     /// Hands the list's entries, in order, to the lanes: from now on they
     /// hold the queue.
-    pub(crate) fn spill(&mut self) -> impl Iterator<Item = Ref> + '_ {
+    pub(crate) fn spill(&mut self) -> impl Iterator<Item = E> + '_ {
         self.active = false;
         let (head, len) = (self.head, std::mem::take(&mut self.len));
         (0..len).map(move |i| self.ring[(head + i) & MASK])
@@ -98,19 +110,19 @@ impl Shallow {
 
     /// The entries, in order.
     #[inline]
-    pub(crate) fn refs(&self) -> impl Iterator<Item = Ref> + '_ {
+    pub(crate) fn refs(&self) -> impl Iterator<Item = E> + '_ {
         (0..self.len).map(move |i| self.ring[(self.head + i) & MASK])
     }
 
     /// The entry at `i` (of [`Shallow::refs`]).
     #[inline]
-    pub(crate) fn get(&self, i: usize) -> Option<Ref> {
+    pub(crate) fn get(&self, i: usize) -> Option<E> {
         (i < self.len).then(|| self.ring[(self.head + i) & MASK])
     }
 
     /// Removes the entry at `i` (found by a scan of [`Shallow::refs`]).
     #[inline]
-    pub(crate) fn remove_at(&mut self, i: usize) -> Option<Ref> {
+    pub(crate) fn remove_at(&mut self, i: usize) -> Option<E> {
         if i >= self.len {
             return None;
         }
@@ -128,10 +140,17 @@ impl Shallow {
         Some(r)
     }
 
+    /// Removes the first entry for which `is` is true, if the list has one.
+    pub(crate) fn remove_first(&mut self, is: impl Fn(&E) -> bool) -> Option<E> {
+        let i = self.refs().position(|x| is(&x))?;
+        self.remove_at(i)
+    }
+}
+
+impl Shallow<Ref> {
     /// Removes `r` if the list has it.
     pub(crate) fn remove(&mut self, r: Ref) -> bool {
-        let found = self.refs().position(|x| x == r);
-        found.is_some_and(|i| self.remove_at(i).is_some())
+        self.remove_first(|&x| x == r).is_some()
     }
 }
 

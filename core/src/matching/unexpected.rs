@@ -230,7 +230,7 @@ impl<M> UnexpectedQueue<M> {
     #[cfg(test)]
     pub(crate) fn lanes_only() -> Self {
         UnexpectedQueue {
-            shallow: Shallow::never(),
+            shallow: Shallow::never(Ref { seq: 0, index: 0 }),
             ..Self::default()
         }
     }
