@@ -218,17 +218,11 @@ pub fn wait_all_into(requests: &mut [Request], out: &mut Vec<Completion>) -> Res
     with_handles(requests, |hs, requests| {
         let mut cursor = None;
         block_on(&shared, |e| {
-            if !e.testall_ready(hs, &mut cursor)? {
-                return Ok(None);
-            }
-            e.take_all_split(
-                hs,
-                &mut Into {
-                    requests: &mut *requests,
-                    out: &mut *out,
-                },
-            )?;
-            Ok(Some(()))
+            let mut into = Into {
+                requests: &mut *requests,
+                out: &mut *out,
+            };
+            Ok(e.waitall_step(hs, &mut cursor, &mut into)?.then_some(()))
         })
     })
 }

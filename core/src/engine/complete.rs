@@ -425,6 +425,61 @@ impl<D: Device> Engine<D> {
         Ok(())
     }
 
+    /// One step of a waitall that takes completions as it goes (the loop
+    /// under `MPI_Waitall` and `wait_all_into`): `cursor` starts as `None`,
+    /// and the first call validates every handle (a stale one anywhere is
+    /// an error before anything is taken). Each call then takes the
+    /// requests from the cursor on that are complete, in order, into `to`
+    /// as [`Engine::take_all_split`] does, progressing once when it meets
+    /// one still pending. True once every request is taken. Each request
+    /// is looked up once when it is taken, not once to find it complete and
+    /// again to take it.
+    ///
+    /// # Errors
+    /// A stale handle (on the first call, before anything is taken), or a
+    /// fatal device error (the requests before the cursor were taken).
+    pub fn waitall_step(
+        &mut self,
+        requests: &mut [Request],
+        cursor: &mut Option<usize>,
+        to: &mut impl Taker,
+    ) -> Result<bool> {
+        let next = match cursor {
+            Some(next) => next,
+            None => {
+                self.st.all_complete(requests)?;
+                cursor.insert(0)
+            }
+        };
+        if self.take_from(requests, next, to)? {
+            return Ok(true);
+        }
+        self.progress()?;
+        self.take_from(requests, next, to)
+    }
+
+    /// Takes the complete requests from `next` on into `to`, up to the
+    /// first pending one; true if none is left.
+    #[inline]
+    fn take_from(
+        &mut self,
+        requests: &mut [Request],
+        next: &mut usize,
+        to: &mut impl Taker,
+    ) -> Result<bool> {
+        while let Some(r) = requests.get_mut(*next) {
+            match self.st.take_plain(r) {
+                Some((status, buf)) => to.plain(*next, status, buf),
+                None => match self.st.take_other(r)? {
+                    Some(c) => to.other(*next, c),
+                    None => return Ok(false),
+                },
+            }
+            *next += 1;
+        }
+        Ok(true)
+    }
+
     /// [`Engine::test`], handing the completion to `to` as
     /// [`Engine::take_all_split`] does (as request 0). False if the request
     /// is still pending.

@@ -97,11 +97,9 @@ impl Comm {
     ) -> Result<()> {
         let mut cursor = None;
         block_on(self.shared(), |e| {
-            if !e.testall_ready(requests, &mut cursor)? {
-                return Ok(None);
-            }
-            e.take_all_split(requests, &mut Statuses(&mut each))?;
-            Ok(Some(()))
+            let mut statuses = Statuses(&mut each);
+            Ok(e.waitall_step(requests, &mut cursor, &mut statuses)?
+                .then_some(()))
         })
     }
 
