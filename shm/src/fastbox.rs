@@ -85,7 +85,7 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ferry_core::device::{Incoming, Sink};
-use ferry_core::{Buf, Error, PeerError};
+use ferry_core::{Buf, Error, PeerError, Rank};
 
 use crate::device::ShmDevice;
 use crate::ffi::Segment;
@@ -358,7 +358,7 @@ impl Incoming for FbIncoming<'_> {
     }
 }
 
-/// What [`ShmDevice::fb_take`] found.
+/// What [`ShmDevice::fb_next`] found.
 enum Take {
     /// Delivered one packet.
     Took,
@@ -431,13 +431,9 @@ impl ShmDevice {
         if k == 0 {
             return;
         }
-        let mut slot = (lane.rx_slot + k - lane.rx_used % k) % k;
-        for _ in 0..lane.rx_used {
-            if let Some(ctrl) = self.seg.fb_ctrl(p, self.me, slot) {
-                release(ctrl);
-            }
-            slot = if slot + 1 == k { 0 } else { slot + 1 };
-        }
+        let first = (lane.rx_slot + k - lane.rx_used % k) % k;
+        self.seg
+            .fb_ctrl_run(p, self.me, first, lane.rx_used, release);
         lane.rx_used = 0;
     }
 
@@ -450,67 +446,30 @@ impl ShmDevice {
         }
     }
 
-    /// [`ShmDevice::fb_take`], with the usual outcome of a poll (an empty
-    /// slot) decided inline: `fb_take` holds the whole delivery path and
-    /// does not inline, and an idle poll would pay its frame.
+    /// Delivers the next packet of local peer `p`'s ring to us if it is the
+    /// one expected. The usual outcome of a poll (an empty slot) is decided
+    /// inline: the delivery (`deliver_slot`) does not inline, and an idle
+    /// poll would pay its frame. The slot's address is worked out once,
+    /// here, for both the look and the delivery.
     #[inline(always)]
     fn fb_next<S: Sink>(&mut self, p: u32, sink: &mut S) -> Take {
-        let lane = &self.lanes[p as usize];
-        if lane.rx_used != self.fb_slots
-            && self
-                .seg
-                .fb_ctrl(p, self.me, lane.rx_slot)
-                .is_none_or(|ctrl| peek(ctrl) == 0)
-        {
-            return Take::Empty;
-        }
-        self.fb_take(p, sink)
-    }
-
-    /// Delivers the next packet of local peer `p`'s ring to us if it is the
-    /// one expected.
-    #[inline]
-    fn fb_take<S: Sink>(&mut self, p: u32, sink: &mut S) -> Take {
         let used = self.lanes[p as usize].rx_used;
         if used != 0 && used == self.fb_slots {
             // Every slot is used, the next one too: free them first (the
             // next one is not new, it still holds what we consumed).
             self.fb_free(p);
         }
-        let rank = self.ranks[p as usize];
         let lane = &mut self.lanes[p as usize];
-        let slot = lane.rx_slot;
-        let Some((ctrl, data)) = self.seg.fb_in(&self.consumer, p, slot) else {
+        let Some((ctrl, data)) = self.seg.fb_in(&self.consumer, p, lane.rx_slot) else {
             return Take::Empty;
         };
         let word = peek(ctrl);
         if word == 0 {
             return Take::Empty;
         }
-        match decode(word, data) {
-            Ok(s) => match order(s.seq, lane.rx_seq, self.seg.geometry().cells_per_rank) {
-                Order::Now => {
-                    lane.rx_seq = lane.rx_seq.wrapping_add(1);
-                    lane.rx_slot = if slot + 1 == self.fb_slots {
-                        0
-                    } else {
-                        slot + 1
-                    };
-                    lane.rx_used += 1;
-                    sink.packet(
-                        rank,
-                        FbIncoming {
-                            header: s.header,
-                            payload: s.payload,
-                        },
-                    );
-                    Take::Took
-                }
-                Order::Later(_) => Take::Wait,
-                Order::Bad => Take::Bad("shm fastbox packet out of sequence"),
-            },
-            Err(e) => Take::Bad(e.what()),
-        }
+        let rank = self.ranks[p as usize];
+        let window = self.seg.geometry().cells_per_rank;
+        deliver_slot(lane, rank, self.fb_slots, window, word, data, sink)
     }
 
     /// Delivers the fastbox packets that are next in their peer's sequence,
@@ -610,7 +569,7 @@ impl ShmDevice {
         }
         let mut n = 0;
         while self.lanes[p as usize].rx_seq != seq {
-            match self.fb_take(p, sink) {
+            match self.fb_next(p, sink) {
                 Take::Took => n += 1,
                 Take::Bad(what) => {
                     self.poison(p, what);
@@ -633,6 +592,45 @@ impl ShmDevice {
         tracing::warn!(rank = self.rank, from = rank, what, "bad shm packet");
         self.lanes[p as usize].poisoned = true;
         self.fail(p, PeerError::Protocol { rank, what }.into());
+    }
+}
+
+/// [`ShmDevice::fb_next`]'s delivery of a full slot (control word `word`,
+/// bytes `data`) from the peer whose lane is `lane`: decoded, checked
+/// against the lane's sequence, and handed to `sink` if it is next.
+#[inline(never)]
+fn deliver_slot<S: Sink>(
+    lane: &mut Lane,
+    rank: Rank,
+    fb_slots: u32,
+    window: u32,
+    word: u64,
+    data: &[u8],
+    sink: &mut S,
+) -> Take {
+    match decode(word, data) {
+        Ok(s) => match order(s.seq, lane.rx_seq, window) {
+            Order::Now => {
+                lane.rx_seq = lane.rx_seq.wrapping_add(1);
+                lane.rx_slot = if lane.rx_slot + 1 == fb_slots {
+                    0
+                } else {
+                    lane.rx_slot + 1
+                };
+                lane.rx_used += 1;
+                sink.packet(
+                    rank,
+                    FbIncoming {
+                        header: s.header,
+                        payload: s.payload,
+                    },
+                );
+                Take::Took
+            }
+            Order::Later(_) => Take::Wait,
+            Order::Bad => Take::Bad("shm fastbox packet out of sequence"),
+        },
+        Err(e) => Take::Bad(e.what()),
     }
 }
 

@@ -327,6 +327,37 @@ impl Segment {
         Some(unsafe { &*self.map.as_ptr().add(off).cast::<AtomicU64>() })
     }
 
+    /// The control words of `count` slots of the ring from `src` to `dst`,
+    /// from slot `first` on, wrapping at the ring's end, each handed to
+    /// `f`: a run of frees with one bounds check, not one per slot. Nothing
+    /// for indices out of range (or `count` past the ring).
+    #[inline]
+    pub(crate) fn fb_ctrl_run(
+        &self,
+        src: u32,
+        dst: u32,
+        first: u32,
+        count: u32,
+        mut f: impl FnMut(&AtomicU64),
+    ) {
+        let g = &self.geo;
+        let (Some(ring), true) = (
+            self.fb_off(src, dst, 0),
+            first < g.fb_slots && count <= g.fb_slots,
+        ) else {
+            return;
+        };
+        let mut slot = first;
+        for _ in 0..count {
+            let off = ring + slot as usize * g.fb_size;
+            debug_assert_eq!(Some(off), self.fb_off(src, dst, slot));
+            // SAFETY: `slot < fb_slots`, so `off` is that slot's offset in
+            // a ring that `fb_off` found inside the mapping: as `fb_ctrl`.
+            f(unsafe { &*self.map.as_ptr().add(off).cast::<AtomicU64>() });
+            slot = if slot + 1 == g.fb_slots { 0 } else { slot + 1 };
+        }
+    }
+
     /// The control word and the data bytes (after the control word) of slot
     /// `slot` of the ring from `src` to the consumer: read the bytes only
     /// while the control word says full (invariant "fastbox slots"). `None`
