@@ -245,6 +245,19 @@ impl State {
         Ok(all)
     }
 
+    /// A waitall loop's cursor: on its first call (`None`) every handle is
+    /// validated, and the cursor starts at the first request.
+    fn cursor<'c>(
+        &self,
+        requests: &[Request],
+        cursor: &'c mut Option<usize>,
+    ) -> Result<&'c mut usize> {
+        if cursor.is_none() {
+            self.all_complete(requests)?;
+        }
+        Ok(cursor.get_or_insert(0))
+    }
+
     /// Moves `next` past the requests that are no longer pending; true if
     /// it reached the end. Requests never go back to pending, so a loop
     /// examines each one until it completes, and no more.
@@ -370,13 +383,7 @@ impl<D: Device> Engine<D> {
         requests: &[Request],
         cursor: &mut Option<usize>,
     ) -> Result<bool> {
-        let next = match cursor {
-            Some(next) => next,
-            None => {
-                self.st.all_complete(requests)?;
-                cursor.insert(0)
-            }
-        };
+        let next = self.st.cursor(requests, cursor)?;
         if !self.st.advance(requests, next)? {
             self.progress()?;
             if !self.st.advance(requests, next)? {
@@ -444,13 +451,7 @@ impl<D: Device> Engine<D> {
         cursor: &mut Option<usize>,
         to: &mut impl Taker,
     ) -> Result<bool> {
-        let next = match cursor {
-            Some(next) => next,
-            None => {
-                self.st.all_complete(requests)?;
-                cursor.insert(0)
-            }
-        };
+        let next = self.st.cursor(requests, cursor)?;
         if self.take_from(requests, next, to)? {
             return Ok(true);
         }
