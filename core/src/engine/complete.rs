@@ -421,15 +421,17 @@ impl<D: Device> Engine<D> {
     /// anything else to [`Taker::other`] as a whole completion.
     ///
     /// # Errors
-    /// As for [`Engine::take_all_with`].
+    /// As for [`Engine::take_all_with`]; a request still pending (call only
+    /// after [`Engine::testall_ready`] said all are complete) is an
+    /// internal error, with the requests before it taken.
     pub fn take_all_split(&mut self, requests: &mut [Request], to: &mut impl Taker) -> Result<()> {
-        for (i, r) in requests.iter_mut().enumerate() {
-            match self.st.take_plain(r) {
-                Some((status, buf)) => to.plain(i, status, buf),
-                None => to.other(i, self.st.take(r)?.unwrap_or_else(Completion::empty)),
-            }
+        if self.take_from(requests, &mut 0, to)? {
+            Ok(())
+        } else {
+            Err(crate::Error::Internal(
+                "take_all_split met a pending request",
+            ))
         }
-        Ok(())
     }
 
     /// One step of a waitall that takes completions as it goes (the loop
