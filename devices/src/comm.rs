@@ -13,6 +13,15 @@
 //! `4..8`; communicators made later (`dup`, `split`, `create`) take blocks
 //! from [`FIRST_FREE_CONTEXT`] on, agreed by every member (see
 //! `contexts.rs`), and give them back when their last handle drops.
+//!
+//! # Intercommunicators
+//! An intercommunicator (`inter.rs`) has a local group (its `rank` and
+//! `size`) and a remote group, which every point-to-point rank names. Its
+//! block's first context carries the program's traffic; the second the
+//! leaders' own exchanges (`bridge`); the third and fourth are the local
+//! group's intracommunicator (`local`), on which the agreements of `dup`
+//! and `merge` run. The groups are disjoint, so the two sides' local
+//! intracommunicators share context ids without ever matching each other.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -52,6 +61,11 @@ pub struct Hints {
 pub(crate) struct CommInner {
     pub(crate) shared: Arc<Shared>,
     pub(crate) group: Group,
+    /// What point-to-point ranks name: the remote group of an
+    /// intercommunicator, else `group` itself.
+    pub(crate) peers: Group,
+    /// Set on an intercommunicator.
+    pub(crate) inter: Option<Inter>,
     pub(crate) context: ContextId,
     pub(crate) rank: Rank,
     /// Communicator rank to job rank for the collective builders (`None`:
@@ -72,11 +86,30 @@ pub(crate) struct CommInner {
     pub(crate) node_setup: std::sync::atomic::AtomicBool,
 }
 
+/// What makes a communicator an intercommunicator.
+#[derive(Debug)]
+pub(crate) struct Inter {
+    /// `None` on the leaders' bridge itself, which never agrees on
+    /// anything.
+    pub(crate) parts: Option<InterParts>,
+}
+
+/// An intercommunicator's own communicators.
+#[derive(Debug)]
+pub(crate) struct InterParts {
+    /// The local group's intracommunicator (the block's last two contexts).
+    pub(crate) local: Comm,
+    /// The leaders' channel: the remote group's ranks on the block's
+    /// second context, apart from the program's traffic.
+    pub(crate) bridge: Comm,
+}
+
 impl CommInner {
-    /// A status with its source translated to this communicator's ranks.
+    /// A status with its source translated to this communicator's ranks
+    /// (the remote group's, on an intercommunicator).
     pub(crate) fn status(&self, mut s: Status) -> Status {
         if s.source != PROC_NULL && s.source != ANY_SOURCE {
-            s.source = self.group.to_group(s.source).unwrap_or(PROC_NULL);
+            s.source = self.peers.to_group(s.source).unwrap_or(PROC_NULL);
         }
         s
     }
@@ -122,7 +155,14 @@ impl Drop for CommInner {
             .and_then(|g| g.engine().ok())
         {
             if self.block.is_some() {
-                e.clear_context_members(self.context);
+                let used = if self.inter.is_some() {
+                    CONTEXTS_PER_COMM
+                } else {
+                    1
+                };
+                for context in self.context..self.context + used {
+                    e.clear_context_members(context);
+                }
             }
             if attached {
                 if let Some(node) = ferry_core::Device::node(e.device_mut()) {
@@ -157,12 +197,33 @@ impl Comm {
         block: Option<u32>,
         hints: Hints,
     ) -> Comm {
+        Comm::with_peers(shared, group, None, context, block, hints)
+    }
+
+    /// A communicator whose point-to-point ranks name `remote` (an
+    /// intercommunicator's parts) or, with `None`, `group`.
+    pub(crate) fn with_peers(
+        shared: Arc<Shared>,
+        group: Group,
+        remote: Option<(Group, Inter)>,
+        context: ContextId,
+        block: Option<u32>,
+        hints: Hints,
+    ) -> Comm {
         let rank = group.rank().unwrap_or(PROC_NULL);
         let job_ranks: Option<Arc<[Rank]>> =
             (!group.is_identity()).then(|| Arc::from(group.job_ranks()));
-        let partial = job_ranks
-            .clone()
-            .or_else(|| (group.size() != shared.size).then(|| Arc::from(group.job_ranks())));
+        let (peers, inter) = match remote {
+            Some((peers, inter)) => (peers, Some(inter)),
+            None => (group.clone(), None),
+        };
+        let partial = if inter.is_some() {
+            Some(Arc::from(peers.job_ranks()))
+        } else {
+            job_ranks
+                .clone()
+                .or_else(|| (group.size() != shared.size).then(|| Arc::from(group.job_ranks())))
+        };
         if let Some(members) = partial {
             // A member's death must fail this communicator's ANY_SOURCE
             // receives, and only this one's.
@@ -175,6 +236,8 @@ impl Comm {
             inner: Arc::new(CommInner {
                 shared,
                 group,
+                peers,
+                inter,
                 context,
                 rank,
                 job_ranks,
@@ -221,6 +284,12 @@ impl Comm {
     /// outside the communicator.
     pub fn job_rank(&self, rank: Rank) -> Result<Rank> {
         self.inner.group.to_job(rank)
+    }
+
+    /// The number of processes point-to-point ranks name: the remote
+    /// group's size on an intercommunicator, else [`Comm::size`].
+    pub fn peer_size(&self) -> u32 {
+        self.inner.peers.size()
     }
 
     /// The world this communicator belongs to.

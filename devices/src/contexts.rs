@@ -92,6 +92,54 @@ impl ContextPool {
         result
     }
 
+    /// Agrees on a block with every member of `local` and of a remote side
+    /// that runs the same agreement: `local`'s masks are ANDed, `leader`
+    /// swaps the result with the remote leader through `swap` (which
+    /// returns the remote side's words), and tells `local` the AND of the
+    /// two. Collective over both sides.
+    ///
+    /// # Errors
+    /// As for [`ContextPool::agree`]; the leader's failed swap
+    /// ([`ApiError::LeaderFailed`] on the other members).
+    pub(crate) fn agree_across(
+        &self,
+        local: &Comm,
+        leader: ferry_core::Rank,
+        mut swap: impl FnMut(&[u64]) -> Result<Vec<u64>>,
+    ) -> Result<u32> {
+        let key = self.enter(local);
+        let result = loop {
+            let (mut words, offered) = self.offer(key);
+            let mut reduced = local.allreduce_in_place(&mut words[..], &Op::band());
+            // The last word tells the side whether its leader's swap failed.
+            words.push(0);
+            let mut failed = None;
+            if reduced.is_ok() && local.rank() == leader {
+                match swap(&words[..=WORDS]) {
+                    Ok(theirs) => words.iter_mut().zip(theirs).for_each(|(w, t)| *w &= t),
+                    Err(e) => {
+                        words[WORDS + 1] = 1;
+                        failed = Some(e);
+                    }
+                }
+            }
+            if reduced.is_ok() {
+                reduced = local.bcast(&mut words[..], leader);
+            }
+            if let Some(e) = failed {
+                reduced = Err(e);
+            } else if reduced.is_ok() && words[WORDS + 1] != 0 {
+                reduced = Err(ApiError::LeaderFailed.into());
+            }
+            match self.conclude(&words[..=WORDS], offered, reduced) {
+                Some(r) => break r,
+                None => std::thread::yield_now(),
+            }
+        };
+        self.leave(key);
+        result
+    }
+
     /// Registers an agreement on `parent`; returns its priority key.
     pub(crate) fn enter(&self, parent: &Comm) -> ContextId {
         let key = parent.context();

@@ -65,6 +65,9 @@ impl Comm {
     /// # Errors
     /// As for [`Comm::dup`].
     pub fn dup_with_hints(&self, hints: Hints) -> Result<Comm> {
+        if self.is_inter() {
+            return self.dup_inter(hints);
+        }
         let block = self.shared().contexts.agree(self)?;
         Ok(self.derived(self.group(), block, hints))
     }
@@ -75,6 +78,7 @@ impl Comm {
     /// # Errors
     /// As for [`Comm::dup`].
     pub fn idup(&self) -> Result<PendingComm> {
+        self.intra_only("idup of an intercommunicator")?;
         let pool = &self.shared().contexts;
         let key = pool.enter(self);
         let (words, offered) = pool.offer(key);
@@ -102,6 +106,7 @@ impl Comm {
     /// # Errors
     /// A negative color other than [`UNDEFINED`]; as for [`Comm::dup`].
     pub fn split(&self, color: i32, key: i32) -> Result<Option<Comm>> {
+        self.intra_only("split of an intercommunicator")?;
         if color < 0 && color != UNDEFINED {
             return Err(ApiError::InvalidGroup("a split color must be >= 0 or UNDEFINED").into());
         }
@@ -146,6 +151,7 @@ impl Comm {
     /// A group with a process outside this communicator; as for
     /// [`Comm::dup`].
     pub fn create(&self, group: &Group) -> Result<Option<Comm>> {
+        self.intra_only("create on an intercommunicator")?;
         let mine = self.group();
         if group.difference(&mine).size() != 0 {
             return Err(
@@ -170,7 +176,19 @@ impl Comm {
         {
             return CommCompare::Ident;
         }
-        match self.group().compare(&other.group()) {
+        let remote = match (self.remote_group(), other.remote_group()) {
+            (None, None) => GroupCompare::Ident,
+            (Some(a), Some(b)) => a.compare(&b),
+            // An intercommunicator and an intracommunicator.
+            _ => return CommCompare::Unequal,
+        };
+        let local = self.group().compare(&other.group());
+        let both = match (local, remote) {
+            (GroupCompare::Unequal, _) | (_, GroupCompare::Unequal) => GroupCompare::Unequal,
+            (GroupCompare::Ident, GroupCompare::Ident) => GroupCompare::Ident,
+            _ => GroupCompare::Similar,
+        };
+        match both {
             GroupCompare::Ident => CommCompare::Congruent,
             GroupCompare::Similar => CommCompare::Similar,
             GroupCompare::Unequal => CommCompare::Unequal,

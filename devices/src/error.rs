@@ -161,6 +161,14 @@ pub enum ApiError {
     /// A group argument broke MPI's rules (a rank listed twice, a rank outside the group, a range with stride 0 or one that leaves the group).
     #[error("invalid group argument: {0}")]
     InvalidGroup(&'static str),
+    /// An operation ferry does not offer on this kind of communicator
+    /// (collectives, `split` or `create` on an intercommunicator).
+    #[error("not supported: {0}")]
+    Unsupported(&'static str),
+    /// The leaders of an intercommunicator's construction failed to
+    /// exchange (the leader itself reports why).
+    #[error("the intercommunicator's leaders failed to exchange (the leader reports why)")]
+    LeaderFailed,
     /// A call broke the thread level's promise (see
     /// [`ThreadLevel`](crate::ThreadLevel)); it did nothing.
     #[error("thread level {}: {misuse}", level.name())]

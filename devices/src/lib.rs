@@ -117,6 +117,7 @@ mod counters;
 mod create;
 mod error;
 mod group;
+mod inter;
 mod p2p;
 mod persistent;
 pub mod progress;

@@ -77,7 +77,7 @@ impl Comm {
         mode: SendMode,
     ) -> Result<Request> {
         let c = &self.inner;
-        let dest = c.group.to_job(dest)?;
+        let dest = c.peers.to_job(dest)?;
         let started = c
             .shared
             .lock()?
@@ -114,7 +114,7 @@ impl Comm {
     /// inside the call.
     pub(crate) fn start_recv(&self, buf: Option<Buf>, source: Rank, tag: Tag) -> Result<Started> {
         let c = &self.inner;
-        let source = c.group.to_job(source)?;
+        let source = c.peers.to_job(source)?;
         let empty_ok = c.hints.recv_may_be_empty;
         let mut g = c.shared.lock()?;
         Ok(g.engine()?
@@ -157,7 +157,7 @@ impl Comm {
     /// was finalized.
     pub fn probe(&self, source: Rank, tag: Tag) -> Result<Status> {
         let c = &self.inner;
-        let source = c.group.to_job(source)?;
+        let source = c.peers.to_job(source)?;
         let handle = c
             .shared
             .lock()?
@@ -175,7 +175,7 @@ impl Comm {
     /// As for [`Comm::probe`].
     pub fn iprobe(&self, source: Rank, tag: Tag) -> Result<Option<Status>> {
         let c = &self.inner;
-        let source = c.group.to_job(source)?;
+        let source = c.peers.to_job(source)?;
         let s = c.shared.lock()?.engine()?.iprobe(source, tag, c.context)?;
         Ok(s.map(|s| c.status(s)))
     }
@@ -188,7 +188,7 @@ impl Comm {
     /// As for [`Comm::probe`].
     pub fn mprobe(&self, source: Rank, tag: Tag) -> Result<(Message, Status)> {
         let c = &self.inner;
-        let source = c.group.to_job(source)?;
+        let source = c.peers.to_job(source)?;
         let handle = c
             .shared
             .lock()?
@@ -208,7 +208,7 @@ impl Comm {
     /// As for [`Comm::probe`].
     pub fn improbe(&self, source: Rank, tag: Tag) -> Result<Option<(Message, Status)>> {
         let c = &self.inner;
-        let source = c.group.to_job(source)?;
+        let source = c.peers.to_job(source)?;
         let found = c.shared.lock()?.engine()?.improbe(source, tag, c.context)?;
         Ok(found.map(|(m, s)| (Message::new(c, m), c.status(s))))
     }

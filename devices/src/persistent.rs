@@ -37,7 +37,7 @@ impl Comm {
         mode: SendMode,
     ) -> Result<Request> {
         let c = &self.inner;
-        let dest = c.group.to_job(dest)?;
+        let dest = c.peers.to_job(dest)?;
         let handle =
             c.shared
                 .lock()?
@@ -52,7 +52,7 @@ impl Comm {
     /// As for [`Comm::send_init`].
     pub fn recv_init<T: Element>(&self, buf: Vec<T>, source: Rank, tag: Tag) -> Result<Request> {
         let c = &self.inner;
-        let source = c.group.to_job(source)?;
+        let source = c.peers.to_job(source)?;
         let handle =
             c.shared
                 .lock()?

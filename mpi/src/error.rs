@@ -118,6 +118,7 @@ pub fn class_of(e: &Error) -> c_int {
             ApiError::MixedWorlds => MPI_ERR_REQUEST,
             ApiError::MessageTaken => MPI_ERR_REQUEST,
             ApiError::ContextsExhausted => MPI_ERR_OTHER,
+            ApiError::Unsupported(_) => MPI_ERR_UNSUPPORTED_OPERATION,
             ApiError::ThreadLevel { .. } => MPI_ERR_OTHER,
             ApiError::Finalized => MPI_ERR_OTHER,
             _ => MPI_ERR_OTHER,

@@ -42,6 +42,7 @@ impl Comm {
         persistent: bool,
     ) -> Result<Request> {
         let c = &self.inner;
+        self.intra_only("collectives on an intercommunicator")?;
         if c.node.get().is_none() && !c.node_setup.load(std::sync::atomic::Ordering::Relaxed) {
             self.node_team()?;
         }

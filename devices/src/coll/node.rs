@@ -187,6 +187,7 @@ impl Comm {
         input: Option<&[u8]>,
         output: &mut Option<&mut [u8]>,
     ) -> Result<bool> {
+        self.intra_only("collectives on an intercommunicator")?;
         let output_len = output.as_deref().map(<[u8]>::len);
         let Some(mut node_op) = self.single_node_op(coll, input.map(<[u8]>::len), output_len)?
         else {

@@ -33,7 +33,7 @@ impl Comm {
     /// every member (the world, its duplicates, and its prefixes): the only
     /// communicators that start raw operations.
     pub fn has_job_ranks(&self) -> bool {
-        self.inner.group.is_identity()
+        self.inner.inter.is_none() && self.inner.group.is_identity()
     }
 
     /// [`Comm::isend_raw`], keeping only the engine's handle

@@ -283,7 +283,7 @@ impl Comm {
         lend: impl FnOnce() -> Buf,
     ) -> Result<Started> {
         let c = &self.inner;
-        let dest = c.group.to_job(dest)?;
+        let dest = c.peers.to_job(dest)?;
         Ok(c.shared
             .lock()?
             .engine()?
@@ -412,7 +412,7 @@ impl Comm {
     /// `None` if it must give way to an ordinary receive.
     fn recv_direct(&self, dst: &mut [u8], source: Rank, tag: Tag) -> Result<Option<Status>> {
         let c = &self.inner;
-        let source = c.group.to_job(source)?;
+        let source = c.peers.to_job(source)?;
         // Checked on the first attempt, for all of them.
         let mut want = None;
         let status = block_on(&c.shared, |e| {

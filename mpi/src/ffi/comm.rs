@@ -37,7 +37,7 @@ fn hints_of(info: &Info, base: Hints) -> Hints {
 }
 
 /// Stores a communicator made from `parent`; its handle.
-fn store(
+pub(super) fn store(
     rt: &Runtime,
     parent: &CommObj,
     comm: Comm,
@@ -327,15 +327,6 @@ mpi_fn! {
         // SAFETY: `comm_name` has MPI_MAX_OBJECT_NAME bytes (the standard's
         // requirement); `resultlen` is an out-argument.
         unsafe { put_str(comm_name, MPI_MAX_OBJECT_NAME, &name, resultlen) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Comm_test_inter`: ferry has intracommunicators only.
-    MPI_Comm_test_inter / PMPI_Comm_test_inter [comm] (comm: usize, flag: *mut c_int) {
-        rt()?.comm(comm)?;
-        // SAFETY: out-argument.
-        unsafe { put(flag, 0) }
     }
 }
 

@@ -37,6 +37,7 @@ mod greq;
 mod group;
 mod idup;
 mod info;
+mod inter;
 mod mpix;
 mod mprobe;
 mod multi;

@@ -187,7 +187,8 @@ unsafe fn send_init(a: SendArgs, request: *mut usize, mode: Option<SendMode>) ->
 
 /// A rank argument that ferry will accept (or `PROC_NULL` / `ANY_SOURCE`).
 fn check_peer(c: &Comm, rank: c_int) -> Res {
-    let size = c.size() as c_int;
+    // The remote group's size on an intercommunicator.
+    let size = c.peer_size() as c_int;
     if rank >= size
         || (rank < 0 && rank != crate::abi::MPI_PROC_NULL && rank != crate::abi::MPI_ANY_SOURCE)
     {

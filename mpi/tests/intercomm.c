@@ -1,0 +1,149 @@
+/* Intercommunicators: create (two interleaved halves of the world, so the
+ * groups are not prefixes of it), test_inter, remote size and group,
+ * point-to-point with specific and wildcard sources, probes, sendrecv,
+ * persistent requests, dup, compare, merge both ways, and the refused
+ * operations (collectives, split) with MPI_ERR_UNSUPPORTED_OPERATION. */
+#include "check.h"
+
+/* Point-to-point across `inter`: local rank i sends its world rank to
+ * remote rank i % rsize, and receives from every remote rank j with
+ * j % lsize == i, once by name and once by wildcard. */
+static void traffic(MPI_Comm inter, int lsize, int rsize, MPI_Group remote) {
+    int lrank = -1, world = check_rank;
+    OK(MPI_Comm_rank(inter, &lrank));
+    MPI_Group wgroup;
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &wgroup));
+    for (int pass = 0; pass < 2; pass++) {
+        MPI_Request sreq;
+        OK(MPI_Isend(&world, 1, MPI_INT, lrank % rsize, 5 + pass, inter, &sreq));
+        for (int j = lrank; j < rsize; j += lsize) {
+            int got = -1, w = -1;
+            MPI_Status st;
+            int src = pass == 0 ? j : MPI_ANY_SOURCE;
+            OK(MPI_Recv(&got, 1, MPI_INT, src, 5 + pass, inter, &st));
+            TRUE(st.MPI_SOURCE >= 0 && st.MPI_SOURCE < rsize);
+            EQ(st.MPI_SOURCE % lsize, lrank);
+            if (pass == 0) EQ(st.MPI_SOURCE, j);
+            EQ(st.MPI_TAG, 5 + pass);
+            OK(MPI_Group_translate_ranks(remote, 1, &st.MPI_SOURCE, wgroup, &w));
+            EQ(got, w);
+        }
+        OK(MPI_Wait(&sreq, MPI_STATUS_IGNORE));
+    }
+    OK(MPI_Group_free(&wgroup));
+}
+
+int main(int argc, char **argv) {
+    check_init(&argc, &argv);
+    int size, flag = -1, n = -1, res = -1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    OK(MPI_Comm_test_inter(MPI_COMM_WORLD, &flag)); EQ(flag, 0);
+    ERR(MPI_ERR_COMM, MPI_Comm_remote_size(MPI_COMM_WORLD, &n));
+    MPI_Group g;
+    ERR(MPI_ERR_COMM, MPI_Comm_remote_group(MPI_COMM_WORLD, &g));
+    MPI_Comm bad;
+    ERR(MPI_ERR_COMM, MPI_Intercomm_merge(MPI_COMM_WORLD, 0, &bad));
+    if (size < 2) {
+        check_done("intercomm");
+        return 0;
+    }
+
+    /* Even world ranks on one side, odd on the other; each side's leader
+     * is its local rank 0 (world 0 and world 1). */
+    int color = check_rank % 2;
+    MPI_Comm half, inter;
+    OK(MPI_Comm_split(MPI_COMM_WORLD, color, check_rank, &half));
+    int lsize = 0, lrank = -1;
+    OK(MPI_Comm_size(half, &lsize));
+    OK(MPI_Comm_rank(half, &lrank));
+    int rsize = color == 0 ? size / 2 : (size + 1) / 2;
+    OK(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, 1 - color, 42, &inter));
+    OK(MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN));
+    OK(MPI_Comm_test_inter(inter, &flag)); EQ(flag, 1);
+    OK(MPI_Comm_size(inter, &n)); EQ(n, lsize);
+    OK(MPI_Comm_rank(inter, &n)); EQ(n, lrank);
+    OK(MPI_Comm_remote_size(inter, &n)); EQ(n, rsize);
+    MPI_Group remote, local;
+    OK(MPI_Comm_remote_group(inter, &remote));
+    OK(MPI_Group_size(remote, &n)); EQ(n, rsize);
+    OK(MPI_Comm_group(inter, &local));
+    OK(MPI_Group_size(local, &n)); EQ(n, lsize);
+    {
+        /* Remote rank r is world rank 2r + (1 - color). */
+        MPI_Group wgroup;
+        OK(MPI_Comm_group(MPI_COMM_WORLD, &wgroup));
+        for (int r = 0; r < rsize; r++) {
+            int w = -1;
+            OK(MPI_Group_translate_ranks(remote, 1, &r, wgroup, &w));
+            EQ(w, 2 * r + (1 - color));
+        }
+        OK(MPI_Group_free(&wgroup));
+    }
+
+    traffic(inter, lsize, rsize, remote);
+
+    /* A bad remote rank, a probe, a sendrecv and a persistent send. */
+    int x = 0;
+    ERR(MPI_ERR_RANK, MPI_Send(&x, 1, MPI_INT, rsize, 0, inter));
+    if (lrank == 0) {
+        MPI_Status st;
+        int v = check_rank, got = -1, count = -1;
+        MPI_Request p;
+        OK(MPI_Send_init(&v, 1, MPI_INT, 0, 9, inter, &p));
+        OK(MPI_Start(&p));
+        OK(MPI_Probe(0, 9, inter, &st));
+        EQ(st.MPI_SOURCE, 0);
+        OK(MPI_Get_count(&st, MPI_INT, &count)); EQ(count, 1);
+        OK(MPI_Recv(&got, 1, MPI_INT, 0, 9, inter, MPI_STATUS_IGNORE));
+        EQ(got, 1 - color);
+        OK(MPI_Wait(&p, MPI_STATUS_IGNORE));
+        OK(MPI_Request_free(&p));
+        OK(MPI_Sendrecv(&v, 1, MPI_INT, 0, 10, &got, 1, MPI_INT, 0, 10, inter, &st));
+        EQ(got, 1 - color); EQ(st.MPI_SOURCE, 0);
+    }
+
+    /* Refused: collectives and split on an intercommunicator. */
+    ERR(MPI_ERR_UNSUPPORTED_OPERATION, MPI_Barrier(inter));
+    int one = 1, sum = 0;
+    ERR(MPI_ERR_UNSUPPORTED_OPERATION, MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, inter));
+    ERR(MPI_ERR_UNSUPPORTED_OPERATION, MPI_Comm_split(inter, 0, 0, &bad));
+
+    /* dup: another intercommunicator of the same groups. */
+    MPI_Comm dup;
+    OK(MPI_Comm_dup(inter, &dup));
+    OK(MPI_Comm_test_inter(dup, &flag)); EQ(flag, 1);
+    OK(MPI_Comm_compare(inter, dup, &res)); EQ(res, MPI_CONGRUENT);
+    OK(MPI_Comm_compare(inter, inter, &res)); EQ(res, MPI_IDENT);
+    OK(MPI_Comm_compare(inter, half, &res)); EQ(res, MPI_UNEQUAL);
+    traffic(dup, lsize, rsize, remote);
+
+    /* merge, the odd side high: the even ranks first, then the odd. */
+    MPI_Comm merged;
+    OK(MPI_Intercomm_merge(inter, color, &merged));
+    OK(MPI_Comm_test_inter(merged, &flag)); EQ(flag, 0);
+    OK(MPI_Comm_size(merged, &n)); EQ(n, size);
+    OK(MPI_Comm_rank(merged, &n));
+    EQ(n, color == 0 ? lrank : size - size / 2 + lrank);
+    OK(MPI_Allreduce(&check_rank, &sum, 1, MPI_INT, MPI_SUM, merged));
+    EQ(sum, size * (size - 1) / 2);
+    OK(MPI_Comm_free(&merged));
+    /* The even side high: the odd ranks first. */
+    OK(MPI_Intercomm_merge(dup, 1 - color, &merged));
+    OK(MPI_Comm_rank(merged, &n));
+    EQ(n, color == 1 ? lrank : size / 2 + lrank);
+    OK(MPI_Comm_free(&merged));
+    /* Both the same: the side whose leader has the lower world rank. */
+    OK(MPI_Intercomm_merge(inter, 0, &merged));
+    OK(MPI_Comm_rank(merged, &n));
+    EQ(n, color == 0 ? lrank : size - size / 2 + lrank);
+    OK(MPI_Comm_free(&merged));
+
+    OK(MPI_Group_free(&remote));
+    OK(MPI_Group_free(&local));
+    OK(MPI_Comm_free(&dup));
+    OK(MPI_Comm_free(&inter));
+    OK(MPI_Comm_free(&half));
+    check_done("intercomm");
+    return 0;
+}
