@@ -106,9 +106,11 @@ impl Comm {
     /// # Errors
     /// A negative color other than [`UNDEFINED`]; as for [`Comm::dup`].
     pub fn split(&self, color: i32, key: i32) -> Result<Option<Comm>> {
-        self.intra_only("split of an intercommunicator")?;
         if color < 0 && color != UNDEFINED {
             return Err(ApiError::InvalidGroup("a split color must be >= 0 or UNDEFINED").into());
+        }
+        if self.is_inter() {
+            return self.split_inter(color, key);
         }
         let n = self.size() as usize;
         let mut all = vec![0i32; 2 * n];

@@ -23,6 +23,7 @@ use crate::group::Group;
 /// The leaders' tags on the bridge; the bridge carries nothing else.
 const MASK_TAG: Tag = 1;
 const HIGH_TAG: Tag = 2;
+const SPLIT_TAG: Tag = 3;
 
 impl Comm {
     /// True for an intercommunicator (`MPI_Comm_test_inter`).
@@ -65,34 +66,13 @@ impl Comm {
     ) -> Result<Comm> {
         self.intra_only("an intercommunicator as the local communicator")?;
         self.inner.group.to_job(local_leader)?;
-        // The leaders swap their groups (as job ranks), then tell their
-        // sides: a fault flag and the length first.
-        let mut remote: Vec<Rank> = Vec::new();
-        let mut head = [0u64; 2];
-        if self.rank() == local_leader {
-            let swapped = peer
-                .ok_or_else(|| {
-                    ApiError::InvalidGroup("the local leader needs a peer communicator").into()
-                })
-                .and_then(|p| swap_group(p, remote_leader, tag, &self.inner.group));
-            match swapped {
-                Ok(r) => {
-                    head[1] = r.len() as u64;
-                    remote = r;
-                }
-                Err(e) => {
-                    head[0] = 1;
-                    self.bcast(&mut head, local_leader)?;
-                    return Err(e);
-                }
-            }
-        }
-        self.bcast(&mut head, local_leader)?;
-        if head[0] != 0 {
-            return Err(ApiError::LeaderFailed.into());
-        }
-        remote.resize(head[1] as usize, 0);
-        self.bcast(&mut remote, local_leader)?;
+        // The leaders swap their groups (as job ranks), then tell their sides.
+        let remote = lead_and_tell(self, local_leader, || {
+            let peer = peer.ok_or(ApiError::InvalidGroup(
+                "the local leader needs a peer communicator",
+            ))?;
+            swap_list(peer, remote_leader, tag, self.inner.group.job_ranks())
+        })?;
         let remote = Group::from_job_ranks(remote, self.inner.shared.rank)?;
         if remote.rank().is_some() || self.inner.group.intersection(&remote).size() != 0 {
             return Err(ApiError::InvalidGroup(
@@ -121,27 +101,15 @@ impl Comm {
         let parts = self.inter_parts()?;
         let local = &parts.local;
         // The leaders swap their flag and job rank; each tells its side
-        // (a fault flag, the remote flag, the remote leader, its own).
-        let mine = [u64::from(high), self.inner.shared.rank as u64];
-        let mut word = [0u64; 4];
-        if local.rank() == 0 {
-            match swap(&parts.bridge, 0, HIGH_TAG, &mine) {
-                Ok(theirs) => word[1..3].copy_from_slice(&theirs),
-                Err(e) => {
-                    word[0] = 1;
-                    local.bcast(&mut word, 0)?;
-                    return Err(e);
-                }
-            }
-            word[3] = mine[1];
-        }
-        local.bcast(&mut word, 0)?;
-        if word[0] != 0 {
-            return Err(ApiError::LeaderFailed.into());
-        }
-        let their_high = word[1] != 0;
+        // the remote flag, the remote leader and its own.
+        let me = self.inner.shared.rank as u64;
+        let word = lead_and_tell(local, 0, || {
+            let theirs = swap(&parts.bridge, 0, HIGH_TAG, &[u64::from(high), me])?;
+            Ok(vec![theirs[0], theirs[1], me])
+        })?;
+        let their_high = word[0] != 0;
         let local_first = if high == their_high {
-            word[3] < word[2]
+            word[2] < word[1]
         } else {
             !high
         };
@@ -165,6 +133,35 @@ impl Comm {
             Some(block),
             self.hints(),
         ))
+    }
+
+    /// `MPI_Comm_split` of an intercommunicator (MPI 2.2): the members of
+    /// each side with the same `color` form the local group, ranked by
+    /// `key` then by rank, of a new intercommunicator whose remote group is
+    /// the other side's members of that color. `None` for
+    /// [`UNDEFINED`](crate::UNDEFINED) or a color the other side lacks.
+    /// Collective over both sides.
+    pub(crate) fn split_inter(&self, color: i32, key: i32) -> Result<Option<Comm>> {
+        let parts = self.inter_parts()?;
+        let local = &parts.local;
+        let mut mine = vec![0i32; 2 * local.size() as usize];
+        local.allgather(&[color, key], &mut mine)?;
+        let theirs = lead_and_tell(local, 0, || {
+            swap_list(&parts.bridge, 0, SPLIT_TAG, mine.clone())
+        })?;
+        let block = self.agree_inter(parts)?;
+        let pool = &self.shared().contexts;
+        if color == crate::UNDEFINED {
+            pool.release(block);
+            return Ok(None);
+        }
+        let (lranks, rranks) = (of_color(&mine, color), of_color(&theirs, color));
+        if rranks.is_empty() {
+            pool.release(block);
+            return Ok(None);
+        }
+        let (lgroup, rgroup) = (self.group().incl(&lranks)?, self.inner.peers.incl(&rranks)?);
+        Ok(Some(self.inter_from(lgroup, rgroup, block, self.hints())))
     }
 
     /// `MPI_Comm_dup` of an intercommunicator: the same groups on a new
@@ -223,6 +220,18 @@ impl Comm {
     }
 }
 
+/// The ranks of a side's `(color, key)` list with `color`, by key then rank.
+fn of_color(list: &[i32], color: i32) -> Vec<Rank> {
+    let mut members: Vec<(i32, Rank)> = list
+        .chunks_exact(2)
+        .enumerate()
+        .filter(|(_, ck)| ck[0] == color)
+        .map(|(r, ck)| (ck[1], r as Rank))
+        .collect();
+    members.sort_unstable();
+    members.into_iter().map(|(_, r)| r).collect()
+}
+
 /// Sends `mine` to `peer_rank` of `via` and receives as many elements from
 /// it: the two leaders' exchange, safe in either order (the send does not
 /// wait for the receive).
@@ -239,13 +248,49 @@ fn swap<T: crate::typed::Element>(
     Ok(theirs)
 }
 
-/// The leaders' swap of their groups, as job ranks (the length first).
-fn swap_group(peer: &Comm, remote_leader: Rank, tag: Tag, group: &Group) -> Result<Vec<Rank>> {
-    let mine = group.job_ranks();
-    let len = swap(peer, remote_leader, tag, &[mine.len() as u64])?;
-    let mut send = peer.isend(mine, remote_leader, tag)?;
-    let mut theirs = vec![0 as Rank; len[0] as usize];
-    peer.recv(&mut theirs, remote_leader, tag)?;
+/// [`swap`] of lists whose lengths may differ (the lengths first).
+fn swap_list<T: crate::typed::Element + Default>(
+    via: &Comm,
+    peer_rank: Rank,
+    tag: Tag,
+    mine: Vec<T>,
+) -> Result<Vec<T>> {
+    let len = swap(via, peer_rank, tag, &[mine.len() as u64])?;
+    let mut send = via.isend(mine, peer_rank, tag)?;
+    let mut theirs = vec![T::default(); len[0] as usize];
+    via.recv(&mut theirs, peer_rank, tag)?;
     send.wait()?;
     Ok(theirs)
+}
+
+/// Runs `swap` at `local`'s `leader` and hands its list to every member
+/// of `local` (the leader's failure too, as [`ApiError::LeaderFailed`]).
+fn lead_and_tell<T: crate::typed::Element + Default>(
+    local: &Comm,
+    leader: Rank,
+    swap: impl FnOnce() -> Result<Vec<T>>,
+) -> Result<Vec<T>> {
+    // A fault flag and the length, then the list.
+    let mut head = [0u64; 2];
+    let mut list = Vec::new();
+    if local.rank() == leader {
+        match swap() {
+            Ok(l) => {
+                head[1] = l.len() as u64;
+                list = l;
+            }
+            Err(e) => {
+                head[0] = 1;
+                local.bcast(&mut head, leader)?;
+                return Err(e);
+            }
+        }
+    }
+    local.bcast(&mut head, leader)?;
+    if head[0] != 0 {
+        return Err(ApiError::LeaderFailed.into());
+    }
+    list.resize(head[1] as usize, T::default());
+    local.bcast(&mut list, leader)?;
+    Ok(list)
 }

@@ -1,8 +1,8 @@
 /* Intercommunicators: create (two interleaved halves of the world, so the
  * groups are not prefixes of it), test_inter, remote size and group,
  * point-to-point with specific and wildcard sources, probes, sendrecv,
- * persistent requests, dup, compare, merge both ways, and the refused
- * operations (collectives, split) with MPI_ERR_UNSUPPORTED_OPERATION. */
+ * persistent requests, split, dup, compare, merge three ways, and the
+ * refused operations (collectives) with MPI_ERR_UNSUPPORTED_OPERATION. */
 #include "check.h"
 
 /* Point-to-point across `inter`: local rank i sends its world rank to
@@ -103,11 +103,34 @@ int main(int argc, char **argv) {
         EQ(got, 1 - color); EQ(st.MPI_SOURCE, 0);
     }
 
-    /* Refused: collectives and split on an intercommunicator. */
+    /* Refused: collectives on an intercommunicator. */
     ERR(MPI_ERR_UNSUPPORTED_OPERATION, MPI_Barrier(inter));
     int one = 1, sum = 0;
     ERR(MPI_ERR_UNSUPPORTED_OPERATION, MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, inter));
-    ERR(MPI_ERR_UNSUPPORTED_OPERATION, MPI_Comm_split(inter, 0, 0, &bad));
+
+    /* split: local ranks of one parity with the remote ranks of the same
+     * parity, keys reversing the order; a parity the other side lacks
+     * (a remote side of one) gives MPI_COMM_NULL. */
+    MPI_Comm sub;
+    int par = lrank % 2;
+    OK(MPI_Comm_split(inter, par, -lrank, &sub));
+    int rsub = rsize / 2 + (par == 0 ? rsize % 2 : 0);
+    int lsub = lsize / 2 + (par == 0 ? lsize % 2 : 0);
+    if (rsub == 0) {
+        TRUE(sub == MPI_COMM_NULL);
+    } else {
+        OK(MPI_Comm_test_inter(sub, &flag)); EQ(flag, 1);
+        OK(MPI_Comm_size(sub, &n)); EQ(n, lsub);
+        OK(MPI_Comm_rank(sub, &n)); EQ(n, lsub - 1 - lrank / 2);
+        OK(MPI_Comm_remote_size(sub, &n)); EQ(n, rsub);
+        MPI_Group subremote;
+        OK(MPI_Comm_remote_group(sub, &subremote));
+        traffic(sub, lsub, rsub, subremote);
+        OK(MPI_Group_free(&subremote));
+        OK(MPI_Comm_free(&sub));
+    }
+    OK(MPI_Comm_split(inter, MPI_UNDEFINED, 0, &sub));
+    TRUE(sub == MPI_COMM_NULL);
 
     /* dup: another intercommunicator of the same groups. */
     MPI_Comm dup;
