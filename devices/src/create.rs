@@ -78,6 +78,14 @@ impl Comm {
     /// # Errors
     /// As for [`Comm::dup`].
     pub fn idup(&self) -> Result<PendingComm> {
+        self.idup_with_hints(self.hints())
+    }
+
+    /// `MPI_Comm_idup_with_info`: as [`Comm::idup`] with other hints.
+    ///
+    /// # Errors
+    /// As for [`Comm::dup`].
+    pub fn idup_with_hints(&self, hints: Hints) -> Result<PendingComm> {
         self.intra_only("idup of an intercommunicator")?;
         let pool = &self.shared().contexts;
         let key = pool.enter(self);
@@ -92,6 +100,7 @@ impl Comm {
         };
         Ok(PendingComm {
             parent: self.clone(),
+            hints,
             request,
             offered,
             key,
@@ -203,6 +212,7 @@ impl Comm {
 #[must_use = "wait or test it to get the communicator"]
 pub struct PendingComm {
     parent: Comm,
+    hints: Hints,
     request: Request,
     offered: bool,
     key: ferry_core::ContextId,
@@ -247,9 +257,7 @@ impl PendingComm {
         pool.leave(self.key);
         self.done = true;
         let block = block?;
-        Ok(self
-            .parent
-            .derived(self.parent.group(), block, self.parent.hints()))
+        Ok(self.parent.derived(self.parent.group(), block, self.hints))
     }
 }
 

@@ -1,5 +1,5 @@
 /* Groups and communicator creation: every Group_* call, MPI_GROUP_EMPTY,
- * Comm_group, Comm_create, Comm_create_group, Comm_split_type, Comm_idup,
+ * Comm_group, Comm_create, Comm_create_group, Comm_split_type, Comm_idup(_with_info),
  * Comm_dup_with_info, Comm_set_info/get_info, and user attributes with
  * copy/delete callbacks on dup/free (and MPI_COMM_SELF at finalize). */
 #include "check.h"
@@ -210,6 +210,16 @@ int main(int argc, char **argv) {
     OK(MPI_Info_get(got, "mpi_recv_req_may_be_empty", MPI_MAX_INFO_VAL - 1, v, &flag)); EQ(flag, 1); TRUE(strcmp(v, "true") == 0);
     OK(MPI_Info_get(got, "my_hint", MPI_MAX_INFO_VAL - 1, v, &flag)); EQ(flag, 1); TRUE(strcmp(v, "x") == 0);
     OK(MPI_Info_free(&got));
+    /* idup_with_info: the info is the new communicator's once it exists. */
+    MPI_Comm ie;
+    OK(MPI_Comm_idup_with_info(MPI_COMM_WORLD, in, &ie, &rq[0]));
+    OK(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
+    OK(MPI_Comm_get_info(ie, &got));
+    OK(MPI_Info_get(got, "mpi_recv_req_may_be_empty", MPI_MAX_INFO_VAL - 1, v, &flag)); EQ(flag, 1); TRUE(strcmp(v, "true") == 0);
+    OK(MPI_Info_get(got, "my_hint", MPI_MAX_INFO_VAL - 1, v, &flag)); EQ(flag, 1);
+    OK(MPI_Info_free(&got));
+    OK(MPI_Allreduce(&one, &tot, 1, MPI_INT, MPI_SUM, ie)); EQ(tot, size);
+    OK(MPI_Comm_free(&ie));
     OK(MPI_Comm_set_info(MPI_COMM_WORLD, in)); /* kept, but the hint cannot change */
     OK(MPI_Comm_get_info(MPI_COMM_WORLD, &got));
     OK(MPI_Info_get(got, "mpi_recv_req_may_be_empty", MPI_MAX_INFO_VAL - 1, v, &flag)); TRUE(strcmp(v, "false") == 0);

@@ -128,23 +128,52 @@ mpi_fn! {
     }
 }
 
+/// `MPI_Comm_idup` and `MPI_Comm_idup_with_info` (`info` `Some`).
+///
+/// # Safety
+/// `newcomm` and `request` are out-arguments; `newcomm` stays valid until
+/// the request completes.
+unsafe fn idup(comm: usize, info: Option<usize>, newcomm: *mut usize, request: *mut usize) -> Res {
+    let rt = rt()?;
+    let c = rt.comm_counted(comm)?;
+    if newcomm.is_null() || request.is_null() {
+        return Err(Fail::new(
+            MPI_ERR_ARG,
+            "a null communicator or request pointer",
+        ));
+    }
+    let info = match info {
+        Some(MPI_INFO_NULL) => Some(Info::default()),
+        Some(h) => Some(super::info::read(h)?),
+        None => None,
+    };
+    let hints = info
+        .as_ref()
+        .map_or(c.comm.hints(), |i| hints_of(i, c.comm.hints()));
+    let attrs = copy_all(rt, comm, &c)?;
+    let pending = c.comm.idup_with_hints(hints)?;
+    let obj = ReqObj {
+        state: State::Idup(Box::new(Idup::new(pending, newcomm, &c, attrs, info))),
+        ..ReqObj::ready(MpiStatus::EMPTY, comm)
+    };
+    let h = rt.add_request(obj)?;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(request, h) }
+}
+
 mpi_fn! {
     /// `MPI_Comm_idup`: `newcomm` is written when the request completes.
     MPI_Comm_idup / PMPI_Comm_idup [comm] (comm: usize, newcomm: *mut usize, request: *mut usize) {
-        let rt = rt()?;
-        let c = rt.comm_counted(comm)?;
-        if newcomm.is_null() || request.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null communicator or request pointer"));
-        }
-        let attrs = copy_all(rt, comm, &c)?;
-        let pending = c.comm.idup()?;
-        let obj = ReqObj {
-            state: State::Idup(Box::new(Idup::new(pending, newcomm, &c, attrs))),
-            ..ReqObj::ready(MpiStatus::EMPTY, comm)
-        };
-        let h = rt.add_request(obj)?;
-        // SAFETY: checked non-null; an out-argument.
-        unsafe { put(request, h) }
+        // SAFETY: out-arguments.
+        unsafe { idup(comm, None, newcomm, request) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_idup_with_info`: as `MPI_Comm_idup` with the given hints.
+    MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info [comm] (comm: usize, info: usize, newcomm: *mut usize, request: *mut usize) {
+        // SAFETY: out-arguments.
+        unsafe { idup(comm, Some(info), newcomm, request) }
     }
 }
 

@@ -23,12 +23,14 @@ pub(crate) struct Idup {
 }
 
 impl Idup {
-    /// A duplication of `parent`'s communicator into `out`.
+    /// A duplication of `parent`'s communicator into `out`, with `info`
+    /// (`None`: the parent's).
     pub(crate) fn new(
         pending: ferry::PendingComm,
         out: *mut usize,
         parent: &CommObj,
         attrs: Vec<(c_int, usize)>,
+        info: Option<Info>,
     ) -> Idup {
         let m = lock(&parent.meta);
         Idup {
@@ -36,7 +38,7 @@ impl Idup {
             out: out as usize,
             errh: m.errh.clone(),
             attrs,
-            info: m.info.clone(),
+            info: info.unwrap_or_else(|| m.info.clone()),
         }
     }
 
