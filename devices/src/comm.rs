@@ -210,6 +210,26 @@ impl Comm {
         block: Option<u32>,
         hints: Hints,
     ) -> Comm {
+        Comm::build(shared, group, remote, context, block, hints, true)
+    }
+
+    /// A communicator over `group` on `context` for a construction's own
+    /// point-to-point traffic: it owns no block, and registers no members
+    /// with the engine (it receives from named sources only, and its
+    /// context may be one a longer-lived communicator registered).
+    pub(crate) fn scratch(shared: Arc<Shared>, group: Group, context: ContextId) -> Comm {
+        Comm::build(shared, group, None, context, None, Hints::default(), false)
+    }
+
+    fn build(
+        shared: Arc<Shared>,
+        group: Group,
+        remote: Option<(Group, Inter)>,
+        context: ContextId,
+        block: Option<u32>,
+        hints: Hints,
+        register: bool,
+    ) -> Comm {
         let rank = group.rank().unwrap_or(PROC_NULL);
         let job_ranks: Option<Arc<[Rank]>> =
             (!group.is_identity()).then(|| Arc::from(group.job_ranks()));
@@ -217,7 +237,9 @@ impl Comm {
             Some((peers, inter)) => (peers, Some(inter)),
             None => (group.clone(), None),
         };
-        let partial = if inter.is_some() {
+        let partial = if !register {
+            None
+        } else if inter.is_some() {
             Some(Arc::from(peers.job_ranks()))
         } else {
             job_ranks

@@ -79,10 +79,23 @@ impl ContextPool {
     /// # Errors
     /// [`ApiError::ContextsExhausted`]; a failure of the allreduce.
     pub(crate) fn agree(&self, parent: &Comm) -> Result<u32> {
-        let key = self.enter(parent);
+        self.agree_by(parent, |words| {
+            parent.allreduce_in_place(words, &Op::band())
+        })
+    }
+
+    /// The agreement loop, with `reduce` ANDing every member's words into
+    /// every member's (collective over whoever takes part; `key` names the
+    /// communicator whose agreement this is, for the threads' priority).
+    fn agree_by(
+        &self,
+        key: &Comm,
+        mut reduce: impl FnMut(&mut [u64]) -> Result<()>,
+    ) -> Result<u32> {
+        let key = self.enter(key);
         let result = loop {
             let (mut words, offered) = self.offer(key);
-            let reduced = parent.allreduce_in_place(&mut words[..], &Op::band());
+            let reduced = reduce(&mut words[..]);
             match self.conclude(&words, offered, reduced) {
                 Some(r) => break r,
                 None => std::thread::yield_now(),
@@ -107,37 +120,60 @@ impl ContextPool {
         leader: ferry_core::Rank,
         mut swap: impl FnMut(&[u64]) -> Result<Vec<u64>>,
     ) -> Result<u32> {
-        let key = self.enter(local);
-        let result = loop {
-            let (mut words, offered) = self.offer(key);
-            let mut reduced = local.allreduce_in_place(&mut words[..], &Op::band());
+        self.agree_by(local, |words| {
+            local.allreduce_in_place(words, &Op::band())?;
             // The last word tells the side whether its leader's swap failed.
-            words.push(0);
+            let mut told = words.to_vec();
+            told.push(0);
             let mut failed = None;
-            if reduced.is_ok() && local.rank() == leader {
-                match swap(&words[..=WORDS]) {
-                    Ok(theirs) => words.iter_mut().zip(theirs).for_each(|(w, t)| *w &= t),
+            if local.rank() == leader {
+                match swap(words) {
+                    Ok(theirs) => told.iter_mut().zip(theirs).for_each(|(w, t)| *w &= t),
                     Err(e) => {
-                        words[WORDS + 1] = 1;
+                        told[WORDS + 1] = 1;
                         failed = Some(e);
                     }
                 }
             }
-            if reduced.is_ok() {
-                reduced = local.bcast(&mut words[..], leader);
-            }
+            local.bcast(&mut told[..], leader)?;
             if let Some(e) = failed {
-                reduced = Err(e);
-            } else if reduced.is_ok() && words[WORDS + 1] != 0 {
-                reduced = Err(ApiError::LeaderFailed.into());
+                return Err(e);
             }
-            match self.conclude(&words[..=WORDS], offered, reduced) {
-                Some(r) => break r,
-                None => std::thread::yield_now(),
+            if told[WORDS + 1] != 0 {
+                return Err(ApiError::LeaderFailed.into());
             }
-        };
-        self.leave(key);
-        result
+            words.copy_from_slice(&told[..=WORDS]);
+            Ok(())
+        })
+    }
+
+    /// Agrees on a block with the members of `scratch` only (its parent's
+    /// other processes take no part): `MPI_Comm_create_group`. The masks
+    /// are gathered at member 0 and the AND sent back, point-to-point on
+    /// `scratch` with `tag` (which tells concurrent calls apart).
+    pub(crate) fn agree_among(
+        &self,
+        key: &Comm,
+        scratch: &Comm,
+        tag: ferry_core::Tag,
+    ) -> Result<u32> {
+        self.agree_by(key, |words| {
+            let n = scratch.size() as ferry_core::Rank;
+            if scratch.rank() == 0 {
+                let mut theirs = vec![0u64; words.len()];
+                for r in 1..n {
+                    scratch.recv(&mut theirs, r, tag)?;
+                    words.iter_mut().zip(&theirs).for_each(|(w, t)| *w &= t);
+                }
+                for r in 1..n {
+                    scratch.send(words, r, tag)?;
+                }
+            } else {
+                scratch.send(words, 0, tag)?;
+                scratch.recv(words, 0, tag)?;
+            }
+            Ok(())
+        })
     }
 
     /// Registers an agreement on `parent`; returns its priority key.

@@ -162,7 +162,9 @@ impl Comm {
     /// A group with a process outside this communicator; as for
     /// [`Comm::dup`].
     pub fn create(&self, group: &Group) -> Result<Option<Comm>> {
-        self.intra_only("create on an intercommunicator")?;
+        if self.is_inter() {
+            return self.create_inter(group);
+        }
         let mine = self.group();
         if group.difference(&mine).size() != 0 {
             return Err(
@@ -177,6 +179,34 @@ impl Comm {
             return Ok(None);
         }
         Ok(Some(self.derived(group, block, self.hints())))
+    }
+
+    /// `MPI_Comm_create_group`: a communicator of `group`'s members (a
+    /// subgroup of this one), collective over those members only; `tag`
+    /// tells apart concurrent calls on this communicator whose groups
+    /// overlap. Call it from members of `group` only.
+    ///
+    /// # Errors
+    /// A group with a process outside this communicator, or a caller
+    /// outside the group; an intercommunicator; as for [`Comm::dup`].
+    pub fn create_group(&self, group: &Group, tag: ferry_core::Tag) -> Result<Comm> {
+        self.intra_only("create_group on an intercommunicator")?;
+        if group.difference(&self.group()).size() != 0 {
+            return Err(
+                ApiError::InvalidGroup("the group has processes outside the communicator").into(),
+            );
+        }
+        let shared = &self.inner.shared;
+        let group = Group::from_job_ranks(group.job_ranks(), shared.rank)?;
+        if group.rank().is_none() {
+            return Err(ApiError::InvalidGroup("called by a process outside the group").into());
+        }
+        // The agreement's messages go on the third context of this
+        // communicator's block, which only this construction uses (the
+        // fourth is the world's finalize context).
+        let scratch = Comm::scratch(Arc::clone(shared), group.clone(), self.context() + 2);
+        let block = shared.contexts.agree_among(self, &scratch, tag)?;
+        Ok(self.derived(group, block, self.hints()))
     }
 
     /// `MPI_Comm_compare`.

@@ -1,8 +1,8 @@
 //! Intercommunicators (`MPI_Intercomm_create`, `MPI_Intercomm_merge`): two
 //! disjoint groups, each member's point-to-point ranks naming the other
-//! group's members. Collectives, `split` and `create` on one are refused
-//! with [`ApiError::Unsupported`]; point-to-point, probes, persistent
-//! requests, `dup`, `compare` and `merge` work.
+//! group's members. Collectives on one are refused with
+//! [`ApiError::Unsupported`]; point-to-point, probes, persistent requests,
+//! `dup`, `split`, `create`, `compare` and `merge` work.
 //!
 //! Each construction is collective over both groups: the members of each
 //! side agree among themselves (on their local intracommunicator) and the
@@ -24,6 +24,7 @@ use crate::group::Group;
 const MASK_TAG: Tag = 1;
 const HIGH_TAG: Tag = 2;
 const SPLIT_TAG: Tag = 3;
+const CREATE_TAG: Tag = 4;
 
 impl Comm {
     /// True for an intercommunicator (`MPI_Comm_test_inter`).
@@ -162,6 +163,32 @@ impl Comm {
         }
         let (lgroup, rgroup) = (self.group().incl(&lranks)?, self.inner.peers.incl(&rranks)?);
         Ok(Some(self.inter_from(lgroup, rgroup, block, self.hints())))
+    }
+
+    /// `MPI_Comm_create` on an intercommunicator (MPI 2.2): each side
+    /// passes a subgroup of its local group (the same on all its members);
+    /// the members of it get an intercommunicator whose remote group is
+    /// the other side's. `None` outside the group, or if either group is
+    /// empty. Collective over both sides.
+    pub(crate) fn create_inter(&self, group: &Group) -> Result<Option<Comm>> {
+        let parts = self.inter_parts()?;
+        if group.difference(&self.group()).size() != 0 {
+            return Err(
+                ApiError::InvalidGroup("the group has processes outside the local group").into(),
+            );
+        }
+        let theirs = lead_and_tell(&parts.local, 0, || {
+            swap_list(&parts.bridge, 0, CREATE_TAG, group.job_ranks())
+        })?;
+        let block = self.agree_inter(parts)?;
+        let me = self.inner.shared.rank;
+        let local = Group::from_job_ranks(group.job_ranks(), me)?;
+        let remote = Group::from_job_ranks(theirs, me)?;
+        if local.rank().is_none() || remote.size() == 0 {
+            self.shared().contexts.release(block);
+            return Ok(None);
+        }
+        Ok(Some(self.inter_from(local, remote, block, self.hints())))
     }
 
     /// `MPI_Comm_dup` of an intercommunicator: the same groups on a new

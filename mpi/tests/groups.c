@@ -117,7 +117,30 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_create_group(MPI_COMM_WORLD, me, 6, &cg));
     OK(MPI_Comm_size(cg, &s)); EQ(s, 1);
     OK(MPI_Comm_free(&cg));
-    if (size > 2 && rank % 2 == 0) ERR(MPI_ERR_UNSUPPORTED_OPERATION, MPI_Comm_create_group(MPI_COMM_WORLD, evens, 7, &cg));
+    /* A proper subgroup: the even ranks and the odd ranks each make their
+     * own at once (only the members call; the same tag, disjoint groups). */
+    {
+        MPI_Comm part;
+        int mine = rank % 2, members = (size - mine + 1) / 2, v = 1, tot = 0;
+        OK(MPI_Comm_create_group(MPI_COMM_WORLD, mine ? odds : evens, 7, &part));
+        OK(MPI_Comm_size(part, &s)); EQ(s, members);
+        OK(MPI_Comm_rank(part, &r)); EQ(r, rank / 2);
+        OK(MPI_Allreduce(&v, &tot, 1, MPI_INT, MPI_SUM, part)); EQ(tot, members);
+        /* Nested: the first two members of it, called by those two only. */
+        if (members > 2 && r < 2) {
+            MPI_Group pg, two;
+            int firsts[2] = {0, 1};
+            MPI_Comm pair;
+            OK(MPI_Comm_group(part, &pg));
+            OK(MPI_Group_incl(pg, 2, firsts, &two));
+            OK(MPI_Comm_create_group(part, two, 8, &pair));
+            OK(MPI_Comm_size(pair, &s)); EQ(s, 2);
+            OK(MPI_Allreduce(&rank, &tot, 1, MPI_INT, MPI_SUM, pair)); EQ(tot, 2 * mine + 2);
+            OK(MPI_Comm_free(&pair));
+            OK(MPI_Group_free(&two)); OK(MPI_Group_free(&pg));
+        }
+        OK(MPI_Comm_free(&part));
+    }
     if (rank % 2) ERR(MPI_ERR_GROUP, MPI_Comm_create_group(MPI_COMM_WORLD, evens, 8, &cg));
     OK(MPI_Group_free(&me));
 

@@ -1,7 +1,7 @@
 /* Intercommunicators: create (two interleaved halves of the world, so the
  * groups are not prefixes of it), test_inter, remote size and group,
  * point-to-point with specific and wildcard sources, probes, sendrecv,
- * persistent requests, split, dup, compare, merge three ways, and the
+ * persistent requests, split, create, dup, compare, merge three ways, and the
  * refused operations (collectives) with MPI_ERR_UNSUPPORTED_OPERATION. */
 #include "check.h"
 
@@ -131,6 +131,27 @@ int main(int argc, char **argv) {
     }
     OK(MPI_Comm_split(inter, MPI_UNDEFINED, 0, &sub));
     TRUE(sub == MPI_COMM_NULL);
+
+    /* create: each side passes the first half (rounded up) of its group. */
+    {
+        MPI_Group firsts;
+        int range[1][3] = {{0, (lsize + 1) / 2 - 1, 1}};
+        OK(MPI_Group_range_incl(local, 1, range, &firsts));
+        OK(MPI_Comm_create(inter, firsts, &sub));
+        if (lrank >= (lsize + 1) / 2) {
+            TRUE(sub == MPI_COMM_NULL);
+        } else {
+            OK(MPI_Comm_test_inter(sub, &flag)); EQ(flag, 1);
+            OK(MPI_Comm_size(sub, &n)); EQ(n, (lsize + 1) / 2);
+            OK(MPI_Comm_remote_size(sub, &n)); EQ(n, (rsize + 1) / 2);
+            MPI_Group subremote;
+            OK(MPI_Comm_remote_group(sub, &subremote));
+            traffic(sub, (lsize + 1) / 2, (rsize + 1) / 2, subremote);
+            OK(MPI_Group_free(&subremote));
+            OK(MPI_Comm_free(&sub));
+        }
+        OK(MPI_Group_free(&firsts));
+    }
 
     /* dup: another intercommunicator of the same groups. */
     MPI_Comm dup;

@@ -251,11 +251,9 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Comm_create_group`: collective over `group`'s members only.
-    /// Works when the group is all of `comm` (then it is
-    /// `MPI_Comm_create`) or this process alone; a proper subgroup of
-    /// several processes is `MPI_ERR_UNSUPPORTED_OPERATION` (ferry agrees
-    /// on context ids over whole communicators only).
+    /// `MPI_Comm_create_group`: collective over `group`'s members only
+    /// (ferry's `create_group`); `tag` tells apart concurrent calls whose
+    /// groups overlap.
     MPI_Comm_create_group / PMPI_Comm_create_group [comm] (comm: usize, group: usize, tag: c_int, newcomm: *mut usize) {
         let rt = rt()?;
         let c = rt.comm(comm)?;
@@ -266,13 +264,7 @@ mpi_fn! {
         if g.rank().is_none() {
             return Err(Fail::new(MPI_ERR_GROUP, "MPI_Comm_create_group called by a process outside the group"));
         }
-        let new = if g.size() == c.comm.size() {
-            c.comm.create(&g)?
-        } else if g.size() == 1 {
-            Some(rt.self_comm.comm.dup()?)
-        } else {
-            return Err(Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, "MPI_Comm_create_group of a proper subgroup with several processes is not supported"));
-        };
+        let new = Some(c.comm.create_group(&g, tag)?);
         // SAFETY: out-argument.
         unsafe { store_opt(rt, &c, new, newcomm) }
     }
