@@ -81,6 +81,31 @@ int main(int argc, char **argv) {
         OK(MPI_Comm_dup(MPI_COMM_SELF, &c));
         OK(MPI_Comm_free(&c));
     }
+    /* A nonblocking collective as a communicator's first never waits for
+     * the other members in its call: rank 0 enters it only after every
+     * other rank's synchronous send, which they make after theirs. Then
+     * blocking collectives on it (the first of which sets up the node
+     * layout) and nonblocking ones after that. */
+    {
+        MPI_Comm fresh;
+        MPI_Request r;
+        int v = 0, tot = 0;
+        OK(MPI_Comm_dup(MPI_COMM_WORLD, &fresh));
+        if (rank == 0) {
+            for (int i = 1; i < size; i++) OK(MPI_Recv(&v, 1, MPI_INT, i, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            OK(MPI_Iallreduce(&rank, &tot, 1, MPI_INT, MPI_SUM, fresh, &r));
+        } else {
+            OK(MPI_Iallreduce(&rank, &tot, 1, MPI_INT, MPI_SUM, fresh, &r));
+            OK(MPI_Ssend(&rank, 1, MPI_INT, 0, 3, MPI_COMM_WORLD));
+        }
+        OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        EQ(tot, size * (size - 1) / 2);
+        OK(MPI_Allreduce(&rank, &tot, 1, MPI_INT, MPI_SUM, fresh)); EQ(tot, size * (size - 1) / 2);
+        OK(MPI_Ibarrier(fresh, &r)); OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        OK(MPI_Iallreduce(&rank, &tot, 1, MPI_INT, MPI_MAX, fresh, &r)); OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        EQ(tot, size - 1);
+        OK(MPI_Comm_free(&fresh));
+    }
     check_done("comms");
     return 0;
 }

@@ -43,9 +43,11 @@ impl Comm {
     ) -> Result<Request> {
         let c = &self.inner;
         self.intra_only("collectives on an intercommunicator")?;
-        if c.node.get().is_none() && !c.node_setup.load(std::sync::atomic::Ordering::Relaxed) {
-            self.node_team()?;
-        }
+        // No node set-up here: it synchronizes the members, which a
+        // nonblocking or persistent collective's start must not (a
+        // blocking collective sets it up first, in `node_fast`). Every
+        // member calls collectives in the same order, so all see the same
+        // layout, set up or not, at each one.
         if !persistent {
             let lens = (input.as_ref().map(Buf::len), output.as_ref().map(Buf::len));
             if let Some(op) = self.single_node_op(&coll, lens.0, lens.1)? {

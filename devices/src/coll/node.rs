@@ -11,6 +11,7 @@
 //! device kind and the communicator size), never on this node, so either
 //! every member runs the setup's collectives or none does.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use ferry_core::coll::{Collective, NodeTeam};
@@ -131,9 +132,6 @@ impl Comm {
         {
             return Ok(None);
         }
-        if self.inner.node.get().is_none() {
-            self.node_team()?;
-        }
         // Borrowed, not cloned: two atomic reference-count updates less on
         // every call.
         let Some(Some(nt)) = self.inner.node.get() else {
@@ -188,6 +186,11 @@ impl Comm {
         output: &mut Option<&mut [u8]>,
     ) -> Result<bool> {
         self.intra_only("collectives on an intercommunicator")?;
+        // A blocking collective may synchronize: the first one sets the
+        // node layout up.
+        if self.inner.node.get().is_none() && !self.inner.node_setup.load(Ordering::Relaxed) {
+            self.node_team()?;
+        }
         let output_len = output.as_deref().map(<[u8]>::len);
         let Some(mut node_op) = self.single_node_op(coll, input.map(<[u8]>::len), output_len)?
         else {
