@@ -48,6 +48,15 @@ if [ -n "$missing" ]; then
 fi
 echo "ok   every one of $(echo "$declared" | wc -l) functions mpi.h declares is exported"
 
+# mpiexec reads MPIEXEC_TIMEOUT (as Hydra does; MPICH's test harness sets it).
+start=$(date +%s)
+rc=0; MPIEXEC_TIMEOUT=2 "$prefix/bin/mpiexec" -n 1 sleep 60 >/dev/null 2>&1 || rc=$?
+if [ "$rc" -ne 124 ] || [ $(( $(date +%s) - start )) -gt 30 ]; then
+  echo "mpi-test: MPIEXEC_TIMEOUT=2 did not end a 60 s job with exit 124 (exit $rc)" >&2
+  exit 1
+fi
+echo "ok   MPIEXEC_TIMEOUT ends a job that outlives it (exit 124)"
+
 tests=()
 for src in mpi/tests/*.c; do
   name=$(basename "$src" .c)
