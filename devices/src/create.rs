@@ -1,5 +1,5 @@
-//! Making communicators: `dup`, `idup`, `split`, `split_type`, `create`,
-//! and comparing them. Each new communicator's context ids are agreed by
+//! Making communicators: `dup`, `split`, `split_type`, `create`,
+//! `create_group`, and comparing them (`idup` is in `idup.rs`). Each new communicator's context ids are agreed by
 //! the parent's members (`contexts.rs`); it inherits the parent's hints
 //! unless given its own.
 
@@ -7,12 +7,10 @@ use std::sync::Arc;
 
 use ferry_core::Rank;
 
-use crate::coll::op::Op;
 use crate::comm::{Comm, Hints};
 use crate::contexts::base_of;
 use crate::error::{ApiError, Result};
 use crate::group::{Group, GroupCompare};
-use crate::request::Request;
 
 /// `MPI_UNDEFINED`: the `split` color of a process that wants no new
 /// communicator.
@@ -40,7 +38,7 @@ pub enum CommCompare {
 }
 
 impl Comm {
-    fn derived(&self, group: Group, block: u32, hints: Hints) -> Comm {
+    pub(crate) fn derived(&self, group: Group, block: u32, hints: Hints) -> Comm {
         Comm::new(
             Arc::clone(&self.inner.shared),
             group,
@@ -70,42 +68,6 @@ impl Comm {
         }
         let block = self.shared().contexts.agree(self)?;
         Ok(self.derived(self.group(), block, hints))
-    }
-
-    /// `MPI_Comm_idup`: starts a dup; [`PendingComm::wait`] or
-    /// [`PendingComm::test`] gives the communicator.
-    ///
-    /// # Errors
-    /// As for [`Comm::dup`].
-    pub fn idup(&self) -> Result<PendingComm> {
-        self.idup_with_hints(self.hints())
-    }
-
-    /// `MPI_Comm_idup_with_info`: as [`Comm::idup`] with other hints.
-    ///
-    /// # Errors
-    /// As for [`Comm::dup`].
-    pub fn idup_with_hints(&self, hints: Hints) -> Result<PendingComm> {
-        self.intra_only("idup of an intercommunicator")?;
-        let pool = &self.shared().contexts;
-        let key = pool.enter(self);
-        let (words, offered) = pool.offer(key);
-        let request = match self.iallreduce(words, &Op::band()) {
-            Ok(r) => r,
-            Err(e) => {
-                let _ = pool.conclude(&[], offered, Ok(()));
-                pool.leave(key);
-                return Err(e);
-            }
-        };
-        Ok(PendingComm {
-            parent: self.clone(),
-            hints,
-            request,
-            offered,
-            key,
-            done: false,
-        })
     }
 
     /// `MPI_Comm_split`: the members with the same `color` form a new
@@ -233,72 +195,6 @@ impl Comm {
             GroupCompare::Ident => CommCompare::Congruent,
             GroupCompare::Similar => CommCompare::Similar,
             GroupCompare::Unequal => CommCompare::Unequal,
-        }
-    }
-}
-
-/// A communicator being duplicated by [`Comm::idup`].
-#[derive(Debug)]
-#[must_use = "wait or test it to get the communicator"]
-pub struct PendingComm {
-    parent: Comm,
-    hints: Hints,
-    request: Request,
-    offered: bool,
-    key: ferry_core::ContextId,
-    done: bool,
-}
-
-impl PendingComm {
-    /// The communicator, once the agreement is done (`MPI_Test` on the
-    /// idup request).
-    ///
-    /// # Errors
-    /// As for [`Comm::dup`].
-    pub fn test(&mut self) -> Result<Option<Comm>> {
-        match self.request.test()? {
-            Some(c) => self.conclude(c).map(Some),
-            None => Ok(None),
-        }
-    }
-
-    /// Waits for the communicator (`MPI_Wait` on the idup request).
-    ///
-    /// # Errors
-    /// As for [`Comm::dup`].
-    pub fn wait(mut self) -> Result<Comm> {
-        let c = self.request.wait()?;
-        self.conclude(c)
-    }
-
-    fn conclude(&mut self, c: crate::Completion) -> Result<Comm> {
-        let pool = &self.parent.shared().contexts;
-        let status = c.status;
-        let words: Vec<u64> = c.into_vec()?;
-        let reduced = status.ok().map(|_| ()).map_err(Into::into);
-        let agreed = pool.conclude(&words, self.offered, reduced);
-        self.offered = false;
-        // A round that did not settle continues as a blocking dup (all
-        // members see the same result, so all take this path together).
-        let block = match agreed {
-            Some(r) => r,
-            None => pool.agree(&self.parent),
-        };
-        pool.leave(self.key);
-        self.done = true;
-        let block = block?;
-        Ok(self.parent.derived(self.parent.group(), block, self.hints))
-    }
-}
-
-impl Drop for PendingComm {
-    fn drop(&mut self) {
-        if !self.done {
-            let pool = &self.parent.shared().contexts;
-            if self.offered {
-                let _ = pool.conclude(&[], true, Ok(()));
-            }
-            pool.leave(self.key);
         }
     }
 }

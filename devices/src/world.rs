@@ -81,6 +81,8 @@ pub(crate) struct Shared {
     pub(crate) node_ranks: Vec<Rank>,
     /// The context ids free on this process.
     pub(crate) contexts: crate::contexts::ContextPool,
+    /// The `idup` agreements in flight (`idup.rs`).
+    pub(crate) rounds: crate::idup::Rounds,
     /// The progress thread (`FERRY_ASYNC_PROGRESS`), until shutdown.
     progress: Mutex<Option<Progress>>,
 }
@@ -147,6 +149,7 @@ impl Shared {
             finalized: AtomicBool::new(false),
             node_ranks,
             contexts: crate::contexts::ContextPool::default(),
+            rounds: crate::idup::Rounds::default(),
             progress: Mutex::new(None),
         }
     }

@@ -220,6 +220,30 @@ int main(int argc, char **argv) {
     int one = 1, tot = 0;
     OK(MPI_Allreduce(&one, &tot, 1, MPI_INT, MPI_SUM, id2)); EQ(tot, size);
     OK(MPI_Comm_free(&id2)); OK(MPI_Comm_free(&id1));
+    /* Two idups in flight on different communicators, started in opposite
+     * orders on even and odd ranks (legal: the order rule is per
+     * communicator); completed by Waitall, and by two Waits. */
+    {
+        MPI_Comm a, b, na, nb;
+        MPI_Request two[2];
+        OK(MPI_Comm_dup(MPI_COMM_WORLD, &a)); OK(MPI_Comm_dup(MPI_COMM_WORLD, &b));
+        for (int round = 0; round < 2; round++) {
+            if (rank % 2 == 0) {
+                OK(MPI_Comm_idup(a, &na, &two[0])); OK(MPI_Comm_idup(b, &nb, &two[1]));
+            } else {
+                OK(MPI_Comm_idup(b, &nb, &two[1])); OK(MPI_Comm_idup(a, &na, &two[0]));
+            }
+            if (round == 0) {
+                OK(MPI_Waitall(2, two, MPI_STATUSES_IGNORE));
+            } else {
+                OK(MPI_Wait(&two[0], MPI_STATUS_IGNORE)); OK(MPI_Wait(&two[1], MPI_STATUS_IGNORE));
+            }
+            OK(MPI_Allreduce(&one, &tot, 1, MPI_INT, MPI_SUM, na)); EQ(tot, size);
+            OK(MPI_Allreduce(&one, &tot, 1, MPI_INT, MPI_SUM, nb)); EQ(tot, size);
+            OK(MPI_Comm_free(&na)); OK(MPI_Comm_free(&nb));
+        }
+        OK(MPI_Comm_free(&a)); OK(MPI_Comm_free(&b));
+    }
 
     /* Info on communicators; mpi_recv_req_may_be_empty through dup_with_info. */
     MPI_Info in, got;
