@@ -36,6 +36,15 @@ static void ring_bsend(MPI_Comm comm, int tag, int flush) {
 }
 
 int main(int argc, char **argv) {
+    /* Info_create_env before MPI_Init: the same values as after it. */
+    MPI_Info before;
+    char pre_procs[MPI_MAX_INFO_VAL], pre_level[MPI_MAX_INFO_VAL];
+    int pre_flag = 0;
+    if (MPI_Info_create_env(argc, argv, &before) != MPI_SUCCESS) return 1;
+    MPI_Info_get(before, "maxprocs", MPI_MAX_INFO_VAL - 1, pre_procs, &pre_flag);
+    if (!pre_flag) { fprintf(stderr, "FAIL: no maxprocs before MPI_Init\n"); return 1; }
+    MPI_Info_get(before, "thread_level", MPI_MAX_INFO_VAL - 1, pre_level, &pre_flag);
+    if (!pre_flag) { fprintf(stderr, "FAIL: no thread_level before MPI_Init\n"); return 1; }
     check_init(&argc, &argv);
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -78,10 +87,13 @@ int main(int argc, char **argv) {
     TRUE(strcmp(value, argv[0]) == 0);
     OK(MPI_Info_get(env, "maxprocs", MPI_MAX_INFO_VAL - 1, value, &flag));
     EQ(flag, 1); EQ(atoi(value), size);
+    TRUE(strcmp(value, pre_procs) == 0);
     OK(MPI_Info_get(env, "host", MPI_MAX_INFO_VAL - 1, value, &flag));
     EQ(flag, 1); TRUE(strlen(value) > 0);
     OK(MPI_Info_get(env, "thread_level", MPI_MAX_INFO_VAL - 1, value, &flag));
     EQ(flag, 1); TRUE(strncmp(value, "MPI_THREAD_", 11) == 0);
+    TRUE(strcmp(value, pre_level) == 0);
+    OK(MPI_Info_free(&before));
     OK(MPI_Info_free(&env));
     OK(MPI_Info_create_env(0, NULL, &env));
     OK(MPI_Info_get(env, "command", MPI_MAX_INFO_VAL - 1, value, &flag));

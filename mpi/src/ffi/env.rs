@@ -265,8 +265,9 @@ mpi_fn! {
     /// `MPI_INFO_ENV` describes, from `argc`/`argv` (either may be 0/null)
     /// and the process: `command`, `argv` (the arguments after the command,
     /// space-separated; left out when there are none), `wdir`, `host`,
-    /// `arch`, and after `MPI_Init` `maxprocs` (the size of
-    /// `MPI_COMM_WORLD`) and `thread_level`.
+    /// `arch`, `maxprocs` (the launcher's job size) and `thread_level`
+    /// (the level `FERRY_THREAD_LEVEL` asks for, else `MPI_THREAD_SINGLE`):
+    /// the same before `MPI_Init`, after it and after `MPI_Finalize`.
     /// Callable before `MPI_Init`; the program frees it with
     /// `MPI_Info_free`.
     MPI_Info_create_env / PMPI_Info_create_env(argc: c_int, argv: *mut *mut c_char, info: *mut usize) {
@@ -303,16 +304,23 @@ mpi_fn! {
         }
         set("host", &hostname());
         set("arch", std::env::consts::ARCH);
-        if let Some(rt) = state::rt_any() {
-            set("maxprocs", &rt.size.to_string());
-            let level = match state::level_value(rt.level) {
-                MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
-                MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
-                MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
-                _ => "MPI_THREAD_MULTIPLE",
-            };
-            set("thread_level", level);
-        }
+        // What the environment says, the same before MPI_Init, after it
+        // and after MPI_Finalize: the launcher's job size (PMI_SIZE, which
+        // ferryrun and Hydra set; 1 for a program started alone) and the
+        // thread level FERRY_THREAD_LEVEL asks for (MPI_Init's default).
+        let size = std::env::var("PMI_SIZE").ok().filter(|v| v.parse::<u32>().is_ok());
+        set("maxprocs", size.as_deref().unwrap_or("1"));
+        let requested = match std::env::var_os("FERRY_THREAD_LEVEL") {
+            Some(_) => ferry::Config::from_env().map_or(ferry::ThreadLevel::Single, |c| c.thread_level),
+            None => ferry::ThreadLevel::Single,
+        };
+        let level = match state::level_value(requested) {
+            MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
+            MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
+            MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
+            _ => "MPI_THREAD_MULTIPLE",
+        };
+        set("thread_level", level);
         let h = lock(&INFOS)
             .insert(i)
             .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many info objects"))?;
