@@ -66,6 +66,8 @@ int main(int argc, char **argv) {
     EQ(flag, 1); EQ(*attr, 0);
     OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &attr, &flag));
     EQ(flag, 1); EQ(*attr, 0);
+    OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &attr, &flag));
+    EQ(flag, 1); TRUE(*attr >= MPI_ERR_LASTCODE);
     OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_HOST, &attr, &flag));
     EQ(flag, 1); EQ(*attr, MPI_PROC_NULL);
     OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_IO, &attr, &flag));
