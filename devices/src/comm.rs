@@ -197,20 +197,7 @@ impl Comm {
         block: Option<u32>,
         hints: Hints,
     ) -> Comm {
-        Comm::with_peers(shared, group, None, context, block, hints)
-    }
-
-    /// A communicator whose point-to-point ranks name `remote` (an
-    /// intercommunicator's parts) or, with `None`, `group`.
-    pub(crate) fn with_peers(
-        shared: Arc<Shared>,
-        group: Group,
-        remote: Option<(Group, Inter)>,
-        context: ContextId,
-        block: Option<u32>,
-        hints: Hints,
-    ) -> Comm {
-        Comm::build(shared, group, remote, context, block, hints, true)
+        Comm::with_peers(shared, group, None, context, block, hints, true)
     }
 
     /// A communicator over `group` on `context` for a construction's own
@@ -218,10 +205,14 @@ impl Comm {
     /// with the engine (it receives from named sources only, and its
     /// context may be one a longer-lived communicator registered).
     pub(crate) fn scratch(shared: Arc<Shared>, group: Group, context: ContextId) -> Comm {
-        Comm::build(shared, group, None, context, None, Hints::default(), false)
+        Comm::with_peers(shared, group, None, context, None, Hints::default(), false)
     }
 
-    fn build(
+    /// A communicator whose point-to-point ranks name `remote` (an
+    /// intercommunicator's parts) or, with `None`, `group`; `register`:
+    /// tell the engine its members, for failing wildcard receives when
+    /// one dies.
+    pub(crate) fn with_peers(
         shared: Arc<Shared>,
         group: Group,
         remote: Option<(Group, Inter)>,

@@ -231,6 +231,7 @@ impl Comm {
             base + 1,
             None,
             hints,
+            true,
         );
         let parts = InterParts {
             local: local_comm,
@@ -243,6 +244,7 @@ impl Comm {
             base,
             Some(block),
             hints,
+            true,
         )
     }
 }
@@ -259,23 +261,35 @@ fn of_color(list: &[i32], color: i32) -> Vec<Rank> {
     members.into_iter().map(|(_, r)| r).collect()
 }
 
-/// Sends `mine` to `peer_rank` of `via` and receives as many elements from
-/// it: the two leaders' exchange, safe in either order (the send does not
-/// wait for the receive).
+/// Sends `mine` to `peer_rank` of `via` and receives `theirs` from it:
+/// the two leaders' exchange, safe in either order (the send does not wait
+/// for the receive).
+fn exchange<T: crate::typed::Element>(
+    via: &Comm,
+    peer_rank: Rank,
+    tag: Tag,
+    mine: Vec<T>,
+    theirs: &mut [T],
+) -> Result<()> {
+    let mut send = via.isend(mine, peer_rank, tag)?;
+    via.recv(theirs, peer_rank, tag)?;
+    send.wait()?;
+    Ok(())
+}
+
+/// [`exchange`] of as many elements as `mine` has.
 fn swap<T: crate::typed::Element>(
     via: &Comm,
     peer_rank: Rank,
     tag: Tag,
     mine: &[T],
 ) -> Result<Vec<T>> {
-    let mut send = via.isend(mine.to_vec(), peer_rank, tag)?;
     let mut theirs = mine.to_vec();
-    via.recv(&mut theirs, peer_rank, tag)?;
-    send.wait()?;
+    exchange(via, peer_rank, tag, mine.to_vec(), &mut theirs)?;
     Ok(theirs)
 }
 
-/// [`swap`] of lists whose lengths may differ (the lengths first).
+/// [`exchange`] of lists whose lengths may differ (the lengths first).
 fn swap_list<T: crate::typed::Element + Default>(
     via: &Comm,
     peer_rank: Rank,
@@ -283,10 +297,8 @@ fn swap_list<T: crate::typed::Element + Default>(
     mine: Vec<T>,
 ) -> Result<Vec<T>> {
     let len = swap(via, peer_rank, tag, &[mine.len() as u64])?;
-    let mut send = via.isend(mine, peer_rank, tag)?;
     let mut theirs = vec![T::default(); len[0] as usize];
-    via.recv(&mut theirs, peer_rank, tag)?;
-    send.wait()?;
+    exchange(via, peer_rank, tag, mine, &mut theirs)?;
     Ok(theirs)
 }
 
