@@ -12,8 +12,9 @@
 //! ferry's engine reduces the common types itself; complex numbers,
 //! `MPI_2REAL`, `MPI_2DOUBLE_PRECISION`, `MPI_INTEGER16` and
 //! `MPI_LOGICAL16` are element-wise functions here, run as ferry user ops
-//! (commutative) on their own size. Types with no Rust arithmetic (`long
-//! double`, half and quad precision, and complex numbers of them) are
+//! (commutative) on their own size; so are C's `long double` types,
+//! through a C helper (`ffi/longdouble.rs`). Types with no arithmetic here
+//! (half and quad precision, and complex numbers of them) are
 //! `MPI_ERR_UNSUPPORTED_OPERATION`.
 
 use ferry::ferry_core::coll::{Datatype, ReduceOp, UserOp};
@@ -173,6 +174,33 @@ fn int128(op: usize, logical_only: bool) -> Option<(ReduceOp, Datatype)> {
     })
 }
 
+/// The ops on a `long double` type, through the C helper.
+fn long_double(op: usize, kind: crate::ffi::longdouble::Kind) -> Option<(ReduceOp, Datatype)> {
+    use crate::ffi::longdouble::{apply, elem_size, takes, Op};
+    let op = match op {
+        MPI_SUM => Op::Sum,
+        MPI_PROD => Op::Prod,
+        MPI_MIN => Op::Min,
+        MPI_MAX => Op::Max,
+        MPI_MINLOC => Op::MinLoc,
+        MPI_MAXLOC => Op::MaxLoc,
+        _ => return None,
+    };
+    if !takes(kind, op) {
+        return None;
+    }
+    let run = move |input: &[u8], inout: &mut [u8]| {
+        // `takes` checked the op, so the helper does not refuse it.
+        let _ = apply(kind, op, input, inout);
+    };
+    Some((
+        ReduceOp::User(UserOp::new(run, true)),
+        Datatype::Opaque {
+            size: elem_size(kind) as u32,
+        },
+    ))
+}
+
 /// The ops on a Fortran `LOGICAL` of `size` bytes: ferry's logical ops on
 /// the integer of that size (0 or 1 out, as gfortran's `.true.` is 1).
 fn logical(op: usize, size: usize) -> Option<(ReduceOp, Datatype)> {
@@ -238,6 +266,9 @@ pub fn predefined_op(op: usize, p: &Predefined) -> Res<(ReduceOp, Datatype)> {
         Elem::TwoF64 => pairs64(op, false),
         Elem::I128 => int128(op, false),
         Elem::Logical => logical(op, p.size),
+        Elem::LongDouble => long_double(op, crate::ffi::longdouble::Kind::Real),
+        Elem::LongDoubleComplex => long_double(op, crate::ffi::longdouble::Kind::Complex),
+        Elem::LongDoubleInt => long_double(op, crate::ffi::longdouble::Kind::WithInt),
         _ => {
             let (dtype, class) = core_type(p.elem).ok_or_else(undefined)?;
             let op = core_op(op, class).ok_or_else(undefined)?;
@@ -269,6 +300,9 @@ mod tests {
         const TWO_INT: usize = 0x22b;
         const COMPLEX: usize = 0x216;
         const LONG_DOUBLE: usize = 0x220;
+        const LONG_DOUBLE_INT: usize = 0x22d;
+        const LONG_DOUBLE_COMPLEX: usize = 0x224;
+        const REAL16: usize = 0x2e2;
         const CHAR: usize = 0x243;
         const LOGICAL: usize = 0x218;
         assert_eq!(class_of(MPI_SUM, DOUBLE), MPI_SUCCESS);
@@ -289,10 +323,13 @@ mod tests {
         assert_eq!(class_of(MPI_LAND, LOGICAL), MPI_SUCCESS);
         assert_eq!(class_of(MPI_SUM, LOGICAL), MPI_ERR_OP);
         assert_eq!(class_of(MPI_MAX, CHAR), MPI_ERR_OP);
-        assert_eq!(
-            class_of(MPI_SUM, LONG_DOUBLE),
-            MPI_ERR_UNSUPPORTED_OPERATION
-        );
+        assert_eq!(class_of(MPI_SUM, LONG_DOUBLE), MPI_SUCCESS);
+        assert_eq!(class_of(MPI_BAND, LONG_DOUBLE), MPI_ERR_OP);
+        assert_eq!(class_of(MPI_MAXLOC, LONG_DOUBLE_INT), MPI_SUCCESS);
+        assert_eq!(class_of(MPI_SUM, LONG_DOUBLE_INT), MPI_ERR_OP);
+        assert_eq!(class_of(MPI_PROD, LONG_DOUBLE_COMPLEX), MPI_SUCCESS);
+        assert_eq!(class_of(MPI_MAX, LONG_DOUBLE_COMPLEX), MPI_ERR_OP);
+        assert_eq!(class_of(MPI_SUM, REAL16), MPI_ERR_UNSUPPORTED_OPERATION);
     }
 
     /// Runs `op` on `ty` over byte buffers through core's reduction.

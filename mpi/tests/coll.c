@@ -1,5 +1,6 @@
 /* Blocking collectives: Barrier, Bcast, Reduce and Allreduce (with
- * MPI_IN_PLACE) over integer, floating, logical and pair types. */
+ * MPI_IN_PLACE) over integer, floating, logical and pair types, long
+ * double (C's extended precision) and its complex and pair types. */
 #include "check.h"
 #include <complex.h>
 #include <stdbool.h>
@@ -96,14 +97,39 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     char ch = 'a', cho;
     ERR(MPI_ERR_OP, MPI_Allreduce(&ch, &cho, 1, MPI_CHAR, MPI_MAX, MPI_COMM_WORLD));
+    /* Quad precision has no arithmetic here. */
+    unsigned char quad[16] = {0}, quads[16];
+    ERR(MPI_ERR_UNSUPPORTED_OPERATION, MPI_Allreduce(quad, quads, 1, MPI_REAL16, MPI_SUM, MPI_COMM_WORLD));
     long double ld = 1, lds;
-    ERR(MPI_ERR_UNSUPPORTED_OPERATION, MPI_Allreduce(&ld, &lds, 1, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    ERR(MPI_ERR_OP, MPI_Allreduce(&ld, &lds, 1, MPI_LONG_DOUBLE, MPI_BAND, MPI_COMM_WORLD));
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 
     /* Zero counts. */
     OK(MPI_Bcast(NULL, 0, MPI_INT, 0, MPI_COMM_WORLD));
     OK(MPI_Allreduce(NULL, NULL, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
 
+    /* long double (x87 extended: 1/3 sums exactly as C computes it), its
+     * complex numbers and MAXLOC/MINLOC on MPI_LONG_DOUBLE_INT. */
+    {
+        long double x[2] = {(long double)rank / 3.0L, (long double)(rank + 1)}, y[2] = {0, 0};
+        OK(MPI_Allreduce(x, y, 2, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+        long double want = 0;
+        for (int r = 0; r < size; r++) want += (long double)r / 3.0L;
+        TRUE(y[0] == want);
+        EQ((long long)y[1], (long long)size * (size + 1) / 2);
+        OK(MPI_Allreduce(x, y, 2, MPI_LONG_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+        TRUE(y[1] == (long double)size);
+        OK(MPI_Allreduce(x, y, 1, MPI_LONG_DOUBLE, MPI_PROD, MPI_COMM_WORLD));
+        TRUE(y[0] == 0.0L); /* rank 0 gives 0 */
+        struct { long double v; int i; } in = {(long double)(rank % 3), rank}, out = {0, -1};
+        OK(MPI_Allreduce(&in, &out, 1, MPI_LONG_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD));
+        EQ((long long)out.v, size >= 3 ? 2 : size - 1); EQ(out.i, size >= 3 ? 2 : size - 1);
+        OK(MPI_Allreduce(&in, &out, 1, MPI_LONG_DOUBLE_INT, MPI_MINLOC, MPI_COMM_WORLD));
+        EQ((long long)out.v, 0); EQ(out.i, 0);
+        long double _Complex c = CMPLXL((long double)(rank + 1), 1.0L), p = 0;
+        OK(MPI_Allreduce(&c, &p, 1, MPI_C_LONG_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD));
+        TRUE(__real__ p == (long double)size * (size + 1) / 2 && __imag__ p == (long double)size);
+    }
     check_done("coll");
     return 0;
 }

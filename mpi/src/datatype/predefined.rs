@@ -57,8 +57,15 @@ pub enum Elem {
     I128,
     /// Text and packed bytes: the standard defines no op on them.
     Text,
-    /// No arithmetic here: `long double` (x87 80-bit), half and quad
-    /// precision, and complex numbers of them.
+    /// C's `long double` (x87 80-bit on x86-64): reduced by the C helper
+    /// (`ffi/longdouble.rs`).
+    LongDouble,
+    /// A complex number of two `long double`s.
+    LongDoubleComplex,
+    /// `{long double; int}`.
+    LongDoubleInt,
+    /// No arithmetic here: half and quad precision, and complex numbers
+    /// of them.
     None,
 }
 
@@ -112,15 +119,15 @@ table! {
     0x21b MPI_COMPLEX 8 Complex32;
     0x21c MPI_DOUBLE_PRECISION 8 F64;
     0x21d MPI_DOUBLE_COMPLEX 16 Complex64;
-    0x220 MPI_LONG_DOUBLE 16 None;
-    0x224 MPI_C_LONG_DOUBLE_COMPLEX 32 None;
-    0x225 MPI_CXX_LONG_DOUBLE_COMPLEX 32 None;
+    0x220 MPI_LONG_DOUBLE 16 LongDouble;
+    0x224 MPI_C_LONG_DOUBLE_COMPLEX 32 LongDoubleComplex;
+    0x225 MPI_CXX_LONG_DOUBLE_COMPLEX 32 LongDoubleComplex;
     0x228 MPI_FLOAT_INT 8 FloatInt;
     0x229 MPI_DOUBLE_INT 16 DoubleInt;
     0x22a MPI_LONG_INT 16 LongInt;
     0x22b MPI_2INT 8 TwoInt;
     0x22c MPI_SHORT_INT 8 ShortInt;
-    0x22d MPI_LONG_DOUBLE_INT 32 None;
+    0x22d MPI_LONG_DOUBLE_INT 32 LongDoubleInt;
     0x230 MPI_2REAL 8 TwoF32;
     0x231 MPI_2DOUBLE_PRECISION 16 TwoF64;
     0x232 MPI_2INTEGER 8 TwoInt;
