@@ -77,24 +77,27 @@ for d in "${dirs[@]}"; do
   (cd "$src" && MPITEST_TIMEOUT=60 ./runtests -srcdir=. -tests=testlist -testdirs="$d" \
       -mpiexec="$prefix/bin/mpiexec" -xmlfile="$out/$d.xml" -tapfile="$out/$d.tap") \
       >"$out/$d.run" 2>&1 || true
-  ok=$(grep -c '^ok' "$out/$d.tap" || true)
-  nobuild=$(grep -E '^not ok .*# time= *$' "$out/$d.tap" | awk '{print $4}' | sort -u | wc -l)
-  fails=$(grep -E '^not ok' "$out/$d.tap" | grep -vE '# time= *$' | awk '{print $4}' | sed 's|^\./||' | sort -u)
-  nfail=$(grep -cE '^not ok' "$out/$d.tap" | tr -d ' ' || true)
-  nfail=$((nfail - $(grep -cE '^not ok .*# time= *$' "$out/$d.tap" || true)))
+  # awk, not grep: no match is not a failure under pipefail.
+  tap="$out/$d.tap"
+  [ -f "$tap" ] || : >"$tap"
+  ok=$(awk '/^ok/ { n++ } END { print n + 0 }' "$tap")
+  nobuild=$(awk '/^not ok/ && /# time= *$/ { print $4 }' "$tap" | sort -u | wc -l)
+  nfail=$(awk '/^not ok/ && !/# time= *$/ { n++ } END { print n + 0 }' "$tap")
+  fails=$(awk '/^not ok/ && !/# time= *$/ { sub(/^\.\//, "", $4); print $4 }' "$tap" | sort -u)
   total_ok=$((total_ok + ok)); total_fail=$((total_fail + nfail)); total_nobuild=$((total_nobuild + nobuild))
-  echo "$d: $ok passed, $nfail failed, $nobuild not built (functions mpi.h does not declare)"
+  echo "$d: $ok runs passed, $nfail runs failed, $nobuild programs not built (functions mpi.h does not declare)"
   for t in $fails; do
-    if grep -qE "^$t( |$)" "$expected"; then
-      echo "  expected failure: $t ($(grep -E "^$t( |$)" "$expected" | head -1 | cut -d' ' -f2-))"
+    reason=$(awk -v t="$t" '$1 == t { $1 = ""; sub(/^ /, ""); print; exit }' "$expected")
+    if [ -n "$reason" ]; then
+      echo "  expected failure: $t ($reason)"
     else
       echo "  UNEXPECTED failure: $t"
-      grep -E "in $(basename "$t"):" "$out/$d.run" | head -5 | sed 's/^/    /'
+      awk -v t="in $(basename "$t"):" 'index($0, t) { print "    " $0; if (++n == 5) exit }' "$out/$d.run"
       unexpected+=("$t")
     fi
   done
 done
-echo "mpich-testsuite: $total_ok passed, $total_fail failed, $total_nobuild not built (runs of ${dirs[*]})"
+echo "mpich-testsuite: $total_ok runs passed, $total_fail runs failed, $total_nobuild programs not built (${dirs[*]})"
 if [ ${#unexpected[@]} -gt 0 ]; then
   echo "mpich-testsuite: ${#unexpected[@]} unexpected failure(s): ${unexpected[*]}" >&2
   exit 1
