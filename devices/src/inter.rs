@@ -50,9 +50,9 @@ impl Comm {
     /// communicator's members and another group's, whose leader is
     /// `remote_leader` in `peer`. Collective over this communicator and
     /// the remote side's; `peer` (which may be `None` elsewhere) and
-    /// `remote_leader` matter only at `local_leader`, and `tag` tells the leaders' messages on `peer`
-    /// apart from the program's (MPI's rule: the program must not receive
-    /// them with a wildcard meanwhile).
+    /// `remote_leader` matter only at `local_leader`, and `tag` tells the
+    /// leaders' messages on `peer` apart from the program's (MPI's rule:
+    /// the program must not receive them with a wildcard meanwhile).
     ///
     /// # Errors
     /// A bad leader rank; groups that overlap (every member of both sides
