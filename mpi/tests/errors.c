@@ -66,7 +66,8 @@ int main(int argc, char **argv) {
     ERR(MPI_ERR_OP, MPI_Allreduce(&d, &out, 1, MPI_DOUBLE, MPI_OP_NULL, MPI_COMM_WORLD));
     ERR(MPI_ERR_OP, MPI_Allreduce(&d, &out, 1, MPI_DOUBLE, MPI_BAND, MPI_COMM_WORLD));
     ERR(MPI_ERR_OP, MPI_Allreduce(&d, &out, 1, MPI_DOUBLE, MPI_REPLACE, MPI_COMM_WORLD));
-    ERR(MPI_ERR_UNSUPPORTED_OPERATION, MPI_Allreduce(&d, &out, 1, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    unsigned char quad[16] = {0}, quads[16];
+    ERR(MPI_ERR_UNSUPPORTED_OPERATION, MPI_Allreduce(quad, quads, 1, MPI_REAL16, MPI_SUM, MPI_COMM_WORLD));
 
     /* Truncation: a message longer than the receive buffer. */
     int big[4] = {1, 2, 3, 4}, small[2] = {0, 0};
