@@ -75,6 +75,9 @@ pub(crate) struct CommInner {
     /// The next collective's sequence number (its tag): every member
     /// issues collectives in the same order, so they agree on it.
     seq: AtomicU32,
+    /// The next `idup`'s number on this communicator (the tag of its
+    /// agreement's rounds): `idup` is collective, so every member agrees.
+    idups: AtomicU32,
     pub(crate) hints: Hints,
     /// The context block to give back on drop (`None` for world and self).
     block: Option<u32>,
@@ -139,6 +142,12 @@ impl CommInner {
     /// The tag of the next collective.
     pub(crate) fn next_tag(&self) -> i32 {
         (self.seq.fetch_add(1, Ordering::Relaxed) & TAG_UB as u32) as i32
+    }
+
+    /// The tag of the next `idup`'s rounds: never 0, the tag of the
+    /// world's finalize drain on the context the rounds share with it.
+    pub(crate) fn next_idup_tag(&self) -> i32 {
+        (self.idups.fetch_add(1, Ordering::Relaxed) % TAG_UB as u32) as i32 + 1
     }
 }
 
@@ -256,6 +265,7 @@ impl Comm {
                 job_ranks,
                 table,
                 seq: AtomicU32::new(0),
+                idups: AtomicU32::new(0),
                 hints,
                 block,
                 node: std::sync::OnceLock::new(),

@@ -10,7 +10,9 @@
 //! two concurrent agreements could both pick the same block. A thread that
 //! finds the mask taken offers zeros, and everyone retries (MPICH's scheme);
 //! among the threads trying, the one whose parent has the lowest context id
-//! goes first, so the retries always end. The allreduce carries a last word
+//! goes first, so the retries always end. Several idups on one parent
+//! are told apart by their tags (`idup.rs`), lowest first, after any
+//! blocking agreement on it (tag 0). The allreduce carries a last word
 //! saying whether every member offered its real mask: only then is the
 //! result final, and an empty result means the contexts are exhausted.
 
@@ -24,18 +26,46 @@ use crate::comm::{Comm, CONTEXTS_PER_COMM, FIRST_FREE_CONTEXT};
 use crate::error::{ApiError, Result};
 
 /// Mask words: 64 × 64 = 4096 communicators alive at once per process.
-const WORDS: usize = 64;
+pub(crate) const WORDS: usize = 64;
+/// The mask's first words, for the first round of blocking agreements.
+const EAGER_WORDS: usize = 2;
+
+/// Which words of the mask a round offers. An idup holds the mask across
+/// rounds that need other members' progress; a blocking agreement those
+/// members are in meanwhile (`MPI_Comm_create_group` on some, before
+/// their idup) must still be able to settle, so its first round offers
+/// words no idup ever takes (MPICH's eager context ids). Every member's
+/// first round is an eager one, so they agree on which part they offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part {
+    Eager = 0,
+    Main = 1,
+}
+
+impl Part {
+    fn words(self) -> std::ops::Range<usize> {
+        match self {
+            Part::Eager => 0..EAGER_WORDS,
+            Part::Main => EAGER_WORDS..WORDS,
+        }
+    }
+}
 
 #[derive(Debug)]
 struct Pool {
     /// Bit set: the block is free here.
     free: [u64; WORDS],
-    /// A thread is offering the mask.
-    in_use: bool,
-    /// Parent contexts of the agreements in progress (with a count, for
+    /// A round is offering the part's words (indexed by [`Part`]).
+    in_use: [bool; 2],
+    /// Priority keys of the agreements in progress (with a count, for
     /// several threads on one parent).
-    trying: BTreeMap<ContextId, usize>,
+    trying: BTreeMap<Key, usize>,
 }
+
+/// An agreement's priority, the same on every process: its parent's
+/// context id, then the idup's tag on that parent (0 for a blocking
+/// agreement). The lowest goes first.
+pub(crate) type Key = (ContextId, ferry_core::Tag);
 
 /// This process's free context blocks; see the module docs.
 #[derive(Debug)]
@@ -48,7 +78,7 @@ impl Default for ContextPool {
         ContextPool {
             pool: Mutex::new(Pool {
                 free: [u64::MAX; WORDS],
-                in_use: false,
+                in_use: [false; 2],
                 trying: BTreeMap::new(),
             }),
         }
@@ -85,20 +115,27 @@ impl ContextPool {
     }
 
     /// The agreement loop, with `reduce` ANDing every member's words into
-    /// every member's (collective over whoever takes part; `key` names the
+    /// every member's (collective over whoever takes part; `key_comm` names the
     /// communicator whose agreement this is, for the threads' priority).
     fn agree_by(
         &self,
-        key: &Comm,
+        key_comm: &Comm,
         mut reduce: impl FnMut(&mut [u64]) -> Result<()>,
     ) -> Result<u32> {
-        let key = self.enter(key);
+        let key = self.enter(key_comm, 0);
+        let mut part = Part::Eager;
         let result = loop {
-            let (mut words, offered) = self.offer(key);
+            let (mut words, offered) = self.offer(key, part);
             let reduced = reduce(&mut words[..]);
-            match self.conclude(&words, offered, reduced) {
+            match self.conclude(&words, offered.then_some(part), reduced) {
                 Some(r) => break r,
-                None => std::thread::yield_now(),
+                None if part == Part::Eager => part = Part::Main,
+                None => {
+                    // An idup in flight may hold the mask: only its next
+                    // round gives it back.
+                    key_comm.shared().rounds.advance_all();
+                    std::thread::yield_now();
+                }
             }
         };
         self.leave(key);
@@ -176,15 +213,16 @@ impl ContextPool {
         })
     }
 
-    /// Registers an agreement on `parent`; returns its priority key.
-    pub(crate) fn enter(&self, parent: &Comm) -> ContextId {
-        let key = parent.context();
+    /// Registers an agreement on `parent` (`tag`: an idup's, else 0);
+    /// returns its priority key.
+    pub(crate) fn enter(&self, parent: &Comm, tag: ferry_core::Tag) -> Key {
+        let key = (parent.context(), tag);
         *self.lock().trying.entry(key).or_default() += 1;
         key
     }
 
     /// Unregisters an agreement.
-    pub(crate) fn leave(&self, key: ContextId) {
+    pub(crate) fn leave(&self, key: Key) {
         let mut pool = self.lock();
         if let Some(n) = pool.trying.get_mut(&key) {
             *n -= 1;
@@ -194,31 +232,36 @@ impl ContextPool {
         }
     }
 
-    /// This round's contribution: the free mask and an all-ones last word
-    /// if this thread may offer it, zeros otherwise.
-    pub(crate) fn offer(&self, key: ContextId) -> (Vec<u64>, bool) {
+    /// This round's contribution: the free words of `part` and an all-ones
+    /// last word if this round may offer them, zeros otherwise. Only the
+    /// agreement with priority may offer the main part; the eager part
+    /// goes to whoever asks while no other round offers it.
+    pub(crate) fn offer(&self, key: Key, part: Part) -> (Vec<u64>, bool) {
         let mut words = vec![0u64; WORDS + 1];
         let mut pool = self.lock();
         let first = pool.trying.keys().next().copied();
-        if !pool.in_use && first == Some(key) {
-            pool.in_use = true;
-            words[..WORDS].copy_from_slice(&pool.free);
+        if !pool.in_use[part as usize] && (part == Part::Eager || first == Some(key)) {
+            pool.in_use[part as usize] = true;
+            let range = part.words();
+            words[range.clone()].copy_from_slice(&pool.free[range]);
             words[WORDS] = u64::MAX;
             return (words, true);
         }
         (words, false)
     }
 
-    /// After the allreduce: the agreed block, or `None` to try again.
+    /// After the reduction: the agreed block, or `None` to try again (in
+    /// the main part, after an eager round). `offered`: the part this
+    /// process offered, which it gives back.
     pub(crate) fn conclude(
         &self,
         words: &[u64],
-        offered: bool,
+        offered: Option<Part>,
         reduced: Result<()>,
     ) -> Option<Result<u32>> {
         let mut pool = self.lock();
-        if offered {
-            pool.in_use = false;
+        if let Some(part) = offered {
+            pool.in_use[part as usize] = false;
         }
         if let Err(e) = reduced {
             return Some(Err(e));
@@ -227,7 +270,12 @@ impl ContextPool {
             return None;
         }
         let Some(w) = words[..WORDS].iter().position(|&w| w != 0) else {
-            return Some(Err(ApiError::ContextsExhausted.into()));
+            // Every member offered, and nothing is free everywhere: the
+            // eager part is used up (the main part is next), or the main.
+            return match offered {
+                Some(Part::Eager) => None,
+                _ => Some(Err(ApiError::ContextsExhausted.into())),
+            };
         };
         let b = words[w].trailing_zeros();
         pool.free[w] &= !(1 << b);

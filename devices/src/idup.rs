@@ -1,34 +1,77 @@
 //! `MPI_Comm_idup`: a duplication whose context agreement (`contexts.rs`)
-//! runs as nonblocking allreduce rounds.
+//! runs in nonblocking rounds.
 //!
 //! A round does not settle when some member had its mask taken by another
-//! agreement: two idups in flight on different communicators, started in
-//! different orders on different members, each hold one member's mask in
-//! their first round. The next round must then start on every member, and
-//! the agreement with priority (the lowest parent context) settles first,
-//! but only if someone drives it: a program may wait on the other one
-//! first. So every idup in flight on a process is a [`Round`] in the
-//! pool's registry, and testing or waiting on any of them advances all of
-//! them, as a progress engine would.
+//! agreement: two idups in flight, started in different orders on
+//! different members (or on one communicator, in the same order), hold
+//! each other's masks in their first round. The next round must then start
+//! on every member, and the agreement with priority (the lowest parent
+//! context) settles first, but only if someone drives it: a program may
+//! wait on the other one first. So every idup in flight on a process is a
+//! [`Round`] in the pool's registry, and testing or waiting on any of them
+//! advances all of them, as a progress engine would.
+//!
+//! The rounds are point-to-point, never collectives on the parent: a
+//! member starts its next round when the program next tests, at a
+//! different point on each member of the parent's own nonblocking
+//! collectives, which must be issued in the same order everywhere. Each
+//! idup has a tag of its own (its number on the parent, agreed because
+//! `idup` is collective), on a context no collective and no program
+//! message uses: the parent block's last one for an intracommunicator
+//! (the world's finalize drain has tag 0 there), the local group's
+//! point-to-point one for an intercommunicator. The members' words go to
+//! the local leader (member 0), which ANDs them, swaps the result with the
+//! remote leader on an intercommunicator's bridge, and sends the answer
+//! back. Rounds of one idup reuse its tag: messages between two processes
+//! on one tag arrive in order, and a round starts only after the last.
 
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use ferry_core::ContextId;
+use ferry_core::{Rank, Tag};
 
-use crate::coll::op::Op;
-use crate::comm::{Comm, Hints};
-use crate::error::Result;
+use crate::comm::{Comm, Hints, CONTEXTS_PER_COMM};
+use crate::contexts::{Key, Part, WORDS};
+use crate::error::{ApiError, Result};
 use crate::request::Request;
+
+/// The words of a round: the mask, the "every member offered" word, and
+/// a fault word (the leader's swap with the other side failed).
+const ROUND_WORDS: usize = WORDS + 2;
+const FAULT: usize = WORDS + 1;
+
+/// Where one idup's rounds travel; see the module docs.
+#[derive(Debug)]
+struct Route {
+    /// The parent's members (an intercommunicator's local group).
+    members: Comm,
+    /// An intercommunicator's leaders' channel.
+    bridge: Option<Comm>,
+    tag: Tag,
+}
+
+/// Where this process is in the round in flight.
+#[derive(Debug)]
+enum Step {
+    /// A member other than the leader: its words sent, the answer awaited.
+    Member { answer: Request },
+    /// The leader gathers the members' words into `words`.
+    Gather { words: Vec<u64>, from: Vec<Request> },
+    /// The leader swaps its side's words with the other side's leader.
+    Swap { words: Vec<u64>, theirs: Request },
+}
 
 /// One idup's agreement: its current round, or its outcome.
 #[derive(Debug)]
 pub(crate) struct Round {
     parent: Comm,
+    route: Route,
     /// The round in flight (`None` once settled).
-    request: Option<Request>,
+    step: Option<Step>,
+    /// Sends that may still be in flight (this idup's own).
+    sends: Vec<Request>,
     /// This member offered its real mask in the round in flight.
     offered: bool,
-    key: ContextId,
+    key: Key,
     /// The agreed block, or the failure, once settled (until taken).
     outcome: Option<Result<u32>>,
     /// The mask and the key are given back.
@@ -48,7 +91,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Rounds {
     /// Advances every round in flight once. A round another thread is
     /// advancing is skipped.
-    fn advance_all(&self) {
+    pub(crate) fn advance_all(&self) {
         let live: Vec<Arc<Mutex<Round>>> = {
             let mut v = lock(&self.live);
             v.retain(|w| w.strong_count() > 0);
@@ -62,44 +105,154 @@ impl Rounds {
     }
 }
 
+/// A complete request's words (`None` while it is pending).
+fn words_of(request: &mut Request) -> Option<Result<Vec<u64>>> {
+    match request.test() {
+        Ok(None) => None,
+        Ok(Some(c)) => {
+            let status = c.status;
+            Some(status.ok().map_err(Into::into).and_then(|_| c.into_vec()))
+        }
+        Err(e) => Some(Err(e)),
+    }
+}
+
 impl Round {
-    /// Ends the round in flight if it is complete: settled, or the next
-    /// round started (every member sees the same result, so all do the
-    /// same).
+    /// Starts a round with this member's `words` (its mask, or zeros).
+    fn start(&mut self, mut words: Vec<u64>) -> Result<()> {
+        words.resize(ROUND_WORDS, 0);
+        let m = &self.route.members;
+        let tag = self.route.tag;
+        if m.rank() != 0 {
+            self.sends.push(m.isend(words, 0, tag)?);
+            let answer = m.irecv(vec![0u64; ROUND_WORDS], 0, tag)?;
+            self.step = Some(Step::Member { answer });
+            return Ok(());
+        }
+        let from = (1..m.size() as Rank)
+            .map(|r| m.irecv(vec![0u64; ROUND_WORDS], r, tag))
+            .collect::<Result<Vec<_>>>()?;
+        self.step = Some(Step::Gather { words, from });
+        Ok(())
+    }
+
+    /// Moves the round in flight on as far as its messages allow: to the
+    /// next step, the next round, or the outcome.
     fn advance(&mut self) {
-        let Some(request) = self.request.as_mut() else {
-            return;
-        };
-        let c = match request.test() {
-            Ok(Some(c)) => c,
-            Ok(None) => return,
-            Err(e) => return self.settle(Err(e)),
-        };
+        self.sends.retain_mut(|s| !matches!(s.test(), Ok(Some(_))));
+        loop {
+            let Some(step) = self.step.take() else {
+                return;
+            };
+            match self.step_on(step) {
+                Ok(Some(next)) => self.step = Some(next),
+                Ok(None) => return,
+                Err(e) => return self.settle(Err(e)),
+            }
+        }
+    }
+
+    /// One step: `Some` the next step, to try at once; `None` when it
+    /// waits (put back in `self.step`) or the round has ended (the next
+    /// one, if any, started in `self.step`).
+    fn step_on(&mut self, step: Step) -> Result<Option<Step>> {
+        let tag = self.route.tag;
+        match step {
+            Step::Member { mut answer } => match words_of(&mut answer) {
+                None => {
+                    self.step = Some(Step::Member { answer });
+                    Ok(None)
+                }
+                Some(words) => {
+                    let words = words?;
+                    if words.get(FAULT).copied().unwrap_or(1) != 0 {
+                        return Err(ApiError::LeaderFailed.into());
+                    }
+                    self.end_round(&words)?;
+                    Ok(None)
+                }
+            },
+            Step::Gather {
+                mut words,
+                mut from,
+            } => {
+                while let Some(last) = from.last_mut() {
+                    match words_of(last) {
+                        None => {
+                            self.step = Some(Step::Gather { words, from });
+                            return Ok(None);
+                        }
+                        Some(theirs) => {
+                            and_into(&mut words, &theirs?);
+                            from.pop();
+                        }
+                    }
+                }
+                let Some(bridge) = &self.route.bridge else {
+                    return self.tell(words).map(|()| None);
+                };
+                self.sends
+                    .push(bridge.isend(words[..=WORDS].to_vec(), 0, tag)?);
+                let theirs = bridge.irecv(vec![0u64; WORDS + 1], 0, tag)?;
+                Ok(Some(Step::Swap { words, theirs }))
+            }
+            Step::Swap {
+                mut words,
+                mut theirs,
+            } => match words_of(&mut theirs) {
+                None => {
+                    self.step = Some(Step::Swap { words, theirs });
+                    Ok(None)
+                }
+                Some(Ok(t)) => {
+                    and_into(&mut words[..=WORDS], &t);
+                    self.tell(words).map(|()| None)
+                }
+                Some(Err(e)) => {
+                    // The side learns of it, and this leader reports the cause.
+                    words[FAULT] = 1;
+                    self.tell(words)?;
+                    Err(e)
+                }
+            },
+        }
+    }
+
+    /// The leader: sends the round's result to the other members and ends
+    /// the round itself.
+    fn tell(&mut self, words: Vec<u64>) -> Result<()> {
+        let m = &self.route.members;
+        for r in 1..m.size() as Rank {
+            self.sends.push(m.isend(words.clone(), r, self.route.tag)?);
+        }
+        if words[FAULT] != 0 {
+            return Ok(());
+        }
+        self.end_round(&words)
+    }
+
+    /// Concludes a round every member saw the same result of: settled, or
+    /// the next round started.
+    fn end_round(&mut self, words: &[u64]) -> Result<()> {
         let pool = &self.parent.shared().contexts;
-        let status = c.status;
-        let reduced = status.ok().map(|_| ()).map_err(Into::into);
-        let words: Vec<u64> = match c.into_vec() {
-            Ok(w) => w,
-            Err(e) => return self.settle(Err(e)),
-        };
-        let agreed = pool.conclude(&words, self.offered, reduced);
+        let agreed = pool.conclude(words, self.offered.then_some(Part::Main), Ok(()));
         self.offered = false;
         match agreed {
-            Some(r) => self.settle(r),
+            Some(r) => {
+                self.settle(r);
+                Ok(())
+            }
             None => {
-                let (words, offered) = pool.offer(self.key);
+                let (words, offered) = pool.offer(self.key, Part::Main);
                 self.offered = offered;
-                match self.parent.iallreduce(words, &Op::band()) {
-                    Ok(r) => self.request = Some(r),
-                    Err(e) => self.settle(Err(e)),
-                }
+                self.start(words)
             }
         }
     }
 
     fn settle(&mut self, outcome: Result<u32>) {
         self.release();
-        self.request = None;
+        self.step = None;
         self.outcome = Some(outcome);
     }
 
@@ -111,11 +264,16 @@ impl Round {
         self.settled = true;
         let pool = &self.parent.shared().contexts;
         if self.offered {
-            let _ = pool.conclude(&[], true, Ok(()));
+            let _ = pool.conclude(&[], Some(Part::Main), Ok(()));
             self.offered = false;
         }
         pool.leave(self.key);
     }
+}
+
+/// ANDs `theirs` into `words`, word by word.
+fn and_into(words: &mut [u64], theirs: &[u64]) {
+    words.iter_mut().zip(theirs).for_each(|(w, t)| *w &= t);
 }
 
 impl Drop for Round {
@@ -141,20 +299,38 @@ impl Comm {
     /// # Errors
     /// As for [`Comm::dup`].
     pub fn idup_with_hints(&self, hints: Hints) -> Result<PendingComm> {
-        self.intra_only("idup of an intercommunicator")?;
+        let tag = self.inner.next_idup_tag();
+        let route = match self.inter_parts_if_any() {
+            Some(parts) => Route {
+                members: parts.local.clone(),
+                bridge: Some(parts.bridge.clone()),
+                tag,
+            },
+            None => Route {
+                members: Comm::scratch(
+                    Arc::clone(&self.inner.shared),
+                    self.group(),
+                    self.context() + CONTEXTS_PER_COMM - 1,
+                ),
+                bridge: None,
+                tag,
+            },
+        };
         let pool = &self.shared().contexts;
-        let key = pool.enter(self);
-        let (words, offered) = pool.offer(key);
+        let key = pool.enter(self, tag);
+        let (words, offered) = pool.offer(key, Part::Main);
         let mut round = Round {
             parent: self.clone(),
-            request: None,
+            route,
+            step: None,
+            sends: Vec::new(),
             offered,
             key,
             outcome: None,
             settled: false,
         };
         // On failure, dropping the round gives the mask and the key back.
-        round.request = Some(self.iallreduce(words, &Op::band())?);
+        round.start(words)?;
         let round = Arc::new(Mutex::new(round));
         lock(&self.shared().rounds.live).push(Arc::downgrade(&round));
         Ok(PendingComm {
@@ -190,12 +366,7 @@ impl PendingComm {
                 None => return Ok(None),
             }
         };
-        let block = outcome?;
-        Ok(Some(self.parent.derived(
-            self.parent.group(),
-            block,
-            self.hints,
-        )))
+        Ok(Some(self.parent.same_groups_on(outcome?, self.hints)))
     }
 
     /// Waits for the communicator (`MPI_Wait` on the idup request),

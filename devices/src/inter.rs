@@ -198,6 +198,21 @@ impl Comm {
         Ok(self.inter_from(self.group(), self.inner.peers.clone(), block, hints))
     }
 
+    /// An intercommunicator's parts (`None` on an intracommunicator).
+    pub(crate) fn inter_parts_if_any(&self) -> Option<&InterParts> {
+        self.inner.inter.as_ref().and_then(|i| i.parts.as_ref())
+    }
+
+    /// A communicator of the same groups (both, on an intercommunicator)
+    /// on `block`: what a dup makes once its block is agreed.
+    pub(crate) fn same_groups_on(&self, block: u32, hints: Hints) -> Comm {
+        if self.is_inter() {
+            self.inter_from(self.group(), self.inner.peers.clone(), block, hints)
+        } else {
+            self.derived(self.group(), block, hints)
+        }
+    }
+
     fn inter_parts(&self) -> Result<&InterParts> {
         self.inner
             .inter

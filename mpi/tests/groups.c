@@ -245,6 +245,40 @@ int main(int argc, char **argv) {
         OK(MPI_Comm_free(&a)); OK(MPI_Comm_free(&b));
     }
 
+    /* Several idups in flight on one communicator, each followed by a
+     * nonblocking allreduce and a message on it, completed in opposite
+     * orders on even and odd ranks (MPICH's comm_idup_nb). */
+    {
+        enum { N = 4 };
+        MPI_Comm base, nc[N];
+        MPI_Request r[3 * N];
+        int in[N], out[N], msg[N], got[N];
+        OK(MPI_Comm_dup(MPI_COMM_WORLD, &base));
+        for (int i = 0; i < N; i++) {
+            OK(MPI_Comm_idup(base, &nc[i], &r[3 * i]));
+            in[i] = rank + i;
+            OK(MPI_Iallreduce(&in[i], &out[i], 1, MPI_INT, MPI_SUM, base, &r[3 * i + 1]));
+            msg[i] = 100 * rank + i;
+            got[i] = -1;
+            OK(MPI_Isend(&msg[i], 1, MPI_INT, (rank + 1) % size, i, base, &r[3 * i + 2]));
+        }
+        for (int i = 0; i < N; i++)
+            OK(MPI_Recv(&got[i], 1, MPI_INT, (rank + size - 1) % size, i, base, MPI_STATUS_IGNORE));
+        if (rank % 2) {
+            for (int i = 3 * N - 1; i >= 0; i--) OK(MPI_Wait(&r[i], MPI_STATUS_IGNORE));
+        } else {
+            OK(MPI_Waitall(3 * N, r, MPI_STATUSES_IGNORE));
+        }
+        for (int i = 0; i < N; i++) {
+            EQ(out[i], size * (size - 1) / 2 + size * i);
+            EQ(got[i], 100 * ((rank + size - 1) % size) + i);
+            OK(MPI_Comm_compare(base, nc[i], &res)); EQ(res, MPI_CONGRUENT);
+            OK(MPI_Allreduce(&one, &tot, 1, MPI_INT, MPI_SUM, nc[i])); EQ(tot, size);
+        }
+        for (int i = 0; i < N; i++) OK(MPI_Comm_free(&nc[i]));
+        OK(MPI_Comm_free(&base));
+    }
+
     /* Info on communicators; mpi_recv_req_may_be_empty through dup_with_info. */
     MPI_Info in, got;
     char v[MPI_MAX_INFO_VAL];

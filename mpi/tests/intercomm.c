@@ -1,7 +1,7 @@
 /* Intercommunicators: create (two interleaved halves of the world, so the
  * groups are not prefixes of it), test_inter, remote size and group,
  * point-to-point with specific and wildcard sources, probes, sendrecv,
- * persistent requests, split, create, dup, compare, merge three ways, and the
+ * persistent requests, split, create, dup, idup, compare, merge three ways, and the
  * refused operations (collectives) with MPI_ERR_UNSUPPORTED_OPERATION. */
 #include "check.h"
 
@@ -161,6 +161,28 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_compare(inter, inter, &res)); EQ(res, MPI_IDENT);
     OK(MPI_Comm_compare(inter, half, &res)); EQ(res, MPI_UNEQUAL);
     traffic(dup, lsize, rsize, remote);
+
+    /* idup: two in flight on the intercommunicator, with traffic on it in
+     * between, completed in opposite orders on the two sides. */
+    {
+        MPI_Comm i1 = MPI_COMM_NULL, i2 = MPI_COMM_NULL;
+        MPI_Request ir[2];
+        OK(MPI_Comm_idup(inter, &i1, &ir[0]));
+        traffic(inter, lsize, rsize, remote);
+        OK(MPI_Comm_idup(dup, &i2, &ir[1]));
+        if (color == 0) {
+            OK(MPI_Wait(&ir[0], MPI_STATUS_IGNORE)); OK(MPI_Wait(&ir[1], MPI_STATUS_IGNORE));
+        } else {
+            OK(MPI_Wait(&ir[1], MPI_STATUS_IGNORE)); OK(MPI_Wait(&ir[0], MPI_STATUS_IGNORE));
+        }
+        OK(MPI_Comm_test_inter(i1, &flag)); EQ(flag, 1);
+        OK(MPI_Comm_remote_size(i2, &n)); EQ(n, rsize);
+        OK(MPI_Comm_compare(inter, i1, &res)); EQ(res, MPI_CONGRUENT);
+        OK(MPI_Comm_compare(i1, i2, &res)); EQ(res, MPI_CONGRUENT);
+        traffic(i1, lsize, rsize, remote);
+        traffic(i2, lsize, rsize, remote);
+        OK(MPI_Comm_free(&i1)); OK(MPI_Comm_free(&i2));
+    }
 
     /* merge, the odd side high: the even ranks first, then the odd. */
     MPI_Comm merged;
