@@ -447,6 +447,25 @@ static void derived_reduction(void) {
     MPI_Type_free(&c); free(in); free(out);
 }
 
+/* Many pairs: the engine splits a large reduction into pieces (by
+ * segment, by rank), which must fall on whole packed values (12 or 6
+ * bytes, not a power of two). */
+static void large(const pair_t *p) {
+    const int m = 40000 + 7;
+    unsigned char *in = fresh(p, m), *out = fresh(p, m);
+    mine(p, in, m);
+    MPI_Request r;
+    OK(MPI_Allreduce(in, out, m, p->t, MPI_MAXLOC, MPI_COMM_WORLD));
+    result(p, out, m, 0, 1, 0, size, "large Allreduce");
+    memset(out, SENT, (size_t)m * p->ext);
+    OK(MPI_Iallreduce(in, out, m, p->t, MPI_MINLOC, MPI_COMM_WORLD, &r)); OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    result(p, out, m, 0, 0, 0, size, "large Iallreduce");
+    memset(out, SENT, (size_t)m * p->ext);
+    OK(MPI_Reduce(in, out, m, p->t, MPI_MINLOC, 0, MPI_COMM_WORLD));
+    if (rank == 0) result(p, out, m, 0, 0, 0, size, "large Reduce");
+    free(in); free(out);
+}
+
 /* A user op on DOUBLE_INT sees the C struct (its own layout). */
 static void user_max(void *in, void *inout, int *len, MPI_Datatype *t) {
     TRUE(*t == MPI_DOUBLE_INT);
@@ -499,6 +518,8 @@ int main(int argc, char **argv) {
         reductions(&pairs[t], 0);
     }
     derived_reduction();
+    large(&pairs[0]);
+    large(&pairs[2]);
     user_op();
     check_done("pairtypes");
     return 0;
