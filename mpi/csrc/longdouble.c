@@ -9,8 +9,6 @@
 
 enum { LD_SUM = 0, LD_PROD = 1, LD_MIN = 2, LD_MAX = 3, LD_MINLOC = 4, LD_MAXLOC = 5 };
 
-struct ld_int { long double v; int i; };
-
 static long double ld_get(const unsigned char *p) { long double x; memcpy(&x, p, sizeof x); return x; }
 static void ld_put(unsigned char *p, long double x) { memcpy(p, &x, sizeof x); }
 
@@ -49,21 +47,25 @@ int ferry_mpi_longdouble_complex(int op, const void *in, void *inout, size_t n) 
     return 0;
 }
 
+/* MPI_LONG_DOUBLE_INT packed, as it crosses the engine: the long double
+ * then the int, back to back (MPI_Type_size 20 on x86-64), not the padded
+ * struct { long double v; int i; } of 32 bytes. */
 int ferry_mpi_longdouble_int(int op, const void *in, void *inout, size_t n) {
     const unsigned char *a = in;
     unsigned char *b = inout;
-    const size_t s = sizeof(struct ld_int);
+    const size_t v = sizeof(long double), s = sizeof(long double) + sizeof(int);
     if (op != LD_MINLOC && op != LD_MAXLOC) return -1;
     for (size_t i = 0; i < n; i++) {
-        struct ld_int x, y;
-        memcpy(&x, a + i * s, s);
-        memcpy(&y, b + i * s, s);
-        int better = op == LD_MINLOC ? x.v < y.v : x.v > y.v;
-        if (better || (x.v == y.v && x.i < y.i)) memcpy(b + i * s, &x, s);
+        long double x = ld_get(a + i * s), y = ld_get(b + i * s);
+        int xi, yi;
+        memcpy(&xi, a + i * s + v, sizeof xi);
+        memcpy(&yi, b + i * s + v, sizeof yi);
+        int better = op == LD_MINLOC ? x < y : x > y;
+        if (better || (x == y && xi < yi)) memcpy(b + i * s, a + i * s, s);
     }
     return 0;
 }
 
 /* The sizes of one element, for the Rust side's checks. */
 size_t ferry_mpi_longdouble_size(void) { return sizeof(long double); }
-size_t ferry_mpi_longdouble_int_size(void) { return sizeof(struct ld_int); }
+size_t ferry_mpi_longdouble_int_size(void) { return sizeof(long double) + sizeof(int); }

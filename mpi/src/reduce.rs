@@ -9,6 +9,12 @@
 //! `MINLOC`/`MAXLOC` on the pair types. Anything else is `MPI_ERR_OP`
 //! (characters and `MPI_PACKED` take no op at all).
 //!
+//! Every op here runs on packed data, `size` bytes per value, which is
+//! what crosses ferry. The padded pair types (`MPI_DOUBLE_INT`,
+//! `MPI_LONG_INT`, `MPI_SHORT_INT`) are reduced by the engine's pair
+//! types, which lay a value out as C's struct: [`on_packed`] spreads each
+//! value into that layout and gathers the result back.
+//!
 //! ferry's engine reduces the common types itself; complex numbers,
 //! `MPI_2REAL`, `MPI_2DOUBLE_PRECISION`, `MPI_INTEGER16` and
 //! `MPI_LOGICAL16` are element-wise functions here, run as ferry user ops
@@ -17,7 +23,7 @@
 //! (half and quad precision, and complex numbers of them) are
 //! `MPI_ERR_UNSUPPORTED_OPERATION`.
 
-use ferry::ferry_core::coll::{Datatype, ReduceOp, UserOp};
+use ferry::ferry_core::coll::{reduce_into, Datatype, ReduceOp, UserOp};
 
 use crate::abi::class::*;
 use crate::abi::*;
@@ -150,6 +156,44 @@ macro_rules! pair_ops {
 pair_ops!(pairs32, f32, 8);
 pair_ops!(pairs64, f64, 16);
 
+/// The core `op` on a padded pair type `p`, run on packed values: each
+/// value's parts (`p.size` bytes back to back) are spread to their
+/// displacements in a zeroed `p.extent`-byte struct, which the core
+/// reduces as `dtype` (whose layout is C's), and gathered back.
+fn on_packed(op: ReduceOp, dtype: Datatype, p: &'static Predefined) -> (ReduceOp, Datatype) {
+    let (size, extent, parts) = (p.size, p.extent, p.parts());
+    let spread = move |packed: &[u8]| {
+        let mut wide = vec![0u8; packed.len() / size * extent];
+        for (v, w) in packed.chunks_exact(size).zip(wide.chunks_exact_mut(extent)) {
+            let mut at = 0;
+            for &(disp, len) in parts {
+                w[disp..disp + len].copy_from_slice(&v[at..at + len]);
+                at += len;
+            }
+        }
+        wide
+    };
+    let run = move |input: &[u8], inout: &mut [u8]| {
+        let (a, mut b) = (spread(input), spread(inout));
+        // Lengths are whole values of one op on a pair type (checked by
+        // `predefined_op`): the core accepts them.
+        if reduce_into(&op, dtype, &a, &mut b).is_err() {
+            return;
+        }
+        for (v, w) in inout.chunks_exact_mut(size).zip(b.chunks_exact(extent)) {
+            let mut at = 0;
+            for &(disp, len) in parts {
+                v[at..at + len].copy_from_slice(&w[disp..disp + len]);
+                at += len;
+            }
+        }
+    };
+    (
+        ReduceOp::User(UserOp::new(run, true)),
+        Datatype::Opaque { size: size as u32 },
+    )
+}
+
 /// The ops on a 16-byte integer (`logical_only`: a `LOGICAL16`).
 fn int128(op: usize, logical_only: bool) -> Option<(ReduceOp, Datatype)> {
     fn lift(f: fn(i128, i128) -> i128) -> (ReduceOp, Datatype) {
@@ -243,7 +287,7 @@ fn core_op(op: usize, class: Class) -> Option<ReduceOp> {
 /// standard does not define on the type (`MPI_BAND` on floats, `MPI_SUM`
 /// on `MPI_2INT`, `MPI_REPLACE`/`MPI_NO_OP` outside RMA);
 /// `MPI_ERR_UNSUPPORTED_OPERATION` for a type ferry cannot reduce.
-pub fn predefined_op(op: usize, p: &Predefined) -> Res<(ReduceOp, Datatype)> {
+pub fn predefined_op(op: usize, p: &'static Predefined) -> Res<(ReduceOp, Datatype)> {
     let name = op_name(op);
     if name.is_empty() {
         return Err(Fail::new(MPI_ERR_OP, "invalid reduction operation"));
@@ -272,6 +316,9 @@ pub fn predefined_op(op: usize, p: &Predefined) -> Res<(ReduceOp, Datatype)> {
         _ => {
             let (dtype, class) = core_type(p.elem).ok_or_else(undefined)?;
             let op = core_op(op, class).ok_or_else(undefined)?;
+            if p.size != p.extent {
+                return Ok(on_packed(op, dtype, p));
+            }
             return Ok((op, dtype));
         }
     };
@@ -372,10 +419,51 @@ mod tests {
 
     #[test]
     fn pair_types_have_the_core_layout_sizes() {
+        // The core lays pairs out as C's struct (the extent); every op
+        // here runs on packed values (the size).
         for p in crate::datatype::ALL {
             if let Some((d, _)) = core_type(p.elem) {
-                assert_eq!(d.size(), p.size, "{}", p.name);
+                assert_eq!(d.size(), p.extent, "{}", p.name);
+            }
+            for op in [MPI_SUM, MPI_MAXLOC, MPI_BAND, MPI_LOR] {
+                if let Ok((_, d)) = predefined_op(op, p) {
+                    assert_eq!(d.size(), p.size, "{} on {}", op_name(op), p.name);
+                }
             }
         }
+    }
+
+    /// Packed `{value; int}` pairs of `W`-byte values.
+    fn packed<const W: usize>(pairs: &[([u8; W], i32)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (v, i) in pairs {
+            out.extend_from_slice(v);
+            out.extend_from_slice(&i.to_ne_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn padded_pairs_reduce_packed_values() {
+        // MPI_DOUBLE_INT, 12 bytes a value: MAXLOC keeps the larger value,
+        // the lower index on a tie.
+        let d = |v: f64, i| (v.to_ne_bytes(), i);
+        let a = packed(&[d(3.0, 1), d(2.0, 5), d(-1.0, 2)]);
+        let mut b = packed(&[d(1.0, 0), d(2.0, 4), d(0.5, 7)]);
+        reduce(MPI_MAXLOC, 0x229, &a, &mut b);
+        assert_eq!(b, packed(&[d(3.0, 1), d(2.0, 4), d(0.5, 7)]));
+        reduce(MPI_MINLOC, 0x229, &a, &mut b);
+        assert_eq!(b, packed(&[d(3.0, 1), d(2.0, 4), d(-1.0, 2)]));
+        // MPI_SHORT_INT, 6 bytes a value; MPI_LONG_INT, 12.
+        let s = |v: i16, i| (v.to_ne_bytes(), i);
+        let a = packed(&[s(-7, 3), s(9, 1)]);
+        let mut b = packed(&[s(4, 0), s(9, 2)]);
+        reduce(MPI_MINLOC, 0x22c, &a, &mut b);
+        assert_eq!(b, packed(&[s(-7, 3), s(9, 1)]));
+        let l = |v: i64, i| (v.to_ne_bytes(), i);
+        let a = packed(&[l(1 << 40, 9)]);
+        let mut b = packed(&[l(5, 0)]);
+        reduce(MPI_MAXLOC, 0x22a, &a, &mut b);
+        assert_eq!(b, packed(&[l(1 << 40, 9)]));
     }
 }

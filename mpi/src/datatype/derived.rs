@@ -84,19 +84,26 @@ fn too_big() -> Fail {
 }
 
 impl Layout {
-    /// The layout of one predefined value.
+    /// The layout of one predefined value: its parts as blocks (adjacent
+    /// ones merged), so a padded pair type's padding is a hole, outside
+    /// the data but inside the extent.
     pub fn of(p: &'static Predefined) -> Layout {
-        let size = p.size as isize;
+        let mut blocks: Vec<Block> = Vec::with_capacity(2);
+        for &(disp, len) in p.parts() {
+            let disp = disp as isize;
+            match blocks.last_mut() {
+                Some(last) if last.disp + last.len as isize == disp => last.len += len,
+                _ => blocks.push(Block { disp, len }),
+            }
+        }
+        let true_ub = blocks.last().map_or(0, |b| b.disp + b.len as isize);
         Layout {
             size: p.size,
             lb: 0,
-            ub: size,
+            ub: p.extent as isize,
             true_lb: 0,
-            true_ub: size,
-            blocks: vec![Block {
-                disp: 0,
-                len: p.size,
-            }],
+            true_ub,
+            blocks,
             runs: vec![Run { ty: p, n: 1 }],
             align: p.align(),
             sticky: false,
@@ -145,11 +152,15 @@ impl Layout {
             count += whole * parts.len() as u64;
             rem -= whole * s;
             if whole < r.n {
-                let rem = rem as usize;
-                if parts.iter().any(|&(o, l)| o < rem && rem < o + l) {
-                    return None;
+                // The parts lie back to back in packed data.
+                let mut at = 0;
+                for &(_, l) in parts {
+                    if rem < at + l as u64 {
+                        return (rem == at).then_some(count);
+                    }
+                    at += l as u64;
+                    count += 1;
                 }
-                count += parts.iter().filter(|&&(o, l)| o + l <= rem).count() as u64;
                 return Some(count);
             }
         }
@@ -175,10 +186,9 @@ impl Layout {
             bytes += whole * r.ty.size as u64;
             left -= whole * pe;
             if whole < r.n {
-                if left > 0 {
-                    let (o, l) = parts[left as usize - 1];
-                    bytes += (o + l) as u64;
-                }
+                // The parts lie back to back in packed data.
+                let first = parts.iter().take(left as usize);
+                bytes += first.map(|&(_, l)| l as u64).sum::<u64>();
                 break;
             }
         }
@@ -474,10 +484,49 @@ mod tests {
                 "{e} elements = {bytes} bytes"
             );
         }
-        let pair = ty(0x229); // MPI_DOUBLE_INT: 2 elements each
-        assert_eq!(pair.elements_in(16 * 3), Some(6));
-        assert_eq!(pair.elements_in(16 + 8), Some(3));
-        assert_eq!(pair.bytes_of_elements(3), 16 + 8);
+        let pair = ty(0x229); // MPI_DOUBLE_INT: 2 elements of 12 bytes each
+        assert_eq!(pair.elements_in(12 * 3), Some(6));
+        assert_eq!(pair.elements_in(12 + 8), Some(3));
+        assert_eq!(pair.elements_in(12 + 4), None, "inside the double");
+        assert_eq!(pair.bytes_of_elements(3), 12 + 8);
+        let short = ty(0x22c); // MPI_SHORT_INT: packed as short, int
+        assert_eq!(short.elements_in(2), Some(1));
+        assert_eq!(short.elements_in(4), None, "inside the int");
+        assert_eq!(short.elements_in(6 + 2), Some(3));
+        assert_eq!(short.bytes_of_elements(3), 6 + 2);
+    }
+
+    #[test]
+    fn padded_pairs_have_a_hole_where_c_pads() {
+        // MPI_DOUBLE_INT: 12 bytes of data, extent 16, true extent 12.
+        let d = ty(0x229);
+        assert_eq!(d.blocks, [Block { disp: 0, len: 12 }]);
+        assert_eq!(
+            (d.size, d.lb, d.ub, d.true_lb, d.true_ub),
+            (12, 0, 16, 0, 12)
+        );
+        assert_eq!(d.contiguous_from(1), Some(0));
+        assert_eq!(d.contiguous_from(2), None);
+        // MPI_SHORT_INT: short, 2 bytes of padding, int.
+        let s = ty(0x22c);
+        let want = [Block { disp: 0, len: 2 }, Block { disp: 4, len: 4 }];
+        assert_eq!(s.blocks, want);
+        assert_eq!((s.size, s.extent(), s.true_ub), (6, 8, 8));
+        assert_eq!(s.contiguous_from(1), None);
+        // MPI_LONG_DOUBLE_INT: 16 + 4 bytes of data in 32.
+        let l = ty(0x22d);
+        assert_eq!((l.size, l.extent(), l.true_ub), (20, 32, 20));
+        // Derived from them: 3 contiguous DOUBLE_INTs are 3 blocks.
+        let mut b = Builder::new();
+        b.push(&d, 0, 3).unwrap();
+        let c = b.finish(false);
+        assert_eq!((c.size, c.extent(), c.true_ub), (36, 48, 44));
+        assert_eq!(c.blocks.len(), 3);
+        assert_eq!(c.elements(), 6);
+        assert_eq!(
+            c.uniform().map(|(p, n)| (p.name, n)),
+            Some(("MPI_DOUBLE_INT", 3))
+        );
     }
 
     #[test]

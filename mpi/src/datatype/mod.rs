@@ -18,7 +18,9 @@ use std::ffi::c_int;
 use std::sync::Arc;
 
 pub use derived::{Block, Builder, Layout};
-pub use predefined::{bytes, count_of, int_count, lookup, predefined, Elem, Predefined, ALL};
+pub use predefined::{
+    bytes, count_of, dense, int_count, lookup, predefined, Elem, Predefined, ALL,
+};
 pub use recipe::{combiner, Recipe, TypeArg};
 
 use crate::abi::class::*;
@@ -60,17 +62,20 @@ impl TypeRef {
     /// Lower bound and extent.
     pub fn extent(&self) -> (isize, isize) {
         match self {
-            TypeRef::Pre(p) => (0, p.size as isize),
+            TypeRef::Pre(p) => (0, p.extent as isize),
             TypeRef::Derived(l) => (l.lb, l.extent()),
         }
     }
 
     /// True lower bound and true extent.
     pub fn true_extent(&self) -> (isize, isize) {
-        match self {
-            TypeRef::Pre(p) => (0, p.size as isize),
-            TypeRef::Derived(l) => (l.true_lb, l.true_ub - l.true_lb),
-        }
+        let l = match self {
+            TypeRef::Pre(p) if p.size == p.extent => return (0, p.size as isize),
+            // A padded pair's data ends before its padding.
+            TypeRef::Pre(p) => Cow::Owned(Layout::of(p)),
+            TypeRef::Derived(l) => Cow::Borrowed(&**l),
+        };
+        (l.true_lb, l.true_ub - l.true_lb)
     }
 
     /// The layout (built on the spot for a predefined type).
@@ -82,11 +87,12 @@ impl TypeRef {
     }
 
     /// Where `count` elements' data starts relative to the buffer, if it is
-    /// one contiguous run (sent and received without packing).
+    /// one contiguous run (sent and received without packing). Not for a
+    /// padded pair type: its values' padding lies between their data.
     #[inline]
     pub fn contiguous_from(&self, count: usize) -> Option<isize> {
         match self {
-            TypeRef::Pre(_) => Some(0),
+            TypeRef::Pre(p) => (p.size == p.extent).then_some(0),
             TypeRef::Derived(l) => l.contiguous_from(count),
         }
     }

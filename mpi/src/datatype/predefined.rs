@@ -76,23 +76,34 @@ pub struct Predefined {
     pub handle: usize,
     /// Its name (`MPI_Type_get_name`).
     pub name: &'static str,
-    /// Its size and extent in bytes (x86-64 / aarch64 Linux, LP64).
+    /// Bytes of data in one value (`MPI_Type_size`; x86-64 / aarch64
+    /// Linux, LP64): what a message carries per value.
     pub size: usize,
+    /// Its extent: the C type's size, which places consecutive values in
+    /// memory. Above `size` for the pair types whose C struct has padding
+    /// (`MPI_DOUBLE_INT` is 12 bytes of data in a 16-byte struct; MPI 4.1
+    /// §6.9.4 defines them as the struct `{value; int}`).
+    pub extent: usize,
     /// What reductions see.
     pub elem: Elem,
 }
 
 macro_rules! table {
-    ($($handle:literal $name:ident $size:literal $elem:ident;)*) => {
+    ($($handle:literal $name:ident $size:literal $(/ $extent:literal)? $elem:ident;)*) => {
         /// Every predefined datatype of the ABI except `MPI_DATATYPE_NULL`.
         pub const ALL: &[Predefined] = &[$(Predefined {
             handle: $handle,
             name: stringify!($name),
             size: $size,
+            extent: table!(@extent $size $($extent)?),
             elem: Elem::$elem,
         }),*];
     };
+    (@extent $size:literal) => { $size };
+    (@extent $size:literal $extent:literal) => { $extent };
 }
+
+// `SIZE / EXTENT` where the two differ: the padded pair types.
 
 table! {
     0x201 MPI_AINT 8 I64;
@@ -123,11 +134,11 @@ table! {
     0x224 MPI_C_LONG_DOUBLE_COMPLEX 32 LongDoubleComplex;
     0x225 MPI_CXX_LONG_DOUBLE_COMPLEX 32 LongDoubleComplex;
     0x228 MPI_FLOAT_INT 8 FloatInt;
-    0x229 MPI_DOUBLE_INT 16 DoubleInt;
-    0x22a MPI_LONG_INT 16 LongInt;
+    0x229 MPI_DOUBLE_INT 12 / 16 DoubleInt;
+    0x22a MPI_LONG_INT 12 / 16 LongInt;
     0x22b MPI_2INT 8 TwoInt;
-    0x22c MPI_SHORT_INT 8 ShortInt;
-    0x22d MPI_LONG_DOUBLE_INT 32 LongDoubleInt;
+    0x22c MPI_SHORT_INT 6 / 8 ShortInt;
+    0x22d MPI_LONG_DOUBLE_INT 20 / 32 LongDoubleInt;
     0x230 MPI_2REAL 8 TwoF32;
     0x231 MPI_2DOUBLE_PRECISION 16 TwoF64;
     0x232 MPI_2INTEGER 8 TwoInt;
@@ -179,11 +190,39 @@ const INDEX: [u8; 256] = {
     index
 };
 
+/// [`INDEX`] without the types whose data has holes (the padded pair
+/// types), for [`dense`].
+const DENSE: [u8; 256] = {
+    let mut index = INDEX;
+    let mut i = 0;
+    while i < ALL.len() {
+        if ALL[i].size != ALL[i].extent {
+            index[ALL[i].handle & 0xff] = u8::MAX;
+        }
+        i += 1;
+    }
+    index
+};
+
 /// The predefined datatype `handle` names, if it is one.
 #[inline]
 pub fn predefined(handle: usize) -> Option<&'static Predefined> {
     if handle & !0xff == 0x200 {
         let i = INDEX[handle & 0xff];
+        return ALL.get(usize::from(i));
+    }
+    None
+}
+
+/// The predefined datatype `handle` names if its values are one run of
+/// bytes each, without holes (all but the padded pair types): `count` of
+/// them are `count * size` bytes from the buffer's start. The blocking
+/// fast path's lookup, at the cost of [`predefined`]'s (a second table
+/// rather than a test of the type).
+#[inline]
+pub fn dense(handle: usize) -> Option<&'static Predefined> {
+    if handle & !0xff == 0x200 {
+        let i = DENSE[handle & 0xff];
         return ALL.get(usize::from(i));
     }
     None
@@ -224,9 +263,10 @@ impl Predefined {
         }
     }
 
-    /// The basic elements of one value, as `(offset, length)`: one for
-    /// most types, the value and the index for the pair types (what
-    /// `MPI_Get_elements` counts).
+    /// The basic elements of one value, as `(displacement, length)` in
+    /// memory: one for most types, the value and the index for the pair
+    /// types (what `MPI_Get_elements` counts, and the data a padded pair
+    /// type moves: its packed form is the parts back to back).
     pub fn parts(&self) -> &'static [(usize, usize)] {
         match self.name {
             "MPI_FLOAT_INT" | "MPI_2INT" | "MPI_2REAL" | "MPI_2INTEGER" => &[(0, 4), (4, 4)],
@@ -300,7 +340,33 @@ mod tests {
         }
         assert_eq!(lookup(0x209).unwrap().name, "MPI_INT");
         assert_eq!(lookup(0x209).unwrap().size, 4);
-        assert_eq!(lookup(0x229).unwrap().size, 16);
+        assert_eq!(lookup(0x229).unwrap().size, 12);
+    }
+
+    #[test]
+    fn padded_pairs_have_the_standard_size_and_the_structs_extent() {
+        // MPI_DOUBLE_INT, MPI_LONG_INT, MPI_SHORT_INT, MPI_LONG_DOUBLE_INT.
+        let want = [
+            (0x229, 12, 16),
+            (0x22a, 12, 16),
+            (0x22c, 6, 8),
+            (0x22d, 20, 32),
+        ];
+        for (h, size, extent) in want {
+            let p = lookup(h).unwrap();
+            assert_eq!((p.size, p.extent), (size, extent), "{}", p.name);
+            let data: usize = p.parts().iter().map(|&(_, l)| l).sum();
+            assert_eq!(data, p.size, "{}: the parts are the data", p.name);
+            assert!(predefined(h).is_some() && dense(h).is_none(), "{}", p.name);
+        }
+        for p in ALL {
+            let padded = want.iter().any(|w| w.0 == p.handle);
+            assert_eq!(p.size != p.extent, padded, "{}", p.name);
+            if !padded {
+                assert_eq!(dense(p.handle), Some(p), "{}", p.name);
+            }
+        }
+        assert_eq!(dense(0x200), None);
     }
 
     #[test]
@@ -309,9 +375,9 @@ mod tests {
             let parts = p.parts();
             assert!(!parts.is_empty(), "{}", p.name);
             for &(off, len) in parts {
-                assert!(off + len <= p.size, "{}", p.name);
+                assert!(off + len <= p.extent, "{}", p.name);
             }
-            assert!(p.size % p.align() == 0, "{}", p.name);
+            assert!(p.extent % p.align() == 0, "{}", p.name);
         }
         assert_eq!(lookup(0x229).unwrap().parts(), &[(0, 8), (8, 4)]);
         assert_eq!(lookup(0x214).unwrap().parts(), &[(0, 8)]);

@@ -1,7 +1,8 @@
 //! A program's `(buffer, count, datatype)` as bytes ferry can move.
 //!
-//! Data that is one contiguous run (every predefined type, and derived
-//! types without holes) is lent to ferry where it lies. Anything else is
+//! Data that is one contiguous run (every predefined type but the padded
+//! pair types, and derived types without holes) is lent to ferry where it
+//! lies. Anything else is
 //! packed into a vector before a send ([`SendData::Packed`]), or received
 //! into a staging vector and unpacked after ([`RecvData::Staged`]). The
 //! program's memory is reached through its span (`datatype::pack::span`):

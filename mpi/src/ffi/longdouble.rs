@@ -30,7 +30,8 @@ pub(crate) enum Kind {
     Real,
     /// Two of them, real and imaginary.
     Complex,
-    /// `{long double; int}`, C's padding included.
+    /// `{long double; int}` packed: the value then the index, without
+    /// C's padding (what crosses ferry).
     WithInt,
 }
 
@@ -46,7 +47,7 @@ pub(crate) enum Op {
 }
 
 /// The size of one element of `kind` as this machine's C compiler lays it
-/// out.
+/// out (packed for `WithInt`).
 pub(crate) fn elem_size(kind: Kind) -> usize {
     // SAFETY: functions of no arguments that return a constant.
     let (real, with_int) =

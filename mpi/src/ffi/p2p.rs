@@ -150,8 +150,9 @@ unsafe fn isend_call(a: SendArgs, request: *mut usize, mode: SendMode) -> Res {
 
 /// The bytes of `count` elements of `datatype` when the blocking calls'
 /// common case applies: `comm` is `MPI_COMM_WORLD` (a field of the
-/// runtime, its ranks the job's), `datatype` predefined (contiguous from
-/// the buffer's start), `count` valid and `buf` not null. `None` sends the
+/// runtime, its ranks the job's), `datatype` predefined and dense
+/// (contiguous from the buffer's start: not a padded pair type, whose
+/// padding is not sent), `count` valid and `buf` not null. `None` sends the
 /// call down the general path, which checks and reports everything else.
 #[inline(always)]
 fn plain_world(
@@ -164,7 +165,7 @@ fn plain_world(
     if comm != crate::abi::MPI_COMM_WORLD || buf.is_null() {
         return None;
     }
-    let size = crate::datatype::predefined(datatype)?.size;
+    let size = crate::datatype::dense(datatype)?.size;
     let len = usize::try_from(count).ok()?.checked_mul(size)?;
     (len <= isize::MAX as usize).then_some((&rt.world_comm.comm, len))
 }
