@@ -41,6 +41,9 @@ pub(crate) const WORLD_CONTEXT: ContextId = 0;
 /// The last of the world's contexts: finalize's drain barrier, which must
 /// never match user traffic.
 pub(crate) const FINALIZE_CONTEXT: ContextId = WORLD_CONTEXT + CONTEXTS_PER_COMM - 1;
+/// An idup's rounds on an intercommunicator's bridge use this plus its
+/// tag, above the tags of the leaders' blocking exchanges there.
+pub(crate) const IDUP_BRIDGE_TAGS: i32 = 1 << 29;
 /// `self`'s first context id.
 pub(crate) const SELF_CONTEXT: ContextId = CONTEXTS_PER_COMM;
 /// The first context id not taken by `world` and `self`.
@@ -145,9 +148,10 @@ impl CommInner {
     }
 
     /// The tag of the next `idup`'s rounds: never 0, the tag of the
-    /// world's finalize drain on the context the rounds share with it.
+    /// world's finalize drain on the context the rounds share with it,
+    /// and below [`IDUP_BRIDGE_TAGS`].
     pub(crate) fn next_idup_tag(&self) -> i32 {
-        (self.idups.fetch_add(1, Ordering::Relaxed) % TAG_UB as u32) as i32 + 1
+        (self.idups.fetch_add(1, Ordering::Relaxed) % (IDUP_BRIDGE_TAGS as u32 - 1)) as i32 + 1
     }
 }
 

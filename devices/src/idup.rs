@@ -21,7 +21,8 @@
 //! (the world's finalize drain has tag 0 there), the local group's
 //! point-to-point one for an intercommunicator. The members' words go to
 //! the local leader (member 0), which ANDs them, swaps the result with the
-//! remote leader on an intercommunicator's bridge, and sends the answer
+//! remote leader on an intercommunicator's bridge (on a tag above the
+//! leaders' blocking exchanges' there), and sends the answer
 //! back. Rounds of one idup reuse its tag: messages between two processes
 //! on one tag arrive in order, and a round starts only after the last.
 
@@ -29,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use ferry_core::{Rank, Tag};
 
-use crate::comm::{Comm, Hints, CONTEXTS_PER_COMM};
+use crate::comm::{Comm, Hints, CONTEXTS_PER_COMM, IDUP_BRIDGE_TAGS};
 use crate::contexts::{Key, Part, WORDS};
 use crate::error::{ApiError, Result};
 use crate::request::Request;
@@ -191,6 +192,7 @@ impl Round {
                 let Some(bridge) = &self.route.bridge else {
                     return self.tell(words).map(|()| None);
                 };
+                let tag = IDUP_BRIDGE_TAGS + tag;
                 self.sends
                     .push(bridge.isend(words[..=WORDS].to_vec(), 0, tag)?);
                 let theirs = bridge.irecv(vec![0u64; WORDS + 1], 0, tag)?;

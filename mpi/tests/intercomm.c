@@ -162,14 +162,19 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_compare(inter, half, &res)); EQ(res, MPI_UNEQUAL);
     traffic(dup, lsize, rsize, remote);
 
-    /* idup: two in flight on the intercommunicator, with traffic on it in
-     * between, completed in opposite orders on the two sides. */
+    /* idup: two in flight on the intercommunicator, with traffic and a
+     * blocking dup in between, completed in opposite orders on the two sides. */
     {
         MPI_Comm i1 = MPI_COMM_NULL, i2 = MPI_COMM_NULL;
         MPI_Request ir[2];
         OK(MPI_Comm_idup(inter, &i1, &ir[0]));
         traffic(inter, lsize, rsize, remote);
         OK(MPI_Comm_idup(dup, &i2, &ir[1]));
+        /* A blocking dup while both are in flight. */
+        MPI_Comm d3;
+        OK(MPI_Comm_dup(inter, &d3));
+        traffic(d3, lsize, rsize, remote);
+        OK(MPI_Comm_free(&d3));
         if (color == 0) {
             OK(MPI_Wait(&ir[0], MPI_STATUS_IGNORE)); OK(MPI_Wait(&ir[1], MPI_STATUS_IGNORE));
         } else {
