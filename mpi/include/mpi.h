@@ -358,6 +358,12 @@ int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
 int MPI_Errhandler_free(MPI_Errhandler *errhandler);
 int MPI_Error_class(int errorcode, int *errorclass);
 int MPI_Error_string(int errorcode, char *string, int *resultlen);
+int MPI_Add_error_class(int *errorclass);
+int MPI_Add_error_code(int errorclass, int *errorcode);
+int MPI_Add_error_string(int errorcode, const char *string);
+int MPI_Remove_error_class(int errorclass);
+int MPI_Remove_error_code(int errorcode);
+int MPI_Remove_error_string(int errorcode);
 
 /* Communicators */
 int MPI_Comm_rank(MPI_Comm comm, int *rank);
@@ -658,6 +664,12 @@ int PMPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
 int PMPI_Errhandler_free(MPI_Errhandler *errhandler);
 int PMPI_Error_class(int errorcode, int *errorclass);
 int PMPI_Error_string(int errorcode, char *string, int *resultlen);
+int PMPI_Add_error_class(int *errorclass);
+int PMPI_Add_error_code(int errorclass, int *errorcode);
+int PMPI_Add_error_string(int errorcode, const char *string);
+int PMPI_Remove_error_class(int errorclass);
+int PMPI_Remove_error_code(int errorcode);
+int PMPI_Remove_error_string(int errorcode);
 
 /* Communicators */
 int PMPI_Comm_rank(MPI_Comm comm, int *rank);

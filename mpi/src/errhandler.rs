@@ -61,7 +61,9 @@ impl Errh {
 /// The message the fatal handlers print: the call, the error's class
 /// string and ferry's detail.
 pub fn fatal_message(rank: Option<i32>, call: &str, fail: &Fail) -> String {
-    let class = crate::error::string_of(fail.class).unwrap_or("unknown error class");
+    let class = crate::error::code_string(fail.class)
+        .filter(|s| !s.is_empty())
+        .unwrap_or(std::borrow::Cow::Borrowed("unknown error class"));
     let who = rank.map_or_else(String::new, |r| format!(" rank {r}:"));
     format!(
         "ferry-mpi:{who} {call} failed: {class} (error class {}): {}",

@@ -254,7 +254,15 @@ pub fn string_of(code: c_int) -> Option<&'static str> {
         .copied()
 }
 
-/// True for a valid error code (every code is a class here).
+/// The string of any error code, the program's own included (`None` for
+/// a number that is no code).
+pub fn code_string(code: c_int) -> Option<std::borrow::Cow<'static, str>> {
+    string_of(code)
+        .map(std::borrow::Cow::Borrowed)
+        .or_else(|| crate::usererr::string_of(code).map(std::borrow::Cow::Owned))
+}
+
+/// True for a valid standard error code (every one is a class).
 pub fn is_valid_code(code: c_int) -> bool {
     (0..=LAST).contains(&code)
 }

@@ -44,3 +44,4 @@ pub mod handle;
 pub mod info;
 pub mod reduce;
 pub mod state;
+pub mod usererr;

@@ -78,7 +78,6 @@ pub struct Attrs {
     pub wtime_is_global: c_int,
     pub universe_size: c_int,
     pub appnum: c_int,
-    pub lastusedcode: c_int,
 }
 
 /// Everything `MPI_Init` sets up.
@@ -242,9 +241,6 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
             wtime_is_global: 0,
             universe_size: c_int::try_from(world.size()).unwrap_or(c_int::MAX),
             appnum: 0,
-            // At least MPI_ERR_LASTCODE (MPI 4.1 §9.5); no class or code
-            // beyond the standard's is ever added here.
-            lastusedcode: crate::abi::class::MPI_ERR_LASTCODE,
         },
         world: Mutex::new(Some(world)),
         comms: LevelCell::new(Table::new(Kind::Comm), level),

@@ -1,6 +1,7 @@
 /* Error handling: MPI_ERRORS_RETURN with bad ranks, tags, communicators,
  * datatypes, counts, requests, roots and ops; truncation; error strings;
- * user error handlers. (fatal.c checks MPI_ERRORS_ARE_FATAL.) */
+ * user error handlers; the program's own error classes, codes and strings.
+ * (fatal.c checks MPI_ERRORS_ARE_FATAL.) */
 #include "check.h"
 #include <string.h>
 
@@ -124,6 +125,52 @@ int main(int argc, char **argv) {
     OK(MPI_Errhandler_free(&got));
     ERR(MPI_ERR_ARG, MPI_Comm_set_errhandler(dup, got));
     OK(MPI_Comm_free(&dup));
+
+    /* The program's own error classes, codes and strings. */
+    {
+        int myclass = -1, mycode = -1, trcode = -1, flag = 0, *last = NULL;
+        OK(MPI_Add_error_class(&myclass));
+        TRUE(myclass > MPI_ERR_LASTCODE);
+        OK(MPI_Add_error_code(myclass, &mycode));
+        OK(MPI_Add_error_code(MPI_ERR_TRUNCATE, &trcode));
+        TRUE(mycode != myclass && trcode != mycode && trcode > MPI_ERR_LASTCODE);
+        OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &last, &flag));
+        EQ(flag, 1);
+        TRUE(*last >= myclass && *last >= mycode && *last >= trcode);
+        OK(MPI_Error_class(mycode, &cls)); EQ(cls, myclass);
+        OK(MPI_Error_class(myclass, &cls)); EQ(cls, myclass);
+        OK(MPI_Error_class(trcode, &cls)); EQ(cls, MPI_ERR_TRUNCATE);
+        OK(MPI_Error_string(mycode, s, &len)); EQ(len, 0); /* none set: "" */
+        OK(MPI_Add_error_string(mycode, "my own failure"));
+        OK(MPI_Add_error_string(myclass, "my own class"));
+        OK(MPI_Error_string(mycode, s, &len));
+        TRUE(strcmp(s, "my own failure") == 0); EQ(len, (int)strlen("my own failure"));
+        OK(MPI_Error_string(myclass, s, &len)); TRUE(strcmp(s, "my own class") == 0);
+        /* A standard code's string cannot change; a code no one added. */
+        ERR(MPI_ERR_ARG, MPI_Add_error_string(MPI_ERR_OTHER, "no"));
+        ERR(MPI_ERR_ARG, MPI_Add_error_code(mycode, &x)); /* a code is no class */
+        ERR(MPI_ERR_ARG, MPI_Error_class(*last + 100, &cls));
+        /* Raised through a user handler, which gets the code. */
+        MPI_Comm d2;
+        MPI_Errhandler h2;
+        OK(MPI_Comm_dup(MPI_COMM_WORLD, &d2));
+        OK(MPI_Comm_create_errhandler(handler, &h2));
+        OK(MPI_Comm_set_errhandler(d2, h2));
+        OK(MPI_Errhandler_free(&h2));
+        called = 0;
+        OK(MPI_Comm_call_errhandler(d2, mycode));
+        EQ(called, 1); EQ(called_code, mycode); TRUE(called_comm == d2);
+        OK(MPI_Comm_free(&d2));
+        /* Removal (MPI 4.1): a class only once its codes are gone. */
+        ERR(MPI_ERR_ARG, MPI_Remove_error_class(myclass));
+        OK(MPI_Remove_error_string(mycode));
+        OK(MPI_Error_string(mycode, s, &len)); EQ(len, 0);
+        OK(MPI_Remove_error_code(mycode));
+        ERR(MPI_ERR_ARG, MPI_Error_class(mycode, &cls));
+        OK(MPI_Remove_error_class(myclass));
+        OK(MPI_Remove_error_code(trcode));
+        ERR(MPI_ERR_ARG, MPI_Remove_error_class(myclass));
+    }
 
     check_done("errors");
     return 0;

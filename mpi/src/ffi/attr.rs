@@ -32,7 +32,7 @@ fn key(rt: &Runtime, k: c_int) -> Res<Keyval> {
 
 /// A callback's failure: its code is the call's error.
 fn callback_failed(code: c_int, what: &'static str) -> Fail {
-    let class = if crate::error::is_valid_code(code) {
+    let class = if crate::error::is_valid_code(code) || crate::usererr::class_of(code).is_some() {
         code
     } else {
         MPI_ERR_OTHER
@@ -191,18 +191,19 @@ mpi_fn! {
             return Err(Fail::new(MPI_ERR_ARG, "a null attribute or flag pointer"));
         }
         let a = &rt.attrs;
-        let predefined: Option<&'static c_int> = match keyval {
+        let predefined: Option<*const c_int> = match keyval {
             MPI_TAG_UB => Some(&a.tag_ub),
             MPI_HOST => Some(&a.host),
             MPI_IO => Some(&a.io),
             MPI_WTIME_IS_GLOBAL => Some(&a.wtime_is_global),
             MPI_UNIVERSE_SIZE => Some(&a.universe_size),
             MPI_APPNUM => Some(&a.appnum),
-            MPI_LASTUSEDCODE => Some(&a.lastusedcode),
+            // Atomic: MPI_Add_error_class moves it.
+            MPI_LASTUSEDCODE => Some(crate::usererr::LAST_USED.as_ptr().cast_const()),
             _ => None,
         };
         let value = match predefined {
-            Some(v) => Some(v as *const c_int as usize),
+            Some(v) => Some(v as usize),
             None => {
                 key(rt, keyval)?;
                 lock(&c.meta).attrs.iter().find(|a| a.0 == keyval).map(|a| a.1)

@@ -9,6 +9,7 @@ use crate::abi::*;
 use crate::errhandler::{CommErrhFn, Errh, UserErrh};
 use crate::error::{self, Fail, Res};
 use crate::state::{lock, rt, Runtime};
+use crate::usererr;
 
 /// The handler an errhandler handle names.
 fn errh_of(rt: &Runtime, handle: usize) -> Res<Errh> {
@@ -114,23 +115,83 @@ pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: usize, errorcode: c_int)
 }
 
 mpi_fn! {
-    /// `MPI_Error_class`: every code is its own class. Callable at any time.
+    /// `MPI_Error_class`: every standard code is its own class; a code the
+    /// program added has the class it was added to. Callable at any time.
     MPI_Error_class / PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) {
-        if !error::is_valid_code(errorcode) {
-            return Err(Fail::msg(MPI_ERR_ARG, format!("{errorcode} is not an error code")));
-        }
+        let class = if error::is_valid_code(errorcode) {
+            errorcode
+        } else {
+            usererr::class_of(errorcode)
+                .ok_or_else(|| Fail::msg(MPI_ERR_ARG, format!("{errorcode} is not an error code")))?
+        };
         // SAFETY: out-argument.
-        unsafe { put(errorclass, errorcode) }
+        unsafe { put(errorclass, class) }
     }
 }
 
 mpi_fn! {
     /// `MPI_Error_string`. Callable at any time.
     MPI_Error_string / PMPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) {
-        let s = error::string_of(errorcode)
+        let s = error::code_string(errorcode)
             .ok_or_else(|| Fail::msg(MPI_ERR_ARG, format!("{errorcode} is not an error code")))?;
         // SAFETY: `string` has MPI_MAX_ERROR_STRING bytes (the standard's
         // requirement); `resultlen` is an out-argument.
-        unsafe { put_str(string, MPI_MAX_ERROR_STRING, s, resultlen) }
+        unsafe { put_str(string, MPI_MAX_ERROR_STRING, &s, resultlen) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Add_error_class`: a new error class (above `MPI_ERR_LASTCODE`;
+    /// `MPI_LASTUSEDCODE` follows).
+    MPI_Add_error_class / PMPI_Add_error_class(errorclass: *mut c_int) {
+        rt()?;
+        let class = usererr::add_class()?;
+        // SAFETY: out-argument.
+        unsafe { put(errorclass, class) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Add_error_code`: a new code of `errorclass`.
+    MPI_Add_error_code / PMPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) {
+        rt()?;
+        let code = usererr::add_code(errorclass)?;
+        // SAFETY: out-argument.
+        unsafe { put(errorcode, code) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Add_error_string`: the string `MPI_Error_string` gives for a
+    /// code or class the program added.
+    MPI_Add_error_string / PMPI_Add_error_string(errorcode: c_int, string: *const c_char) {
+        rt()?;
+        // SAFETY: a NUL-terminated string (the caller's promise).
+        let s = unsafe { super::cstr(string)? };
+        usererr::set_string(errorcode, s)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Remove_error_class` (MPI 4.1): once none of its codes is left.
+    MPI_Remove_error_class / PMPI_Remove_error_class(errorclass: c_int) {
+        rt()?;
+        usererr::remove_class(errorclass)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Remove_error_code` (MPI 4.1).
+    MPI_Remove_error_code / PMPI_Remove_error_code(errorcode: c_int) {
+        rt()?;
+        usererr::remove_code(errorcode)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Remove_error_string` (MPI 4.1).
+    MPI_Remove_error_string / PMPI_Remove_error_string(errorcode: c_int) {
+        rt()?;
+        usererr::remove_string(errorcode)
     }
 }
