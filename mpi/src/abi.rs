@@ -124,12 +124,13 @@ pub mod class {
     pub const MPI_ERR_INFO: c_int = 34;
     pub const MPI_ERR_KEYVAL: c_int = 36;
     pub const MPI_ERR_NO_MEM: c_int = 39;
+    pub const MPI_ERR_CONVERSION: c_int = 25;
+    pub const MPI_ERR_UNSUPPORTED_DATAREP: c_int = 54;
     pub const MPI_ERR_UNSUPPORTED_OPERATION: c_int = 55;
     pub const MPI_ERR_PROC_ABORTED: c_int = 58;
     pub const MPI_ERR_VALUE_TOO_LARGE: c_int = 59;
     pub const MPI_ERR_ERRHANDLER: c_int = 61;
-    /// The last standard class (what `MPI_LASTUSEDCODE` reports: this
-    /// library defines no codes of its own yet).
+    /// The last standard class.
     pub const LAST: c_int = 61;
     /// `MPI_ERR_LASTCODE` of the ABI.
     pub const MPI_ERR_LASTCODE: c_int = 0x3fff;

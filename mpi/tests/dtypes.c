@@ -2,7 +2,7 @@
  * names, dup, commit, free; Pack/Unpack/Pack_size; sends and receives of
  * non-contiguous types (blocking, nonblocking, persistent, matched probe,
  * Sendrecv_replace), truncation, Get_count/Get_elements; MPI_BOTTOM with
- * absolute addresses. */
+ * absolute addresses; Pack_external/Unpack_external/Pack_external_size. */
 #include "check.h"
 #include <stddef.h>
 #include <string.h>
@@ -228,6 +228,53 @@ int main(int argc, char **argv) {
 
     for (int i = 0; i < 10; i++) OK(MPI_Type_free(&all[i]));
     ERR(MPI_ERR_TYPE, MPI_Type_free(&all[0])); /* MPI_DATATYPE_NULL now */
+    /* Pack_external: external32 is big-endian at the standard's sizes
+     * (MPI_LONG is 4 bytes there), and unpacks back. */
+    {
+        int iv[3] = {1, -2, 0x01020304};
+        double dv[2] = {1.5, -0.25};
+        long lv[2] = {-7, 123456};
+        unsigned char out[64];
+        MPI_Aint pos = 0, sz = -1;
+        OK(MPI_Pack_external_size("external32", 3, MPI_INT, &sz)); EQ(sz, 12);
+        OK(MPI_Pack_external_size("external32", 2, MPI_LONG, &sz)); EQ(sz, 8);
+        OK(MPI_Pack_external("external32", iv, 3, MPI_INT, out, sizeof out, &pos)); EQ(pos, 12);
+        TRUE(out[8] == 1 && out[9] == 2 && out[10] == 3 && out[11] == 4);
+        TRUE(out[4] == 0xff && out[7] == 0xfe);
+        OK(MPI_Pack_external("external32", lv, 2, MPI_LONG, out, sizeof out, &pos)); EQ(pos, 20);
+        TRUE(out[12] == 0xff && out[15] == 0xf9);
+        OK(MPI_Pack_external("external32", dv, 2, MPI_DOUBLE, out, sizeof out, &pos)); EQ(pos, 36);
+        TRUE(out[20] == 0x3f && out[21] == 0xf8); /* 1.5 = 0x3ff8000000000000 */
+        /* A vector of every other int: only its data, converted. */
+        MPI_Datatype every2;
+        OK(MPI_Type_vector(2, 1, 2, MPI_INT, &every2)); OK(MPI_Type_commit(&every2));
+        int src4[4] = {10, 11, 12, 13}, got4[4] = {0, -1, 0, -1};
+        MPI_Aint vpos = 0;
+        unsigned char vout[8];
+        OK(MPI_Pack_external("external32", src4, 1, every2, vout, sizeof vout, &vpos)); EQ(vpos, 8);
+        TRUE(vout[3] == 10 && vout[7] == 12);
+        vpos = 0;
+        OK(MPI_Unpack_external("external32", vout, sizeof vout, &vpos, got4, 1, every2)); EQ(vpos, 8);
+        EQ(got4[0], 10); EQ(got4[1], -1); EQ(got4[2], 12); EQ(got4[3], -1);
+        OK(MPI_Type_free(&every2));
+        /* Back again, in order. */
+        int ib[3]; long lb2[2]; double db[2];
+        pos = 0;
+        OK(MPI_Unpack_external("external32", out, 36, &pos, ib, 3, MPI_INT));
+        OK(MPI_Unpack_external("external32", out, 36, &pos, lb2, 2, MPI_LONG));
+        OK(MPI_Unpack_external("external32", out, 36, &pos, db, 2, MPI_DOUBLE)); EQ(pos, 36);
+        EQ(ib[0], 1); EQ(ib[1], -2); EQ(ib[2], 0x01020304);
+        EQ(lb2[0], -7); EQ(lb2[1], 123456);
+        TRUE(db[0] == 1.5 && db[1] == -0.25);
+        /* Errors: no room, an unknown representation, a long too wide. */
+        pos = 30;
+        ERR(MPI_ERR_TRUNCATE, MPI_Pack_external("external32", iv, 3, MPI_INT, out, 36, &pos));
+        pos = 0;
+        ERR(MPI_ERR_UNSUPPORTED_DATAREP, MPI_Pack_external("native", iv, 1, MPI_INT, out, 36, &pos));
+        long wide = 1L << 40;
+        ERR(MPI_ERR_CONVERSION, MPI_Pack_external("external32", &wide, 1, MPI_LONG, out, 36, &pos));
+    }
+
     check_done("dtypes");
     return 0;
 }

@@ -9,6 +9,7 @@
 
 pub mod array;
 pub mod derived;
+pub mod external;
 pub mod pack;
 pub mod predefined;
 pub mod recipe;

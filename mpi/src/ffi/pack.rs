@@ -1,13 +1,15 @@
 //! `MPI_Pack`, `MPI_Unpack` and `MPI_Pack_size`. The packed format is the
 //! data's own bytes in type-map order (ferry's processes share one data
-//! representation), so `MPI_PACKED` messages are plain bytes.
+//! representation), so `MPI_PACKED` messages are plain bytes. And their
+//! `external32` forms (`datatype::external`), packed natively first and
+//! converted.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 
 use super::buf::{pack_into, unpack_into};
-use super::{bytes, bytes_mut, get, mpi_fn, put};
+use super::{bytes, bytes_mut, cstr, get, mpi_fn, put};
 use crate::abi::class::*;
-use crate::datatype::count_arg;
+use crate::datatype::{count_arg, external};
 use crate::error::{Fail, Res};
 use crate::state::rt;
 
@@ -87,6 +89,88 @@ mpi_fn! {
         let ty = rt.any_type(datatype)?;
         let len = ty.bytes(i64::from(incount))?;
         let len = c_int::try_from(len).map_err(|_| Fail::new(MPI_ERR_COUNT, "the packed size exceeds an int"))?;
+        // SAFETY: out-argument.
+        unsafe { put(size, len) }
+    }
+}
+
+/// A position within a buffer of `size` bytes (`MPI_Aint`s).
+fn position_aint(pos: isize, size: isize) -> Res<(usize, usize)> {
+    let size = usize::try_from(size)
+        .map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid buffer size {size}")))?;
+    let pos = usize::try_from(pos)
+        .ok()
+        .filter(|&p| p <= size)
+        .ok_or_else(|| {
+            Fail::msg(
+                MPI_ERR_ARG,
+                format!("position {pos} is outside the {size}-byte buffer"),
+            )
+        })?;
+    Ok((pos, size))
+}
+
+mpi_fn! {
+    /// `MPI_Pack_external`: `incount` elements into `outbuf` in external32.
+    MPI_Pack_external / PMPI_Pack_external(datarep: *const c_char, inbuf: *const c_void, incount: c_int, datatype: usize, outbuf: *mut c_void, outsize: isize, position_: *mut isize) {
+        let rt = rt()?;
+        // SAFETY: a NUL-terminated string (the caller's promise).
+        external::check_datarep(unsafe { cstr(datarep)? })?;
+        let ty = rt.comm_type(datatype)?;
+        let n = count_arg(incount)?;
+        // SAFETY: in/out argument.
+        let (pos, size) = position_aint(unsafe { get(position_)? }, outsize)?;
+        let layout = ty.layout();
+        let len = external::size(&layout, n)?;
+        if len > size - pos {
+            return Err(Fail::msg(MPI_ERR_TRUNCATE, format!("{len} bytes to pack, {} left in the output buffer", size - pos)));
+        }
+        let mut native = vec![0u8; ty.bytes(n as i64)?];
+        // SAFETY: the input buffer holds the data `incount` elements describe.
+        unsafe { pack_into(inbuf, n, &ty, &mut native)? };
+        // SAFETY: the output buffer of `outsize` bytes (the caller's promise).
+        let out = unsafe { bytes_mut(outbuf.cast(), size)? };
+        external::to_external(&native, &layout, n, &mut out[pos..pos + len])?;
+        // SAFETY: as above.
+        unsafe { put(position_, (pos + len) as isize) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Unpack_external`: `outcount` elements from external32 data.
+    MPI_Unpack_external / PMPI_Unpack_external(datarep: *const c_char, inbuf: *const c_void, insize: isize, position_: *mut isize, outbuf: *mut c_void, outcount: c_int, datatype: usize) {
+        let rt = rt()?;
+        // SAFETY: a NUL-terminated string (the caller's promise).
+        external::check_datarep(unsafe { cstr(datarep)? })?;
+        let ty = rt.comm_type(datatype)?;
+        let n = count_arg(outcount)?;
+        // SAFETY: in/out argument.
+        let (pos, size) = position_aint(unsafe { get(position_)? }, insize)?;
+        let layout = ty.layout();
+        let len = external::size(&layout, n)?;
+        if len > size - pos {
+            return Err(Fail::msg(MPI_ERR_TRUNCATE, format!("{len} bytes to unpack, {} left in the input buffer", size - pos)));
+        }
+        // SAFETY: the input buffer of `insize` bytes (the caller's promise).
+        let data = unsafe { bytes(inbuf.cast(), size)? };
+        let mut native = vec![0u8; ty.bytes(n as i64)?];
+        external::from_external(&data[pos..pos + len], &layout, n, &mut native)?;
+        // SAFETY: the output buffer holds `outcount` elements.
+        unsafe { unpack_into(&native, outbuf, n, &ty)? };
+        // SAFETY: as above.
+        unsafe { put(position_, (pos + len) as isize) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Pack_external_size`: the external32 bytes of `incount` elements.
+    MPI_Pack_external_size / PMPI_Pack_external_size(datarep: *const c_char, incount: c_int, datatype: usize, size: *mut isize) {
+        let rt = rt()?;
+        // SAFETY: a NUL-terminated string (the caller's promise).
+        external::check_datarep(unsafe { cstr(datarep)? })?;
+        let ty = rt.any_type(datatype)?;
+        let len = external::size(&ty.layout(), count_arg(incount)?)?;
+        let len = isize::try_from(len).map_err(|_| Fail::new(MPI_ERR_COUNT, "the packed size exceeds an MPI_Aint"))?;
         // SAFETY: out-argument.
         unsafe { put(size, len) }
     }
