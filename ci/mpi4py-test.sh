@@ -52,9 +52,6 @@ EXCLUDE_TESTS=(
   'test_util_sync.TestSequential*'           # mpi4py.util.sync.Sequential allocates an RMA window: RMA not declared
   'test_win.TestWinNull.testGetName'         # RMA: not declared
   'test_util_pkl5.*.test*Inter'              # collectives on intercommunicators: MPI_ERR_UNSUPPORTED_OPERATION
-  'test_comm_inter.*.testCreateFromGroups'   # Intercomm_create_from_groups: not declared
-  'test_comm_inter.TestIntercommCreateFromGroups.*'  # Intercomm_create_from_groups: not declared
-  'test_comm.*.testCreateFromGroup'          # Comm_create_from_group needs sessions: not declared
   'test_datatype.TestDatatype.testContiguousBigMPI'  # counts above INT_MAX need the _c variants: not declared
   'test_mpiapi.TestMPIAPI.testSymbolCoverage'  # every MPI 5.0 symbol: the groups the table lists are not declared
 )

@@ -171,6 +171,41 @@ impl Comm {
         Ok(self.derived(group, block, self.hints()))
     }
 
+    /// `MPI_Intercomm_create_from_groups` (MPI 4.0), with `self` as the
+    /// universe the groups come from (the world): `local` makes its
+    /// intracommunicator as [`Comm::create_group`] does, and the leaders
+    /// (`local_leader` in `local`, `remote_leader` in `remote`) meet on
+    /// `self`'s spare context, never on its program traffic's. Collective
+    /// over both groups, which pass the same `tag` (the string tag's).
+    ///
+    /// # Errors
+    /// As for [`Comm::create_group`] and [`Comm::intercomm_create`]; a
+    /// remote group with a process outside `self`.
+    pub fn intercomm_from_groups(
+        &self,
+        local: &Group,
+        local_leader: Rank,
+        remote: &Group,
+        remote_leader: Rank,
+        tag: ferry_core::Tag,
+    ) -> Result<Comm> {
+        let remote_job = remote.to_job(remote_leader)?;
+        let remote_here = self
+            .group()
+            .to_group(remote_job)
+            .ok_or(ApiError::InvalidGroup(
+                "the remote group has processes outside the communicator",
+            ))?;
+        let local_comm = self.create_group(local, tag)?;
+        let meeting = Comm::scratch(
+            Arc::clone(&self.inner.shared),
+            self.group(),
+            self.context() + 2,
+        );
+        let leads = local_comm.rank() == local_leader;
+        local_comm.intercomm_create(local_leader, leads.then_some(&meeting), remote_here, tag)
+    }
+
     /// `MPI_Comm_compare`.
     pub fn compare(&self, other: &Comm) -> CommCompare {
         if Arc::ptr_eq(&self.inner, &other.inner)

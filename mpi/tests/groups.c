@@ -279,6 +279,23 @@ int main(int argc, char **argv) {
         OK(MPI_Comm_free(&base));
     }
 
+    /* Comm_create_from_group (MPI 4.0): the even and the odd ranks each
+     * make theirs at once, under different string tags. */
+    {
+        MPI_Group wg, part;
+        MPI_Comm fc;
+        int nm = 0, mine[64], fsize = -1, frank = -1;
+        OK(MPI_Comm_group(MPI_COMM_WORLD, &wg));
+        for (int r = rank % 2; r < size; r += 2) mine[nm++] = r;
+        OK(MPI_Group_incl(wg, nm, mine, &part));
+        OK(MPI_Comm_create_from_group(part, rank % 2 ? "ferry.odd" : "ferry.even", MPI_INFO_NULL,
+                                      MPI_ERRORS_RETURN, &fc));
+        OK(MPI_Comm_size(fc, &fsize)); EQ(fsize, nm);
+        OK(MPI_Comm_rank(fc, &frank)); EQ(frank, rank / 2);
+        OK(MPI_Allreduce(&one, &tot, 1, MPI_INT, MPI_SUM, fc)); EQ(tot, nm);
+        OK(MPI_Comm_free(&fc)); OK(MPI_Group_free(&part)); OK(MPI_Group_free(&wg));
+    }
+
     /* Info on communicators; mpi_recv_req_may_be_empty through dup_with_info. */
     MPI_Info in, got;
     char v[MPI_MAX_INFO_VAL];

@@ -1,7 +1,8 @@
 /* Intercommunicators: create (two interleaved halves of the world, so the
  * groups are not prefixes of it), test_inter, remote size and group,
  * point-to-point with specific and wildcard sources, probes, sendrecv,
- * persistent requests, split, create, dup, idup, compare, merge three ways, and the
+ * persistent requests, split, create, dup, idup, compare, merge three ways,
+ * Intercomm_create_from_groups, and the
  * refused operations (collectives) with MPI_ERR_UNSUPPORTED_OPERATION. */
 #include "check.h"
 
@@ -161,6 +162,21 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_compare(inter, inter, &res)); EQ(res, MPI_IDENT);
     OK(MPI_Comm_compare(inter, half, &res)); EQ(res, MPI_UNEQUAL);
     traffic(dup, lsize, rsize, remote);
+
+    /* Intercomm_create_from_groups (MPI 4.0) from the same two groups,
+     * each side's leader its last rank this time. */
+    {
+        MPI_Comm fg;
+        MPI_Errhandler feh;
+        OK(MPI_Intercomm_create_from_groups(local, lsize - 1, remote, rsize - 1, "ferry.intercomm",
+                                            MPI_INFO_NULL, MPI_ERRORS_RETURN, &fg));
+        OK(MPI_Comm_test_inter(fg, &flag)); EQ(flag, 1);
+        OK(MPI_Comm_remote_size(fg, &n)); EQ(n, rsize);
+        OK(MPI_Comm_compare(inter, fg, &res)); EQ(res, MPI_CONGRUENT);
+        OK(MPI_Comm_get_errhandler(fg, &feh)); TRUE(feh == MPI_ERRORS_RETURN);
+        traffic(fg, lsize, rsize, remote);
+        OK(MPI_Comm_free(&fg));
+    }
 
     /* idup: two in flight on the intercommunicator, with traffic and a
      * blocking dup in between, completed in opposite orders on the two sides. */

@@ -12,7 +12,7 @@ use crate::state::{lock, rt, Runtime};
 use crate::usererr;
 
 /// The handler an errhandler handle names.
-fn errh_of(rt: &Runtime, handle: usize) -> Res<Errh> {
+pub(crate) fn errh_of(rt: &Runtime, handle: usize) -> Res<Errh> {
     if let Some(e) = Errh::predefined(handle) {
         return Ok(e);
     }

@@ -33,6 +33,7 @@ mod commbuf;
 mod direct;
 mod env;
 mod errors;
+mod fromgroups;
 mod greq;
 mod group;
 mod idup;
