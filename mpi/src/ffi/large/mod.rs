@@ -301,3 +301,39 @@ large_fn! {
         Ok(unsafe { PMPI_Get_elements_x(status, datatype, count) })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_that_do_not_fit_an_int_are_err_count() {
+        assert_eq!(int(7).unwrap(), 7);
+        assert_eq!(int(-3).unwrap(), -3); // the int form refuses it
+        assert_eq!(int(i64::from(c_int::MAX)).unwrap(), c_int::MAX);
+        assert_eq!(
+            int(i64::from(c_int::MAX) + 1).unwrap_err().class,
+            MPI_ERR_COUNT
+        );
+        assert_eq!(
+            int(i64::from(c_int::MIN) - 1).unwrap_err().class,
+            MPI_ERR_COUNT
+        );
+    }
+
+    #[test]
+    fn arrays_convert_every_entry_and_pass_null_on() {
+        let src = [1i64, 2, 3];
+        // SAFETY: a local array of 3 entries.
+        let v = unsafe { array(src.as_ptr(), 3, int) }.unwrap();
+        assert_eq!(v.as_deref(), Some(&[1, 2, 3][..]));
+        let big = [1i64, 1 << 40];
+        // SAFETY: a local array of 2 entries.
+        let e = unsafe { array(big.as_ptr(), 2, int) }.unwrap_err();
+        assert_eq!(e.class, MPI_ERR_COUNT);
+        // SAFETY: null is never read.
+        let none = unsafe { array(std::ptr::null::<i64>(), 5, int) }.unwrap();
+        assert!(ptr(&none).is_null());
+        assert_eq!(len(-1), 0);
+    }
+}

@@ -362,3 +362,36 @@ large_fn! {
         Ok(unsafe { PMPI_Op_create(Some(TRAMPOLINES[i]), commute, op) })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    unsafe extern "C" fn double_in(a: *mut c_void, b: *mut c_void, len: *mut i64, _: *mut usize) {
+        // SAFETY: called below on two i32 arrays of `*len` entries.
+        unsafe {
+            for i in 0..*len as usize {
+                *b.cast::<i32>().add(i) += 2 * *a.cast::<i32>().add(i);
+            }
+        }
+    }
+
+    #[test]
+    fn a_function_keeps_its_slot_and_its_trampoline_widens_the_count() {
+        let i = slot_of(double_in).unwrap();
+        assert_eq!(slot_of(double_in).unwrap(), i);
+        let mut a = [1i32, 2, 3];
+        let mut b = [10i32, 10, 10];
+        let (mut n, mut dt): (c_int, usize) = (3, 0);
+        // SAFETY: the slot's trampoline on local arrays of `n` ints.
+        unsafe {
+            TRAMPOLINES[i](
+                a.as_mut_ptr().cast(),
+                b.as_mut_ptr().cast(),
+                &mut n,
+                &mut dt,
+            );
+        }
+        assert_eq!(b, [12, 14, 16]);
+    }
+}
