@@ -39,6 +39,7 @@ mod group;
 mod idup;
 mod info;
 mod inter;
+mod large;
 pub(crate) mod longdouble;
 mod mpix;
 mod mprobe;
