@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::{aint, array, int, large_fn, len, position, ptr};
-use crate::abi::class::{MPI_ERR_ARG, MPI_ERR_INTERN, MPI_SUCCESS};
+use crate::abi::class::{MPI_ERR_ARG, MPI_ERR_UNSUPPORTED_OPERATION, MPI_SUCCESS};
 use crate::abi::MPI_COMM_SELF;
 use crate::error::{Fail, Res};
 use crate::ffi::coll::reduction::{PMPI_Op_create, PMPI_Reduce_local};
@@ -403,7 +403,7 @@ fn slot_of(f: UserFnC) -> Result<usize, Fail> {
     let i = claimed.len();
     if i == SLOTS {
         return Err(Fail::msg(
-            MPI_ERR_INTERN,
+            MPI_ERR_UNSUPPORTED_OPERATION,
             format!("more than {SLOTS} distinct large-count user functions (MPI_Op_create_c)"),
         ));
     }
