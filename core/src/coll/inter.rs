@@ -77,7 +77,10 @@ impl Sides {
         let m = self.nl.max(self.nr);
         let from = (self.r + m - i % m) % m;
         let to = (self.r + i) % m;
-        ((from < self.nr).then_some(from), (to < self.nr).then_some(to))
+        (
+            (from < self.nr).then_some(from),
+            (to < self.nr).then_some(to),
+        )
     }
 
     fn rounds(self) -> u32 {
@@ -141,7 +144,12 @@ pub fn build_inter(
     let tag = Signature::of(&coll, nl, None, None)
         .kind_only()
         .tag_in(seq, TagSpace::Inter);
-    let members: Arc<[Rank]> = team.local.iter().chain(team.remote.iter()).copied().collect();
+    let members: Arc<[Rank]> = team
+        .local
+        .iter()
+        .chain(team.remote.iter())
+        .copied()
+        .collect();
     let mut b = Builder::new(
         kind_of(&coll),
         (team.context, nl + nr),
@@ -252,7 +260,12 @@ fn gather(b: &mut Builder, s: Sides, role: Role, v: Option<Counts>) -> Result<()
         Role::Idle => {}
         Role::Root => {
             let len = present(b, OUTPUT, "gather's root needs its receive buffer")?;
-            let l = blocks(v, s.nr, len, "gather: the root's buffer is not remote size × the block")?;
+            let l = blocks(
+                v,
+                s.nr,
+                len,
+                "gather: the root's buffer is not remote size × the block",
+            )?;
             for j in 0..s.nr {
                 b.recv(s.remote(j), block(OUTPUT, &l, j));
                 b.fence();
@@ -273,7 +286,12 @@ fn scatter(b: &mut Builder, s: Sides, role: Role, v: Option<Counts>) -> Result<(
         Role::Idle => {}
         Role::Root => {
             let len = present(b, INPUT, "scatter's root needs its send buffer")?;
-            let l = blocks(v, s.nr, len, "scatter: the root's buffer is not remote size × the block")?;
+            let l = blocks(
+                v,
+                s.nr,
+                len,
+                "scatter: the root's buffer is not remote size × the block",
+            )?;
             for j in 0..s.nr {
                 b.send(s.remote(j), block(INPUT, &l, j));
                 b.fence();
@@ -317,7 +335,13 @@ fn reduce(b: &mut Builder, s: Sides, role: Role, dtype: Datatype) -> Result<()> 
 /// This group's contributions reduced in rank order at local rank 0, then
 /// swapped with the remote leader: at the leader, the remote group's
 /// reduction lands in `theirs`. Returns nothing elsewhere.
-fn reduce_and_swap(b: &mut Builder, s: Sides, src: SlotId, len: usize, theirs: Region) -> Result<()> {
+fn reduce_and_swap(
+    b: &mut Builder,
+    s: Sides,
+    src: SlotId,
+    len: usize,
+    theirs: Region,
+) -> Result<()> {
     if s.r != 0 {
         b.send(0, Region::whole(src, len));
         b.fence();
@@ -347,7 +371,9 @@ fn allreduce(b: &mut Builder, s: Sides, dtype: Datatype) -> Result<()> {
     let len = present(b, src, "allreduce needs its data")?;
     whole(len, dtype)?;
     if present(b, OUTPUT, "allreduce needs its receive buffer")? != len {
-        return Err(length_error("allreduce: send and receive buffers differ in size"));
+        return Err(length_error(
+            "allreduce: send and receive buffers differ in size",
+        ));
     }
     reduce_and_swap(b, s, src, len, Region::whole(OUTPUT, len))?;
     // The leader hands the result to its group.
@@ -404,7 +430,12 @@ fn reduce_scatter(
 fn allgather(b: &mut Builder, s: Sides, v: Option<Counts>) -> Result<()> {
     let len = present(b, INPUT, "allgather needs its send buffer")?;
     let out = present(b, OUTPUT, "allgather needs its receive buffer")?;
-    let l = blocks(v, s.nr, out, "allgather: the receive buffer is not remote size × the block")?;
+    let l = blocks(
+        v,
+        s.nr,
+        out,
+        "allgather: the receive buffer is not remote size × the block",
+    )?;
     for i in 0..s.rounds() {
         let (from, to) = s.pair(i);
         if let Some(j) = from {
@@ -440,7 +471,10 @@ fn alltoall(b: &mut Builder, s: Sides, v: Option<(Counts, Counts)>) -> Result<()
         }
         None => {
             let what = "alltoall: a buffer is not remote size × the block";
-            (blocks(None, s.nr, len, what)?, blocks(None, s.nr, out, what)?)
+            (
+                blocks(None, s.nr, len, what)?,
+                blocks(None, s.nr, out, what)?,
+            )
         }
     };
     for i in 0..s.rounds() {
@@ -498,7 +532,11 @@ mod tests {
                 let sides = Sides { nl, nr, r };
                 for i in 0..sides.rounds() {
                     if let (Some(from), _) = sides.pair(i) {
-                        let them = Sides { nl: nr, nr: nl, r: from };
+                        let them = Sides {
+                            nl: nr,
+                            nr: nl,
+                            r: from,
+                        };
                         assert_eq!(them.pair(i).1, Some(r));
                     }
                 }

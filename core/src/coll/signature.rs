@@ -220,7 +220,10 @@ mod tests {
             assert_eq!(classify(base, other, TagSpace::Full), Stray::Disagrees);
         }
         assert_eq!(classify(base, base, TagSpace::Full), Stray::Unrelated);
-        assert_eq!(classify(base, revoke_tag(base, TagSpace::Full), TagSpace::Full), Stray::Revoke);
+        assert_eq!(
+            classify(base, revoke_tag(base, TagSpace::Full), TagSpace::Full),
+            Stray::Revoke
+        );
         let next = Signature::of(&Collective::Bcast { root: 1 }, 4, None, Some(64)).tag(8);
         assert_eq!(classify(base, next, TagSpace::Full), Stray::Unrelated);
     }

@@ -306,7 +306,10 @@ impl<D: Device> Engine<D> {
     /// waiting for partners that will never send stop waiting.
     fn revoke(&mut self, run: &mut Running) -> Result<()> {
         run.revoke = false;
-        let (tag, context) = (signature::revoke_tag(run.sched.tag, run.sched.tags), run.sched.context);
+        let (tag, context) = (
+            signature::revoke_tag(run.sched.tag, run.sched.tags),
+            run.sched.context,
+        );
         let me = self.st.rank;
         for member in run.sched.members() {
             if member == me {

@@ -16,6 +16,7 @@
 //! concurrent collectives apart by that order.
 
 mod blocking;
+mod inter;
 mod node;
 mod nonblocking;
 pub(crate) mod op;
@@ -42,7 +43,10 @@ impl Comm {
         persistent: bool,
     ) -> Result<Request> {
         let c = &self.inner;
-        self.intra_only("collectives on an intercommunicator")?;
+        if self.is_inter() {
+            let sched = self.inter_schedule(coll, input, output)?;
+            return self.run_schedule(sched, origin, persistent);
+        }
         // No node set-up here: it synchronizes the members, which a
         // nonblocking or persistent collective's start must not (a
         // blocking collective sets it up first, in `node_fast`). Every
@@ -60,6 +64,17 @@ impl Comm {
         }
         let tag = c.next_tag();
         let sched = build(&c.team(), tag, &c.table, coll, input, output)?;
+        self.run_schedule(sched, origin, persistent)
+    }
+
+    /// Starts a built schedule (persistent: returns the inactive request).
+    fn run_schedule(
+        &self,
+        sched: ferry_core::coll::Schedule,
+        origin: Origin,
+        persistent: bool,
+    ) -> Result<Request> {
+        let c = &self.inner;
         let mut g = c.shared.lock()?;
         let engine = g.engine()?;
         if persistent {
