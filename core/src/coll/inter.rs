@@ -315,6 +315,9 @@ fn reduce(b: &mut Builder, s: Sides, role: Role, dtype: Datatype) -> Result<()> 
             whole(len, dtype)?;
             b.recv(s.remote(0), Region::whole(OUTPUT, len));
             b.fence();
+            if s.nr == 1 {
+                return Ok(());
+            }
             let t = b.temp(len)?;
             for j in 1..s.nr {
                 b.recv(s.remote(j), Region::whole(t, len));

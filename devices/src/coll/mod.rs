@@ -14,6 +14,17 @@
 //! a communicator of one) returns `REQUEST_EMPTY`. Every member must call
 //! the same collectives in the same order (MPI's rule); the engine tells
 //! concurrent collectives apart by that order.
+//!
+//! On an intercommunicator (`inter.rs`) they take MPI's intercommunicator
+//! meanings: a rooted one's root passes [`ROOT`](crate::ROOT), the rest of
+//! its group [`PROC_NULL`](crate::PROC_NULL), the other group the root's
+//! remote rank; results come from the other group, and blocks and counts
+//! are per remote rank (a reduce-scatter's counts per local one). Scan and
+//! exscan are refused with [`ApiError::Unsupported`](crate::ApiError).
+//! The in-place forms whose vector is both a contribution and the other
+//! group's blocks (`allgather_in_place`, `allgather_init`,
+//! `reduce_scatter_block_init`) have no meaning there and fail with a
+//! length error; the other persistent forms work.
 
 mod blocking;
 mod inter;
