@@ -174,6 +174,21 @@ static void collectives(MPI_Comm inter, int color, int lsize, int lrank, int rsi
         for (int k = 0; k < cnt[lrank]; k++) EQ(recv[k], remote_sum + rsize * (first + k));
         EQ(recv[cnt[lrank]], -7);
     }
+    /* A nonblocking collective in flight across a dup, whose leaders
+     * exchange on the context the collectives travel on. */
+    {
+        MPI_Request pend;
+        MPI_Comm d;
+        int x = me, y = -1;
+        OK(MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, inter, &pend));
+        OK(MPI_Comm_dup(inter, &d));
+        OK(MPI_Wait(&pend, MPI_STATUS_IGNORE));
+        EQ(y, remote_sum);
+        y = -1;
+        OK(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_MAX, d));
+        EQ(y, 2 * (rsize - 1) + other);
+        OK(MPI_Comm_free(&d));
+    }
     /* Refused: scan and exscan (undefined), MPI_IN_PLACE (erroneous). */
     int one = 1, sum = 0;
     ERR(MPI_ERR_UNSUPPORTED_OPERATION, MPI_Scan(&one, &sum, 1, MPI_INT, MPI_SUM, inter));
