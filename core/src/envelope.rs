@@ -18,6 +18,10 @@ pub type ContextId = u32;
 pub const ANY_SOURCE: Rank = -2;
 /// The null process: sends to it and receives from it complete at once.
 pub const PROC_NULL: Rank = -1;
+/// The root of a rooted collective on an intercommunicator, as the root
+/// itself names it (`MPI_ROOT`); the other members of its group pass
+/// [`PROC_NULL`].
+pub const ROOT: Rank = -3;
 /// Receive with any tag.
 pub const ANY_TAG: Tag = -1;
 /// The largest valid user tag (MPI requires at least 32767).

@@ -81,7 +81,7 @@ pub use engine::{
     Outcount, Park, SendMode, SpinPark, Started, StatusAny,
 };
 pub use envelope::{
-    ContextId, Envelope, Pattern, Rank, Tag, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB,
+    ContextId, Envelope, Pattern, Rank, Tag, ANY_SOURCE, ANY_TAG, PROC_NULL, ROOT, TAG_UB,
 };
 pub use error::{DeviceError, Error, Fault, PeerError, Result, UsageError};
 pub use handle::{Message, Request};

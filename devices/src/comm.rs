@@ -22,6 +22,8 @@
 //! group's intracommunicator (`local`), on which the agreements of `dup`
 //! and `merge` run. The groups are disjoint, so the two sides' local
 //! intracommunicators share context ids without ever matching each other.
+//! Its collectives share the bridge's context, on tags the leaders never
+//! use (`coll/inter.rs`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

@@ -1,8 +1,9 @@
 //! Intercommunicators (`MPI_Intercomm_create`, `MPI_Intercomm_merge`): two
 //! disjoint groups, each member's point-to-point ranks naming the other
-//! group's members. Collectives on one are refused with
-//! [`ApiError::Unsupported`]; point-to-point, probes, persistent requests,
-//! `dup`, `split`, `create`, `compare` and `merge` work.
+//! group's members. Point-to-point, probes, persistent requests, `dup`,
+//! `split`, `create`, `compare`, `merge` and the collectives
+//! (`coll/inter.rs`; all but scan and exscan, which MPI leaves undefined
+//! here) work.
 //!
 //! Each construction is collective over both groups: the members of each
 //! side agree among themselves (on their local intracommunicator) and the
@@ -20,7 +21,10 @@ use crate::contexts::base_of;
 use crate::error::{ApiError, Result};
 use crate::group::Group;
 
-/// The leaders' tags on the bridge; the bridge carries nothing else.
+/// The leaders' tags on the bridge: these, the idups' swaps from
+/// `IDUP_BRIDGE_TAGS` up, and the intercommunicator's collectives
+/// (`coll/inter.rs`) between.
+pub(crate) const BRIDGE_TAGS: std::ops::RangeInclusive<Tag> = MASK_TAG..=CREATE_TAG;
 const MASK_TAG: Tag = 1;
 const HIGH_TAG: Tag = 2;
 const SPLIT_TAG: Tag = 3;

@@ -156,5 +156,5 @@ pub use ferry_core;
 pub use ferry_core::protocol::ProtocolTable;
 pub use ferry_core::{
     Bootstrap, BootstrapError, Buf, ByteStorage, ContextId, Rank, SendMode, Status, Tag,
-    ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB,
+    ANY_SOURCE, ANY_TAG, PROC_NULL, ROOT, TAG_UB,
 };

@@ -51,6 +51,17 @@ impl Registry {
         Ok(n)
     }
 
+    /// MPI 4.1: a code or class is removed only once its string is.
+    fn no_string(&self, code: c_int) -> Res {
+        if self.strings.contains_key(&code) {
+            return Err(Fail::msg(
+                MPI_ERR_ARG,
+                format!("error code {code} still has a string (remove it first)"),
+            ));
+        }
+        Ok(())
+    }
+
     fn user(&self, code: c_int, what: &str) -> Res<c_int> {
         self.class_of.get(&code).copied().ok_or_else(|| {
             Fail::msg(
@@ -120,8 +131,8 @@ pub fn remove_class(class: c_int) -> Res {
             format!("error class {class} still has codes (remove them first)"),
         ));
     }
+    r.no_string(class)?;
     r.class_of.remove(&class);
-    r.strings.remove(&class);
     Ok(())
 }
 
@@ -134,8 +145,8 @@ pub fn remove_code(code: c_int) -> Res {
             format!("{code} is an error class, not a code"),
         ));
     }
+    r.no_string(code)?;
     r.class_of.remove(&code);
-    r.strings.remove(&code);
     Ok(())
 }
 
@@ -195,6 +206,7 @@ mod tests {
         assert!(set_string(code, &"x".repeat(MPI_MAX_ERROR_STRING)).is_err());
         assert!(remove_class(class).is_err(), "it still has a code");
         assert!(remove_code(class).is_err(), "a class is not a code");
+        assert!(remove_code(code).is_err(), "it still has a string");
         remove_string(code).unwrap();
         assert_eq!(string_of(code).as_deref(), Some(""));
         remove_code(code).unwrap();

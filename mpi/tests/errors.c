@@ -161,12 +161,16 @@ int main(int argc, char **argv) {
         OK(MPI_Comm_call_errhandler(d2, mycode));
         EQ(called, 1); EQ(called_code, mycode); TRUE(called_comm == d2);
         OK(MPI_Comm_free(&d2));
-        /* Removal (MPI 4.1): a class only once its codes are gone. */
+        /* Removal (MPI 4.1): a class only once its codes are gone, and a
+         * code or class only once its string is. */
         ERR(MPI_ERR_ARG, MPI_Remove_error_class(myclass));
+        ERR(MPI_ERR_ARG, MPI_Remove_error_code(mycode)); /* its string first */
         OK(MPI_Remove_error_string(mycode));
         OK(MPI_Error_string(mycode, s, &len)); EQ(len, 0);
         OK(MPI_Remove_error_code(mycode));
         ERR(MPI_ERR_ARG, MPI_Error_class(mycode, &cls));
+        ERR(MPI_ERR_ARG, MPI_Remove_error_class(myclass)); /* its string first */
+        OK(MPI_Remove_error_string(myclass));
         OK(MPI_Remove_error_class(myclass));
         OK(MPI_Remove_error_code(trcode));
         ERR(MPI_ERR_ARG, MPI_Remove_error_class(myclass));

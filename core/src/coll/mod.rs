@@ -16,9 +16,11 @@
 //! and the collective context keeps them apart from user traffic.
 //!
 //! Algorithms are chosen by a [`CollTable`] built once per communicator
-//! ([`tune`]); the builders are in `algo/`, one family per file.
+//! ([`tune`]); the builders are in `algo/`, one family per file, and an
+//! intercommunicator's in [`inter`].
 
 mod algo;
+pub mod inter;
 pub mod reduce;
 pub mod schedule;
 pub(crate) mod signature;
@@ -26,8 +28,10 @@ pub mod tune;
 
 use std::sync::Arc;
 
+pub use inter::{build_inter, InterTeam, INTER_IDLE, INTER_ROOT};
 pub use reduce::{fold_in_order, reduce_into, Datatype, ReduceOp, UserOp};
 pub use schedule::{CollKind, Region, Schedule, SlotId, Step, INPUT, OUTPUT};
+pub use signature::{TagSpace, INTER_TAGS};
 pub use tune::{CollTable, CollTuning};
 
 use crate::buffer::Buf;

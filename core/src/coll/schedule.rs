@@ -213,6 +213,9 @@ pub struct Schedule {
     pub(crate) op: Option<(ReduceOp, Datatype)>,
     pub(crate) context: ContextId,
     pub(crate) tag: Tag,
+    /// Which tags on `context` are the collectives' (for finding a
+    /// disagreeing member's message).
+    pub(crate) tags: super::signature::TagSpace,
     /// Scratch for a reduction whose input is the right operand of a
     /// non-commutative op.
     pub(crate) scratch: Vec<u8>,
@@ -297,6 +300,7 @@ impl Builder {
                 op: None,
                 context,
                 tag,
+                tags: super::signature::TagSpace::Full,
                 scratch: Vec::new(),
                 members: job_ranks.clone(),
                 size,
@@ -305,6 +309,12 @@ impl Builder {
             job_ranks,
             round_has_send: false,
         }
+    }
+
+    /// Marks the schedule's tags as an intercommunicator's
+    /// ([`TagSpace::Inter`](super::signature::TagSpace::Inter)).
+    pub(crate) fn set_tag_space(&mut self, tags: super::signature::TagSpace) {
+        self.sched.tags = tags;
     }
 
     /// Sets the reduction every `reduce` step applies.

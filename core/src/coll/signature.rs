@@ -26,6 +26,38 @@ const SEQ_MASK: Tag = (1 << SEQ_BITS) - 1;
 const SIG_VALUES: u64 = ((TAG_UB as u64) + 1) >> SEQ_BITS;
 /// The signature of a revoke message; no call hashes to it.
 const REVOKE: u64 = SIG_VALUES - 1;
+/// The revoke signature of [`TagSpace::Inter`]; its calls hash to
+/// `1..INTER_REVOKE`.
+const INTER_REVOKE: u64 = (INTER_TAGS.end >> SEQ_BITS) as u64 - 1;
+
+/// The tags of an intercommunicator's collectives: signatures 1 to 511
+/// above the 20 sequence bits. The context they travel on also carries
+/// an intercommunicator's leaders' exchanges (`ferry`'s bridge), whose tags
+/// are below `1 << 20` or from `1 << 29` up, so neither side ever takes
+/// the other's messages, and a schedule never mistakes a leader's message
+/// for a member's disagreeing call.
+pub const INTER_TAGS: std::ops::Range<Tag> = (1 << SEQ_BITS)..(1 << 29);
+
+/// Which tags a schedule's messages carry on its context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TagSpace {
+    /// All of `0..=TAG_UB`: an intracommunicator's collective context
+    /// carries nothing else.
+    #[default]
+    Full,
+    /// [`INTER_TAGS`] only; the context's other tags are not the
+    /// collectives' business.
+    Inter,
+}
+
+impl TagSpace {
+    fn revoke(self) -> u64 {
+        match self {
+            TagSpace::Full => REVOKE,
+            TagSpace::Inter => INTER_REVOKE,
+        }
+    }
+}
 
 /// What the members of one call must agree on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,13 +114,33 @@ impl Signature {
         }
     }
 
+    /// The signature of the call's kind alone: an intercommunicator's
+    /// two groups see roots and buffers differently (the root group passes
+    /// `ROOT` or nothing, the other the root's rank; a gather's root holds
+    /// one block per remote member), so only the operation is common.
+    pub(crate) fn kind_only(self) -> Signature {
+        Signature {
+            kind: self.kind,
+            root: 0,
+            bytes: 0,
+        }
+    }
+
     /// The tag of call number `seq` with this signature.
     pub(crate) fn tag(self, seq: Tag) -> Tag {
+        self.tag_in(seq, TagSpace::Full)
+    }
+
+    /// The tag of call number `seq` with this signature, in `space`.
+    pub(crate) fn tag_in(self, seq: Tag, space: TagSpace) -> Tag {
         let mut h = self.kind.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         h = (h ^ self.root).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         h = (h ^ self.bytes).wrapping_mul(0x94D0_49BB_1331_11EB);
         h ^= h >> 31;
-        compose(seq, h % REVOKE)
+        match space {
+            TagSpace::Full => compose(seq, h % REVOKE),
+            TagSpace::Inter => compose(seq, 1 + h % (INTER_REVOKE - 1)),
+        }
     }
 }
 
@@ -97,8 +149,8 @@ fn compose(seq: Tag, sig: u64) -> Tag {
 }
 
 /// The tag of the revoke message for the call whose tag is `tag`.
-pub(crate) fn revoke_tag(tag: Tag) -> Tag {
-    compose(tag, REVOKE)
+pub(crate) fn revoke_tag(tag: Tag, space: TagSpace) -> Tag {
+    compose(tag, space.revoke())
 }
 
 /// How a message found on a collective context relates to the call whose
@@ -113,10 +165,11 @@ pub(crate) enum Stray {
     Disagrees,
 }
 
-pub(crate) fn classify(mine: Tag, found: Tag) -> Stray {
-    if found == mine || (found & SEQ_MASK) != (mine & SEQ_MASK) {
+pub(crate) fn classify(mine: Tag, found: Tag, space: TagSpace) -> Stray {
+    let foreign = space == TagSpace::Inter && !INTER_TAGS.contains(&found);
+    if foreign || found == mine || (found & SEQ_MASK) != (mine & SEQ_MASK) {
         Stray::Unrelated
-    } else if (found >> SEQ_BITS) as u64 == REVOKE {
+    } else if (found >> SEQ_BITS) as u64 == space.revoke() {
         Stray::Revoke
     } else {
         Stray::Disagrees
@@ -141,7 +194,7 @@ mod tests {
             for bytes in [0, 8, 1 << 20, usize::MAX] {
                 let t = Signature::of(&allreduce(), 3, Some(bytes), None).tag(seq);
                 assert!((0..=TAG_UB).contains(&t));
-                assert!((0..=TAG_UB).contains(&revoke_tag(t)));
+                assert!((0..=TAG_UB).contains(&revoke_tag(t, TagSpace::Full)));
             }
         }
     }
@@ -164,11 +217,35 @@ mod tests {
         let count = Signature::of(&Collective::Bcast { root: 0 }, 4, None, Some(128)).tag(7);
         let kind = Signature::of(&allreduce(), 4, None, Some(64)).tag(7);
         for other in [root, count, kind] {
-            assert_eq!(classify(base, other), Stray::Disagrees);
+            assert_eq!(classify(base, other, TagSpace::Full), Stray::Disagrees);
         }
-        assert_eq!(classify(base, base), Stray::Unrelated);
-        assert_eq!(classify(base, revoke_tag(base)), Stray::Revoke);
+        assert_eq!(classify(base, base, TagSpace::Full), Stray::Unrelated);
+        assert_eq!(
+            classify(base, revoke_tag(base, TagSpace::Full), TagSpace::Full),
+            Stray::Revoke
+        );
         let next = Signature::of(&Collective::Bcast { root: 1 }, 4, None, Some(64)).tag(8);
-        assert_eq!(classify(base, next), Stray::Unrelated);
+        assert_eq!(classify(base, next, TagSpace::Full), Stray::Unrelated);
+    }
+
+    #[test]
+    fn inter_tags_stay_in_their_range() {
+        let bcast = Signature::of(&Collective::Bcast { root: 0 }, 3, None, Some(8)).kind_only();
+        for seq in [0, 1, 4, SEQ_MASK, TAG_UB] {
+            let t = bcast.tag_in(seq, TagSpace::Inter);
+            assert!(INTER_TAGS.contains(&t), "{t}");
+            assert!(INTER_TAGS.contains(&revoke_tag(t, TagSpace::Inter)));
+            assert_ne!(revoke_tag(t, TagSpace::Inter), t);
+        }
+        let mine = bcast.tag_in(3, TagSpace::Inter);
+        // A leader's bridge messages: tags 1..=4 and from 1 << 29.
+        for foreign in [3, (1 << 29) + 3, (1 << 29) + (1 << 20) + 3] {
+            assert_eq!(classify(mine, foreign, TagSpace::Inter), Stray::Unrelated);
+        }
+        let other = Signature::of(&allreduce(), 3, None, Some(8)).kind_only();
+        let theirs = other.tag_in(3, TagSpace::Inter);
+        assert_eq!(classify(mine, theirs, TagSpace::Inter), Stray::Disagrees);
+        let revoke = revoke_tag(mine, TagSpace::Inter);
+        assert_eq!(classify(mine, revoke, TagSpace::Inter), Stray::Revoke);
     }
 }

@@ -279,17 +279,17 @@ impl<D: Device> Engine<D> {
             return;
         }
         run.arrivals_seen = arrivals;
-        let mine = run.sched.tag;
+        let (mine, space) = (run.sched.tag, run.sched.tags);
         let found = self
             .st
             .unexpected
             .find_on_context(run.sched.context, |env| {
-                signature::classify(mine, env.tag) != Stray::Unrelated
+                signature::classify(mine, env.tag, space) != Stray::Unrelated
             });
         let Some(env) = found else {
             return;
         };
-        if signature::classify(mine, env.tag) == Stray::Revoke {
+        if signature::classify(mine, env.tag, space) == Stray::Revoke {
             run.failed = Some(mismatch(env.source));
         } else {
             tracing::warn!(
@@ -306,7 +306,10 @@ impl<D: Device> Engine<D> {
     /// waiting for partners that will never send stop waiting.
     fn revoke(&mut self, run: &mut Running) -> Result<()> {
         run.revoke = false;
-        let (tag, context) = (signature::revoke_tag(run.sched.tag), run.sched.context);
+        let (tag, context) = (
+            signature::revoke_tag(run.sched.tag, run.sched.tags),
+            run.sched.context,
+        );
         let me = self.st.rank;
         for member in run.sched.members() {
             if member == me {

@@ -7,13 +7,8 @@ use ferry_core::Rank;
 use super::op::Op;
 use super::{byte_counts, packed};
 use crate::comm::Comm;
-use crate::error::{ApiError, Result};
+use crate::error::Result;
 use crate::typed::{as_bytes, as_bytes_mut, Element};
-
-/// A root as the builders take it (they check it against the size).
-pub(crate) fn root_of(root: Rank, size: u32) -> Result<u32> {
-    u32::try_from(root).map_err(|_| ApiError::InvalidRank { rank: root, size }.into())
-}
 
 impl Comm {
     /// `MPI_Barrier`: returns once every member has entered.
@@ -30,7 +25,7 @@ impl Comm {
     /// A bad root; buffers whose lengths differ between members (a typed
     /// error where the protocol sees it); as for [`Comm::barrier`].
     pub fn bcast<T: Element>(&self, buf: &mut [T], root: Rank) -> Result<()> {
-        let root = root_of(root, self.size())?;
+        let root = self.coll_root(root)?;
         self.coll_borrowed(Collective::Bcast { root }, None, Some(as_bytes_mut(buf)))
     }
 
@@ -47,11 +42,11 @@ impl Comm {
         root: Rank,
     ) -> Result<()> {
         let coll = Collective::Reduce {
-            root: root_of(root, self.size())?,
+            root: self.coll_root(root)?,
             op: op.op.clone(),
             dtype: op.dtype,
         };
-        let recv = if self.rank() == root { recv } else { None };
+        let recv = if self.is_root(root) { recv } else { None };
         self.coll_borrowed(coll, Some(as_bytes(send)), recv.map(as_bytes_mut))
     }
 
@@ -63,7 +58,7 @@ impl Comm {
     /// As for [`Comm::reduce`].
     pub fn reduce_in_place<T: Element>(&self, buf: &mut [T], op: &Op<T>, root: Rank) -> Result<()> {
         let coll = Collective::Reduce {
-            root: root_of(root, self.size())?,
+            root: self.coll_root(root)?,
             op: op.op.clone(),
             dtype: op.dtype,
         };
@@ -102,10 +97,10 @@ impl Comm {
     /// As for [`Comm::reduce`].
     pub fn gather<T: Element>(&self, send: &[T], recv: Option<&mut [T]>, root: Rank) -> Result<()> {
         let coll = Collective::Gather {
-            root: root_of(root, self.size())?,
+            root: self.coll_root(root)?,
             v: None,
         };
-        let recv = if self.rank() == root { recv } else { None };
+        let recv = if self.is_root(root) { recv } else { None };
         self.coll_borrowed(coll, Some(as_bytes(send)), recv.map(as_bytes_mut))
     }
 
@@ -116,7 +111,7 @@ impl Comm {
     /// As for [`Comm::gather`].
     pub fn gather_in_place<T: Element>(&self, recv: &mut [T], root: Rank) -> Result<()> {
         let coll = Collective::Gather {
-            root: root_of(root, self.size())?,
+            root: self.coll_root(root)?,
             v: None,
         };
         self.coll_borrowed(coll, None, Some(as_bytes_mut(recv)))
@@ -134,8 +129,8 @@ impl Comm {
         recv: Option<(&mut [T], &[usize], &[usize])>,
         root: Rank,
     ) -> Result<()> {
-        let root_u = root_of(root, self.size())?;
-        let (out, v) = match recv.filter(|_| self.rank() == root) {
+        let root_u = self.coll_root(root)?;
+        let (out, v) = match recv.filter(|_| self.is_root(root)) {
             Some((buf, counts, displs)) => {
                 (Some(as_bytes_mut(buf)), byte_counts::<T>(counts, displs))
             }
@@ -160,10 +155,10 @@ impl Comm {
         root: Rank,
     ) -> Result<()> {
         let coll = Collective::Scatter {
-            root: root_of(root, self.size())?,
+            root: self.coll_root(root)?,
             v: None,
         };
-        let send = if self.rank() == root { send } else { None };
+        let send = if self.is_root(root) { send } else { None };
         self.coll_borrowed(coll, send.map(as_bytes), Some(as_bytes_mut(recv)))
     }
 
@@ -174,7 +169,7 @@ impl Comm {
     /// As for [`Comm::scatter`].
     pub fn scatter_in_place<T: Element>(&self, send: &[T], root: Rank) -> Result<()> {
         let coll = Collective::Scatter {
-            root: root_of(root, self.size())?,
+            root: self.coll_root(root)?,
             v: None,
         };
         self.coll_borrowed(coll, Some(as_bytes(send)), None)
@@ -191,8 +186,8 @@ impl Comm {
         recv: &mut [T],
         root: Rank,
     ) -> Result<()> {
-        let root_u = root_of(root, self.size())?;
-        let (input, v) = match send.filter(|_| self.rank() == root) {
+        let root_u = self.coll_root(root)?;
+        let (input, v) = match send.filter(|_| self.is_root(root)) {
             Some((buf, counts, displs)) => (Some(as_bytes(buf)), byte_counts::<T>(counts, displs)),
             None => (None, packed::<T>(&[])),
         };

@@ -14,8 +14,20 @@
 //! a communicator of one) returns `REQUEST_EMPTY`. Every member must call
 //! the same collectives in the same order (MPI's rule); the engine tells
 //! concurrent collectives apart by that order.
+//!
+//! On an intercommunicator (`inter.rs`) they take MPI's intercommunicator
+//! meanings: a rooted one's root passes [`ROOT`](crate::ROOT), the rest of
+//! its group [`PROC_NULL`](crate::PROC_NULL), the other group the root's
+//! remote rank; results come from the other group, and blocks and counts
+//! are per remote rank (a reduce-scatter's counts per local one). Scan and
+//! exscan are refused with [`ApiError::Unsupported`](crate::ApiError).
+//! The in-place forms whose vector is both a contribution and the other
+//! group's blocks (`allgather_in_place`, `allgather_init`,
+//! `reduce_scatter_block_init`) have no meaning there and fail with a
+//! length error; the other persistent forms work.
 
 mod blocking;
+mod inter;
 mod node;
 mod nonblocking;
 pub(crate) mod op;
@@ -42,7 +54,10 @@ impl Comm {
         persistent: bool,
     ) -> Result<Request> {
         let c = &self.inner;
-        self.intra_only("collectives on an intercommunicator")?;
+        if self.is_inter() {
+            let sched = self.inter_schedule(coll, input, output)?;
+            return self.run_schedule(sched, origin, persistent);
+        }
         // No node set-up here: it synchronizes the members, which a
         // nonblocking or persistent collective's start must not (a
         // blocking collective sets it up first, in `node_fast`). Every
@@ -60,6 +75,17 @@ impl Comm {
         }
         let tag = c.next_tag();
         let sched = build(&c.team(), tag, &c.table, coll, input, output)?;
+        self.run_schedule(sched, origin, persistent)
+    }
+
+    /// Starts a built schedule (persistent: returns the inactive request).
+    fn run_schedule(
+        &self,
+        sched: ferry_core::coll::Schedule,
+        origin: Origin,
+        persistent: bool,
+    ) -> Result<Request> {
+        let c = &self.inner;
         let mut g = c.shared.lock()?;
         let engine = g.engine()?;
         if persistent {

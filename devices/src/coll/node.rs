@@ -185,7 +185,10 @@ impl Comm {
         input: Option<&[u8]>,
         output: &mut Option<&mut [u8]>,
     ) -> Result<bool> {
-        self.intra_only("collectives on an intercommunicator")?;
+        if self.is_inter() {
+            // Its groups' members need not share a node region: a schedule.
+            return Ok(false);
+        }
         // A blocking collective may synchronize: the first one sets the
         // node layout up.
         if self.inner.node.get().is_none() && !self.inner.node_setup.load(Ordering::Relaxed) {

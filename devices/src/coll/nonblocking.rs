@@ -8,7 +8,6 @@
 use ferry_core::coll::Collective;
 use ferry_core::Rank;
 
-use super::blocking::root_of;
 use super::op::Op;
 use super::packed;
 use crate::comm::Comm;
@@ -35,7 +34,7 @@ impl Comm {
     /// A bad root; as for [`Comm::ibarrier`].
     pub fn ibcast<T: Element>(&self, buf: Vec<T>, root: Rank) -> Result<Request> {
         let coll = Collective::Bcast {
-            root: root_of(root, self.size())?,
+            root: self.coll_root(root)?,
         };
         self.coll_in_place(coll, buf, false)
     }
@@ -47,12 +46,12 @@ impl Comm {
     /// As for [`Comm::ibcast`].
     pub fn ireduce<T: Element>(&self, data: Vec<T>, op: &Op<T>, root: Rank) -> Result<Request> {
         let coll = Collective::Reduce {
-            root: root_of(root, self.size())?,
+            root: self.coll_root(root)?,
             op: op.op.clone(),
             dtype: op.dtype,
         };
         let buf = vec_into_buf(data);
-        let (input, output) = if self.rank() == root {
+        let (input, output) = if self.is_root(root) {
             (None, Some(buf))
         } else {
             (Some(buf), None)
@@ -80,10 +79,10 @@ impl Comm {
     /// As for [`Comm::ibcast`].
     pub fn igather<T: Element>(&self, data: Vec<T>, root: Rank) -> Result<Request> {
         let coll = Collective::Gather {
-            root: root_of(root, self.size())?,
+            root: self.coll_root(root)?,
             v: None,
         };
-        let out = (self.rank() == root).then(|| zeroed::<T>(data.len() * self.size() as usize));
+        let out = (self.is_root(root)).then(|| zeroed::<T>(data.len() * self.blocks_in()));
         self.coll_owned(coll, data, out)
     }
 
@@ -99,9 +98,9 @@ impl Comm {
         root: Rank,
     ) -> Result<Request> {
         let v = packed::<T>(counts);
-        let out = (self.rank() == root).then(|| zeroed::<T>(counts.iter().sum()));
+        let out = (self.is_root(root)).then(|| zeroed::<T>(counts.iter().sum()));
         let coll = Collective::Gather {
-            root: root_of(root, self.size())?,
+            root: self.coll_root(root)?,
             v: Some(v),
         };
         self.coll_owned(coll, data, out)
@@ -147,10 +146,10 @@ impl Comm {
         root: Rank,
     ) -> Result<Request> {
         let coll = Collective::Scatter {
-            root: root_of(root, self.size())?,
+            root: self.coll_root(root)?,
             v,
         };
-        let input = data.filter(|_| self.rank() == root).map(vec_into_buf);
+        let input = data.filter(|_| self.is_root(root)).map(vec_into_buf);
         self.coll_start(
             coll,
             input,
@@ -166,7 +165,7 @@ impl Comm {
     /// # Errors
     /// As for [`Comm::ibarrier`].
     pub fn iallgather<T: Element>(&self, data: Vec<T>) -> Result<Request> {
-        let out = zeroed::<T>(data.len() * self.size() as usize);
+        let out = zeroed::<T>(data.len() * self.blocks_in());
         let coll = Collective::Allgather { v: None };
         self.coll_owned(coll, data, Some(out))
     }

@@ -8,7 +8,6 @@
 use ferry_core::coll::Collective;
 use ferry_core::Rank;
 
-use super::blocking::root_of;
 use super::op::Op;
 use crate::comm::Comm;
 use crate::error::Result;
@@ -30,7 +29,7 @@ impl Comm {
     /// A bad root; the world was finalized.
     pub fn bcast_init<T: Element>(&self, buf: Vec<T>, root: Rank) -> Result<Request> {
         let coll = Collective::Bcast {
-            root: root_of(root, self.size())?,
+            root: self.coll_root(root)?,
         };
         self.coll_in_place(coll, buf, true)
     }
@@ -42,11 +41,11 @@ impl Comm {
     /// As for [`Comm::bcast_init`].
     pub fn reduce_init<T: Element>(&self, buf: Vec<T>, op: &Op<T>, root: Rank) -> Result<Request> {
         let coll = Collective::Reduce {
-            root: root_of(root, self.size())?,
+            root: self.coll_root(root)?,
             op: op.op.clone(),
             dtype: op.dtype,
         };
-        let at_root = self.rank() == root;
+        let at_root = self.is_root(root);
         self.rooted_init(coll, buf, at_root)
     }
 
@@ -88,10 +87,10 @@ impl Comm {
     /// As for [`Comm::bcast_init`].
     pub fn gather_init<T: Element>(&self, buf: Vec<T>, root: Rank) -> Result<Request> {
         let coll = Collective::Gather {
-            root: root_of(root, self.size())?,
+            root: self.coll_root(root)?,
             v: None,
         };
-        let at_root = self.rank() == root;
+        let at_root = self.is_root(root);
         self.rooted_init(coll, buf, at_root)
     }
 
@@ -102,11 +101,11 @@ impl Comm {
     /// As for [`Comm::bcast_init`].
     pub fn scatter_init<T: Element>(&self, buf: Vec<T>, root: Rank) -> Result<Request> {
         let coll = Collective::Scatter {
-            root: root_of(root, self.size())?,
+            root: self.coll_root(root)?,
             v: None,
         };
         // In place at the root means its buffer is the input.
-        let not_root = self.rank() != root;
+        let not_root = !self.is_root(root);
         self.rooted_init(coll, buf, not_root)
     }
 

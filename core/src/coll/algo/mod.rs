@@ -127,7 +127,7 @@ pub(super) fn build(
     b.finish()
 }
 
-fn kind_of(coll: &Collective) -> CollKind {
+pub(super) fn kind_of(coll: &Collective) -> CollKind {
     match coll {
         Collective::Barrier => CollKind::Barrier,
         Collective::Bcast { .. } => CollKind::Bcast,

@@ -85,27 +85,72 @@ fn cbuf(rt: &Runtime, addr: *const c_void, count: usize, datatype: usize) -> Res
     })
 }
 
-/// `count` elements per member, for all members.
-fn times(count: c_int, c: &Comm) -> Res<usize> {
-    count_arg(count)?
-        .checked_mul(c.size() as usize)
-        .ok_or_else(|| {
-            Fail::new(
-                MPI_ERR_COUNT,
-                "the count times the communicator size overflows",
-            )
-        })
+/// `count` elements per member, for `n` members (`c.peer_size()` for a
+/// block per rank the call's ranks name: the remote group's on an
+/// intercommunicator; `c.size()` for one per local member).
+fn times(count: c_int, n: u32) -> Res<usize> {
+    count_arg(count)?.checked_mul(n as usize).ok_or_else(|| {
+        Fail::new(
+            MPI_ERR_COUNT,
+            "the count times the communicator size overflows",
+        )
+    })
 }
 
-/// Checks a root argument; true if this process is the root.
-fn root_of(root: c_int, c: &Comm) -> Res<bool> {
+/// What a member does in a rooted collective.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Root,
+    /// Sends to or receives from the root.
+    Leaf,
+    /// On an intercommunicator, the root's group's other members
+    /// (`MPI_PROC_NULL`): they take no part.
+    Idle,
+}
+
+/// Checks a root argument: this member's part, and the root as ferry
+/// takes it (on an intercommunicator `MPI_ROOT` and `MPI_PROC_NULL` in the
+/// root's group, the root's remote rank in the other).
+fn root_of(root: c_int, c: &Comm) -> Res<(Part, i32)> {
+    if c.is_inter() {
+        return match root {
+            crate::abi::MPI_ROOT => Ok((Part::Root, ferry::ROOT)),
+            crate::abi::MPI_PROC_NULL => Ok((Part::Idle, ferry::PROC_NULL)),
+            r if r >= 0 && (r as u32) < c.peer_size() => Ok((Part::Leaf, r)),
+            r => Err(Fail::msg(
+                MPI_ERR_ROOT,
+                format!("invalid root {r} (remote group size {})", c.peer_size()),
+            )),
+        };
+    }
     if root < 0 || root as u32 >= c.size() {
         return Err(Fail::msg(
             MPI_ERR_ROOT,
             format!("invalid root {root} (communicator size {})", c.size()),
         ));
     }
-    Ok(root == c.rank())
+    let part = if root == c.rank() {
+        Part::Root
+    } else {
+        Part::Leaf
+    };
+    Ok((part, root))
+}
+
+/// `MPI_IN_PLACE` on an intercommunicator, which MPI leaves erroneous.
+fn inter_in_place(c: &Comm, p: *const c_void) -> Res {
+    if c.is_inter() && in_place(p) {
+        return Err(Fail::new(
+            MPI_ERR_ARG,
+            "MPI_IN_PLACE is not valid on an intercommunicator",
+        ));
+    }
+    Ok(())
+}
+
+/// An empty buffer: an intercommunicator root's unused side.
+fn none_of(rt: &Runtime, datatype: usize) -> Res<CBuf> {
+    cbuf(rt, std::ptr::null(), 0, datatype)
 }
 
 /// `MPI_IN_PLACE` where only the root may pass it.
@@ -119,12 +164,12 @@ fn not_in_place(p: *const c_void) -> Res {
     Ok(())
 }
 
-/// One int per member of `c`.
+/// One int per member of `n` (see [`times`]).
 ///
 /// # Safety
-/// `p` is null or valid for `c.size()` ints.
-unsafe fn per_member<'a>(p: *const c_int, c: &Comm, what: &'static str) -> Res<&'a [c_int]> {
-    let n = c.size() as usize;
+/// `p` is null or valid for `n` ints.
+unsafe fn per_member<'a>(p: *const c_int, n: u32, what: &'static str) -> Res<&'a [c_int]> {
+    let n = n as usize;
     if p.is_null() {
         return Err(Fail::msg(MPI_ERR_ARG, format!("a null {what} array")));
     }
@@ -159,16 +204,16 @@ fn blocks(
     Ok(out)
 }
 
-/// A datatype array of one per member.
+/// A datatype array of one per rank the call's ranks name.
 ///
 /// # Safety
-/// As for [`per_member`].
+/// `p` is null or valid for `c.peer_size()` handles.
 unsafe fn types<'a>(p: *const usize, c: &Comm) -> Res<&'a [usize]> {
     if p.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null datatype array"));
     }
     // SAFETY: valid for one handle per member (the caller's promise).
-    Ok(unsafe { std::slice::from_raw_parts(p, c.size() as usize) })
+    Ok(unsafe { std::slice::from_raw_parts(p, c.peer_size() as usize) })
 }
 
 collective! { "waits until every member has entered."
@@ -180,7 +225,8 @@ collective! { "waits until every member has entered."
 collective! { "the root's buffer to every member."
     MPI_Bcast / PMPI_Bcast, MPI_Ibcast / PMPI_Ibcast, MPI_Bcast_init / PMPI_Bcast_init
     (buffer: *mut c_void, count: c_int, datatype: usize, root: c_int, comm: usize) [comm]
-    |rt, c| root_of(root, c).and_then(|_| {
+    |rt, c| root_of(root, c).and_then(|(part, root)| {
+        if part == Part::Idle { return Ok(Spec::Idle); }
         Ok(Spec::Bcast { buf: cbuf(rt, buffer, count_arg(count)?, datatype)?, root })
     })
 }
@@ -188,10 +234,15 @@ collective! { "the root's buffer to every member."
 collective! { "every member's block into the root's buffer, by rank; `MPI_IN_PLACE` at the root."
     MPI_Gather / PMPI_Gather, MPI_Igather / PMPI_Igather, MPI_Gather_init / PMPI_Gather_init
     (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize) [comm]
-    |rt, c| root_of(root, c).and_then(|at_root| {
+    |rt, c| root_of(root, c).and_then(|(part, root)| {
+        let at_root = part == Part::Root;
+        if part == Part::Idle { return Ok(Spec::Idle); }
         if !at_root { not_in_place(sendbuf)?; }
-        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
-        let recv = if at_root { Some(cbuf(rt, recvbuf, times(recvcount, c)?, recvtype)?) } else { None };
+        inter_in_place(c, sendbuf)?;
+        let send = if in_place(sendbuf) { None }
+            else if at_root && c.is_inter() { Some(none_of(rt, recvtype)?) }
+            else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
+        let recv = if at_root { Some(cbuf(rt, recvbuf, times(recvcount, c.peer_size())?, recvtype)?) } else { None };
         Ok(Spec::Gather { send, recv, root })
     })
 }
@@ -199,12 +250,17 @@ collective! { "every member's block into the root's buffer, by rank; `MPI_IN_PLA
 collective! { "blocks of their own sizes and places at the root; `MPI_IN_PLACE` at the root."
     MPI_Gatherv / PMPI_Gatherv, MPI_Igatherv / PMPI_Igatherv, MPI_Gatherv_init / PMPI_Gatherv_init
     (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: usize, root: c_int, comm: usize) [comm]
-    |rt, c| root_of(root, c).and_then(|at_root| {
+    |rt, c| root_of(root, c).and_then(|(part, root)| {
+        let at_root = part == Part::Root;
+        if part == Part::Idle { return Ok(Spec::Idle); }
         if !at_root { not_in_place(sendbuf)?; }
-        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
+        inter_in_place(c, sendbuf)?;
+        let send = if in_place(sendbuf) { None }
+            else if at_root && c.is_inter() { Some(none_of(rt, recvtype)?) }
+            else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
         let recv = if at_root {
             // SAFETY: the root's arrays of one entry per member.
-            let (n, d) = unsafe { (per_member(recvcounts, c, "count")?, per_member(displs, c, "displacement")?) };
+            let (n, d) = unsafe { (per_member(recvcounts, c.peer_size(), "count")?, per_member(displs, c.peer_size(), "displacement")?) };
             Some(blocks(rt, recvbuf, n, d, &[recvtype], false)?)
         } else {
             None
@@ -216,10 +272,15 @@ collective! { "blocks of their own sizes and places at the root; `MPI_IN_PLACE` 
 collective! { "block `i` of the root's buffer to member `i`; `MPI_IN_PLACE` as the root's `recvbuf`."
     MPI_Scatter / PMPI_Scatter, MPI_Iscatter / PMPI_Iscatter, MPI_Scatter_init / PMPI_Scatter_init
     (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize) [comm]
-    |rt, c| root_of(root, c).and_then(|at_root| {
+    |rt, c| root_of(root, c).and_then(|(part, root)| {
+        let at_root = part == Part::Root;
+        if part == Part::Idle { return Ok(Spec::Idle); }
         if !at_root { not_in_place(recvbuf)?; }
-        let send = if at_root { Some(cbuf(rt, sendbuf, times(sendcount, c)?, sendtype)?) } else { None };
-        let recv = if in_place(recvbuf) { None } else { Some(cbuf(rt, recvbuf, count_arg(recvcount)?, recvtype)?) };
+        inter_in_place(c, recvbuf)?;
+        let send = if at_root { Some(cbuf(rt, sendbuf, times(sendcount, c.peer_size())?, sendtype)?) } else { None };
+        let recv = if in_place(recvbuf) { None }
+            else if at_root && c.is_inter() { Some(none_of(rt, sendtype)?) }
+            else { Some(cbuf(rt, recvbuf, count_arg(recvcount)?, recvtype)?) };
         Ok(Spec::Scatter { send, recv, root })
     })
 }
@@ -227,16 +288,21 @@ collective! { "block `i` of the root's buffer to member `i`; `MPI_IN_PLACE` as t
 collective! { "blocks of their own sizes and places from the root; `MPI_IN_PLACE` as the root's `recvbuf`."
     MPI_Scatterv / PMPI_Scatterv, MPI_Iscatterv / PMPI_Iscatterv, MPI_Scatterv_init / PMPI_Scatterv_init
     (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize) [comm]
-    |rt, c| root_of(root, c).and_then(|at_root| {
+    |rt, c| root_of(root, c).and_then(|(part, root)| {
+        let at_root = part == Part::Root;
+        if part == Part::Idle { return Ok(Spec::Idle); }
         if !at_root { not_in_place(recvbuf)?; }
+        inter_in_place(c, recvbuf)?;
         let send = if at_root {
             // SAFETY: the root's arrays of one entry per member.
-            let (n, d) = unsafe { (per_member(sendcounts, c, "count")?, per_member(displs, c, "displacement")?) };
+            let (n, d) = unsafe { (per_member(sendcounts, c.peer_size(), "count")?, per_member(displs, c.peer_size(), "displacement")?) };
             Some(blocks(rt, sendbuf, n, d, &[sendtype], false)?)
         } else {
             None
         };
-        let recv = if in_place(recvbuf) { None } else { Some(cbuf(rt, recvbuf, count_arg(recvcount)?, recvtype)?) };
+        let recv = if in_place(recvbuf) { None }
+            else if at_root && c.is_inter() { Some(none_of(rt, sendtype)?) }
+            else { Some(cbuf(rt, recvbuf, count_arg(recvcount)?, recvtype)?) };
         Ok(Spec::Scatterv { send, recv, root })
     })
 }
@@ -245,8 +311,9 @@ collective! { "every member's block into every member's buffer; `MPI_IN_PLACE`."
     MPI_Allgather / PMPI_Allgather, MPI_Iallgather / PMPI_Iallgather, MPI_Allgather_init / PMPI_Allgather_init
     (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
+        inter_in_place(c, sendbuf)?;
         let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
-        Ok(Spec::Allgather { send, recv: cbuf(rt, recvbuf, times(recvcount, c)?, recvtype)? })
+        Ok(Spec::Allgather { send, recv: cbuf(rt, recvbuf, times(recvcount, c.peer_size())?, recvtype)? })
     })()
 }
 
@@ -254,9 +321,10 @@ collective! { "blocks of their own sizes and places at every member; `MPI_IN_PLA
     MPI_Allgatherv / PMPI_Allgatherv, MPI_Iallgatherv / PMPI_Iallgatherv, MPI_Allgatherv_init / PMPI_Allgatherv_init
     (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
+        inter_in_place(c, sendbuf)?;
         let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
         // SAFETY: arrays of one entry per member.
-        let (n, d) = unsafe { (per_member(recvcounts, c, "count")?, per_member(displs, c, "displacement")?) };
+        let (n, d) = unsafe { (per_member(recvcounts, c.peer_size(), "count")?, per_member(displs, c.peer_size(), "displacement")?) };
         Ok(Spec::Allgatherv { send, recv: blocks(rt, recvbuf, n, d, &[recvtype], false)? })
     })()
 }
@@ -265,8 +333,9 @@ collective! { "block `j` of member `i` to block `i` of member `j`; `MPI_IN_PLACE
     MPI_Alltoall / PMPI_Alltoall, MPI_Ialltoall / PMPI_Ialltoall, MPI_Alltoall_init / PMPI_Alltoall_init
     (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
-        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, times(sendcount, c)?, sendtype)?) };
-        Ok(Spec::Alltoall { send, recv: cbuf(rt, recvbuf, times(recvcount, c)?, recvtype)? })
+        inter_in_place(c, sendbuf)?;
+        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, times(sendcount, c.peer_size())?, sendtype)?) };
+        Ok(Spec::Alltoall { send, recv: cbuf(rt, recvbuf, times(recvcount, c.peer_size())?, recvtype)? })
     })()
 }
 
@@ -274,15 +343,16 @@ collective! { "blocks of their own sizes and places both ways; `MPI_IN_PLACE` (t
     MPI_Alltoallv / PMPI_Alltoallv, MPI_Ialltoallv / PMPI_Ialltoallv, MPI_Alltoallv_init / PMPI_Alltoallv_init
     (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
+        inter_in_place(c, sendbuf)?;
         let send = if in_place(sendbuf) {
             None
         } else {
             // SAFETY: arrays of one entry per member.
-            let (n, d) = unsafe { (per_member(sendcounts, c, "count")?, per_member(sdispls, c, "displacement")?) };
+            let (n, d) = unsafe { (per_member(sendcounts, c.peer_size(), "count")?, per_member(sdispls, c.peer_size(), "displacement")?) };
             Some(blocks(rt, sendbuf, n, d, &[sendtype], false)?)
         };
         // SAFETY: as above.
-        let (n, d) = unsafe { (per_member(recvcounts, c, "count")?, per_member(rdispls, c, "displacement")?) };
+        let (n, d) = unsafe { (per_member(recvcounts, c.peer_size(), "count")?, per_member(rdispls, c.peer_size(), "displacement")?) };
         Ok(Spec::Alltoallv { send, recv: blocks(rt, recvbuf, n, d, &[recvtype], false)? })
     })()
 }
@@ -291,15 +361,16 @@ collective! { "as `MPI_Alltoallv` with a datatype per block and displacements in
     MPI_Alltoallw / PMPI_Alltoallw, MPI_Ialltoallw / PMPI_Ialltoallw, MPI_Alltoallw_init / PMPI_Alltoallw_init
     (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
+        inter_in_place(c, sendbuf)?;
         let send = if in_place(sendbuf) {
             None
         } else {
             // SAFETY: arrays of one entry per member.
-            let (n, d, t) = unsafe { (per_member(sendcounts, c, "count")?, per_member(sdispls, c, "displacement")?, types(sendtypes, c)?) };
+            let (n, d, t) = unsafe { (per_member(sendcounts, c.peer_size(), "count")?, per_member(sdispls, c.peer_size(), "displacement")?, types(sendtypes, c)?) };
             Some(blocks(rt, sendbuf, n, d, t, true)?)
         };
         // SAFETY: as above.
-        let (n, d, t) = unsafe { (per_member(recvcounts, c, "count")?, per_member(rdispls, c, "displacement")?, types(recvtypes, c)?) };
+        let (n, d, t) = unsafe { (per_member(recvcounts, c.peer_size(), "count")?, per_member(rdispls, c.peer_size(), "displacement")?, types(recvtypes, c)?) };
         Ok(Spec::Alltoallv { send, recv: blocks(rt, recvbuf, n, d, t, true)? })
     })()
 }
@@ -307,12 +378,16 @@ collective! { "as `MPI_Alltoallv` with a datatype per block and displacements in
 collective! { "the members' buffers reduced into the root's; `MPI_IN_PLACE` at the root."
     MPI_Reduce / PMPI_Reduce, MPI_Ireduce / PMPI_Ireduce, MPI_Reduce_init / PMPI_Reduce_init
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, root: c_int, comm: usize) [comm]
-    |rt, c| root_of(root, c).and_then(|at_root| {
+    |rt, c| root_of(root, c).and_then(|(part, root)| {
+        let at_root = part == Part::Root;
+        if part == Part::Idle { return Ok(Spec::Idle); }
         if !at_root { not_in_place(sendbuf)?; }
+        inter_in_place(c, sendbuf)?;
         let n = count_arg(count)?;
         let ty = rt.comm_type(datatype)?;
         let red = resolve(rt, op, &ty, datatype)?;
-        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, n, datatype)?) };
+        // An intercommunicator's root contributes nothing.
+        let send = if in_place(sendbuf) || (at_root && c.is_inter()) { None } else { Some(cbuf(rt, sendbuf, n, datatype)?) };
         let recv = if at_root { Some(cbuf(rt, recvbuf, n, datatype)?) } else { None };
         Ok(Spec::Reduce { send, recv, red, root })
     })
@@ -321,7 +396,8 @@ collective! { "the members' buffers reduced into the root's; `MPI_IN_PLACE` at t
 collective! { "the members' buffers reduced into every member's; `MPI_IN_PLACE`."
     MPI_Allreduce / PMPI_Allreduce, MPI_Iallreduce / PMPI_Iallreduce, MPI_Allreduce_init / PMPI_Allreduce_init
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize) [comm]
-    |rt, _c| (|| -> Res<Spec> {
+    |rt, c| (|| -> Res<Spec> {
+        inter_in_place(c, sendbuf)?;
         let n = count_arg(count)?;
         let ty = rt.comm_type(datatype)?;
         let red = resolve(rt, op, &ty, datatype)?;
@@ -336,8 +412,9 @@ collective! { "a reduction whose block `i` goes to member `i`; `MPI_IN_PLACE` (i
     |rt, c| (|| -> Res<Spec> {
         let ty = rt.comm_type(datatype)?;
         let red = resolve(rt, op, &ty, datatype)?;
+        inter_in_place(c, sendbuf)?;
         let src = if in_place(sendbuf) { recvbuf.cast_const() } else { sendbuf };
-        let input = cbuf(rt, src, times(recvcount, c)?, datatype)?;
+        let input = cbuf(rt, src, times(recvcount, c.size())?, datatype)?;
         let recv = cbuf(rt, recvbuf, count_arg(recvcount)?, datatype)?;
         Ok(Spec::ReduceScatter { input, recv, counts: Vec::new(), red, block: true })
     })()
@@ -349,8 +426,9 @@ collective! { "a reduction whose block `i`, `recvcounts[i]` long, goes to member
     |rt, c| (|| -> Res<Spec> {
         let ty = rt.comm_type(datatype)?;
         let red = resolve(rt, op, &ty, datatype)?;
-        // SAFETY: an array of one entry per member.
-        let n = unsafe { per_member(recvcounts, c, "count")? };
+        inter_in_place(c, sendbuf)?;
+        // SAFETY: an array of one entry per local member.
+        let n = unsafe { per_member(recvcounts, c.size(), "count")? };
         let counts = n.iter().map(|&k| count_arg(k)).collect::<Res<Vec<usize>>>()?;
         let total: usize = counts.iter().sum();
         let src = if in_place(sendbuf) { recvbuf.cast_const() } else { sendbuf };

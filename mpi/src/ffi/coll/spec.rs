@@ -24,6 +24,10 @@ const P: Form = Form::Packed;
 #[derive(Debug)]
 pub(crate) enum Spec {
     Barrier,
+    /// A rooted collective at a member of an intercommunicator's root
+    /// group other than the root (`MPI_PROC_NULL`): it takes no part, but
+    /// still takes the call's sequence number, as every member does.
+    Idle,
     Bcast {
         buf: CBuf,
         root: i32,
@@ -153,6 +157,12 @@ fn pieces(blocks: &[CBuf], displs: &[usize], skip: Option<usize>) -> Vec<Piece> 
         .collect()
 }
 
+/// `len` bytes as `n` equal blocks' counts (the remainder, if `len` is
+/// not a multiple, in none: the collective then finds the sizes wrong).
+fn equal_blocks(len: usize, n: u32) -> Vec<usize> {
+    vec![len / n.max(1) as usize; n as usize]
+}
+
 /// One piece: all of `buf` from offset 0.
 fn whole(buf: &CBuf, form: Form) -> Vec<Piece> {
     vec![Piece {
@@ -184,8 +194,9 @@ impl Spec {
         unsafe {
             match self {
                 Spec::Barrier => c.barrier()?,
+                Spec::Idle => c.bcast::<u8>(&mut [], ferry::PROC_NULL)?,
                 Spec::Bcast { buf, root } => {
-                    let mut out = buf.output(P, me == *root as usize)?;
+                    let mut out = buf.output(P, c.is_root(*root))?;
                     c.bcast(out.bytes(), *root)?;
                     out.finish(buf, P)?;
                 }
@@ -385,8 +396,9 @@ impl Spec {
         unsafe {
             Ok(match self {
                 Spec::Barrier => (c.ibarrier()?, Post::None),
+                Spec::Idle => (c.ibcast(Vec::<u8>::new(), ferry::PROC_NULL)?, Post::None),
                 Spec::Bcast { buf, root } => {
-                    let at_root = me == *root as usize;
+                    let at_root = c.is_root(*root);
                     let data = if at_root {
                         buf.to_vec(P)?
                     } else {
@@ -405,7 +417,15 @@ impl Spec {
                         (None, None) => Vec::new(),
                     };
                     let out = recv.as_ref().map(|r| whole(r, P)).unwrap_or_default();
-                    (c.igather(data, *root)?, post(out))
+                    match recv {
+                        // An intercommunicator's root sends nothing, so
+                        // its blocks' size comes from its receive buffer.
+                        Some(r) if c.is_inter() => {
+                            let counts = equal_blocks(r.wire_len(P)?, c.peer_size());
+                            (c.igatherv(data, &counts, *root)?, post(out))
+                        }
+                        _ => (c.igather(data, *root)?, post(out)),
+                    }
                 }
                 Spec::Gatherv { send, recv, root } => {
                     let data = match (send, recv) {
@@ -453,7 +473,15 @@ impl Spec {
                             recv.at(me * per, per)?.to_vec(P)?
                         }
                     };
-                    (c.iallgather(data)?, post(whole(recv, P)))
+                    let req = if c.is_inter() {
+                        // The other group's blocks may differ in size from
+                        // this member's.
+                        let counts = equal_blocks(recv.wire_len(P)?, c.peer_size());
+                        c.iallgatherv(data, &counts)?
+                    } else {
+                        c.iallgather(data)?
+                    };
+                    (req, post(whole(recv, P)))
                 }
                 Spec::Allgatherv { send, recv } => {
                     let data = match send {
@@ -472,7 +500,16 @@ impl Spec {
                         Some(s) => s.to_vec(P)?,
                         None => recv.to_vec(P)?,
                     };
-                    (c.ialltoall(data)?, post(whole(recv, P)))
+                    let req = if c.is_inter() {
+                        // Blocks sent and received may differ in size.
+                        let n = c.peer_size();
+                        let sc = equal_blocks(data.len(), n);
+                        let rc = equal_blocks(recv.wire_len(P)?, n);
+                        c.ialltoallv(data, &sc, &rc)?
+                    } else {
+                        c.ialltoall(data)?
+                    };
+                    (req, post(whole(recv, P)))
                 }
                 Spec::Alltoallv { send, recv } => {
                     let sblocks = send.as_deref().unwrap_or(recv);
