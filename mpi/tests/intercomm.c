@@ -304,6 +304,24 @@ int main(int argc, char **argv) {
     collectives(inter, color, lsize, lrank, rsize);
     int sum = 0;
 
+    /* The large-count v-collectives take arrays per remote rank too: each
+     * member gets remote rank j's world rank (2j + 1 - color) from
+     * Allgatherv_c, and side 0's last member, as MPI_ROOT, the same from
+     * Gatherv_c. */
+    {
+        MPI_Count rc[64];
+        MPI_Aint rd[64];
+        int got[64], mine = check_rank;
+        for (int j = 0; j < rsize; j++) { rc[j] = 1; rd[j] = rsize - 1 - j; got[j] = -1; }
+        OK(MPI_Allgatherv_c(&mine, 1, MPI_INT, got, rc, rd, MPI_INT, inter));
+        for (int j = 0; j < rsize; j++) EQ(got[rsize - 1 - j], 2 * j + 1 - color);
+        int root = color == 0 ? (lrank == lsize - 1 ? MPI_ROOT : MPI_PROC_NULL) : rsize - 1;
+        for (int j = 0; j < rsize; j++) got[j] = -1;
+        OK(MPI_Gatherv_c(&mine, 1, MPI_INT, got, rc, rd, MPI_INT, root, inter));
+        if (root == MPI_ROOT)
+            for (int j = 0; j < rsize; j++) EQ(got[rsize - 1 - j], 2 * j + 1);
+    }
+
     /* split: local ranks of one parity with the remote ranks of the same
      * parity, keys reversing the order; a parity the other side lacks
      * (a remote side of one) gives MPI_COMM_NULL. */

@@ -41,12 +41,23 @@ static void p2p(int rank, int size) {
             void *addr; MPI_Count bsize = 0;
             OK(MPI_Buffer_detach_c(&addr, &bsize));
             EQ(bsize, sizeof bbuf); TRUE(addr == (void *)bbuf);
+            /* The communicator's own buffer (MPI 4.1), the same way. */
+            OK(MPI_Comm_attach_buffer_c(MPI_COMM_WORLD, bbuf, (MPI_Count)sizeof bbuf));
+            OK(MPI_Bsend_c(out, count, MPI_INT, to, 100, MPI_COMM_WORLD));
+            bsize = 0;
+            OK(MPI_Comm_detach_buffer_c(MPI_COMM_WORLD, &addr, &bsize));
+            EQ(bsize, sizeof bbuf); TRUE(addr == (void *)bbuf);
             break;
         }
         case 3: OK(MPI_Rsend_c(out, count, MPI_INT, to, mode, MPI_COMM_WORLD)); break;
         }
         OK(MPI_Wait(&rq[0], &st));
         for (int i = 0; i < N; i++) EQ(in[i], from * 100 + i);
+        if (mode == 2) { /* the communicator buffer's message */
+            memset(in, -1, sizeof in);
+            OK(MPI_Recv_c(in, count, MPI_INT, from, 100, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            for (int i = 0; i < N; i++) EQ(in[i], from * 100 + i);
+        }
         MPI_Count got = -1;
         OK(MPI_Get_count_c(&st, MPI_INT, &got)); EQ(got, N);
         OK(MPI_Get_elements_c(&st, MPI_SHORT, &got)); EQ(got, N * sizeof(int) / sizeof(short));

@@ -12,18 +12,34 @@
 use std::ffi::{c_int, c_void};
 
 use super::{array, int, large_fn, ptr};
+use crate::abi::{MPI_PROC_NULL, MPI_ROOT};
 use crate::error::Res;
 use crate::ffi::coll::api::*;
 use crate::ffi::coll::in_place;
 use crate::state::rt;
 
-/// The size of communicator `comm` and this process's rank in it.
+/// How many entries a per-member array of `comm` has (one per remote
+/// member on an intercommunicator), and whether this process is `root`
+/// of a rooted collective (on an intercommunicator, the one that passes
+/// `MPI_ROOT`).
 ///
 /// # Errors
 /// As the int form's: `MPI_ERR_COMM` for a bad handle, before `MPI_Init`.
-fn shape(comm: usize) -> Res<(usize, c_int)> {
+fn shape(comm: usize, root: c_int) -> Res<(usize, bool)> {
     let held = rt()?.comm(comm)?;
-    Ok((held.comm.size() as usize, held.comm.rank() as c_int))
+    let c = &held.comm;
+    let is_root = if c.is_inter() {
+        root == MPI_ROOT
+    } else {
+        c.rank() as c_int == root
+    };
+    Ok((c.peer_size() as usize, is_root))
+}
+
+/// The size of `comm`'s own group: `Reduce_scatter`'s counts, one per
+/// member that receives a block, are this group's on either kind.
+fn local_size(comm: usize) -> Res<usize> {
+    Ok(rt()?.comm(comm)?.comm.size() as usize)
 }
 
 /// An `MPI_Aint` displacement as the int form's `int`.
@@ -108,9 +124,9 @@ coll_c! {
     MPI_Gatherv_init_c / PMPI_Gatherv_init_c => PMPI_Gatherv_init
     (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const isize, recvtype: usize, root: c_int, comm: usize) [comm]
     |s, rc, rd| {
-        let (n, me) = shape(comm)?;
+        let (n, is_root) = shape(comm, root)?;
         // SAFETY: the root's arrays of one entry per member.
-        let (rc, rd) = unsafe { per_member(me == root, n, recvcounts, displs)? };
+        let (rc, rd) = unsafe { per_member(is_root, n, recvcounts, displs)? };
         (int(sendcount)?, rc, rd)
     }
     (sendbuf, s, sendtype, recvbuf, ptr(&rc), ptr(&rd), recvtype, root, comm)
@@ -129,9 +145,9 @@ coll_c! {
     MPI_Scatterv_init_c / PMPI_Scatterv_init_c => PMPI_Scatterv_init
     (sendbuf: *const c_void, sendcounts: *const i64, displs: *const isize, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, root: c_int, comm: usize) [comm]
     |sc, sd, r| {
-        let (n, me) = shape(comm)?;
+        let (n, is_root) = shape(comm, root)?;
         // SAFETY: the root's arrays of one entry per member.
-        let (sc, sd) = unsafe { per_member(me == root, n, sendcounts, displs)? };
+        let (sc, sd) = unsafe { per_member(is_root, n, sendcounts, displs)? };
         (sc, sd, int(recvcount)?)
     }
     (sendbuf, ptr(&sc), ptr(&sd), sendtype, recvbuf, r, recvtype, root, comm)
@@ -150,7 +166,7 @@ coll_c! {
     MPI_Allgatherv_init_c / PMPI_Allgatherv_init_c => PMPI_Allgatherv_init
     (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const isize, recvtype: usize, comm: usize) [comm]
     |s, rc, rd| {
-        let (n, _) = shape(comm)?;
+        let (n, _) = shape(comm, MPI_PROC_NULL)?;
         // SAFETY: arrays of one entry per member.
         let (rc, rd) = unsafe { per_member(true, n, recvcounts, displs)? };
         (int(sendcount)?, rc, rd)
@@ -171,7 +187,7 @@ coll_c! {
     MPI_Alltoallv_init_c / PMPI_Alltoallv_init_c => PMPI_Alltoallv_init
     (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtype: usize, comm: usize) [comm]
     |sc, sd, rc, rd| {
-        let (n, _) = shape(comm)?;
+        let (n, _) = shape(comm, MPI_PROC_NULL)?;
         // SAFETY: arrays of one entry per member (the send ones unread in
         // place, as the int form ignores them).
         unsafe {
@@ -188,7 +204,7 @@ coll_c! {
     MPI_Alltoallw_init_c / PMPI_Alltoallw_init_c => PMPI_Alltoallw_init
     (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtypes: *const usize, comm: usize) [comm]
     |sc, sd, rc, rd| {
-        let (n, _) = shape(comm)?;
+        let (n, _) = shape(comm, MPI_PROC_NULL)?;
         // SAFETY: as for `MPI_Alltoallv_c`; the type arrays pass unchanged.
         unsafe {
             let (sc, sd) = per_member(!in_place(sendbuf), n, sendcounts, sdispls)?;
@@ -230,7 +246,7 @@ coll_c! {
     MPI_Reduce_scatter_init_c / PMPI_Reduce_scatter_init_c => PMPI_Reduce_scatter_init
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: usize, op: usize, comm: usize) [comm]
     |rc| {
-        let (n, _) = shape(comm)?;
+        let n = local_size(comm)?;
         // SAFETY: an array of one entry per member.
         (unsafe { array(recvcounts, n, int)? },)
     }

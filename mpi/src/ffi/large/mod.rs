@@ -24,6 +24,7 @@ use crate::abi::{MpiStatus, MPI_COMM_SELF};
 use crate::error::{Fail, Res};
 
 use super::bsend::{PMPI_Bsend, PMPI_Buffer_attach, PMPI_Buffer_detach, PMPI_Ibsend};
+use super::commbuf::{PMPI_Comm_attach_buffer, PMPI_Comm_detach_buffer};
 use super::mprobe::{PMPI_Imrecv, PMPI_Mrecv};
 use super::p2p::{
     PMPI_Get_count, PMPI_Irecv, PMPI_Irsend, PMPI_Isend, PMPI_Issend, PMPI_Recv, PMPI_Rsend,
@@ -271,6 +272,30 @@ large_fn! {
         let mut n: c_int = 0;
         // SAFETY: the caller's `buffer_addr`; `n` is a local.
         let code = unsafe { PMPI_Buffer_detach(buffer_addr, &mut n) };
+        if code == MPI_SUCCESS {
+            // SAFETY: the caller's out-argument.
+            unsafe { put(size, i64::from(n))? };
+        }
+        Ok(code)
+    }
+}
+
+large_fn! {
+    /// `MPI_Comm_attach_buffer_c` (MPI 4.1): `MPI_Comm_attach_buffer` with
+    /// an `MPI_Count` size.
+    MPI_Comm_attach_buffer_c / PMPI_Comm_attach_buffer_c [comm] (comm: usize, buffer: *mut c_void, size: i64) {
+        let n = int(size)?;
+        // SAFETY: unchanged arguments but the size; the caller's promises.
+        Ok(unsafe { PMPI_Comm_attach_buffer(comm, buffer, n) })
+    }
+}
+
+large_fn! {
+    /// `MPI_Comm_detach_buffer_c` (MPI 4.1): the size widened.
+    MPI_Comm_detach_buffer_c / PMPI_Comm_detach_buffer_c [comm] (comm: usize, buffer_addr: *mut c_void, size: *mut i64) {
+        let mut n: c_int = 0;
+        // SAFETY: the caller's `buffer_addr`; `n` is a local.
+        let code = unsafe { PMPI_Comm_detach_buffer(comm, buffer_addr, &mut n) };
         if code == MPI_SUCCESS {
             // SAFETY: the caller's out-argument.
             unsafe { put(size, i64::from(n))? };
