@@ -12,7 +12,7 @@
 //! Every op here runs on packed data, `size` bytes per value, which is
 //! what crosses ferry. The padded pair types (`MPI_DOUBLE_INT`,
 //! `MPI_LONG_INT`, `MPI_SHORT_INT`) are reduced by the engine's pair
-//! types, which lay a value out as C's struct: [`on_packed`] spreads each
+//! types, which lay a value out as C's struct: `on_packed` spreads each
 //! value into that layout and gathers the result back.
 //!
 //! ferry's engine reduces the common types itself; complex numbers,
