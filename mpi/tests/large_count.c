@@ -68,6 +68,9 @@ static void p2p(int rank, int size) {
     for (int mode = 0; mode < 4; mode++) {
         static char bbuf[4096];
         if (mode == 2) OK(MPI_Buffer_attach_c(bbuf, (MPI_Count)sizeof bbuf));
+        /* Cleared before the ready mode's receive is posted: its data may
+         * land any time after (on ofi, before the send's call returns). */
+        memset(in, -1, sizeof in);
         if (mode == 3) { OK(MPI_Irecv_c(in, count, MPI_INT, from, 10 + mode, MPI_COMM_WORLD, &rq[1])); OK(MPI_Barrier(MPI_COMM_WORLD)); }
         switch (mode) {
         case 0: OK(MPI_Isend_c(out, count, MPI_INT, to, 10 + mode, MPI_COMM_WORLD, &rq[0])); break;
@@ -75,7 +78,6 @@ static void p2p(int rank, int size) {
         case 2: OK(MPI_Ibsend_c(out, count, MPI_INT, to, 10 + mode, MPI_COMM_WORLD, &rq[0])); break;
         case 3: OK(MPI_Irsend_c(out, count, MPI_INT, to, 10 + mode, MPI_COMM_WORLD, &rq[0])); break;
         }
-        memset(in, -1, sizeof in);
         if (mode == 3) OK(MPI_Wait(&rq[1], &st));
         else OK(MPI_Recv_c(in, count, MPI_INT, from, 10 + mode, MPI_COMM_WORLD, &st));
         OK(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
