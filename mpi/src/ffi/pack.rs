@@ -13,8 +13,10 @@ use crate::datatype::{count_arg, external};
 use crate::error::{Fail, Res};
 use crate::state::rt;
 
-/// A position within a buffer of `size` bytes.
-fn position(pos: c_int, size: c_int) -> Res<(usize, usize)> {
+/// A position within a buffer of `size` bytes (`int`s, or the external
+/// forms' `MPI_Aint`s).
+fn position(pos: impl Into<i64>, size: impl Into<i64>) -> Res<(usize, usize)> {
+    let (pos, size) = (pos.into(), size.into());
     let size = usize::try_from(size)
         .map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid buffer size {size}")))?;
     let pos = usize::try_from(pos)
@@ -94,22 +96,6 @@ mpi_fn! {
     }
 }
 
-/// A position within a buffer of `size` bytes (`MPI_Aint`s).
-fn position_aint(pos: isize, size: isize) -> Res<(usize, usize)> {
-    let size = usize::try_from(size)
-        .map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid buffer size {size}")))?;
-    let pos = usize::try_from(pos)
-        .ok()
-        .filter(|&p| p <= size)
-        .ok_or_else(|| {
-            Fail::msg(
-                MPI_ERR_ARG,
-                format!("position {pos} is outside the {size}-byte buffer"),
-            )
-        })?;
-    Ok((pos, size))
-}
-
 mpi_fn! {
     /// `MPI_Pack_external`: `incount` elements into `outbuf` in external32.
     MPI_Pack_external / PMPI_Pack_external(datarep: *const c_char, inbuf: *const c_void, incount: c_int, datatype: usize, outbuf: *mut c_void, outsize: isize, position_: *mut isize) {
@@ -119,7 +105,7 @@ mpi_fn! {
         let ty = rt.comm_type(datatype)?;
         let n = count_arg(incount)?;
         // SAFETY: in/out argument.
-        let (pos, size) = position_aint(unsafe { get(position_)? }, outsize)?;
+        let (pos, size) = position(unsafe { get(position_)? } as i64, outsize as i64)?;
         let layout = ty.layout();
         let len = external::size(&layout, n)?;
         if len > size - pos {
@@ -145,7 +131,7 @@ mpi_fn! {
         let ty = rt.comm_type(datatype)?;
         let n = count_arg(outcount)?;
         // SAFETY: in/out argument.
-        let (pos, size) = position_aint(unsafe { get(position_)? }, insize)?;
+        let (pos, size) = position(unsafe { get(position_)? } as i64, insize as i64)?;
         let layout = ty.layout();
         let len = external::size(&layout, n)?;
         if len > size - pos {
