@@ -33,7 +33,25 @@ cd "$(dirname "$0")/.."
 . ci/lib/packages.sh
 ci_fail_trap ci/test.sh
 
-step() { printf '\n=== %s\n' "$*"; }
+# Each step's wall time, printed as it ends and as a table at the end (the
+# 45-minute budget of the README is watched from these).
+step_names=() step_secs=() step_start=$SECONDS
+step_end() {
+  if [ ${#step_names[@]} -gt 0 ]; then
+    local i=$((${#step_names[@]} - 1))
+    step_secs[i]=$((SECONDS - step_start))
+    printf '=== (%s: %d s)\n' "${step_names[i]}" "${step_secs[i]}"
+  fi
+  step_start=$SECONDS
+}
+step() { step_end; step_names+=("$*"); printf '\n=== %s\n' "$*"; }
+step_table() {
+  step_end
+  printf '\n%8s  %s\n' seconds step
+  local i
+  for i in "${!step_names[@]}"; do printf '%8d  %s\n' "${step_secs[i]}" "${step_names[i]}"; done
+  printf '%8d  total\n' "$SECONDS"
+}
 
 step "package checks are safe on a fresh machine"
 bash ci/packages-selftest.sh
@@ -126,4 +144,5 @@ if [ "${FERRY_CI_SKIP_BENCH:-0}" != 1 ]; then
   done
 fi
 
-step "ci/test.sh passed"
+step_table
+printf '\n=== ci/test.sh passed\n'
