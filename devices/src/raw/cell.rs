@@ -17,8 +17,8 @@
 //! Either way every access to the value happens on one thread at a time,
 //! which is what makes the `Sync` implementation below sound.
 
-use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::config::ThreadLevel;
@@ -58,21 +58,58 @@ impl<T> std::fmt::Debug for EngineCell<T> {
     }
 }
 
-/// This thread's id: a number no other thread of the process ever has
-/// (`ThreadId` would do, but reading it costs an `Arc` clone).
+/// This thread's id: a number no other live thread of the process has.
+///
+/// On x86-64 and AArch64 Linux it is the thread pointer (the TCB's
+/// address, which the ABI keeps in `fs` / `tpidr_el0`): one register read.
+/// A thread-local would do, but in `libmpi_abi.so` (a shared object, so
+/// general-dynamic TLS) every read is a call to `__tls_get_addr`, on every
+/// engine entry of the C ABI. A thread that exited may leave its pointer
+/// to a later thread; the owner checks below then accept that thread,
+/// which cannot race with the owner, who is gone.
+#[inline(always)]
 pub(crate) fn thread_number() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    thread_local! {
-        static ID: Cell<u64> = const { Cell::new(0) };
-    }
-    ID.with(|id| match id.get() {
-        0 => {
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            id.set(n);
-            n
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    {
+        let tp: u64;
+        // SAFETY: reads the TCB's self-pointer at fs:0, which the x86-64
+        // TLS ABI (glibc and musl alike) sets for every thread before it
+        // runs any code; no memory is written, and the stack is untouched.
+        unsafe {
+            std::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags));
         }
-        n => n,
-    })
+        tp
+    }
+    #[cfg(all(target_os = "linux", target_arch = "aarch64"))]
+    {
+        let tp: u64;
+        // SAFETY: reads the thread pointer register, which the AArch64
+        // TLS ABI sets for every thread; no memory is touched.
+        unsafe {
+            std::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nomem, nostack, preserves_flags));
+        }
+        tp
+    }
+    #[cfg(not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )))]
+    {
+        use std::cell::Cell;
+        use std::sync::atomic::AtomicU64;
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        thread_local! {
+            static ID: Cell<u64> = const { Cell::new(0) };
+        }
+        ID.with(|id| match id.get() {
+            0 => {
+                let n = NEXT.fetch_add(1, Ordering::Relaxed);
+                id.set(n);
+                n
+            }
+            n => n,
+        })
+    }
 }
 
 impl<T> EngineCell<T> {
