@@ -201,11 +201,12 @@ impl MpiStatus {
 /// A rank argument in ferry's terms.
 #[inline]
 pub fn rank_in(rank: c_int) -> ferry::Rank {
+    // A real rank first: one test on the path every send and receive takes.
     match rank {
+        r if r >= 0 => r,
         MPI_ANY_SOURCE => ferry::ANY_SOURCE,
         MPI_PROC_NULL => ferry::PROC_NULL,
-        r if r < 0 => i32::MIN,
-        r => r,
+        _ => i32::MIN,
     }
 }
 
@@ -213,9 +214,9 @@ pub fn rank_in(rank: c_int) -> ferry::Rank {
 #[inline]
 pub fn tag_in(tag: c_int) -> ferry::Tag {
     match tag {
+        t if t >= 0 => t,
         MPI_ANY_TAG => ferry::ANY_TAG,
-        t if t < 0 => i32::MIN,
-        t => t,
+        _ => i32::MIN,
     }
 }
 

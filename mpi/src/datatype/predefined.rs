@@ -337,6 +337,9 @@ mod tests {
         for p in ALL {
             assert_eq!(lookup(p.handle).unwrap(), p);
             assert!(p.size > 0, "{}", p.name);
+            // The world fast path (ffi/p2p.rs `plain_world`) multiplies a
+            // c_int count by the size without an overflow check.
+            assert!(p.size <= 64, "{}", p.name);
         }
         assert_eq!(lookup(0x209).unwrap().name, "MPI_INT");
         assert_eq!(lookup(0x209).unwrap().size, 4);
