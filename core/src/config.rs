@@ -53,10 +53,17 @@ pub struct Config {
     /// complete inside the initiating call (the proposal's
     /// `mpi_recv_req_may_be_empty`); their status is then lost.
     pub recv_may_be_empty: bool,
-    /// Largest message the engine sends or accepts. It also bounds what a
-    /// peer's rendezvous header can make an ARecv allocate: a larger RTS is
-    /// a protocol violation.
+    /// Largest message the engine sends or accepts: a larger send is
+    /// [`UsageError::MessageTooLarge`](crate::UsageError::MessageTooLarge),
+    /// and a peer's rendezvous header announcing more is a protocol
+    /// violation. 1 TiB by default: no real message is refused (MPICH's
+    /// `large_message` sends 2.2 GB), only a corrupted length.
     pub max_message: usize,
+    /// Largest message an ARecv allocates its buffer for (the one size a
+    /// peer's header makes this process allocate): a larger one completes
+    /// the ARecv with [`UsageError::MessageTooLarge`](crate::UsageError::MessageTooLarge)
+    /// and moves no data. 4 GiB by default.
+    pub max_arecv: usize,
     /// Which complete request the `any` forms report.
     pub any_order: AnyOrder,
 }
@@ -70,7 +77,8 @@ impl Default for Config {
             fragment_size: 64 * 1024,
             eager_credits: 64,
             recv_may_be_empty: false,
-            max_message: 1 << 30,
+            max_message: 1 << 40,
+            max_arecv: 1 << 32,
             any_order: AnyOrder::Rotating,
         }
     }

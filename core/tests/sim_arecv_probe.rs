@@ -7,8 +7,8 @@ mod common_protocols;
 use common_protocols::*;
 use ferry_core::sim::Sim;
 use ferry_core::{
-    Any, Buf, Completion, Error, Message, Outcount, Request, RndvMode, Tag, UsageError, ANY_SOURCE,
-    ANY_TAG, PROC_NULL,
+    Any, Buf, Completion, Error, Message, Outcount, PeerError, Request, RndvMode, Tag, UsageError,
+    ANY_SOURCE, ANY_TAG, PROC_NULL,
 };
 
 fn last_delivered(sim: &Sim) -> usize {
@@ -90,6 +90,57 @@ fn rendezvous_arecv_allocates_exactly_the_message() {
                 done(&mut sim, 0, s);
             }
         }
+    }
+}
+
+#[test]
+fn an_arecv_above_its_allocation_bound_fails_alone_and_allocates_nothing() {
+    for (mode, caps) in [
+        (RndvMode::Get, caps(true, true)),
+        (RndvMode::Put, caps(true, true)),
+        (RndvMode::Fragmented, caps(true, true)),
+    ] {
+        let mut config = config(mode);
+        config.max_arecv = R;
+        let mut sim = sim2(caps, config, 11);
+        let w = format!("{mode:?}");
+        // Over the bound: the ARecv completes with the typed error, no
+        // buffer, and the sender's request completes too.
+        let mut r = arecv(&mut sim, 1, 0, 1);
+        let mut s = send(&mut sim, 0, 1, 1, &pattern(R + 1, 1));
+        let c = sim.wait(1, &mut r).unwrap();
+        assert_eq!(
+            (c.status.error, c.status.bytes),
+            (
+                Some(Error::Usage(UsageError::MessageTooLarge {
+                    len: R + 1,
+                    max: R
+                })),
+                0
+            ),
+            "{w}"
+        );
+        assert!(c.buf.is_none_or(|b| b.is_empty()), "{w}: nothing allocated");
+        // The sender completes, with no error or with the receiver's
+        // refusal (Get reports it as a failed transfer; Put and Fragmented
+        // as a send that moved nothing).
+        let sent = sim.wait(0, &mut s).unwrap();
+        assert!(
+            matches!(
+                sent.status.error,
+                None | Some(Error::Peer(PeerError::TransferFailed { rank: 1 }))
+            ),
+            "{w}: {:?}",
+            sent.status
+        );
+        // At the bound, and after the failure: both work.
+        let payload = pattern(R, 2);
+        let r = arecv(&mut sim, 1, 0, 2);
+        let s = send(&mut sim, 0, 1, 2, &payload);
+        let c = done(&mut sim, 1, r);
+        assert_eq!(c.status.error, None, "{w}");
+        assert!(c.buf.unwrap().as_slice() == &payload[..], "{w}: data");
+        done(&mut sim, 0, s);
     }
 }
 

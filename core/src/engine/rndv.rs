@@ -37,10 +37,22 @@ impl State {
         };
         let mut error = None;
         if req.kind == Kind::ARecv {
-            // The one allocation an ARecv rendezvous makes: exactly msg_len.
-            match Buf::zeroed(msg_len) {
-                Ok(b) => req.buf = Some(b),
-                Err(e) => error = Some(e),
+            // The one allocation an ARecv rendezvous makes: exactly msg_len,
+            // within the bound a peer's header may make us allocate.
+            let cap = self.config.max_arecv;
+            if msg_len > cap {
+                error = Some(
+                    UsageError::MessageTooLarge {
+                        len: msg_len,
+                        max: cap,
+                    }
+                    .into(),
+                );
+            } else {
+                match Buf::zeroed(msg_len) {
+                    Ok(b) => req.buf = Some(b),
+                    Err(e) => error = Some(e),
+                }
             }
         }
         let capacity = req.buf.as_ref().map_or(0, Buf::len);

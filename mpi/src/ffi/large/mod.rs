@@ -2,10 +2,11 @@
 //! `MPI_Aint`) where its int form takes `int`, converts its arguments and
 //! calls the int form's `PMPI_X`.
 //!
-//! Why a conversion suffices: ferry moves at most 1 GiB per message and a
-//! derived datatype holds at most 2^26 blocks, so every count a valid call
-//! can carry fits an `int`. A count that does not is `MPI_ERR_COUNT`,
-//! raised by the `_c` function on the call's communicator ([`large_fn!`]);
+//! What a conversion leaves out: a count above `INT_MAX` is
+//! `MPI_ERR_COUNT` (`mpi/README.md`'s table), raised by the `_c` function
+//! on the call's communicator ([`large_fn!`]). A message above 2 GiB
+//! still goes through the int forms with a larger datatype (ferry moves
+//! up to 1 TiB a message, `Config::max_message`);
 //! every other error is raised once, by the int form, through the same
 //! handler, and its code is returned unchanged. Out-arguments of type
 //! `MPI_Count` are widened (the `_x` forms already return them).
@@ -93,7 +94,7 @@ pub(crate) fn int(n: i64) -> Res<c_int> {
     c_int::try_from(n).map_err(|_| {
         Fail::msg(
             MPI_ERR_COUNT,
-            format!("the count {n} does not fit an int (ferry moves at most 1 GiB a message)"),
+            format!("the count {n} does not fit an int (ferry's _c functions take counts up to INT_MAX)"),
         )
     })
 }
