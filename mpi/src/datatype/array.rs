@@ -57,8 +57,9 @@ fn fortran(order: c_int) -> Res<bool> {
     }
 }
 
-/// A non-negative `int` argument.
-fn nonneg(v: c_int, what: &str) -> Res<usize> {
+/// A non-negative argument (an `int`, or a `_c` constructor's `MPI_Count`).
+fn nonneg(v: impl Into<i64>, what: &str) -> Res<usize> {
+    let v = v.into();
     usize::try_from(v).map_err(|_| arg(format!("invalid {what} {v}")))
 }
 
@@ -107,9 +108,9 @@ fn push_dim(b: &mut Builder, old: &Layout, dims: &[(&Runs, isize)], d: usize, ba
 /// `MPI_ERR_ARG` for a size below 1, a subsize or start outside the
 /// array, an unknown order, or no dimension; `MPI_ERR_COUNT` on overflow.
 pub fn subarray(
-    sizes: &[c_int],
-    subsizes: &[c_int],
-    starts: &[c_int],
+    sizes: &[i64],
+    subsizes: &[i64],
+    starts: &[i64],
     order: c_int,
     old: &Layout,
 ) -> Res<Layout> {
@@ -197,7 +198,7 @@ fn darray_dim(i: usize, g: usize, dist: c_int, darg: c_int, p: usize, coord: usi
 pub fn darray(
     size: c_int,
     rank: c_int,
-    gsizes: &[c_int],
+    gsizes: &[i64],
     distribs: &[c_int],
     dargs: &[c_int],
     psizes: &[c_int],

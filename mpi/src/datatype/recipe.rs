@@ -7,6 +7,13 @@
 //! program freeing that argument's handle: `MPI_Type_get_contents` then
 //! stores a new handle for it, which the program frees; a predefined
 //! argument is returned as its own handle.
+//!
+//! A large-count constructor (`MPI_Type_contiguous_c`, ...) records its
+//! `MPI_Count` arguments as large counts (MPI 4.1 §5.1.13's table: its
+//! counts, block lengths, displacements, strides and bounds, the array
+//! types' sizes), whatever their values, and only the arguments that stay
+//! `int` (`ndims`, `order`, the darray's distribution) as integers; only
+//! `MPI_Type_get_envelope_c`/`MPI_Type_get_contents_c` decode such a type.
 
 use std::borrow::Cow;
 use std::ffi::c_int;
@@ -74,6 +81,9 @@ pub struct Recipe {
     pub ints: Vec<c_int>,
     /// The address arguments.
     pub aints: Vec<isize>,
+    /// The large-count arguments (a `_c` constructor's; see the module
+    /// docs).
+    pub counts: Vec<i64>,
     /// The datatype arguments.
     pub types: Vec<TypeArg>,
 }
@@ -90,6 +100,24 @@ impl Recipe {
             combiner,
             ints,
             aints,
+            counts: Vec::new(),
+            types,
+        }
+    }
+
+    /// A large-count constructor's recipe: `ints` and `counts` (no address
+    /// arguments: a `_c` constructor takes its displacements as counts).
+    pub fn large(
+        combiner: c_int,
+        ints: Vec<c_int>,
+        counts: Vec<i64>,
+        types: Vec<TypeArg>,
+    ) -> Recipe {
+        Recipe {
+            combiner,
+            ints,
+            aints: Vec::new(),
+            counts,
             types,
         }
     }

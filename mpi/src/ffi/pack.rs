@@ -14,8 +14,8 @@ use crate::error::{Fail, Res};
 use crate::state::rt;
 
 /// A position within a buffer of `size` bytes (`int`s, or the external
-/// forms' `MPI_Aint`s).
-fn position(pos: impl Into<i64>, size: impl Into<i64>) -> Res<(usize, usize)> {
+/// and `_c` forms' `MPI_Aint`s and `MPI_Count`s).
+pub(crate) fn position(pos: impl Into<i64>, size: impl Into<i64>) -> Res<(usize, usize)> {
     let (pos, size) = (pos.into(), size.into());
     let size = usize::try_from(size)
         .map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid buffer size {size}")))?;
@@ -37,26 +37,94 @@ fn advanced(pos: usize, n: usize) -> Res<c_int> {
         .map_err(|_| Fail::new(MPI_ERR_COUNT, "the packed position exceeds an int"))
 }
 
+/// `MPI_Pack(_c)`: `n` elements at `pos` of the `size`-byte `outbuf`; the
+/// position after them. `MPI_ERR_TRUNCATE` if they do not fit.
+///
+/// # Safety
+/// `inbuf` holds the data; `outbuf` is valid for `size` bytes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn pack(
+    inbuf: *const c_void,
+    n: usize,
+    datatype: usize,
+    outbuf: *mut c_void,
+    pos: usize,
+    size: usize,
+    comm: usize,
+) -> Res<usize> {
+    let rt = rt()?;
+    rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    let len = ty.bytes(n as i64)?;
+    if len > size - pos {
+        return Err(Fail::msg(
+            MPI_ERR_TRUNCATE,
+            format!(
+                "{len} bytes to pack, {} left in the output buffer",
+                size - pos
+            ),
+        ));
+    }
+    // SAFETY: the output buffer of `size` bytes (the caller's promise).
+    let out = unsafe { bytes_mut(outbuf.cast(), size)? };
+    // SAFETY: the input buffer holds the data `n` elements describe.
+    unsafe { pack_into(inbuf, n, &ty, &mut out[pos..pos + len])? };
+    Ok(pos + len)
+}
+
+/// `MPI_Unpack(_c)`: `n` elements from `pos` of the `size`-byte `inbuf`;
+/// the position after them. `MPI_ERR_TRUNCATE` if it holds fewer bytes.
+///
+/// # Safety
+/// `inbuf` is valid for `size` bytes; `outbuf` holds `n` elements.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn unpack(
+    inbuf: *const c_void,
+    pos: usize,
+    size: usize,
+    outbuf: *mut c_void,
+    n: usize,
+    datatype: usize,
+    comm: usize,
+) -> Res<usize> {
+    let rt = rt()?;
+    rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    let len = ty.bytes(n as i64)?;
+    if len > size - pos {
+        return Err(Fail::msg(
+            MPI_ERR_TRUNCATE,
+            format!(
+                "{len} bytes to unpack, {} left in the input buffer",
+                size - pos
+            ),
+        ));
+    }
+    // SAFETY: the input buffer of `size` bytes (the caller's promise).
+    let data = unsafe { bytes(inbuf.cast(), size)? };
+    // SAFETY: the output buffer holds `n` elements.
+    unsafe { unpack_into(&data[pos..pos + len], outbuf, n, &ty)? };
+    Ok(pos + len)
+}
+
+/// `MPI_Pack_size(_c)`: exactly the data's size (no header).
+pub(crate) fn pack_size(n: i64, datatype: usize, comm: usize) -> Res<usize> {
+    let rt = rt()?;
+    rt.comm(comm)?;
+    rt.any_type(datatype)?.bytes(n)
+}
+
 mpi_fn! {
     /// `MPI_Pack`: `MPI_ERR_TRUNCATE` if the data does not fit in what is
     /// left of `outbuf`.
     MPI_Pack / PMPI_Pack [comm] (inbuf: *const c_void, incount: c_int, datatype: usize, outbuf: *mut c_void, outsize: c_int, position_: *mut c_int, comm: usize) {
-        let rt = rt()?;
-        rt.comm(comm)?;
-        let ty = rt.comm_type(datatype)?;
         let n = count_arg(incount)?;
         // SAFETY: in/out argument.
         let (pos, size) = position(unsafe { get(position_)? }, outsize)?;
-        let len = ty.bytes(n as i64)?;
-        if len > size - pos {
-            return Err(Fail::msg(MPI_ERR_TRUNCATE, format!("{len} bytes to pack, {} left in the output buffer", size - pos)));
-        }
-        // SAFETY: the output buffer of `outsize` bytes (the caller's promise).
-        let out = unsafe { bytes_mut(outbuf.cast(), size)? };
-        // SAFETY: the input buffer holds the data `incount` elements describe.
-        unsafe { pack_into(inbuf, n, &ty, &mut out[pos..pos + len])? };
+        // SAFETY: the caller's buffers.
+        let end = unsafe { pack(inbuf, n, datatype, outbuf, pos, size, comm)? };
         // SAFETY: as above.
-        unsafe { put(position_, advanced(pos, len)?) }
+        unsafe { put(position_, advanced(end, 0)?) }
     }
 }
 
@@ -64,100 +132,159 @@ mpi_fn! {
     /// `MPI_Unpack`: `MPI_ERR_TRUNCATE` if `inbuf` holds fewer bytes than
     /// `outcount` elements need.
     MPI_Unpack / PMPI_Unpack [comm] (inbuf: *const c_void, insize: c_int, position_: *mut c_int, outbuf: *mut c_void, outcount: c_int, datatype: usize, comm: usize) {
-        let rt = rt()?;
-        rt.comm(comm)?;
-        let ty = rt.comm_type(datatype)?;
         let n = count_arg(outcount)?;
         // SAFETY: in/out argument.
         let (pos, size) = position(unsafe { get(position_)? }, insize)?;
-        let len = ty.bytes(n as i64)?;
-        if len > size - pos {
-            return Err(Fail::msg(MPI_ERR_TRUNCATE, format!("{len} bytes to unpack, {} left in the input buffer", size - pos)));
-        }
-        // SAFETY: the input buffer of `insize` bytes (the caller's promise).
-        let data = unsafe { bytes(inbuf.cast(), size)? };
-        // SAFETY: the output buffer holds `outcount` elements.
-        unsafe { unpack_into(&data[pos..pos + len], outbuf, n, &ty)? };
+        // SAFETY: the caller's buffers.
+        let end = unsafe { unpack(inbuf, pos, size, outbuf, n, datatype, comm)? };
         // SAFETY: as above.
-        unsafe { put(position_, advanced(pos, len)?) }
+        unsafe { put(position_, advanced(end, 0)?) }
     }
 }
 
 mpi_fn! {
     /// `MPI_Pack_size`: exactly the data's size (no header).
     MPI_Pack_size / PMPI_Pack_size [comm] (incount: c_int, datatype: usize, comm: usize, size: *mut c_int) {
-        let rt = rt()?;
-        rt.comm(comm)?;
-        let ty = rt.any_type(datatype)?;
-        let len = ty.bytes(i64::from(incount))?;
+        let len = pack_size(incount.into(), datatype, comm)?;
         let len = c_int::try_from(len).map_err(|_| Fail::new(MPI_ERR_COUNT, "the packed size exceeds an int"))?;
         // SAFETY: out-argument.
         unsafe { put(size, len) }
     }
 }
 
+/// `MPI_Pack_external(_c)`: `n` elements in external32 at `pos` of the
+/// `size`-byte `outbuf`; the position after them.
+///
+/// # Safety
+/// `datarep` is a C string; `inbuf` holds the data; `outbuf` is valid for
+/// `size` bytes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn pack_external(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    n: usize,
+    datatype: usize,
+    outbuf: *mut c_void,
+    pos: usize,
+    size: usize,
+) -> Res<usize> {
+    let rt = rt()?;
+    // SAFETY: a NUL-terminated string (the caller's promise).
+    external::check_datarep(unsafe { cstr(datarep)? })?;
+    let ty = rt.comm_type(datatype)?;
+    let layout = ty.layout();
+    let len = external::size(&layout, n)?;
+    if len > size - pos {
+        return Err(Fail::msg(
+            MPI_ERR_TRUNCATE,
+            format!(
+                "{len} bytes to pack, {} left in the output buffer",
+                size - pos
+            ),
+        ));
+    }
+    let mut native = vec![0u8; ty.bytes(n as i64)?];
+    // SAFETY: the input buffer holds the data `n` elements describe.
+    unsafe { pack_into(inbuf, n, &ty, &mut native)? };
+    // SAFETY: the output buffer of `size` bytes (the caller's promise).
+    let out = unsafe { bytes_mut(outbuf.cast(), size)? };
+    external::to_external(&native, &layout, n, &mut out[pos..pos + len])?;
+    Ok(pos + len)
+}
+
+/// `MPI_Unpack_external(_c)`: `n` elements from external32 data at `pos`
+/// of the `size`-byte `inbuf`; the position after them.
+///
+/// # Safety
+/// `datarep` is a C string; `inbuf` is valid for `size` bytes; `outbuf`
+/// holds `n` elements.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn unpack_external(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    pos: usize,
+    size: usize,
+    outbuf: *mut c_void,
+    n: usize,
+    datatype: usize,
+) -> Res<usize> {
+    let rt = rt()?;
+    // SAFETY: a NUL-terminated string (the caller's promise).
+    external::check_datarep(unsafe { cstr(datarep)? })?;
+    let ty = rt.comm_type(datatype)?;
+    let layout = ty.layout();
+    let len = external::size(&layout, n)?;
+    if len > size - pos {
+        return Err(Fail::msg(
+            MPI_ERR_TRUNCATE,
+            format!(
+                "{len} bytes to unpack, {} left in the input buffer",
+                size - pos
+            ),
+        ));
+    }
+    // SAFETY: the input buffer of `size` bytes (the caller's promise).
+    let data = unsafe { bytes(inbuf.cast(), size)? };
+    let mut native = vec![0u8; ty.bytes(n as i64)?];
+    external::from_external(&data[pos..pos + len], &layout, n, &mut native)?;
+    // SAFETY: the output buffer holds `n` elements.
+    unsafe { unpack_into(&native, outbuf, n, &ty)? };
+    Ok(pos + len)
+}
+
+/// `MPI_Pack_external_size(_c)`: the external32 bytes of `n` elements.
+///
+/// # Safety
+/// `datarep` is a C string.
+pub(crate) unsafe fn pack_external_size(
+    datarep: *const c_char,
+    n: usize,
+    datatype: usize,
+) -> Res<usize> {
+    let rt = rt()?;
+    // SAFETY: a NUL-terminated string (the caller's promise).
+    external::check_datarep(unsafe { cstr(datarep)? })?;
+    let ty = rt.any_type(datatype)?;
+    external::size(&ty.layout(), n)
+}
+
+/// An external32 position or size as the int forms' `MPI_Aint`.
+fn aint(n: usize) -> Res<isize> {
+    isize::try_from(n).map_err(|_| Fail::new(MPI_ERR_COUNT, "the packed size exceeds an MPI_Aint"))
+}
+
 mpi_fn! {
     /// `MPI_Pack_external`: `incount` elements into `outbuf` in external32.
     MPI_Pack_external / PMPI_Pack_external(datarep: *const c_char, inbuf: *const c_void, incount: c_int, datatype: usize, outbuf: *mut c_void, outsize: isize, position_: *mut isize) {
-        let rt = rt()?;
-        // SAFETY: a NUL-terminated string (the caller's promise).
-        external::check_datarep(unsafe { cstr(datarep)? })?;
-        let ty = rt.comm_type(datatype)?;
         let n = count_arg(incount)?;
         // SAFETY: in/out argument.
         let (pos, size) = position(unsafe { get(position_)? } as i64, outsize as i64)?;
-        let layout = ty.layout();
-        let len = external::size(&layout, n)?;
-        if len > size - pos {
-            return Err(Fail::msg(MPI_ERR_TRUNCATE, format!("{len} bytes to pack, {} left in the output buffer", size - pos)));
-        }
-        let mut native = vec![0u8; ty.bytes(n as i64)?];
-        // SAFETY: the input buffer holds the data `incount` elements describe.
-        unsafe { pack_into(inbuf, n, &ty, &mut native)? };
-        // SAFETY: the output buffer of `outsize` bytes (the caller's promise).
-        let out = unsafe { bytes_mut(outbuf.cast(), size)? };
-        external::to_external(&native, &layout, n, &mut out[pos..pos + len])?;
+        // SAFETY: the caller's string and buffers.
+        let end = unsafe { pack_external(datarep, inbuf, n, datatype, outbuf, pos, size)? };
         // SAFETY: as above.
-        unsafe { put(position_, (pos + len) as isize) }
+        unsafe { put(position_, aint(end)?) }
     }
 }
 
 mpi_fn! {
     /// `MPI_Unpack_external`: `outcount` elements from external32 data.
     MPI_Unpack_external / PMPI_Unpack_external(datarep: *const c_char, inbuf: *const c_void, insize: isize, position_: *mut isize, outbuf: *mut c_void, outcount: c_int, datatype: usize) {
-        let rt = rt()?;
-        // SAFETY: a NUL-terminated string (the caller's promise).
-        external::check_datarep(unsafe { cstr(datarep)? })?;
-        let ty = rt.comm_type(datatype)?;
         let n = count_arg(outcount)?;
         // SAFETY: in/out argument.
         let (pos, size) = position(unsafe { get(position_)? } as i64, insize as i64)?;
-        let layout = ty.layout();
-        let len = external::size(&layout, n)?;
-        if len > size - pos {
-            return Err(Fail::msg(MPI_ERR_TRUNCATE, format!("{len} bytes to unpack, {} left in the input buffer", size - pos)));
-        }
-        // SAFETY: the input buffer of `insize` bytes (the caller's promise).
-        let data = unsafe { bytes(inbuf.cast(), size)? };
-        let mut native = vec![0u8; ty.bytes(n as i64)?];
-        external::from_external(&data[pos..pos + len], &layout, n, &mut native)?;
-        // SAFETY: the output buffer holds `outcount` elements.
-        unsafe { unpack_into(&native, outbuf, n, &ty)? };
+        // SAFETY: the caller's string and buffers.
+        let end = unsafe { unpack_external(datarep, inbuf, pos, size, outbuf, n, datatype)? };
         // SAFETY: as above.
-        unsafe { put(position_, (pos + len) as isize) }
+        unsafe { put(position_, aint(end)?) }
     }
 }
 
 mpi_fn! {
     /// `MPI_Pack_external_size`: the external32 bytes of `incount` elements.
     MPI_Pack_external_size / PMPI_Pack_external_size(datarep: *const c_char, incount: c_int, datatype: usize, size: *mut isize) {
-        let rt = rt()?;
-        // SAFETY: a NUL-terminated string (the caller's promise).
-        external::check_datarep(unsafe { cstr(datarep)? })?;
-        let ty = rt.any_type(datatype)?;
-        let len = external::size(&ty.layout(), count_arg(incount)?)?;
-        let len = isize::try_from(len).map_err(|_| Fail::new(MPI_ERR_COUNT, "the packed size exceeds an MPI_Aint"))?;
+        // SAFETY: the caller's string.
+        let len = unsafe { pack_external_size(datarep, count_arg(incount)?, datatype)? };
         // SAFETY: out-argument.
-        unsafe { put(size, len) }
+        unsafe { put(size, aint(len)?) }
     }
 }

@@ -17,7 +17,7 @@ use crate::state::{rt, Runtime};
 ///
 /// # Safety
 /// `p` is null or valid for reads of `n` values.
-pub(super) unsafe fn array<'a, T>(p: *const T, n: usize, what: &'static str) -> Res<&'a [T]> {
+pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize, what: &'static str) -> Res<&'a [T]> {
     if n == 0 {
         return Ok(&[]);
     }
@@ -29,7 +29,7 @@ pub(super) unsafe fn array<'a, T>(p: *const T, n: usize, what: &'static str) -> 
 }
 
 /// A block length argument.
-fn blocklen(b: c_int) -> Res<usize> {
+fn blocklen(b: i64) -> Res<usize> {
     usize::try_from(b).map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid block length {b}")))
 }
 
@@ -183,50 +183,61 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
-    /// `MPI_Type_contiguous`.
-    MPI_Type_contiguous / PMPI_Type_contiguous(count: c_int, oldtype: usize, newtype: *mut usize) {
-        let rt = rt()?;
-        let old = rt.type_arg(oldtype)?;
-        let n = count_arg(count)?;
-        let l = pieces(&old.layout(), std::iter::once(Ok((0, n))))?;
-        let recipe = Recipe::new(combiner::CONTIGUOUS, vec![count], vec![], vec![old]);
-        // SAFETY: out-argument.
-        unsafe { store(rt, l, recipe, newtype) }
-    }
-}
-
-/// `MPI_Type_vector` (`unit`: the stride is in extents of `old`) and
-/// `MPI_Type_create_hvector` (bytes).
+/// `MPI_Type_contiguous(_c)`: `count` copies of `oldtype`, one block if
+/// it is contiguous; `recipe` has every argument but the datatype.
 ///
 /// # Safety
 /// `newtype` is an out-argument.
-unsafe fn vector(
-    count: c_int,
-    block: c_int,
+pub(crate) unsafe fn contiguous(
+    count: i64,
+    oldtype: usize,
+    recipe: Recipe,
+    newtype: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let old = rt.type_arg(oldtype)?;
+    let n = count_arg(count)?;
+    let l = pieces(&old.layout(), std::iter::once(Ok((0, n))))?;
+    let recipe = Recipe {
+        types: vec![old],
+        ..recipe
+    };
+    // SAFETY: forwarded.
+    unsafe { store(rt, l, recipe, newtype) }
+}
+
+mpi_fn! {
+    /// `MPI_Type_contiguous`.
+    MPI_Type_contiguous / PMPI_Type_contiguous(count: c_int, oldtype: usize, newtype: *mut usize) {
+        let recipe = Recipe::new(combiner::CONTIGUOUS, vec![count], vec![], vec![]);
+        // SAFETY: out-argument.
+        unsafe { contiguous(count.into(), oldtype, recipe, newtype) }
+    }
+}
+
+/// `MPI_Type_vector(_c)` (`unit`: the stride is in extents of `old`) and
+/// `MPI_Type_create_hvector(_c)` (bytes); `recipe` has every argument but
+/// the datatype.
+///
+/// # Safety
+/// `newtype` is an out-argument.
+pub(crate) unsafe fn vector(
+    count: i64,
+    block: i64,
     stride: i64,
     unit: bool,
     oldtype: usize,
+    recipe: Recipe,
     newtype: *mut usize,
 ) -> Res {
     let rt = rt()?;
     let arg = rt.type_arg(oldtype)?;
     let old = arg.layout();
     let (n, b) = (count_arg(count)?, blocklen(block)?);
-    let (stride, recipe) = if unit {
-        let ints = vec![count, block, stride as c_int];
-        (
-            scaled(stride, &old)?,
-            Recipe::new(combiner::VECTOR, ints, vec![], vec![]),
-        )
+    let stride = if unit {
+        scaled(stride, &old)?
     } else {
-        let r = Recipe::new(
-            combiner::HVECTOR,
-            vec![count, block],
-            vec![stride as isize],
-            vec![],
-        );
-        (stride as isize, r)
+        isize::try_from(stride).map_err(|_| Fail::new(MPI_ERR_ARG, "the stride overflows"))?
     };
     let l = pieces(
         &old,
@@ -249,16 +260,18 @@ unsafe fn vector(
 mpi_fn! {
     /// `MPI_Type_vector`.
     MPI_Type_vector / PMPI_Type_vector(count: c_int, blocklength: c_int, stride: c_int, oldtype: usize, newtype: *mut usize) {
+        let recipe = Recipe::new(combiner::VECTOR, vec![count, blocklength, stride], vec![], vec![]);
         // SAFETY: out-argument.
-        unsafe { vector(count, blocklength, i64::from(stride), true, oldtype, newtype) }
+        unsafe { vector(count.into(), blocklength.into(), stride.into(), true, oldtype, recipe, newtype) }
     }
 }
 
 mpi_fn! {
     /// `MPI_Type_create_hvector`.
     MPI_Type_create_hvector / PMPI_Type_create_hvector(count: c_int, blocklength: c_int, stride: isize, oldtype: usize, newtype: *mut usize) {
+        let recipe = Recipe::new(combiner::HVECTOR, vec![count, blocklength], vec![stride], vec![]);
         // SAFETY: out-argument.
-        unsafe { vector(count, blocklength, stride as i64, false, oldtype, newtype) }
+        unsafe { vector(count.into(), blocklength.into(), stride as i64, false, oldtype, recipe, newtype) }
     }
 }
 
@@ -269,11 +282,11 @@ mpi_fn! {
 /// # Safety
 /// `newtype` is an out-argument.
 #[allow(clippy::too_many_arguments)]
-unsafe fn indexed(
-    count: c_int,
+pub(crate) unsafe fn indexed(
+    count: i64,
     oldtype: usize,
     unit: bool,
-    lens: impl Fn(usize) -> c_int,
+    lens: impl Fn(usize) -> i64,
     disps: impl Fn(usize) -> i64,
     recipe: Recipe,
     newtype: *mut usize,
@@ -288,7 +301,8 @@ unsafe fn indexed(
             let d = if unit {
                 scaled(disps(j), &old)?
             } else {
-                disps(j) as isize
+                isize::try_from(disps(j))
+                    .map_err(|_| Fail::new(MPI_ERR_ARG, "a displacement overflows"))?
             };
             Ok((d, blocklen(lens(j))?))
         }),
@@ -311,7 +325,7 @@ mpi_fn! {
         let ints = [&[count][..], lens, disps].concat();
         let recipe = Recipe::new(combiner::INDEXED, ints, vec![], vec![]);
         // SAFETY: out-argument.
-        unsafe { indexed(count, oldtype, true, |j| lens[j], |j| i64::from(disps[j]), recipe, newtype) }
+        unsafe { indexed(count.into(), oldtype, true, |j| lens[j].into(), |j| disps[j].into(), recipe, newtype) }
     }
 }
 
@@ -324,7 +338,7 @@ mpi_fn! {
         let ints = [&[count][..], lens].concat();
         let recipe = Recipe::new(combiner::HINDEXED, ints, disps.to_vec(), vec![]);
         // SAFETY: out-argument.
-        unsafe { indexed(count, oldtype, false, |j| lens[j], |j| disps[j] as i64, recipe, newtype) }
+        unsafe { indexed(count.into(), oldtype, false, |j| lens[j].into(), |j| disps[j] as i64, recipe, newtype) }
     }
 }
 
@@ -337,7 +351,7 @@ mpi_fn! {
         let ints = [&[count, blocklength][..], disps].concat();
         let recipe = Recipe::new(combiner::INDEXED_BLOCK, ints, vec![], vec![]);
         // SAFETY: out-argument.
-        unsafe { indexed(count, oldtype, true, |_| blocklength, |j| i64::from(disps[j]), recipe, newtype) }
+        unsafe { indexed(count.into(), oldtype, true, |_| blocklength.into(), |j| disps[j].into(), recipe, newtype) }
     }
 }
 
@@ -349,43 +363,87 @@ mpi_fn! {
         let disps = unsafe { array(array_of_displacements, n, "displacement")? };
         let recipe = Recipe::new(combiner::HINDEXED_BLOCK, vec![count, blocklength], disps.to_vec(), vec![]);
         // SAFETY: out-argument.
-        unsafe { indexed(count, oldtype, false, |_| blocklength, |j| disps[j] as i64, recipe, newtype) }
+        unsafe { indexed(count.into(), oldtype, false, |_| blocklength.into(), |j| disps[j] as i64, recipe, newtype) }
     }
+}
+
+/// `MPI_Type_create_struct(_c)`: member `j` is `lens(j)` copies of
+/// `types[j]` at `disps(j)` bytes; the extent is rounded up to the widest
+/// member's alignment (unless a member was resized). `recipe` has every
+/// argument but the datatypes.
+///
+/// # Safety
+/// `newtype` is an out-argument.
+pub(crate) unsafe fn structure(
+    types: &[usize],
+    lens: impl Fn(usize) -> i64,
+    disps: impl Fn(usize) -> i64,
+    recipe: Recipe,
+    newtype: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let mut b = Builder::new();
+    let mut args = Vec::with_capacity(types.len());
+    for (j, &t) in types.iter().enumerate() {
+        let old = rt.type_arg(t)?;
+        let d = isize::try_from(disps(j))
+            .map_err(|_| Fail::new(MPI_ERR_ARG, "a displacement overflows"))?;
+        b.push(&old.layout(), d, blocklen(lens(j))?)?;
+        args.push(old);
+    }
+    let recipe = Recipe {
+        types: args,
+        ..recipe
+    };
+    // SAFETY: forwarded.
+    unsafe { store(rt, b.finish(true), recipe, newtype) }
 }
 
 mpi_fn! {
     /// `MPI_Type_create_struct`: the extent is rounded up to the widest
     /// member's alignment (unless a member was resized).
     MPI_Type_create_struct / PMPI_Type_create_struct(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const isize, array_of_types: *const usize, newtype: *mut usize) {
-        let rt = rt()?;
         let n = count_arg(count)?;
         // SAFETY: the caller's arrays of `count` entries.
         let (lens, disps, types) = unsafe {
             (array(array_of_blocklengths, n, "block length")?, array(array_of_displacements, n, "displacement")?, array(array_of_types, n, "datatype")?)
         };
-        let mut b = Builder::new();
-        let mut args = Vec::with_capacity(n);
-        for j in 0..n {
-            let old = rt.type_arg(types[j])?;
-            b.push(&old.layout(), disps[j], blocklen(lens[j])?)?;
-            args.push(old);
-        }
         let ints = [&[count][..], lens].concat();
-        let recipe = Recipe::new(combiner::STRUCT, ints, disps.to_vec(), args);
+        let recipe = Recipe::new(combiner::STRUCT, ints, disps.to_vec(), vec![]);
         // SAFETY: out-argument.
-        unsafe { store(rt, b.finish(true), recipe, newtype) }
+        unsafe { structure(types, |j| lens[j].into(), |j| disps[j] as i64, recipe, newtype) }
     }
+}
+
+/// `MPI_Type_create_resized(_c)`; `recipe` has every argument but the
+/// datatype.
+///
+/// # Safety
+/// `newtype` is an out-argument.
+pub(crate) unsafe fn resize(
+    oldtype: usize,
+    lb: isize,
+    extent: isize,
+    recipe: Recipe,
+    newtype: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let old = rt.type_arg(oldtype)?;
+    let l = resized(&old.layout(), lb, extent)?;
+    let recipe = Recipe {
+        types: vec![old],
+        ..recipe
+    };
+    // SAFETY: forwarded.
+    unsafe { store(rt, l, recipe, newtype) }
 }
 
 mpi_fn! {
     /// `MPI_Type_create_resized`.
     MPI_Type_create_resized / PMPI_Type_create_resized(oldtype: usize, lb: isize, extent: isize, newtype: *mut usize) {
-        let rt = rt()?;
-        let old = rt.type_arg(oldtype)?;
-        let l = resized(&old.layout(), lb, extent)?;
-        let recipe = Recipe::new(combiner::RESIZED, vec![], vec![lb, extent], vec![old]);
+        let recipe = Recipe::new(combiner::RESIZED, vec![], vec![lb, extent], vec![]);
         // SAFETY: out-argument.
-        unsafe { store(rt, l, recipe, newtype) }
+        unsafe { resize(oldtype, lb, extent, recipe, newtype) }
     }
 }
 

@@ -218,19 +218,42 @@ mpi_fn! {
     }
 }
 
+/// `MPI_Reduce_local(_c)`.
+///
+/// # Safety
+/// The program's buffers hold `count` elements each, for the call.
+pub(crate) unsafe fn reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    op: usize,
+) -> Res {
+    let rt = rt()?;
+    let ty = rt.comm_type(datatype)?;
+    let red = resolve(rt, op, &ty, datatype)?;
+    let n = count_arg(count)?;
+    let input = CBuf {
+        addr: inbuf as usize,
+        count: n,
+        ty: ty.clone(),
+    };
+    let inout = CBuf {
+        addr: inoutbuf as usize,
+        count: n,
+        ty,
+    };
+    // SAFETY: the program's buffers of `count` elements, for the call.
+    let (i, mut io) = unsafe { (input.to_vec(red.form)?, inout.to_vec(red.form)?) };
+    reduce_into(&red.op, red.dtype, &i, &mut io)?;
+    // SAFETY: as above.
+    unsafe { inout.write(red.form, &io) }
+}
+
 mpi_fn! {
     /// `MPI_Reduce_local`: `inoutbuf = inbuf (op) inoutbuf`.
     MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: usize, op: usize) {
-        let rt = rt()?;
-        let ty = rt.comm_type(datatype)?;
-        let red = resolve(rt, op, &ty, datatype)?;
-        let n = count_arg(count)?;
-        let input = CBuf { addr: inbuf as usize, count: n, ty: ty.clone() };
-        let inout = CBuf { addr: inoutbuf as usize, count: n, ty };
         // SAFETY: the program's buffers of `count` elements, for the call.
-        let (i, mut io) = unsafe { (input.to_vec(red.form)?, inout.to_vec(red.form)?) };
-        reduce_into(&red.op, red.dtype, &i, &mut io)?;
-        // SAFETY: as above.
-        unsafe { inout.write(red.form, &io) }
+        unsafe { reduce_local(inbuf, inoutbuf, count.into(), datatype, op) }
     }
 }

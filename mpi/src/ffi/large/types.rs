@@ -8,144 +8,241 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::{aint, array, int, large_fn, len, position, ptr};
-use crate::abi::class::{MPI_ERR_ARG, MPI_ERR_UNSUPPORTED_OPERATION, MPI_SUCCESS};
+use super::{aint, large_fn};
+use crate::abi::class::{MPI_ERR_ARG, MPI_ERR_UNSUPPORTED_OPERATION};
 use crate::abi::MPI_COMM_SELF;
+use crate::datatype::{combiner, count_arg, Recipe};
 use crate::error::{Fail, Res};
-use crate::ffi::coll::reduction::{PMPI_Op_create, PMPI_Reduce_local};
+use crate::ffi::coll::reduction::{reduce_local, PMPI_Op_create};
+use crate::ffi::mpi_fn;
 use crate::ffi::pack::{
-    PMPI_Pack, PMPI_Pack_external, PMPI_Pack_external_size, PMPI_Pack_size, PMPI_Unpack,
-    PMPI_Unpack_external,
+    pack, pack_external, pack_external_size, pack_size, position, unpack, unpack_external,
 };
 use crate::ffi::put;
-use crate::ffi::typearray::{PMPI_Type_create_darray, PMPI_Type_create_subarray};
-use crate::ffi::typedecode::{PMPI_Type_get_contents, PMPI_Type_get_envelope};
+use crate::ffi::typearray::{darray_of, subarray_of, Darray};
+use crate::ffi::typedecode::{contents, envelope, Contents};
 use crate::ffi::types::{
-    PMPI_Type_contiguous, PMPI_Type_create_hindexed, PMPI_Type_create_hindexed_block,
-    PMPI_Type_create_hvector, PMPI_Type_create_indexed_block, PMPI_Type_create_resized,
-    PMPI_Type_create_struct, PMPI_Type_get_extent_x, PMPI_Type_get_true_extent_x,
-    PMPI_Type_indexed, PMPI_Type_size_x, PMPI_Type_vector,
+    contiguous, indexed, resize, structure, vector, PMPI_Type_get_extent_x,
+    PMPI_Type_get_true_extent_x, PMPI_Type_size_x,
 };
 
 const SELF: usize = MPI_COMM_SELF;
 
-large_fn! {
-    /// `MPI_Type_contiguous_c`.
-    MPI_Type_contiguous_c / PMPI_Type_contiguous_c [SELF] (count: i64, oldtype: usize, newtype: *mut usize) {
-        let n = int(count)?;
-        // SAFETY: unchanged arguments but the count; the caller's promises.
-        Ok(unsafe { PMPI_Type_contiguous(n, oldtype, newtype) })
+/// `n` entries of the program's `MPI_Count`/`MPI_Aint` array, as counts.
+///
+/// # Safety
+/// `p` is null or valid for reads of `n` entries.
+unsafe fn counts<'a, T>(p: *const T, n: usize, what: &'static str) -> Res<&'a [T]> {
+    // SAFETY: forwarded.
+    unsafe { crate::ffi::types::array(p, n, what) }
+}
+
+mpi_fn! {
+    /// `MPI_Type_contiguous_c`: built from the 64-bit count (one block
+    /// when `oldtype` is contiguous, whatever the count).
+    MPI_Type_contiguous_c / PMPI_Type_contiguous_c(count: i64, oldtype: usize, newtype: *mut usize) {
+        let recipe = Recipe::large(combiner::CONTIGUOUS, vec![], vec![count], vec![]);
+        // SAFETY: out-argument.
+        unsafe { contiguous(count, oldtype, recipe, newtype) }
     }
 }
 
-large_fn! {
+mpi_fn! {
     /// `MPI_Type_vector_c`.
-    MPI_Type_vector_c / PMPI_Type_vector_c [SELF] (count: i64, blocklength: i64, stride: i64, oldtype: usize, newtype: *mut usize) {
-        let (n, b, s) = (int(count)?, int(blocklength)?, int(stride)?);
-        // SAFETY: unchanged arguments but the counts; the caller's promises.
-        Ok(unsafe { PMPI_Type_vector(n, b, s, oldtype, newtype) })
+    MPI_Type_vector_c / PMPI_Type_vector_c(count: i64, blocklength: i64, stride: i64, oldtype: usize, newtype: *mut usize) {
+        let recipe = Recipe::large(combiner::VECTOR, vec![], vec![count, blocklength, stride], vec![]);
+        // SAFETY: out-argument.
+        unsafe { vector(count, blocklength, stride, true, oldtype, recipe, newtype) }
     }
 }
 
-large_fn! {
+mpi_fn! {
     /// `MPI_Type_create_hvector_c`.
-    MPI_Type_create_hvector_c / PMPI_Type_create_hvector_c [SELF] (count: i64, blocklength: i64, stride: i64, oldtype: usize, newtype: *mut usize) {
-        let (n, b, s) = (int(count)?, int(blocklength)?, aint(stride)?);
-        // SAFETY: unchanged arguments but the counts; the caller's promises.
-        Ok(unsafe { PMPI_Type_create_hvector(n, b, s, oldtype, newtype) })
+    MPI_Type_create_hvector_c / PMPI_Type_create_hvector_c(count: i64, blocklength: i64, stride: i64, oldtype: usize, newtype: *mut usize) {
+        let recipe = Recipe::large(combiner::HVECTOR, vec![], vec![count, blocklength, stride], vec![]);
+        // SAFETY: out-argument.
+        unsafe { vector(count, blocklength, stride, false, oldtype, recipe, newtype) }
     }
 }
 
-large_fn! {
+/// `MPI_Type_indexed_c` and `MPI_Type_create_hindexed_c` (`unit`: the
+/// displacements are in extents of `oldtype`).
+///
+/// # Safety
+/// The arrays are null or valid for `count` entries; `newtype` is an
+/// out-argument.
+unsafe fn indexed_c(
+    count: i64,
+    lens: *const i64,
+    disps: *const i64,
+    unit: bool,
+    oldtype: usize,
+    newtype: *mut usize,
+) -> Res {
+    let n = count_arg(count)?;
+    // SAFETY: the caller's arrays of `count` entries.
+    let (lens, disps) = unsafe {
+        (
+            counts(lens, n, "block length")?,
+            counts(disps, n, "displacement")?,
+        )
+    };
+    let comb = if unit {
+        combiner::INDEXED
+    } else {
+        combiner::HINDEXED
+    };
+    let recipe = Recipe::large(comb, vec![], [&[count][..], lens, disps].concat(), vec![]);
+    // SAFETY: out-argument.
+    unsafe {
+        indexed(
+            count,
+            oldtype,
+            unit,
+            |j| lens[j],
+            |j| disps[j],
+            recipe,
+            newtype,
+        )
+    }
+}
+
+mpi_fn! {
     /// `MPI_Type_indexed_c`.
-    MPI_Type_indexed_c / PMPI_Type_indexed_c [SELF] (count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize) {
-        let n = int(count)?;
-        // SAFETY: arrays of `count` entries (the caller's promise).
-        let (b, d) = unsafe { (array(array_of_blocklengths, len(n), int)?, array(array_of_displacements, len(n), int)?) };
-        // SAFETY: converted copies of the arrays, alive for the call.
-        Ok(unsafe { PMPI_Type_indexed(n, ptr(&b), ptr(&d), oldtype, newtype) })
+    MPI_Type_indexed_c / PMPI_Type_indexed_c(count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize) {
+        // SAFETY: the caller's arrays and out-argument.
+        unsafe { indexed_c(count, array_of_blocklengths, array_of_displacements, true, oldtype, newtype) }
     }
 }
 
-large_fn! {
+mpi_fn! {
     /// `MPI_Type_create_hindexed_c`.
-    MPI_Type_create_hindexed_c / PMPI_Type_create_hindexed_c [SELF] (count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize) {
-        let n = int(count)?;
-        // SAFETY: arrays of `count` entries (the caller's promise).
-        let (b, d) = unsafe { (array(array_of_blocklengths, len(n), int)?, array(array_of_displacements, len(n), aint)?) };
-        // SAFETY: converted copies of the arrays, alive for the call.
-        Ok(unsafe { PMPI_Type_create_hindexed(n, ptr(&b), ptr(&d), oldtype, newtype) })
+    MPI_Type_create_hindexed_c / PMPI_Type_create_hindexed_c(count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize) {
+        // SAFETY: the caller's arrays and out-argument.
+        unsafe { indexed_c(count, array_of_blocklengths, array_of_displacements, false, oldtype, newtype) }
     }
 }
 
-large_fn! {
+/// `MPI_Type_create_indexed_block_c` and
+/// `MPI_Type_create_hindexed_block_c` (`unit` as for [`indexed_c`]).
+///
+/// # Safety
+/// `disps` is null or valid for `count` entries; `newtype` is an
+/// out-argument.
+unsafe fn block_c(
+    count: i64,
+    blocklength: i64,
+    disps: *const i64,
+    unit: bool,
+    oldtype: usize,
+    newtype: *mut usize,
+) -> Res {
+    let n = count_arg(count)?;
+    // SAFETY: the caller's array of `count` entries.
+    let disps = unsafe { counts(disps, n, "displacement")? };
+    let comb = if unit {
+        combiner::INDEXED_BLOCK
+    } else {
+        combiner::HINDEXED_BLOCK
+    };
+    let recipe = Recipe::large(
+        comb,
+        vec![],
+        [&[count, blocklength][..], disps].concat(),
+        vec![],
+    );
+    // SAFETY: out-argument.
+    unsafe {
+        indexed(
+            count,
+            oldtype,
+            unit,
+            |_| blocklength,
+            |j| disps[j],
+            recipe,
+            newtype,
+        )
+    }
+}
+
+mpi_fn! {
     /// `MPI_Type_create_indexed_block_c`.
-    MPI_Type_create_indexed_block_c / PMPI_Type_create_indexed_block_c [SELF] (count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize) {
-        let (n, b) = (int(count)?, int(blocklength)?);
-        // SAFETY: an array of `count` entries (the caller's promise).
-        let d = unsafe { array(array_of_displacements, len(n), int)? };
-        // SAFETY: a converted copy of the array, alive for the call.
-        Ok(unsafe { PMPI_Type_create_indexed_block(n, b, ptr(&d), oldtype, newtype) })
+    MPI_Type_create_indexed_block_c / PMPI_Type_create_indexed_block_c(count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize) {
+        // SAFETY: the caller's array and out-argument.
+        unsafe { block_c(count, blocklength, array_of_displacements, true, oldtype, newtype) }
     }
 }
 
-large_fn! {
+mpi_fn! {
     /// `MPI_Type_create_hindexed_block_c`.
-    MPI_Type_create_hindexed_block_c / PMPI_Type_create_hindexed_block_c [SELF] (count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize) {
-        let (n, b) = (int(count)?, int(blocklength)?);
-        // SAFETY: an array of `count` entries (the caller's promise).
-        let d = unsafe { array(array_of_displacements, len(n), aint)? };
-        // SAFETY: a converted copy of the array, alive for the call.
-        Ok(unsafe { PMPI_Type_create_hindexed_block(n, b, ptr(&d), oldtype, newtype) })
+    MPI_Type_create_hindexed_block_c / PMPI_Type_create_hindexed_block_c(count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize) {
+        // SAFETY: the caller's array and out-argument.
+        unsafe { block_c(count, blocklength, array_of_displacements, false, oldtype, newtype) }
     }
 }
 
-large_fn! {
+mpi_fn! {
     /// `MPI_Type_create_struct_c`.
-    MPI_Type_create_struct_c / PMPI_Type_create_struct_c [SELF] (count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, array_of_types: *const usize, newtype: *mut usize) {
-        let n = int(count)?;
-        // SAFETY: arrays of `count` entries (the caller's promise).
-        let (b, d) = unsafe { (array(array_of_blocklengths, len(n), int)?, array(array_of_displacements, len(n), aint)?) };
-        // SAFETY: converted copies of the arrays, alive for the call; the
-        // types pass unchanged.
-        Ok(unsafe { PMPI_Type_create_struct(n, ptr(&b), ptr(&d), array_of_types, newtype) })
+    MPI_Type_create_struct_c / PMPI_Type_create_struct_c(count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, array_of_types: *const usize, newtype: *mut usize) {
+        let n = count_arg(count)?;
+        // SAFETY: the caller's arrays of `count` entries.
+        let (lens, disps, types) = unsafe {
+            (counts(array_of_blocklengths, n, "block length")?, counts(array_of_displacements, n, "displacement")?, counts(array_of_types, n, "datatype")?)
+        };
+        let recipe = Recipe::large(combiner::STRUCT, vec![], [&[count][..], lens, disps].concat(), vec![]);
+        // SAFETY: out-argument.
+        unsafe { structure(types, |j| lens[j], |j| disps[j], recipe, newtype) }
     }
 }
 
-large_fn! {
+mpi_fn! {
     /// `MPI_Type_create_subarray_c`.
-    MPI_Type_create_subarray_c / PMPI_Type_create_subarray_c [SELF] (
+    MPI_Type_create_subarray_c / PMPI_Type_create_subarray_c(
         ndims: c_int, array_of_sizes: *const i64, array_of_subsizes: *const i64,
         array_of_starts: *const i64, order: c_int, oldtype: usize, newtype: *mut usize,
     ) {
-        let k = len(ndims);
-        // SAFETY: arrays of `ndims` entries (the caller's promise).
-        let (s, u, t) = unsafe { (array(array_of_sizes, k, int)?, array(array_of_subsizes, k, int)?, array(array_of_starts, k, int)?) };
-        // SAFETY: converted copies of the arrays, alive for the call.
-        Ok(unsafe { PMPI_Type_create_subarray(ndims, ptr(&s), ptr(&u), ptr(&t), order, oldtype, newtype) })
+        let n = count_arg(ndims)?;
+        // SAFETY: the caller's arrays of `ndims` entries.
+        let (sizes, subsizes, starts) = unsafe {
+            (counts(array_of_sizes, n, "size")?, counts(array_of_subsizes, n, "subsize")?, counts(array_of_starts, n, "start")?)
+        };
+        let recipe = Recipe::large(combiner::SUBARRAY, vec![ndims, order], [sizes, subsizes, starts].concat(), vec![]);
+        // SAFETY: out-argument.
+        unsafe { subarray_of(sizes, subsizes, starts, order, oldtype, recipe, newtype) }
     }
 }
 
-large_fn! {
+mpi_fn! {
     /// `MPI_Type_create_darray_c` (only the global sizes are `MPI_Count`).
-    MPI_Type_create_darray_c / PMPI_Type_create_darray_c [SELF] (
+    MPI_Type_create_darray_c / PMPI_Type_create_darray_c(
         size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const i64,
         array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int,
         order: c_int, oldtype: usize, newtype: *mut usize,
     ) {
-        // SAFETY: an array of `ndims` entries (the caller's promise).
-        let g = unsafe { array(array_of_gsizes, len(ndims), int)? };
-        // SAFETY: a converted copy, alive for the call; the rest unchanged.
-        Ok(unsafe { PMPI_Type_create_darray(size, rank, ndims, ptr(&g), array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype) })
+        let n = count_arg(ndims)?;
+        // SAFETY: the caller's arrays of `ndims` entries.
+        let (gsizes, distribs, dargs, psizes) = unsafe {
+            (
+                counts(array_of_gsizes, n, "global size")?,
+                counts(array_of_distribs, n, "distribution")?,
+                counts(array_of_dargs, n, "distribution argument")?,
+                counts(array_of_psizes, n, "process grid size")?,
+            )
+        };
+        let ints = [&[size, rank, ndims][..], distribs, dargs, psizes, &[order]].concat();
+        let recipe = Recipe::large(combiner::DARRAY, ints, gsizes.to_vec(), vec![]);
+        let a = Darray { size, rank, distribs, dargs, psizes, order };
+        // SAFETY: out-argument.
+        unsafe { darray_of(gsizes, &a, oldtype, recipe, newtype) }
     }
 }
 
-large_fn! {
+mpi_fn! {
     /// `MPI_Type_create_resized_c`.
-    MPI_Type_create_resized_c / PMPI_Type_create_resized_c [SELF] (oldtype: usize, lb: i64, extent: i64, newtype: *mut usize) {
-        let (l, e) = (aint(lb)?, aint(extent)?);
-        // SAFETY: unchanged arguments but the bounds; the caller's promises.
-        Ok(unsafe { PMPI_Type_create_resized(oldtype, l, e, newtype) })
+    MPI_Type_create_resized_c / PMPI_Type_create_resized_c(oldtype: usize, lb: i64, extent: i64, newtype: *mut usize) {
+        let recipe = Recipe::large(combiner::RESIZED, vec![], vec![lb, extent], vec![]);
+        // SAFETY: out-argument.
+        unsafe { resize(oldtype, aint(lb)?, aint(extent)?, recipe, newtype) }
     }
 }
 
@@ -173,165 +270,134 @@ large_fn! {
     }
 }
 
-large_fn! {
-    /// `MPI_Type_get_envelope_c`: every recipe ferry records is the int
-    /// constructor's (a `_c` constructor builds through it), so
-    /// `num_large_counts` is 0 and the rest is `MPI_Type_get_envelope`'s.
-    MPI_Type_get_envelope_c / PMPI_Type_get_envelope_c [SELF] (
+mpi_fn! {
+    /// `MPI_Type_get_envelope_c`: the recipe's argument counts, large
+    /// counts included (a type made by a `_c` constructor has them, one
+    /// made by an int constructor none).
+    MPI_Type_get_envelope_c / PMPI_Type_get_envelope_c(
         datatype: usize, num_integers: *mut i64, num_addresses: *mut i64,
         num_large_counts: *mut i64, num_datatypes: *mut i64, combiner: *mut c_int,
     ) {
-        let (mut ni, mut na, mut nd) = (0, 0, 0);
-        // SAFETY: the caller's `combiner`; the counts are locals.
-        let code = unsafe { PMPI_Type_get_envelope(datatype, &mut ni, &mut na, &mut nd, combiner) };
-        if code == MPI_SUCCESS {
-            // SAFETY: the caller's out-arguments.
-            unsafe {
-                put(num_integers, i64::from(ni))?;
-                put(num_addresses, i64::from(na))?;
-                put(num_large_counts, 0)?;
-                put(num_datatypes, i64::from(nd))?;
-            }
+        let ([ni, na, nc, nd], comb) = envelope(datatype)?;
+        // SAFETY: out-arguments (vectors' lengths fit an i64).
+        unsafe {
+            put(num_integers, ni as i64)?;
+            put(num_addresses, na as i64)?;
+            put(num_large_counts, nc as i64)?;
+            put(num_datatypes, nd as i64)?;
+            put(combiner, comb)
         }
-        Ok(code)
     }
 }
 
-large_fn! {
-    /// `MPI_Type_get_contents_c`: `MPI_Type_get_contents` (no recipe has
-    /// large counts, see `MPI_Type_get_envelope_c`; the array is untouched).
-    MPI_Type_get_contents_c / PMPI_Type_get_contents_c [SELF] (
+mpi_fn! {
+    /// `MPI_Type_get_contents_c`: the recipe's arguments, large counts
+    /// included (see `MPI_Type_get_contents` for the datatypes).
+    MPI_Type_get_contents_c / PMPI_Type_get_contents_c(
         datatype: usize, max_integers: i64, max_addresses: i64, max_large_counts: i64,
         max_datatypes: i64, array_of_integers: *mut c_int, array_of_addresses: *mut isize,
         array_of_large_counts: *mut i64, array_of_datatypes: *mut usize,
     ) {
-        let _ = (max_large_counts, array_of_large_counts);
-        // An array longer than INT_MAX entries is no shorter than any
-        // recipe: the int form only checks that the recipe fits.
-        let cap = |n: i64| c_int::try_from(n).unwrap_or(if n < 0 { -1 } else { c_int::MAX });
-        // SAFETY: the caller's arrays of the given sizes, at least as long
-        // as the clamped ones.
-        Ok(unsafe { PMPI_Type_get_contents(datatype, cap(max_integers), cap(max_addresses), cap(max_datatypes), array_of_integers, array_of_addresses, array_of_datatypes) })
+        let out = Contents {
+            ints: (array_of_integers, max_integers),
+            aints: (array_of_addresses, max_addresses),
+            counts: (array_of_large_counts, max_large_counts),
+            types: (array_of_datatypes, max_datatypes),
+        };
+        // SAFETY: the caller's arrays of max_* entries.
+        unsafe { contents(datatype, &out) }
     }
 }
 
-/// A buffer size clamped to `INT_MAX`: the int forms of pack and unpack
-/// only check that the data fit it, and no packed data above `INT_MAX`
-/// bytes exist in ferry, so a larger buffer is as good as `INT_MAX` bytes.
-fn size(n: i64) -> c_int {
-    c_int::try_from(n).unwrap_or(if n < 0 { -1 } else { c_int::MAX })
-}
-
-large_fn! {
-    /// `MPI_Pack_c`.
-    MPI_Pack_c / PMPI_Pack_c [comm] (inbuf: *const c_void, incount: i64, datatype: usize, outbuf: *mut c_void, outsize: i64, position_: *mut i64, comm: usize) {
-        let n = int(incount)?;
-        // SAFETY: the caller's in/out position.
-        let mut pos = unsafe { position(position_)? };
-        // SAFETY: unchanged buffers; `pos` is a local.
-        let code = unsafe { PMPI_Pack(inbuf, n, datatype, outbuf, size(outsize), &mut pos, comm) };
-        if code == MPI_SUCCESS {
-            // SAFETY: checked non-null by `position`.
-            unsafe { put(position_, i64::from(pos))? };
-        }
-        Ok(code)
-    }
-}
-
-large_fn! {
-    /// `MPI_Unpack_c`.
-    MPI_Unpack_c / PMPI_Unpack_c [comm] (inbuf: *const c_void, insize: i64, position_: *mut i64, outbuf: *mut c_void, outcount: i64, datatype: usize, comm: usize) {
-        let n = int(outcount)?;
-        // SAFETY: the caller's in/out position.
-        let mut pos = unsafe { position(position_)? };
-        // SAFETY: unchanged buffers; `pos` is a local.
-        let code = unsafe { PMPI_Unpack(inbuf, size(insize), &mut pos, outbuf, n, datatype, comm) };
-        if code == MPI_SUCCESS {
-            // SAFETY: checked non-null by `position`.
-            unsafe { put(position_, i64::from(pos))? };
-        }
-        Ok(code)
-    }
-}
-
-large_fn! {
-    /// `MPI_Pack_size_c`.
-    MPI_Pack_size_c / PMPI_Pack_size_c [comm] (incount: i64, datatype: usize, comm: usize, size: *mut i64) {
-        let n = int(incount)?;
-        let mut s: c_int = 0;
-        // SAFETY: `s` is a local; the rest unchanged.
-        let code = unsafe { PMPI_Pack_size(n, datatype, comm, &mut s) };
-        if code == MPI_SUCCESS {
-            // SAFETY: the caller's out-argument.
-            unsafe { put(size, i64::from(s))? };
-        }
-        Ok(code)
-    }
-}
-
-large_fn! {
-    /// `MPI_Pack_external_c`: `MPI_Count` where the int form has `int`
-    /// and `MPI_Aint` (a position past what an `MPI_Aint` holds cannot
-    /// name a place in memory).
-    MPI_Pack_external_c / PMPI_Pack_external_c [SELF] (datarep: *const c_char, inbuf: *const c_void, incount: i64, datatype: usize, outbuf: *mut c_void, outsize: i64, position_: *mut i64) {
-        let n = int(incount)?;
-        let mut pos = aint_position(position_)?;
-        // SAFETY: unchanged buffers and string; `pos` is a local.
-        let code = unsafe { PMPI_Pack_external(datarep, inbuf, n, datatype, outbuf, aint(outsize)?, &mut pos) };
-        if code == MPI_SUCCESS {
-            // SAFETY: checked non-null by `aint_position`.
-            unsafe { put(position_, pos as i64)? };
-        }
-        Ok(code)
-    }
-}
-
-large_fn! {
-    /// `MPI_Unpack_external_c`.
-    MPI_Unpack_external_c / PMPI_Unpack_external_c [SELF] (datarep: *const c_char, inbuf: *const c_void, insize: i64, position_: *mut i64, outbuf: *mut c_void, outcount: i64, datatype: usize) {
-        let n = int(outcount)?;
-        let mut pos = aint_position(position_)?;
-        // SAFETY: unchanged buffers and string; `pos` is a local.
-        let code = unsafe { PMPI_Unpack_external(datarep, inbuf, aint(insize)?, &mut pos, outbuf, n, datatype) };
-        if code == MPI_SUCCESS {
-            // SAFETY: checked non-null by `aint_position`.
-            unsafe { put(position_, pos as i64)? };
-        }
-        Ok(code)
-    }
-}
-
-large_fn! {
-    /// `MPI_Pack_external_size_c`.
-    MPI_Pack_external_size_c / PMPI_Pack_external_size_c [SELF] (datarep: *const c_char, incount: i64, datatype: usize, size: *mut i64) {
-        let n = int(incount)?;
-        let mut s: isize = 0;
-        // SAFETY: `s` is a local; the string unchanged.
-        let code = unsafe { PMPI_Pack_external_size(datarep, n, datatype, &mut s) };
-        if code == MPI_SUCCESS {
-            // SAFETY: the caller's out-argument.
-            unsafe { put(size, s as i64)? };
-        }
-        Ok(code)
-    }
-}
-
-/// An external32 position: an `MPI_Count` the caller holds, as the
-/// `MPI_Aint` the int form takes.
-fn aint_position(p: *const i64) -> Res<isize> {
+/// Reads an in/out `MPI_Count` position.
+///
+/// # Safety
+/// `p` is null or valid for a read.
+unsafe fn read_pos(p: *const i64) -> Res<i64> {
     if p.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null position pointer"));
     }
     // SAFETY: non-null (checked), valid for a read (the caller's promise).
-    aint(unsafe { p.read() })
+    Ok(unsafe { p.read() })
 }
 
-large_fn! {
+mpi_fn! {
+    /// `MPI_Pack_c`.
+    MPI_Pack_c / PMPI_Pack_c [comm] (inbuf: *const c_void, incount: i64, datatype: usize, outbuf: *mut c_void, outsize: i64, position_: *mut i64, comm: usize) {
+        let n = count_arg(incount)?;
+        // SAFETY: the caller's in/out position.
+        let (pos, size) = position(unsafe { read_pos(position_)? }, outsize)?;
+        // SAFETY: the caller's buffers.
+        let end = unsafe { pack(inbuf, n, datatype, outbuf, pos, size, comm)? };
+        // SAFETY: checked non-null by `read_pos`.
+        unsafe { put(position_, end as i64) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Unpack_c`.
+    MPI_Unpack_c / PMPI_Unpack_c [comm] (inbuf: *const c_void, insize: i64, position_: *mut i64, outbuf: *mut c_void, outcount: i64, datatype: usize, comm: usize) {
+        let n = count_arg(outcount)?;
+        // SAFETY: the caller's in/out position.
+        let (pos, size) = position(unsafe { read_pos(position_)? }, insize)?;
+        // SAFETY: the caller's buffers.
+        let end = unsafe { unpack(inbuf, pos, size, outbuf, n, datatype, comm)? };
+        // SAFETY: checked non-null by `read_pos`.
+        unsafe { put(position_, end as i64) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Pack_size_c`.
+    MPI_Pack_size_c / PMPI_Pack_size_c [comm] (incount: i64, datatype: usize, comm: usize, size: *mut i64) {
+        let len = pack_size(incount, datatype, comm)?;
+        // SAFETY: out-argument (a size is at most isize::MAX).
+        unsafe { put(size, len as i64) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Pack_external_c`: `MPI_Count` where the int form has `int`
+    /// and `MPI_Aint`.
+    MPI_Pack_external_c / PMPI_Pack_external_c(datarep: *const c_char, inbuf: *const c_void, incount: i64, datatype: usize, outbuf: *mut c_void, outsize: i64, position_: *mut i64) {
+        let n = count_arg(incount)?;
+        // SAFETY: the caller's in/out position.
+        let (pos, size) = position(unsafe { read_pos(position_)? }, outsize)?;
+        // SAFETY: the caller's string and buffers.
+        let end = unsafe { pack_external(datarep, inbuf, n, datatype, outbuf, pos, size)? };
+        // SAFETY: checked non-null by `read_pos`.
+        unsafe { put(position_, end as i64) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Unpack_external_c`.
+    MPI_Unpack_external_c / PMPI_Unpack_external_c(datarep: *const c_char, inbuf: *const c_void, insize: i64, position_: *mut i64, outbuf: *mut c_void, outcount: i64, datatype: usize) {
+        let n = count_arg(outcount)?;
+        // SAFETY: the caller's in/out position.
+        let (pos, size) = position(unsafe { read_pos(position_)? }, insize)?;
+        // SAFETY: the caller's string and buffers.
+        let end = unsafe { unpack_external(datarep, inbuf, pos, size, outbuf, n, datatype)? };
+        // SAFETY: checked non-null by `read_pos`.
+        unsafe { put(position_, end as i64) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Pack_external_size_c`.
+    MPI_Pack_external_size_c / PMPI_Pack_external_size_c(datarep: *const c_char, incount: i64, datatype: usize, size: *mut i64) {
+        // SAFETY: the caller's string.
+        let len = unsafe { pack_external_size(datarep, count_arg(incount)?, datatype)? };
+        // SAFETY: out-argument (a size is at most isize::MAX).
+        unsafe { put(size, len as i64) }
+    }
+}
+
+mpi_fn! {
     /// `MPI_Reduce_local_c`.
-    MPI_Reduce_local_c / PMPI_Reduce_local_c [SELF] (inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, datatype: usize, op: usize) {
-        let n = int(count)?;
-        // SAFETY: unchanged arguments but the count; the caller's promises.
-        Ok(unsafe { PMPI_Reduce_local(inbuf, inoutbuf, n, datatype, op) })
+    MPI_Reduce_local_c / PMPI_Reduce_local_c(inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, datatype: usize, op: usize) {
+        // SAFETY: the program's buffers of `count` elements, for the call.
+        unsafe { reduce_local(inbuf, inoutbuf, count, datatype, op) }
     }
 }
 
