@@ -275,31 +275,64 @@ mpi_fn! {
     }
 }
 
+/// The body of `MPI_Bsend` and `MPI_Bsend_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Bsend`: the caller's buffers and out-arguments.
+pub(crate) unsafe fn bsend_call(
+    buf: *const c_void,
+    count: i64,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    // SAFETY: the send buffer, read during this call.
+    unsafe { bsend(&c.comm, buf, count_arg(count)?, &ty, dest, tag)? };
+    Ok(())
+}
+
 mpi_fn! {
     /// `MPI_Bsend`.
     MPI_Bsend / PMPI_Bsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        let ty = rt.comm_type(datatype)?;
-        // SAFETY: the send buffer, read during this call.
-        unsafe { bsend(&c.comm, buf, count_arg(count)?, &ty, dest, tag)? };
-        Ok(())
+        // SAFETY: forwarded (the caller's promises).
+        unsafe { bsend_call(buf, count.into(), datatype, dest, tag, comm) }
     }
+}
+
+/// The body of `MPI_Ibsend` and `MPI_Ibsend_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Ibsend`: the caller's buffers and out-arguments.
+pub(crate) unsafe fn ibsend_call(
+    buf: *const c_void,
+    count: i64,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+    }
+    // SAFETY: the send buffer, read during this call.
+    unsafe { bsend(&c.comm, buf, count_arg(count)?, &ty, dest, tag)? };
+    // Complete once buffered: MPIX_REQUEST_EMPTY.
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(request, super::mpix::MPIX_REQUEST_EMPTY) }
 }
 
 mpi_fn! {
     /// `MPI_Ibsend`: complete once the data is buffered (at once).
     MPI_Ibsend / PMPI_Ibsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        let ty = rt.comm_type(datatype)?;
-        if request.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
-        }
-        // SAFETY: the send buffer, read during this call.
-        unsafe { bsend(&c.comm, buf, count_arg(count)?, &ty, dest, tag)? };
-        // Complete once buffered: MPIX_REQUEST_EMPTY.
-        // SAFETY: checked non-null; an out-argument.
-        unsafe { put(request, super::mpix::MPIX_REQUEST_EMPTY) }
+        // SAFETY: forwarded (the caller's promises).
+        unsafe { ibsend_call(buf, count.into(), datatype, dest, tag, comm, request) }
     }
 }

@@ -152,58 +152,92 @@ fn start_staged(
     ))
 }
 
-mpi_fn! {
-    /// `MPI_Mrecv`.
-    MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: usize, message: *mut usize, status: *mut MpiStatus) {
-        let rt = rt()?;
-        let ty = rt.comm_type(datatype)?;
-        let n = count_arg(count)?;
-        // SAFETY: in/out argument.
-        let Some(obj) = (unsafe { take(rt, message)? }) else {
-            // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-            unsafe { put_status(status, proc_null_status()) };
-            return Ok(());
-        };
-        let report = match recv_data(buf, n, &ty)? {
-            RecvData::Raw { ptr, len } => {
-                let comm = obj.comm;
-                let probed = obj.probed;
-                // SAFETY: the caller's receive buffer for the call.
-                let slice = unsafe { bytes_mut(ptr, len)? };
-                match obj.msg.recv(slice) {
-                    Ok(s) => Report::ok(MpiStatus::from_ferry(&s)),
-                    Err(e) => {
-                        let f = Fail::from(e).on(comm);
-                        let mut s = MpiStatus::from_ferry(&probed);
-                        s.set_bytes(probed.bytes.min(len) as u64);
-                        s.error = f.class;
-                        Report { status: s, result: Err(f), arecv: None }
+/// The body of `MPI_Mrecv` and `MPI_Mrecv_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Mrecv`: the caller's buffers and out-arguments.
+pub(crate) unsafe fn mrecv_call(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    message: *mut usize,
+    status: *mut MpiStatus,
+) -> Res {
+    let rt = rt()?;
+    let ty = rt.comm_type(datatype)?;
+    let n = count_arg(count)?;
+    // SAFETY: in/out argument.
+    let Some(obj) = (unsafe { take(rt, message)? }) else {
+        // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+        unsafe { put_status(status, proc_null_status()) };
+        return Ok(());
+    };
+    let report = match recv_data(buf, n, &ty)? {
+        RecvData::Raw { ptr, len } => {
+            let comm = obj.comm;
+            let probed = obj.probed;
+            // SAFETY: the caller's receive buffer for the call.
+            let slice = unsafe { bytes_mut(ptr, len)? };
+            match obj.msg.recv(slice) {
+                Ok(s) => Report::ok(MpiStatus::from_ferry(&s)),
+                Err(e) => {
+                    let f = Fail::from(e).on(comm);
+                    let mut s = MpiStatus::from_ferry(&probed);
+                    s.set_bytes(probed.bytes.min(len) as u64);
+                    s.error = f.class;
+                    Report {
+                        status: s,
+                        result: Err(f),
+                        arecv: None,
                     }
                 }
             }
-            RecvData::Staged { .. } => wait_one(&mut start_staged(obj, buf, n, &ty)?)?,
-        };
-        // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-        unsafe { report.write(status) }
+        }
+        RecvData::Staged { .. } => wait_one(&mut start_staged(obj, buf, n, &ty)?)?,
+    };
+    // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+    unsafe { report.write(status) }
+}
+
+mpi_fn! {
+    /// `MPI_Mrecv`.
+    MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: usize, message: *mut usize, status: *mut MpiStatus) {
+        // SAFETY: forwarded (the caller's promises).
+        unsafe { mrecv_call(buf, count.into(), datatype, message, status) }
     }
+}
+
+/// The body of `MPI_Imrecv` and `MPI_Imrecv_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Imrecv`: the caller's buffers and out-arguments.
+pub(crate) unsafe fn imrecv_call(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    message: *mut usize,
+    request: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let ty = rt.comm_type(datatype)?;
+    let n = count_arg(count)?;
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+    }
+    // SAFETY: in/out argument.
+    let obj = match unsafe { take(rt, message)? } {
+        Some(m) => start_staged(m, buf, n, &ty)?,
+        None => ReqObj::ready(proc_null_status(), MPI_COMM_SELF),
+    };
+    let h = rt.add_request(obj)?;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(request, h) }
 }
 
 mpi_fn! {
     /// `MPI_Imrecv`.
     MPI_Imrecv / PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: usize, message: *mut usize, request: *mut usize) {
-        let rt = rt()?;
-        let ty = rt.comm_type(datatype)?;
-        let n = count_arg(count)?;
-        if request.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
-        }
-        // SAFETY: in/out argument.
-        let obj = match unsafe { take(rt, message)? } {
-            Some(m) => start_staged(m, buf, n, &ty)?,
-            None => ReqObj::ready(proc_null_status(), MPI_COMM_SELF),
-        };
-        let h = rt.add_request(obj)?;
-        // SAFETY: checked non-null; an out-argument.
-        unsafe { put(request, h) }
+        // SAFETY: forwarded (the caller's promises).
+        unsafe { imrecv_call(buf, count.into(), datatype, message, request) }
     }
 }

@@ -91,11 +91,12 @@ fn store_raw(rt: &Runtime, r: ferry::RawRequest, comm: usize) -> Res<usize> {
 }
 
 /// The arguments every MPI send call begins with: `buf, count, datatype,
-/// dest, tag, comm`, as the program passed them.
+/// dest, tag, comm`, as the program passed them (the count widened: an
+/// `int`, or a `_c` form's `MPI_Count`).
 #[derive(Clone, Copy)]
 pub(crate) struct SendArgs {
     pub(crate) buf: *const c_void,
-    pub(crate) count: c_int,
+    pub(crate) count: i64,
     pub(crate) datatype: usize,
     pub(crate) dest: c_int,
     pub(crate) tag: c_int,
@@ -107,7 +108,7 @@ macro_rules! send_args {
     ($buf:ident, $count:ident, $datatype:ident, $dest:ident, $tag:ident, $comm:ident) => {
         $crate::ffi::p2p::SendArgs {
             buf: $buf,
-            count: $count,
+            count: i64::from($count),
             datatype: $datatype,
             dest: $dest,
             tag: $tag,
@@ -121,7 +122,7 @@ pub(crate) use send_args;
 ///
 /// # Safety
 /// MPI's rule for a nonblocking send buffer; `request` is an out-argument.
-unsafe fn isend_call(a: SendArgs, request: *mut usize, mode: SendMode) -> Res {
+pub(crate) unsafe fn isend_call(a: SendArgs, request: *mut usize, mode: SendMode) -> Res {
     let rt = rt()?;
     let c = rt.comm(a.comm)?;
     let ty = rt.comm_type(a.datatype)?;
@@ -184,7 +185,13 @@ fn plain_world(
 unsafe fn send_world(a: SendArgs, mode: SendMode) -> Option<Res> {
     // Not initialized or finalized: the general path reports it.
     let rt = rt().ok()?;
-    let (c, len) = plain_world(rt, a.comm, a.datatype, a.count, a.buf)?;
+    let (c, len) = plain_world(
+        rt,
+        a.comm,
+        a.datatype,
+        c_int::try_from(a.count).ok()?,
+        a.buf,
+    )?;
     // SAFETY: non-null (checked), and valid for reads of the message's
     // `len` bytes during the call (the caller's promise).
     let bytes = unsafe { std::slice::from_raw_parts(a.buf.cast::<u8>(), len) };
@@ -195,7 +202,7 @@ unsafe fn send_world(a: SendArgs, mode: SendMode) -> Option<Res> {
 ///
 /// # Safety
 /// `buf` is valid for reads of the message's data during the call.
-unsafe fn send_call(a: SendArgs, mode: SendMode) -> Res {
+pub(crate) unsafe fn send_call(a: SendArgs, mode: SendMode) -> Res {
     let rt = rt()?;
     let c = rt.comm(a.comm)?;
     let ty = rt.comm_type(a.datatype)?;
@@ -274,32 +281,49 @@ mpi_fn! {
     }
 }
 
+/// The body of `MPI_Irecv` and `MPI_Irecv_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Irecv`: the caller's buffers and out-arguments.
+pub(crate) unsafe fn irecv_call(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+    }
+    let target = match recv_data(buf, count_arg(count)?, &ty)? {
+        RecvData::Raw { ptr, len } if c.comm.has_job_ranks() => {
+            let (source, tag) = (rank_in(source), tag_in(tag));
+            // SAFETY: MPI's nonblocking rule for `buf`; the request is
+            // completed by a completion call, or promoted.
+            let r = unsafe { c.comm.irecv_raw_request(ptr, len, source, tag)? };
+            // SAFETY: checked non-null; an out-argument.
+            return unsafe { put(request, store_raw(rt, r, comm)?) };
+        }
+        target => target,
+    };
+    // SAFETY: MPI's nonblocking rule for `buf`.
+    let (req, post) = unsafe { start_recv(&c.comm, target, source, tag)? };
+    // SAFETY: the receive buffer, valid as above.
+    let h = unsafe { empty_or_store(ReqObj::active(req, comm, post))? };
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(request, h) }
+}
+
 mpi_fn! {
     /// `MPI_Irecv`.
     MPI_Irecv / PMPI_Irecv [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        let ty = rt.comm_type(datatype)?;
-        if request.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
-        }
-        let target = match recv_data(buf, count_arg(count)?, &ty)? {
-            RecvData::Raw { ptr, len } if c.comm.has_job_ranks() => {
-                let (source, tag) = (rank_in(source), tag_in(tag));
-                // SAFETY: MPI's nonblocking rule for `buf`; the request is
-                // completed by a completion call, or promoted.
-                let r = unsafe { c.comm.irecv_raw_request(ptr, len, source, tag)? };
-                // SAFETY: checked non-null; an out-argument.
-                return unsafe { put(request, store_raw(rt, r, comm)?) };
-            }
-            target => target,
-        };
-        // SAFETY: MPI's nonblocking rule for `buf`.
-        let (req, post) = unsafe { start_recv(&c.comm, target, source, tag)? };
-        // SAFETY: the receive buffer, valid as above.
-        let h = unsafe { empty_or_store(ReqObj::active(req, comm, post))? };
-        // SAFETY: checked non-null; an out-argument.
-        unsafe { put(request, h) }
+        // SAFETY: forwarded (the caller's promises).
+        unsafe { irecv_call(buf, count.into(), datatype, source, tag, comm, request) }
     }
 }
 
@@ -342,6 +366,35 @@ unsafe fn recv_contiguous(
     s.error.map_or(Ok(()), |e| Err(Fail::from(e)))
 }
 
+/// The body of `MPI_Recv` and `MPI_Recv_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Recv`: the caller's buffers and out-arguments.
+pub(crate) unsafe fn recv_call(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    status: *mut MpiStatus,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    let report = match recv_data(buf, count_arg(count)?, &ty)? {
+        RecvData::Raw { ptr, len } => {
+            // SAFETY: the caller's receive buffer and status, for the
+            // duration of the call.
+            return unsafe { recv_contiguous(&c.comm, ptr, len, source, tag, status) };
+        }
+        // SAFETY: as above.
+        staged => unsafe { recv_wait(comm, &c.comm, staged, source, tag)? },
+    };
+    // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+    unsafe { report.write(status) }
+}
+
 mpi_fn! {
     /// `MPI_Recv`: a truncated message fills the buffer, sets the status
     /// (count = the buffer's size, `MPI_ERROR` = `MPI_ERR_TRUNCATE`) and
@@ -354,19 +407,47 @@ mpi_fn! {
         // duration of the call; `status` is MPI_STATUS_IGNORE or writable.
         Some(unsafe { recv_contiguous(c, buf.cast::<u8>(), len, source, tag, status) })
     } {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        let ty = rt.comm_type(datatype)?;
-        let report = match recv_data(buf, count_arg(count)?, &ty)? {
-            // SAFETY: the caller's receive buffer and status, for the
-            // duration of the call.
-            RecvData::Raw { ptr, len } => return unsafe { recv_contiguous(&c.comm, ptr, len, source, tag, status) },
-            // SAFETY: as above.
-            staged => unsafe { recv_wait(comm, &c.comm, staged, source, tag)? },
-        };
-        // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-        unsafe { report.write(status) }
+        // SAFETY: forwarded (the caller's promises).
+        unsafe { recv_call(buf, count.into(), datatype, source, tag, comm, status) }
     }
+}
+
+/// The body of `MPI_Sendrecv` and `MPI_Sendrecv_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Sendrecv`: the caller's buffers and out-arguments.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn sendrecv_call(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: usize,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    status: *mut MpiStatus,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let (st, rty) = (rt.comm_type(sendtype)?, rt.comm_type(recvtype)?);
+    let target = recv_data(recvbuf, count_arg(recvcount)?, &rty)?;
+    // SAFETY: both buffers are the caller's for the duration of the
+    // call, and both requests complete before it returns.
+    let data = unsafe { send_data(sendbuf, count_arg(sendcount)?, &st)? };
+    // SAFETY: as above.
+    let (r, post) = unsafe { start_recv(&c.comm, target, source, recvtag)? };
+    let mut r = ReqObj::active(r, comm, post);
+    // SAFETY: as above.
+    let s = unsafe { start_send(&c.comm, data, dest, sendtag, SendMode::Standard) };
+    let sent = s.and_then(|s| wait_one(&mut ReqObj::active(s, comm, Post::None)));
+    let got = wait_one(&mut r)?;
+    sent?.result?;
+    // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+    unsafe { got.write(status) }
 }
 
 mpi_fn! {
@@ -377,24 +458,47 @@ mpi_fn! {
         recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, source: c_int, recvtag: c_int,
         comm: usize, status: *mut MpiStatus,
     ) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        let (st, rty) = (rt.comm_type(sendtype)?, rt.comm_type(recvtype)?);
-        let target = recv_data(recvbuf, count_arg(recvcount)?, &rty)?;
-        // SAFETY: both buffers are the caller's for the duration of the
-        // call, and both requests complete before it returns.
-        let data = unsafe { send_data(sendbuf, count_arg(sendcount)?, &st)? };
-        // SAFETY: as above.
-        let (r, post) = unsafe { start_recv(&c.comm, target, source, recvtag)? };
-        let mut r = ReqObj::active(r, comm, post);
-        // SAFETY: as above.
-        let s = unsafe { start_send(&c.comm, data, dest, sendtag, SendMode::Standard) };
-        let sent = s.and_then(|s| wait_one(&mut ReqObj::active(s, comm, Post::None)));
-        let got = wait_one(&mut r)?;
-        sent?.result?;
-        // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-        unsafe { got.write(status) }
+        // SAFETY: forwarded (the caller's promises).
+        unsafe { sendrecv_call(sendbuf, sendcount.into(), sendtype, dest, sendtag, recvbuf, recvcount.into(), recvtype, source, recvtag, comm, status) }
     }
+}
+
+/// The body of `MPI_Sendrecv_replace` and `MPI_Sendrecv_replace_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Sendrecv_replace`: the caller's buffers and out-arguments.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn sendrecv_replace_call(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    status: *mut MpiStatus,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    let n = count_arg(count)?;
+    // SAFETY: the caller's buffer, read here before the receive starts.
+    let outgoing = match unsafe { send_data(buf.cast_const(), n, &ty)? } {
+        // SAFETY: as above.
+        raw @ SendData::Raw { .. } => unsafe { raw.bytes() }.to_vec(),
+        SendData::Packed(v) => v,
+    };
+    let target = recv_data(buf, n, &ty)?;
+    // SAFETY: the caller's buffer for the duration of the call; the
+    // receive completes before this returns.
+    let (r, post) = unsafe { start_recv(&c.comm, target, source, recvtag)? };
+    let mut r = ReqObj::active(r, comm, post);
+    let sent = c.comm.send(&outgoing, rank_in(dest), tag_in(sendtag));
+    let got = wait_one(&mut r)?;
+    sent?;
+    // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+    unsafe { got.write(status) }
 }
 
 mpi_fn! {
@@ -403,26 +507,8 @@ mpi_fn! {
         buf: *mut c_void, count: c_int, datatype: usize, dest: c_int, sendtag: c_int,
         source: c_int, recvtag: c_int, comm: usize, status: *mut MpiStatus,
     ) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        let ty = rt.comm_type(datatype)?;
-        let n = count_arg(count)?;
-        // SAFETY: the caller's buffer, read here before the receive starts.
-        let outgoing = match unsafe { send_data(buf.cast_const(), n, &ty)? } {
-            // SAFETY: as above.
-            raw @ SendData::Raw { .. } => unsafe { raw.bytes() }.to_vec(),
-            SendData::Packed(v) => v,
-        };
-        let target = recv_data(buf, n, &ty)?;
-        // SAFETY: the caller's buffer for the duration of the call; the
-        // receive completes before this returns.
-        let (r, post) = unsafe { start_recv(&c.comm, target, source, recvtag)? };
-        let mut r = ReqObj::active(r, comm, post);
-        let sent = c.comm.send(&outgoing, rank_in(dest), tag_in(sendtag));
-        let got = wait_one(&mut r)?;
-        sent?;
-        // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-        unsafe { got.write(status) }
+        // SAFETY: forwarded (the caller's promises).
+        unsafe { sendrecv_replace_call(buf, count.into(), datatype, dest, sendtag, source, recvtag, comm, status) }
     }
 }
 

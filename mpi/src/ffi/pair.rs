@@ -107,6 +107,49 @@ unsafe fn store(
     unsafe { put(request, h) }
 }
 
+/// The body of `MPI_Isendrecv` and `MPI_Isendrecv_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Isendrecv`: the caller's buffers and out-arguments.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn isendrecv_call(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: usize,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let (st, rty) = (rt.comm_type(sendtype)?, rt.comm_type(recvtype)?);
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+    }
+    let target = recv_data(recvbuf, count_arg(recvcount)?, &rty)?;
+    // SAFETY: MPI's rule for nonblocking buffers: both stay valid and
+    // untouched until the request completes.
+    let data = unsafe { send_data(sendbuf, count_arg(sendcount)?, &st)? };
+    // SAFETY: as above.
+    let recv = unsafe { start_recv(&c.comm, target, source, recvtag)? };
+    // SAFETY: as above.
+    let send = match unsafe { start_send(&c.comm, data, dest, sendtag, SendMode::Standard) } {
+        Ok(s) => s,
+        Err(f) => {
+            let _ = recv.0.cancel();
+            return Err(f);
+        }
+    };
+    // SAFETY: checked non-null.
+    unsafe { store(comm, send, recv, request) }
+}
+
 mpi_fn! {
     /// `MPI_Isendrecv`.
     MPI_Isendrecv / PMPI_Isendrecv [comm] (
@@ -114,29 +157,53 @@ mpi_fn! {
         recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, source: c_int, recvtag: c_int,
         comm: usize, request: *mut usize,
     ) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        let (st, rty) = (rt.comm_type(sendtype)?, rt.comm_type(recvtype)?);
-        if request.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
-        }
-        let target = recv_data(recvbuf, count_arg(recvcount)?, &rty)?;
-        // SAFETY: MPI's rule for nonblocking buffers: both stay valid and
-        // untouched until the request completes.
-        let data = unsafe { send_data(sendbuf, count_arg(sendcount)?, &st)? };
-        // SAFETY: as above.
-        let recv = unsafe { start_recv(&c.comm, target, source, recvtag)? };
-        // SAFETY: as above.
-        let send = match unsafe { start_send(&c.comm, data, dest, sendtag, SendMode::Standard) } {
-            Ok(s) => s,
-            Err(f) => {
-                let _ = recv.0.cancel();
-                return Err(f);
-            }
-        };
-        // SAFETY: checked non-null.
-        unsafe { store(comm, send, recv, request) }
+        // SAFETY: forwarded (the caller's promises).
+        unsafe { isendrecv_call(sendbuf, sendcount.into(), sendtype, dest, sendtag, recvbuf, recvcount.into(), recvtype, source, recvtag, comm, request) }
     }
+}
+
+/// The body of `MPI_Isendrecv_replace` and `MPI_Isendrecv_replace_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Isendrecv_replace`: the caller's buffers and out-arguments.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn isendrecv_replace_call(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+    }
+    let n = count_arg(count)?;
+    // SAFETY: the caller's buffer, read here before the receive starts.
+    let outgoing = match unsafe { send_data(buf.cast_const(), n, &ty)? } {
+        // SAFETY: as above.
+        raw @ SendData::Raw { .. } => unsafe { raw.bytes() }.to_vec(),
+        SendData::Packed(v) => v,
+    };
+    let target = recv_data(buf, n, &ty)?;
+    // SAFETY: MPI's rule for a nonblocking buffer: valid and untouched
+    // until the request completes.
+    let recv = unsafe { start_recv(&c.comm, target, source, recvtag)? };
+    let send = match c.comm.isend(outgoing, rank_in(dest), tag_in(sendtag)) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = recv.0.cancel();
+            return Err(Fail::from(e));
+        }
+    };
+    // SAFETY: checked non-null.
+    unsafe { store(comm, send, recv, request) }
 }
 
 mpi_fn! {
@@ -146,31 +213,7 @@ mpi_fn! {
         buf: *mut c_void, count: c_int, datatype: usize, dest: c_int, sendtag: c_int,
         source: c_int, recvtag: c_int, comm: usize, request: *mut usize,
     ) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        let ty = rt.comm_type(datatype)?;
-        if request.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
-        }
-        let n = count_arg(count)?;
-        // SAFETY: the caller's buffer, read here before the receive starts.
-        let outgoing = match unsafe { send_data(buf.cast_const(), n, &ty)? } {
-            // SAFETY: as above.
-            raw @ SendData::Raw { .. } => unsafe { raw.bytes() }.to_vec(),
-            SendData::Packed(v) => v,
-        };
-        let target = recv_data(buf, n, &ty)?;
-        // SAFETY: MPI's rule for a nonblocking buffer: valid and untouched
-        // until the request completes.
-        let recv = unsafe { start_recv(&c.comm, target, source, recvtag)? };
-        let send = match c.comm.isend(outgoing, rank_in(dest), tag_in(sendtag)) {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = recv.0.cancel();
-                return Err(Fail::from(e));
-            }
-        };
-        // SAFETY: checked non-null.
-        unsafe { store(comm, send, recv, request) }
+        // SAFETY: forwarded (the caller's promises).
+        unsafe { isendrecv_replace_call(buf, count.into(), datatype, dest, sendtag, source, recvtag, comm, request) }
     }
 }

@@ -166,7 +166,7 @@ pub(crate) unsafe fn create(comm: usize, c: Comm, kind: Kind, request: *mut usiz
 /// # Safety
 /// `request` is an out-argument; the buffer is the program's (read at each
 /// start).
-unsafe fn send_init(a: SendArgs, request: *mut usize, mode: Option<SendMode>) -> Res {
+pub(crate) unsafe fn send_init(a: SendArgs, request: *mut usize, mode: Option<SendMode>) -> Res {
     let rt = rt()?;
     let c = rt.comm(a.comm)?;
     let ty = rt.comm_type(a.datatype)?;
@@ -233,18 +233,41 @@ mpi_fn! {
     }
 }
 
+/// The body of `MPI_Recv_init` and `MPI_Recv_init_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Recv_init`: the caller's buffers and out-arguments.
+pub(crate) unsafe fn recv_init(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    let count = count_arg(count)?;
+    check_peer(&c.comm, source)?;
+    let kind = Kind::Recv {
+        buf: buf as usize,
+        count,
+        ty,
+        source,
+        tag,
+    };
+    // SAFETY: out-argument; the buffer is the program's (written by
+    // each activation).
+    unsafe { create(comm, c.comm.clone(), kind, request) }
+}
+
 mpi_fn! {
     /// `MPI_Recv_init`.
     MPI_Recv_init / PMPI_Recv_init [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        let ty = rt.comm_type(datatype)?;
-        let count = count_arg(count)?;
-        check_peer(&c.comm, source)?;
-        let kind = Kind::Recv { buf: buf as usize, count, ty, source, tag };
-        // SAFETY: out-argument; the buffer is the program's (written by
-        // each activation).
-        unsafe { create(comm, c.comm.clone(), kind, request) }
+        // SAFETY: forwarded (the caller's promises).
+        unsafe { recv_init(buf, count.into(), datatype, source, tag, comm, request) }
     }
 }
 

@@ -23,10 +23,28 @@ use crate::ffi::{mpi_fn, put};
 use crate::state::{rt, Runtime};
 
 /// Defines `MPI_X`, `MPI_IX` and `MPI_X_init` (and their `PMPI_`
-/// names) from one parser `|rt, c| -> Res<Spec>` over the shared arguments.
+/// names) from one parser `|rt, c| -> Res<Spec>` over the shared arguments;
+/// with `large`, also their `_c` forms from the same parser, each argument
+/// written `name: int type => large type` taking its large type there
+/// (`MPI_Count` counts, `MPI_Aint` displacements: the parser's helpers take
+/// either width, and the spec holds `usize` counts).
 macro_rules! collective {
     ($doc:literal $name:ident / $pname:ident, $iname:ident / $piname:ident, $init:ident / $pinit:ident
+     large $cname:ident / $pcname:ident, $ciname:ident / $pciname:ident, $cinit:ident / $pcinit:ident
+     ($($arg:ident : $ty:ty $(=> $lty:ty)?),* $(,)?) [$comm:ident] |$rt:ident, $c:ident| $parse:expr) => {
+        collective!(@forms $doc, $name / $pname, $iname / $piname, $init / $pinit
+            ($($arg: $ty),*) [$comm] |$rt, $c| $parse);
+        collective!(@forms concat!("`", stringify!($name), "` with `MPI_Count` counts (and `MPI_Aint` displacements)."),
+            $cname / $pcname, $ciname / $pciname, $cinit / $pcinit
+            ($($arg: large_ty!($ty $(=> $lty)?)),*) [$comm] |$rt, $c| $parse);
+    };
+    ($doc:literal $name:ident / $pname:ident, $iname:ident / $piname:ident, $init:ident / $pinit:ident
      ($($arg:ident : $ty:ty),* $(,)?) [$comm:ident] |$rt:ident, $c:ident| $parse:expr) => {
+        collective!(@forms $doc, $name / $pname, $iname / $piname, $init / $pinit
+            ($($arg: $ty),*) [$comm] |$rt, $c| $parse);
+    };
+    (@forms $doc:expr, $name:ident / $pname:ident, $iname:ident / $piname:ident, $init:ident / $pinit:ident
+     ($($arg:ident : $ty:ty),*) [$comm:ident] |$rt:ident, $c:ident| $parse:expr) => {
         mpi_fn! {
             #[doc = concat!("`", stringify!($name), "`: ", $doc)]
             $name / $pname [$comm] ($($arg: $ty),*) {
@@ -76,6 +94,16 @@ macro_rules! collective {
     };
 }
 
+/// An argument's type in the `_c` forms: its large type if it has one.
+macro_rules! large_ty {
+    ($ty:ty) => {
+        $ty
+    };
+    ($ty:ty => $lty:ty) => {
+        $lty
+    };
+}
+
 /// A buffer argument (the datatype must be committed).
 fn cbuf(rt: &Runtime, addr: *const c_void, count: usize, datatype: usize) -> Res<CBuf> {
     Ok(CBuf {
@@ -88,7 +116,7 @@ fn cbuf(rt: &Runtime, addr: *const c_void, count: usize, datatype: usize) -> Res
 /// `count` elements per member, for `n` members (`c.peer_size()` for a
 /// block per rank the call's ranks name: the remote group's on an
 /// intercommunicator; `c.size()` for one per local member).
-fn times(count: c_int, n: u32) -> Res<usize> {
+fn times(count: impl Into<i64>, n: u32) -> Res<usize> {
     count_arg(count)?.checked_mul(n as usize).ok_or_else(|| {
         Fail::new(
             MPI_ERR_COUNT,
@@ -164,11 +192,12 @@ fn not_in_place(p: *const c_void) -> Res {
     Ok(())
 }
 
-/// One int per member of `n` (see [`times`]).
+/// One entry per member of `n` (see [`times`]): an `int`, or a `_c`
+/// form's `MPI_Count` or `MPI_Aint`.
 ///
 /// # Safety
-/// `p` is null or valid for `n` ints.
-unsafe fn per_member<'a>(p: *const c_int, n: u32, what: &'static str) -> Res<&'a [c_int]> {
+/// `p` is null or valid for `n` entries.
+unsafe fn per_member<'a, T>(p: *const T, n: u32, what: &'static str) -> Res<&'a [T]> {
     let n = n as usize;
     if p.is_null() {
         return Err(Fail::msg(MPI_ERR_ARG, format!("a null {what} array")));
@@ -178,12 +207,13 @@ unsafe fn per_member<'a>(p: *const c_int, n: u32, what: &'static str) -> Res<&'a
 }
 
 /// The blocks of a v-variant: `counts[i]` elements at `base` plus
-/// `displs[i]` extents (`bytes`: plus `displs[i]` bytes), of `types[i]`.
-fn blocks(
+/// `displs[i]` extents (`bytes`: plus `displs[i]` bytes), of `types[i]`
+/// (`int`s, or a `_c` form's `MPI_Count`s and `MPI_Aint`s).
+fn blocks<C: Copy + Into<i64>, D: Copy + TryInto<isize>>(
     rt: &Runtime,
     base: *const c_void,
-    counts: &[c_int],
-    displs: &[c_int],
+    counts: &[C],
+    displs: &[D],
     types: &[usize],
     bytes: bool,
 ) -> Res<Vec<CBuf>> {
@@ -192,8 +222,10 @@ fn blocks(
         let t = types[if types.len() == 1 { 0 } else { i }];
         let ty = rt.comm_type(t)?;
         let unit = if bytes { 1 } else { ty.extent().1 };
-        let off = (d as isize)
-            .checked_mul(unit)
+        let off = d
+            .try_into()
+            .ok()
+            .and_then(|d: isize| d.checked_mul(unit))
             .ok_or_else(|| Fail::new(MPI_ERR_ARG, "a displacement overflows"))?;
         out.push(CBuf {
             addr: (base as usize).wrapping_add_signed(off),
@@ -224,7 +256,8 @@ collective! { "waits until every member has entered."
 
 collective! { "the root's buffer to every member."
     MPI_Bcast / PMPI_Bcast, MPI_Ibcast / PMPI_Ibcast, MPI_Bcast_init / PMPI_Bcast_init
-    (buffer: *mut c_void, count: c_int, datatype: usize, root: c_int, comm: usize) [comm]
+    large MPI_Bcast_c / PMPI_Bcast_c, MPI_Ibcast_c / PMPI_Ibcast_c, MPI_Bcast_init_c / PMPI_Bcast_init_c
+    (buffer: *mut c_void, count: c_int => i64, datatype: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         if part == Part::Idle { return Ok(Spec::Idle); }
         Ok(Spec::Bcast { buf: cbuf(rt, buffer, count_arg(count)?, datatype)?, root })
@@ -233,7 +266,8 @@ collective! { "the root's buffer to every member."
 
 collective! { "every member's block into the root's buffer, by rank; `MPI_IN_PLACE` at the root."
     MPI_Gather / PMPI_Gather, MPI_Igather / PMPI_Igather, MPI_Gather_init / PMPI_Gather_init
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize) [comm]
+    large MPI_Gather_c / PMPI_Gather_c, MPI_Igather_c / PMPI_Igather_c, MPI_Gather_init_c / PMPI_Gather_init_c
+    (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int => i64, recvtype: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         let at_root = part == Part::Root;
         if part == Part::Idle { return Ok(Spec::Idle); }
@@ -249,7 +283,8 @@ collective! { "every member's block into the root's buffer, by rank; `MPI_IN_PLA
 
 collective! { "blocks of their own sizes and places at the root; `MPI_IN_PLACE` at the root."
     MPI_Gatherv / PMPI_Gatherv, MPI_Igatherv / PMPI_Igatherv, MPI_Gatherv_init / PMPI_Gatherv_init
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: usize, root: c_int, comm: usize) [comm]
+    large MPI_Gatherv_c / PMPI_Gatherv_c, MPI_Igatherv_c / PMPI_Igatherv_c, MPI_Gatherv_init_c / PMPI_Gatherv_init_c
+    (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int => *const i64, displs: *const c_int => *const isize, recvtype: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         let at_root = part == Part::Root;
         if part == Part::Idle { return Ok(Spec::Idle); }
@@ -271,7 +306,8 @@ collective! { "blocks of their own sizes and places at the root; `MPI_IN_PLACE` 
 
 collective! { "block `i` of the root's buffer to member `i`; `MPI_IN_PLACE` as the root's `recvbuf`."
     MPI_Scatter / PMPI_Scatter, MPI_Iscatter / PMPI_Iscatter, MPI_Scatter_init / PMPI_Scatter_init
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize) [comm]
+    large MPI_Scatter_c / PMPI_Scatter_c, MPI_Iscatter_c / PMPI_Iscatter_c, MPI_Scatter_init_c / PMPI_Scatter_init_c
+    (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int => i64, recvtype: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         let at_root = part == Part::Root;
         if part == Part::Idle { return Ok(Spec::Idle); }
@@ -287,7 +323,8 @@ collective! { "block `i` of the root's buffer to member `i`; `MPI_IN_PLACE` as t
 
 collective! { "blocks of their own sizes and places from the root; `MPI_IN_PLACE` as the root's `recvbuf`."
     MPI_Scatterv / PMPI_Scatterv, MPI_Iscatterv / PMPI_Iscatterv, MPI_Scatterv_init / PMPI_Scatterv_init
-    (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize) [comm]
+    large MPI_Scatterv_c / PMPI_Scatterv_c, MPI_Iscatterv_c / PMPI_Iscatterv_c, MPI_Scatterv_init_c / PMPI_Scatterv_init_c
+    (sendbuf: *const c_void, sendcounts: *const c_int => *const i64, displs: *const c_int => *const isize, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int => i64, recvtype: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         let at_root = part == Part::Root;
         if part == Part::Idle { return Ok(Spec::Idle); }
@@ -309,7 +346,8 @@ collective! { "blocks of their own sizes and places from the root; `MPI_IN_PLACE
 
 collective! { "every member's block into every member's buffer; `MPI_IN_PLACE`."
     MPI_Allgather / PMPI_Allgather, MPI_Iallgather / PMPI_Iallgather, MPI_Allgather_init / PMPI_Allgather_init
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize) [comm]
+    large MPI_Allgather_c / PMPI_Allgather_c, MPI_Iallgather_c / PMPI_Iallgather_c, MPI_Allgather_init_c / PMPI_Allgather_init_c
+    (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int => i64, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
         let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
@@ -319,7 +357,8 @@ collective! { "every member's block into every member's buffer; `MPI_IN_PLACE`."
 
 collective! { "blocks of their own sizes and places at every member; `MPI_IN_PLACE`."
     MPI_Allgatherv / PMPI_Allgatherv, MPI_Iallgatherv / PMPI_Iallgatherv, MPI_Allgatherv_init / PMPI_Allgatherv_init
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: usize, comm: usize) [comm]
+    large MPI_Allgatherv_c / PMPI_Allgatherv_c, MPI_Iallgatherv_c / PMPI_Iallgatherv_c, MPI_Allgatherv_init_c / PMPI_Allgatherv_init_c
+    (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int => *const i64, displs: *const c_int => *const isize, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
         let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
@@ -331,7 +370,8 @@ collective! { "blocks of their own sizes and places at every member; `MPI_IN_PLA
 
 collective! { "block `j` of member `i` to block `i` of member `j`; `MPI_IN_PLACE`."
     MPI_Alltoall / PMPI_Alltoall, MPI_Ialltoall / PMPI_Ialltoall, MPI_Alltoall_init / PMPI_Alltoall_init
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize) [comm]
+    large MPI_Alltoall_c / PMPI_Alltoall_c, MPI_Ialltoall_c / PMPI_Ialltoall_c, MPI_Alltoall_init_c / PMPI_Alltoall_init_c
+    (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int => i64, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
         let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, times(sendcount, c.peer_size())?, sendtype)?) };
@@ -341,7 +381,8 @@ collective! { "block `j` of member `i` to block `i` of member `j`; `MPI_IN_PLACE
 
 collective! { "blocks of their own sizes and places both ways; `MPI_IN_PLACE` (the data then comes from `recvbuf`)."
     MPI_Alltoallv / PMPI_Alltoallv, MPI_Ialltoallv / PMPI_Ialltoallv, MPI_Alltoallv_init / PMPI_Alltoallv_init
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: usize, comm: usize) [comm]
+    large MPI_Alltoallv_c / PMPI_Alltoallv_c, MPI_Ialltoallv_c / PMPI_Ialltoallv_c, MPI_Alltoallv_init_c / PMPI_Alltoallv_init_c
+    (sendbuf: *const c_void, sendcounts: *const c_int => *const i64, sdispls: *const c_int => *const isize, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int => *const i64, rdispls: *const c_int => *const isize, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
         let send = if in_place(sendbuf) {
@@ -359,7 +400,8 @@ collective! { "blocks of their own sizes and places both ways; `MPI_IN_PLACE` (t
 
 collective! { "as `MPI_Alltoallv` with a datatype per block and displacements in bytes."
     MPI_Alltoallw / PMPI_Alltoallw, MPI_Ialltoallw / PMPI_Ialltoallw, MPI_Alltoallw_init / PMPI_Alltoallw_init
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const usize, comm: usize) [comm]
+    large MPI_Alltoallw_c / PMPI_Alltoallw_c, MPI_Ialltoallw_c / PMPI_Ialltoallw_c, MPI_Alltoallw_init_c / PMPI_Alltoallw_init_c
+    (sendbuf: *const c_void, sendcounts: *const c_int => *const i64, sdispls: *const c_int => *const isize, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const c_int => *const i64, rdispls: *const c_int => *const isize, recvtypes: *const usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
         let send = if in_place(sendbuf) {
@@ -377,7 +419,8 @@ collective! { "as `MPI_Alltoallv` with a datatype per block and displacements in
 
 collective! { "the members' buffers reduced into the root's; `MPI_IN_PLACE` at the root."
     MPI_Reduce / PMPI_Reduce, MPI_Ireduce / PMPI_Ireduce, MPI_Reduce_init / PMPI_Reduce_init
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, root: c_int, comm: usize) [comm]
+    large MPI_Reduce_c / PMPI_Reduce_c, MPI_Ireduce_c / PMPI_Ireduce_c, MPI_Reduce_init_c / PMPI_Reduce_init_c
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int => i64, datatype: usize, op: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         let at_root = part == Part::Root;
         if part == Part::Idle { return Ok(Spec::Idle); }
@@ -395,7 +438,8 @@ collective! { "the members' buffers reduced into the root's; `MPI_IN_PLACE` at t
 
 collective! { "the members' buffers reduced into every member's; `MPI_IN_PLACE`."
     MPI_Allreduce / PMPI_Allreduce, MPI_Iallreduce / PMPI_Iallreduce, MPI_Allreduce_init / PMPI_Allreduce_init
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize) [comm]
+    large MPI_Allreduce_c / PMPI_Allreduce_c, MPI_Iallreduce_c / PMPI_Iallreduce_c, MPI_Allreduce_init_c / PMPI_Allreduce_init_c
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
         let n = count_arg(count)?;
@@ -408,7 +452,8 @@ collective! { "the members' buffers reduced into every member's; `MPI_IN_PLACE`.
 
 collective! { "a reduction whose block `i` goes to member `i`; `MPI_IN_PLACE` (input from `recvbuf`)."
     MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block, MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block, MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init
-    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: usize, op: usize, comm: usize) [comm]
+    large MPI_Reduce_scatter_block_c / PMPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block_c / PMPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init_c / PMPI_Reduce_scatter_block_init_c
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         let ty = rt.comm_type(datatype)?;
         let red = resolve(rt, op, &ty, datatype)?;
@@ -422,7 +467,8 @@ collective! { "a reduction whose block `i` goes to member `i`; `MPI_IN_PLACE` (i
 
 collective! { "a reduction whose block `i`, `recvcounts[i]` long, goes to member `i`; `MPI_IN_PLACE`."
     MPI_Reduce_scatter / PMPI_Reduce_scatter, MPI_Ireduce_scatter / PMPI_Ireduce_scatter, MPI_Reduce_scatter_init / PMPI_Reduce_scatter_init
-    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: usize, op: usize, comm: usize) [comm]
+    large MPI_Reduce_scatter_c / PMPI_Reduce_scatter_c, MPI_Ireduce_scatter_c / PMPI_Ireduce_scatter_c, MPI_Reduce_scatter_init_c / PMPI_Reduce_scatter_init_c
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int => *const i64, datatype: usize, op: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         let ty = rt.comm_type(datatype)?;
         let red = resolve(rt, op, &ty, datatype)?;
@@ -441,13 +487,15 @@ collective! { "a reduction whose block `i`, `recvcounts[i]` long, goes to member
 
 collective! { "member `i` gets the reduction of members `0..=i`; `MPI_IN_PLACE`."
     MPI_Scan / PMPI_Scan, MPI_Iscan / PMPI_Iscan, MPI_Scan_init / PMPI_Scan_init
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize) [comm]
+    large MPI_Scan_c / PMPI_Scan_c, MPI_Iscan_c / PMPI_Iscan_c, MPI_Scan_init_c / PMPI_Scan_init_c
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
     |rt, _c| scan(rt, sendbuf, recvbuf, count, datatype, op, false)
 }
 
 collective! { "member `i > 0` gets the reduction of members `0..i` (member 0's buffer is left as it was); `MPI_IN_PLACE`."
     MPI_Exscan / PMPI_Exscan, MPI_Iexscan / PMPI_Iexscan, MPI_Exscan_init / PMPI_Exscan_init
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize) [comm]
+    large MPI_Exscan_c / PMPI_Exscan_c, MPI_Iexscan_c / PMPI_Iexscan_c, MPI_Exscan_init_c / PMPI_Exscan_init_c
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
     |rt, _c| scan(rt, sendbuf, recvbuf, count, datatype, op, true)
 }
 
@@ -456,7 +504,7 @@ fn scan(
     rt: &Runtime,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: impl Into<i64>,
     datatype: usize,
     op: usize,
     exclusive: bool,

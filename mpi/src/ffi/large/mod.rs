@@ -1,44 +1,51 @@
 //! MPI 4's large-count (`_c`) functions: each takes `MPI_Count` (and
-//! `MPI_Aint`) where its int form takes `int`, converts its arguments and
-//! calls the int form's `PMPI_X`.
+//! `MPI_Aint`) where its int form takes `int`.
 //!
-//! What a conversion leaves out: a count above `INT_MAX` is
-//! `MPI_ERR_COUNT` (`mpi/README.md`'s table), raised by the `_c` function
-//! on the call's communicator ([`large_fn!`]). A message above 2 GiB
-//! still goes through the int forms with a larger datatype (ferry moves
-//! up to 1 TiB a message, `Config::max_message`);
-//! every other error is raised once, by the int form, through the same
-//! handler, and its code is returned unchanged. Out-arguments of type
-//! `MPI_Count` are widened (the `_x` forms already return them).
+//! Most share their int form's body, which takes its counts as `i64`
+//! (`count_arg` turns them into the `usize` the layer works in), so a
+//! count above `INT_MAX` works as any other:
+//! - point-to-point (here): the int forms' bodies (`send_call`,
+//!   `irecv_call`, `send_init`, `mrecv_call`, ...) called with the 64-bit
+//!   count; `MPI_Get_count_c` and `MPI_Get_elements_c` read the status's
+//!   64-bit byte count;
+//! - the collectives: `coll/api.rs`'s `collective!` defines each
+//!   collective's `_c` forms from the same parser, whose helpers take
+//!   `int`s or `MPI_Count`s and `MPI_Aint`s (the spec holds `usize`
+//!   counts and byte offsets);
+//! - the datatype functions ([`types`]): the constructors build the layout
+//!   from the 64-bit values and record a large-count recipe (decoded by
+//!   `MPI_Type_get_envelope_c`/`contents_c`); pack and unpack take 64-bit
+//!   counts, positions and sizes; `Reduce_local_c`.
 //!
-//! Arrays of counts and displacements are converted into temporaries: the
-//! int forms read them during the call only (the collectives parse them
-//! into their spec at the call, `coll/spec.rs`; the type constructors
-//! copy them into the type), so the temporaries need not outlive the call,
-//! even for the nonblocking and persistent forms.
+//! What is left converts and calls the int form's `PMPI_X` ([`large_fn!`]):
+//! `MPI_Buffer_attach_c` and `MPI_Comm_attach_buffer_c`, whose size above
+//! `INT_MAX` is `MPI_ERR_COUNT` (`mpi/README.md`'s table), raised by the
+//! `_c` function on the call's communicator; every other error is raised
+//! once, by the int form, through the same handler, and its code is
+//! returned unchanged. Out-arguments of type `MPI_Count` are widened (the
+//! `_x` forms already return them).
 
 use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::abi::class::{MPI_ERR_ARG, MPI_ERR_COUNT, MPI_ERR_INTERN, MPI_SUCCESS};
+use crate::abi::class::{MPI_ERR_COUNT, MPI_ERR_INTERN, MPI_SUCCESS};
 use crate::abi::{MpiStatus, MPI_COMM_SELF};
 use crate::error::{Fail, Res};
 
-use super::bsend::{PMPI_Bsend, PMPI_Buffer_attach, PMPI_Buffer_detach, PMPI_Ibsend};
-use super::commbuf::{PMPI_Comm_attach_buffer, PMPI_Comm_detach_buffer};
-use super::mprobe::{PMPI_Imrecv, PMPI_Mrecv};
-use super::p2p::{
-    PMPI_Get_count, PMPI_Irecv, PMPI_Irsend, PMPI_Isend, PMPI_Issend, PMPI_Recv, PMPI_Rsend,
-    PMPI_Send, PMPI_Sendrecv, PMPI_Sendrecv_replace, PMPI_Ssend,
-};
-use super::pair::{PMPI_Isendrecv, PMPI_Isendrecv_replace};
-use super::persist::{
-    PMPI_Bsend_init, PMPI_Recv_init, PMPI_Rsend_init, PMPI_Send_init, PMPI_Ssend_init,
-};
-use super::put;
-use super::status::PMPI_Get_elements_x;
+use ferry::SendMode;
 
-mod coll;
+use super::bsend::{bsend_call, ibsend_call, PMPI_Buffer_attach, PMPI_Buffer_detach};
+use super::commbuf::{PMPI_Comm_attach_buffer, PMPI_Comm_detach_buffer};
+use super::mprobe::{imrecv_call, mrecv_call};
+use super::p2p::{
+    irecv_call, isend_call, recv_call, send_args, send_call, sendrecv_call, sendrecv_replace_call,
+};
+use super::pair::{isendrecv_call, isendrecv_replace_call};
+use super::persist::{recv_init, send_init};
+use super::status::PMPI_Get_elements_x;
+use super::{get, mpi_fn, put};
+use crate::state::rt;
+
 mod types;
 
 /// Defines `PMPI_X` and `MPI_X` from a body of type `Res<c_int>`: `Ok`
@@ -108,153 +115,133 @@ pub(crate) fn aint(n: i64) -> Res<isize> {
         .map_err(|_| Fail::msg(MPI_ERR_COUNT, format!("{n} does not fit an MPI_Aint")))
 }
 
-/// `n` entries of the program's array `p` converted by `f`; `None` for a
-/// null array, which is passed on as null for the int form to judge.
-///
-/// # Safety
-/// `p` is null or valid for reads of `n` entries.
-pub(crate) unsafe fn array<T: Copy, U>(
-    p: *const T,
-    n: usize,
-    f: impl Fn(T) -> Res<U>,
-) -> Res<Option<Vec<U>>> {
-    if p.is_null() {
-        return Ok(None);
-    }
-    // SAFETY: non-null and valid for `n` entries (the caller's promise).
-    let s = unsafe { std::slice::from_raw_parts(p, n) };
-    s.iter().map(|&v| f(v)).collect::<Res<Vec<U>>>().map(Some)
-}
-
-/// The pointer the int form takes for a converted array.
-pub(crate) fn ptr<U>(v: &Option<Vec<U>>) -> *const U {
-    v.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
-}
-
-/// A count argument used as an array length: a negative one reads none
-/// (the int form refuses it).
-pub(crate) fn len(n: c_int) -> usize {
-    usize::try_from(n).unwrap_or(0)
-}
-
-/// Reads `*p` as an int for an in/out position argument.
-///
-/// # Safety
-/// `p` is null or valid for a read.
-unsafe fn position(p: *const i64) -> Res<c_int> {
-    if p.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "a null position pointer"));
-    }
-    // SAFETY: non-null (checked), valid for a read (the caller's promise).
-    int(unsafe { p.read() })
-}
-
-/// Defines the `_c` form of a send-like call `(buf, count, type, peer,
-/// tag, comm[, request])`.
-macro_rules! p2p_c {
-    ($name:ident / $pname:ident => $int:ident ($buf:ty) $(, $req:ident)?) => {
-        large_fn! {
-            #[doc = concat!("`", stringify!($name), "`: `", stringify!($int), "` with an `MPI_Count` count.")]
-            $name / $pname [comm] (buf: $buf, count: i64, datatype: usize, peer: c_int, tag: c_int, comm: usize $(, $req: *mut usize)?) {
-                let n = int(count)?;
-                // SAFETY: the arguments pass unchanged but the count, which
-                // fits; the caller's promises carry over.
-                Ok(unsafe { $int(buf, n, datatype, peer, tag, comm $(, $req)?) })
+/// Defines the `_c` form of a send call `(buf, count, type, dest, tag,
+/// comm[, request])` on its int form's body `$body(SendArgs[, request],
+/// $mode)`.
+macro_rules! send_c {
+    ($name:ident / $pname:ident => $body:ident ($($req:ident,)?) $mode:expr) => {
+        mpi_fn! {
+            #[doc = concat!("`", stringify!($name), "`: the int form's body with an `MPI_Count` count.")]
+            $name / $pname [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize $(, $req: *mut usize)?) {
+                // SAFETY: the caller's buffer (and out-argument), as for
+                // the int form.
+                unsafe { $body(send_args!(buf, count, datatype, dest, tag, comm), $($req,)? $mode) }
             }
         }
     };
 }
 
-p2p_c!(MPI_Send_c / PMPI_Send_c => PMPI_Send(*const c_void));
-p2p_c!(MPI_Bsend_c / PMPI_Bsend_c => PMPI_Bsend(*const c_void));
-p2p_c!(MPI_Ssend_c / PMPI_Ssend_c => PMPI_Ssend(*const c_void));
-p2p_c!(MPI_Rsend_c / PMPI_Rsend_c => PMPI_Rsend(*const c_void));
-p2p_c!(MPI_Isend_c / PMPI_Isend_c => PMPI_Isend(*const c_void), request);
-p2p_c!(MPI_Ibsend_c / PMPI_Ibsend_c => PMPI_Ibsend(*const c_void), request);
-p2p_c!(MPI_Issend_c / PMPI_Issend_c => PMPI_Issend(*const c_void), request);
-p2p_c!(MPI_Irsend_c / PMPI_Irsend_c => PMPI_Irsend(*const c_void), request);
-p2p_c!(MPI_Send_init_c / PMPI_Send_init_c => PMPI_Send_init(*const c_void), request);
-p2p_c!(MPI_Bsend_init_c / PMPI_Bsend_init_c => PMPI_Bsend_init(*const c_void), request);
-p2p_c!(MPI_Ssend_init_c / PMPI_Ssend_init_c => PMPI_Ssend_init(*const c_void), request);
-p2p_c!(MPI_Rsend_init_c / PMPI_Rsend_init_c => PMPI_Rsend_init(*const c_void), request);
-p2p_c!(MPI_Irecv_c / PMPI_Irecv_c => PMPI_Irecv(*mut c_void), request);
-p2p_c!(MPI_Recv_init_c / PMPI_Recv_init_c => PMPI_Recv_init(*mut c_void), request);
+send_c!(MPI_Send_c / PMPI_Send_c => send_call() SendMode::Standard);
+send_c!(MPI_Ssend_c / PMPI_Ssend_c => send_call() SendMode::Synchronous);
+send_c!(MPI_Rsend_c / PMPI_Rsend_c => send_call() SendMode::Ready);
+send_c!(MPI_Isend_c / PMPI_Isend_c => isend_call(request,) SendMode::Standard);
+send_c!(MPI_Issend_c / PMPI_Issend_c => isend_call(request,) SendMode::Synchronous);
+send_c!(MPI_Irsend_c / PMPI_Irsend_c => isend_call(request,) SendMode::Ready);
+send_c!(MPI_Send_init_c / PMPI_Send_init_c => send_init(request,) Some(SendMode::Standard));
+send_c!(MPI_Ssend_init_c / PMPI_Ssend_init_c => send_init(request,) Some(SendMode::Synchronous));
+send_c!(MPI_Rsend_init_c / PMPI_Rsend_init_c => send_init(request,) Some(SendMode::Ready));
+send_c!(MPI_Bsend_init_c / PMPI_Bsend_init_c => send_init(request,) None);
 
-large_fn! {
-    /// `MPI_Recv_c`: `MPI_Recv` with an `MPI_Count` count.
+mpi_fn! {
+    /// `MPI_Bsend_c`.
+    MPI_Bsend_c / PMPI_Bsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize) {
+        // SAFETY: the caller's buffer, as for the int form.
+        unsafe { bsend_call(buf, count, datatype, dest, tag, comm) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ibsend_c`.
+    MPI_Ibsend_c / PMPI_Ibsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
+        // SAFETY: the caller's buffer and out-argument, as for the int form.
+        unsafe { ibsend_call(buf, count, datatype, dest, tag, comm, request) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Irecv_c`.
+    MPI_Irecv_c / PMPI_Irecv_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize) {
+        // SAFETY: the caller's buffer and out-argument, as for the int form.
+        unsafe { irecv_call(buf, count, datatype, source, tag, comm, request) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Recv_init_c`.
+    MPI_Recv_init_c / PMPI_Recv_init_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize) {
+        // SAFETY: the caller's buffer and out-argument, as for the int form.
+        unsafe { recv_init(buf, count, datatype, source, tag, comm, request) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Recv_c`.
     MPI_Recv_c / PMPI_Recv_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus) {
-        let n = int(count)?;
-        // SAFETY: unchanged arguments but the count; the caller's promises.
-        Ok(unsafe { PMPI_Recv(buf, n, datatype, source, tag, comm, status) })
+        // SAFETY: the caller's buffer and status, as for the int form.
+        unsafe { recv_call(buf, count, datatype, source, tag, comm, status) }
     }
 }
 
-large_fn! {
-    /// `MPI_Mrecv_c`: `MPI_Mrecv` with an `MPI_Count` count (errors on
-    /// `MPI_COMM_SELF`: the message names no communicator here).
-    MPI_Mrecv_c / PMPI_Mrecv_c [MPI_COMM_SELF] (buf: *mut c_void, count: i64, datatype: usize, message: *mut usize, status: *mut MpiStatus) {
-        let n = int(count)?;
-        // SAFETY: unchanged arguments but the count; the caller's promises.
-        Ok(unsafe { PMPI_Mrecv(buf, n, datatype, message, status) })
+mpi_fn! {
+    /// `MPI_Mrecv_c` (errors on `MPI_COMM_SELF`, as the int form's: the
+    /// message names no communicator here).
+    MPI_Mrecv_c / PMPI_Mrecv_c (buf: *mut c_void, count: i64, datatype: usize, message: *mut usize, status: *mut MpiStatus) {
+        // SAFETY: the caller's buffer, message and status, as for the int form.
+        unsafe { mrecv_call(buf, count, datatype, message, status) }
     }
 }
 
-large_fn! {
-    /// `MPI_Imrecv_c`: `MPI_Imrecv` with an `MPI_Count` count.
-    MPI_Imrecv_c / PMPI_Imrecv_c [MPI_COMM_SELF] (buf: *mut c_void, count: i64, datatype: usize, message: *mut usize, request: *mut usize) {
-        let n = int(count)?;
-        // SAFETY: unchanged arguments but the count; the caller's promises.
-        Ok(unsafe { PMPI_Imrecv(buf, n, datatype, message, request) })
+mpi_fn! {
+    /// `MPI_Imrecv_c`.
+    MPI_Imrecv_c / PMPI_Imrecv_c (buf: *mut c_void, count: i64, datatype: usize, message: *mut usize, request: *mut usize) {
+        // SAFETY: the caller's buffer, message and out-argument, as for the int form.
+        unsafe { imrecv_call(buf, count, datatype, message, request) }
     }
 }
 
-large_fn! {
-    /// `MPI_Sendrecv_c`: `MPI_Sendrecv` with `MPI_Count` counts.
+mpi_fn! {
+    /// `MPI_Sendrecv_c`.
     MPI_Sendrecv_c / PMPI_Sendrecv_c [comm] (
         sendbuf: *const c_void, sendcount: i64, sendtype: usize, dest: c_int, sendtag: c_int,
         recvbuf: *mut c_void, recvcount: i64, recvtype: usize, source: c_int, recvtag: c_int,
         comm: usize, status: *mut MpiStatus,
     ) {
-        let (s, r) = (int(sendcount)?, int(recvcount)?);
-        // SAFETY: unchanged arguments but the counts; the caller's promises.
-        Ok(unsafe { PMPI_Sendrecv(sendbuf, s, sendtype, dest, sendtag, recvbuf, r, recvtype, source, recvtag, comm, status) })
+        // SAFETY: the caller's buffers and status, as for the int form.
+        unsafe { sendrecv_call(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status) }
     }
 }
 
-large_fn! {
-    /// `MPI_Sendrecv_replace_c`: `MPI_Sendrecv_replace` with an `MPI_Count` count.
+mpi_fn! {
+    /// `MPI_Sendrecv_replace_c`.
     MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c [comm] (
         buf: *mut c_void, count: i64, datatype: usize, dest: c_int, sendtag: c_int,
         source: c_int, recvtag: c_int, comm: usize, status: *mut MpiStatus,
     ) {
-        let n = int(count)?;
-        // SAFETY: unchanged arguments but the count; the caller's promises.
-        Ok(unsafe { PMPI_Sendrecv_replace(buf, n, datatype, dest, sendtag, source, recvtag, comm, status) })
+        // SAFETY: the caller's buffer and status, as for the int form.
+        unsafe { sendrecv_replace_call(buf, count, datatype, dest, sendtag, source, recvtag, comm, status) }
     }
 }
 
-large_fn! {
-    /// `MPI_Isendrecv_c`: `MPI_Isendrecv` with `MPI_Count` counts.
+mpi_fn! {
+    /// `MPI_Isendrecv_c`.
     MPI_Isendrecv_c / PMPI_Isendrecv_c [comm] (
         sendbuf: *const c_void, sendcount: i64, sendtype: usize, dest: c_int, sendtag: c_int,
         recvbuf: *mut c_void, recvcount: i64, recvtype: usize, source: c_int, recvtag: c_int,
         comm: usize, request: *mut usize,
     ) {
-        let (s, r) = (int(sendcount)?, int(recvcount)?);
-        // SAFETY: unchanged arguments but the counts; the caller's promises.
-        Ok(unsafe { PMPI_Isendrecv(sendbuf, s, sendtype, dest, sendtag, recvbuf, r, recvtype, source, recvtag, comm, request) })
+        // SAFETY: the caller's buffers and out-argument, as for the int form.
+        unsafe { isendrecv_call(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request) }
     }
 }
 
-large_fn! {
-    /// `MPI_Isendrecv_replace_c`: `MPI_Isendrecv_replace` with an `MPI_Count` count.
+mpi_fn! {
+    /// `MPI_Isendrecv_replace_c`.
     MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c [comm] (
         buf: *mut c_void, count: i64, datatype: usize, dest: c_int, sendtag: c_int,
         source: c_int, recvtag: c_int, comm: usize, request: *mut usize,
     ) {
-        let n = int(count)?;
-        // SAFETY: unchanged arguments but the count; the caller's promises.
-        Ok(unsafe { PMPI_Isendrecv_replace(buf, n, datatype, dest, sendtag, source, recvtag, comm, request) })
+        // SAFETY: the caller's buffer and out-argument, as for the int form.
+        unsafe { isendrecv_replace_call(buf, count, datatype, dest, sendtag, source, recvtag, comm, request) }
     }
 }
 
@@ -305,18 +292,15 @@ large_fn! {
     }
 }
 
-large_fn! {
-    /// `MPI_Get_count_c`: `MPI_Get_count` widened (`MPI_UNDEFINED` stays
-    /// itself).
-    MPI_Get_count_c / PMPI_Get_count_c [MPI_COMM_SELF] (status: *const MpiStatus, datatype: usize, count: *mut i64) {
-        let mut n: c_int = 0;
-        // SAFETY: the caller's status; `n` is a local.
-        let code = unsafe { PMPI_Get_count(status, datatype, &mut n) };
-        if code == MPI_SUCCESS {
-            // SAFETY: the caller's out-argument.
-            unsafe { put(count, i64::from(n))? };
-        }
-        Ok(code)
+mpi_fn! {
+    /// `MPI_Get_count_c`: whole elements in the status's bytes, above
+    /// `INT_MAX` too (`MPI_UNDEFINED` if not whole).
+    MPI_Get_count_c / PMPI_Get_count_c (status: *const MpiStatus, datatype: usize, count: *mut i64) {
+        let ty = rt()?.any_type(datatype)?;
+        // SAFETY: a status the caller filled (null is reported).
+        let s = unsafe { get(status)? };
+        // SAFETY: out-argument.
+        unsafe { put(count, ty.count_of(s.bytes())) }
     }
 }
 
@@ -348,18 +332,9 @@ mod tests {
     }
 
     #[test]
-    fn arrays_convert_every_entry_and_pass_null_on() {
-        let src = [1i64, 2, 3];
-        // SAFETY: a local array of 3 entries.
-        let v = unsafe { array(src.as_ptr(), 3, int) }.unwrap();
-        assert_eq!(v.as_deref(), Some(&[1, 2, 3][..]));
-        let big = [1i64, 1 << 40];
-        // SAFETY: a local array of 2 entries.
-        let e = unsafe { array(big.as_ptr(), 2, int) }.unwrap_err();
-        assert_eq!(e.class, MPI_ERR_COUNT);
-        // SAFETY: null is never read.
-        let none = unsafe { array(std::ptr::null::<i64>(), 5, int) }.unwrap();
-        assert!(ptr(&none).is_null());
-        assert_eq!(len(-1), 0);
+    fn displacements_fit_an_aint_on_64_bit_targets() {
+        assert_eq!(aint(1 << 40).unwrap(), 1 << 40);
+        assert_eq!(aint(-(1 << 40)).unwrap(), -(1 << 40));
+        assert_eq!(aint(i64::MAX).unwrap() as i64, i64::MAX);
     }
 }
