@@ -1,8 +1,12 @@
 /* large_count.c: MPI 4's large-count (_c) functions with MPI_Count and
  * MPI_Aint arguments: point-to-point in every mode and form, counts and
  * elements, type constructors and queries, pack/unpack, v-collectives
- * blocking, nonblocking and persistent, a large-count user op, and a count
- * above INT_MAX refused with MPI_ERR_COUNT (never a crash). */
+ * blocking, nonblocking and persistent, a large-count user op; counts,
+ * strides, displacements and bounds above INT_MAX in every type
+ * constructor, with their decoding (large counts); and on 2 ranks a
+ * message of 2^31 + 8 MPI_BYTEs by MPI_Send_c/MPI_Recv_c, then
+ * MPI_Bcast_c and MPI_Allreduce_c in place (one 2 GiB buffer per rank,
+ * freed after). */
 #include "check.h"
 #include <limits.h>
 #include <string.h>
@@ -216,12 +220,15 @@ static void types(void) {
 
     /* Decoding: the subarray's envelope and contents. */
     MPI_Count ni, na, nl, nd; int comb;
+    /* A _c constructor records its MPI_Count arguments as large counts
+     * (MPI 4.1 §5.1.13): ndims and order are integers, the sizes, subsizes
+     * and starts large counts. */
     OK(MPI_Type_get_envelope_c(t, &ni, &na, &nl, &nd, &comb));
-    EQ(comb, MPI_COMBINER_SUBARRAY); EQ(ni, 3 * 2 + 2); EQ(na, 0); EQ(nl, 0); EQ(nd, 1);
-    int ints[8]; MPI_Aint addrs[1]; MPI_Count lcs[1]; MPI_Datatype dts[1];
-    OK(MPI_Type_get_contents_c(t, 8, 0, 0, 1, ints, addrs, lcs, dts));
-    EQ(ints[0], 2); EQ(ints[1], 4); EQ(ints[2], 5); EQ(ints[3], 2); EQ(ints[4], 3);
-    EQ(ints[5], 1); EQ(ints[6], 1); EQ(ints[7], MPI_ORDER_C); TRUE(dts[0] == MPI_INT);
+    EQ(comb, MPI_COMBINER_SUBARRAY); EQ(ni, 2); EQ(na, 0); EQ(nl, 3 * 2); EQ(nd, 1);
+    int ints[2]; MPI_Aint addrs[1]; MPI_Count lcs[6]; MPI_Datatype dts[1];
+    OK(MPI_Type_get_contents_c(t, 2, 0, 6, 1, ints, addrs, lcs, dts));
+    EQ(ints[0], 2); EQ(ints[1], MPI_ORDER_C); TRUE(dts[0] == MPI_INT);
+    EQ(lcs[0], 4); EQ(lcs[1], 5); EQ(lcs[2], 2); EQ(lcs[3], 3); EQ(lcs[4], 1); EQ(lcs[5], 1);
     OK(MPI_Type_free(&t));
 
     /* A darray of one process is the whole array. */
@@ -230,6 +237,178 @@ static void types(void) {
     OK(MPI_Type_create_darray_c(1, 0, 1, gs, dist, darg, ps, MPI_ORDER_C, MPI_INT, &t));
     OK(MPI_Type_size_c(t, &size)); EQ(size, 10 * sizeof(int));
     OK(MPI_Type_free(&t));
+}
+
+
+/* The type from a _c constructor's decoding: its combiner, its envelope's
+ * counts, and its large counts into `lc` (at most 8), the old type freed
+ * if derived. */
+static void decode(MPI_Datatype t, int comb, MPI_Count ni, MPI_Count na, MPI_Count nl, MPI_Count nd, MPI_Count *lc) {
+    MPI_Count ei = -1, ea = -1, el = -1, ed = -1; int c = -1;
+    OK(MPI_Type_get_envelope_c(t, &ei, &ea, &el, &ed, &c));
+    EQ(c, comb); EQ(ei, ni); EQ(ea, na); EQ(el, nl); EQ(ed, nd);
+    int ints[8]; MPI_Aint addrs[1]; MPI_Datatype dts[2] = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL};
+    OK(MPI_Type_get_contents_c(t, 8, 1, 8, 2, ints, addrs, lc, dts));
+    for (int i = 0; i < nd; i++) TRUE(dts[i] == MPI_BYTE || dts[i] == MPI_INT || dts[i] == MPI_DOUBLE);
+}
+
+/* Counts, strides, displacements and bounds above INT_MAX in every
+ * constructor: the layout is built from them (no memory is touched). */
+static void big_types(void) {
+    const MPI_Count big = 5033164800LL; /* 4.6875 GiB, well above INT_MAX */
+    MPI_Datatype t;
+    MPI_Count size = 0, lb = -1, extent = -1, lc[8];
+
+    /* Type_contiguous_c(5033164800, MPI_BYTE): one block of that size. */
+    OK(MPI_Type_contiguous_c(big, MPI_BYTE, &t));
+    OK(MPI_Type_size_c(t, &size)); EQ(size, big);
+    OK(MPI_Type_get_extent_c(t, &lb, &extent)); EQ(lb, 0); EQ(extent, big);
+    OK(MPI_Type_get_true_extent_c(t, &lb, &extent)); EQ(lb, 0); EQ(extent, big);
+    int isize = 0;
+    OK(MPI_Type_size(t, &isize)); EQ(isize, MPI_UNDEFINED);
+    decode(t, MPI_COMBINER_CONTIGUOUS, 0, 0, 1, 1, lc);
+    EQ(lc[0], big);
+    /* Its large counts have no place in the int forms' arrays. */
+    int ni, na, nd, comb;
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    ERR(MPI_ERR_TYPE, MPI_Type_get_envelope(t, &ni, &na, &nd, &comb));
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
+    OK(MPI_Type_commit(&t));
+    OK(MPI_Type_free(&t));
+
+    /* 2 blocks of 2^31 + 1 ints, 2^32 ints apart. */
+    const MPI_Count bl = (MPI_Count)INT_MAX + 2, stride = (MPI_Count)1 << 32;
+    OK(MPI_Type_vector_c(2, bl, stride, MPI_INT, &t));
+    OK(MPI_Type_size_c(t, &size)); EQ(size, 2 * bl * 4);
+    OK(MPI_Type_get_extent_c(t, &lb, &extent)); EQ(extent, (stride + bl) * 4);
+    decode(t, MPI_COMBINER_VECTOR, 0, 0, 3, 1, lc);
+    EQ(lc[0], 2); EQ(lc[1], bl); EQ(lc[2], stride);
+    OK(MPI_Type_free(&t));
+
+    /* An hvector stride of 2^33 bytes. */
+    OK(MPI_Type_create_hvector_c(3, 1, (MPI_Count)1 << 33, MPI_DOUBLE, &t));
+    OK(MPI_Type_get_extent_c(t, &lb, &extent)); EQ(extent, ((MPI_Count)2 << 33) + 8);
+    decode(t, MPI_COMBINER_HVECTOR, 0, 0, 3, 1, lc);
+    EQ(lc[0], 3); EQ(lc[1], 1); EQ(lc[2], (MPI_Count)1 << 33);
+    OK(MPI_Type_free(&t));
+
+    /* Indexed: a block of 2^31 ints at 2^31 ints; hindexed in bytes. */
+    MPI_Count bls[2] = {1, (MPI_Count)1 << 31}, dis[2] = {0, (MPI_Count)1 << 31};
+    OK(MPI_Type_indexed_c(2, bls, dis, MPI_INT, &t));
+    OK(MPI_Type_size_c(t, &size)); EQ(size, (1 + ((MPI_Count)1 << 31)) * 4);
+    OK(MPI_Type_get_extent_c(t, &lb, &extent)); EQ(extent, ((MPI_Count)1 << 33) * 2);
+    decode(t, MPI_COMBINER_INDEXED, 0, 0, 5, 1, lc);
+    EQ(lc[0], 2); EQ(lc[1], 1); EQ(lc[2], (MPI_Count)1 << 31); EQ(lc[3], 0); EQ(lc[4], (MPI_Count)1 << 31);
+    OK(MPI_Type_free(&t));
+    OK(MPI_Type_create_hindexed_c(2, bls, dis, MPI_INT, &t));
+    OK(MPI_Type_get_true_extent_c(t, &lb, &extent)); EQ(lb, 0); EQ(extent, ((MPI_Count)1 << 31) * 5);
+    decode(t, MPI_COMBINER_HINDEXED, 0, 0, 5, 1, lc);
+    EQ(lc[4], (MPI_Count)1 << 31);
+    OK(MPI_Type_free(&t));
+
+    /* Indexed blocks of 3 at 2^32 (extents, then bytes). */
+    MPI_Count far[2] = {0, (MPI_Count)1 << 32};
+    OK(MPI_Type_create_indexed_block_c(2, 3, far, MPI_INT, &t));
+    OK(MPI_Type_get_extent_c(t, &lb, &extent)); EQ(extent, ((MPI_Count)1 << 34) + 12);
+    decode(t, MPI_COMBINER_INDEXED_BLOCK, 0, 0, 4, 1, lc);
+    EQ(lc[0], 2); EQ(lc[1], 3); EQ(lc[3], (MPI_Count)1 << 32);
+    OK(MPI_Type_free(&t));
+    OK(MPI_Type_create_hindexed_block_c(2, 3, far, MPI_INT, &t));
+    OK(MPI_Type_get_extent_c(t, &lb, &extent)); EQ(extent, ((MPI_Count)1 << 32) + 12);
+    decode(t, MPI_COMBINER_HINDEXED_BLOCK, 0, 0, 4, 1, lc);
+    OK(MPI_Type_free(&t));
+
+    /* A struct member 2^35 bytes on, of 2^31 doubles. */
+    MPI_Count sbl[2] = {1, (MPI_Count)1 << 31}, sdi[2] = {0, (MPI_Count)1 << 35};
+    MPI_Datatype sty[2] = {MPI_INT, MPI_DOUBLE};
+    OK(MPI_Type_create_struct_c(2, sbl, sdi, sty, &t));
+    OK(MPI_Type_size_c(t, &size)); EQ(size, 4 + ((MPI_Count)1 << 34));
+    OK(MPI_Type_get_true_extent_c(t, &lb, &extent)); EQ(extent, ((MPI_Count)1 << 35) + ((MPI_Count)1 << 34));
+    decode(t, MPI_COMBINER_STRUCT, 0, 0, 5, 2, lc);
+    EQ(lc[0], 2); EQ(lc[2], (MPI_Count)1 << 31); EQ(lc[4], (MPI_Count)1 << 35);
+    OK(MPI_Type_free(&t));
+
+    /* A subarray of a 2^32 x 4 array of bytes; a darray of 2^33 bytes. */
+    MPI_Count sz[2] = {(MPI_Count)1 << 32, 4}, sub[2] = {1, 2}, st[2] = {((MPI_Count)1 << 32) - 1, 1};
+    OK(MPI_Type_create_subarray_c(2, sz, sub, st, MPI_ORDER_C, MPI_BYTE, &t));
+    OK(MPI_Type_size_c(t, &size)); EQ(size, 2);
+    OK(MPI_Type_get_extent_c(t, &lb, &extent)); EQ(extent, (MPI_Count)1 << 34);
+    OK(MPI_Type_get_true_extent_c(t, &lb, &extent)); EQ(lb, ((MPI_Count)1 << 34) - 3); EQ(extent, 2);
+    OK(MPI_Type_free(&t));
+    MPI_Count gs[1] = {(MPI_Count)1 << 33};
+    int dist[1] = {MPI_DISTRIBUTE_BLOCK}, darg[1] = {MPI_DISTRIBUTE_DFLT_DARG}, ps[1] = {4};
+    OK(MPI_Type_create_darray_c(4, 3, 1, gs, dist, darg, ps, MPI_ORDER_C, MPI_BYTE, &t));
+    OK(MPI_Type_size_c(t, &size)); EQ(size, (MPI_Count)1 << 31);
+    OK(MPI_Type_get_true_extent_c(t, &lb, &extent)); EQ(lb, 3 * ((MPI_Count)1 << 31));
+    decode(t, MPI_COMBINER_DARRAY, 3 * 1 + 4, 0, 1, 1, lc);
+    EQ(lc[0], (MPI_Count)1 << 33);
+    OK(MPI_Type_free(&t));
+
+    /* Bounds above INT_MAX. */
+    OK(MPI_Type_create_resized_c(MPI_INT, -((MPI_Count)1 << 33), (MPI_Count)3 << 32, &t));
+    OK(MPI_Type_get_extent_c(t, &lb, &extent)); EQ(lb, -((MPI_Count)1 << 33)); EQ(extent, (MPI_Count)3 << 32);
+    decode(t, MPI_COMBINER_RESIZED, 0, 0, 2, 1, lc);
+    EQ(lc[0], -((MPI_Count)1 << 33)); EQ(lc[1], (MPI_Count)3 << 32);
+    OK(MPI_Type_free(&t));
+}
+
+/* The big message: 2^31 + 8 bytes. Round `r`'s bytes are `0x40 + r`
+ * (one memset) but at marked places, which hold `at(i, r)`: around
+ * INT_MAX, the ends, and every 65521st byte. */
+static const MPI_Count big_n = ((MPI_Count)1 << 31) + 8;
+static const MPI_Count probe[] = {1, 4095, (MPI_Count)INT_MAX - 1, INT_MAX, (MPI_Count)INT_MAX + 1,
+                                  (MPI_Count)INT_MAX + 2, ((MPI_Count)1 << 31) + 6, ((MPI_Count)1 << 31) + 7};
+#define NPROBE ((int)(sizeof probe / sizeof probe[0]))
+
+static unsigned char at(MPI_Count i, int r) { return (unsigned char)((i * 7 + (i >> 31) + r) | 0x80); }
+
+/* Round `r` into `b`, keeping only the bits of `mask`. */
+static void fill(unsigned char *b, int r, unsigned char mask) {
+    memset(b, (0x40 + r) & mask, (size_t)big_n);
+    for (MPI_Count i = 0; i < big_n; i += 65521) b[i] = at(i, r) & mask;
+    for (int k = 0; k < NPROBE; k++) b[probe[k]] = at(probe[k], r) & mask;
+}
+
+static void verify(const unsigned char *b, int r) {
+    for (int k = 0; k < NPROBE; k++) EQ(b[probe[k]], at(probe[k], r));
+    for (MPI_Count i = 0; i < big_n; i += 65521) {
+        EQ(b[i], at(i, r));
+        if (i + 2 < (MPI_Count)INT_MAX - 1) EQ(b[i + 2], 0x40 + r);
+    }
+}
+
+/* A message of 2^31 + 8 MPI_BYTEs, its count above INT_MAX: rank 0 to
+ * rank 1 by MPI_Send_c/MPI_Recv_c, then from rank 1 to both by
+ * MPI_Bcast_c, then reduced by MPI_Allreduce_c (MPI_BOR) in place, each
+ * rank holding half of every byte's bits. Run on 2 ranks only (one 2 GiB
+ * buffer per rank; about 4.6 GB of memory in all, measured). */
+static void big_messages(int rank) {
+    unsigned char *buf = malloc((size_t)big_n);
+    TRUE(buf != NULL);
+    MPI_Status st;
+    if (rank == 0) {
+        fill(buf, 0, 0xff);
+        OK(MPI_Send_c(buf, big_n, MPI_BYTE, 1, 50, MPI_COMM_WORLD));
+    } else {
+        memset(buf, 0, (size_t)big_n);
+        OK(MPI_Recv_c(buf, big_n, MPI_BYTE, 0, 50, MPI_COMM_WORLD, &st));
+        verify(buf, 0);
+        MPI_Count got = -1;
+        OK(MPI_Get_count_c(&st, MPI_BYTE, &got)); EQ(got, big_n);
+        OK(MPI_Get_elements_c(&st, MPI_BYTE, &got)); EQ(got, big_n);
+        OK(MPI_Get_count_c(&st, MPI_SHORT, &got)); EQ(got, big_n / 2);
+        int small = 0;
+        OK(MPI_Get_count(&st, MPI_BYTE, &small)); EQ(small, MPI_UNDEFINED);
+        EQ(st.MPI_SOURCE, 0);
+    }
+    if (rank == 1) fill(buf, 1, 0xff);
+    else memset(buf, 0, (size_t)big_n);
+    OK(MPI_Bcast_c(buf, big_n, MPI_BYTE, 1, MPI_COMM_WORLD));
+    verify(buf, 1);
+    fill(buf, 2, rank == 0 ? 0x0f : 0xf0);
+    OK(MPI_Allreduce_c(MPI_IN_PLACE, buf, big_n, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD));
+    verify(buf, 2);
+    free(buf);
 }
 
 static void colls(int rank, int size) {
@@ -307,26 +486,34 @@ static void colls(int rank, int size) {
     EQ(rs_out, rank * size);
 }
 
-static void too_large(int rank, int size) {
-    MPI_Count big = (MPI_Count)INT_MAX + 1;
+/* Errors of _c calls: a negative count; an int form's error (a bad rank)
+ * raised once with its class; a count that fits no buffer. */
+static void errors(int rank, int size) {
     int x = 0;
     MPI_Datatype t;
     MPI_Request rq;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-    ERR(MPI_ERR_COUNT, MPI_Send_c(&x, big, MPI_INT, (rank + 1) % size, 0, MPI_COMM_WORLD));
-    ERR(MPI_ERR_COUNT, MPI_Irecv_c(&x, big, MPI_INT, 0, 0, MPI_COMM_WORLD, &rq));
-    ERR(MPI_ERR_COUNT, MPI_Type_contiguous_c(big, MPI_INT, &t));
-    ERR(MPI_ERR_COUNT, MPI_Bcast_c(&x, big, MPI_INT, 0, MPI_COMM_WORLD));
+    ERR(MPI_ERR_COUNT, MPI_Send_c(&x, -1, MPI_INT, (rank + 1) % size, 0, MPI_COMM_WORLD));
+    ERR(MPI_ERR_COUNT, MPI_Irecv_c(&x, -(MPI_Count)1 << 40, MPI_INT, 0, 0, MPI_COMM_WORLD, &rq));
+    ERR(MPI_ERR_COUNT, MPI_Type_contiguous_c(-1, MPI_INT, &t));
+    ERR(MPI_ERR_COUNT, MPI_Bcast_c(&x, -1, MPI_INT, 0, MPI_COMM_WORLD));
+    /* A size that overflows: 2^62 doubles. */
+    ERR(MPI_ERR_COUNT, MPI_Type_contiguous_c((MPI_Count)1 << 62, MPI_DOUBLE, &t));
     MPI_Count cs[64]; MPI_Aint ds[64];
     for (int r = 0; r < size; r++) { cs[r] = 1; ds[r] = 0; }
-    cs[size - 1] = big;
+    cs[size - 1] = -1;
     ERR(MPI_ERR_COUNT, MPI_Allgatherv_c(&x, 1, MPI_INT, &x, cs, ds, MPI_INT, MPI_COMM_WORLD));
     MPI_Count pos = 0;
-    ERR(MPI_ERR_COUNT, MPI_Pack_c(&x, big, MPI_INT, &x, 4, &pos, MPI_COMM_WORLD));
+    /* 2^31 ints do not fit a 4-byte buffer: nothing is read or written. */
+    ERR(MPI_ERR_TRUNCATE, MPI_Pack_c(&x, (MPI_Count)1 << 31, MPI_INT, &x, 4, &pos, MPI_COMM_WORLD));
     EQ(pos, 0);
-    /* The int form's own errors pass through once, with their class. */
+    MPI_Count psize = 0;
+    OK(MPI_Pack_size_c((MPI_Count)1 << 31, MPI_INT, MPI_COMM_WORLD, &psize)); EQ(psize, (MPI_Count)1 << 33);
+    /* The int form's own errors keep their class. */
     ERR(MPI_ERR_RANK, MPI_Send_c(&x, 1, MPI_INT, size, 0, MPI_COMM_WORLD));
+    /* A buffer above INT_MAX bytes is still refused by Buffer_attach_c. */
+    ERR(MPI_ERR_COUNT, MPI_Buffer_attach_c(&x, (MPI_Count)INT_MAX + 1));
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
@@ -338,8 +525,10 @@ int main(int argc, char **argv) {
     if (size > 64) FAIL("at most 64 ranks");
     p2p(rank, size);
     types();
+    big_types();
     colls(rank, size);
-    too_large(rank, size);
+    if (size == 2) big_messages(rank);
+    errors(rank, size);
     check_done("large_count");
     return 0;
 }

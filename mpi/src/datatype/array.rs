@@ -277,6 +277,28 @@ mod tests {
     }
 
     #[test]
+    fn array_sizes_above_int_max() {
+        // The last byte pair of a 2^32 x 4 byte array's last row.
+        let byte = Layout::of(lookup(0x201).unwrap());
+        let l = subarray(&[1 << 32, 4], &[1, 2], &[(1 << 32) - 1, 1], ORDER_C, &byte).unwrap();
+        assert_eq!((l.size, l.extent(), l.true_lb), (2, 1 << 34, (1 << 34) - 3));
+        // 2^33 bytes in blocks over 4 processes: rank 3's 2^31.
+        let d = darray(
+            4,
+            3,
+            &[1 << 33],
+            &[DISTRIBUTE_BLOCK],
+            &[DISTRIBUTE_DFLT_DARG],
+            &[4],
+            ORDER_C,
+            &byte,
+        )
+        .unwrap();
+        assert_eq!((d.size, d.true_lb, d.extent()), (1 << 31, 3 << 31, 1 << 33));
+        assert!(subarray(&[-1], &[1], &[0], ORDER_C, &byte).is_err());
+    }
+
+    #[test]
     fn darray_block_and_cyclic_follow_the_standard() {
         // 10 ints on 3 processes, BLOCK default: 4, 4, 2.
         let d =

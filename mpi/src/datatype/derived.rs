@@ -530,6 +530,36 @@ mod tests {
     }
 
     #[test]
+    fn counts_and_displacements_above_int_max_build_directly() {
+        // MPI_Type_contiguous_c(5033164800, MPI_BYTE): one block.
+        let mut b = Builder::new();
+        b.push(&ty(0x201), 0, 5_033_164_800).unwrap();
+        let l = b.finish(false);
+        assert_eq!(
+            l.blocks,
+            [Block {
+                disp: 0,
+                len: 5_033_164_800
+            }]
+        );
+        assert_eq!(
+            (l.size, l.extent(), l.true_ub),
+            (5_033_164_800, 5_033_164_800, 5_033_164_800)
+        );
+        assert_eq!(l.contiguous_from(1), Some(0));
+        assert_eq!(l.elements(), 5_033_164_800);
+        // Two blocks of 2^31 + 1 ints 2^34 bytes apart.
+        let mut b = Builder::new();
+        for j in 0..2 {
+            b.push(&ty(INT), j << 34, (1 << 31) + 1).unwrap();
+        }
+        let v = b.finish(false);
+        assert_eq!(v.blocks.len(), 2);
+        assert_eq!(v.size, 2 * 4 * ((1 << 31) + 1));
+        assert_eq!(v.extent(), (1 << 34) + 4 * ((1 << 31) + 1));
+    }
+
+    #[test]
     fn overflowing_sizes_are_count_errors() {
         let mut b = Builder::new();
         let big = {

@@ -524,3 +524,16 @@ fn scan(
         exclusive,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_per_member_take_either_width() {
+        assert_eq!(times(3 as c_int, 4).unwrap(), 12);
+        assert_eq!(times(1i64 << 40, 4).unwrap(), 1 << 42);
+        assert_eq!(times(-1i64, 2).unwrap_err().class, MPI_ERR_COUNT);
+        assert_eq!(times(i64::MAX, 4).unwrap_err().class, MPI_ERR_COUNT);
+    }
+}

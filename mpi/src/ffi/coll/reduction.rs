@@ -71,7 +71,6 @@ fn call_user(
     if unit == 0 || inout.is_empty() {
         return;
     }
-    let n = c_int::try_from(inout.len() / unit).unwrap_or(c_int::MAX);
     let aligned = |p: *const u8| (p as usize) % align.clamp(1, 16) == 0;
     if !aligned(input.as_ptr()) || !aligned(inout.as_ptr()) {
         let words = inout.len().div_ceil(16);
@@ -95,19 +94,32 @@ fn call_user(
         inout.copy_from_slice(&bytemuck::cast_slice::<u128, u8>(&o)[..inout.len()]);
         return;
     }
-    let mut len = n;
-    let mut dt = datatype;
-    let inp = input
-        .as_ptr()
-        .wrapping_offset(-base)
-        .cast_mut()
-        .cast::<c_void>();
-    let io = inout.as_mut_ptr().wrapping_offset(-base).cast::<c_void>();
-    // SAFETY: `f` is the program's `MPI_User_function`; the standard lets it
-    // read `n` elements of `datatype` at `inp` and write them at `io`, whose
-    // data lie within `input` and `inout` (displaced by `base`, the
-    // datatype's own first displacement); `len` and `dt` are locals.
-    unsafe { f(inp, io, &mut len, &mut dt) };
+    // A call takes at most INT_MAX elements (its count is an `int`): more
+    // (a `_c` collective's) go in calls on consecutive runs of them.
+    let total = inout.len() / unit;
+    let mut done = 0;
+    while done < total {
+        let k = (total - done).min(c_int::MAX as usize);
+        let at = done * unit;
+        let mut len = k as c_int;
+        let mut dt = datatype;
+        let inp = input[at..]
+            .as_ptr()
+            .wrapping_offset(-base)
+            .cast_mut()
+            .cast::<c_void>();
+        let io = inout[at..]
+            .as_mut_ptr()
+            .wrapping_offset(-base)
+            .cast::<c_void>();
+        // SAFETY: `f` is the program's `MPI_User_function`; the standard
+        // lets it read `len` elements of `datatype` at `inp` and write them
+        // at `io`, whose data lie within `input` and `inout` from element
+        // `done` on (displaced by `base`, the datatype's own first
+        // displacement); `len` and `dt` are locals.
+        unsafe { f(inp, io, &mut len, &mut dt) };
+        done += k;
+    }
 }
 
 /// The byte-level reduction of op handle `op` on `ty` (handle `datatype`).

@@ -332,6 +332,51 @@ mod tests {
     }
 
     #[test]
+    fn counts_above_int_max_pass_the_shared_bodies_conversions() {
+        use crate::datatype::{count_arg, predefined, TypeRef};
+        let big = 5_033_164_800i64;
+        assert_eq!(count_arg(big).unwrap(), 5_033_164_800usize);
+        assert_eq!(count_arg(-1i64).unwrap_err().class, MPI_ERR_COUNT);
+        assert_eq!(count_arg(i64::MIN).unwrap_err().class, MPI_ERR_COUNT);
+        // The send and receive bodies' byte count, and `Get_count_c`'s
+        // count back from the status's bytes.
+        let byte = TypeRef::Pre(predefined(0x201).unwrap()); // MPI_BYTE
+        let int = TypeRef::Pre(predefined(0x209).unwrap()); // MPI_INT
+        let n = (1i64 << 31) + 8;
+        assert_eq!(byte.bytes(n).unwrap(), n as usize);
+        assert_eq!(byte.count_of(n as u64), n);
+        assert_eq!(int.bytes(n).unwrap(), 4 * n as usize);
+        assert_eq!(int.count_of(4 * n as u64), n);
+        assert_eq!(
+            int.count_of(4 * n as u64 + 2),
+            i64::from(crate::abi::MPI_UNDEFINED)
+        );
+        assert_eq!(int.bytes(i64::MAX / 2).unwrap_err().class, MPI_ERR_COUNT);
+        // The int forms' MPI_UNDEFINED for what does not fit an int.
+        assert_eq!(crate::datatype::int_count(n), crate::abi::MPI_UNDEFINED);
+        // Pack_c/Unpack_c positions and sizes above INT_MAX.
+        let (pos, size) = crate::ffi::pack::position(n - 8, n).unwrap();
+        assert_eq!((pos, size), ((n - 8) as usize, n as usize));
+        assert_eq!(
+            crate::ffi::pack::position(n + 1, n).unwrap_err().class,
+            crate::abi::class::MPI_ERR_ARG
+        );
+    }
+
+    #[test]
+    fn a_send_args_count_is_widened_from_either_form() {
+        let buf = std::ptr::null::<c_void>();
+        let (datatype, dest, tag, comm) = (0x201usize, 1, 0, crate::abi::MPI_COMM_WORLD);
+        let count: c_int = -5;
+        assert_eq!(send_args!(buf, count, datatype, dest, tag, comm).count, -5);
+        let count: i64 = 1 << 40;
+        assert_eq!(
+            send_args!(buf, count, datatype, dest, tag, comm).count,
+            1 << 40
+        );
+    }
+
+    #[test]
     fn displacements_fit_an_aint_on_64_bit_targets() {
         assert_eq!(aint(1 << 40).unwrap(), 1 << 40);
         assert_eq!(aint(-(1 << 40)).unwrap(), -(1 << 40));
