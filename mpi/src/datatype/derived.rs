@@ -533,7 +533,7 @@ mod tests {
     fn counts_and_displacements_above_int_max_build_directly() {
         // MPI_Type_contiguous_c(5033164800, MPI_BYTE): one block.
         let mut b = Builder::new();
-        b.push(&ty(0x201), 0, 5_033_164_800).unwrap();
+        b.push(&ty(0x247), 0, 5_033_164_800).unwrap();
         let l = b.finish(false);
         assert_eq!(
             l.blocks,

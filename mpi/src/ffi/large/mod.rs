@@ -340,7 +340,7 @@ mod tests {
         assert_eq!(count_arg(i64::MIN).unwrap_err().class, MPI_ERR_COUNT);
         // The send and receive bodies' byte count, and `Get_count_c`'s
         // count back from the status's bytes.
-        let byte = TypeRef::Pre(predefined(0x201).unwrap()); // MPI_BYTE
+        let byte = TypeRef::Pre(predefined(0x247).unwrap()); // MPI_BYTE
         let int = TypeRef::Pre(predefined(0x209).unwrap()); // MPI_INT
         let n = (1i64 << 31) + 8;
         assert_eq!(byte.bytes(n).unwrap(), n as usize);
@@ -366,7 +366,7 @@ mod tests {
     #[test]
     fn a_send_args_count_is_widened_from_either_form() {
         let buf = std::ptr::null::<c_void>();
-        let (datatype, dest, tag, comm) = (0x201usize, 1, 0, crate::abi::MPI_COMM_WORLD);
+        let (datatype, dest, tag, comm) = (0x247usize, 1, 0, crate::abi::MPI_COMM_WORLD);
         let count: c_int = -5;
         assert_eq!(send_args!(buf, count, datatype, dest, tag, comm).count, -5);
         let count: i64 = 1 << 40;
