@@ -486,8 +486,9 @@ static void colls(int rank, int size) {
     EQ(rs_out, rank * size);
 }
 
-/* Errors of _c calls: a negative count; an int form's error (a bad rank)
- * raised once with its class; a count that fits no buffer. */
+/* Errors of _c calls: negative and overflowing counts; an int form's
+ * error (a bad rank) raised once with its class; a count that fits no
+ * buffer. Then attached buffers above INT_MAX bytes. */
 static void errors(int rank, int size) {
     int x = 0;
     MPI_Datatype t;
@@ -495,7 +496,7 @@ static void errors(int rank, int size) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     ERR(MPI_ERR_COUNT, MPI_Send_c(&x, -1, MPI_INT, (rank + 1) % size, 0, MPI_COMM_WORLD));
-    ERR(MPI_ERR_COUNT, MPI_Irecv_c(&x, -(MPI_Count)1 << 40, MPI_INT, 0, 0, MPI_COMM_WORLD, &rq));
+    ERR(MPI_ERR_COUNT, MPI_Irecv_c(&x, -((MPI_Count)1 << 40), MPI_INT, 0, 0, MPI_COMM_WORLD, &rq));
     ERR(MPI_ERR_COUNT, MPI_Type_contiguous_c(-1, MPI_INT, &t));
     ERR(MPI_ERR_COUNT, MPI_Bcast_c(&x, -1, MPI_INT, 0, MPI_COMM_WORLD));
     /* A size that overflows: 2^62 doubles. */
@@ -512,9 +513,20 @@ static void errors(int rank, int size) {
     OK(MPI_Pack_size_c((MPI_Count)1 << 31, MPI_INT, MPI_COMM_WORLD, &psize)); EQ(psize, (MPI_Count)1 << 33);
     /* The int form's own errors keep their class. */
     ERR(MPI_ERR_RANK, MPI_Send_c(&x, 1, MPI_INT, size, 0, MPI_COMM_WORLD));
-    /* A buffer above INT_MAX bytes is still refused by Buffer_attach_c. */
-    ERR(MPI_ERR_COUNT, MPI_Buffer_attach_c(&x, (MPI_Count)INT_MAX + 1));
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
+    /* Attached buffers of more than INT_MAX bytes (no buffered send, so
+     * their memory is never touched): the _c detach forms give the size
+     * back, the int form INT_MAX. */
+    static char region[8];
+    const MPI_Count bsz = ((MPI_Count)1 << 32) + 512;
+    void *addr = NULL; MPI_Count got = 0; int igot = 0;
+    OK(MPI_Buffer_attach_c(region, bsz));
+    OK(MPI_Buffer_detach_c(&addr, &got)); TRUE(addr == (void *)region); EQ(got, bsz);
+    OK(MPI_Comm_attach_buffer_c(MPI_COMM_WORLD, region, bsz));
+    OK(MPI_Comm_detach_buffer(MPI_COMM_WORLD, &addr, &igot)); TRUE(addr == (void *)region); EQ(igot, INT_MAX);
+    OK(MPI_Comm_attach_buffer_c(MPI_COMM_WORLD, region, bsz));
+    OK(MPI_Comm_detach_buffer_c(MPI_COMM_WORLD, &addr, &got)); EQ(got, bsz);
 }
 
 int main(int argc, char **argv) {

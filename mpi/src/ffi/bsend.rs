@@ -67,7 +67,8 @@ pub(crate) struct Attached {
 impl Attached {
     /// The buffer `MPI_Buffer_attach(buffer, size)` (or a communicator's
     /// attach) describes.
-    pub(crate) fn new(buffer: *mut c_void, size: c_int) -> Res<Attached> {
+    pub(crate) fn new(buffer: *mut c_void, size: impl Into<i64>) -> Res<Attached> {
+        let size = size.into();
         let size = usize::try_from(size)
             .map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid buffer size {size}")))?;
         let region = match buffer as usize {
@@ -243,19 +244,27 @@ pub(crate) fn detach_all(rt: &Runtime) -> Res {
     Ok(())
 }
 
+/// `MPI_Buffer_attach(_c)`: the process's buffer of `size` bytes.
+pub(crate) fn attach(buffer: *mut c_void, size: i64) -> Res {
+    let rt = rt()?;
+    let a = Attached::new(buffer, size)?;
+    rt.bsend.with(|slot| {
+        if slot.is_some() {
+            return Err(Fail::new(
+                MPI_ERR_BUFFER,
+                "a buffer is already attached (MPI_Buffer_detach it first)",
+            ));
+        }
+        *slot = Some(a);
+        Ok(())
+    })?
+}
+
 mpi_fn! {
     /// `MPI_Buffer_attach`: `MPI_BUFFER_AUTOMATIC` lets each buffered
     /// message take memory of its own.
     MPI_Buffer_attach / PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) {
-        let rt = rt()?;
-        let a = Attached::new(buffer, size)?;
-        rt.bsend.with(|slot| {
-            if slot.is_some() {
-                return Err(Fail::new(MPI_ERR_BUFFER, "a buffer is already attached (MPI_Buffer_detach it first)"));
-            }
-            *slot = Some(a);
-            Ok(())
-        })?
+        attach(buffer, size.into())
     }
 }
 

@@ -104,40 +104,57 @@ mpi_fn! {
     }
 }
 
+/// `MPI_Comm_attach_buffer(_c)`: `comm`'s buffer of `size` bytes.
+pub(crate) fn comm_attach(comm: usize, buffer: *mut c_void, size: i64) -> Res {
+    let c = rt()?.comm(comm)?;
+    let a = Attached::new(buffer, size)?;
+    let key = c.comm.context();
+    let mut bufs = lock(&COMM_BUFS);
+    if bufs.iter().any(|(k, _)| *k == key) {
+        return Err(Fail::new(
+            MPI_ERR_BUFFER,
+            "a buffer is already attached to this communicator (MPI_Comm_detach_buffer it first)",
+        ));
+    }
+    bufs.push((key, a));
+    Ok(())
+}
+
+/// `MPI_Comm_detach_buffer(_c)`: waits until its messages are sent; the
+/// address and size, `(0, 0)` with none attached.
+pub(crate) fn comm_detach(comm: usize) -> Res<(usize, usize)> {
+    let c = rt()?.comm(comm)?;
+    let key = c.comm.context();
+    let taken = {
+        let mut bufs = lock(&COMM_BUFS);
+        bufs.iter()
+            .position(|(k, _)| *k == key)
+            .map(|i| bufs.swap_remove(i).1)
+    };
+    Ok(match taken {
+        Some(mut a) => {
+            a.flush();
+            a.region()
+        }
+        None => (0, 0),
+    })
+}
+
 mpi_fn! {
     /// `MPI_Comm_attach_buffer`: a buffer (or `MPI_BUFFER_AUTOMATIC`) for
     /// the buffered sends on `comm`.
     MPI_Comm_attach_buffer / PMPI_Comm_attach_buffer [comm] (comm: usize, buffer: *mut c_void, size: c_int) {
-        let c = rt()?.comm(comm)?;
-        let a = Attached::new(buffer, size)?;
-        let key = c.comm.context();
-        let mut bufs = lock(&COMM_BUFS);
-        if bufs.iter().any(|(k, _)| *k == key) {
-            return Err(Fail::new(MPI_ERR_BUFFER, "a buffer is already attached to this communicator (MPI_Comm_detach_buffer it first)"));
-        }
-        bufs.push((key, a));
-        Ok(())
+        comm_attach(comm, buffer, size.into())
     }
 }
 
 mpi_fn! {
     /// `MPI_Comm_detach_buffer`: waits until its messages are sent; gives
     /// back the address (`MPI_BUFFER_AUTOMATIC` if that was attached) and
-    /// size. With none attached: a null address, size 0.
+    /// size (`INT_MAX` if larger). With none attached: a null address,
+    /// size 0.
     MPI_Comm_detach_buffer / PMPI_Comm_detach_buffer [comm] (comm: usize, buffer_addr: *mut c_void, size: *mut c_int) {
-        let c = rt()?.comm(comm)?;
-        let key = c.comm.context();
-        let taken = {
-            let mut bufs = lock(&COMM_BUFS);
-            bufs.iter().position(|(k, _)| *k == key).map(|i| bufs.swap_remove(i).1)
-        };
-        let (addr, len) = match taken {
-            Some(mut a) => {
-                a.flush();
-                a.region()
-            }
-            None => (0, 0),
-        };
+        let (addr, len) = comm_detach(comm)?;
         // SAFETY: `buffer_addr` is really a `void **` out-argument (the
         // standard's binding); `size` is an out-argument.
         unsafe {

@@ -17,25 +17,27 @@
 //!   `MPI_Type_get_envelope_c`/`contents_c`); pack and unpack take 64-bit
 //!   counts, positions and sizes; `Reduce_local_c`.
 //!
-//! What is left converts and calls the int form's `PMPI_X` ([`large_fn!`]):
-//! `MPI_Buffer_attach_c` and `MPI_Comm_attach_buffer_c`, whose size above
-//! `INT_MAX` is `MPI_ERR_COUNT` (`mpi/README.md`'s table), raised by the
-//! `_c` function on the call's communicator; every other error is raised
-//! once, by the int form, through the same handler, and its code is
-//! returned unchanged. Out-arguments of type `MPI_Count` are widened (the
-//! `_x` forms already return them).
+//! - the attached buffers: `MPI_Buffer_attach_c`,
+//!   `MPI_Comm_attach_buffer_c` and their detach forms share the int
+//!   forms' bodies, the size an `MPI_Count` (the int detach forms give
+//!   `INT_MAX` for a larger buffer).
+//!
+//! The queries `MPI_Type_size_c`, `MPI_Type_get_extent_c` and
+//! `MPI_Type_get_true_extent_c` call the `_x` forms, which already return
+//! `MPI_Count`s ([`large_fn!`]: the `_x` form raises its own errors, and
+//! its code is returned unchanged).
 
 use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::abi::class::{MPI_ERR_COUNT, MPI_ERR_INTERN, MPI_SUCCESS};
+use crate::abi::class::{MPI_ERR_COUNT, MPI_ERR_INTERN};
 use crate::abi::{MpiStatus, MPI_COMM_SELF};
 use crate::error::{Fail, Res};
 
 use ferry::SendMode;
 
-use super::bsend::{bsend_call, ibsend_call, PMPI_Buffer_attach, PMPI_Buffer_detach};
-use super::commbuf::{PMPI_Comm_attach_buffer, PMPI_Comm_detach_buffer};
+use super::bsend::{attach, bsend_call, detach, ibsend_call};
+use super::commbuf::{comm_attach, comm_detach};
 use super::mprobe::{imrecv_call, mrecv_call};
 use super::p2p::{
     irecv_call, isend_call, recv_call, send_args, send_call, sendrecv_call, sendrecv_replace_call,
@@ -90,20 +92,6 @@ pub(crate) fn run(call: &'static str, comm: usize, body: impl FnOnce() -> Res<c_
     // The handler may be the program's; a panic in our part of raising
     // must not unwind into C either.
     catch_unwind(AssertUnwindSafe(|| super::raise(call, fail))).unwrap_or(MPI_ERR_INTERN)
-}
-
-/// A count argument as the int form takes it.
-///
-/// # Errors
-/// `MPI_ERR_COUNT` when it does not fit an `int` (a negative count that
-/// fits is passed on, for the int form to refuse).
-pub(crate) fn int(n: i64) -> Res<c_int> {
-    c_int::try_from(n).map_err(|_| {
-        Fail::msg(
-            MPI_ERR_COUNT,
-            format!("the count {n} does not fit an int (ferry's _c functions take counts up to INT_MAX)"),
-        )
-    })
 }
 
 /// An `MPI_Count` displacement or extent as an `MPI_Aint`.
@@ -245,50 +233,50 @@ mpi_fn! {
     }
 }
 
-large_fn! {
-    /// `MPI_Buffer_attach_c`: `MPI_Buffer_attach` with an `MPI_Count` size.
-    MPI_Buffer_attach_c / PMPI_Buffer_attach_c [MPI_COMM_SELF] (buffer: *mut c_void, size: i64) {
-        let n = int(size)?;
-        // SAFETY: unchanged arguments but the size; the caller's promises.
-        Ok(unsafe { PMPI_Buffer_attach(buffer, n) })
+mpi_fn! {
+    /// `MPI_Buffer_attach_c`: a buffer of an `MPI_Count` size.
+    MPI_Buffer_attach_c / PMPI_Buffer_attach_c (buffer: *mut c_void, size: i64) {
+        attach(buffer, size)
     }
 }
 
-large_fn! {
-    /// `MPI_Buffer_detach_c`: `MPI_Buffer_detach`, the size widened.
-    MPI_Buffer_detach_c / PMPI_Buffer_detach_c [MPI_COMM_SELF] (buffer_addr: *mut c_void, size: *mut i64) {
-        let mut n: c_int = 0;
-        // SAFETY: the caller's `buffer_addr`; `n` is a local.
-        let code = unsafe { PMPI_Buffer_detach(buffer_addr, &mut n) };
-        if code == MPI_SUCCESS {
-            // SAFETY: the caller's out-argument.
-            unsafe { put(size, i64::from(n))? };
-        }
-        Ok(code)
+/// Writes a detached buffer's address and size.
+///
+/// # Safety
+/// `buffer_addr` is really a `void **` out-argument (the standard's
+/// binding); `size` is an out-argument.
+unsafe fn detached(buffer_addr: *mut c_void, size: *mut i64, (addr, len): (usize, usize)) -> Res {
+    // SAFETY: the caller's out-arguments; a size is at most isize::MAX.
+    unsafe {
+        put(buffer_addr.cast::<usize>(), addr)?;
+        put(size, len as i64)
     }
 }
 
-large_fn! {
-    /// `MPI_Comm_attach_buffer_c` (MPI 4.1): `MPI_Comm_attach_buffer` with
-    /// an `MPI_Count` size.
+mpi_fn! {
+    /// `MPI_Buffer_detach_c`: as `MPI_Buffer_detach`, the size an
+    /// `MPI_Count`.
+    MPI_Buffer_detach_c / PMPI_Buffer_detach_c (buffer_addr: *mut c_void, size: *mut i64) {
+        let region = detach(rt()?)?.unwrap_or((0, 0));
+        // SAFETY: the caller's out-arguments.
+        unsafe { detached(buffer_addr, size, region) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_attach_buffer_c` (MPI 4.1): a buffer of an `MPI_Count`
+    /// size.
     MPI_Comm_attach_buffer_c / PMPI_Comm_attach_buffer_c [comm] (comm: usize, buffer: *mut c_void, size: i64) {
-        let n = int(size)?;
-        // SAFETY: unchanged arguments but the size; the caller's promises.
-        Ok(unsafe { PMPI_Comm_attach_buffer(comm, buffer, n) })
+        comm_attach(comm, buffer, size)
     }
 }
 
-large_fn! {
-    /// `MPI_Comm_detach_buffer_c` (MPI 4.1): the size widened.
+mpi_fn! {
+    /// `MPI_Comm_detach_buffer_c` (MPI 4.1): the size an `MPI_Count`.
     MPI_Comm_detach_buffer_c / PMPI_Comm_detach_buffer_c [comm] (comm: usize, buffer_addr: *mut c_void, size: *mut i64) {
-        let mut n: c_int = 0;
-        // SAFETY: the caller's `buffer_addr`; `n` is a local.
-        let code = unsafe { PMPI_Comm_detach_buffer(comm, buffer_addr, &mut n) };
-        if code == MPI_SUCCESS {
-            // SAFETY: the caller's out-argument.
-            unsafe { put(size, i64::from(n))? };
-        }
-        Ok(code)
+        let region = comm_detach(comm)?;
+        // SAFETY: the caller's out-arguments.
+        unsafe { detached(buffer_addr, size, region) }
     }
 }
 
@@ -315,21 +303,6 @@ large_fn! {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn counts_that_do_not_fit_an_int_are_err_count() {
-        assert_eq!(int(7).unwrap(), 7);
-        assert_eq!(int(-3).unwrap(), -3); // the int form refuses it
-        assert_eq!(int(i64::from(c_int::MAX)).unwrap(), c_int::MAX);
-        assert_eq!(
-            int(i64::from(c_int::MAX) + 1).unwrap_err().class,
-            MPI_ERR_COUNT
-        );
-        assert_eq!(
-            int(i64::from(c_int::MIN) - 1).unwrap_err().class,
-            MPI_ERR_COUNT
-        );
-    }
 
     #[test]
     fn counts_above_int_max_pass_the_shared_bodies_conversions() {
