@@ -586,9 +586,12 @@ int MPI_Op_commutative(MPI_Op op, int *commute);
 int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op);
 
 /* Large-count (_c) variants (MPI 4.0) of the functions above: MPI_Count
- * counts and MPI_Aint displacements. ferry moves at most 1 GiB a message,
- * so a count that does not fit an int is MPI_ERR_COUNT; the RMA, neighborhood
- * and Pack_external ones are not declared, as their int forms are not. */
+ * counts and MPI_Aint displacements, above INT_MAX too (ferry moves up to
+ * 1 TiB a message). A type made by a _c constructor records its MPI_Count
+ * arguments as large counts: MPI_Type_get_envelope_c and
+ * MPI_Type_get_contents_c decode it, the int forms refuse it with
+ * MPI_ERR_TYPE. The RMA and neighborhood ones are not declared, as their
+ * int forms are not. */
 /* Large-count: point-to-point */
 int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
 int MPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);

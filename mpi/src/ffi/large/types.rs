@@ -1,8 +1,13 @@
 //! The large-count datatype functions (constructors, size and extent
 //! queries, decoding), `Pack_c`/`Unpack_c`/`Pack_size_c` and their
-//! external32 forms, `Op_create_c`
-//! and `Reduce_local_c`. Errors not tied to a communicator are raised on
-//! `MPI_COMM_SELF`, as their int forms raise theirs.
+//! external32 forms, `Op_create_c` and `Reduce_local_c`.
+//!
+//! The constructors run the int constructors' bodies (`ffi/types.rs`,
+//! `ffi/typearray.rs`) on the 64-bit values, with the large-count recipe
+//! MPI 4.1 §5.1.13 gives a `_c` constructor (`datatype/recipe.rs`); pack
+//! and unpack share their int forms' bodies (`ffi/pack.rs`) with 64-bit
+//! counts, positions and sizes. Errors not tied to a communicator are
+//! raised on `MPI_COMM_SELF`, as their int forms raise theirs.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
