@@ -15,9 +15,8 @@
 //! - the datatype functions ([`types`]): the constructors build the layout
 //!   from the 64-bit values and record a large-count recipe (decoded by
 //!   `MPI_Type_get_envelope_c`/`contents_c`); pack and unpack take 64-bit
-//!   counts, positions and sizes; `Reduce_local_c`.
-//!
-//! - the attached buffers: `MPI_Buffer_attach_c`,
+//!   counts, positions and sizes; `Reduce_local_c`;
+//! - the attached buffers (here): `MPI_Buffer_attach_c`,
 //!   `MPI_Comm_attach_buffer_c` and their detach forms share the int
 //!   forms' bodies, the size an `MPI_Count` (the int detach forms give
 //!   `INT_MAX` for a larger buffer).
@@ -51,8 +50,9 @@ use crate::state::rt;
 mod types;
 
 /// Defines `PMPI_X` and `MPI_X` from a body of type `Res<c_int>`: `Ok`
-/// carries the int form's code (already raised by it, so passed through),
-/// `Err` a failed conversion, raised here on communicator `$on`. Unlike
+/// carries the code of the function it calls (already raised by it, so
+/// passed through), `Err` a failure of its own, raised here on
+/// communicator `$on`. Unlike
 /// `mpi_fn!`, whose `Err` is the only way to fail, this keeps the int
 /// form's error from being raised a second time.
 macro_rules! large_fn {
