@@ -3,12 +3,14 @@
  * elements, type constructors and queries, pack/unpack, v-collectives
  * blocking, nonblocking and persistent, a large-count user op; counts,
  * strides, displacements and bounds above INT_MAX in every type
- * constructor, with their decoding (large counts); and on 2 ranks a
+ * constructor, with their decoding (large counts); displacements above
+ * INT_MAX in Gatherv_c and Alltoallw_c; and on 2 ranks a
  * message of 2^31 + 8 MPI_BYTEs by MPI_Send_c/MPI_Recv_c, then
  * MPI_Bcast_c and MPI_Allreduce_c in place (one 2 GiB buffer per rank,
  * freed after). */
 #include "check.h"
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 #define N 8
@@ -484,6 +486,33 @@ static void colls(int rank, int size) {
     for (int r = 0; r < size; r++) rs_in[r] = r;
     OK(MPI_Reduce_scatter_c(rs_in, &rs_out, ones, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     EQ(rs_out, rank * size);
+
+    /* Displacements above INT_MAX: the buffer argument 2^32 elements (or
+     * bytes) before the array, each displacement 2^32 more, so the data
+     * lands in the array (the library adds them as addresses). */
+    const MPI_Aint far = (MPI_Aint)1 << 32;
+    int *before = (int *)((uintptr_t)all - (uintptr_t)far * sizeof(int));
+    MPI_Aint fdp[64];
+    for (int r = 0; r < size; r++) fdp[r] = far + dp[r];
+    for (int i = 0; i < 256; i++) all[i] = -1;
+    OK(MPI_Gatherv_c(mine, rank + 1, MPI_INT, before, rank == 0 ? rc : NULL, rank == 0 ? fdp : NULL, MPI_INT, 0, MPI_COMM_WORLD));
+    if (rank == 0)
+        for (int r = 0; r < size; r++) {
+            for (int i = 0; i <= r; i++) EQ(all[dp[r] + i], r * 10 + i);
+            EQ(all[dp[r] + r + 1], -1);
+        }
+    /* Alltoallw_c: byte displacements above INT_MAX both ways. */
+    MPI_Aint swd[64], rwd[64];
+    MPI_Datatype ints[64];
+    for (int r = 0; r < size; r++) {
+        swd[r] = far + r * (MPI_Aint)sizeof(int);
+        rwd[r] = far + (size - 1 - r) * (MPI_Aint)sizeof(int);
+        ints[r] = MPI_INT; ri[r] = -1;
+    }
+    const int *sfar = (const int *)((uintptr_t)so - (uintptr_t)far);
+    int *rfar = (int *)((uintptr_t)ri - (uintptr_t)far);
+    OK(MPI_Alltoallw_c(sfar, ones, swd, ints, rfar, ones, rwd, ints, MPI_COMM_WORLD));
+    for (int r = 0; r < size; r++) EQ(ri[size - 1 - r], r * 100 + rank);
 }
 
 /* Errors of _c calls: negative and overflowing counts; an int form's
