@@ -2,10 +2,13 @@
  * of the whole message (each fragment is gathered from, or scattered
  * into, the program's memory as it goes: ferry's segmented buffers).
  *
- * Between ranks 0 and 1 (the others join the barriers), with a vector of
- * N doubles at a stride of 2 (128 MiB of data in a 256 MiB span) and a
- * vector of ints in blocks of 3 at a stride of 5 (blocks that fragments
- * cut in the middle):
+ * Between ranks 0 and 1 (the others join the barriers), with N doubles at
+ * a stride of 2 (a double resized to an extent of 16 bytes: 128 MiB of
+ * data in a 256 MiB span), and ints in blocks of 3 at a stride of 5 (blocks that
+ * fragments cut in the middle). The types are built from `count`
+ * elements of a small type, as a program describes a large strided array
+ * (ferry's layouts list a type's blocks, so a vector of 2^24 blocks would
+ * itself take 256 MiB to describe):
  *  - blocking Send/Recv strided on both sides, then the same data back
  *    with Isend/Irecv; Get_count and Get_elements_x report it;
  *  - strided to contiguous and contiguous to strided;
@@ -63,18 +66,20 @@ static void counted(MPI_Status *st, MPI_Datatype ty, int count, long long double
 /* Ints in blocks of 3 at a stride of 5: fragments end inside blocks. */
 static void odd_blocks(int peer, int rank) {
     enum { BLOCKS = 1 << 20 };
-    MPI_Datatype t;
-    OK(MPI_Type_vector(BLOCKS, 3, 5, MPI_INT, &t));
+    MPI_Datatype three, t;
+    OK(MPI_Type_contiguous(3, MPI_INT, &three));
+    OK(MPI_Type_create_resized(three, 0, 5 * sizeof(int), &t));
+    OK(MPI_Type_free(&three));
     OK(MPI_Type_commit(&t));
     size_t span = (size_t)BLOCKS * 5;
     int *b = malloc(span * sizeof(int));
     TRUE(b != NULL);
     for (size_t i = 0; i < span; i++) b[i] = (i % 5 < 3 && rank == 0) ? (int)(i * 3 + 1) : -7;
     if (rank == 0) {
-        OK(MPI_Send(b, 1, t, peer, 20, MPI_COMM_WORLD));
+        OK(MPI_Send(b, BLOCKS, t, peer, 20, MPI_COMM_WORLD));
     } else {
         MPI_Status st;
-        OK(MPI_Recv(b, 1, t, peer, 20, MPI_COMM_WORLD, &st));
+        OK(MPI_Recv(b, BLOCKS, t, peer, 20, MPI_COMM_WORLD, &st));
         counted(&st, MPI_INT, 3 * BLOCKS, 3 * BLOCKS);
         for (size_t i = 0; i < span; i++) {
             int want = i % 5 < 3 ? (int)(i * 3 + 1) : -7;
@@ -99,7 +104,7 @@ int main(int argc, char **argv) {
     if (size >= 2 && rank < 2) {
         int peer = 1 - rank;
         MPI_Datatype strided;
-        OK(MPI_Type_vector(N, 1, 2, MPI_DOUBLE, &strided));
+        OK(MPI_Type_create_resized(MPI_DOUBLE, 0, 2 * sizeof(double), &strided));
         OK(MPI_Type_commit(&strided));
         double *b = malloc(SPAN * sizeof(double));
         TRUE(b != NULL);
@@ -109,28 +114,28 @@ int main(int argc, char **argv) {
         /* Strided to strided, blocking, then back nonblocking. */
         if (rank == 0) {
             fill_strided(b, 0);
-            OK(MPI_Send(b, 1, strided, peer, 1, MPI_COMM_WORLD));
+            OK(MPI_Send(b, N, strided, peer, 1, MPI_COMM_WORLD));
             memset(b, 0, SPAN * sizeof(double));
             fill_strided(b, 99);
-            OK(MPI_Irecv(b, 1, strided, peer, 2, MPI_COMM_WORLD, &rq[0]));
+            OK(MPI_Irecv(b, N, strided, peer, 2, MPI_COMM_WORLD, &rq[0]));
             OK(MPI_Wait(&rq[0], &st));
-            counted(&st, strided, 1, N);
+            counted(&st, strided, N, N);
             verify_strided(b, N, 1, 0);
         } else {
             fill_strided(b, 98);
-            OK(MPI_Recv(b, 1, strided, peer, 1, MPI_COMM_WORLD, &st));
-            counted(&st, strided, 1, N);
+            OK(MPI_Recv(b, N, strided, peer, 1, MPI_COMM_WORLD, &st));
+            counted(&st, strided, N, N);
             verify_strided(b, N, 0, 0);
             fill_strided(b, 1);
-            OK(MPI_Isend(b, 1, strided, peer, 2, MPI_COMM_WORLD, &rq[0]));
+            OK(MPI_Isend(b, N, strided, peer, 2, MPI_COMM_WORLD, &rq[0]));
             OK(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
         }
 
         /* Strided to contiguous (rank 0 sends), contiguous to strided. */
         if (rank == 0) {
             fill_strided(b, 2);
-            OK(MPI_Send(b, 1, strided, peer, 3, MPI_COMM_WORLD));
-            OK(MPI_Recv(b, 1, strided, peer, 4, MPI_COMM_WORLD, &st));
+            OK(MPI_Send(b, N, strided, peer, 3, MPI_COMM_WORLD));
+            OK(MPI_Recv(b, N, strided, peer, 4, MPI_COMM_WORLD, &st));
             verify_strided(b, N, 3, 0);
         } else {
             OK(MPI_Recv(b, N, MPI_DOUBLE, peer, 3, MPI_COMM_WORLD, &st));
@@ -142,19 +147,19 @@ int main(int argc, char **argv) {
 
         /* Persistent, started twice. */
         if (rank == 0) {
-            OK(MPI_Send_init(b, 1, strided, peer, 5, MPI_COMM_WORLD, &rq[0]));
+            OK(MPI_Send_init(b, N, strided, peer, 5, MPI_COMM_WORLD, &rq[0]));
             for (int round = 10; round < 12; round++) {
                 fill_strided(b, round);
                 OK(MPI_Start(&rq[0]));
                 OK(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
             }
         } else {
-            OK(MPI_Recv_init(b, 1, strided, peer, 5, MPI_COMM_WORLD, &rq[0]));
+            OK(MPI_Recv_init(b, N, strided, peer, 5, MPI_COMM_WORLD, &rq[0]));
             for (int round = 10; round < 12; round++) {
                 fill_strided(b, 0);
                 OK(MPI_Start(&rq[0]));
                 OK(MPI_Wait(&rq[0], &st));
-                counted(&st, strided, 1, N);
+                counted(&st, strided, N, N);
                 verify_strided(b, N, round, 0);
             }
         }
@@ -163,40 +168,36 @@ int main(int argc, char **argv) {
         /* Mprobe + Mrecv. */
         if (rank == 0) {
             fill_strided(b, 30);
-            OK(MPI_Send(b, 1, strided, peer, 7, MPI_COMM_WORLD));
+            OK(MPI_Send(b, N, strided, peer, 7, MPI_COMM_WORLD));
         } else {
             MPI_Message m;
             OK(MPI_Mprobe(peer, 7, MPI_COMM_WORLD, &m, &st));
             fill_strided(b, 0);
-            OK(MPI_Mrecv(b, 1, strided, &m, &st));
-            counted(&st, strided, 1, N);
+            OK(MPI_Mrecv(b, N, strided, &m, &st));
+            counted(&st, strided, N, N);
             verify_strided(b, N, 30, 0);
         }
 
         /* A small message into the large strided receive; then a receive
          * too short: the message's prefix, nothing past it. */
         OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-        MPI_Datatype half;
-        OK(MPI_Type_vector(N / 2, 1, 2, MPI_DOUBLE, &half));
-        OK(MPI_Type_commit(&half));
         if (rank == 0) {
             fill_strided(b, 40);
             OK(MPI_Send(b, 5, MPI_DOUBLE, peer, 8, MPI_COMM_WORLD));
-            OK(MPI_Send(b, 1, strided, peer, 9, MPI_COMM_WORLD));
+            OK(MPI_Send(b, N, strided, peer, 9, MPI_COMM_WORLD));
         } else {
             fill_strided(b, 0);
             for (long long i = 0; i < N; i++) b[2 * i] = 0;
-            OK(MPI_Recv(b, 1, strided, peer, 8, MPI_COMM_WORLD, &st));
+            OK(MPI_Recv(b, N, strided, peer, 8, MPI_COMM_WORLD, &st));
             counted(&st, MPI_DOUBLE, 5, 5);
             /* The five doubles in rank 0's strided memory: data, hole,
              * data, hole, data. */
             for (int i = 0; i < 5; i++) EQ(b[2 * i], i % 2 ? HOLE : value(i / 2, 40));
             EQ(b[10], 0);
             for (long long i = 0; i < N; i++) b[2 * i] = 0;
-            ERR(MPI_ERR_TRUNCATE, MPI_Recv(b, 1, half, peer, 9, MPI_COMM_WORLD, &st));
+            ERR(MPI_ERR_TRUNCATE, MPI_Recv(b, N / 2, strided, peer, 9, MPI_COMM_WORLD, &st));
             verify_strided(b, N / 2, 40, 0);
         }
-        OK(MPI_Type_free(&half));
         OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 
         odd_blocks(peer, rank);
@@ -207,8 +208,8 @@ int main(int argc, char **argv) {
         /* Last, as it sets the outgoing data aside whole (as MPI
          * implementations do): Sendrecv_replace, both ranks at once. */
         fill_strided(b, 20 + rank);
-        OK(MPI_Sendrecv_replace(b, 1, strided, peer, 6, peer, 6, MPI_COMM_WORLD, &st));
-        counted(&st, strided, 1, N);
+        OK(MPI_Sendrecv_replace(b, N, strided, peer, 6, peer, 6, MPI_COMM_WORLD, &st));
+        counted(&st, strided, N, N);
         verify_strided(b, N, 20 + peer, 0);
 
         free(b);
