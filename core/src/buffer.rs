@@ -9,7 +9,18 @@
 //! [`ByteStorage`] (a typed `Vec<T>`, a device's shm cell or registered
 //! receive buffer that returns itself to its pool on drop), or memory lent
 //! by address ([`Buf::lent`]: the raw-pointer view that an `unsafe`
-//! constructor in the `ferry` crate makes, without an allocation).
+//! constructor in the `ferry` crate makes, without an allocation), or data
+//! scattered over memory that only its owner can reach ([`Segments`]: a
+//! non-contiguous datatype's elements, moved fragment by fragment).
+//!
+//! # Segmented buffers
+//! A [`Buf::segmented`] buffer has no slice: its bytes are read and written
+//! piecewise with [`Buf::read_at`] and [`Buf::write_at`], and
+//! [`Buf::as_slice`] is empty. The engine sends one with the fragmented
+//! rendezvous only (gathering each fragment as it goes out) and never
+//! registers one with a device; it lands eager data and fragments in it
+//! at their offsets. This is what lets a non-contiguous message move
+//! without a staging copy of the whole message on either side.
 //!
 //! # Address stability
 //! The bytes of a `Buf` do not move while the `Buf` lives, even when the
@@ -48,6 +59,28 @@ impl ByteStorage for Box<[u8]> {
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
         self
     }
+}
+
+/// Bytes that are not one slice: the packed view of data scattered over
+/// memory (a non-contiguous datatype's elements in a program's buffer). See
+/// *Segmented buffers* in the module docs.
+///
+/// Offsets are in the packed order; the engine reads and writes in
+/// increasing offsets, one fragment after the other, so an implementation
+/// may keep a cursor and make the in-order case cheap.
+pub trait Segments: Send + 'static {
+    /// The number of packed bytes.
+    fn len(&self) -> usize;
+    /// True if there are none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Copies the packed bytes `offset..offset + out.len()` into `out`
+    /// (the engine never asks past [`Segments::len`]).
+    fn gather(&self, offset: usize, out: &mut [u8]);
+    /// Writes `data` as the packed bytes `offset..offset + data.len()`
+    /// (never past [`Segments::len`]).
+    fn scatter(&mut self, offset: usize, data: &[u8]);
 }
 
 /// Access to memory lent to the engine by address (see [`Buf::lent`]):
@@ -103,6 +136,8 @@ enum Repr {
         addr: usize,
         lender: &'static Lender,
     },
+    /// Scattered bytes, reached piecewise.
+    Segments(Box<dyn Segments>),
 }
 
 /// An owned byte buffer; see the module docs.
@@ -191,6 +226,56 @@ impl Buf {
         matches!(self.repr, Repr::Lent { .. })
     }
 
+    /// A buffer over scattered bytes (see *Segmented buffers* in the
+    /// module docs); `len()` is `segments.len()`. No allocation beyond the
+    /// box the caller made.
+    pub fn segmented(segments: Box<dyn Segments>) -> Buf {
+        let len = segments.len();
+        Buf {
+            repr: Repr::Segments(segments),
+            len,
+        }
+    }
+
+    /// False for a [`Buf::segmented`] buffer: its bytes have no slice, and
+    /// only [`Buf::read_at`] and [`Buf::write_at`] reach them.
+    #[inline]
+    pub fn is_contiguous(&self) -> bool {
+        !matches!(self.repr, Repr::Segments(_))
+    }
+
+    /// Copies the meaningful bytes `offset..offset + out.len()` into `out`,
+    /// whatever the representation.
+    ///
+    /// # Panics
+    /// If the range is outside `0..len()` (a bug of the caller's, as an
+    /// out-of-range slice index is).
+    #[inline]
+    pub fn read_at(&self, offset: usize, out: &mut [u8]) {
+        let end = offset + out.len();
+        assert!(end <= self.len, "read_at past the buffer's end");
+        match &self.repr {
+            Repr::Segments(s) => s.gather(offset, out),
+            _ => out.copy_from_slice(&self.as_slice()[offset..end]),
+        }
+    }
+
+    /// Writes `data` as the meaningful bytes `offset..offset + data.len()`,
+    /// whatever the representation.
+    ///
+    /// # Panics
+    /// If the range is outside `0..len()`, or the storage cannot be written
+    /// there (a read-only loan).
+    #[inline]
+    pub fn write_at(&mut self, offset: usize, data: &[u8]) {
+        let end = offset + data.len();
+        assert!(end <= self.len, "write_at past the buffer's end");
+        match &mut self.repr {
+            Repr::Segments(s) => s.scatter(offset, data),
+            _ => self.as_mut_slice()[offset..end].copy_from_slice(data),
+        }
+    }
+
     fn view(&self, addr: usize) -> LentView<'_> {
         LentView {
             addr,
@@ -211,18 +296,21 @@ impl Buf {
         self.len == 0
     }
 
-    /// The meaningful bytes.
+    /// The meaningful bytes; empty for a [`Buf::segmented`] buffer, which
+    /// has no slice (use [`Buf::read_at`]).
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
         match &self.repr {
             Repr::Vec(v) => &v[..self.len],
             Repr::Storage(s) => &s.bytes()[..self.len],
             Repr::Lent { addr, lender } => (lender.bytes)(self.view(*addr)),
+            Repr::Segments(_) => &[],
         }
     }
 
     /// The meaningful bytes, writable. Storage that cannot be written (a
-    /// read-only loan of a send buffer) yields fewer bytes, never a panic.
+    /// read-only loan of a send buffer) yields fewer bytes, never a panic;
+    /// a segmented buffer none (use [`Buf::write_at`]).
     #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         match &mut self.repr {
@@ -240,6 +328,7 @@ impl Buf {
                 };
                 (lender.bytes_mut)(view)
             }
+            Repr::Segments(_) => &mut [],
         }
     }
 
@@ -250,13 +339,16 @@ impl Buf {
 
     /// The address of the first byte: a buffer's identity. Two `Buf`s with the
     /// same non-zero id share their memory (so the second was handed over, not
-    /// copied). Devices use it as the registration address.
+    /// copied). Devices use it as the registration address. A segmented
+    /// buffer's is the address of its segments' owner (it is never
+    /// registered).
     #[inline]
     pub fn id(&self) -> usize {
         match &self.repr {
             Repr::Vec(v) => v.as_ptr() as usize,
             Repr::Storage(s) => s.bytes().as_ptr() as usize,
             Repr::Lent { addr, .. } => *addr,
+            Repr::Segments(s) => std::ptr::addr_of!(**s).cast::<u8>() as usize,
         }
     }
 
@@ -292,9 +384,16 @@ impl Buf {
         }
     }
 
-    /// Copies the bytes into a new vector.
+    /// Copies the bytes into a new vector (gathering a segmented buffer's).
     pub fn to_vec(&self) -> Vec<u8> {
-        self.as_slice().to_vec()
+        match &self.repr {
+            Repr::Segments(s) => {
+                let mut v = vec![0u8; self.len];
+                s.gather(0, &mut v);
+                v
+            }
+            _ => self.as_slice().to_vec(),
+        }
     }
 }
 
@@ -335,6 +434,7 @@ impl fmt::Debug for Buf {
             Repr::Vec(_) => "vec",
             Repr::Storage(_) => "storage",
             Repr::Lent { .. } => "lent",
+            Repr::Segments(_) => "segmented",
         };
         write!(f, "Buf({kind}, {} bytes @ {:#x})", self.len, self.id())
     }
@@ -362,6 +462,56 @@ mod tests {
         b.truncate(4);
         assert_eq!(b.as_slice(), &[7, 7, 7, 7]);
         assert!(b.into_vec().is_err());
+    }
+
+    /// Every other byte of a backing vector: the packed bytes of a
+    /// strided layout.
+    struct EveryOther(Vec<u8>);
+
+    impl Segments for EveryOther {
+        fn len(&self) -> usize {
+            self.0.len() / 2
+        }
+        fn gather(&self, offset: usize, out: &mut [u8]) {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = self.0[2 * (offset + i)];
+            }
+        }
+        fn scatter(&mut self, offset: usize, data: &[u8]) {
+            for (i, &d) in data.iter().enumerate() {
+                self.0[2 * (offset + i)] = d;
+            }
+        }
+    }
+
+    #[test]
+    fn segmented_bytes_are_reached_piecewise_only() {
+        let mut b = Buf::segmented(Box::new(EveryOther((0..20).collect())));
+        assert_eq!((b.len(), b.is_contiguous()), (10, false));
+        assert!(b.as_slice().is_empty() && b.as_mut_slice().is_empty());
+        let mut out = [0u8; 3];
+        b.read_at(2, &mut out);
+        assert_eq!(out, [4, 6, 8]);
+        b.write_at(8, &[100, 101]);
+        assert_eq!(b.to_vec(), [0, 2, 4, 6, 8, 10, 12, 14, 100, 101]);
+        assert!(b.into_vec().is_err());
+    }
+
+    #[test]
+    fn contiguous_buffers_read_and_write_at_offsets() {
+        let mut b = Buf::from_vec(vec![0; 6]);
+        assert!(b.is_contiguous());
+        b.write_at(2, &[1, 2, 3]);
+        let mut out = [0u8; 4];
+        b.read_at(1, &mut out);
+        assert_eq!(out, [0, 1, 2, 3]);
+    }
+
+    #[test]
+    #[should_panic(expected = "past the buffer's end")]
+    fn a_write_past_the_end_is_caught_for_every_representation() {
+        let mut b = Buf::segmented(Box::new(EveryOther(vec![0; 8])));
+        b.write_at(3, &[1, 2]);
     }
 
     #[test]

@@ -155,6 +155,6 @@ pub use world::World;
 pub use ferry_core;
 pub use ferry_core::protocol::ProtocolTable;
 pub use ferry_core::{
-    Bootstrap, BootstrapError, Buf, ByteStorage, ContextId, Rank, SendMode, Status, Tag,
+    Bootstrap, BootstrapError, Buf, ByteStorage, ContextId, Rank, Segments, SendMode, Status, Tag,
     ANY_SOURCE, ANY_TAG, PROC_NULL, ROOT, TAG_UB,
 };

@@ -264,15 +264,18 @@ impl Message {
     ///
     /// # Errors
     /// A fatal device error, or the world was finalized.
-    pub fn irecv<T: Element>(mut self, buf: Vec<T>) -> Result<Request> {
+    pub fn irecv<T: Element>(self, buf: Vec<T>) -> Result<Request> {
+        self.irecv_buf(vec_into_buf(buf), origin_of::<T>())
+    }
+
+    /// Starts receiving the message into any [`Buf`] (the untyped form).
+    ///
+    /// # Errors
+    /// As for [`Message::irecv`].
+    pub fn irecv_buf(mut self, buf: Buf, origin: crate::typed::Origin) -> Result<Request> {
         let mut m = self.take()?;
-        let started = self
-            .comm
-            .shared
-            .lock()?
-            .engine()?
-            .imrecv(&mut m, vec_into_buf(buf))?;
-        Ok(Request::started(&self.comm(), started, origin_of::<T>()))
+        let started = self.comm.shared.lock()?.engine()?.imrecv(&mut m, buf)?;
+        Ok(Request::started(&self.comm(), started, origin))
     }
 
     /// Starts receiving the message into a buffer the library allocates.

@@ -46,6 +46,7 @@ macro_rules! __with_conformance_bodies {
             protocol_selection,
             rdma_get,
             fragmented,
+            segmented,
             any_source_order,
             blocking_recv_order,
             truncation,

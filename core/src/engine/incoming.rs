@@ -240,7 +240,7 @@ impl State {
             _ => {
                 let buf = req.buf.get_or_insert_with(Buf::new);
                 let n = len.min(buf.len());
-                buf.as_mut_slice()[..n].copy_from_slice(&data.payload()[..n]);
+                buf.write_at(0, &data.payload()[..n]);
                 status.bytes = n;
                 if len > n {
                     let e = UsageError::Truncated {

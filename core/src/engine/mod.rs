@@ -284,6 +284,9 @@ pub(crate) struct State {
     /// context is listed; a context not listed spans the whole job. Only
     /// wildcard receives consult it, when a peer has failed.
     pub(crate) context_members: rustc_hash::FxHashMap<ContextId, std::sync::Arc<[Rank]>>,
+    /// Where a segmented send's fragment is gathered before the device
+    /// takes it: one fragment, made on the first such send and kept.
+    pub(crate) gather: Vec<u8>,
 }
 
 /// See the module docs.
@@ -343,6 +346,7 @@ impl<D: Device> Engine<D> {
                 peer_failures: 0,
                 failure_order: Vec::new(),
                 context_members: rustc_hash::FxHashMap::default(),
+                gather: Vec::new(),
             },
             armed: false,
         })

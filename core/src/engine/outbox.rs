@@ -191,7 +191,7 @@ fn transmit<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Result<Sent> {
             return Ok(Sent::Done);
         }
         (Protocol::RndvGet, Some((mem, _))) => {
-            super::request::RndvSend::AwaitFin(super::request::AwaitFin { dest, mem })
+            super::request::RndvSend::AwaitFin(super::request::AwaitFin { dest, mem, len })
         }
         _ => super::request::RndvSend::AwaitCts(super::request::AwaitCts { dest }),
     };

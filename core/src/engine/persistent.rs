@@ -105,7 +105,8 @@ impl<D: Device> Engine<D> {
         }
         if req.kind == Kind::Send {
             let len = req.buf.as_ref().map_or(0, Buf::len);
-            let proto = self.st.choose_protocol(spec.peer, len);
+            let contiguous = req.buf.as_ref().is_none_or(Buf::is_contiguous);
+            let proto = self.st.protocol_for(spec.peer, len, contiguous);
             if let Some(req) = self.st.requests.get_mut(key) {
                 let queued = Cold::SendQueued(Queued {
                     proto,

@@ -102,6 +102,13 @@ impl<D: Device> Engine<D> {
             context,
             mode,
         };
+        if !buf.is_contiguous() {
+            // Scattered bytes go by fragments, each gathered as it leaves
+            // (see *Segmented buffers* in `Buf`'s docs).
+            self.check_rank_arg(dest)?;
+            self.check_len(buf.len())?;
+            return self.queue_send(spec, Protocol::Fragmented, buf);
+        }
         match self.send_at_once(spec, buf.as_slice())? {
             None => Ok(Started {
                 request: Request::EMPTY,
@@ -583,6 +590,7 @@ pub(crate) fn registered_mem(op: &Op) -> Option<MemHandle> {
         Cold::SendQueued(q) => q.exposed.map(|(m, _)| m),
         Cold::RndvSend(RndvSend::AwaitFin(w)) => Some(w.mem),
         Cold::RndvSend(RndvSend::Putting(p)) => p.mem,
+        Cold::RndvSend(RndvSend::Fragmenting(f)) => f.exposed,
         Cold::RndvRecv(RndvRecv::Getting(g)) => g.mem,
         Cold::RndvRecv(RndvRecv::AwaitPutFin(w)) => w.mem,
         _ => None,
@@ -590,6 +598,17 @@ pub(crate) fn registered_mem(op: &Op) -> Option<MemHandle> {
 }
 
 impl State {
+    /// Chooses the protocol for a send of `len` bytes, the fragmented
+    /// rendezvous for a segmented buffer (`contiguous` false), taking an
+    /// eager credit for it.
+    pub(crate) fn protocol_for(&mut self, dest: Rank, len: usize, contiguous: bool) -> Protocol {
+        if contiguous {
+            self.choose_protocol(dest, len)
+        } else {
+            Protocol::Fragmented
+        }
+    }
+
     /// Chooses the protocol for a send and takes an eager credit for it.
     pub(crate) fn choose_protocol(&mut self, dest: Rank, len: usize) -> Protocol {
         let peer = &mut self.peers[dest as usize];

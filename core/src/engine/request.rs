@@ -311,6 +311,8 @@ pub(crate) enum RndvSend {
 pub(crate) struct AwaitFin {
     pub(crate) dest: Rank,
     pub(crate) mem: MemHandle,
+    /// The message's length (the buffer is the device's meanwhile).
+    pub(crate) len: usize,
 }
 
 #[derive(Debug)]
@@ -336,6 +338,9 @@ pub(crate) struct Fragmenting {
     pub(crate) next: usize,
     pub(crate) end: usize,
     pub(crate) fragment: usize,
+    /// The registration of a get the receiver declined (its buffer is
+    /// segmented): ended before the first fragment goes out.
+    pub(crate) exposed: Option<MemHandle>,
 }
 
 /// Receiver-side rendezvous states.

@@ -7,7 +7,11 @@
 //! ```
 //! The receiver decides how much lands (`min(message, capacity)`, so a
 //! truncated receive never writes past its buffer) and tells the sender
-//! through the CTS length, or reads only that much. Either side that fails
+//! through the CTS length, or reads only that much. A receiver whose buffer
+//! is segmented (`Buf::segmented`: scattered bytes, never registered)
+//! answers a get's RTS with a CTS for fragments instead, and the sender
+//! ends its registration and sends them; a segmented send buffer is only
+//! ever sent by fragments, each gathered as it goes out. Either side that fails
 //! sends `FIN(failed)`, so the other completes with an error instead of
 //! hanging. Registered buffers belong to the device until [`release`]
 //! takes them back.
@@ -78,8 +82,10 @@ impl State {
             sender: rts.sender,
             len,
         };
-        let can_put = self.peers[from as usize].table.rdma == crate::protocol::Protocol::RndvPut;
-        if let Some(remote) = rts.key {
+        let contiguous = req.buf.as_ref().is_none_or(Buf::is_contiguous);
+        let can_put = contiguous
+            && self.peers[from as usize].table.rdma == crate::protocol::Protocol::RndvPut;
+        if let Some(remote) = rts.key.filter(|_| contiguous) {
             if len == 0 {
                 let failed = req.status.error.is_some_and(|e| !e.is_truncation());
                 let status = req.status;
@@ -130,15 +136,22 @@ impl State {
         let Some(req) = req.filter(|r| r.kind == Kind::Send) else {
             return self.protocol_error(from, "CTS for an unknown send");
         };
-        let Some(Cold::RndvSend(RndvSend::AwaitCts(w))) = req.op.cold() else {
-            return self.protocol_error(from, "CTS for a send not awaiting one");
+        // A get's RTS answered with a CTS for fragments: the receiver's
+        // buffer is segmented, and the exposed buffer is taken back first.
+        let (dest, exposed, buf_len) = match req.op.cold() {
+            Some(Cold::RndvSend(RndvSend::AwaitCts(w))) => {
+                (w.dest, None, req.buf.as_ref().map_or(0, Buf::len))
+            }
+            Some(Cold::RndvSend(RndvSend::AwaitFin(w))) if cts.key.is_none() => {
+                (w.dest, Some(w.mem), w.len)
+            }
+            _ => return self.protocol_error(from, "CTS for a send not awaiting one"),
         };
-        let buf_len = req.buf.as_ref().map_or(0, Buf::len);
-        if w.dest != from || cts.len > buf_len as u64 {
+        if dest != from || cts.len > buf_len as u64 {
             return self.protocol_error(from, "CTS from the wrong peer or with a bad length");
         }
-        let (dest, len) = (w.dest, cts.len as usize);
-        if let Some(remote) = cts.key {
+        let len = cts.len as usize;
+        if let (Some(remote), None) = (cts.key, exposed) {
             let p = Putting {
                 dest,
                 receiver: cts.receiver,
@@ -156,6 +169,7 @@ impl State {
                 next: 0,
                 end: len,
                 fragment,
+                exposed,
             };
             self.cold
                 .set(&mut req.op, Cold::RndvSend(RndvSend::Fragmenting(f)));
@@ -172,13 +186,13 @@ impl State {
             return self.protocol_error(from, "fragment for a receive not awaiting one");
         };
         let end = frag.offset.checked_add(payload.len() as u64);
-        let Some(end) = end.filter(|&e| w.m.source == from && e <= w.m.len as u64) else {
+        if end.is_none_or(|e| w.m.source != from || e > w.m.len as u64) {
             return self.protocol_error(from, "fragment outside the receive buffer");
-        };
+        }
         let Some(buf) = req.buf.as_mut() else {
             return self.protocol_error(from, "fragment for a receive without a buffer");
         };
-        buf.as_mut_slice()[frag.offset as usize..end as usize].copy_from_slice(payload);
+        buf.write_at(frag.offset as usize, payload);
         w.received += payload.len();
         if w.received >= w.m.len {
             let status = req.status;
@@ -362,7 +376,18 @@ pub(crate) fn send_fragments<D: Device>(dev: &mut D, st: &mut State, key: u64) -
     let Some(Cold::RndvSend(RndvSend::Fragmenting(f))) = req.op.cold_mut() else {
         return Ok(Sent::Done);
     };
-    let data = req.buf.as_ref().map_or(&[][..], Buf::as_slice);
+    if let Some(mem) = f.exposed.take() {
+        req.buf = dev.deregister(mem);
+        if req.buf.is_none() {
+            tracing::error!(key, "device lost a registered buffer");
+        }
+    }
+    let buf = req.buf.as_ref();
+    let data = buf.map_or(&[][..], Buf::as_slice);
+    let segmented = buf.filter(|b| !b.is_contiguous());
+    if segmented.is_some() && st.gather.len() < f.fragment {
+        st.gather.resize(f.fragment, 0);
+    }
     let mut bytes = [0u8; MAX_HEADER];
     while f.next < f.end {
         let chunk = f.fragment.min(f.end - f.next);
@@ -371,7 +396,14 @@ pub(crate) fn send_fragments<D: Device>(dev: &mut D, st: &mut State, key: u64) -
             offset: f.next as u64,
         });
         let n = header.encode(&mut bytes);
-        match dev.send(f.dest, &bytes[..n], &data[f.next..f.next + chunk]) {
+        let payload = match segmented {
+            Some(b) => {
+                b.read_at(f.next, &mut st.gather[..chunk]);
+                &st.gather[..chunk]
+            }
+            None => &data[f.next..f.next + chunk],
+        };
+        match dev.send(f.dest, &bytes[..n], payload) {
             Ok(Sent::Done) => f.next += chunk,
             Ok(Sent::Busy) => return Ok(Sent::Busy),
             Err(err) => return Ok(fail_transfer(st, key, err)),
@@ -434,7 +466,9 @@ fn fail_transfer(st: &mut State, key: u64, err: Error) -> Sent {
             (w.mem, None)
         }
         Some(Cold::RndvSend(RndvSend::Putting(p))) => (p.mem, Some((p.dest, p.receiver, true))),
-        Some(Cold::RndvSend(RndvSend::Fragmenting(f))) => (None, Some((f.dest, f.receiver, true))),
+        Some(Cold::RndvSend(RndvSend::Fragmenting(f))) => {
+            (f.exposed, Some((f.dest, f.receiver, true)))
+        }
         _ => (None, None),
     };
     let mut status = if req.kind == Kind::Send {

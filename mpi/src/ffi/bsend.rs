@@ -22,7 +22,7 @@ use ferry::{Comm, Request, SendMode};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::buf::{pack_into, send_data, SendData};
+use super::buf::{pack_into, send_data};
 use super::{mpi_fn, put};
 use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus, MPI_PROC_NULL};
@@ -187,11 +187,7 @@ unsafe fn place(
     a.reap();
     let Some((base, size)) = a.region else {
         // SAFETY: forwarded.
-        let v = match unsafe { send_data(buf, count, ty)? } {
-            // SAFETY: as above.
-            raw @ SendData::Raw { .. } => unsafe { raw.bytes() }.to_vec(),
-            SendData::Packed(v) => v,
-        };
+        let v = unsafe { send_data(buf, count, ty)?.into_vec() };
         let req = c.isend(v, dest, tag)?;
         a.pending.push((0, 0, req, number()));
         return Ok(MpiStatus::EMPTY);

@@ -2,14 +2,22 @@
 //!
 //! Data that is one contiguous run (every predefined type but the padded
 //! pair types, and derived types without holes) is lent to ferry where it
-//! lies. Anything else is
-//! packed into a vector before a send ([`SendData::Packed`]), or received
-//! into a staging vector and unpacked after ([`RecvData::Staged`]). The
-//! program's memory is reached through its span (`datatype::pack::span`):
-//! one slice from the least to the greatest byte the elements touch.
+//! lies. Other data of at least [`STREAM_MIN`] bytes is lent as a
+//! segmented buffer (`segments.rs`): ferry gathers and scatters it
+//! fragment by fragment, pipelined with the transfer
+//! ([`SendData::Streamed`], [`RecvData::Streamed`]). Smaller
+//! non-contiguous data is packed into a vector before a send
+//! ([`SendData::Packed`]), or received into a staging vector and unpacked
+//! after ([`RecvData::Staged`]): one copy of a few KiB either way, where
+//! a segmented buffer would take a rendezvous. The program's memory is
+//! reached through its span (`datatype::pack::span`): one slice from the
+//! least to the greatest byte the elements touch.
 
 use std::ffi::c_void;
 
+use ferry::Buf;
+
+use super::segments::segmented;
 use crate::abi::class::*;
 use crate::datatype::pack::{pack, span, unpack};
 use crate::datatype::{Layout, TypeRef};
@@ -21,7 +29,14 @@ fn offset(addr: usize, off: isize) -> usize {
     addr.wrapping_add_signed(off)
 }
 
-fn null_buffer() -> Fail {
+/// Non-contiguous data of at least this many bytes moves as a segmented
+/// buffer, pipelined; below it, it is packed whole. Every device's eager
+/// limit is at most this (shm's is 64 KiB, one cell), so data packed whole
+/// travels in one eager packet, and data that would need a rendezvous
+/// anyway overlaps its gathering with the transfer.
+pub(crate) const STREAM_MIN: usize = 64 * 1024 + 1;
+
+pub(crate) fn null_buffer() -> Fail {
     Fail::new(MPI_ERR_BUFFER, "a null buffer with a non-zero count")
 }
 
@@ -52,21 +67,40 @@ pub(crate) enum SendData {
     },
     /// A packed copy.
     Packed(Vec<u8>),
+    /// The program's scattered bytes, gathered fragment by fragment.
+    Streamed(Buf),
 }
 
 impl SendData {
-    /// The bytes.
+    /// The bytes, if they are one slice (not `Streamed`).
     ///
     /// # Safety
     /// For `Raw`, the program's buffer is valid for reads while the
     /// slice lives.
-    pub(crate) unsafe fn bytes(&self) -> &[u8] {
+    pub(crate) unsafe fn slice(&self) -> Option<&[u8]> {
         match self {
-            SendData::Raw { len: 0, .. } => &[],
+            SendData::Raw { len: 0, .. } => Some(&[]),
             // SAFETY: non-null with a non-zero length (checked when made),
             // valid for reads (the caller's promise).
-            SendData::Raw { ptr, len } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
+            SendData::Raw { ptr, len } => Some(unsafe { std::slice::from_raw_parts(*ptr, *len) }),
+            SendData::Packed(v) => Some(v),
+            SendData::Streamed(_) => None,
+        }
+    }
+
+    /// The bytes as a vector of their own (for data that must be set
+    /// aside: a buffered send, a send-receive in one buffer).
+    ///
+    /// # Safety
+    /// The program's buffer is valid for reads during the call.
+    pub(crate) unsafe fn into_vec(self) -> Vec<u8> {
+        match self {
             SendData::Packed(v) => v,
+            SendData::Streamed(b) => b.to_vec(),
+            // SAFETY: forwarded.
+            raw => unsafe { raw.slice() }
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default(),
         }
     }
 }
@@ -75,7 +109,8 @@ impl SendData {
 ///
 /// # Safety
 /// `buf` is valid for reads of the data `count` elements of `ty` describe
-/// (MPI's rule for a send buffer) during this call.
+/// (MPI's rule for a send buffer) during this call, and, for
+/// `Raw` and `Streamed` data, until the send completes.
 ///
 /// # Errors
 /// `MPI_ERR_BUFFER` for a null buffer with data; `MPI_ERR_COUNT` for an
@@ -88,6 +123,12 @@ pub(crate) unsafe fn send_data(buf: *const c_void, count: usize, ty: &TypeRef) -
             return Err(null_buffer());
         }
         return Ok(SendData::Raw { ptr, len });
+    }
+    if len >= STREAM_MIN {
+        // SAFETY: forwarded; read only.
+        return Ok(SendData::Streamed(unsafe {
+            segmented(buf, count, ty, false)?
+        }));
     }
     let layout = ty.layout();
     let mut out = vec![0u8; len];
@@ -157,13 +198,21 @@ pub(crate) enum RecvData {
         /// The unpacking.
         unpack: Unpack,
     },
+    /// Into the program's scattered bytes, fragment by fragment.
+    Streamed(Buf),
 }
 
 /// Resolves a receive buffer.
 ///
+/// # Safety
+/// For `Streamed` data (what a large non-contiguous `ty` gives), `buf` is
+/// valid for writes of the elements' data, and accessed by nothing else,
+/// until the receive completes (MPI's rule for a receive buffer); ferry
+/// writes it only until then.
+///
 /// # Errors
 /// As for [`send_data`].
-pub(crate) fn recv_data(buf: *mut c_void, count: usize, ty: &TypeRef) -> Res<RecvData> {
+pub(crate) unsafe fn recv_data(buf: *mut c_void, count: usize, ty: &TypeRef) -> Res<RecvData> {
     let len = ty.bytes(count as i64)?;
     if let Some(off) = ty.contiguous_from(count) {
         let ptr = offset(buf as usize, off) as *mut u8;
@@ -171,6 +220,12 @@ pub(crate) fn recv_data(buf: *mut c_void, count: usize, ty: &TypeRef) -> Res<Rec
             return Err(null_buffer());
         }
         return Ok(RecvData::Raw { ptr, len });
+    }
+    if len >= STREAM_MIN {
+        // SAFETY: forwarded.
+        return Ok(RecvData::Streamed(unsafe {
+            segmented(buf, count, ty, true)?
+        }));
     }
     staged(buf, count, ty)
 }
@@ -237,7 +292,8 @@ pub(crate) unsafe fn pack_into(
 /// `buf` is valid for writes of the elements' data and accessed by nothing
 /// else during the call.
 pub(crate) unsafe fn unpack_into(data: &[u8], buf: *mut c_void, count: usize, ty: &TypeRef) -> Res {
-    match recv_data(buf, count, ty)? {
+    // SAFETY: forwarded; a segmented buffer is written in this call only.
+    match unsafe { recv_data(buf, count, ty)? } {
         RecvData::Raw { ptr, len } => {
             let n = len.min(data.len());
             if n > 0 {
@@ -248,6 +304,10 @@ pub(crate) unsafe fn unpack_into(data: &[u8], buf: *mut c_void, count: usize, ty
         }
         // SAFETY: forwarded.
         RecvData::Staged { unpack, .. } => unsafe { unpack.run(data) },
+        RecvData::Streamed(mut b) => {
+            let n = b.len().min(data.len());
+            b.write_at(0, &data[..n]);
+        }
     }
     Ok(())
 }

@@ -53,6 +53,7 @@ mod plain;
 mod post;
 mod req;
 mod request;
+mod segments;
 mod status;
 mod topo;
 mod typearray;

@@ -130,26 +130,35 @@ mpi_fn! {
     }
 }
 
-/// Starts the receive of a matched message into a staging vector; the
-/// request object.
-fn start_staged(
+/// Starts the receive of a matched message into a staging vector, or a
+/// segmented buffer over the program's memory (large non-contiguous
+/// data); the request object.
+///
+/// # Safety
+/// MPI's rule for a receive buffer: `buf` is valid for writes of the
+/// elements' data, and untouched by anything else, until the receive
+/// completes.
+unsafe fn start_unpacked(
     obj: MsgObj,
     buf: *mut c_void,
     count: usize,
     ty: &crate::datatype::TypeRef,
 ) -> Res<ReqObj> {
-    let RecvData::Staged { len, unpack } = staged(buf, count, ty)? else {
-        return Err(Fail::new(MPI_ERR_INTERN, "a staged receive was not staged"));
+    // SAFETY: forwarded.
+    let (started, post) = match unsafe { recv_data(buf, count, ty)? } {
+        RecvData::Streamed(b) => (obj.msg.irecv_buf(b, None), Post::None),
+        _ => {
+            let RecvData::Staged { len, unpack } = staged(buf, count, ty)? else {
+                return Err(Fail::new(MPI_ERR_INTERN, "a staged receive was not staged"));
+            };
+            (
+                obj.msg.irecv(vec![0u8; len]),
+                Post::Unpack(Box::new(unpack)),
+            )
+        }
     };
-    let req = obj
-        .msg
-        .irecv(vec![0u8; len])
-        .map_err(|e| Fail::from(e).on(obj.comm))?;
-    Ok(ReqObj::active(
-        req,
-        obj.comm,
-        Post::Unpack(Box::new(unpack)),
-    ))
+    let req = started.map_err(|e| Fail::from(e).on(obj.comm))?;
+    Ok(ReqObj::active(req, obj.comm, post))
 }
 
 /// The body of `MPI_Mrecv` and `MPI_Mrecv_c` (whose counts are `MPI_Count`s).
@@ -172,7 +181,9 @@ pub(crate) unsafe fn mrecv_call(
         unsafe { put_status(status, proc_null_status()) };
         return Ok(());
     };
-    let report = match recv_data(buf, n, &ty)? {
+    // SAFETY: the caller's receive buffer; the receive completes
+    // before this returns.
+    let report = match unsafe { recv_data(buf, n, &ty)? } {
         RecvData::Raw { ptr, len } => {
             let comm = obj.comm;
             let probed = obj.probed;
@@ -193,7 +204,8 @@ pub(crate) unsafe fn mrecv_call(
                 }
             }
         }
-        RecvData::Staged { .. } => wait_one(&mut start_staged(obj, buf, n, &ty)?)?,
+        // SAFETY: as above.
+        _ => wait_one(&mut unsafe { start_unpacked(obj, buf, n, &ty)? })?,
     };
     // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
     unsafe { report.write(status) }
@@ -226,7 +238,8 @@ pub(crate) unsafe fn imrecv_call(
     }
     // SAFETY: in/out argument.
     let obj = match unsafe { take(rt, message)? } {
-        Some(m) => start_staged(m, buf, n, &ty)?,
+        // SAFETY: MPI's rule for a nonblocking receive buffer.
+        Some(m) => unsafe { start_unpacked(m, buf, n, &ty)? },
         None => ReqObj::ready(proc_null_status(), MPI_COMM_SELF),
     };
     let h = rt.add_request(obj)?;

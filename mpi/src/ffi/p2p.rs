@@ -52,6 +52,7 @@ pub(crate) unsafe fn start_send(
             SendMode::Ready => c.irsend(v, dest, tag)?,
             _ => c.isend(v, dest, tag)?,
         },
+        SendData::Streamed(b) => c.isend_buf(b, None, dest, tag, mode)?,
     })
 }
 
@@ -74,6 +75,7 @@ pub(crate) unsafe fn start_recv(
             c.irecv(vec![0u8; len], source, tag)?,
             Post::Unpack(Box::new(unpack)),
         ),
+        RecvData::Streamed(b) => (c.irecv_buf(b, None, source, tag)?, Post::None),
     })
 }
 
@@ -209,7 +211,12 @@ pub(crate) unsafe fn send_call(a: SendArgs, mode: SendMode) -> Res {
     // SAFETY: the send buffer, read during this call only.
     let data = unsafe { send_data(a.buf, count_arg(a.count)?, &ty)? };
     // SAFETY: as above; the slice lives until the send completes here.
-    send_bytes(&c.comm, unsafe { data.bytes() }, a.dest, a.tag, mode)
+    if let Some(bytes) = unsafe { data.slice() } {
+        return send_bytes(&c.comm, bytes, a.dest, a.tag, mode);
+    }
+    // SAFETY: as above: the send completes before this returns.
+    let s = unsafe { start_send(&c.comm, data, a.dest, a.tag, mode)? };
+    wait_one(&mut ReqObj::active(s, a.comm, Post::None))?.result
 }
 
 /// A blocking send of `bytes` in `mode`.
@@ -300,7 +307,8 @@ pub(crate) unsafe fn irecv_call(
     if request.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
     }
-    let target = match recv_data(buf, count_arg(count)?, &ty)? {
+    // SAFETY: MPI's nonblocking rule for `buf`.
+    let target = match unsafe { recv_data(buf, count_arg(count)?, &ty)? } {
         RecvData::Raw { ptr, len } if c.comm.has_job_ranks() => {
             let (source, tag) = (rank_in(source), tag_in(tag));
             // SAFETY: MPI's nonblocking rule for `buf`; the request is
@@ -382,7 +390,9 @@ pub(crate) unsafe fn recv_call(
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
-    let report = match recv_data(buf, count_arg(count)?, &ty)? {
+    // SAFETY: the caller's receive buffer; the receive completes
+    // before this returns.
+    let report = match unsafe { recv_data(buf, count_arg(count)?, &ty)? } {
         RecvData::Raw { ptr, len } => {
             // SAFETY: the caller's receive buffer and status, for the
             // duration of the call.
@@ -434,7 +444,9 @@ pub(crate) unsafe fn sendrecv_call(
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let (st, rty) = (rt.comm_type(sendtype)?, rt.comm_type(recvtype)?);
-    let target = recv_data(recvbuf, count_arg(recvcount)?, &rty)?;
+    // SAFETY: the caller's receive buffer; the receive completes
+    // before this returns.
+    let target = unsafe { recv_data(recvbuf, count_arg(recvcount)?, &rty)? };
     // SAFETY: both buffers are the caller's for the duration of the
     // call, and both requests complete before it returns.
     let data = unsafe { send_data(sendbuf, count_arg(sendcount)?, &st)? };
@@ -484,12 +496,9 @@ pub(crate) unsafe fn sendrecv_replace_call(
     let ty = rt.comm_type(datatype)?;
     let n = count_arg(count)?;
     // SAFETY: the caller's buffer, read here before the receive starts.
-    let outgoing = match unsafe { send_data(buf.cast_const(), n, &ty)? } {
-        // SAFETY: as above.
-        raw @ SendData::Raw { .. } => unsafe { raw.bytes() }.to_vec(),
-        SendData::Packed(v) => v,
-    };
-    let target = recv_data(buf, n, &ty)?;
+    let outgoing = unsafe { send_data(buf.cast_const(), n, &ty)?.into_vec() };
+    // SAFETY: MPI's rule for the buffer until the receive completes.
+    let target = unsafe { recv_data(buf, n, &ty)? };
     // SAFETY: the caller's buffer for the duration of the call; the
     // receive completes before this returns.
     let (r, post) = unsafe { start_recv(&c.comm, target, source, recvtag)? };

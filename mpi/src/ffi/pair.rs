@@ -11,7 +11,7 @@ use std::ffi::{c_int, c_void};
 
 use ferry::SendMode;
 
-use super::buf::{recv_data, send_data, SendData};
+use super::buf::{recv_data, send_data};
 use super::p2p::{start_recv, start_send};
 use super::post::Post;
 use super::req::{Report, ReqObj, State};
@@ -132,7 +132,8 @@ pub(crate) unsafe fn isendrecv_call(
     if request.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
     }
-    let target = recv_data(recvbuf, count_arg(recvcount)?, &rty)?;
+    // SAFETY: MPI's rule for a nonblocking receive buffer.
+    let target = unsafe { recv_data(recvbuf, count_arg(recvcount)?, &rty)? };
     // SAFETY: MPI's rule for nonblocking buffers: both stay valid and
     // untouched until the request completes.
     let data = unsafe { send_data(sendbuf, count_arg(sendcount)?, &st)? };
@@ -186,12 +187,9 @@ pub(crate) unsafe fn isendrecv_replace_call(
     }
     let n = count_arg(count)?;
     // SAFETY: the caller's buffer, read here before the receive starts.
-    let outgoing = match unsafe { send_data(buf.cast_const(), n, &ty)? } {
-        // SAFETY: as above.
-        raw @ SendData::Raw { .. } => unsafe { raw.bytes() }.to_vec(),
-        SendData::Packed(v) => v,
-    };
-    let target = recv_data(buf, n, &ty)?;
+    let outgoing = unsafe { send_data(buf.cast_const(), n, &ty)?.into_vec() };
+    // SAFETY: MPI's rule for the buffer until the receive completes.
+    let target = unsafe { recv_data(buf, n, &ty)? };
     // SAFETY: MPI's rule for a nonblocking buffer: valid and untouched
     // until the request completes.
     let recv = unsafe { start_recv(&c.comm, target, source, recvtag)? };

@@ -107,7 +107,8 @@ impl Persist {
                 source,
                 tag,
             } => {
-                let target = recv_data(*buf as *mut c_void, *count, ty)?;
+                // SAFETY: forwarded (valid until the activation completes).
+                let target = unsafe { recv_data(*buf as *mut c_void, *count, ty)? };
                 // SAFETY: forwarded.
                 let (req, post) = unsafe { start_recv(c, target, *source, *tag)? };
                 Ok((State::Active(req), post))

@@ -26,6 +26,7 @@ pub mod fault;
 mod matching;
 mod overlap;
 mod p2p;
+mod segmented;
 mod stress;
 
 use std::fmt;
@@ -41,6 +42,7 @@ pub use overlap::overlap;
 pub use p2p::{
     fragmented, p2p_blocking, p2p_nonblocking, protocol_selection, rdma_get, truncation,
 };
+pub use segmented::segmented;
 pub use stress::{passive_wait, threads4, unexpected_flood};
 
 /// The variable that scales the load bodies (see [`Ctx::scale`]).

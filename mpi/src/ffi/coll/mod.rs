@@ -132,6 +132,7 @@ impl CBuf {
                     // SAFETY: forwarded: readable for 'a.
                     SendData::Raw { ptr, len } => Cow::Borrowed(unsafe { super::bytes(ptr, len)? }),
                     SendData::Packed(v) => Cow::Owned(v),
+                    SendData::Streamed(b) => Cow::Owned(b.to_vec()),
                 },
             ),
         }
@@ -164,14 +165,18 @@ impl CBuf {
         };
         match form {
             Form::Extent { .. } => staged(self),
-            Form::Packed => match recv_data(self.addr as *mut _, self.count, &self.ty)? {
-                RecvData::Raw { ptr, len } => {
-                    // SAFETY: forwarded: writable and exclusive for 'a.
-                    let direct = unsafe { super::bytes_mut(ptr, len)? };
-                    Ok(Out::Direct(direct))
+            Form::Packed => {
+                // SAFETY: forwarded: writable and exclusive for 'a; a
+                // segmented buffer made here is dropped unused.
+                match unsafe { recv_data(self.addr as *mut _, self.count, &self.ty)? } {
+                    RecvData::Raw { ptr, len } => {
+                        // SAFETY: forwarded: writable and exclusive for 'a.
+                        let direct = unsafe { super::bytes_mut(ptr, len)? };
+                        Ok(Out::Direct(direct))
+                    }
+                    RecvData::Staged { .. } | RecvData::Streamed(_) => staged(self),
                 }
-                RecvData::Staged { .. } => staged(self),
-            },
+            }
         }
     }
 
