@@ -8,7 +8,11 @@
 //! falls in it (`origin`, negative when every element's data lies above
 //! the buffer pointer). Everything here is then safe indexing into that
 //! slice: a layout that disagreed with its span would panic (caught at the
-//! boundary as `MPI_ERR_INTERN`), never touch memory outside it.
+//! boundary as `MPI_ERR_INTERN`), never touch memory outside it. A block is
+//! often one value (8 bytes of a strided double), so blocks are copied
+//! with `copy_short`'s fixed-size moves rather than a `memcpy` call each.
+
+use ferry::ferry_core::buffer::copy_short;
 
 use super::derived::Layout;
 use crate::abi::class::*;
@@ -59,7 +63,7 @@ pub fn pack(mem: &[u8], origin: isize, layout: &Layout, count: usize, out: &mut 
     for i in 0..count {
         for b in &layout.blocks {
             let s = at(origin, ext, i, b.disp);
-            out[o..o + b.len].copy_from_slice(&mem[s..s + b.len]);
+            copy_short(&mut out[o..o + b.len], &mem[s..s + b.len]);
             o += b.len;
         }
     }
@@ -78,7 +82,7 @@ pub fn unpack(data: &[u8], mem: &mut [u8], origin: isize, layout: &Layout, count
             }
             let n = b.len.min(data.len() - o);
             let d = at(origin, ext, i, b.disp);
-            mem[d..d + n].copy_from_slice(&data[o..o + n]);
+            copy_short(&mut mem[d..d + n], &data[o..o + n]);
             o += n;
         }
     }
@@ -96,7 +100,7 @@ pub fn unpack_extent(wire: &[u8], mem: &mut [u8], origin: isize, layout: &Layout
         for b in &layout.blocks {
             let d = at(origin, ext, i, b.disp);
             let s = at(-layout.lb, ext, i, b.disp);
-            mem[d..d + b.len].copy_from_slice(&wire[s..s + b.len]);
+            copy_short(&mut mem[d..d + b.len], &wire[s..s + b.len]);
         }
     }
 }

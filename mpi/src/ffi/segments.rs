@@ -16,6 +16,7 @@ use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::Arc;
 
+use ferry::ferry_core::buffer::copy_short;
 use ferry::{Buf, Segments};
 
 use crate::datatype::{pack::span, Layout, TypeRef};
@@ -163,9 +164,9 @@ impl Segments for TypeSegments {
             // by `walk`), which the constructor's caller keeps readable
             // while the engine may call this; `out` is the engine's own
             // memory, so the two do not overlap.
-            unsafe {
-                std::ptr::copy_nonoverlapping(addr as *const u8, out[at..at + n].as_mut_ptr(), n)
-            };
+            let block = unsafe { std::slice::from_raw_parts(addr as *const u8, n) };
+            // A block is often one value: fixed-size moves, no memcpy call.
+            copy_short(&mut out[at..at + n], block);
         });
     }
 
@@ -173,9 +174,11 @@ impl Segments for TypeSegments {
         assert!(self.writable, "a scatter into a send buffer");
         self.walk(offset, data.len(), |addr, at, n| {
             // SAFETY: as in `gather`, and the memory is writable and
-            // accessed by nothing else (the constructor's `writable`
-            // promise); `data` is the engine's packet.
-            unsafe { std::ptr::copy_nonoverlapping(data[at..at + n].as_ptr(), addr as *mut u8, n) };
+            // accessed by nothing else while the slice lives (the
+            // constructor's `writable` promise); `data` is the engine's
+            // packet.
+            let block = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, n) };
+            copy_short(block, &data[at..at + n]);
         });
     }
 }
