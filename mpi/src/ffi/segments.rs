@@ -130,6 +130,30 @@ impl TypeSegments {
         let blocks = &self.layout.blocks;
         let extent = self.layout.extent();
         let mut done = 0;
+        if let [b] = blocks[..] {
+            // One block an element (a strided array: a resized value, a
+            // struct of one member): whole elements in a tight loop, their
+            // first and last checked against the span (the addresses in
+            // between lie between those two).
+            let whole = if c.within == 0 { total / b.len } else { 0 };
+            if whole > 0 {
+                let at = |elem: usize| {
+                    let idx = self.origin + elem as isize * extent + b.disp;
+                    let idx = usize::try_from(idx).expect("a block below its span");
+                    assert!(idx + b.len <= self.span, "a block past its span");
+                    idx
+                };
+                let (first, _) = (at(c.elem), at(c.elem + whole - 1));
+                let mut idx = first as isize;
+                for k in 0..whole {
+                    each(self.start + idx as usize, k * b.len, b.len);
+                    idx += extent;
+                }
+                c.elem += whole;
+                c.pos += whole * b.len;
+                done = whole * b.len;
+            }
+        }
         while done < total {
             let b = blocks[c.block];
             let n = (b.len - c.within).min(total - done);
@@ -186,7 +210,7 @@ impl Segments for TypeSegments {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::datatype::derived::Builder;
+    use crate::datatype::derived::{resized, Builder};
     use crate::datatype::pack::pack;
     use crate::datatype::predefined::lookup;
 
@@ -229,6 +253,33 @@ mod tests {
         assert_eq!(got, want[13..18]);
         buf.read_at(2, &mut got);
         assert_eq!(got, want[2..7]);
+    }
+
+    #[test]
+    fn one_block_elements_take_the_tight_loop_and_agree_with_pack() {
+        // An int every 3 ints; with a lower bound below the data; with a
+        // negative extent (the elements run downwards from the pointer).
+        for (lb, extent) in [(0, 12), (-8, 12), (0, -12)] {
+            let ty = TypeRef::Derived(Arc::new(resized(&int(), lb, extent).unwrap()));
+            let mem: Vec<u8> = (0..=255).cycle().take(4 * 64).collect();
+            let count = 10;
+            let layout = ty.layout();
+            let (lo, span_len) = span(&layout, count).unwrap().unwrap();
+            let mut want = vec![0u8; count * 4];
+            pack(&mem[..span_len], -lo, &layout, count, &mut want);
+            let base = mem.as_ptr().wrapping_offset(-lo);
+            // SAFETY: the span starts at `mem`, which outlives `buf` and
+            // is only read.
+            let buf = unsafe { segmented(base.cast(), count, &ty, false).unwrap() };
+            for piece in [1, 3, 4, 5, 8, 11, 40] {
+                let mut got = vec![0u8; want.len()];
+                for at in (0..want.len()).step_by(piece) {
+                    let n = piece.min(want.len() - at);
+                    buf.read_at(at, &mut got[at..at + n]);
+                }
+                assert_eq!(got, want, "lb {lb}, pieces of {piece}");
+            }
+        }
     }
 
     #[test]
