@@ -165,9 +165,9 @@ impl CBuf {
         };
         match form {
             Form::Extent { .. } => staged(self),
-            // SAFETY: forwarded: writable and exclusive for 'a; a
-            // segmented buffer made here is dropped unused.
             Form::Packed => {
+                // SAFETY: forwarded: writable and exclusive for 'a; a
+                // segmented buffer made here is dropped unused.
                 match unsafe { recv_data(self.addr as *mut _, self.count, &self.ty)? } {
                     RecvData::Raw { ptr, len } => {
                         // SAFETY: forwarded: writable and exclusive for 'a.
