@@ -8,7 +8,11 @@
 //! falls in it (`origin`, negative when every element's data lies above
 //! the buffer pointer). Everything here is then safe indexing into that
 //! slice: a layout that disagreed with its span would panic (caught at the
-//! boundary as `MPI_ERR_INTERN`), never touch memory outside it.
+//! boundary as `MPI_ERR_INTERN`), never touch memory outside it. A block is
+//! often one value (8 bytes of a strided double), so blocks are copied
+//! with `copy_short`'s fixed-size moves rather than a `memcpy` call each.
+
+use ferry::ferry_core::buffer::copy_short;
 
 use super::derived::Layout;
 use crate::abi::class::*;
@@ -55,11 +59,23 @@ fn at(origin: isize, extent: isize, i: usize, disp: isize) -> usize {
 /// at `origin`) into `out`, which holds at least `count * size` bytes.
 pub fn pack(mem: &[u8], origin: isize, layout: &Layout, count: usize, out: &mut [u8]) {
     let ext = layout.extent();
+    if let [b] = layout.blocks[..] {
+        // One block an element, elements upwards (a strided array): the
+        // span from the first block on, in steps of the extent.
+        if count > 0 && ext >= b.len as isize {
+            let first = at(origin, ext, 0, b.disp);
+            let steps = mem[first..].chunks(ext as usize);
+            for (o, s) in out[..count * b.len].chunks_exact_mut(b.len).zip(steps) {
+                copy_short(o, &s[..b.len]);
+            }
+            return;
+        }
+    }
     let mut o = 0;
     for i in 0..count {
         for b in &layout.blocks {
             let s = at(origin, ext, i, b.disp);
-            out[o..o + b.len].copy_from_slice(&mem[s..s + b.len]);
+            copy_short(&mut out[o..o + b.len], &mem[s..s + b.len]);
             o += b.len;
         }
     }
@@ -78,7 +94,7 @@ pub fn unpack(data: &[u8], mem: &mut [u8], origin: isize, layout: &Layout, count
             }
             let n = b.len.min(data.len() - o);
             let d = at(origin, ext, i, b.disp);
-            mem[d..d + n].copy_from_slice(&data[o..o + n]);
+            copy_short(&mut mem[d..d + n], &data[o..o + n]);
             o += n;
         }
     }
@@ -96,7 +112,7 @@ pub fn unpack_extent(wire: &[u8], mem: &mut [u8], origin: isize, layout: &Layout
         for b in &layout.blocks {
             let d = at(origin, ext, i, b.disp);
             let s = at(-layout.lb, ext, i, b.disp);
-            mem[d..d + b.len].copy_from_slice(&wire[s..s + b.len]);
+            copy_short(&mut mem[d..d + b.len], &wire[s..s + b.len]);
         }
     }
 }
@@ -135,6 +151,19 @@ mod tests {
             assert_eq!(&back[i * 4..i * 4 + 4], &mem[i * 4..i * 4 + 4]);
         }
         assert_eq!(back[2 * 4], 0xff, "gaps stay untouched");
+    }
+
+    #[test]
+    fn one_block_elements_pack_in_steps_of_the_extent() {
+        let l = resized(&int(), 0, 12).unwrap(); // an int every 3 ints
+        let (lo, len) = span(&l, 5).unwrap().unwrap();
+        assert_eq!((lo, len), (0, 4 * 12 + 4));
+        let mem: Vec<u8> = (0..len as u8).collect();
+        let mut out = vec![0u8; 20];
+        pack(&mem, -lo, &l, 5, &mut out);
+        let firsts: Vec<u8> = out.chunks(4).map(|c| c[0]).collect();
+        assert_eq!(firsts, [0, 12, 24, 36, 48]);
+        assert_eq!(&out[4..8], &mem[12..16]);
     }
 
     #[test]

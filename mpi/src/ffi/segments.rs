@@ -116,26 +116,74 @@ impl TypeSegments {
         c
     }
 
-    /// Calls `each(address, at, n)` for the runs of program memory that
-    /// hold the packed bytes `offset..offset + total`, `at` being each
-    /// run's position in that range.
+    /// Copies the packed bytes `offset..offset + len` between the program's
+    /// memory and `engine` (the engine's `len` bytes): into the program
+    /// when `to_program`, out of it otherwise.
+    ///
+    /// # Safety
+    /// `engine` is valid for `len` bytes (reads when `to_program`, writes
+    /// otherwise) and does not overlap the program's memory; the
+    /// program's memory is as the constructor's caller promised (written
+    /// only when `to_program`, which needs `writable`).
     ///
     /// # Panics
     /// If a run fell outside the span (a layout that disagrees with its
     /// span: a bug, caught here before any memory is touched).
-    fn walk(&self, offset: usize, total: usize, mut each: impl FnMut(usize, usize, usize)) {
+    unsafe fn copy(&self, offset: usize, engine: *mut u8, len: usize, to_program: bool) {
         let mut c = self.seek(offset);
         self.begin.set(c);
         let blocks = &self.layout.blocks;
         let extent = self.layout.extent();
-        let mut done = 0;
-        while done < total {
-            let b = blocks[c.block];
-            let n = (b.len - c.within).min(total - done);
-            let idx = self.origin + c.elem as isize * extent + b.disp;
-            let idx = usize::try_from(idx).expect("a block below its span") + c.within;
+        // The span index of the current block's start, checked to lie in
+        // the span with `n` bytes from `within` on.
+        let index = |elem: usize, disp: isize, within: usize, n: usize| {
+            let idx = self.origin + elem as isize * extent + disp;
+            let idx = usize::try_from(idx).expect("a block below its span") + within;
             assert!(idx + n <= self.span, "a block past its span");
-            each(self.start + idx, done, n);
+            idx
+        };
+        let mut done = 0;
+        if let [b] = blocks[..] {
+            // One block an element (a strided array: a resized value, a
+            // struct of one member): whole elements in a tight loop, their
+            // first and last checked against the span (every one in
+            // between lies between those two).
+            let whole = if c.within == 0 { len / b.len } else { 0 };
+            if whole > 0 {
+                let first = index(c.elem, b.disp, 0, b.len);
+                index(c.elem + whole - 1, b.disp, 0, b.len);
+                let prog = (self.start + first) as *mut u8;
+                let n = b.len as isize;
+                // SAFETY: the program's runs are `whole` blocks from
+                // `first`, `extent` apart, all in the span (checked at
+                // both ends); the engine's are consecutive in `engine`'s
+                // `len >= whole * n` bytes; forwarded otherwise.
+                unsafe {
+                    if to_program {
+                        moves(engine, n, prog, extent, whole, b.len);
+                    } else {
+                        moves(prog, extent, engine, n, whole, b.len);
+                    }
+                }
+                c.elem += whole;
+                c.pos += whole * b.len;
+                done = whole * b.len;
+            }
+        }
+        while done < len {
+            let b = blocks[c.block];
+            let n = (b.len - c.within).min(len - done);
+            let prog = (self.start + index(c.elem, b.disp, c.within, n)) as *mut u8;
+            // SAFETY: one run of `n` bytes in the span (checked) and in
+            // `engine` (`done + n <= len`); forwarded otherwise.
+            unsafe {
+                let eng = engine.add(done);
+                if to_program {
+                    moves(eng, 0, prog, 0, 1, n);
+                } else {
+                    moves(prog, 0, eng, 0, 1, n);
+                }
+            }
             done += n;
             c.pos += n;
             c.within += n;
@@ -152,38 +200,79 @@ impl TypeSegments {
     }
 }
 
+/// `count` moves of `n` bytes from `src` to `dst`, each pointer advancing
+/// by its step after each move. A block is often one value (a strided
+/// double's 8 bytes), so those sizes are single loads and stores with no
+/// `memcpy` call.
+///
+/// # Safety
+/// Every source run is valid for reads and every destination run for
+/// writes, and no two overlap.
+#[inline(always)]
+unsafe fn moves(
+    src: *const u8,
+    src_step: isize,
+    dst: *mut u8,
+    dst_step: isize,
+    count: usize,
+    n: usize,
+) {
+    macro_rules! each {
+        ($t:ty) => {
+            for k in 0..count as isize {
+                // SAFETY: the caller's promise, run `k`.
+                unsafe {
+                    let v =
+                        std::ptr::read_unaligned(src.wrapping_offset(k * src_step).cast::<$t>());
+                    std::ptr::write_unaligned(dst.wrapping_offset(k * dst_step).cast::<$t>(), v);
+                }
+            }
+        };
+    }
+    match n {
+        8 => each!(u64),
+        4 => each!(u32),
+        16 => each!(u128),
+        2 => each!(u16),
+        _ => {
+            for k in 0..count as isize {
+                // SAFETY: the caller's promise, run `k`.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        src.wrapping_offset(k * src_step),
+                        dst.wrapping_offset(k * dst_step),
+                        n,
+                    )
+                };
+            }
+        }
+    }
+}
+
 impl Segments for TypeSegments {
     fn len(&self) -> usize {
         self.len
     }
 
     fn gather(&self, offset: usize, out: &mut [u8]) {
-        self.walk(offset, out.len(), |addr, at, n| {
-            // SAFETY: `addr..addr + n` lies in the elements' span (checked
-            // by `walk`), which the constructor's caller keeps readable
-            // while the engine may call this; `out` is the engine's own
-            // memory, so the two do not overlap.
-            unsafe {
-                std::ptr::copy_nonoverlapping(addr as *const u8, out[at..at + n].as_mut_ptr(), n)
-            };
-        });
+        // SAFETY: `out` is the engine's own memory, writable for its
+        // length; the program's is readable (the constructor's promise).
+        unsafe { self.copy(offset, out.as_mut_ptr(), out.len(), false) };
     }
 
     fn scatter(&mut self, offset: usize, data: &[u8]) {
         assert!(self.writable, "a scatter into a send buffer");
-        self.walk(offset, data.len(), |addr, at, n| {
-            // SAFETY: as in `gather`, and the memory is writable and
-            // accessed by nothing else (the constructor's `writable`
-            // promise); `data` is the engine's packet.
-            unsafe { std::ptr::copy_nonoverlapping(data[at..at + n].as_ptr(), addr as *mut u8, n) };
-        });
+        // SAFETY: `data` is the engine's packet, readable for its length
+        // and only read; the program's memory is writable and accessed by
+        // nothing else (the constructor's `writable` promise).
+        unsafe { self.copy(offset, data.as_ptr().cast_mut(), data.len(), true) };
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::datatype::derived::Builder;
+    use crate::datatype::derived::{resized, Builder};
     use crate::datatype::pack::pack;
     use crate::datatype::predefined::lookup;
 
@@ -226,6 +315,33 @@ mod tests {
         assert_eq!(got, want[13..18]);
         buf.read_at(2, &mut got);
         assert_eq!(got, want[2..7]);
+    }
+
+    #[test]
+    fn one_block_elements_take_the_tight_loop_and_agree_with_pack() {
+        // An int every 3 ints; with a lower bound below the data; with a
+        // negative extent (the elements run downwards from the pointer).
+        for (lb, extent) in [(0, 12), (-8, 12), (0, -12)] {
+            let ty = TypeRef::Derived(Arc::new(resized(&int(), lb, extent).unwrap()));
+            let mem: Vec<u8> = (0..=255).cycle().take(4 * 64).collect();
+            let count = 10;
+            let layout = ty.layout();
+            let (lo, span_len) = span(&layout, count).unwrap().unwrap();
+            let mut want = vec![0u8; count * 4];
+            pack(&mem[..span_len], -lo, &layout, count, &mut want);
+            let base = mem.as_ptr().wrapping_offset(-lo);
+            // SAFETY: the span starts at `mem`, which outlives `buf` and
+            // is only read.
+            let buf = unsafe { segmented(base.cast(), count, &ty, false).unwrap() };
+            for piece in [1, 3, 4, 5, 8, 11, 40] {
+                let mut got = vec![0u8; want.len()];
+                for at in (0..want.len()).step_by(piece) {
+                    let n = piece.min(want.len() - at);
+                    buf.read_at(at, &mut got[at..at + n]);
+                }
+                assert_eq!(got, want, "lb {lb}, pieces of {piece}");
+            }
+        }
     }
 
     #[test]
