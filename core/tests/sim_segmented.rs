@@ -1,6 +1,6 @@
 //! Segmented buffers (`Buf::segmented`: a non-contiguous datatype's
-//! scattered bytes) over the simulated network: sent by gathered fragments
-//! and received by scattered writes, in every protocol a contiguous peer
+//! scattered bytes) over the simulated network: sent gathered into an
+//! eager packet or by gathered fragments, received by scattered writes, in every protocol a contiguous peer
 //! would pick, with truncation, cancellation and persistent requests.
 
 mod common_protocols;
@@ -8,7 +8,7 @@ mod common_protocols;
 use std::sync::{Arc, Mutex};
 
 use common_protocols::*;
-use ferry_core::sim::Sim;
+use ferry_core::sim::{NetConfig, Sim};
 use ferry_core::{Buf, Caps, RndvMode, Segments, SendMode, UsageError};
 
 /// Bytes in a strided layout: `block` bytes of data every `stride` bytes of
@@ -132,11 +132,10 @@ fn exchange(sim: &mut Sim, side: Side, len: usize, cap: usize, tag: i32, prepost
     idle(sim);
     let proto = sent_by(before, sim.engine(0).counters());
     if seg_send {
-        assert_eq!(
-            proto,
-            Proto::Frag,
-            "{w}: a segmented send goes by fragments"
-        );
+        // Gathered into one eager packet, or sent by fragments: never
+        // registered.
+        let want = if len <= E { Proto::Eager } else { Proto::Frag };
+        assert_eq!(proto, want, "{w}: a segmented send's protocol");
     }
     let mut r = match r {
         Some(r) => r,
@@ -283,4 +282,53 @@ fn persistent_segmented_sends_and_receives_restart() {
         sim.engine(1).free(&mut r).unwrap();
         no_leaks(&mut sim);
     }
+}
+
+#[test]
+fn segmented_eager_sends_the_device_refused_are_gathered_when_they_go() {
+    // A link of 2 packets: most of a burst of 20 eager sends is queued,
+    // and each queued one is gathered when it finally goes out.
+    let net = NetConfig::new(2)
+        .with_caps(caps(true, true))
+        .with_seed(90)
+        .with_link_capacity(2);
+    let mut sim = Sim::new(net, config(RndvMode::Auto));
+    let sources: Vec<(Vec<u8>, Strided)> = (0..20)
+        .map(|i| {
+            let data = pattern(E - i, i as u64);
+            let s = Strided::holding(&data, 3, 7);
+            (data, s)
+        })
+        .collect();
+    let sends: Vec<_> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, (_, s))| {
+            sim.engine(0)
+                .isend(1, i as i32, 0, s.buf())
+                .unwrap()
+                .request
+        })
+        .collect();
+    assert!(
+        sends.iter().filter(|r| !r.is_empty()).count() > 10,
+        "the link pushed back"
+    );
+    for (i, (data, _)) in sources.iter().enumerate() {
+        let dst = Strided::new(E, 2, 3);
+        let r = sim
+            .engine(1)
+            .irecv(0, i as i32, 0, dst.buf())
+            .unwrap()
+            .request;
+        let c = done(&mut sim, 1, r);
+        assert_eq!(c.status.bytes, data.len());
+        assert!(dst.packed()[..data.len()] == data[..], "message {i}");
+    }
+    for s in sends {
+        done(&mut sim, 0, s);
+    }
+    let c = sim.engine(0).counters();
+    assert_eq!(c.eager_sent, 20, "all eager");
+    no_leaks(&mut sim);
 }

@@ -149,6 +149,14 @@ fn transmit<D: Device>(dev: &mut D, st: &mut State, key: u64) -> Result<Sent> {
     let mut bytes = [0u8; MAX_HEADER];
     let n = header.encode(&mut bytes);
     let payload = match (proto, &req.buf) {
+        (Protocol::Eager, Some(b)) if !b.is_contiguous() => {
+            // Gathered again on each try: the bounce buffer is shared.
+            if st.gather.len() < len {
+                st.gather.resize(len, 0);
+            }
+            b.read_at(0, &mut st.gather[..len]);
+            &st.gather[..len]
+        }
         (Protocol::Eager, Some(b)) => b.as_slice(),
         _ => &[],
     };

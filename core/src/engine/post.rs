@@ -103,11 +103,7 @@ impl<D: Device> Engine<D> {
             mode,
         };
         if !buf.is_contiguous() {
-            // Scattered bytes go by fragments, each gathered as it leaves
-            // (see *Segmented buffers* in `Buf`'s docs).
-            self.check_rank_arg(dest)?;
-            self.check_len(buf.len())?;
-            return self.queue_send(spec, Protocol::Fragmented, buf);
+            return self.isend_segmented(spec, buf);
         }
         match self.send_at_once(spec, buf.as_slice())? {
             None => Ok(Started {
@@ -116,6 +112,35 @@ impl<D: Device> Engine<D> {
             }),
             Some(proto) => self.queue_send(spec, proto, buf),
         }
+    }
+
+    /// A send of scattered bytes (see *Segmented buffers* in `Buf`'s docs):
+    /// one of eager size is gathered into the engine's bounce buffer and
+    /// sent as any eager message (completing here if the device takes it);
+    /// a larger one goes by fragments, each gathered as it leaves. It is
+    /// never registered with a device.
+    fn isend_segmented(&mut self, spec: Spec, buf: Buf) -> Result<Started> {
+        let (dest, len) = (spec.peer, buf.len());
+        self.check_rank_arg(dest)?;
+        self.check_len(len)?;
+        if len <= self.st.peers[dest as usize].table.eager_max {
+            let mut gathered = std::mem::take(&mut self.st.gather);
+            if gathered.len() < len {
+                gathered.resize(len, 0);
+            }
+            buf.read_at(0, &mut gathered[..len]);
+            let sent = self.send_at_once(spec, &gathered[..len]);
+            self.st.gather = gathered;
+            return match sent? {
+                None => Ok(Started {
+                    request: Request::EMPTY,
+                    buf: Some(buf),
+                }),
+                Some(Protocol::Eager) => self.queue_send(spec, Protocol::Eager, buf),
+                Some(_) => self.queue_send(spec, Protocol::Fragmented, buf),
+            };
+        }
+        self.queue_send(spec, Protocol::Fragmented, buf)
     }
 
     /// A send of memory the caller lends rather than gives: `bytes` is read
@@ -598,14 +623,14 @@ pub(crate) fn registered_mem(op: &Op) -> Option<MemHandle> {
 }
 
 impl State {
-    /// Chooses the protocol for a send of `len` bytes, the fragmented
-    /// rendezvous for a segmented buffer (`contiguous` false), taking an
-    /// eager credit for it.
+    /// Chooses the protocol for a send of `len` bytes, taking an eager
+    /// credit for it; a segmented buffer (`contiguous` false) is never
+    /// registered, so it goes eager or by fragments.
     pub(crate) fn protocol_for(&mut self, dest: Rank, len: usize, contiguous: bool) -> Protocol {
-        if contiguous {
-            self.choose_protocol(dest, len)
-        } else {
-            Protocol::Fragmented
+        match self.choose_protocol(dest, len) {
+            Protocol::Eager => Protocol::Eager,
+            _ if !contiguous => Protocol::Fragmented,
+            proto => proto,
         }
     }
 

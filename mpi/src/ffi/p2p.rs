@@ -47,11 +47,6 @@ pub(crate) unsafe fn start_send(
     Ok(match data {
         // SAFETY: forwarded; null only with no bytes.
         SendData::Raw { ptr, len } => unsafe { c.isend_raw(ptr, len, dest, tag, mode)? },
-        SendData::Packed(v) => match mode {
-            SendMode::Synchronous => c.issend(v, dest, tag)?,
-            SendMode::Ready => c.irsend(v, dest, tag)?,
-            _ => c.isend(v, dest, tag)?,
-        },
         SendData::Streamed(b) => c.isend_buf(b, None, dest, tag, mode)?,
     })
 }

@@ -131,7 +131,6 @@ impl CBuf {
                 match unsafe { send_data(self.addr as *const _, self.count, &self.ty)? } {
                     // SAFETY: forwarded: readable for 'a.
                     SendData::Raw { ptr, len } => Cow::Borrowed(unsafe { super::bytes(ptr, len)? }),
-                    SendData::Packed(v) => Cow::Owned(v),
                     SendData::Streamed(b) => Cow::Owned(b.to_vec()),
                 },
             ),
