@@ -45,6 +45,46 @@ pub struct Run {
 /// 2^26 separate blocks takes 1 GiB to describe).
 const MAX_PIECES: usize = 1 << 26;
 
+/// Blocks that are `n` runs of `len` bytes, `stride` apart from `disp` (a
+/// vector's, or one block): what lets data move without reading the block
+/// list, one entry of which is as large as a double it describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Regular {
+    /// The first block's displacement.
+    pub disp: isize,
+    /// Every block's length.
+    pub len: usize,
+    /// From one block's start to the next's.
+    pub stride: isize,
+    /// How many.
+    pub n: usize,
+}
+
+impl Regular {
+    fn of(blocks: &[Block]) -> Option<Regular> {
+        let (first, second) = match blocks {
+            [] => return None,
+            [b] => (*b, None),
+            [a, b, ..] => (*a, Some(*b)),
+        };
+        let stride = second.map_or(first.len as isize, |b| b.disp - first.disp);
+        let r = Regular {
+            disp: first.disp,
+            len: first.len,
+            stride,
+            n: blocks.len(),
+        };
+        let fits = blocks.iter().enumerate().all(|(k, b)| {
+            b.len == r.len
+                && Some(b.disp)
+                    == (k as isize)
+                        .checked_mul(stride)
+                        .and_then(|o| o.checked_add(r.disp))
+        });
+        fits.then_some(r)
+    }
+}
+
 /// A datatype's flattened layout; see the module docs.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -67,6 +107,8 @@ pub struct Layout {
     /// True if the bounds were set by `MPI_Type_create_resized` (here or in
     /// a member): no alignment rounding then.
     pub sticky: bool,
+    /// The blocks as a [`Regular`] run, if they are one: found on first use.
+    regular: std::sync::OnceLock<Option<Regular>>,
 }
 
 fn overflow() -> Fail {
@@ -107,7 +149,14 @@ impl Layout {
             runs: vec![Run { ty: p, n: 1 }],
             align: p.align(),
             sticky: false,
+            regular: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The blocks of one element as one [`Regular`] run, if they are one
+    /// (found once, on first use).
+    pub fn regular(&self) -> Option<Regular> {
+        *self.regular.get_or_init(|| Regular::of(&self.blocks))
     }
 
     /// The extent (`ub - lb`).
@@ -366,6 +415,7 @@ impl Builder {
             runs: self.runs,
             align: self.align,
             sticky: self.sticky,
+            regular: std::sync::OnceLock::new(),
         }
     }
 }
@@ -392,6 +442,34 @@ mod tests {
     const INT: usize = 0x209;
     const DOUBLE: usize = 0x214;
     const CHAR: usize = 0x243;
+
+    #[test]
+    fn vectors_are_regular_and_other_block_lists_are_not() {
+        let mut b = Builder::new();
+        for j in 0..4 {
+            b.push(&ty(INT), j * -12, 1).unwrap(); // downwards
+        }
+        let r = b.finish(false).regular();
+        assert_eq!(
+            r,
+            Some(Regular {
+                disp: 0,
+                len: 4,
+                stride: -12,
+                n: 4
+            })
+        );
+        let mut b = Builder::new();
+        for d in [0, 8, 20] {
+            b.push(&ty(INT), d, 1).unwrap();
+        }
+        assert_eq!(b.finish(false).regular(), None, "uneven gaps");
+        let mut b = Builder::new();
+        b.push(&ty(INT), 0, 1).unwrap();
+        b.push(&ty(DOUBLE), 8, 1).unwrap();
+        assert_eq!(b.finish(false).regular(), None, "uneven lengths");
+        assert_eq!(ty(INT).regular().map(|r| r.n), Some(1));
+    }
 
     #[test]
     fn contiguous_of_contiguous_is_one_block() {

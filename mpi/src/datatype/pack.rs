@@ -72,6 +72,18 @@ pub fn pack(mem: &[u8], origin: isize, layout: &Layout, count: usize, out: &mut 
         }
     }
     let mut o = 0;
+    if let Some(r) = layout.regular() {
+        // A vector's blocks, found without reading the block list.
+        for i in 0..count {
+            let first = at(origin, ext, i, r.disp) as isize;
+            for k in 0..r.n as isize {
+                let s = (first + k * r.stride) as usize;
+                copy_short(&mut out[o..o + r.len], &mem[s..s + r.len]);
+                o += r.len;
+            }
+        }
+        return;
+    }
     for i in 0..count {
         for b in &layout.blocks {
             let s = at(origin, ext, i, b.disp);

@@ -170,6 +170,40 @@ impl TypeSegments {
                 done = whole * b.len;
             }
         }
+        if let Some(r) = self.layout.regular().filter(|r| r.n > 1) {
+            // A vector's blocks: the rest of each element's blocks in one
+            // strided loop, without reading the block list.
+            while c.within == 0 {
+                let whole = (r.n - c.block).min((len - done) / r.len);
+                if whole == 0 {
+                    break;
+                }
+                let disp = |k: usize| r.disp + k as isize * r.stride;
+                let first = index(c.elem, disp(c.block), 0, r.len);
+                index(c.elem, disp(c.block + whole - 1), 0, r.len);
+                let prog = (self.start + first) as *mut u8;
+                let n = r.len as isize;
+                // SAFETY: as for whole elements above: `whole` blocks
+                // `stride` apart, the first and last in the span, every one
+                // between them too; `engine` holds `len - done >= whole * n`
+                // more bytes.
+                unsafe {
+                    let eng = engine.add(done);
+                    if to_program {
+                        moves(eng, n, prog, r.stride, whole, r.len);
+                    } else {
+                        moves(prog, r.stride, eng, n, whole, r.len);
+                    }
+                }
+                done += whole * r.len;
+                c.pos += whole * r.len;
+                c.block += whole;
+                if c.block == r.n {
+                    c.block = 0;
+                    c.elem += 1;
+                }
+            }
+        }
         while done < len {
             let b = blocks[c.block];
             let n = (b.len - c.within).min(len - done);
