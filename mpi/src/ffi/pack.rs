@@ -37,6 +37,31 @@ fn advanced(pos: usize, n: usize) -> Res<c_int> {
         .map_err(|_| Fail::new(MPI_ERR_COUNT, "the packed position exceeds an int"))
 }
 
+/// The datatype of `n` elements of `datatype` on `comm` and their packed
+/// length, which must fit the `left` bytes of the `side` buffer
+/// (`MPI_ERR_TRUNCATE` otherwise): what `MPI_Pack` and `MPI_Unpack` check
+/// first.
+fn fitted(
+    datatype: usize,
+    n: usize,
+    left: usize,
+    comm: usize,
+    what: &str,
+    side: &str,
+) -> Res<(crate::datatype::TypeRef, usize)> {
+    let rt = rt()?;
+    rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    let len = ty.bytes(n as i64)?;
+    if len > left {
+        return Err(Fail::msg(
+            MPI_ERR_TRUNCATE,
+            format!("{len} bytes to {what}, {left} left in the {side} buffer"),
+        ));
+    }
+    Ok((ty, len))
+}
+
 /// `MPI_Pack(_c)`: `n` elements at `pos` of the `size`-byte `outbuf`; the
 /// position after them. `MPI_ERR_TRUNCATE` if they do not fit.
 ///
@@ -52,19 +77,7 @@ pub(crate) unsafe fn pack(
     size: usize,
     comm: usize,
 ) -> Res<usize> {
-    let rt = rt()?;
-    rt.comm(comm)?;
-    let ty = rt.comm_type(datatype)?;
-    let len = ty.bytes(n as i64)?;
-    if len > size - pos {
-        return Err(Fail::msg(
-            MPI_ERR_TRUNCATE,
-            format!(
-                "{len} bytes to pack, {} left in the output buffer",
-                size - pos
-            ),
-        ));
-    }
+    let (ty, len) = fitted(datatype, n, size - pos, comm, "pack", "output")?;
     // SAFETY: the output buffer of `size` bytes (the caller's promise).
     let out = unsafe { bytes_mut(outbuf.cast(), size)? };
     // SAFETY: the input buffer holds the data `n` elements describe.
@@ -87,19 +100,7 @@ pub(crate) unsafe fn unpack(
     datatype: usize,
     comm: usize,
 ) -> Res<usize> {
-    let rt = rt()?;
-    rt.comm(comm)?;
-    let ty = rt.comm_type(datatype)?;
-    let len = ty.bytes(n as i64)?;
-    if len > size - pos {
-        return Err(Fail::msg(
-            MPI_ERR_TRUNCATE,
-            format!(
-                "{len} bytes to unpack, {} left in the input buffer",
-                size - pos
-            ),
-        ));
-    }
+    let (ty, len) = fitted(datatype, n, size - pos, comm, "unpack", "input")?;
     // SAFETY: the input buffer of `size` bytes (the caller's promise).
     let data = unsafe { bytes(inbuf.cast(), size)? };
     // SAFETY: the output buffer holds `n` elements.
