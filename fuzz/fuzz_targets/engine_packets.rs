@@ -96,7 +96,15 @@ fuzz_target!(|data: &[u8]| {
         rest = &tail[h + p..];
     }
     let device = Hostile { inner: Loopback::new(0), packets: Vec::new() };
-    let config = Config { eager_limit: Some(64), ..Config::default() };
+    // An RTS to the posted ARecv makes the engine allocate the announced
+    // length, up to `max_arecv` (4 GiB by default: the bound itself is
+    // tested in core/tests/sim_arecv_probe.rs); under libFuzzer's 4 GiB
+    // RSS limit a hostile length must stay well below it.
+    let config = Config {
+        eager_limit: Some(64),
+        max_arecv: 1 << 20,
+        ..Config::default()
+    };
     let mut engine = Engine::new(0, 2, device, config).expect("valid rank");
     let _ = engine.irecv(1, 5, 0, Buf::zeroed(100).unwrap());
     let _ = engine.iarecv(ferry_core::ANY_SOURCE, ferry_core::ANY_TAG, 0);

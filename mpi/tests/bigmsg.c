@@ -2,7 +2,9 @@
  * more bytes than an int holds, with an int count), from rank 0 to rank 1
  * through MPI_Send and MPI_Recv, then back through MPI_Isend and
  * MPI_Irecv, each checked element by element; MPI_Get_count and
- * MPI_Get_elements_x report it. The other ranks only join the barriers.
+ * MPI_Get_elements_x report it. It runs on jobs of exactly 2 ranks (CI's
+ * 2-rank runs on shm and on ofi); other sizes only pass through, since
+ * moving 2 GiB on every size from 1 to 8 cost CI two minutes.
  * (MPICH's pt2pt/large_message sends 2.2 GB the same way.) */
 #include "check.h"
 #include <stdint.h>
@@ -35,7 +37,7 @@ int main(int argc, char **argv) {
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size >= 2 && rank < 2) {
+    if (size == 2) {
         double *buf = malloc((size_t)COUNT * sizeof(double));
         TRUE(buf != NULL);
         MPI_Status st;
