@@ -53,13 +53,20 @@ fn fitted(
     rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
     let len = ty.bytes(n as i64)?;
+    room(len, left, what, side)?;
+    Ok((ty, len))
+}
+
+/// `MPI_ERR_TRUNCATE` unless `len` bytes to `what` fit the `left` bytes of
+/// the `side` buffer.
+fn room(len: usize, left: usize, what: &str, side: &str) -> Res {
     if len > left {
         return Err(Fail::msg(
             MPI_ERR_TRUNCATE,
             format!("{len} bytes to {what}, {left} left in the {side} buffer"),
         ));
     }
-    Ok((ty, len))
+    Ok(())
 }
 
 /// `MPI_Pack(_c)`: `n` elements at `pos` of the `size`-byte `outbuf`; the
@@ -175,15 +182,7 @@ pub(crate) unsafe fn pack_external(
     let ty = rt.comm_type(datatype)?;
     let layout = ty.layout();
     let len = external::size(&layout, n)?;
-    if len > size - pos {
-        return Err(Fail::msg(
-            MPI_ERR_TRUNCATE,
-            format!(
-                "{len} bytes to pack, {} left in the output buffer",
-                size - pos
-            ),
-        ));
-    }
+    room(len, size - pos, "pack", "output")?;
     let mut native = vec![0u8; ty.bytes(n as i64)?];
     // SAFETY: the input buffer holds the data `n` elements describe.
     unsafe { pack_into(inbuf, n, &ty, &mut native)? };
@@ -215,15 +214,7 @@ pub(crate) unsafe fn unpack_external(
     let ty = rt.comm_type(datatype)?;
     let layout = ty.layout();
     let len = external::size(&layout, n)?;
-    if len > size - pos {
-        return Err(Fail::msg(
-            MPI_ERR_TRUNCATE,
-            format!(
-                "{len} bytes to unpack, {} left in the input buffer",
-                size - pos
-            ),
-        ));
-    }
+    room(len, size - pos, "unpack", "input")?;
     // SAFETY: the input buffer of `size` bytes (the caller's promise).
     let data = unsafe { bytes(inbuf.cast(), size)? };
     let mut native = vec![0u8; ty.bytes(n as i64)?];
