@@ -256,7 +256,7 @@ impl Buf {
         assert!(end <= self.len, "read_at past the buffer's end");
         match &self.repr {
             Repr::Segments(s) => s.gather(offset, out),
-            _ => out.copy_from_slice(&self.as_slice()[offset..end]),
+            _ => copy_short(out, &self.as_slice()[offset..end]),
         }
     }
 
@@ -272,7 +272,7 @@ impl Buf {
         assert!(end <= self.len, "write_at past the buffer's end");
         match &mut self.repr {
             Repr::Segments(s) => s.scatter(offset, data),
-            _ => self.as_mut_slice()[offset..end].copy_from_slice(data),
+            _ => copy_short(&mut self.as_mut_slice()[offset..end], data),
         }
     }
 
@@ -525,8 +525,9 @@ mod tests {
 }
 
 /// Copies `src` into the start of `dst` (which must be at least as long),
-/// without a `memcpy` call for up to 16 bytes: two overlapping fixed-size
-/// moves, which compile to a load and a store each. Small messages and
+/// without a `memcpy` call for up to 64 bytes: two overlapping fixed-size
+/// moves, which compile to a load and a store each (two of each from 33
+/// bytes). Small messages and
 /// headers are copied once per packet on the hot path, where the call
 /// costs more than the copy.
 ///
@@ -536,7 +537,13 @@ mod tests {
 pub fn copy_short(dst: &mut [u8], src: &[u8]) {
     let n = src.len();
     let dst = &mut dst[..n];
-    if (8..=16).contains(&n) {
+    if (33..=64).contains(&n) {
+        dst[..32].copy_from_slice(&src[..32]);
+        dst[n - 32..].copy_from_slice(&src[n - 32..]);
+    } else if (17..=32).contains(&n) {
+        dst[..16].copy_from_slice(&src[..16]);
+        dst[n - 16..].copy_from_slice(&src[n - 16..]);
+    } else if (8..=16).contains(&n) {
         dst[..8].copy_from_slice(&src[..8]);
         dst[n - 8..].copy_from_slice(&src[n - 8..]);
     } else if (4..8).contains(&n) {
@@ -553,9 +560,9 @@ mod copy_short_tests {
 
     #[test]
     fn copies_every_length_exactly() {
-        let src: Vec<u8> = (1..=40).collect();
-        for n in 0..=40 {
-            let mut dst = vec![0u8; 48];
+        let src: Vec<u8> = (1..=80).collect();
+        for n in 0..=80 {
+            let mut dst = vec![0u8; 88];
             copy_short(&mut dst, &src[..n]);
             assert_eq!(&dst[..n], &src[..n], "length {n}");
             assert!(

@@ -181,7 +181,7 @@ impl State {
             return Direct::GiveWay;
         };
         let len = data.len();
-        dst[..len].copy_from_slice(data.as_slice());
+        crate::buffer::copy_short(&mut dst[..len], data.as_slice());
         self.consumed_eager(env.source);
         self.small.give_back(data);
         self.counters.direct_receives += 1;
@@ -196,7 +196,7 @@ impl State {
         if !self.check_seq(from, seq) {
             return false;
         }
-        dst[..payload.len()].copy_from_slice(payload);
+        crate::buffer::copy_short(dst, payload);
         self.consumed_eager(from);
         self.counters.direct_receives += 1;
         true
