@@ -266,7 +266,7 @@ impl Buf {
     /// # Panics
     /// If the range is outside `0..len()`, or the storage cannot be written
     /// there (a read-only loan).
-    #[inline]
+    #[inline(always)]
     pub fn write_at(&mut self, offset: usize, data: &[u8]) {
         let end = offset + data.len();
         assert!(end <= self.len, "write_at past the buffer's end");

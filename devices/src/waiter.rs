@@ -325,7 +325,7 @@ impl Shared {
     ///
     /// # Errors
     /// [`ApiError::ThreadLevel`]: the call breaks the thread level.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lock(&self) -> Result<Guard<'_>> {
         self.hub.lock()
     }
@@ -339,7 +339,7 @@ impl Hub {
     ///
     /// # Errors
     /// [`ApiError::ThreadLevel`]: the call breaks the thread level.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lock(&self) -> Result<Guard<'_>> {
         let span = self.span.enter();
         let locked = self.locked.lock()?;
@@ -504,6 +504,7 @@ fn kick<'a>(sleepers: impl Iterator<Item = &'a mut Sleeper>, stats: &WaitStats) 
 }
 
 impl Drop for Guard<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
         self.settle();
     }

@@ -77,6 +77,7 @@ impl Incoming for Buf {
 impl State {
     /// Matched packets carry a per-peer sequence number: a gap or repeat
     /// means the device broke its ordering promise or the peer is corrupt.
+    #[inline(always)]
     pub(super) fn check_seq(&mut self, from: Rank, seq: u32) -> bool {
         let peer = &mut self.peers[from as usize];
         if seq != peer.recv_seq {
@@ -87,6 +88,9 @@ impl State {
         true
     }
 
+    /// An eager packet: matched and landed inline (the common case of a
+    /// posted receive), queued as unexpected out of line.
+    #[inline(always)]
     fn on_eager<I: Incoming>(&mut self, from: Rank, e: Eager, packet: I) {
         if !self.check_seq(from, e.seq) {
             return;
@@ -98,25 +102,28 @@ impl State {
         };
         match self.posted.take_match(&env) {
             Some(key) => drop(self.deliver_eager(key, env, packet, e.sync)),
-            None => {
-                let pooled = if packet.hand_over_allocates() {
-                    self.small.copy(packet.payload())
-                } else {
-                    None
-                };
-                let data = match pooled {
-                    Some(d) => d,
-                    None => match packet.into_payload() {
-                        Ok(d) => d,
-                        Err(err) => return self.fail_peer(from, err),
-                    },
-                };
-                let msg = Unexpected {
-                    body: Body::Eager { data, sync: e.sync },
-                };
-                self.push_unexpected(env, msg);
-            }
+            None => self.eager_unexpected(env, e.sync, packet),
         }
+    }
+
+    #[inline(never)]
+    fn eager_unexpected<I: Incoming>(&mut self, env: Envelope, sync: Option<u64>, packet: I) {
+        let pooled = if packet.hand_over_allocates() {
+            self.small.copy(packet.payload())
+        } else {
+            None
+        };
+        let data = match pooled {
+            Some(d) => d,
+            None => match packet.into_payload() {
+                Ok(d) => d,
+                Err(err) => return self.fail_peer(env.source, err),
+            },
+        };
+        let msg = Unexpected {
+            body: Body::Eager { data, sync },
+        };
+        self.push_unexpected(env, msg);
     }
 
     fn on_rts(&mut self, from: Rank, r: Rts) {
@@ -170,6 +177,7 @@ impl State {
     /// credit and the sync ack (this is the message's match), then lands it.
     /// Returns `data` if it was only copied from (a pooled buffer then
     /// goes back to the pool).
+    #[inline(always)]
     pub(crate) fn deliver_eager<I: Incoming>(
         &mut self,
         key: u64,
@@ -191,12 +199,37 @@ impl State {
     /// Puts eager data into a matched request. `data` is a packet (copy out
     /// of it, or take it for ARecv) or a buffered payload. Returns `data`
     /// when it was only copied from.
+    #[inline(always)]
     pub(crate) fn land_eager<I: Incoming>(
         &mut self,
         key: u64,
         env: Envelope,
         data: I,
     ) -> Option<I> {
+        let Some(req) = self.requests.get_mut(key) else {
+            return Some(data);
+        };
+        if req.kind == Kind::Recv {
+            if let Some(buf) = req.buf.as_mut() {
+                let len = data.payload().len();
+                if len <= buf.len() {
+                    // The common case, inline: a receive with room for the
+                    // message. Completes through the lookup it has.
+                    buf.write_at(0, data.payload());
+                    self.events += 1;
+                    if !super::settle(&mut self.cold, req, arrival_status(env, len)) {
+                        drop(self.requests.remove(key));
+                    }
+                    return Some(data);
+                }
+            }
+        }
+        self.land_eager_general(key, env, data)
+    }
+
+    /// [`State::land_eager`] of everything but a receive with room.
+    #[inline(never)]
+    fn land_eager_general<I: Incoming>(&mut self, key: u64, env: Envelope, data: I) -> Option<I> {
         let Some(req) = self.requests.get_mut(key) else {
             return Some(data);
         };
@@ -277,6 +310,7 @@ impl State {
 
     /// An eager message from `from` left the unexpected memory budget:
     /// return credits in batches of half the window.
+    #[inline(always)]
     pub(crate) fn consumed_eager(&mut self, from: Rank) {
         let batch = (self.config.eager_credits / 2).max(1);
         let peer = &mut self.peers[from as usize];
@@ -307,6 +341,8 @@ impl State {
     }
 
     /// A peer violated the protocol: cut it off.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn protocol_error(&mut self, from: Rank, what: &'static str) {
         self.counters.protocol_errors += 1;
         tracing::warn!(from, what, "protocol violation; cutting the peer off");

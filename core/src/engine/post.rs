@@ -366,7 +366,60 @@ impl<D: Device> Engine<D> {
             .request)
     }
 
+    /// Posts a receive-like request. The usual case of a pre-posted window
+    /// is inline in the caller; the rest ([`Engine::post_recv_general`]) is
+    /// out of line.
+    #[inline(always)]
     fn post_recv(
+        &mut self,
+        kind: Kind,
+        source: Rank,
+        tag: Tag,
+        context: ContextId,
+        buf: Option<Buf>,
+        empty_ok: bool,
+    ) -> Result<Started> {
+        if matches!(kind, Kind::Recv | Kind::ARecv)
+            && self.st.peer_failures == 0
+            && self.st.unexpected.is_empty()
+            && source != PROC_NULL
+        {
+            // Checked in `pattern`'s order: a bad tag is reported first.
+            let tag_pattern = check_recv_tag(tag)?;
+            let pattern = Pattern {
+                context,
+                source: check_source(source, self.st.size)?,
+                tag: tag_pattern,
+            };
+            // Nothing to match and no failure to report, so the receive is
+            // posted as it is stored (not stored, looked up and posted,
+            // then looked up again to record where), and nothing was
+            // queued to send.
+            let spec = Spec {
+                peer: source,
+                tag,
+                context,
+                mode: SendMode::Standard,
+            };
+            let key = self.st.requests.vacant_key();
+            let mut req = Req::new(kind, spec, buf);
+            req.op = Op::Posted {
+                key: self.st.posted.post(pattern, key),
+            };
+            let stored = self.st.requests.insert(req);
+            debug_assert_eq!(stored, key);
+            return Ok(Started {
+                request: Request(key),
+                buf: None,
+            });
+        }
+        self.post_recv_general(kind, source, tag, context, buf, empty_ok)
+    }
+
+    /// [`Engine::post_recv`] of everything but a receive with nothing
+    /// unexpected and no failed peer.
+    #[inline(never)]
+    fn post_recv_general(
         &mut self,
         kind: Kind,
         source: Rank,
@@ -385,26 +438,6 @@ impl<D: Device> Engine<D> {
         let Some(pattern) = pattern else {
             return Ok(self.proc_null_request(kind, spec, buf, empty_ok));
         };
-        if matches!(kind, Kind::Recv | Kind::ARecv)
-            && self.st.peer_failures == 0
-            && self.st.unexpected.is_empty()
-        {
-            // The usual case of a pre-posted window, in one pass: nothing
-            // to match and no failure to report, so the receive is posted
-            // as it is stored (not stored, looked up and posted, then looked
-            // up again to record where), and nothing was queued to send.
-            let key = self.st.requests.vacant_key();
-            let mut req = Req::new(kind, spec, buf);
-            req.op = Op::Posted {
-                key: self.st.posted.post(pattern, key),
-            };
-            let stored = self.st.requests.insert(req);
-            debug_assert_eq!(stored, key);
-            return Ok(Started {
-                request: Request(key),
-                buf: None,
-            });
-        }
         let key = self.st.requests.insert(Req::new(kind, spec, buf));
         if pattern.source.is_none() {
             if let Some(rank) = self.st.failed_member(context) {

@@ -141,7 +141,7 @@ impl<T> EngineCell<T> {
     /// owner (Single, Funneled), a call overlapping another (Serialized),
     /// or a call from inside a call (every level but Multiple, where it
     /// would deadlock as with any mutex).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lock(&self) -> Result<CellGuard<'_, T>, ApiError> {
         let mutex = match self.level {
             ThreadLevel::Multiple => {
