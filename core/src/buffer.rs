@@ -311,7 +311,7 @@ impl Buf {
     /// The meaningful bytes, writable. Storage that cannot be written (a
     /// read-only loan of a send buffer) yields fewer bytes, never a panic;
     /// a segmented buffer none (use [`Buf::write_at`]).
-    #[inline]
+    #[inline(always)]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         match &mut self.repr {
             Repr::Vec(v) => &mut v[..self.len],

@@ -60,6 +60,24 @@ impl<T> Slab<T> {
         self.push_new(value)
     }
 
+    /// [`Slab::insert`] of the value `make` builds once its slot is found,
+    /// so that an inlined `make` can build it in the slot rather than on
+    /// the stack and copy it there (a `memcpy` call for a request).
+    #[inline(always)]
+    pub(crate) fn insert_with(&mut self, make: impl FnOnce() -> T) -> u64 {
+        if let Some(&index) = self.free.last() {
+            if let Some(slot) = self.slots.get_mut(index as usize) {
+                self.free.pop();
+                self.len += 1;
+                debug_assert!(slot.value.is_none(), "a free slot was occupied");
+                // As in `insert`: a free slot holds `None`, nothing to drop.
+                std::mem::forget(slot.value.replace(make()));
+                return pack(index, slot.generation);
+            }
+        }
+        self.push_new(make())
+    }
+
     /// [`Slab::insert`] with no free slot: a new one (may grow).
     #[cold]
     #[inline(never)]

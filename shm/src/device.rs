@@ -504,12 +504,12 @@ impl Device for ShmDevice {
         if self.broken.is_none() {
             // A sleeper holds no slot: its senders keep their rings.
             self.fb_free_all();
-            let (seg, me, lanes) = (&self.seg, self.me, &self.lanes[..]);
+            let (seg, lanes) = (&self.seg, &self.lanes[..]);
             let window = seg.geometry().cells_per_rank;
             let fb = self.fb_slots != 0;
             let node = &self.node;
             if !seg.arm(&mut self.consumer, || {
-                (!fb || fastbox::quiet(seg, me, lanes, window)) && node.quiet()
+                (!fb || fastbox::quiet(seg, lanes, window)) && node.quiet()
             }) {
                 return Ok(Armed::Pending);
             }

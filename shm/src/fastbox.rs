@@ -88,7 +88,7 @@ use ferry_core::device::{Incoming, Sink};
 use ferry_core::{Buf, Error, PeerError, Rank};
 
 use crate::device::ShmDevice;
-use crate::ffi::Segment;
+use crate::ffi::{Ring, Segment};
 
 /// Bytes of a slot's control word (the slot's data follows it).
 pub const CTRL_LEN: usize = 8;
@@ -326,6 +326,10 @@ pub(crate) struct Lane {
     pub(crate) tx_ready: bool,
     /// The peer broke the sequencing: its packets are dropped.
     pub(crate) poisoned: bool,
+    /// Our ring to the peer and the peer's ring to us (`None` when
+    /// fastboxes are off), found once at setup.
+    pub(crate) tx_ring: Option<Ring>,
+    pub(crate) rx_ring: Option<Ring>,
 }
 
 /// A packet in a fastbox slot, as the sink sees it. The slot is freed
@@ -374,12 +378,12 @@ enum Take {
 /// receiver's check (A2 of the Dekker pair, on every peer's next slot). A
 /// slot waiting for earlier cells does not count: those cells are in the
 /// receive queue, whose own check follows.
-pub(crate) fn quiet(seg: &Segment, me: u32, lanes: &[Lane], window: u32) -> bool {
-    for (p, lane) in lanes.iter().enumerate() {
+pub(crate) fn quiet(seg: &Segment, lanes: &[Lane], window: u32) -> bool {
+    for lane in lanes {
         if lane.poisoned {
             continue;
         }
-        let Some(ctrl) = seg.fb_ctrl(p as u32, me, lane.rx_slot) else {
+        let Some(ctrl) = lane.rx_ring.and_then(|r| seg.ring_ctrl(r, lane.rx_slot)) else {
             continue;
         };
         let word = probe(ctrl);
@@ -398,7 +402,7 @@ impl ShmDevice {
     pub(crate) fn fb_send(&mut self, dest: u32, header: &[u8], payload: &[u8]) -> Option<bool> {
         let lane = &mut self.lanes[dest as usize];
         let slot = lane.tx_slot;
-        let (ctrl, data) = self.seg.fb_out(&mut self.consumer, dest, slot)?;
+        let (ctrl, data) = self.seg.ring_out(&mut self.consumer, lane.tx_ring?, slot)?;
         if !lane.tx_ready && !is_free(ctrl) {
             return None;
         }
@@ -415,7 +419,10 @@ impl ShmDevice {
         // Look at the next slot now, off the next send's critical path: the
         // load brings its line here while we wait for a reply, and a slot
         // seen free stays free (only we fill it).
-        lane.tx_ready = self.seg.fb_ctrl(self.me, dest, next).is_some_and(is_free);
+        lane.tx_ready = lane
+            .tx_ring
+            .and_then(|r| self.seg.ring_ctrl(r, next))
+            .is_some_and(is_free);
         Some(sleeps)
     }
 
@@ -432,8 +439,9 @@ impl ShmDevice {
             return;
         }
         let first = (lane.rx_slot + k - lane.rx_used % k) % k;
-        self.seg
-            .fb_ctrl_run(p, self.me, first, lane.rx_used, release);
+        if let Some(ring) = lane.rx_ring {
+            self.seg.fb_ctrl_run(ring, first, lane.rx_used, release);
+        }
         lane.rx_used = 0;
     }
 
@@ -460,7 +468,10 @@ impl ShmDevice {
             self.fb_free(p);
         }
         let lane = &mut self.lanes[p as usize];
-        let Some((ctrl, data)) = self.seg.fb_in(&self.consumer, p, lane.rx_slot) else {
+        let Some((ctrl, data)) = lane
+            .rx_ring
+            .and_then(|r| self.seg.ring_in(&self.consumer, r, lane.rx_slot))
+        else {
             return Take::Empty;
         };
         let word = peek(ctrl);

@@ -27,8 +27,8 @@
 //! - **Fastbox slots** (see [`crate::fastbox`]) are plain bytes behind an
 //!   atomic control word. The [`Consumer`] of rank `r` is also the right to
 //!   write the slots of the rings *from* `r` and to read those of the rings
-//!   *to* `r`: the writable view ([`Segment::fb_out`]) needs the
-//!   `&mut Consumer`, the readable one ([`Segment::fb_in`]) a `&Consumer`,
+//!   *to* `r`: the writable view ([`Segment::ring_out`]) needs the
+//!   `&mut Consumer`, the readable one ([`Segment::ring_in`]) a `&Consumer`,
 //!   so in this process the two never coexist (even on the ring from `r` to
 //!   itself). By the protocol the sender writes a slot only while its
 //!   control word is 0 and the receiver reads it only while it is not, so
@@ -97,6 +97,16 @@ pub(crate) enum Popped {
     Empty,
     /// A push is half done; retry soon.
     Busy,
+}
+
+/// Where one fastbox ring lies in the segment (see [`Segment::fb_ring`]):
+/// only a segment makes one, from bounds it checked, and a device uses the
+/// rings of its own segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ring {
+    off: usize,
+    src: u32,
+    dst: u32,
 }
 
 /// The right to consume one rank's queues (they are single-consumer):
@@ -316,15 +326,54 @@ impl Segment {
         Some(off)
     }
 
+    /// The fastbox ring from `src` to `dst`, found once so that the hot
+    /// path's slot lookups ([`Segment::ring_in`], [`Segment::ring_out`],
+    /// [`Segment::ring_ctrl`]) check only the slot index. `None` for ranks
+    /// outside the geometry, or when fastboxes are off.
+    pub(crate) fn fb_ring(&self, src: u32, dst: u32) -> Option<Ring> {
+        Some(Ring {
+            off: self.fb_off(src, dst, 0)?,
+            src,
+            dst,
+        })
+    }
+
+    /// The offset of slot `slot` of `ring`: as [`Segment::fb_off`], with
+    /// the ring's part worked out once.
+    #[inline(always)]
+    fn ring_off(&self, ring: Ring, slot: u32) -> Option<usize> {
+        let g = &self.geo;
+        if slot >= g.fb_slots {
+            return None;
+        }
+        let off = ring.off + slot as usize * g.fb_size;
+        debug_assert_eq!(Some(off), self.fb_off(ring.src, ring.dst, slot));
+        Some(off)
+    }
+
+    /// The control word of the fastbox slot at `off`, an offset from
+    /// `fb_off` or `ring_off`.
+    #[inline(always)]
+    fn ctrl_at(&self, off: usize) -> &AtomicU64 {
+        // SAFETY: `off` is a slot's offset (from `fb_off`, or `ring_off` of
+        // a ring `fb_off` found in this segment, at an index below
+        // `fb_slots`), so the slot lies inside the mapping (invariant
+        // "bounds") on a CELL_ALIGN boundary, which satisfies AtomicU64's
+        // alignment; the word is an atomic ("shared mutation"); it borrows
+        // `self`.
+        unsafe { &*self.map.as_ptr().add(off).cast::<AtomicU64>() }
+    }
+
     /// The control word of a fastbox slot.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn fb_ctrl(&self, src: u32, dst: u32, slot: u32) -> Option<&AtomicU64> {
-        let off = self.fb_off(src, dst, slot)?;
-        // SAFETY: indices in range, so the slot lies inside the mapping
-        // (invariant "bounds") on a CELL_ALIGN boundary, which satisfies
-        // AtomicU64's alignment; the word is an atomic ("shared mutation");
-        // it borrows `self`.
-        Some(unsafe { &*self.map.as_ptr().add(off).cast::<AtomicU64>() })
+        Some(self.ctrl_at(self.fb_off(src, dst, slot)?))
+    }
+
+    /// [`Segment::fb_ctrl`] of slot `slot` of `ring`.
+    #[inline(always)]
+    pub(crate) fn ring_ctrl(&self, ring: Ring, slot: u32) -> Option<&AtomicU64> {
+        Some(self.ctrl_at(self.ring_off(ring, slot)?))
     }
 
     /// The control words of `count` slots of the ring from `src` to `dst`,
@@ -332,80 +381,81 @@ impl Segment {
     /// `f`: a run of frees with one bounds check, not one per slot. Nothing
     /// for indices out of range (or `count` past the ring).
     #[inline]
-    pub(crate) fn fb_ctrl_run(
-        &self,
-        src: u32,
-        dst: u32,
-        first: u32,
-        count: u32,
-        mut f: impl FnMut(&AtomicU64),
-    ) {
+    pub(crate) fn fb_ctrl_run(&self, ring: Ring, first: u32, count: u32, mut f: impl FnMut(&AtomicU64)) {
         let g = &self.geo;
-        let (Some(ring), true) = (
-            self.fb_off(src, dst, 0),
-            first < g.fb_slots && count <= g.fb_slots,
-        ) else {
+        if first >= g.fb_slots || count > g.fb_slots {
             return;
-        };
+        }
         let mut slot = first;
         for _ in 0..count {
-            let off = ring + slot as usize * g.fb_size;
-            debug_assert_eq!(Some(off), self.fb_off(src, dst, slot));
-            // SAFETY: `slot < fb_slots`, so `off` is that slot's offset in
-            // a ring that `fb_off` found inside the mapping: as `fb_ctrl`.
-            f(unsafe { &*self.map.as_ptr().add(off).cast::<AtomicU64>() });
+            let off = ring.off + slot as usize * g.fb_size;
+            debug_assert_eq!(Some(off), self.ring_off(ring, slot));
+            // `slot < fb_slots`: `off` is that slot's offset, as `ring_off`
+            // would find it (without its check on every slot).
+            f(self.ctrl_at(off));
             slot = if slot + 1 == g.fb_slots { 0 } else { slot + 1 };
         }
     }
 
     /// The control word and the data bytes (after the control word) of slot
-    /// `slot` of the ring from `src` to the consumer: read the bytes only
-    /// while the control word says full (invariant "fastbox slots"). `None`
-    /// for indices out of range. One bounds check for both: this is on
-    /// every delivery.
-    #[inline]
-    pub(crate) fn fb_in<'a>(
+    /// `slot` of `ring`, a ring to the consumer: read the bytes only while
+    /// the control word says full (invariant "fastbox slots"). `None` for
+    /// an index out of range. One bounds check for both: this is on every
+    /// delivery.
+    #[inline(always)]
+    pub(crate) fn ring_in<'a>(
         &'a self,
         c: &'a Consumer,
-        src: u32,
+        ring: Ring,
         slot: u32,
     ) -> Option<(&'a AtomicU64, &'a [u8])> {
-        let off = self.fb_off(src, c.rank, slot)?;
-        // SAFETY: as in `fb_ctrl` for the word; `off + fb_size` lies inside
+        debug_assert_eq!(ring.dst, c.rank);
+        Some(self.in_at(c, self.ring_off(ring, slot)?))
+    }
+
+    #[inline(always)]
+    fn in_at<'a>(&'a self, _c: &'a Consumer, off: usize) -> (&'a AtomicU64, &'a [u8]) {
+        // SAFETY: as in `ctrl_at` for the word; `off + fb_size` lies inside
         // the mapping and `fb_size > CTRL_LEN` (checked geometry); bytes
         // have no alignment or validity requirements; no writable view
         // exists in this process while `c` is borrowed (invariant "fastbox
         // slots").
         unsafe {
             let base = self.map.as_ptr().add(off);
-            Some((
+            (
                 &*base.cast::<AtomicU64>(),
                 std::slice::from_raw_parts(base.add(CTRL_LEN), self.geo.fb_size - CTRL_LEN),
-            ))
+            )
         }
     }
 
-    /// The control word and the writable data bytes of slot `slot` of the
-    /// ring from the consumer to `dst`: write the bytes only while the
-    /// control word is 0. `None` for indices out of range.
-    #[inline]
-    pub(crate) fn fb_out<'a>(
+    /// The control word and the writable data bytes of slot `slot` of
+    /// `ring`, a ring from the consumer: write the bytes only while the
+    /// control word is 0. `None` for an index out of range.
+    #[inline(always)]
+    pub(crate) fn ring_out<'a>(
         &'a self,
         c: &'a mut Consumer,
-        dst: u32,
+        ring: Ring,
         slot: u32,
     ) -> Option<(&'a AtomicU64, &'a mut [u8])> {
-        let off = self.fb_off(c.rank, dst, slot)?;
-        // SAFETY: in bounds as for `fb_in`; the `&mut Consumer` makes this
+        debug_assert_eq!(ring.src, c.rank);
+        let off = self.ring_off(ring, slot)?;
+        Some(self.out_at(c, off))
+    }
+
+    #[inline(always)]
+    fn out_at<'a>(&'a self, _c: &'a mut Consumer, off: usize) -> (&'a AtomicU64, &'a mut [u8]) {
+        // SAFETY: in bounds as for `in_at`; the `&mut Consumer` makes this
         // the only view of the slot's bytes in this process while it lasts
         // (invariant "fastbox slots"); the control word (an atomic) and the
         // bytes after it do not overlap.
         unsafe {
             let base = self.map.as_mut_ptr().add(off);
-            Some((
+            (
                 &*base.cast::<AtomicU64>(),
                 std::slice::from_raw_parts_mut(base.add(CTRL_LEN), self.geo.fb_size - CTRL_LEN),
-            ))
+            )
         }
     }
 

@@ -604,6 +604,13 @@ fn finish(
         local_of[r as usize] = l as u32;
     }
     let geo = *a.seg.geometry();
+    let lanes = (0..local_ranks.len() as u32)
+        .map(|p| Lane {
+            tx_ring: a.seg.fb_ring(me, p),
+            rx_ring: a.seg.fb_ring(p, me),
+            ..Lane::default()
+        })
+        .collect();
     if !cma && opts.cma {
         tracing::info!(
             rank,
@@ -628,7 +635,7 @@ fn finish(
         ranks: local_ranks.to_vec(),
         pool: a.pool,
         peers,
-        lanes: vec![Lane::default(); local_ranks.len()],
+        lanes,
         active: crate::active::Active::new(local_ranks.len()),
         fb_slots: geo.fb_slots,
         fb_free_at: crate::fastbox::FREE_AT.min(geo.fb_slots / 2).max(1),

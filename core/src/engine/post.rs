@@ -77,10 +77,12 @@ impl<D: Device> Engine<D> {
         self.isend_mode(dest, tag, context, buf, SendMode::Ready)
     }
 
-    /// Starts a send in any [`SendMode`].
+    /// Starts a send in any [`SendMode`]. The eager send that completes at
+    /// once is inline in the caller; queueing one is out of line.
     ///
     /// # Errors
     /// As for [`Engine::isend`].
+    #[inline(always)]
     pub fn isend_mode(
         &mut self,
         dest: Rank,
@@ -119,6 +121,7 @@ impl<D: Device> Engine<D> {
     /// sent as any eager message (completing here if the device takes it);
     /// a larger one goes by fragments, each gathered as it leaves. It is
     /// never registered with a device.
+    #[inline(never)]
     fn isend_segmented(&mut self, spec: Spec, buf: Buf) -> Result<Started> {
         let (dest, len) = (spec.peer, buf.len());
         self.check_rank_arg(dest)?;
@@ -184,7 +187,7 @@ impl<D: Device> Engine<D> {
     /// for an eager send that nothing is queued ahead of, hands it to the
     /// device: `None` if it went out (done), else the protocol to queue it
     /// with.
-    #[inline]
+    #[inline(always)]
     fn send_at_once(&mut self, spec: Spec, bytes: &[u8]) -> Result<Option<Protocol>> {
         let dest = spec.peer;
         self.check_rank_arg(dest)?;
@@ -202,6 +205,7 @@ impl<D: Device> Engine<D> {
     }
 
     /// Queues a send the device did not take at once.
+    #[inline(never)]
     fn queue_send(&mut self, spec: Spec, proto: Protocol, buf: Buf) -> Result<Started> {
         let len = buf.len();
         let mut req = Req::new(Kind::Send, spec, Some(buf));
@@ -218,6 +222,7 @@ impl<D: Device> Engine<D> {
     }
 
     /// The eager fast path: one device call, no request.
+    #[inline(always)]
     fn try_eager_now(&mut self, spec: Spec, payload: &[u8]) -> Result<Sent> {
         let dest = spec.peer;
         let seq = self.st.peers[dest as usize].send_seq;
@@ -229,18 +234,7 @@ impl<D: Device> Engine<D> {
                 self.st.counters.eager_bytes += payload.len() as u64;
                 Ok(Sent::Done)
             }
-            Ok(Sent::Busy) => {
-                self.st.counters.backpressure += 1;
-                Ok(Sent::Busy)
-            }
-            // Leave the failure to the queued path, which completes the
-            // request with the error and keeps the buffer.
-            Err(err) => {
-                if let Error::Peer(crate::PeerError::Died { rank }) = err {
-                    self.st.fail_peer(rank, err);
-                }
-                Ok(Sent::Busy)
-            }
+            other => Ok(self.st.eager_not_taken(other)),
         }
     }
 
@@ -402,11 +396,11 @@ impl<D: Device> Engine<D> {
                 mode: SendMode::Standard,
             };
             let key = self.st.requests.vacant_key();
-            let mut req = Req::new(kind, spec, buf);
-            req.op = Op::Posted {
-                key: self.st.posted.post(pattern, key),
-            };
-            let stored = self.st.requests.insert(req);
+            let posted = self.st.posted.post(pattern, key);
+            let stored = self.st.requests.insert_with(|| Req {
+                op: Op::Posted { key: posted },
+                ..Req::new(kind, spec, buf)
+            });
             debug_assert_eq!(stored, key);
             return Ok(Started {
                 request: Request(key),
@@ -656,6 +650,27 @@ pub(crate) fn registered_mem(op: &Op) -> Option<MemHandle> {
 }
 
 impl State {
+    /// An eager send the device did not take at once (`Busy`, or an
+    /// error): the queued path retries it, and completes the request with
+    /// the error and keeps the buffer if the peer is gone.
+    #[cold]
+    #[inline(never)]
+    fn eager_not_taken(&mut self, sent: Result<Sent>) -> Sent {
+        match sent {
+            Ok(Sent::Busy) => {
+                self.counters.backpressure += 1;
+                Sent::Busy
+            }
+            Ok(taken) => taken,
+            Err(err) => {
+                if let Error::Peer(crate::PeerError::Died { rank }) = err {
+                    self.fail_peer(rank, err);
+                }
+                Sent::Busy
+            }
+        }
+    }
+
     /// Chooses the protocol for a send of `len` bytes, taking an eager
     /// credit for it; a segmented buffer (`contiguous` false) is never
     /// registered, so it goes eager or by fragments.
