@@ -141,15 +141,32 @@ impl State {
     /// such a request never has.
     #[inline]
     pub(super) fn take_plain(&mut self, request: &mut Request) -> Option<(Status, Option<Buf>)> {
+        let mut done = None;
+        self.take_plain_into(request, |status, buf| done = Some((status, buf)));
+        done
+    }
+
+    /// [`State::take_plain`], handing the status and buffer to `to` while
+    /// the request is still in its slot: an inlined `to` moves them once,
+    /// from the slot to where they go. True if it took the request.
+    #[inline(always)]
+    pub(super) fn take_plain_into(
+        &mut self,
+        request: &mut Request,
+        to: impl FnOnce(Status, Option<Buf>),
+    ) -> bool {
         if request.is_null() || request.is_empty() {
-            return None;
+            return false;
         }
-        let done = self.requests.remove_if(request.0, |req| {
+        let taken = self.requests.remove_if(request.0, |req| {
             (req.life == Life::Complete && matches!(req.op, Op::Idle) && req.message.is_none())
-                .then(|| (req.status, req.buf.take()))
-        })??;
+                .then(|| to(req.status, req.buf.take()))
+        });
+        if taken.flatten().is_none() {
+            return false;
+        }
         *request = Request::NULL;
-        Some(done)
+        true
     }
 
     /// [`State::take`] of everything but a complete one-shot
@@ -471,12 +488,12 @@ impl<D: Device> Engine<D> {
         to: &mut impl Taker,
     ) -> Result<bool> {
         while let Some(r) = requests.get_mut(*next) {
-            match self.st.take_plain(r) {
-                Some((status, buf)) => to.plain(*next, status, buf),
-                None => match self.st.take_other(r)? {
-                    Some(c) => to.other(*next, c),
+            let i = *next;
+            if !self.st.take_plain_into(r, |status, buf| to.plain(i, status, buf)) {
+                match self.st.take_other(r)? {
+                    Some(c) => to.other(i, c),
                     None => return Ok(false),
-                },
+                }
             }
             *next += 1;
         }

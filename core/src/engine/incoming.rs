@@ -16,9 +16,42 @@ use crate::status::Status;
 use crate::wire::{Eager, Header, Rts};
 
 impl Sink for State {
+    /// A plain eager packet from a live peer (the common one) is handled
+    /// inline in the device's delivery; the rest out of line.
+    #[inline(always)]
     fn packet<I: Incoming>(&mut self, from: Rank, packet: I) {
         self.events += 1;
         self.counters.packets_in += 1;
+        let live = self
+            .peers
+            .get(from as usize)
+            .is_some_and(|p| p.failed.is_none());
+        if live {
+            if let Some(e) = Header::decode_plain_eager(packet.header()) {
+                return self.on_eager(from, e, packet);
+            }
+        }
+        self.packet_general(from, packet);
+    }
+
+    fn rdma_done(&mut self, token: OpToken, result: Result<()>) {
+        self.events += 1;
+        self.on_rdma_done(token, result);
+    }
+
+    fn peer_failed(&mut self, peer: Rank, error: Error) {
+        self.events += 1;
+        if self.valid_peer(peer) {
+            self.fail_peer(peer, error);
+        }
+    }
+}
+
+impl State {
+    /// [`Sink::packet`] of anything but a plain eager packet from a live
+    /// peer (the events are counted).
+    #[inline(never)]
+    fn packet_general<I: Incoming>(&mut self, from: Rank, packet: I) {
         if !self.valid_peer(from) {
             tracing::error!(from, "device reported a packet from a rank outside the job");
             return;
@@ -45,18 +78,6 @@ impl Sink for State {
             Header::Fin { request, failed } => self.on_fin(from, request, failed),
             Header::SyncAck { request } => self.on_sync_ack(from, request),
             Header::Credit { credits } => self.on_credit(from, credits),
-        }
-    }
-
-    fn rdma_done(&mut self, token: OpToken, result: Result<()>) {
-        self.events += 1;
-        self.on_rdma_done(token, result);
-    }
-
-    fn peer_failed(&mut self, peer: Rank, error: Error) {
-        self.events += 1;
-        if self.valid_peer(peer) {
-            self.fail_peer(peer, error);
         }
     }
 }
