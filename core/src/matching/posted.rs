@@ -144,8 +144,20 @@ impl<T: Copy + Default> PostedQueue<T> {
     }
 
     /// The shallow list's search: the first listed receive that matches.
-    #[inline]
+    #[inline(always)]
     fn take_listed(&mut self, env: &Envelope) -> Option<T> {
+        // In-order traffic matches the front: looked at in place.
+        if self.shallow.front().is_some_and(|e| e.pattern.matches(env)) {
+            self.examined += 1;
+            let e = self.shallow.pop_front();
+            self.forget_wildcard(Class::of_pattern(&e.pattern));
+            return Some(e.item);
+        }
+        self.take_listed_scan(env)
+    }
+
+    #[inline(never)]
+    fn take_listed_scan(&mut self, env: &Envelope) -> Option<T> {
         let mut found = None;
         for (i, e) in self.shallow.refs().enumerate() {
             self.examined += 1;

@@ -115,6 +115,23 @@ impl<E: Copy> Shallow<E> {
     }
 
     /// The entry at `i` (of [`Shallow::refs`]).
+    /// The front entry, by reference (the usual match of in-order
+    /// traffic, looked at without copying it out).
+    #[inline(always)]
+    pub(crate) fn front(&self) -> Option<&E> {
+        (self.len != 0).then(|| &self.ring[self.head])
+    }
+
+    /// Removes the front entry (there is one).
+    #[inline(always)]
+    pub(crate) fn pop_front(&mut self) -> E {
+        debug_assert!(self.len != 0);
+        let e = self.ring[self.head];
+        self.head = (self.head + 1) & MASK;
+        self.len -= 1;
+        e
+    }
+
     #[inline]
     pub(crate) fn get(&self, i: usize) -> Option<E> {
         (i < self.len).then(|| self.ring[(self.head + i) & MASK])
