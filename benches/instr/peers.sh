@@ -65,9 +65,10 @@ for entry in "${peers[@]}"; do
     IFS='|' read -r name launcher program per <<<"$entry"
     read -r -a launch <<<"$launcher"
     row=()
+    slug=$(printf '%s' "$name" | tr -c 'A-Za-z0-9' '_')
     for count in 0 1; do
-        prog=(${program//%N/$iters}); big=$(total "${name%%,*}" "$iters" "${launch[@]}")
-        prog=(${program//%N/$small}); little=$(total "${name%%,*}" "$small" "${launch[@]}")
+        prog=(${program//%N/$iters}); big=$(total "$slug" "$iters" "${launch[@]}")
+        prog=(${program//%N/$small}); little=$(total "$slug" "$small" "${launch[@]}")
         # osu-style loops time ITERS plus ITERS/10 warm-up iterations.
         row+=("$(python3 -c "
 import sys
