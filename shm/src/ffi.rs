@@ -381,7 +381,13 @@ impl Segment {
     /// `f`: a run of frees with one bounds check, not one per slot. Nothing
     /// for indices out of range (or `count` past the ring).
     #[inline]
-    pub(crate) fn fb_ctrl_run(&self, ring: Ring, first: u32, count: u32, mut f: impl FnMut(&AtomicU64)) {
+    pub(crate) fn fb_ctrl_run(
+        &self,
+        ring: Ring,
+        first: u32,
+        count: u32,
+        mut f: impl FnMut(&AtomicU64),
+    ) {
         let g = &self.geo;
         if first >= g.fb_slots || count > g.fb_slots {
             return;

@@ -489,7 +489,10 @@ impl<D: Device> Engine<D> {
     ) -> Result<bool> {
         while let Some(r) = requests.get_mut(*next) {
             let i = *next;
-            if !self.st.take_plain_into(r, |status, buf| to.plain(i, status, buf)) {
+            if !self
+                .st
+                .take_plain_into(r, |status, buf| to.plain(i, status, buf))
+            {
                 match self.st.take_other(r)? {
                     Some(c) => to.other(i, c),
                     None => return Ok(false),
