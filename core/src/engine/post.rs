@@ -373,6 +373,12 @@ impl<D: Device> Engine<D> {
         buf: Option<Buf>,
         empty_ok: bool,
     ) -> Result<Started> {
+        let spec = Spec {
+            peer: source,
+            tag,
+            context,
+            mode: SendMode::Standard,
+        };
         if matches!(kind, Kind::Recv | Kind::ARecv)
             && self.st.peer_failures == 0
             && self.st.unexpected.is_empty()
@@ -389,12 +395,6 @@ impl<D: Device> Engine<D> {
             // posted as it is stored (not stored, looked up and posted,
             // then looked up again to record where), and nothing was
             // queued to send.
-            let spec = Spec {
-                peer: source,
-                tag,
-                context,
-                mode: SendMode::Standard,
-            };
             let key = self.st.requests.vacant_key();
             let posted = self.st.posted.post(pattern, key);
             let stored = self.st.requests.insert_with(|| Req {
@@ -407,7 +407,7 @@ impl<D: Device> Engine<D> {
                 buf: None,
             });
         }
-        self.post_recv_general(kind, source, tag, context, buf, empty_ok)
+        self.post_recv_general(kind, spec, buf, empty_ok)
     }
 
     /// [`Engine::post_recv`] of everything but a receive with nothing
@@ -416,25 +416,16 @@ impl<D: Device> Engine<D> {
     fn post_recv_general(
         &mut self,
         kind: Kind,
-        source: Rank,
-        tag: Tag,
-        context: ContextId,
+        spec: Spec,
         buf: Option<Buf>,
         empty_ok: bool,
     ) -> Result<Started> {
-        let pattern = self.pattern(source, tag, context)?;
-        let spec = Spec {
-            peer: source,
-            tag,
-            context,
-            mode: SendMode::Standard,
-        };
-        let Some(pattern) = pattern else {
+        let Some(pattern) = self.pattern(spec.peer, spec.tag, spec.context)? else {
             return Ok(self.proc_null_request(kind, spec, buf, empty_ok));
         };
         let key = self.st.requests.insert(Req::new(kind, spec, buf));
         if pattern.source.is_none() {
-            if let Some(rank) = self.st.failed_member(context) {
+            if let Some(rank) = self.st.failed_member(spec.context) {
                 let error = crate::error::PeerError::FailedPending { rank };
                 let status = Status {
                     error: Some(error.into()),
