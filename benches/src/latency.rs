@@ -74,6 +74,20 @@ pub(crate) fn fill(len: usize, rank: Rank) -> Vec<u8> {
         .collect()
 }
 
+/// Room for `len` bytes starting on a page boundary (see [`page_slice`]).
+pub(crate) fn page_aligned(len: usize) -> Vec<u8> {
+    vec![0u8; len + PAGE]
+}
+
+/// The `len` bytes of `store` (from [`page_aligned`]) that start on a page
+/// boundary.
+pub(crate) fn page_slice(store: &mut [u8], len: usize) -> &mut [u8] {
+    let off = store.as_ptr().align_offset(PAGE).min(PAGE);
+    &mut store[off..off + len]
+}
+
+const PAGE: usize = 4096;
+
 /// Writes the iteration stamp (validation only).
 pub(crate) fn stamp(b: &mut [u8], i: usize) {
     let n = b.len().min(8);
@@ -123,22 +137,27 @@ fn measure(
     warmup: usize,
 ) -> Result<Option<Sample>, String> {
     let (c, peer, validate) = (&b.comm, b.peer, b.options.validate);
-    let mut sbuf = fill(size, b.rank);
-    let mut rbuf = vec![0u8; size];
+    // Page-aligned buffers, as OSU's (and `benches/compare`'s) `posix_memalign`
+    // ones: where a buffer starts within its page changes the copies' cost,
+    // and would otherwise depend on what the heap held before.
+    let (mut sstore, mut rstore) = (page_aligned(size), page_aligned(size));
+    let sbuf = page_slice(&mut sstore, size);
+    sbuf.copy_from_slice(&fill(size, b.rank));
+    let rbuf = page_slice(&mut rstore, size);
     let mut times = Vec::with_capacity(iters);
     let mut round = |i: usize| -> Result<(), String> {
         if validate {
-            stamp(&mut sbuf, i);
+            stamp(sbuf, i);
         }
         if b.rank == 0 {
-            c.send(&sbuf, peer, TAG).map_err(fe("send"))?;
-            recv(c, &mut rbuf, peer)?;
+            c.send(sbuf, peer, TAG).map_err(fe("send"))?;
+            recv(c, rbuf, peer)?;
         } else {
-            recv(c, &mut rbuf, peer)?;
-            c.send(&sbuf, peer, TAG).map_err(fe("send"))?;
+            recv(c, rbuf, peer)?;
+            c.send(sbuf, peer, TAG).map_err(fe("send"))?;
         }
         if validate {
-            check(&mut rbuf, size, peer, i)?;
+            check(rbuf, size, peer, i)?;
         }
         Ok(())
     };

@@ -67,7 +67,11 @@ pub(crate) fn open_segment_file(path: &Path) -> io::Result<File> {
 
 /// Maps the whole file, shared and writable.
 pub(crate) fn map(file: &File) -> io::Result<MmapRaw> {
-    MmapRaw::map_raw(file)
+    // MAP_POPULATE: the pages are faulted in here, at setup, rather than
+    // by the first message through each cell (a 64 KiB cell is 16 page
+    // faults on each side, which took the first 1,000 round trips of a
+    // 64 KiB ping-pong from 3.7 to 4.4-5.9 us on average).
+    memmap2::MmapOptions::new().populate().map_raw(file)
 }
 
 /// Lets any process of ours read us with CMA when Yama's ptrace scope is 1
