@@ -44,20 +44,7 @@ impl<T> Slab<T> {
     /// Stores `value` and returns its key.
     #[inline]
     pub(crate) fn insert(&mut self, value: T) -> u64 {
-        if let Some(&index) = self.free.last() {
-            if let Some(slot) = self.slots.get_mut(index as usize) {
-                self.free.pop();
-                self.len += 1;
-                // A free slot holds `None`: nothing to drop, so none of
-                // the drop glue an assignment would run (the old value is
-                // read only to be forgotten, which the compiler removes).
-                let old = slot.value.replace(value);
-                debug_assert!(old.is_none(), "a free slot was occupied");
-                std::mem::forget(old);
-                return pack(index, slot.generation);
-            }
-        }
-        self.push_new(value)
+        self.insert_with(move || value)
     }
 
     /// [`Slab::insert`] of the value `make` builds once its slot is found,
@@ -69,9 +56,12 @@ impl<T> Slab<T> {
             if let Some(slot) = self.slots.get_mut(index as usize) {
                 self.free.pop();
                 self.len += 1;
-                debug_assert!(slot.value.is_none(), "a free slot was occupied");
-                // As in `insert`: a free slot holds `None`, nothing to drop.
-                std::mem::forget(slot.value.replace(make()));
+                // A free slot holds `None`: nothing to drop, so none of
+                // the drop glue an assignment would run (the old value is
+                // read only to be forgotten).
+                let old = slot.value.replace(make());
+                debug_assert!(old.is_none(), "a free slot was occupied");
+                std::mem::forget(old);
                 return pack(index, slot.generation);
             }
         }

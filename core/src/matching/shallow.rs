@@ -114,7 +114,6 @@ impl<E: Copy> Shallow<E> {
         (0..self.len).map(move |i| self.ring[(self.head + i) & MASK])
     }
 
-    /// The entry at `i` (of [`Shallow::refs`]).
     /// The front entry, by reference (the usual match of in-order
     /// traffic, looked at without copying it out).
     #[inline(always)]
@@ -132,6 +131,7 @@ impl<E: Copy> Shallow<E> {
         e
     }
 
+    /// The entry at `i` (of [`Shallow::refs`]).
     #[inline]
     pub(crate) fn get(&self, i: usize) -> Option<E> {
         (i < self.len).then(|| self.ring[(self.head + i) & MASK])
