@@ -18,7 +18,9 @@
 #      mpi4py built with ferry's mpicc, and its test suite on 1, 2 and 4
 #      ranks (ci/mpi4py-test.sh; python3-venv and python3-dev installed there);
 #   5. the ofi device on libfabric's tcp;ofi_rxm and shm providers
-#      (ci/ofi.sh), then a job split across two "nodes" over shm + ofi;
+#      (ci/ofi.sh), then a job split across two "nodes" over shm + ofi, then
+#      jobs across two hosts made of network and UTS namespaces, started by
+#      Hydra's ssh launcher (ci/cluster.sh, as root);
 #   6. the verbs device on Soft-RoCE in a QEMU VM (ci/verbs.sh);
 #   7. a short fuzz run of every decoder of peer-supplied bytes (cargo fuzz),
 #      the side-channel handshake's included;
@@ -124,6 +126,9 @@ FERRY_MPI_TEST_OFI=only bash ci/mpi-test.sh
 step "mixed devices: shm inside a node, ofi (tcp;ofi_rxm) across, one engine"
 # FERRY_RANKS_PER_NODE=2 splits this machine into two nodes of 2 ranks.
 cargo test -p ferry-tests --features ofi --locked --test mixed
+
+step "two hosts (namespaces), launched by Hydra over ssh: ferry-info, the conformance suite, a bench (ci/cluster.sh)"
+bash ci/cluster.sh
 
 step "verbs device: Soft-RoCE in a QEMU VM"
 bash ci/verbs.sh

@@ -403,6 +403,25 @@ impl World {
         Ok(*self.shared.lock()?.engine_ref()?.protocol_table(peer)?)
     }
 
+    /// The device that carries traffic to job rank `peer`: `shm` or the
+    /// network device's name (`ofi`, `verbs`) in a job that spans nodes,
+    /// else [`World::device_name`].
+    ///
+    /// # Errors
+    /// A rank outside the job, or [`ApiError::Finalized`].
+    pub fn peer_device(&self, peer: Rank) -> Result<&'static str> {
+        let guard = self.shared.lock()?;
+        let engine = guard.engine_ref()?;
+        // Validates the rank (a typed error, never an out-of-range panic).
+        engine.protocol_table(peer)?;
+        Ok(engine
+            .device()
+            .peer_device(peer)
+            .ok_or(ferry_core::Error::Internal(
+                "a device's routes do not cover the job",
+            ))?)
+    }
+
     /// What the device serving job rank `peer` claims it can do (RDMA get and
     /// put, a wait fd, its payload limit). The conformance suite holds each
     /// device to these claims.

@@ -28,6 +28,17 @@ use std::time::{Duration, Instant};
 /// two oversubscribed cores.
 pub const JOB_TIMEOUT: Duration = Duration::from_secs(90);
 
+/// The variable naming the program the Hydra runs start instead of
+/// `mpiexec.hydra`: `ci/cluster.sh` points it at a wrapper that runs Hydra
+/// on its first host with the other hosts reached through their
+/// namespaces, so the same suites run across hosts.
+pub const HYDRA_VAR: &str = "FERRY_TEST_HYDRA";
+
+/// `mpiexec.hydra`, or the program [`HYDRA_VAR`] names.
+pub fn hydra_program() -> String {
+    std::env::var(HYDRA_VAR).unwrap_or_else(|_| "mpiexec.hydra".to_owned())
+}
+
 /// Extra time the harness gives the launcher itself before killing it.
 const LAUNCHER_GRACE: Duration = Duration::from_secs(15);
 
@@ -128,7 +139,7 @@ impl Job {
                 c
             }
             Launcher::Hydra => {
-                let mut c = Command::new("mpiexec.hydra");
+                let mut c = Command::new(hydra_program());
                 // Hydra passes the whole environment by default; -genv
                 // makes the job's own variables explicit all the same.
                 for (k, v) in &self.env {
@@ -259,7 +270,7 @@ fn wait_or_kill(child: &mut Child, deadline: Instant, command: &str) -> Option<i
 pub fn hydra_installed() -> bool {
     static FOUND: OnceLock<bool> = OnceLock::new();
     *FOUND.get_or_init(|| {
-        let found = Command::new("mpiexec.hydra")
+        let found = Command::new(hydra_program())
             .arg("--version")
             .stdout(Stdio::null())
             .stderr(Stdio::null())

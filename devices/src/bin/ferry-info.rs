@@ -4,6 +4,11 @@
 //! usable, is CMA permitted, how big is /dev/shm; the network devices), the
 //! effective configuration and protocol thresholds per device, and the shm
 //! memory formula's figures for 2, 16, 64 and 256 ranks.
+//!
+//! Started by a launcher (`ferryrun`, `mpiexec`, `srun`), it instead starts
+//! the job and rank 0 prints one line per rank: its host, process id, device
+//! and which device reaches each peer (`shm 0-1, ofi 2-3`), which is what
+//! to check first when a job spans hosts.
 
 use std::process::ExitCode;
 
@@ -70,6 +75,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if launched() {
+        return match job_report(config) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ferry-info: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     println!("ferry {}", env!("CARGO_PKG_VERSION"));
     println!();
     println!("features");
@@ -133,6 +147,74 @@ fn main() -> ExitCode {
     verbs_ports();
     shm_formula();
     ExitCode::SUCCESS
+}
+
+/// True when a launcher started this process (a PMI-1 or PMI-2 server, or
+/// a job rank variable, is in the environment).
+fn launched() -> bool {
+    ["PMI_FD", "PMI_PORT", "PMI_RANK"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+}
+
+/// One rank's line in the job report, fixed-size so that rank 0 can gather
+/// them in one collective; longer lines are cut.
+const RECORD: usize = 512;
+
+/// `shm 0-1, ofi 2-3`: runs of consecutive ranks reached by one device.
+fn peer_runs(devices: &[&str]) -> String {
+    let mut runs: Vec<String> = Vec::new();
+    let mut start = 0;
+    for i in 1..=devices.len() {
+        if i == devices.len() || devices[i] != devices[start] {
+            let span = if i - 1 == start {
+                format!("{start}")
+            } else {
+                format!("{start}-{}", i - 1)
+            };
+            runs.push(format!("{} {span}", devices[start]));
+            start = i;
+        }
+    }
+    runs.join(", ")
+}
+
+fn job_report(config: Config) -> ferry::Result<()> {
+    let world = config.init()?;
+    let (me, size) = (world.rank(), world.size());
+    let devices = (0..size as ferry::Rank)
+        .map(|peer| world.peer_device(peer))
+        .collect::<ferry::Result<Vec<_>>>()?;
+    let host = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    let line = format!(
+        "{me:>5}  {host:<16} {:>8}  {:<9}  {}",
+        std::process::id(),
+        world.device_name(),
+        peer_runs(&devices)
+    );
+    let mut record = [0u8; RECORD];
+    let n = line.len().min(RECORD);
+    record[..n].copy_from_slice(&line.as_bytes()[..n]);
+    let mut all = vec![0u8; if me == 0 { RECORD * size as usize } else { 0 }];
+    world
+        .world()
+        .gather(&record, (me == 0).then_some(&mut all[..]), 0)?;
+    if me == 0 {
+        println!(
+            "ferry {}: a job of {size} ranks (FERRY_DEVICE={})",
+            env!("CARGO_PKG_VERSION"),
+            world.config().device.name()
+        );
+        println!(" rank  host                  pid  device     peers by device");
+        for rec in all.chunks(RECORD) {
+            let end = rec.iter().position(|&b| b == 0).unwrap_or(RECORD);
+            println!("{}", String::from_utf8_lossy(&rec[..end]));
+        }
+    }
+    world.finalize()
 }
 
 #[cfg(feature = "shm")]
@@ -214,4 +296,20 @@ fn verbs_ports() {
 #[cfg(not(feature = "verbs"))]
 fn verbs_ports() {
     println!("  verbs     not compiled in (feature `verbs`)");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::peer_runs;
+
+    #[test]
+    fn peer_runs_groups_consecutive_ranks_by_device() {
+        assert_eq!(peer_runs(&["shm", "shm", "ofi", "ofi"]), "shm 0-1, ofi 2-3");
+        assert_eq!(
+            peer_runs(&["ofi", "shm", "shm", "ofi"]),
+            "ofi 0, shm 1-2, ofi 3"
+        );
+        assert_eq!(peer_runs(&["loopback"]), "loopback 0");
+        assert_eq!(peer_runs(&[]), "");
+    }
 }

@@ -65,6 +65,12 @@ impl<L: Device, N: Device> Mixed<L, N> {
         &self.node
     }
 
+    /// True if `peer` is reached through the node device, false if through
+    /// the network device; `None` for a rank outside the job.
+    pub fn is_on_node(&self, peer: Rank) -> Option<bool> {
+        self.route(peer).ok().map(|r| r == Route::Node)
+    }
+
     /// How many peers each device reaches: (node, net).
     pub fn peer_counts(&self) -> (usize, usize) {
         let node = self.routes.iter().filter(|r| **r == Route::Node).count();

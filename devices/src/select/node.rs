@@ -111,6 +111,23 @@ impl NodeDevice {
         }
     }
 
+    /// The device that carries traffic to job rank `peer` (`loopback`,
+    /// `shm`, `ofi` or `verbs`): one half of a mixed device, or the device
+    /// itself. The caller checks that `peer` is in the job; a mixed device
+    /// answers `None` for one that is not.
+    #[cfg_attr(not(any(feature = "ofi", feature = "verbs")), allow(unused_variables))]
+    pub fn peer_device(&self, peer: Rank) -> Option<&'static str> {
+        match self {
+            #[cfg(all(feature = "shm", feature = "ofi"))]
+            NodeDevice::ShmOfi(m) => m.is_on_node(peer).map(|on| if on { "shm" } else { "ofi" }),
+            #[cfg(all(feature = "shm", feature = "verbs"))]
+            NodeDevice::ShmVerbs(m) => m
+                .is_on_node(peer)
+                .map(|on| if on { "shm" } else { "verbs" }),
+            _ => Some(self.name()),
+        }
+    }
+
     pub(crate) fn sleep_kind(&self) -> SleepKind {
         each!(self, d => SleepOn::sleep_kind(d))
     }

@@ -1,0 +1,80 @@
+//! Jobs across hosts: the conformance suite (with its collective and
+//! communicator bodies) on the cluster `ci/cluster.sh` builds, where each
+//! host is a network and UTS namespace of its own, started by MPICH's Hydra
+//! through its ssh launcher (`ci/cluster/mpiexec`, which the script passes
+//! in `FERRY_TEST_HYDRA`), 2 ranks per host. `FERRY_DEVICE=auto` with no
+//! `FERRY_RANKS_PER_NODE`: ferry finds the hosts apart by itself and runs
+//! shared memory inside each, libfabric's `tcp;ofi_rxm` across.
+//!
+//! Built only with the `cluster` feature; `ci/cluster.sh` runs it.
+#![cfg(all(feature = "cluster", feature = "ofi"))]
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use ferry_tests::harness::{hydra_program, Job, Launcher, HYDRA_VAR};
+
+const RANKS: u32 = 4;
+
+/// The cluster's `mpiexec`, or a panic that says how to get one.
+fn cluster_mpiexec() -> String {
+    assert!(
+        std::env::var_os(HYDRA_VAR).is_some(),
+        "the cluster tests run on the hosts ci/cluster.sh makes (it sets {HYDRA_VAR}); \
+         run `ci/cluster.sh`"
+    );
+    hydra_program()
+}
+
+#[test]
+fn a_job_spans_hosts_with_shm_inside_and_ofi_across() {
+    cluster_mpiexec();
+    let runner = Path::new(env!("CARGO_BIN_EXE_ferry-conformance"));
+    let info = runner.with_file_name("ferry-info");
+    assert!(
+        info.exists(),
+        "{} is not built (cargo build -p ferry --features ofi --bin ferry-info)",
+        info.display()
+    );
+    let f = Job::new(Launcher::Hydra, "", RANKS, &info.to_string_lossy())
+        .envs(&[
+            ("FERRY_DEVICE", "auto"),
+            ("FERRY_OFI_PROVIDER", "tcp;ofi_rxm"),
+        ])
+        .run();
+    assert_eq!(f.code, Some(0), "ferry-info failed\n{f}");
+    // " rank  host  pid  device  peers by device", then one row per rank.
+    let rows: Vec<Vec<&str>> = f
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() >= 5 && w[0].parse::<u32>().is_ok())
+        .collect();
+    assert_eq!(rows.len(), RANKS as usize, "one row per rank\n{f}");
+    let hosts: BTreeSet<&str> = rows.iter().map(|w| w[1]).collect();
+    assert_eq!(hosts.len(), 2, "the ranks run on two hosts\n{f}");
+    for w in &rows {
+        assert_eq!(
+            w[3], "shm+ofi",
+            "rank {} runs shm inside, ofi across\n{f}",
+            w[0]
+        );
+        let peers = w[4..].join(" ");
+        let want = if w[0].parse::<u32>().unwrap_or(0) < 2 {
+            "shm 0-1, ofi 2-3"
+        } else {
+            "ofi 0-1, shm 2-3"
+        };
+        assert_eq!(peers, want, "rank {}'s routes\n{f}", w[0]);
+    }
+}
+
+ferry_tests::conformance_suite!(
+    hosts_shm_ofi,
+    env = [
+        ("FERRY_DEVICE", "auto"),
+        ("FERRY_OFI_PROVIDER", "tcp;ofi_rxm"),
+    ],
+    ranks = [],
+    hydra = [RANKS],
+);
