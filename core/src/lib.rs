@@ -64,6 +64,7 @@ pub mod protocol;
 #[cfg(any(test, feature = "__testkit"))]
 pub mod recorder;
 pub mod settings;
+pub mod shared_files;
 #[cfg(any(test, feature = "__testkit"))]
 pub mod sim;
 mod slab;

@@ -12,6 +12,7 @@ use std::io::{self, IsTerminal, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -25,8 +26,9 @@ use nix::unistd::Pid;
 use super::args::Options;
 use super::cleanup::{new_job_id, new_job_secret};
 use super::relay::{LineRelay, Sink};
+use ferry_core::shared_files;
 use ferry_pmi::server::{PmiJob, PmiServer, ServerEvent};
-use ferry_shm::names::remove_job_files;
+use ferry_shm::names::{job_prefix, remove_prefixed};
 use ferry_shm::ShmOptions;
 
 /// Time between SIGTERM and SIGKILL when the job is being killed.
@@ -220,40 +222,66 @@ pub fn run(opts: &Options) -> Result<i32, LaunchError> {
     // The ranks inherit this process's environment, so FERRY_SHM_DIR here
     // is the directory they used.
     let shm_dir = ShmOptions::dir_from_source(&|var: &str| std::env::var(var).ok());
-    match remove_job_files(&shm_dir, &job.job_id) {
-        Ok(swept) => {
-            if !swept.removed.is_empty() {
-                say(&format!(
-                    "removed {} leftover shared-memory file(s) in {}: {}",
-                    swept.removed.len(),
-                    shm_dir.display(),
-                    swept.removed.join(" ")
-                ));
-            }
-            if !swept.foreign.is_empty() {
-                // Planted by another user who saw the job id: not ours to
-                // remove, and no failure of the job (SECURITY.md).
-                say(&format!(
-                    "left {} file(s) with this job's name that another user owns in {}: {}",
-                    swept.foreign.len(),
-                    shm_dir.display(),
-                    swept.foreign.join(" ")
-                ));
-            }
-        }
-        Err(e) => {
-            say(&format!(
-                "could not clean up {} for job {}: {e}",
-                shm_dir.display(),
-                job.job_id
-            ));
-            if code == 0 {
-                code = 1;
-            }
+    let ofi_dir = Path::new(shared_files::OFI_SHM_REGION_DIR);
+    // The shm device removes its files once every local rank has attached,
+    // so its leftovers mean a rank died during setup (or a device bug: the
+    // tests fail on this message); libfabric's shm provider cannot unlink
+    // the region of a killed process, so those are expected after a kill.
+    let sweeps = [
+        (
+            shm_dir.as_path(),
+            job_prefix(&job.job_id),
+            "leftover shared-memory file(s)",
+        ),
+        (
+            ofi_dir,
+            shared_files::ofi_shm_region_prefix(&job.job_id),
+            "libfabric shm-provider region(s) of killed ranks",
+        ),
+    ];
+    for (dir, prefix, what) in &sweeps {
+        if !sweep(dir, prefix, what, &job.job_id) && code == 0 {
+            code = 1;
         }
     }
     looped?;
     Ok(code)
+}
+
+/// Removes what a job left in `dir` under `prefix` (a killed rank's shm
+/// segment, wake directories, ofi shm-provider regions) and says what it
+/// removed (as `what`), and what it left because another user owns it (planted by
+/// someone who saw the job id: no failure of the job, SECURITY.md).
+/// False if the directory could not be cleaned.
+fn sweep(dir: &Path, prefix: &str, what: &str, job_id: &str) -> bool {
+    match remove_prefixed(dir, prefix) {
+        Ok(swept) => {
+            if !swept.removed.is_empty() {
+                say(&format!(
+                    "removed {} {what} in {}: {}",
+                    swept.removed.len(),
+                    dir.display(),
+                    swept.removed.join(" ")
+                ));
+            }
+            if !swept.foreign.is_empty() {
+                say(&format!(
+                    "left {} file(s) with this job's name that another user owns in {}: {}",
+                    swept.foreign.len(),
+                    dir.display(),
+                    swept.foreign.join(" ")
+                ));
+            }
+            true
+        }
+        Err(e) => {
+            say(&format!(
+                "could not clean up {} for job {job_id}: {e}",
+                dir.display()
+            ));
+            false
+        }
+    }
 }
 
 impl Job {

@@ -19,7 +19,9 @@
 //! and, for one thing, the shm device's: the names of the files a job may
 //! leave in `FERRY_SHM_DIR`, swept at the end of every job
 //! (`ferry_shm::names`), so the sweep always matches what the device
-//! creates.
+//! creates; and from `ferry-core`, the prefix of the ofi device's
+//! libfabric shm-provider regions in `/dev/shm`
+//! (`ferry_core::shared_files`), swept the same way.
 //!
 //! ## Safety
 //! `unsafe` is denied except in the private `ffi` module: one `pre_exec`
@@ -28,7 +30,8 @@
 //!
 //! ## Cleanup
 //! At the end of a job, however it ends, ferryrun removes the job's files
-//! from the shm directory and reports what it removed.
+//! from the shm directory and the ofi regions from `/dev/shm`, and reports
+//! what it removed.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

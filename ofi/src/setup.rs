@@ -429,29 +429,26 @@ impl OfiDevice {
     }
 }
 
-/// A name for this rank's shm-provider region: the job, the rank, the
-/// process and 64 random bits (a launcher may reuse a job id; Hydra's
-/// contains a pid). It does not start with `ferry-`: that prefix is the shm
-/// device's, which `ferryrun` sweeps after a failed job and the tests
-/// check; the provider unlinks its region itself when the endpoint
-/// closes, and only a killed process leaves one behind, as it always has.
+/// A name for this rank's shm-provider region: the job's prefix
+/// ([`ofi_shm_region_prefix`](ferry_core::shared_files::ofi_shm_region_prefix)),
+/// the rank, the process and 64 random bits (a launcher may reuse a job id;
+/// Hydra's contains a pid). It does not start with `ferry-`: that prefix is
+/// the shm device's. The provider unlinks its region itself when the
+/// endpoint closes; only a killed process leaves one behind, and `ferryrun`
+/// sweeps its job's prefix at the end of the job.
 fn shm_region_name(job: &str, rank: Rank) -> Result<std::ffi::CString, OfiError> {
     use std::hash::{BuildHasher, Hasher};
     let nonce = std::collections::hash_map::RandomState::new()
         .build_hasher()
         .finish();
-    let job: String = job
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .take(64)
-        .collect();
+    let prefix = ferry_core::shared_files::ofi_shm_region_prefix(job);
     std::ffi::CString::new(format!(
-        "fi_shm-ferry-{job}-{rank}-{}-{nonce:016x}",
+        "{prefix}{rank}-{}-{nonce:016x}",
         std::process::id()
     ))
     .map_err(|_| OfiError::BadOption {
         var: "job id",
-        value: job,
+        value: job.to_owned(),
         expected: "no NUL byte",
     })
 }

@@ -74,8 +74,18 @@ pub struct Swept {
 /// If `dir` cannot be listed, or an entry of ours exists but cannot be
 /// removed.
 pub fn remove_job_files(dir: &Path, job_id: &str) -> io::Result<Swept> {
+    remove_prefixed(dir, &job_prefix(job_id))
+}
+
+/// [`remove_job_files`] for any prefix: removes the entries of `dir` whose
+/// name starts with `prefix` and that this user owns, and lists the others
+/// (`ferryrun` also sweeps the ofi device's shm-provider regions with it,
+/// `ferry_core::shared_files`).
+///
+/// # Errors
+/// As [`remove_job_files`].
+pub fn remove_prefixed(dir: &Path, prefix: &str) -> io::Result<Swept> {
     use std::os::unix::fs::MetadataExt;
-    let prefix = job_prefix(job_id);
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Swept::default()),
@@ -87,7 +97,7 @@ pub fn remove_job_files(dir: &Path, job_id: &str) -> io::Result<Swept> {
         let entry = entry?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        if !name.starts_with(&prefix) {
+        if !name.starts_with(prefix) {
             continue;
         }
         let path = entry.path();

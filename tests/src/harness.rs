@@ -210,6 +210,16 @@ impl Job {
                     .filter(|n| n.starts_with(&format!("ferry-{id}")))
                     .collect();
                 assert!(left.is_empty(), "job {id} left {left:?} in /dev/shm\n{f}");
+                // A killed rank's libfabric shm region: ferryrun sweeps it.
+                let prefix = ferry_core::shared_files::ofi_shm_region_prefix(id);
+                let regions: Vec<String> = shm_entries()
+                    .into_iter()
+                    .filter(|n| n.starts_with(&prefix))
+                    .collect();
+                assert!(
+                    regions.is_empty(),
+                    "job {id} left {regions:?} in /dev/shm\n{f}"
+                );
             }
             None => {
                 let new = new_files(before);
@@ -233,10 +243,8 @@ fn new_files(before: &BTreeSet<String>) -> Vec<String> {
 
 /// The names of every `ferry-*` entry in `/dev/shm`.
 pub fn ferry_shm_files() -> BTreeSet<String> {
-    let Ok(dir) = std::fs::read_dir(Path::new("/dev/shm")) else {
-        return BTreeSet::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().into_string().ok())
+    shm_entries()
+        .into_iter()
         .filter(|n| n.starts_with("ferry-"))
         .collect()
 }
@@ -408,4 +416,13 @@ impl Suite {
             }
         }
     }
+}
+
+/// The names of every entry in `/dev/shm` (none if it cannot be listed).
+fn shm_entries() -> BTreeSet<String> {
+    let Ok(dir) = std::fs::read_dir(Path::new("/dev/shm")) else {
+        return BTreeSet::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect()
 }
