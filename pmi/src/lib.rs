@@ -45,11 +45,14 @@
 #![warn(missing_docs)]
 
 mod client;
+mod conn;
 mod env;
 mod ffi;
 pub mod reply;
 pub mod server;
+mod v1;
+pub mod v2;
 pub mod wire;
 
-pub use client::PmiClient;
+pub use client::{PmiClient, PmiVersion};
 pub use reply::Maxes;
