@@ -267,6 +267,53 @@ mod tests {
     }
 
     #[test]
+    fn version_follows_ferry_pmi_then_pmi_jobid() {
+        let with = |version: Option<&str>, jobid: Option<&str>| {
+            choose_version(&PmiEnv {
+                fd: Some("7".into()),
+                version: version.map(Into::into),
+                jobid: jobid.map(Into::into),
+                ..PmiEnv::default()
+            })
+        };
+        // ferryrun and Hydra: no PMI_JOBID.
+        assert_eq!(with(None, None), Ok(PmiVersion::V1));
+        // srun --mpi=pmi2.
+        assert_eq!(with(None, Some("17.0")), Ok(PmiVersion::V2));
+        assert_eq!(with(Some(""), Some("17.0")), Ok(PmiVersion::V2));
+        assert_eq!(with(Some("1"), Some("17.0")), Ok(PmiVersion::V1));
+        assert_eq!(with(Some("2"), None), Ok(PmiVersion::V2));
+        assert_eq!(with(Some(" 2 "), None), Ok(PmiVersion::V2));
+        let err = with(Some("pmix"), None).unwrap_err();
+        assert!(
+            matches!(&err, BootstrapError::Invalid(m) if m.contains("FERRY_PMI=\"pmix\"")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn pmi2_needs_pmi_fd() {
+        let env = PmiEnv {
+            port: Some("localhost:1".into()),
+            rank: Some("0".into()),
+            size: Some("1".into()),
+            version: Some("2".into()),
+            ..PmiEnv::default()
+        };
+        let err = connect(&env).unwrap_err();
+        assert!(
+            matches!(&err, BootstrapError::Invalid(m) if m.contains("PMI_FD is not set")),
+            "{err:?}"
+        );
+        // A bad FERRY_PMI does not matter for a singleton.
+        let single = PmiEnv {
+            version: Some("x".into()),
+            ..PmiEnv::default()
+        };
+        assert!(connect(&single).unwrap().is_none());
+    }
+
+    #[test]
     fn malformed_variables_are_named() {
         let err = |env: PmiEnv| match connect(&env) {
             Err(BootstrapError::Protocol(m)) => m,
