@@ -212,6 +212,41 @@ impl Pmi2 {
     }
 }
 
+/// What `put` sends for `value`: `%` as `%25` and `;` as `%3B`. PMI-2
+/// escapes `;` as `;;`, but Slurm's plugin splits requests at every `;`
+/// and never undoes the escape, so a value with `;` (ferry's shm and ofi
+/// devices publish such values) would reach the other ranks cut short.
+fn encode_value(value: &str) -> String {
+    value.replace('%', "%25").replace(';', "%3B")
+}
+
+/// The inverse of [`encode_value`], applied to every value `get` returns.
+/// Values the launcher put itself (`PMI_process_mapping`) pass through
+/// unchanged unless they hold `%25` or `%3B`, which none of Slurm's do.
+fn decode_value(value: &str) -> String {
+    if !value.contains('%') {
+        return value.to_owned();
+    }
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        if let Some(after) = tail.strip_prefix("%3B") {
+            out.push(';');
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("%25") {
+            out.push('%');
+            rest = after;
+        } else {
+            out.push('%');
+            rest = &tail[1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// A reply variant that `parse_reply` cannot return for the request; kept
 /// as an error rather than a panic.
 fn unexpected(req: Request) -> BootstrapError {
@@ -241,18 +276,21 @@ impl Bootstrap for Pmi2 {
                 "key {key:?}: the PMI_ prefix is reserved for the launcher"
             )));
         }
-        // Slurm's plugin splits requests at every `;` and does not undo the
-        // `;;` escape, so a `;` would reach other ranks cut or doubled.
-        if value.is_empty()
-            || value.len() > MAX_VALUE
-            || !value.bytes().all(|b| super::wire::is_value_byte(b) && b != b';')
-        {
+        if value.is_empty() || !value.bytes().all(super::wire::is_value_byte) {
             return Err(BootstrapError::Invalid(format!(
-                "value {value:?} of key {key:?}: PMI-2 values are 1 to {MAX_VALUE} bytes of \
-                 printable ASCII or space, without `;`"
+                "value {value:?} of key {key:?}: PMI-2 values are non-empty printable ASCII \
+                 or space"
             )));
         }
-        let req = Message::new("kvs-put").arg("key", key).arg("value", value);
+        let sent = encode_value(value);
+        if sent.len() > MAX_VALUE {
+            return Err(BootstrapError::Invalid(format!(
+                "value of key {key:?} is {} bytes once `;` and `%` are encoded; PMI-2 allows \
+                 at most {MAX_VALUE}",
+                sent.len()
+            )));
+        }
+        let req = Message::new("kvs-put").arg("key", key).arg("value", sent);
         self.transact(Request::KvsPut, &req)?;
         Ok(())
     }
@@ -265,7 +303,7 @@ impl Bootstrap for Pmi2 {
             .arg("srcid", "-1")
             .arg("key", key);
         match self.transact(Request::KvsGet, &req)? {
-            Reply::KvsGet(Some(v)) => Ok(v),
+            Reply::KvsGet(Some(v)) => Ok(decode_value(&v)),
             Reply::KvsGet(None) => Err(BootstrapError::NotFound(key.to_owned())),
             _ => Err(unexpected(Request::KvsGet)),
         }
@@ -274,5 +312,34 @@ impl Bootstrap for Pmi2 {
     fn barrier(&mut self) -> Result<(), BootstrapError> {
         self.transact(Request::KvsFence, &Message::new("kvs-fence"))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_round_trip_through_the_percent_encoding() {
+        for v in [
+            "plain",
+            "ferry-10-b3c5;95a3",
+            "a;b;c;",
+            ";",
+            "%",
+            "%3B",
+            "%25%3B;%",
+            "100%;done",
+            "x=1 y\\z",
+        ] {
+            let sent = encode_value(v);
+            assert!(!sent.contains(';'), "{sent}");
+            assert_eq!(decode_value(&sent), v, "{sent}");
+        }
+        assert_eq!(encode_value("a;b%c"), "a%3Bb%25c");
+        // A launcher's own values with a stray `%` pass through.
+        assert_eq!(decode_value("(vector,(0,1,4))"), "(vector,(0,1,4))");
+        assert_eq!(decode_value("50%"), "50%");
+        assert_eq!(decode_value("%4"), "%4");
     }
 }
