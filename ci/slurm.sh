@@ -50,6 +50,8 @@ chmod 755 "$dir"
 pids=()
 cleanup() {
   local rc=$? p
+  # Killing a daemon that is already gone is not a failure of the script.
+  trap - ERR
   set +e
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do

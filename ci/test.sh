@@ -19,7 +19,10 @@
 #      ranks (ci/mpi4py-test.sh; python3-venv and python3-dev installed there);
 #   5. the ofi device on libfabric's tcp;ofi_rxm and shm providers
 #      (ci/ofi.sh), then a job split across two "nodes" over shm + ofi;
-#   6. the verbs device on Soft-RoCE in a QEMU VM (ci/verbs.sh);
+#   6. Slurm's srun --mpi=pmi2 on a one-node cluster made for the run
+#      (ci/slurm.sh: slurmctld, slurmd, munge from Debian): the conformance
+#      suite on 4 ranks and ferry-bench latency, over the PMI-2 client;
+#      the verbs device on Soft-RoCE in a QEMU VM (ci/verbs.sh);
 #   7. a short fuzz run of every decoder of peer-supplied bytes (cargo fuzz),
 #      the side-channel handshake's included;
 #   8. a smoke run of the criterion benches (tiny measurement time), so they never rot.
@@ -124,6 +127,9 @@ FERRY_MPI_TEST_OFI=only bash ci/mpi-test.sh
 step "mixed devices: shm inside a node, ofi (tcp;ofi_rxm) across, one engine"
 # FERRY_RANKS_PER_NODE=2 splits this machine into two nodes of 2 ranks.
 cargo test -p ferry-tests --features ofi --locked --test mixed
+
+step "Slurm: srun --mpi=pmi2 (PMI-2) on a one-node cluster, conformance suite on 4 ranks, ferry-bench latency"
+bash ci/slurm.sh
 
 step "verbs device: Soft-RoCE in a QEMU VM"
 bash ci/verbs.sh

@@ -28,7 +28,7 @@ pub enum PmiVersion {
 /// the version; every method works with both, as noted.
 ///
 /// # Keys and values
-/// The same rules hold under both versions, so that what a device
+/// What is valid under PMI-1 is valid under PMI-2, so that what a device
 /// publishes works under every launcher:
 /// - keys are 1..`keylen_max` bytes of `[A-Za-z0-9_/-]` (the characters
 ///   MPICH's parser accepts), and must not start with `PMI_`, which Hydra
@@ -36,8 +36,10 @@ pub enum PmiVersion {
 ///   is fine);
 /// - PMI-1 carries values as bare tokens on a text line, so there they
 ///   are 1..`vallen_max` bytes of printable ASCII other than space and `\`
-///   (`=` is fine). PMI-2 also allows spaces and `\`, but not `;`, which
-///   Slurm's parser cannot carry. Encode anything else (hex, base64) first.
+///   (`=` is fine). PMI-2 also allows spaces and `\`; it sends `;` as
+///   `%3B` and `%` as `%25` (Slurm's parser cannot carry `;`), decodes
+///   both in `get`, and counts the encoded length against its 1024 bytes.
+///   Encode anything else (hex, base64) first.
 ///
 /// Anything outside these rules is refused with [`BootstrapError::Invalid`]
 /// before it reaches the wire, rather than being silently cut or mangled by

@@ -93,11 +93,19 @@ impl PmiClient {
     ///   `PMI_ID`, rank and size come from the `initack` exchange,
     ///   otherwise from `PMI_RANK`/`PMI_SIZE`.
     ///
+    /// The protocol is PMI-1 unless `FERRY_PMI=2`, or `PMI_JOBID` is set
+    /// and `FERRY_PMI` is not `1` (see the crate docs, *Which version*).
+    /// PMI-2 (Slurm's `srun --mpi=pmi2`) runs over `PMI_FD` only; rank and
+    /// size come from its `fullinit` reply and must match `PMI_RANK` and
+    /// `PMI_SIZE`.
+    ///
     /// A process can take `PMI_FD` only once: a second call fails.
     ///
     /// # Errors
     /// [`BootstrapError::Protocol`] for malformed variables or replies,
-    /// [`BootstrapError::Io`] when the launcher cannot be reached.
+    /// [`BootstrapError::Io`] when the launcher cannot be reached,
+    /// [`BootstrapError::Invalid`] for a `FERRY_PMI` other than `1` or `2`,
+    /// or `FERRY_PMI=2` without `PMI_FD`.
     pub fn from_env() -> Result<Option<PmiClient>, BootstrapError> {
         connect(&PmiEnv::from_process()?)
     }
