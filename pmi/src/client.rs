@@ -67,11 +67,15 @@ enum Proto {
 
 impl PmiClient {
     pub(crate) fn v1(conn: Conn, rank: Rank, size: u32) -> Result<Self, BootstrapError> {
-        Pmi1::handshake(conn, rank, size).map(|c| PmiClient { proto: Proto::V1(c) })
+        Pmi1::handshake(conn, rank, size).map(|c| PmiClient {
+            proto: Proto::V1(c),
+        })
     }
 
     pub(crate) fn v2(conn: Conn, launch: &Launch) -> Result<Self, BootstrapError> {
-        Pmi2::handshake(conn, launch).map(|c| PmiClient { proto: Proto::V2(c) })
+        Pmi2::handshake(conn, launch).map(|c| PmiClient {
+            proto: Proto::V2(c),
+        })
     }
 
     /// Connects over an already connected Unix stream (for instance one

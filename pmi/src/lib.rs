@@ -58,8 +58,8 @@
 //! | `job-getid;`                                     | `job-getid-response` `jobid`                 | `job_id`, `kvsname`   |
 //! | `kvs-put;key=K;value=V;`                         | `kvs-put-response`                           | `put`                 |
 //! | `kvs-fence;`                                     | `kvs-fence-response`                         | `barrier`             |
-//! | `kvs-get;jobid=J;srcid=-1;key=K;`                | `kvs-get-response` `found` [`value`]         | `get`                 |
-//! | `info-getjobattr;key=universeSize;`              | `info-getjobattr-response` `found` [`value`] | `get_universe_size`   |
+//! | `kvs-get;jobid=J;srcid=-1;key=K;`                | `kvs-get-response` `found` (`value`)         | `get`                 |
+//! | `info-getjobattr;key=universeSize;`              | `info-getjobattr-response` `found` (`value`) | `get_universe_size`   |
 //! | `finalize;`                                      | `finalize-response`                          | `finalize`            |
 //! | `abort;isworld=TRUE;msg=M;`                      | (none: Slurm cancels the step)               | `abort`               |
 //!

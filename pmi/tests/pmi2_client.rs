@@ -95,7 +95,12 @@ fn serve_rank(step: &Step, rank: u32, mut s: UnixStream) {
                 send_body(&mut s, "cmd=kvs-fence-response;rc=0;");
             }
             "kvs-get" => {
-                let value = step.kvs.lock().unwrap().get(req.get("key").unwrap()).cloned();
+                let value = step
+                    .kvs
+                    .lock()
+                    .unwrap()
+                    .get(req.get("key").unwrap())
+                    .cloned();
                 match value {
                     Some(v) => send_body(
                         &mut s,
@@ -156,7 +161,8 @@ fn four_ranks_exchange_values_through_fences() {
         .enumerate()
         .map(|(rank, stream)| {
             thread::spawn(move || {
-                let mut pmi = PmiClient::from_stream_pmi2(stream, rank as i32, Some("17.0")).unwrap();
+                let mut pmi =
+                    PmiClient::from_stream_pmi2(stream, rank as i32, Some("17.0")).unwrap();
                 assert_eq!(pmi.version(), PmiVersion::V2);
                 assert_eq!(
                     (pmi.rank(), pmi.size(), pmi.job_id()),
@@ -268,7 +274,10 @@ fn invalid_keys_and_values_are_refused_before_the_wire() {
         .map(|(_, m)| m.as_str())
         .collect();
     assert_eq!(puts.len(), 2, "{puts:?}");
-    assert_eq!(puts[0], "cmd=kvs-put;key=seg;value=ferry-10-b3c5%3B95a3 100%25;");
+    assert_eq!(
+        puts[0],
+        "cmd=kvs-put;key=seg;value=ferry-10-b3c5%3B95a3 100%25;"
+    );
 }
 
 #[test]
@@ -317,11 +326,20 @@ fn malformed_replies_are_typed_errors_and_break_the_connection() {
     let cases: Vec<(Vec<u8>, &str)> = vec![
         (b"abcdefcmd=x;".to_vec(), "length header"),
         (b"999999".to_vec(), "longer than 65536"),
-        (framed("cmd=kvs-put-response;rc=0;"), "expected `cmd=kvs-fence-response`"),
+        (
+            framed("cmd=kvs-put-response;rc=0;"),
+            "expected `cmd=kvs-fence-response`",
+        ),
         (framed("cmd=kvs-fence-response;rc=0"), "not terminated"),
         (framed("cmd=kvs-fence-response;"), "missing key `rc`"),
-        (framed("cmd=kvs-fence-response;rc=0;x=1;"), "unexpected key `x`"),
-        (b"30    cmd=kvs-fence-response;rc=0;".to_vec(), "in the middle of a message"),
+        (
+            framed("cmd=kvs-fence-response;rc=0;x=1;"),
+            "unexpected key `x`",
+        ),
+        (
+            b"30    cmd=kvs-fence-response;rc=0;".to_vec(),
+            "in the middle of a message",
+        ),
     ];
     for (bad, want) in cases {
         let (client, peer) = against(vec![framed(FULLINIT_OK), framed(JOBID_OK), bad.clone()]);
@@ -334,7 +352,11 @@ fn malformed_replies_are_typed_errors_and_break_the_connection() {
             matches!(err, BootstrapError::Protocol(_) | BootstrapError::Io(_)),
             "{text}"
         );
-        assert!(text.contains(want), "{:?}: {text}", String::from_utf8_lossy(&bad));
+        assert!(
+            text.contains(want),
+            "{:?}: {text}",
+            String::from_utf8_lossy(&bad)
+        );
         // The stream's position is unknown now: the client says so.
         let again = pmi.barrier().unwrap_err().to_string();
         assert!(again.contains("unusable after an earlier error"), "{again}");
@@ -364,7 +386,10 @@ fn handshake_failures_are_named() {
     let other_rank = FULLINIT_OK.replace("rank=0", "rank=1");
     let (client, peer) = against(vec![framed(&other_rank)]);
     let err = client.unwrap_err().to_string();
-    assert!(err.contains("rank 0 of ?, its `fullinit` reply rank 1 of 2"), "{err}");
+    assert!(
+        err.contains("rank 0 of ?, its `fullinit` reply rank 1 of 2"),
+        "{err}"
+    );
     peer.join().unwrap();
 
     // A job id that cannot go into a file name.

@@ -79,7 +79,14 @@ impl Request {
     fn keys(self) -> (&'static [&'static str], &'static [&'static str]) {
         match self {
             Request::FullInit => (
-                &["rc", "pmi-version", "pmi-subversion", "rank", "size", "appnum"],
+                &[
+                    "rc",
+                    "pmi-version",
+                    "pmi-subversion",
+                    "rank",
+                    "size",
+                    "appnum",
+                ],
                 &["debugged", "pmiverbose", "spawner-jobid", "errmsg"],
             ),
             Request::JobGetId => (&["rc", "jobid"], &["errmsg"]),
@@ -245,8 +252,8 @@ pub fn parse_reply(req: Request, body: &[u8]) -> Result<Reply, BootstrapError> {
             if !(1..=i64::from(i32::MAX)).contains(&size) || !(0..size).contains(&rank) {
                 return Err(proto(format!("rank {rank} in a job of size {size}")));
             }
-            let appnum = i32::try_from(int("appnum")?)
-                .map_err(|_| proto("`appnum` out of range".into()))?;
+            let appnum =
+                i32::try_from(int("appnum")?).map_err(|_| proto("`appnum` out of range".into()))?;
             Reply::FullInit(FullInit {
                 rank: rank as i32,
                 size: size as u32,
@@ -455,7 +462,10 @@ mod tests {
             "cmd=kvs-get-response;rc=0;found=yes;value=1;",
         ));
         assert!(m.contains("not TRUE or FALSE"), "{m}");
-        let m = protocol_error(reply(Request::KvsGet, "cmd=kvs-get-response;rc=0;found=TRUE;"));
+        let m = protocol_error(reply(
+            Request::KvsGet,
+            "cmd=kvs-get-response;rc=0;found=TRUE;",
+        ));
         assert!(m.contains("without `value`"), "{m}");
         let m = protocol_error(reply(
             Request::KvsGet,
@@ -499,7 +509,10 @@ mod tests {
 
     #[test]
     fn errors_quote_an_excerpt_only() {
-        let body = format!("cmd=kvs-get-response;rc=0;found=TRUE;value={}", "v".repeat(5000));
+        let body = format!(
+            "cmd=kvs-get-response;rc=0;found=TRUE;value={}",
+            "v".repeat(5000)
+        );
         let m = protocol_error(reply(Request::KvsGet, &body));
         assert!(m.len() < 400, "{m}");
     }

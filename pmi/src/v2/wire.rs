@@ -150,7 +150,10 @@ pub fn parse_header(header: &[u8]) -> Result<usize, WireError> {
     }
     let start = header.iter().position(|&b| b != b' ').ok_or_else(bad)?;
     let digits = &header[start..];
-    let end = digits.iter().position(|&b| b == b' ').unwrap_or(digits.len());
+    let end = digits
+        .iter()
+        .position(|&b| b == b' ')
+        .unwrap_or(digits.len());
     let (digits, pad) = digits.split_at(end);
     if !digits.iter().all(u8::is_ascii_digit) || !pad.iter().all(|&b| b == b' ') {
         return Err(bad());
@@ -327,7 +330,9 @@ impl Message {
 /// and the offset after its terminating `;`.
 fn pair(text: &str, at: usize) -> Result<(String, String, usize), WireError> {
     let rest = &text[at..];
-    let eq = rest.find('=').ok_or(WireError::Unterminated { offset: at })?;
+    let eq = rest
+        .find('=')
+        .ok_or(WireError::Unterminated { offset: at })?;
     let key = &rest[..eq];
     check_key(key)?;
     let bytes = rest.as_bytes();
@@ -386,8 +391,8 @@ mod tests {
         assert_eq!(m.args().len(), 8);
         let m = body("cmd=kvs-get-response;rc=0;found=TRUE;value=a=b c;").unwrap();
         assert_eq!(m.get("value"), Some("a=b c"));
-        let m = body("cmd=info-getjobattr-response;rc=0;found=TRUE;value=(vector,(0,1,4));")
-            .unwrap();
+        let m =
+            body("cmd=info-getjobattr-response;rc=0;found=TRUE;value=(vector,(0,1,4));").unwrap();
         assert_eq!(m.get("value"), Some("(vector,(0,1,4))"));
     }
 
@@ -555,7 +560,10 @@ mod tests {
     #[test]
     fn encoder_refuses_what_pmi2_cannot_carry() {
         let one = |k: &str, v: &str| Message::new("kvs-put").arg(k, v).encode();
-        assert!(matches!(one("key", "a\nb"), Err(WireError::BadValue { .. })));
+        assert!(matches!(
+            one("key", "a\nb"),
+            Err(WireError::BadValue { .. })
+        ));
         assert!(matches!(one("key", "é"), Err(WireError::BadValue { .. })));
         assert!(matches!(one("a=b", "1"), Err(WireError::BadKey { .. })));
         assert!(matches!(one("a;b", "1"), Err(WireError::BadKey { .. })));
