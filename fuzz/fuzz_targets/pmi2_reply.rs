@@ -5,17 +5,17 @@
 #![no_main]
 
 use ferry_pmi::v2::reply::{parse_init_reply, parse_reply, Request};
-use ferry_pmi::v2::wire::{parse_header, Message, HEADER_LEN};
+use ferry_pmi::v2::wire::{encode, parse, parse_body, parse_header, HEADER_LEN};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(msg) = Message::parse_body(data) {
-        if let Ok(frame) = msg.encode() {
-            assert_eq!(Message::parse(&frame).as_ref(), Ok(&msg));
+    if let Ok(msg) = parse_body(data) {
+        if let Ok(frame) = encode(&msg) {
+            assert_eq!(parse(&frame).as_ref(), Ok(&msg));
         }
     }
     // As a whole frame, and as a header followed by a body.
-    let _ = Message::parse(data);
+    let _ = parse(data);
     if data.len() >= HEADER_LEN {
         let _ = parse_header(&data[..HEADER_LEN]);
     }

@@ -11,7 +11,7 @@ use std::thread;
 use std::time::Duration;
 
 use ferry_core::{Bootstrap, BootstrapError};
-use ferry_pmi::v2::wire::{parse_header, Message, HEADER_LEN};
+use ferry_pmi::v2::wire::{encode, parse_body, parse_header, Message, HEADER_LEN};
 use ferry_pmi::{PmiClient, PmiVersion};
 
 const INIT: &[u8] = b"cmd=init pmi_version=2 pmi_subversion=0\n";
@@ -37,7 +37,7 @@ fn read_frame(s: &mut UnixStream) -> Option<Message> {
     s.read_exact(&mut header).ok()?;
     let mut body = vec![0u8; parse_header(&header).unwrap()];
     s.read_exact(&mut body).unwrap();
-    Some(Message::parse_body(&body).unwrap())
+    Some(parse_body(&body).unwrap())
 }
 
 fn send_body(s: &mut UnixStream, body: &str) {
@@ -51,7 +51,7 @@ struct Step {
     kvs: Mutex<HashMap<String, String>>,
     pending: Mutex<Vec<(String, String)>>,
     fence: Barrier,
-    /// Every request each rank sent, in order, as `Debug` text.
+    /// Every request each rank sent, in order, as its body.
     log: Mutex<Vec<(u32, String)>>,
 }
 
@@ -61,7 +61,9 @@ fn serve_rank(step: &Step, rank: u32, mut s: UnixStream) {
     assert_eq!(read_init(&mut s), INIT);
     s.write_all(INIT_OK).unwrap();
     while let Some(req) = read_frame(&mut s) {
-        step.log.lock().unwrap().push((rank, format!("{req:?}")));
+        // The body as the client wrote it.
+        let body = String::from_utf8(encode(&req).unwrap()[HEADER_LEN..].to_vec()).unwrap();
+        step.log.lock().unwrap().push((rank, body));
         match req.cmd() {
             "fullinit" => {
                 assert_eq!(req.get("pmirank"), Some(rank.to_string().as_str()));

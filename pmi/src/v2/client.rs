@@ -6,7 +6,7 @@ use std::time::Duration;
 use ferry_core::{Bootstrap, BootstrapError, Rank};
 
 use super::reply::{parse_init_reply, parse_reply, FullInit, Reply, Request};
-use super::wire::{parse_header, Message, HEADER_LEN, MAX_KEY, MAX_VALUE};
+use super::wire::{encode, parse_header, Message, HEADER_LEN, MAX_KEY, MAX_VALUE};
 use crate::conn::Conn;
 use crate::wire::check_key;
 
@@ -150,17 +150,15 @@ impl Pmi2 {
         let req = Message::new("abort")
             .arg("isworld", "TRUE")
             .arg("msg", text);
-        let frame = req
-            .encode()
-            .map_err(|e| BootstrapError::Invalid(format!("abort message: {e}")))?;
+        let frame =
+            encode(&req).map_err(|e| BootstrapError::Invalid(format!("abort message: {e}")))?;
         self.conn.send(&frame)
     }
 
     /// Sends `req`, reads one framed reply and checks it against `kind`.
     fn transact(&mut self, kind: Request, req: &Message) -> Result<Reply, BootstrapError> {
         self.usable()?;
-        let frame = req
-            .encode()
+        let frame = encode(req)
             .map_err(|e| BootstrapError::Invalid(format!("`{}` request: {e}", kind.command())))?;
         let result = self.exchange(kind, &frame);
         if let Err(BootstrapError::Io(reason) | BootstrapError::Protocol(reason)) = &result {

@@ -12,8 +12,8 @@
 
 use ferry_core::BootstrapError;
 
-use super::wire::Message;
-use crate::reply::parse_int;
+use super::wire::parse_body;
+use crate::reply::{check_shape, parse_int};
 use crate::wire::excerpt;
 
 /// The request a PMI-2 reply answers.
@@ -147,21 +147,15 @@ pub fn parse_init_reply(line: &[u8]) -> Result<(), BootstrapError> {
         ))
     };
     let msg = crate::wire::Message::parse(line).map_err(|e| proto(e.to_string()))?;
-    if msg.cmd() != "response_to_init" {
-        return Err(proto(format!(
-            "expected `cmd=response_to_init`, got `cmd={}`",
-            msg.cmd()
-        )));
-    }
-    for (key, _) in msg.args() {
-        if !["rc", "pmi_version", "pmi_subversion", "msg"].contains(&key.as_str()) {
-            return Err(proto(format!("unexpected key `{key}`")));
-        }
-    }
+    check_shape(
+        &msg,
+        "response_to_init",
+        &["rc", "pmi_version", "pmi_subversion"],
+        &["msg"],
+    )
+    .map_err(proto)?;
     let int = |key: &str| -> Result<i64, BootstrapError> {
-        let v = msg
-            .get(key)
-            .ok_or_else(|| proto(format!("missing key `{key}`")))?;
+        let v = msg.get(key).unwrap_or_default();
         parse_int(v).ok_or_else(|| proto(format!("`{key}={v}` is not an integer")))
     };
     let (rc, version, subversion) = (int("rc")?, int("pmi_version")?, int("pmi_subversion")?);
@@ -196,25 +190,9 @@ pub fn parse_reply(req: Request, body: &[u8]) -> Result<Reply, BootstrapError> {
     let proto = |what: String| {
         BootstrapError::Protocol(format!("reply to `{op}`: {what} in {}", excerpt(body)))
     };
-    let msg = Message::parse_body(body).map_err(|e| proto(e.to_string()))?;
-    if msg.cmd() != req.reply_command() {
-        return Err(proto(format!(
-            "expected `cmd={}`, got `cmd={}`",
-            req.reply_command(),
-            msg.cmd()
-        )));
-    }
+    let msg = parse_body(body).map_err(|e| proto(e.to_string()))?;
     let (required, optional) = req.keys();
-    for key in required {
-        if msg.get(key).is_none() {
-            return Err(proto(format!("missing key `{key}`")));
-        }
-    }
-    for (key, _) in msg.args() {
-        if !required.contains(&key.as_str()) && !optional.contains(&key.as_str()) {
-            return Err(proto(format!("unexpected key `{key}`")));
-        }
-    }
+    check_shape(&msg, req.reply_command(), required, optional).map_err(proto)?;
     let int = |key: &str| -> Result<i64, BootstrapError> {
         let v = msg.get(key).unwrap_or_default();
         parse_int(v).ok_or_else(|| proto(format!("`{key}={v}` is not an integer")))

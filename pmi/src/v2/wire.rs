@@ -29,11 +29,12 @@
 //! - Each key appears at most once (replies never repeat one; only the
 //!   `spawn` request, which this client does not send, does).
 //!
-//! The parser never panics and never allocates more than the body's size.
-
-use std::fmt;
+//! A message is the same [`Message`] (command and ordered pairs) as
+//! PMI-1's; only the framing differs. The parser never panics and never
+//! allocates more than the body's size.
 
 use crate::wire::is_key_byte;
+pub use crate::wire::Message;
 
 /// The length of the header before every message body.
 pub const HEADER_LEN: usize = 6;
@@ -171,159 +172,107 @@ pub fn parse_header(header: &[u8]) -> Result<usize, WireError> {
     Ok(len)
 }
 
-/// One PMI-2 message: the command name and its `key=value` pairs in the
-/// order they appeared, values unescaped.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Message {
-    cmd: String,
-    args: Vec<(String, String)>,
+/// Parses a whole frame: the 6-byte header and exactly the body it
+/// announces.
+///
+/// # Errors
+/// A [`WireError`] naming the first thing wrong.
+pub fn parse(frame: &[u8]) -> Result<Message, WireError> {
+    let Some((header, body)) = frame.split_at_checked(HEADER_LEN) else {
+        return Err(WireError::BadHeader {
+            header: String::from_utf8_lossy(frame).into_owned(),
+        });
+    };
+    let announced = parse_header(header)?;
+    if body.len() != announced {
+        return Err(WireError::LengthMismatch {
+            announced,
+            actual: body.len(),
+        });
+    }
+    parse_body(body)
 }
 
-impl Message {
-    /// A message with command `cmd` and no pairs. Nothing is checked until
-    /// [`Message::encode`].
-    pub fn new(cmd: &str) -> Self {
-        Message {
-            cmd: cmd.to_owned(),
-            args: Vec::new(),
+/// Parses a body (the bytes after the header).
+///
+/// # Errors
+/// A [`WireError`] naming the first thing wrong with the body.
+pub fn parse_body(body: &[u8]) -> Result<Message, WireError> {
+    if body.len() > MAX_MESSAGE {
+        return Err(WireError::TooLong {
+            len: body.len(),
+            max: MAX_MESSAGE,
+        });
+    }
+    // Every byte first, so the splitting below sees only ASCII (and the
+    // `str` conversions cannot fail).
+    if let Some(offset) = body.iter().position(|&b| !is_value_byte(b)) {
+        return Err(WireError::BadByte {
+            offset,
+            byte: body[offset],
+        });
+    }
+    if !body.starts_with(b"cmd=") {
+        return Err(WireError::NoCmd);
+    }
+    let text = std::str::from_utf8(body).map_err(|e| WireError::BadByte {
+        offset: e.valid_up_to(),
+        byte: body[e.valid_up_to()],
+    })?;
+    // `starts_with("cmd=")`: the first pair is the command.
+    let (key, cmd, mut at) = pair(text, 0)?;
+    if key != "cmd" || cmd.is_empty() {
+        return Err(WireError::NoCmd);
+    }
+    let mut msg = Message::new(&cmd);
+    while at < text.len() {
+        let (key, value, next) = pair(text, at)?;
+        if key == "cmd" || msg.get(&key).is_some() {
+            return Err(WireError::DuplicateKey { key });
         }
+        msg = msg.arg(&key, value);
+        at = next;
     }
+    Ok(msg)
+}
 
-    /// Appends `key=value` (builder style).
-    #[must_use]
-    pub fn arg(mut self, key: &str, value: impl Into<String>) -> Self {
-        self.args.push((key.to_owned(), value.into()));
-        self
-    }
-
-    /// The command name (the value of `cmd=`).
-    pub fn cmd(&self) -> &str {
-        &self.cmd
-    }
-
-    /// The pairs after `cmd=`, in order.
-    pub fn args(&self) -> &[(String, String)] {
-        &self.args
-    }
-
-    /// The value of `key`, if present.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.args
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// Parses a whole frame: the 6-byte header and exactly the body it
-    /// announces.
-    ///
-    /// # Errors
-    /// A [`WireError`] naming the first thing wrong.
-    pub fn parse(frame: &[u8]) -> Result<Message, WireError> {
-        let Some((header, body)) = frame.split_at_checked(HEADER_LEN) else {
-            return Err(WireError::BadHeader {
-                header: String::from_utf8_lossy(frame).into_owned(),
-            });
-        };
-        let announced = parse_header(header)?;
-        if body.len() != announced {
-            return Err(WireError::LengthMismatch {
-                announced,
-                actual: body.len(),
-            });
+/// Encodes `msg` as a frame: header and body, values escaped.
+///
+/// # Errors
+/// A [`WireError`] for the first key or value that cannot be sent, or
+/// [`WireError::TooLong`] if the body exceeds [`MAX_MESSAGE`].
+pub fn encode(msg: &Message) -> Result<Vec<u8>, WireError> {
+    check_key(msg.cmd()).map_err(|_| WireError::NoCmd)?;
+    let mut body = format!("cmd={};", msg.cmd());
+    let args = msg.args();
+    for (i, (key, value)) in args.iter().enumerate() {
+        check_key(key)?;
+        if key == "cmd" || args[..i].iter().any(|(k, _)| k == key) {
+            return Err(WireError::DuplicateKey { key: key.clone() });
         }
-        Message::parse_body(body)
-    }
-
-    /// Parses a body (the bytes after the header).
-    ///
-    /// # Errors
-    /// A [`WireError`] naming the first thing wrong with the body.
-    pub fn parse_body(body: &[u8]) -> Result<Message, WireError> {
-        if body.len() > MAX_MESSAGE {
-            return Err(WireError::TooLong {
-                len: body.len(),
-                max: MAX_MESSAGE,
-            });
+        if !value.bytes().all(is_value_byte) {
+            return Err(WireError::BadValue { key: key.clone() });
         }
-        // Every byte first, so the splitting below sees only ASCII (and the
-        // `str` conversions cannot fail).
-        if let Some(offset) = body.iter().position(|&b| !is_value_byte(b)) {
-            return Err(WireError::BadByte {
-                offset,
-                byte: body[offset],
+        if value.len() > MAX_VALUE {
+            return Err(WireError::ValueTooLong {
+                key: key.clone(),
+                len: value.len(),
             });
         }
-        if !body.starts_with(b"cmd=") {
-            return Err(WireError::NoCmd);
-        }
-        let text = std::str::from_utf8(body).map_err(|e| WireError::BadByte {
-            offset: e.valid_up_to(),
-            byte: body[e.valid_up_to()],
-        })?;
-        let mut cmd: Option<String> = None;
-        let mut args: Vec<(String, String)> = Vec::new();
-        let mut at = 0;
-        while at < text.len() {
-            let (key, value, next) = pair(text, at)?;
-            if key == "cmd" {
-                if cmd.is_some() {
-                    return Err(WireError::DuplicateKey { key });
-                }
-                if value.is_empty() {
-                    return Err(WireError::NoCmd);
-                }
-                cmd = Some(value);
-            } else {
-                if args.iter().any(|(k, _)| *k == key) {
-                    return Err(WireError::DuplicateKey { key });
-                }
-                args.push((key, value));
-            }
-            at = next;
-        }
-        // `starts_with("cmd=")` guarantees the first pair is `cmd`.
-        let cmd = cmd.ok_or(WireError::NoCmd)?;
-        Ok(Message { cmd, args })
+        body.push_str(key);
+        body.push('=');
+        body.push_str(&value.replace(';', ";;"));
+        body.push(';');
     }
-
-    /// Encodes the message as a frame: header and body, values escaped.
-    ///
-    /// # Errors
-    /// A [`WireError`] for the first key or value that cannot be sent, or
-    /// [`WireError::TooLong`] if the body exceeds [`MAX_MESSAGE`].
-    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
-        check_key(&self.cmd).map_err(|_| WireError::NoCmd)?;
-        let mut body = format!("cmd={};", self.cmd);
-        for (i, (key, value)) in self.args.iter().enumerate() {
-            check_key(key)?;
-            if key == "cmd" || self.args[..i].iter().any(|(k, _)| k == key) {
-                return Err(WireError::DuplicateKey { key: key.clone() });
-            }
-            if !value.bytes().all(is_value_byte) {
-                return Err(WireError::BadValue { key: key.clone() });
-            }
-            if value.len() > MAX_VALUE {
-                return Err(WireError::ValueTooLong {
-                    key: key.clone(),
-                    len: value.len(),
-                });
-            }
-            body.push_str(key);
-            body.push('=');
-            body.push_str(&value.replace(';', ";;"));
-            body.push(';');
-        }
-        if body.len() > MAX_MESSAGE {
-            return Err(WireError::TooLong {
-                len: body.len(),
-                max: MAX_MESSAGE,
-            });
-        }
-        let mut frame = format!("{:<width$}", body.len(), width = HEADER_LEN).into_bytes();
-        frame.extend_from_slice(body.as_bytes());
-        Ok(frame)
+    if body.len() > MAX_MESSAGE {
+        return Err(WireError::TooLong {
+            len: body.len(),
+            max: MAX_MESSAGE,
+        });
     }
+    let mut frame = format!("{:<width$}", body.len(), width = HEADER_LEN).into_bytes();
+    frame.extend_from_slice(body.as_bytes());
+    Ok(frame)
 }
 
 /// The pair starting at byte `at` of `text`: its key, its unescaped value,
@@ -361,22 +310,12 @@ fn pair(text: &str, at: usize) -> Result<(String, String, usize), WireError> {
     Ok((key.to_owned(), value, at + i + 1))
 }
 
-impl fmt::Debug for Message {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cmd={};", self.cmd)?;
-        for (k, v) in &self.args {
-            write!(f, "{k}={};", v.replace(';', ";;"))?;
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn body(s: &str) -> Result<Message, WireError> {
-        Message::parse_body(s.as_bytes())
+        parse_body(s.as_bytes())
     }
 
     #[test]
@@ -384,7 +323,7 @@ mod tests {
         // As Slurm 22.05's mpi/pmi2 plugin writes them (client_resp_send).
         let reply = "cmd=fullinit-response;rc=0;pmi-version=2;pmi-subversion=0;\
                      rank=3;size=4;appnum=-1;debugged=FALSE;pmiverbose=FALSE;";
-        let m = Message::parse(format!("{:<6}{reply}", reply.len()).as_bytes()).unwrap();
+        let m = parse(format!("{:<6}{reply}", reply.len()).as_bytes()).unwrap();
         assert_eq!(m.cmd(), "fullinit-response");
         assert_eq!(m.get("rank"), Some("3"));
         assert_eq!(m.get("appnum"), Some("-1"));
@@ -427,16 +366,13 @@ mod tests {
             })
         );
         assert_eq!(
-            Message::parse(b"12    cmd=x;"),
+            parse(b"12    cmd=x;"),
             Err(WireError::LengthMismatch {
                 announced: 12,
                 actual: 6
             })
         );
-        assert!(matches!(
-            Message::parse(b"12"),
-            Err(WireError::BadHeader { .. })
-        ));
+        assert!(matches!(parse(b"12"), Err(WireError::BadHeader { .. })));
     }
 
     #[test]
@@ -452,12 +388,12 @@ mod tests {
         let sent = Message::new("kvs-put")
             .arg("key", "k")
             .arg("value", ";a;;b;");
-        let frame = sent.encode().unwrap();
+        let frame = encode(&sent).unwrap();
         assert_eq!(
             std::str::from_utf8(&frame).unwrap(),
             "35    cmd=kvs-put;key=k;value=;;a;;;;b;;;"
         );
-        assert_eq!(Message::parse(&frame).unwrap(), sent);
+        assert_eq!(parse(&frame).unwrap(), sent);
     }
 
     #[test]
@@ -480,8 +416,8 @@ mod tests {
                 .arg("value", ";".repeat(MAX_VALUE)),
         ];
         for m in cases {
-            let frame = m.encode().unwrap();
-            assert_eq!(Message::parse(&frame).as_ref(), Ok(&m), "{m:?}");
+            let frame = encode(&m).unwrap();
+            assert_eq!(parse(&frame).as_ref(), Ok(&m), "{m:?}");
             assert_eq!(parse_header(&frame[..HEADER_LEN]), Ok(frame.len() - 6));
         }
     }
@@ -539,27 +475,24 @@ mod tests {
             })
         );
         assert!(matches!(
-            Message::parse_body(b"cmd=x;v=\xc3\xa9;"),
+            parse_body(b"cmd=x;v=\xc3\xa9;"),
             Err(WireError::BadByte { byte: 0xc3, .. })
         ));
         assert!(matches!(
-            Message::parse_body(b"cmd=x;v=a\nb;"),
+            parse_body(b"cmd=x;v=a\nb;"),
             Err(WireError::BadByte { byte: b'\n', .. })
         ));
         assert!(matches!(
-            Message::parse_body(b"cmd=x;v=\0;"),
+            parse_body(b"cmd=x;v=\0;"),
             Err(WireError::BadByte { byte: 0, .. })
         ));
         let huge = vec![b'a'; MAX_MESSAGE + 1];
-        assert!(matches!(
-            Message::parse_body(&huge),
-            Err(WireError::TooLong { .. })
-        ));
+        assert!(matches!(parse_body(&huge), Err(WireError::TooLong { .. })));
     }
 
     #[test]
     fn encoder_refuses_what_pmi2_cannot_carry() {
-        let one = |k: &str, v: &str| Message::new("kvs-put").arg(k, v).encode();
+        let one = |k: &str, v: &str| encode(&Message::new("kvs-put").arg(k, v));
         assert!(matches!(
             one("key", "a\nb"),
             Err(WireError::BadValue { .. })
@@ -576,14 +509,14 @@ mod tests {
             one("v", &"a".repeat(MAX_VALUE + 1)),
             Err(WireError::ValueTooLong { .. })
         ));
-        let twice = Message::new("x").arg("k", "1").arg("k", "2").encode();
+        let twice = encode(&Message::new("x").arg("k", "1").arg("k", "2"));
         assert!(matches!(twice, Err(WireError::DuplicateKey { .. })));
-        assert_eq!(Message::new("a b").encode(), Err(WireError::NoCmd));
-        assert_eq!(Message::new("").encode(), Err(WireError::NoCmd));
+        assert_eq!(encode(&Message::new("a b")), Err(WireError::NoCmd));
+        assert_eq!(encode(&Message::new("")), Err(WireError::NoCmd));
         let mut big = Message::new("x");
         for i in 0..70 {
             big = big.arg(&format!("k{i}"), "v".repeat(MAX_VALUE));
         }
-        assert!(matches!(big.encode(), Err(WireError::TooLong { .. })));
+        assert!(matches!(encode(&big), Err(WireError::TooLong { .. })));
     }
 }
