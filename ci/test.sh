@@ -21,7 +21,10 @@
 #      (ci/ofi.sh), then a job split across two "nodes" over shm + ofi, then
 #      jobs across two hosts made of network and UTS namespaces, started by
 #      Hydra's ssh launcher (ci/cluster.sh, as root);
-#   6. the verbs device on Soft-RoCE in a QEMU VM (ci/verbs.sh);
+#   6. Slurm's srun --mpi=pmi2 on a one-node cluster made for the run
+#      (ci/slurm.sh: slurmctld, slurmd, munge from Debian): the conformance
+#      suite on 4 ranks and ferry-bench latency, over the PMI-2 client;
+#      the verbs device on Soft-RoCE in a QEMU VM (ci/verbs.sh);
 #   7. a short fuzz run of every decoder of peer-supplied bytes (cargo fuzz),
 #      the side-channel handshake's included;
 #   8. a smoke run of the criterion benches (tiny measurement time), so they never rot.
@@ -130,6 +133,9 @@ cargo test -p ferry-tests --features ofi --locked --test mixed
 step "two hosts (namespaces), launched by Hydra over ssh: ferry-info, the conformance suite, a bench (ci/cluster.sh)"
 bash ci/cluster.sh
 
+step "Slurm: srun --mpi=pmi2 (PMI-2) on a one-node cluster, conformance suite on 4 ranks, ferry-bench latency"
+bash ci/slurm.sh
+
 step "verbs device: Soft-RoCE in a QEMU VM"
 bash ci/verbs.sh
 
@@ -137,7 +143,7 @@ if [ "${FERRY_CI_SKIP_FUZZ:-0}" != 1 ]; then
   step "fuzz smoke run (every decoder of peer-supplied bytes)"
   # cargo fuzz works on the stable toolchain without a sanitizer (-s none).
   command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-  for target in wire_header engine_packets pmi_reply shm_cell shm_fastbox side_handshake; do
+  for target in wire_header engine_packets pmi_reply pmi2_reply shm_cell shm_fastbox side_handshake; do
     (cd fuzz && cargo fuzz run "$target" -s none -- -max_total_time="${FERRY_FUZZ_SECONDS:-30}" -rss_limit_mb=4096)
   done
 fi

@@ -324,6 +324,9 @@ impl Job {
             // rank at the wrong server.
             .env_remove("PMI_PORT")
             .env_remove("PMI_ID")
+            // Slurm's pmi2 plugin sets it (ferryrun inside `srun
+            // --mpi=pmi2`); ferry_pmi would take it as a PMI-2 server.
+            .env_remove("PMI_JOBID")
             // Its own process group, so killing the rank also kills any
             // processes it started (a shell wrapper's child, for example).
             .process_group(0)

@@ -143,24 +143,8 @@ pub fn parse_reply(req: Request, line: &[u8]) -> Result<Reply, BootstrapError> {
         BootstrapError::Protocol(format!("reply to `{op}`: {what} in {}", excerpt(line)))
     };
     let msg = Message::parse(line).map_err(|e| proto(e.to_string()))?;
-    if msg.cmd() != req.reply_command() {
-        return Err(proto(format!(
-            "expected `cmd={}`, got `cmd={}`",
-            req.reply_command(),
-            msg.cmd()
-        )));
-    }
     let (required, optional) = req.keys();
-    for key in required {
-        if msg.get(key).is_none() {
-            return Err(proto(format!("missing key `{key}`")));
-        }
-    }
-    for (key, _) in msg.args() {
-        if !required.contains(&key.as_str()) && !optional.contains(&key.as_str()) {
-            return Err(proto(format!("unexpected key `{key}`")));
-        }
-    }
+    check_shape(&msg, req.reply_command(), required, optional).map_err(proto)?;
     let int = |key: &str| -> Result<Option<i64>, BootstrapError> {
         match msg.get(key) {
             None => Ok(None),
@@ -253,6 +237,31 @@ pub fn parse_reply(req: Request, line: &[u8]) -> Result<Reply, BootstrapError> {
         Request::Barrier => Reply::Barrier,
         Request::Finalize => Reply::Finalize,
     })
+}
+
+/// Checks that a reply names `cmd`, carries every `required` key and no
+/// key outside `required` and `optional` (both PMI versions' rule); the
+/// error says which.
+pub(crate) fn check_shape(
+    msg: &Message,
+    cmd: &str,
+    required: &[&str],
+    optional: &[&str],
+) -> Result<(), String> {
+    if msg.cmd() != cmd {
+        return Err(format!("expected `cmd={cmd}`, got `cmd={}`", msg.cmd()));
+    }
+    if let Some(key) = required.iter().find(|k| msg.get(k).is_none()) {
+        return Err(format!("missing key `{key}`"));
+    }
+    match msg
+        .args()
+        .iter()
+        .find(|(k, _)| !required.contains(&k.as_str()) && !optional.contains(&k.as_str()))
+    {
+        Some((key, _)) => Err(format!("unexpected key `{key}`")),
+        None => Ok(()),
+    }
 }
 
 /// Parses a decimal integer strictly: optional `-`, then 1 to 18 digits

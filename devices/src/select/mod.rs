@@ -12,7 +12,8 @@
 //!   `stubnm`), which returns [`SetupError::FeatureNotCompiled`];
 //! - `across`: the network device beside shared memory for a job that spans
 //!   nodes: `shm_verbs`, `shm_ofi` or `none`, by the features built;
-//! - `boot`: the PMI client, or a singleton's key-value space.
+//! - `boot`: the PMI client (PMI-1 or PMI-2, as `ferry_pmi` chooses from
+//!   the environment), or a singleton's key-value space.
 //!
 //! How [`init`] chooses:
 //! - Not launched by a PMI server: a singleton job (rank 0 of 1) over the
@@ -87,6 +88,9 @@ pub(crate) fn init_with(config: Config) -> Result<World> {
     let pmi = boot::from_env()?;
     let span = rank_span(&config, pmi.as_ref().map_or(0, Bootstrap::rank));
     let entered = span.enter();
+    if let Some(pmi) = &pmi {
+        tracing::debug!(version = ?pmi.version(), job = pmi.job_id(), "launched by a PMI server");
+    }
     let (engine, boot, local_ranks) = match pmi {
         None => (singleton(&config)?, Boot::Singleton, vec![0]),
         Some(mut pmi) => {
