@@ -53,7 +53,7 @@
 //! | variable | meaning | default |
 //! |---|---|---|
 //! | `FERRY_OFI_PROVIDER` | provider name (`tcp;ofi_rxm`, `shm`, ...) | `FI_PROVIDER`, else libfabric's choice |
-//! | `FERRY_OFI_EAGER_SIZE` | largest packet payload (`caps.max_payload`) | 16384 (shm: 8192) |
+//! | `FERRY_OFI_EAGER_SIZE` | largest packet payload (`caps.max_payload`) | under `ofi_rxm`, rxm's buffer size (`FI_OFI_RXM_BUFFER_SIZE`, 16384) less the 64-byte header room, so a packet stays in rxm's eager protocol: 16320; shm: 8192; other providers: 16384 |
 //! | `FERRY_OFI_RECV_BUFFERS` | receive buffers kept posted | 64 (shm: its rx queue size, 1024) |
 //! | `FERRY_OFI_SEND_BUFFERS` | send buffers (back-pressure beyond) | 64 |
 //! | `FERRY_OFI_MAX_PARKED` | receive buffers handed to the engine at once (`into_payload` copies beyond) | 64 |

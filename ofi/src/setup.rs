@@ -122,7 +122,10 @@ impl OfiDevice {
         let shm = provider == "shm";
         let eager_size = match opts.eager_size {
             0 if shm => 8192,
-            0 => 16384,
+            0 => default_eager_size(
+                &provider,
+                std::env::var("FI_OFI_RXM_BUFFER_SIZE").ok().as_deref(),
+            ),
             n => n,
         };
         let recv = match opts.recv_buffers {
@@ -429,6 +432,24 @@ impl OfiDevice {
     }
 }
 
+/// The default largest payload for `provider` (not `shm`). Under
+/// `ofi_rxm`, a message up to rxm's buffer size (`FI_OFI_RXM_BUFFER_SIZE`,
+/// 16 KiB unless set) goes eagerly and a longer one by rxm's own
+/// rendezvous or segmentation, so a whole packet, header included, must fit
+/// in it: 1 MiB sent in 16 KiB fragments plus their header measured
+/// 110-190 MB/s over `tcp;ofi_rxm`, in 16,320-byte ones about 1.4 GB/s.
+/// `rxm_buffer` is `FI_OFI_RXM_BUFFER_SIZE`'s value, if set.
+fn default_eager_size(provider: &str, rxm_buffer: Option<&str>) -> usize {
+    const PLAIN: usize = 16384;
+    if !provider.split(';').any(|p| p == "ofi_rxm") {
+        return PLAIN;
+    }
+    let buffer = rxm_buffer
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(PLAIN);
+    buffer.saturating_sub(MAX_HEADER).max(MAX_HEADER)
+}
+
 /// A name for this rank's shm-provider region: the job's prefix
 /// ([`ofi_shm_region_prefix`](ferry_core::shared_files::ofi_shm_region_prefix)),
 /// the rank, the process and 64 random bits (a launcher may reuse a job id;
@@ -451,4 +472,19 @@ fn shm_region_name(job: &str, rank: Rank) -> Result<std::ffi::CString, OfiError>
         value: job.to_owned(),
         expected: "no NUL byte",
     })
+}
+
+#[cfg(test)]
+mod eager_size_tests {
+    use super::default_eager_size;
+
+    #[test]
+    fn under_rxm_a_whole_packet_fits_rxms_buffer() {
+        assert_eq!(default_eager_size("tcp;ofi_rxm", None), 16320);
+        assert_eq!(default_eager_size("verbs;ofi_rxm", Some("65536")), 65472);
+        assert_eq!(default_eager_size("tcp;ofi_rxm", Some("junk")), 16320);
+        assert_eq!(default_eager_size("tcp;ofi_rxm", Some("10")), 64);
+        assert_eq!(default_eager_size("tcp", Some("65536")), 16384);
+        assert_eq!(default_eager_size("sockets", None), 16384);
+    }
 }
