@@ -11,27 +11,11 @@
 
 use std::time::Instant;
 
-use ferry_core::device::{Device, Incoming, OpToken, Sent, Sink};
-use ferry_core::{Bootstrap, Error, Rank, ThreadBoot};
+use ferry_core::{Bootstrap, ThreadBoot};
 use ferry_shm::{ShmDevice, ShmOptions};
 
-/// Counts packets and copies each payload out.
-struct Count {
-    n: u64,
-    buf: Vec<u8>,
-}
-
-impl Sink for Count {
-    fn packet<I: Incoming>(&mut self, _from: Rank, packet: I) {
-        let p = packet.payload();
-        self.buf[..p.len()].copy_from_slice(p);
-        self.n += 1;
-    }
-    fn rdma_done(&mut self, _: OpToken, _: Result<(), Error>) {}
-    fn peer_failed(&mut self, peer: Rank, error: Error) {
-        panic!("peer {peer} failed: {error}");
-    }
-}
+mod common;
+use common::{send, Count};
 
 fn pin(cpu: usize) {
     let mut cpus = rustix::thread::CpuSet::new();
@@ -59,38 +43,19 @@ fn main() {
                 let mut dev = ShmDevice::new(&mut boot, &[0, 1], opts).expect("setup");
                 boot.barrier().expect("barrier");
                 let peer = 1 - me;
-                // The engine's eager header for a small message is 24 bytes.
-                let header = [0u8; 24];
                 let payload = vec![1u8; size];
-                let mut sink = Count {
-                    n: 0,
-                    buf: vec![0; size.max(1)],
-                };
-                let send = |dev: &mut ShmDevice, sink: &mut Count| loop {
-                    match dev.send(peer, &header, &payload).expect("send") {
-                        Sent::Done => break,
-                        Sent::Busy => {
-                            dev.progress(sink).expect("progress");
-                        }
-                    }
-                };
+                let mut sink = Count::new(size);
                 let warm = iters / 10;
                 for round in [warm, iters] {
                     let t = Instant::now();
                     if me == 0 {
                         for _ in 0..round {
-                            send(&mut dev, &mut sink);
+                            send(&mut dev, &mut sink, peer, &payload);
                         }
-                        let want = sink.n + 1;
-                        while sink.n < want {
-                            dev.progress(&mut sink).expect("progress");
-                        }
+                        sink.wait_for(&mut dev, sink.n + 1);
                     } else {
-                        let want = sink.n + round;
-                        while sink.n < want {
-                            dev.progress(&mut sink).expect("progress");
-                        }
-                        send(&mut dev, &mut sink);
+                        sink.wait_for(&mut dev, sink.n + round);
+                        send(&mut dev, &mut sink, peer, &payload);
                     }
                     if me == 0 && round == iters {
                         let secs = t.elapsed().as_secs_f64();
