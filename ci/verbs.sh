@@ -8,7 +8,11 @@
 #   2. the conformance suite (tests/tests/conformance_verbs.rs: every body
 #      through ferryrun with 2 and 4 ranks, FERRY_DEVICE=verbs);
 #   3. the failure scenarios on verbs (tests/tests/failure_verbs.rs: rank 1
-#      SIGKILLed; the survivors' waits fail naming it, the job ends).
+#      SIGKILLed; the survivors' waits fail naming it, the job ends);
+#   4. jobs across two hosts (tests/tests/cluster.rs on ci/vm/cluster-hosts.sh's
+#      hosts, launched by MPICH's Hydra through ci/cluster/ns-ssh): ferry-info's
+#      routes, then the conformance suite with 2 ranks per host, shm inside a
+#      host and verbs between them.
 # FERRY_VERBS_DEVICE is unset, so the default device selection is what runs.
 # Inside the VM FERRY_VERBS_REQUIRE=1: a verbs test that finds no RDMA device
 # fails instead of skipping. A VM that does not boot fails (ci/softroce.sh
@@ -46,13 +50,23 @@ unit=$(cargo test -p ferry-verbs --locked --no-run --message-format=json | execu
 step "build: conformance suite with --features verbs (release: the VM is emulated)"
 # Release, because the suite's flood bodies send ~100k messages and the VM
 # may run under TCG; the runner and launcher binaries are built alongside.
-json=$(cargo test -p ferry-tests --features verbs --release --locked --no-run \
-  --test conformance_verbs --test failure_verbs --message-format=json)
+json=$(cargo test -p ferry-tests --features verbs,cluster --release --locked --no-run \
+  --test conformance_verbs --test failure_verbs --test cluster --message-format=json)
 conf=$(executable conformance_verbs <<<"$json")
 fail=$(executable failure_verbs <<<"$json")
-cargo build -p ferry-tests --features verbs --release --locked --bins
-[ -x "$conf" ] && [ -x "$fail" ] || { echo "ci/verbs.sh: test binaries missing" >&2; exit 1; }
-bins=("$target/release/ferry-conformance" "$target/release/ferry-tests-ferryrun")
+cluster=$(executable cluster <<<"$json")
+cargo build -p ferry-tests --features verbs,cluster --release --locked --bins
+cargo build -p ferry --features verbs --release --locked --bin ferry-info
+[ -x "$conf" ] && [ -x "$fail" ] && [ -x "$cluster" ] || { echo "ci/verbs.sh: test binaries missing" >&2; exit 1; }
+bins=("$target/release/ferry-conformance" "$target/release/ferry-tests-ferryrun" "$target/release/ferry-info")
+
+# The two-host jobs (ci/vm/cluster-hosts.sh) start through MPICH's Hydra.
+ci_packages_ensure mpich
+hydra=()
+for x in /usr/bin/mpiexec.hydra /usr/bin/hydra_pmi_proxy; do
+  hydra+=(-f "$x")
+  for lib in $(ldd "$x" | grep -oE '/[^ ]+'); do hydra+=(-f "$lib"); done
+done
 
 if [ "${FERRY_VERBS_SKIP_CLIPPY:-0}" != 1 ]; then
   step "clippy: ferry-verbs (-D warnings)"
@@ -67,11 +81,14 @@ export FERRY_VM_TIMEOUT=${FERRY_VM_TIMEOUT:-1800}
 export FERRY_VM_SMP=${FERRY_VM_SMP:-2}
 V0=$(date +%s)
 set +e
-"$ROOT/ci/softroce.sh" -f "$unit" -f "$conf" -f "$fail" -f "${bins[0]}" -f "${bins[1]}" -- \
+"$ROOT/ci/softroce.sh" -f "$unit" -f "$conf" -f "$fail" -f "$cluster" \
+  -f "${bins[0]}" -f "${bins[1]}" -f "${bins[2]}" "${hydra[@]}" \
+  -f "$ROOT/ci/cluster" -f "$ROOT/ci/vm/cluster-hosts.sh" -- \
   'echo "[verbs] FERRY_VERBS_DEVICE=${FERRY_VERBS_DEVICE:-<unset>}"; ibv_devices' \
   "$unit --test-threads=1 --nocapture" \
   "$conf --test-threads=1 --nocapture" \
-  "$fail --test-threads=1 --nocapture"
+  "$fail --test-threads=1 --nocapture" \
+  "sh $ROOT/ci/vm/cluster-hosts.sh $cluster --test-threads=1 --nocapture"
 rc=$?
 set -e
 echo "ci/verbs.sh: VM run took $(( $(date +%s) - V0 )) s (status $rc); total $(( $(date +%s) - T0 )) s"
