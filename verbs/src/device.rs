@@ -93,6 +93,7 @@ impl VerbsDevice {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn assemble(
         peers: Vec<Peer>,
+        registry: Registry,
         send: SendPool,
         recv: RecvPool,
         live: Liveness,
@@ -109,7 +110,7 @@ impl VerbsDevice {
         let peers_len = peers.len();
         VerbsDevice {
             peers,
-            registry: Registry::default(),
+            registry,
             send,
             recv,
             live,
@@ -162,6 +163,13 @@ impl VerbsDevice {
     /// Live rendezvous registrations.
     pub fn registrations(&self) -> usize {
         self.registry.live()
+    }
+
+    /// Registrations reused from the cache and made anew so far (empty
+    /// buffers, which need none, are not counted); see `mr.rs`.
+    pub fn registration_cache_stats(&self) -> (u64, u64) {
+        let s = self.registry.stats();
+        (s.hits, s.misses)
     }
 
     fn peer_index(&self, peer: Rank) -> Result<usize, Error> {

@@ -28,8 +28,10 @@ pub(crate) use rdma_sys as sys;
 mod post;
 mod registered;
 pub(crate) mod slab;
+#[cfg(test)]
+pub(crate) mod testmem;
 
-pub(crate) use registered::RegisteredBuf;
+pub(crate) use registered::{register_lent, AttachCache, Budget, RegisteredBuf, Revoker};
 
 /// What a raw call reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -28,13 +28,17 @@
 //! # Design (one module per concept)
 //! - `ffi`: every raw call, checked; the ops-table verbs never panic;
 //!   `ffi::slab` (registered slots and the ARecv handover buffer),
-//!   `ffi::registered` (an engine buffer with its MR), `ffi::post` (the safe
+//!   `ffi::registered` (an engine buffer with its MR, attached or not),
+//!   `ffi::post` (the safe
 //!   ways to post work requests).
 //! - `context`: device / port / GID selection, [`devices`].
 //! - `qp`: RC connection setup through the bootstrap KVS (at init).
 //! - `srq`: eager receive buffers and the ARecv handover.
 //! - `credits`, `imm`: flow control and the 32-bit immediate framing.
-//! - `mr`: registration (no cache, so never stale; see there).
+//! - `mr`: registration, and a registration cache that cannot hand out a
+//!   stale key (see there): registrations attached to the owned `Buf`s they
+//!   register, and, for lent memory, `rcache` (reuse proven by the page
+//!   frames in `pagemap`).
 //! - `rdma`: `get` / `put`, split into chunks of at most `max_msg_sz`.
 //! - `cq`: polling and the arm/sleep/disarm protocol.
 //! - `liveness`: keepalive probes, so a rank that only waits for a dead
@@ -87,7 +91,9 @@ mod imm;
 mod liveness;
 mod mr;
 mod options;
+mod pagemap;
 mod qp;
+mod rcache;
 mod rdma;
 mod setup;
 mod srq;

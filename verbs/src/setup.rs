@@ -216,8 +216,10 @@ impl VerbsDevice {
             max_inline,
             "verbs device ready"
         );
+        let registry = crate::mr::Registry::new(opts.rcache);
         Ok(VerbsDevice::assemble(
-            list, send, recv, live, cq, pd, sel, rank, index_of, qpn_peer, caps, max_inline,
+            list, registry, send, recv, live, cq, pd, sel, rank, index_of, qpn_peer, caps,
+            max_inline,
         ))
     }
 }
