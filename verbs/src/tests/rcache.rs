@@ -7,9 +7,9 @@
 use ferry_core::device::{Access, Device, OpToken, Sent};
 use ferry_core::recorder::Recorder;
 use ferry_core::wire::RemoteKey;
-use ferry_core::{Buf, DeviceError, Error};
+use ferry_core::Buf;
 
-use super::{devices, pump, rdma_present, small, wait_rdma};
+use super::{assert_refused, devices, rdma_present, read_remote, small, vec_at, wait_rdma};
 use crate::ffi::testmem::Mapping;
 use crate::VerbsDevice;
 
@@ -18,34 +18,9 @@ const LEN: usize = 64 * 1024;
 /// Reads `LEN` bytes at `key` of rank 0 into a fresh buffer of rank 1 and
 /// returns them.
 fn read(devs: &mut [VerbsDevice], key: RemoteKey, sink: &mut Recorder) -> Vec<u8> {
-    let (h, _) = devs[1]
-        .register(0, Buf::zeroed(LEN).unwrap(), Access::LocalWrite)
-        .unwrap();
-    sink.events.clear();
-    assert_eq!(devs[1].get(0, key, h, LEN, OpToken(1)).unwrap(), Sent::Done);
-    wait_rdma(&mut devs[1], sink, 1);
-    sink.rdma().pop().unwrap().1.unwrap();
-    devs[1].deregister(h).unwrap().to_vec()
-}
-
-/// The old `key` grants nothing: the read fails with a completion error
-/// (and, RC semantics, the peer is reported). Ends the pair's usefulness.
-fn refused(devs: &mut [VerbsDevice], key: RemoteKey, sink: &mut Recorder) {
-    let (h, _) = devs[1]
-        .register(0, Buf::zeroed(LEN).unwrap(), Access::LocalWrite)
-        .unwrap();
-    sink.events.clear();
-    assert_eq!(devs[1].get(0, key, h, LEN, OpToken(2)).unwrap(), Sent::Done);
-    wait_rdma(&mut devs[1], sink, 1);
-    let (tok, res) = sink.rdma().pop().unwrap();
-    assert_eq!(tok, OpToken(2));
-    assert!(
-        matches!(res, Err(Error::Device(DeviceError::Completion { .. }))),
-        "{res:?}"
-    );
-    pump(&mut devs[1], sink, |s| !s.failures().is_empty());
-    let back = devs[1].deregister(h).unwrap();
-    assert!(back.iter().all(|&b| b == 0), "nothing was read");
+    let (res, buf) = read_remote(devs, key, LEN, sink);
+    res.unwrap();
+    buf.to_vec()
 }
 
 /// A registration attached to an owned `Buf` is reused with it, ends when
@@ -79,16 +54,7 @@ fn attached_registrations_are_reused_and_end_with_their_buffer() {
     let addr = buf.id();
     drop(buf);
     assert_eq!(devs[0].registry.cached().0, 0, "ended with its Buf");
-    let mut held = Vec::new();
-    let reused = loop {
-        let v = vec![2u8; LEN];
-        if v.as_ptr() as usize == addr {
-            break v;
-        }
-        held.push(v);
-        assert!(held.len() < 64, "the allocator never reused the address");
-    };
-    let (h, k2) = reg(&mut devs[0], Buf::from_vec(reused));
+    let (h, k2) = reg(&mut devs[0], Buf::from_vec(vec_at(addr, LEN, 2)));
     assert_eq!(k2.addr, k1.addr, "same memory");
     assert_ne!(k2.key, k1.key, "a fresh registration");
     assert!(read(&mut devs, k2, &mut sink).iter().all(|&b| b == 2));
@@ -120,7 +86,7 @@ fn attached_registrations_are_reused_and_end_with_their_buffer() {
     assert_eq!(devs[0].registry.cached().0, 1);
 
     // The first key, whose memory went: refused.
-    refused(&mut devs, k1, &mut sink);
+    assert_refused(&mut devs, k1, &mut sink);
     drop(devs);
     assert!(survivor.iter().all(|&b| b == 5));
     drop(survivor);
@@ -193,5 +159,5 @@ fn lent_registrations_are_reused_only_on_the_same_pages() {
     assert_eq!(devs[1].registration_cache_stats().0, 0, "never reused");
 
     // The first key, whose pages are no longer mapped: refused.
-    refused(&mut devs, k1, &mut sink);
+    assert_refused(&mut devs, k1, &mut sink);
 }
