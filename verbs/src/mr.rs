@@ -77,6 +77,7 @@ use ferry_core::wire::RemoteKey;
 use ferry_core::{Buf, Error};
 
 use crate::ffi::{sys, AttachCache, Budget, Pd, RegisteredBuf, Revoker};
+use crate::pagemap::Pagemap;
 use crate::rcache::LentCache;
 
 /// The access flags `ibv_reg_mr` gets for each use: nothing more than the
@@ -137,9 +138,12 @@ pub(crate) struct CacheStats {
 struct Cache {
     // Field order is drop order: the lent MRs, then the attached ones still
     // alive; both before the device's PD.
-    lent: Option<LentCache>,
+    lent: LentCache,
     revoker: Revoker,
     budget: Budget,
+    /// The page-frame check; `None` without `CAP_SYS_ADMIN` (lent memory
+    /// is then registered per use, and owned read-only memory too).
+    pagemap: Option<Pagemap>,
 }
 
 /// The live registrations, and the cache.
@@ -163,12 +167,13 @@ impl Registry {
                 lent: LentCache::new(budget.clone()),
                 revoker: Revoker::new(),
                 budget,
+                pagemap: Pagemap::open(),
             }
         });
         if let Some(c) = &cache {
             tracing::debug!(
                 max_pinned,
-                lent = c.lent.is_some(),
+                pagemap = c.pagemap.is_some(),
                 "verbs registration cache"
             );
         }
@@ -193,8 +198,10 @@ impl Registry {
         let cache = self.cache.as_mut().filter(|_| cacheable(access));
         let (held, local, rkey, hit) = match cache {
             Some(Cache {
-                lent: Some(lent), ..
-            }) if buf.is_lent() => match lent.acquire(pd, &mut buf, flags, writable(access)) {
+                lent,
+                pagemap: Some(pm),
+                ..
+            }) if buf.is_lent() => match lent.acquire(pm, pd, &mut buf, flags, writable(access)) {
                 Ok(Some(l)) => {
                     let local = Local {
                         addr: l.addr,
@@ -211,6 +218,7 @@ impl Registry {
                 let attach = AttachCache {
                     revoker: &mut c.revoker,
                     budget: &c.budget,
+                    pagemap: c.pagemap.as_mut(),
                 };
                 let reg = RegisteredBuf::new(pd, buf, flags, writable(access), Some(attach))
                     .map_err(|(e, buf)| (e.into(), buf))?;
@@ -269,8 +277,8 @@ impl Registry {
         match entry.held {
             Held::Buf(reg) => Some(reg.into_buf()),
             Held::Lent { buf, slot } => {
-                if let Some(lent) = self.cache.as_mut().and_then(|c| c.lent.as_mut()) {
-                    lent.release(slot);
+                if let Some(c) = self.cache.as_mut() {
+                    c.lent.release(slot);
                 }
                 Some(buf)
             }
@@ -296,12 +304,9 @@ impl Registry {
     /// Cached registrations: attached to live `Buf`s, and of lent memory
     /// (for tests).
     pub(crate) fn cached(&self) -> (usize, usize) {
-        self.cache.as_ref().map_or((0, 0), |c| {
-            (
-                c.revoker.live(),
-                c.lent.as_ref().map_or(0, LentCache::entries),
-            )
-        })
+        self.cache
+            .as_ref()
+            .map_or((0, 0), |c| (c.revoker.live(), c.lent.entries()))
     }
 }
 

@@ -19,8 +19,10 @@ const PFN_MASK: u64 = (1 << 55) - 1;
 pub(crate) struct Pagemap {
     file: File,
     page: usize,
-    /// Raw entries of the last read (capacity kept: no allocation per use).
+    /// Raw entries of the last read, and the frames of the last check
+    /// (capacity kept: no allocation per use).
     scratch: Vec<u8>,
+    now: Vec<u64>,
 }
 
 impl Pagemap {
@@ -32,6 +34,7 @@ impl Pagemap {
             file,
             page: rustix::param::page_size(),
             scratch: Vec::new(),
+            now: Vec::new(),
         };
         let probe = vec![1u8; pm.page];
         let mut frames = Vec::new();
@@ -74,14 +77,11 @@ impl Pagemap {
     }
 
     /// Whether the pages of `addr..addr+len` are exactly `frames` now.
-    pub(crate) fn same(
-        &mut self,
-        addr: usize,
-        len: usize,
-        frames: &[u64],
-        now: &mut Vec<u64>,
-    ) -> bool {
-        self.frames(addr, len, now) && now.as_slice() == frames
+    pub(crate) fn same(&mut self, addr: usize, len: usize, frames: &[u64]) -> bool {
+        let mut now = std::mem::take(&mut self.now);
+        let same = self.frames(addr, len, &mut now) && now == frames;
+        self.now = now;
+        same
     }
 }
 
@@ -97,9 +97,9 @@ mod tests {
             return;
         };
         let v = vec![7u8; 3 * pm.page];
-        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let mut a = Vec::new();
         assert!(pm.frames(v.as_ptr() as usize, v.len(), &mut a));
         assert!((3..=4).contains(&a.len()));
-        assert!(pm.same(v.as_ptr() as usize, v.len(), &a.clone(), &mut b));
+        assert!(pm.same(v.as_ptr() as usize, v.len(), &a));
     }
 }

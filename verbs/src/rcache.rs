@@ -46,24 +46,19 @@ pub(crate) struct Lease {
 #[derive(Debug)]
 pub(crate) struct LentCache {
     entries: Vec<Option<Entry>>,
-    pagemap: Pagemap,
-    /// Frames read for a lookup (capacity kept).
-    now: Vec<u64>,
     clock: u64,
     budget: Budget,
 }
 
 impl LentCache {
-    /// `None` when the page-frame check is unavailable: lent memory is then
-    /// registered per use.
-    pub(crate) fn new(budget: Budget) -> Option<LentCache> {
-        Some(LentCache {
+    /// A cache within `budget`; it works with the page-frame check the
+    /// device has (without one, lent memory is registered per use).
+    pub(crate) fn new(budget: Budget) -> LentCache {
+        LentCache {
             entries: Vec::with_capacity(MAX_ENTRIES),
-            pagemap: Pagemap::open()?,
-            now: Vec::new(),
             clock: 0,
             budget,
-        })
+        }
     }
 
     /// A key for the lent `buf`: a cached one whose pages are proven to be
@@ -75,6 +70,7 @@ impl LentCache {
     /// The failure of `ibv_reg_mr`.
     pub(crate) fn acquire(
         &mut self,
+        pagemap: &mut Pagemap,
         pd: &Pd,
         buf: &mut Buf,
         access: u32,
@@ -95,9 +91,8 @@ impl LentCache {
                 .is_some_and(|e| e.addr == addr && e.len == len && e.access == access)
         });
         if let Some(i) = found {
-            let (pm, now) = (&mut self.pagemap, &mut self.now);
             if let Some(e) = self.entries[i].as_mut() {
-                if pm.same(addr as usize, len, &e.frames, now) {
+                if pagemap.same(addr as usize, len, &e.frames) {
                     e.users += 1;
                     e.stamp = self.clock;
                     return Ok(Some(lease(i, e, true)));
@@ -114,7 +109,7 @@ impl LentCache {
         };
         let (mr, addr, len) = register_lent(pd, buf, access, writable)?;
         let mut frames = Vec::new();
-        if !self.pagemap.frames(addr as usize, len, &mut frames) || !self.budget.take(len) {
+        if !pagemap.frames(addr as usize, len, &mut frames) || !self.budget.take(len) {
             // Nothing proven about these pages (or no room): use the MR for
             // this operation only, through the same lease, and drop it at
             // release.

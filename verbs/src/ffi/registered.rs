@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, Weak};
 use ferry_core::{Attachment, Buf};
 
 use super::{FfiError, Mr, Pd};
+use crate::pagemap::Pagemap;
 
 /// Bytes pinned by cached registrations, against a bound (shared by the
 /// device and the attachments it made, which may drop on other threads).
@@ -73,6 +74,9 @@ struct Cell {
     len: usize,
     lkey: u32,
     rkey: u32,
+    /// The page frames it pinned, checked at each reuse; empty for a
+    /// registration pinned for writing (which needs no check).
+    frames: Vec<u64>,
     budget: Budget,
 }
 
@@ -153,11 +157,12 @@ impl Drop for Revoker {
 }
 
 /// What caching an owned buffer's registration needs: the device's revoker
-/// and budget.
+/// and budget, and the page-frame check if the process can read frames.
 #[derive(Debug)]
 pub(crate) struct AttachCache<'a> {
     pub(crate) revoker: &'a mut Revoker,
     pub(crate) budget: &'a Budget,
+    pub(crate) pagemap: Option<&'a mut Pagemap>,
 }
 
 /// A `Buf` registered with the HCA for one transfer. The region is
@@ -191,11 +196,14 @@ fn memory(buf: &mut Buf, writable: bool) -> (*mut u8, usize) {
     }
 }
 
+/// The verbs flag that makes `ibv_reg_mr` pin pages for writing.
+const LOCAL_WRITE: u32 = super::sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0;
+
 impl RegisteredBuf {
     /// Registers `buf` with `access` (verbs access flags), for one use or,
     /// with `cache`, attached to `buf` for the next ones too (reusing the
     /// one already attached when it is this device's, for this access and
-    /// this memory).
+    /// this memory, on the same pages).
     ///
     /// # Errors
     /// The failure of `ibv_reg_mr`, with the buffer back.
@@ -217,58 +225,101 @@ impl RegisteredBuf {
             rkey: 0,
             hit: false,
         };
-        if len == 0 {
-            return Ok(reg);
-        }
         // Only memory the `Buf` owns can carry a registration.
-        let cache = cache.filter(|_| !reg.buf.is_lent());
-        let domain = cache.as_ref().map(|c| c.revoker.domain);
+        let Some(mut c) = cache.filter(|_| len > 0 && !reg.buf.is_lent()) else {
+            return reg.register(pd, access);
+        };
         if let Some(cell) = reg
             .buf
             .attachment()
             .and_then(|a| a.as_any().downcast_ref::<Attached>())
             .map(|a| &a.0)
-            .filter(|c| Some(c.domain) == domain && c.access == access)
-            .filter(|c| c.addr == reg.addr && len <= c.len && c.live())
+            .filter(|c2| c2.domain == c.revoker.domain && c2.access == access)
+            .filter(|c2| c2.addr == reg.addr && len <= c2.len && c2.live())
         {
-            (reg.lkey, reg.rkey, reg.hit) = (cell.lkey, cell.rkey, true);
+            let same_pages = cell.frames.is_empty()
+                || c.pagemap
+                    .as_deref_mut()
+                    .is_some_and(|pm| pm.same(cell.addr as usize, cell.len, &cell.frames));
+            if same_pages {
+                (reg.lkey, reg.rkey, reg.hit) = (cell.lkey, cell.rkey, true);
+                return Ok(reg);
+            }
+        }
+        // A cached registration must stay on the pages the `Buf` maps. A
+        // pin for writing makes them the mapping's own (the kernel breaks
+        // copy-on-write at pin time, and pinned pages are neither migrated
+        // nor reclaimed), so nothing but unmapping them, which the `Buf`
+        // prevents, can change them; that needs the memory writable through
+        // the `Buf`. Read-only memory (a zero page, a page shared after
+        // fork) may be replaced on a later write: its frames are recorded
+        // and checked at each reuse instead, or it is registered per use.
+        let full = reg.buf.as_mut_slice();
+        let (full_ptr, full_len) = (full.as_mut_ptr(), full.len());
+        let write_pinned = full_ptr as u64 == reg.addr && full_len == len;
+        if !write_pinned && c.pagemap.is_none() {
+            return reg.register(pd, access);
+        }
+        let flags = if write_pinned {
+            access | LOCAL_WRITE
+        } else {
+            access
+        };
+        let mut reg = reg.register(pd, flags)?;
+        let mut frames = Vec::new();
+        if !write_pinned {
+            let pm = c.pagemap.as_deref_mut();
+            if !pm.is_some_and(|pm| pm.frames(ptr as usize, len, &mut frames)) {
+                return Ok(reg);
+            }
+        }
+        if !c.budget.take(len) {
             return Ok(reg);
         }
-        // SAFETY: `ptr..ptr+len` is the buffer's memory, which does not
-        // move while the `Buf` lives (buffer.rs, "Address stability"). The
-        // MR is dropped before the `Buf` can go: it is either kept in this
-        // value (dropped first, by field order) or attached to the `Buf`,
-        // which ends its attachment before its memory goes. Write access is
-        // only asked for memory taken with `as_mut_slice`.
-        let mr = match unsafe { pd.reg_mr(ptr, len, access) } {
-            Ok(mr) => mr,
-            Err(e) => return Err((e, reg.buf)),
+        let Some(mr) = reg.mr.take() else {
+            return Ok(reg);
         };
-        (reg.lkey, reg.rkey) = (mr.lkey(), mr.rkey());
-        match cache {
-            Some(c) if c.budget.take(len) => {
-                let cell = Arc::new(Cell {
-                    mr: Mutex::new(Some(mr)),
-                    domain: c.revoker.domain,
-                    access,
-                    addr: reg.addr,
-                    len,
-                    lkey: reg.lkey,
-                    rkey: reg.rkey,
-                    budget: c.budget.clone(),
-                });
-                c.revoker.track(&cell);
-                // Replaces (and so ends) an attachment of another device,
-                // access or length. Refused only for memory the `Buf` does
-                // not own, which is never asked to be cached.
-                if let Err(refused) = reg.buf.attach(Box::new(Attached(cell))) {
-                    drop(refused);
-                    return Err((FfiError::Missing("cache of a lent buffer"), reg.buf));
-                }
-            }
-            _ => reg.mr = Some(mr),
+        let cell = Arc::new(Cell {
+            mr: Mutex::new(Some(mr)),
+            domain: c.revoker.domain,
+            access,
+            addr: reg.addr,
+            len,
+            lkey: reg.lkey,
+            rkey: reg.rkey,
+            frames,
+            budget: c.budget.clone(),
+        });
+        c.revoker.track(&cell);
+        // Replaces (and so ends) an attachment of another device, access,
+        // length or set of pages. Never refused: the memory is owned.
+        if let Err(refused) = reg.buf.attach(Box::new(Attached(cell))) {
+            drop(refused);
+            return Err((FfiError::Missing("cache of a lent buffer"), reg.buf));
         }
         Ok(reg)
+    }
+
+    /// Registers this buffer's memory with `flags` for this use.
+    #[allow(clippy::result_large_err)]
+    fn register(mut self, pd: &Pd, flags: u32) -> Result<RegisteredBuf, (FfiError, Buf)> {
+        if self.len == 0 {
+            return Ok(self);
+        }
+        // SAFETY: `addr..addr+len` is the buffer's memory, which does not
+        // move while the `Buf` lives (buffer.rs, "Address stability"). The
+        // MR is dropped before the `Buf` can go: it is either kept in this
+        // value (dropped first, by field order) or moved into an attachment
+        // of the `Buf`, which ends it before its memory goes. Write access
+        // is only asked for memory taken with `as_mut_slice`.
+        match unsafe { pd.reg_mr(self.addr as *mut u8, self.len, flags) } {
+            Ok(mr) => {
+                (self.lkey, self.rkey) = (mr.lkey(), mr.rkey());
+                self.mr = Some(mr);
+                Ok(self)
+            }
+            Err(e) => Err((e, self.buf)),
+        }
     }
 
     /// The registered memory's address.

@@ -1,7 +1,7 @@
 //! Test-only memory that the tests map, lend and map again at the same
 //! address (the registration cache's stale-key tests).
 
-use ferry_core::{Buf, Lender, LentView};
+use ferry_core::{Buf, ByteStorage, Lender, LentView};
 use rustix::mm::{mmap_anonymous, munmap, MapFlags, ProtFlags};
 
 /// An anonymous private mapping of whole pages.
@@ -27,9 +27,34 @@ static LENDER: Lender = Lender {
     bytes_mut: view_bytes_mut,
 };
 
+// SAFETY: the mapping is plain memory, reachable from any thread.
+unsafe impl Send for Mapping {}
+
+/// A read-only view of a mapping, as a storage (like a send block shared by
+/// several `Buf`s: no write access through it).
+struct ReadOnly {
+    addr: usize,
+    len: usize,
+}
+
+impl ByteStorage for ReadOnly {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: made only by `Mapping::read_only`, whose tests keep the
+        // mapping alive (and mapped at this address) while the view lives.
+        unsafe { std::slice::from_raw_parts(self.addr as *const u8, self.len) }
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut []
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
+    }
+}
+
 impl Mapping {
-    /// `len` bytes (a multiple of the page size), filled with `fill`.
-    pub(crate) fn new(len: usize, fill: u8) -> Mapping {
+    /// `len` bytes (a multiple of the page size), never written: reading
+    /// them maps the shared zero page.
+    pub(crate) fn untouched(len: usize) -> Mapping {
         // SAFETY: a fresh anonymous mapping at an address the kernel picks.
         let addr = unsafe {
             mmap_anonymous(
@@ -40,12 +65,25 @@ impl Mapping {
             )
         }
         .expect("mmap");
-        let mut m = Mapping {
+        Mapping {
             addr: addr.cast(),
             len,
-        };
+        }
+    }
+
+    /// `len` bytes (a multiple of the page size), filled with `fill`.
+    pub(crate) fn new(len: usize, fill: u8) -> Mapping {
+        let mut m = Mapping::untouched(len);
         m.fill(fill);
         m
+    }
+
+    /// An owned, read-only `Buf` over the mapping (see `ReadOnly`).
+    pub(crate) fn read_only(&self) -> Buf {
+        Buf::from_storage(Box::new(ReadOnly {
+            addr: self.addr as usize,
+            len: self.len,
+        }))
     }
 
     /// Maps new pages over the same addresses (`MAP_FIXED`: the old ones go,
