@@ -87,7 +87,9 @@ mod device;
 mod error;
 #[allow(unsafe_code)]
 mod ffi;
-mod imm;
+/// The immediate framing (in `ferry-verbs-wire`, so it is fuzzed without
+/// libibverbs).
+use ferry_verbs_wire::imm;
 mod liveness;
 mod mr;
 mod options;

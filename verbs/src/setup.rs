@@ -170,8 +170,8 @@ impl VerbsDevice {
                     qp::connect(b, &sel, b_psn, &me, a_addr, &opts)?;
                 }
                 None => {
-                    let port = PortAddr::decode(*p, &boot.get(&qp::port_key(*p))?)?;
-                    let remote = QpAddr::decode(*p, &boot.get(&qp::qp_key(*p, rank))?)?;
+                    let port = qp::port_addr(*p, &boot.get(&qp::port_key(*p))?)?;
+                    let remote = qp::qp_addr(*p, &boot.get(&qp::qp_key(*p, rank))?)?;
                     qp::connect(q, &sel, *psn, &port, remote, &opts)?;
                 }
             }
