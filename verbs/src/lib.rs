@@ -42,7 +42,8 @@
 //! - `rdma`: `get` / `put`, split into chunks of at most `max_msg_sz`.
 //! - `cq`: polling and the arm/sleep/disarm protocol.
 //! - `liveness`: keepalive probes, so a rank that only waits for a dead
-//!   peer learns of its death too.
+//!   peer learns of its death too; the wait set (CQ channel, timer, and the
+//!   asynchronous-event fd, `ffi::events`).
 //! - `device`, `setup`: the [`ferry_core::Device`] implementation.
 //!
 //! # Features
@@ -72,6 +73,11 @@
 //! the peer whose QP failed is reported once through
 //! [`ferry_core::device::Sink::peer_failed`] (`PeerError::Died` for
 //! retry-exceeded, `TransferFailed` otherwise); other peers keep working.
+//! The device's asynchronous events (`ibv_get_async_event`, read every 64
+//! progress calls and whenever they wake a sleeper: the event fd is in the
+//! wait set) fail the peers they cut off with
+//! [`ferry_core::DeviceError::Event`]: the port going down or the device
+//! failing fails every peer, a queue pair failing fails its peer.
 //!
 //! # Cleanup
 //! Dropping the device destroys QPs, memory regions, SRQ, CQ, channel, PD

@@ -32,9 +32,10 @@ use crate::ffi::FfiError;
 /// How often progress reads the clock (the check costs a vDSO call).
 const CHECK_EVERY: u32 = 64;
 
-/// Epoll tags of the two members of the wait set.
+/// Epoll tags of the members of the wait set.
 const CHANNEL_TAG: u64 = 0;
 const TIMER_TAG: u64 = 1;
+const EVENTS_TAG: u64 = 2;
 
 fn os(what: &'static str) -> impl Fn(rustix::io::Errno) -> FfiError {
     move |e| FfiError::Os {
@@ -55,13 +56,19 @@ pub(crate) struct Liveness {
     /// Read the clock at the next `due` (set after a wake-up).
     force: bool,
     timer_armed: bool,
+    /// Calls since the device's asynchronous events were last read, and
+    /// whether to read them at the next call (after a wake-up).
+    event_calls: u32,
+    force_events: bool,
 }
 
 impl Liveness {
-    /// An epoll set of `channel` (the completion channel's fd) and a
-    /// timerfd.
+    /// An epoll set of `channel` (the completion channel's fd), `events`
+    /// (the device's asynchronous-event fd, so that a port going down wakes
+    /// a sleeper) and a timerfd.
     pub(crate) fn new(
         channel: BorrowedFd<'_>,
+        events: BorrowedFd<'_>,
         interval: Option<Duration>,
     ) -> Result<Liveness, FfiError> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(os("epoll_create1"))?;
@@ -70,8 +77,14 @@ impl Liveness {
             TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
         )
         .map_err(os("timerfd_create"))?;
-        // The channel outlives this set: the device drops the set first.
-        for (fd, tag) in [(channel, CHANNEL_TAG), (timer.as_fd(), TIMER_TAG)] {
+        // The channel and the context outlive this set: the device drops
+        // the set first.
+        let members = [
+            (channel, CHANNEL_TAG),
+            (events, EVENTS_TAG),
+            (timer.as_fd(), TIMER_TAG),
+        ];
+        for (fd, tag) in members {
             epoll::add(
                 &epoll,
                 fd,
@@ -88,6 +101,8 @@ impl Liveness {
             calls: 0,
             force: false,
             timer_armed: false,
+            event_calls: 0,
+            force_events: false,
         })
     }
 
@@ -121,6 +136,15 @@ impl Liveness {
         true
     }
 
+    /// Whether to read the device's asynchronous events now: every
+    /// [`CHECK_EVERY`] calls (a non-blocking read that finds nothing), and
+    /// at the first call after a wake-up.
+    #[inline]
+    pub(crate) fn events_due(&mut self) -> bool {
+        self.event_calls = self.event_calls.wrapping_add(1);
+        std::mem::take(&mut self.force_events) || self.event_calls % CHECK_EVERY == 0
+    }
+
     /// Before sleeping: `Ok(true)` if probes are due now (progress
     /// instead), else the timer is set to wake the sleeper when they are.
     pub(crate) fn arm(&mut self) -> Result<bool, FfiError> {
@@ -140,6 +164,8 @@ impl Liveness {
 
     /// After waking: stops the timer and drains its expiry count.
     pub(crate) fn disarm(&mut self) {
+        // The sleep may have ended for an asynchronous event.
+        self.force_events = true;
         if std::mem::take(&mut self.timer_armed) {
             if let Err(e) = self.set(Duration::ZERO) {
                 tracing::warn!(error = %e, "could not stop the verbs keepalive timer");

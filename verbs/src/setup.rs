@@ -110,7 +110,7 @@ impl VerbsDevice {
         let cq = Completions::new(&sel.ctx, cqe as i32)?;
         let keepalive = (opts.keepalive_ms > 0)
             .then(|| std::time::Duration::from_millis(u64::from(opts.keepalive_ms)));
-        let live = Liveness::new(cq.channel_fd(), keepalive)?;
+        let live = Liveness::new(cq.channel_fd(), sel.ctx.async_fd()?, keepalive)?;
         let recv = RecvPool::new(&pd, depth, eager)?;
         let send = SendPool {
             slab: Slab::new(&pd, eager, opts.send_bufs, 0)?,

@@ -12,6 +12,7 @@
 //! buffer handover, registrations, keepalives, chunking, setup errors).
 
 mod contract;
+mod events;
 mod rcache;
 
 use std::time::{Duration, Instant};
