@@ -59,8 +59,13 @@
 //! buffers (`ffi::registered`) and posting (`ffi::post`); each block states
 //! the invariant it relies on. The rule throughout: memory is registered
 //! only while something this crate owns keeps it alive (an MR is always
-//! deregistered before its memory goes), and a buffer is touched by the CPU
-//! only while no work request uses it.
+//! deregistered before its memory goes: the device's own buffers, and the
+//! `Buf`s a registration is attached to, which end it when they drop), and
+//! a buffer is touched by the CPU only while no work request uses it. The
+//! one registration that may outlive the memory it was made for is a
+//! cached key of *lent* memory: the MR pins its pages, so they never go
+//! while it lives, and the key is reused only for those same pages (see
+//! `mr.rs`).
 //!
 //! # Thread safety
 //! [`VerbsDevice`] is `Send`, not `Sync`: the engine drives it through
