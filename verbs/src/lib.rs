@@ -78,9 +78,9 @@
 //! the peer whose QP failed is reported once through
 //! [`ferry_core::device::Sink::peer_failed`] (`PeerError::Died` for
 //! retry-exceeded, `TransferFailed` otherwise); other peers keep working.
-//! The device's asynchronous events (`ibv_get_async_event`, read every 64
-//! progress calls and whenever they wake a sleeper: the event fd is in the
-//! wait set) fail the peers they cut off with
+//! The device's asynchronous events (`ibv_get_async_event`, read every
+//! 10 ms while progress is called and whenever they wake a sleeper: the
+//! event fd is in the wait set) fail the peers they cut off with
 //! [`ferry_core::DeviceError::Event`]: the port going down or the device
 //! failing fails every peer, a queue pair failing fails its peer.
 //!

@@ -32,6 +32,10 @@ use crate::ffi::FfiError;
 /// How often progress reads the clock (the check costs a vDSO call).
 const CHECK_EVERY: u32 = 64;
 
+/// How often a rank that never sleeps reads the device's asynchronous
+/// events.
+const EVENTS_EVERY: Duration = Duration::from_millis(10);
+
 /// Epoll tags of the members of the wait set.
 const CHANNEL_TAG: u64 = 0;
 const TIMER_TAG: u64 = 1;
@@ -56,9 +60,11 @@ pub(crate) struct Liveness {
     /// Read the clock at the next `due` (set after a wake-up).
     force: bool,
     timer_armed: bool,
-    /// Calls since the device's asynchronous events were last read, and
-    /// whether to read them at the next call (after a wake-up).
+    /// Calls counted towards the next clock check for asynchronous events,
+    /// when they are next read, and whether to read them at the next call
+    /// (after a wake-up).
     event_calls: u32,
+    next_events: Instant,
     force_events: bool,
 }
 
@@ -102,6 +108,7 @@ impl Liveness {
             force: false,
             timer_armed: false,
             event_calls: 0,
+            next_events: Instant::now(),
             force_events: false,
         })
     }
@@ -136,13 +143,25 @@ impl Liveness {
         true
     }
 
-    /// Whether to read the device's asynchronous events now: every
-    /// [`CHECK_EVERY`] calls (a non-blocking read that finds nothing), and
-    /// at the first call after a wake-up.
+    /// Whether to read the device's asynchronous events now: at the first
+    /// call after a wake-up, else at most every [`EVENTS_EVERY`] (the clock
+    /// is read every [`CHECK_EVERY`] calls), so that a spinning rank does
+    /// not pay a system call per few progress calls.
     #[inline]
     pub(crate) fn events_due(&mut self) -> bool {
+        if std::mem::take(&mut self.force_events) {
+            return true;
+        }
         self.event_calls = self.event_calls.wrapping_add(1);
-        std::mem::take(&mut self.force_events) || self.event_calls % CHECK_EVERY == 0
+        if self.event_calls % CHECK_EVERY != 0 {
+            return false;
+        }
+        let now = Instant::now();
+        if now < self.next_events {
+            return false;
+        }
+        self.next_events = now + EVENTS_EVERY;
+        true
     }
 
     /// Before sleeping: `Ok(true)` if probes are due now (progress
