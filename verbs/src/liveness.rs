@@ -55,17 +55,47 @@ pub(crate) struct Liveness {
     timer: OwnedFd,
     /// `None`: keepalives disabled.
     interval: Option<Duration>,
+    /// When probes are next due.
+    probes: Schedule,
+    timer_armed: bool,
+    /// When the device's asynchronous events are next read.
+    events: Schedule,
+}
+
+/// A check made at most every `period`, the clock being read only every
+/// [`CHECK_EVERY`] calls (a vDSO call) or at the first call after a
+/// wake-up.
+#[derive(Debug)]
+struct Schedule {
     next: Instant,
     calls: u32,
-    /// Read the clock at the next `due` (set after a wake-up).
+    /// Read the clock at the next call (set after a wake-up).
     force: bool,
-    timer_armed: bool,
-    /// Calls counted towards the next clock check for asynchronous events,
-    /// when they are next read, and whether to read them at the next call
-    /// (after a wake-up).
-    event_calls: u32,
-    next_events: Instant,
-    force_events: bool,
+}
+
+impl Schedule {
+    fn new(first: Instant) -> Schedule {
+        Schedule {
+            next: first,
+            calls: 0,
+            force: false,
+        }
+    }
+
+    /// Whether the check is due now; schedules the next one if so.
+    #[inline]
+    fn due(&mut self, period: Duration) -> bool {
+        self.calls = self.calls.wrapping_add(1);
+        if !std::mem::take(&mut self.force) && self.calls % CHECK_EVERY != 0 {
+            return false;
+        }
+        let now = Instant::now();
+        if now < self.next {
+            return false;
+        }
+        self.next = now + period;
+        true
+    }
 }
 
 impl Liveness {
@@ -103,13 +133,9 @@ impl Liveness {
             epoll,
             timer,
             interval,
-            next: Instant::now() + interval.unwrap_or_default(),
-            calls: 0,
-            force: false,
+            probes: Schedule::new(Instant::now() + interval.unwrap_or_default()),
             timer_armed: false,
-            event_calls: 0,
-            next_events: Instant::now(),
-            force_events: false,
+            events: Schedule::new(Instant::now()),
         })
     }
 
@@ -128,40 +154,15 @@ impl Liveness {
     /// round if so.
     #[inline]
     pub(crate) fn due(&mut self) -> bool {
-        let Some(interval) = self.interval else {
-            return false;
-        };
-        self.calls = self.calls.wrapping_add(1);
-        if !std::mem::take(&mut self.force) && self.calls % CHECK_EVERY != 0 {
-            return false;
-        }
-        let now = Instant::now();
-        if now < self.next {
-            return false;
-        }
-        self.next = now + interval;
-        true
+        self.interval.is_some_and(|i| self.probes.due(i))
     }
 
-    /// Whether to read the device's asynchronous events now: at the first
-    /// call after a wake-up, else at most every [`EVENTS_EVERY`] (the clock
-    /// is read every [`CHECK_EVERY`] calls), so that a spinning rank does
-    /// not pay a system call per few progress calls.
+    /// Whether to read the device's asynchronous events now: at most every
+    /// [`EVENTS_EVERY`], and at the first call after a wake-up, so that a
+    /// spinning rank does not pay a system call per few progress calls.
     #[inline]
     pub(crate) fn events_due(&mut self) -> bool {
-        if std::mem::take(&mut self.force_events) {
-            return true;
-        }
-        self.event_calls = self.event_calls.wrapping_add(1);
-        if self.event_calls % CHECK_EVERY != 0 {
-            return false;
-        }
-        let now = Instant::now();
-        if now < self.next_events {
-            return false;
-        }
-        self.next_events = now + EVENTS_EVERY;
-        true
+        self.events.due(EVENTS_EVERY)
     }
 
     /// Before sleeping: `Ok(true)` if probes are due now (progress
@@ -171,11 +172,11 @@ impl Liveness {
             return Ok(false);
         }
         let now = Instant::now();
-        if now >= self.next {
-            self.force = true;
+        if now >= self.probes.next {
+            self.probes.force = true;
             return Ok(true);
         }
-        let left = self.next - now;
+        let left = self.probes.next - now;
         self.set(left)?;
         self.timer_armed = true;
         Ok(false)
@@ -183,8 +184,10 @@ impl Liveness {
 
     /// After waking: stops the timer and drains its expiry count.
     pub(crate) fn disarm(&mut self) {
-        // The sleep may have ended for an asynchronous event.
-        self.force_events = true;
+        // The sleep may have ended for an asynchronous event: read them at
+        // once.
+        self.events.force = true;
+        self.events.next = Instant::now();
         if std::mem::take(&mut self.timer_armed) {
             if let Err(e) = self.set(Duration::ZERO) {
                 tracing::warn!(error = %e, "could not stop the verbs keepalive timer");
@@ -194,7 +197,7 @@ impl Liveness {
             let mut count = [0u8; 8];
             let _ = rustix::io::read(&self.timer, &mut count);
             // The sleep may have ended because probes are due.
-            self.force = true;
+            self.probes.force = true;
         }
     }
 

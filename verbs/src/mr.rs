@@ -203,13 +203,8 @@ impl Registry {
                 ..
             }) if buf.is_lent() => match lent.acquire(pm, pd, &mut buf, flags, writable(access)) {
                 Ok(Some(l)) => {
-                    let local = Local {
-                        addr: l.addr,
-                        len: l.len,
-                        lkey: l.lkey,
-                    };
                     let held = Held::Lent { buf, slot: l.slot };
-                    (held, local, l.rkey, l.hit)
+                    (held, l.local, l.rkey, l.hit)
                 }
                 Ok(None) => per_use(pd, buf, flags, access)?,
                 Err(e) => return Err((e.into(), buf)),

@@ -12,6 +12,7 @@
 use ferry_core::Buf;
 
 use crate::ffi::{register_lent, Budget, FfiError, Mr, Pd};
+use crate::mr::Local;
 use crate::pagemap::Pagemap;
 
 /// The most lent registrations kept (a linear scan finds one).
@@ -35,9 +36,7 @@ struct Entry {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Lease {
     pub(crate) slot: u32,
-    pub(crate) addr: u64,
-    pub(crate) len: usize,
-    pub(crate) lkey: u32,
+    pub(crate) local: Local,
     pub(crate) rkey: u32,
     pub(crate) hit: bool,
 }
@@ -190,9 +189,11 @@ impl LentCache {
 fn lease(slot: usize, e: &Entry, hit: bool) -> Lease {
     Lease {
         slot: slot as u32,
-        addr: e.addr,
-        len: e.len,
-        lkey: e.mr.lkey(),
+        local: Local {
+            addr: e.addr,
+            len: e.len,
+            lkey: e.mr.lkey(),
+        },
         rkey: e.mr.rkey(),
         hit,
     }

@@ -99,13 +99,10 @@ fn attached_registrations_are_reused_and_end_with_their_buffer() {
 /// the key used always reads the memory mapped now.
 #[test]
 fn owned_read_only_memory_is_reused_only_on_the_same_pages() {
-    if !rdma_present("owned_read_only_memory_is_reused_only_on_the_same_pages") {
+    let Some(mut devs) = pagemap_devices("owned_read_only_memory_is_reused_only_on_the_same_pages")
+    else {
         return;
-    }
-    let mut devs = devices(2, small());
-    if !pagemap_or_skip() {
-        return;
-    }
+    };
     let mut sink = Recorder::default();
     let mut m = Mapping::untouched(LEN);
     let reg = |d: &mut VerbsDevice, b: Buf| d.register(1, b, Access::RemoteRead).unwrap();
@@ -135,17 +132,22 @@ fn owned_read_only_memory_is_reused_only_on_the_same_pages() {
     drop(devs[0].deregister(h).unwrap());
 }
 
-/// Whether the page-frame check works here (it must in the VM).
-fn pagemap_or_skip() -> bool {
+/// Two devices, if there is an RDMA device and the page-frame check works
+/// here (it must in the VM).
+fn pagemap_devices(test: &str) -> Option<Vec<VerbsDevice>> {
+    if !rdma_present(test) {
+        return None;
+    }
+    let devs = devices(2, small());
     if crate::pagemap::Pagemap::open().is_some() {
-        return true;
+        return Some(devs);
     }
     assert!(
         std::env::var("FERRY_VERBS_REQUIRE").as_deref() != Ok("1"),
         "no page-frame check in the VM (pagemap needs CAP_SYS_ADMIN)"
     );
-    eprintln!("SKIPPED: /proc/self/pagemap gives no frame numbers here");
-    false
+    eprintln!("SKIPPED {test}: /proc/self/pagemap gives no frame numbers here");
+    None
 }
 
 /// Lent memory: a key is reused while the same pages are mapped at its
@@ -153,13 +155,10 @@ fn pagemap_or_skip() -> bool {
 /// other pages.
 #[test]
 fn lent_registrations_are_reused_only_on_the_same_pages() {
-    if !rdma_present("lent_registrations_are_reused_only_on_the_same_pages") {
+    let Some(mut devs) = pagemap_devices("lent_registrations_are_reused_only_on_the_same_pages")
+    else {
         return;
-    }
-    let mut devs = devices(2, small());
-    if !pagemap_or_skip() {
-        return;
-    }
+    };
     let mut sink = Recorder::default();
     let mut m = Mapping::new(LEN, 1);
     let reg =
