@@ -23,7 +23,18 @@
 //! `Buf` can take it over, so a key describes exactly the memory of the
 //! `Buf` it is attached to, for as long as that memory is that `Buf`'s. The
 //! next `register` of the same `Buf` with the same access on the same
-//! device finds it and reuses it (no `ibv_reg_mr`). Under `mem::forget` the
+//! device finds it and reuses it (no `ibv_reg_mr`). Ownership keeps the
+//! *memory*; the *pages* behind it must stay too, and one event could
+//! change them without freeing anything: a write to a page pinned only for
+//! reading (the shared zero page of untouched memory, a page shared with a
+//! child after `fork`) is copy-on-write, and the MR would keep the old
+//! page. So a cached registration of owned memory is pinned for writing
+//! (`LOCAL_WRITE` added: the kernel makes each page the mapping's own at
+//! pin time, and pinned pages are neither migrated nor reclaimed), which
+//! needs the memory writable through the `Buf`; memory the `Buf` can only
+//! read (a shared send block) gets its page frames recorded and checked at
+//! each reuse, as lent memory does below, or is registered per use when
+//! frames cannot be read. Under `mem::forget` the
 //! memory and its registration leak together: still never stale. A `Buf`
 //! that outlives the device keeps its memory; the device's `Revoker` ends
 //! the attached registrations when the device goes (before its PD), and
