@@ -7,6 +7,10 @@
 # Usage: ci/verbs-bench.sh [poll|events] [extra ci/perftest-vm.sh args...]
 #   poll (default): 2 vCPUs, perftest polling, ferry --wait-mode spin
 #   events:         1 vCPU, perftest -e, ferry --wait-mode passive
+# Each ferry benchmark runs twice per repetition: with the registration cache
+# (the default) and with FERRY_VERBS_RCACHE=0 (every rendezvous registers and
+# deregisters, the behaviour before the cache), so "before" and "after" come
+# from the same boot.
 # Output: the OSU-style table on stdout; the Markdown report in
 # ${CARGO_TARGET_DIR:-target}/verbs-bench-MODE.md (never over the docs).
 set -euo pipefail
@@ -26,7 +30,11 @@ cargo build --release --locked -p ferry-bench --features verbs --bin ferry-bench
 cargo build --release --locked -p ferry-launch --bin ferryrun
 R=$target/release
 unset FERRY_VERBS_DEVICE
+LAT="$R/ferryrun -n 2 $R/ferry-bench latency --wait-mode $WAIT --sizes 8,65536 --iters 500 --warmup 50"
+BW="$R/ferryrun -n 2 $R/ferry-bench bw --wait-mode $WAIT --sizes 8,65536,1048576 --iters 20 --warmup 2"
 exec "$ROOT/ci/perftest-vm.sh" --mode "$MODE" --reps 3 -f "$R/ferryrun" -f "$R/ferry-bench" \
-  --ferry "FERRY_DEVICE=verbs $R/ferryrun -n 2 $R/ferry-bench latency --wait-mode $WAIT --sizes 8,65536 --iters 500 --warmup 50" \
-  --ferry "FERRY_DEVICE=verbs $R/ferryrun -n 2 $R/ferry-bench bw --wait-mode $WAIT --sizes 8,65536,1048576 --iters 20 --warmup 2" \
+  --ferry "FERRY_DEVICE=verbs $LAT" \
+  --ferry "FERRY_DEVICE=verbs $BW" \
+  --ferry "FERRY_DEVICE=verbs FERRY_VERBS_RCACHE=0 $LAT" \
+  --ferry "FERRY_DEVICE=verbs FERRY_VERBS_RCACHE=0 $BW" \
   --out "$target/verbs-bench-$MODE.md" "$@"

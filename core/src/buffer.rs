@@ -28,6 +28,18 @@
 //! stay put). Devices rely on this when they register a `Buf` for RDMA: a
 //! device owns the `Buf` for the whole time it is registered.
 //!
+//! # Attached registrations
+//! A device may tie a registration of an owned buffer's memory to the
+//! buffer itself ([`Buf::attach`], an [`Attachment`]) so that the next
+//! transfer of the same `Buf` reuses it. The attachment is dropped before
+//! the memory can go: when the `Buf` drops (it is declared before the
+//! memory, so it goes first), and when the memory leaves the `Buf`
+//! ([`Buf::into_vec`], [`Buf::into_storage`]). A `Buf` leaked with
+//! `mem::forget` leaks its attachment with its memory. Only owned memory
+//! (a vector or a storage) takes one; there is no way to move an attachment
+//! from one `Buf` to another, so it can never describe other memory than
+//! the one it was made for.
+//!
 //! # ARecv buffers
 //! A buffer that the library allocated for `arecv` is also a `Buf`. Its
 //! [`Buf::id`] (the address of its first byte) lets tests prove that an
@@ -59,6 +71,23 @@ impl ByteStorage for Box<[u8]> {
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
         self
     }
+}
+
+/// A device's registration of a [`Buf`]'s memory, carried by the `Buf`
+/// (see *Attached registrations* in the module docs). Dropping it must end
+/// the registration.
+pub trait Attachment: Send + fmt::Debug + 'static {
+    /// The attachment as `Any`, so the device that made it can recognise
+    /// it. Implement as `self`.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// An owned representation with a registration tied to it.
+struct WithAttachment {
+    // Field order is drop order: the registration ends before the memory
+    // goes.
+    attachment: Box<dyn Attachment>,
+    repr: Repr,
 }
 
 /// Bytes that are not one slice: the packed view of data scattered over
@@ -138,6 +167,40 @@ enum Repr {
     },
     /// Scattered bytes, reached piecewise.
     Segments(Box<dyn Segments>),
+    /// A vector or a storage with an attached registration (boxed, so that
+    /// a `Buf` stays as small as a vector-backed one).
+    Attached(Box<WithAttachment>),
+}
+
+impl Repr {
+    /// The representation that holds the bytes (below an attachment).
+    #[inline(always)]
+    fn base(&self) -> &Repr {
+        match self {
+            Repr::Attached(a) => &a.repr,
+            r => r,
+        }
+    }
+
+    #[inline(always)]
+    fn base_mut(&mut self) -> &mut Repr {
+        match self {
+            Repr::Attached(a) => &mut a.repr,
+            r => r,
+        }
+    }
+
+    /// Drops an attachment, if any: the memory is about to leave the `Buf`.
+    fn detached(self) -> Repr {
+        match self {
+            Repr::Attached(a) => {
+                let WithAttachment { attachment, repr } = *a;
+                drop(attachment);
+                repr
+            }
+            r => r,
+        }
+    }
 }
 
 /// An owned byte buffer; see the module docs.
@@ -254,7 +317,7 @@ impl Buf {
     pub fn read_at(&self, offset: usize, out: &mut [u8]) {
         let end = offset + out.len();
         assert!(end <= self.len, "read_at past the buffer's end");
-        match &self.repr {
+        match self.repr.base() {
             Repr::Segments(s) => s.gather(offset, out),
             _ => copy_short(out, &self.as_slice()[offset..end]),
         }
@@ -270,7 +333,7 @@ impl Buf {
     pub fn write_at(&mut self, offset: usize, data: &[u8]) {
         let end = offset + data.len();
         assert!(end <= self.len, "write_at past the buffer's end");
-        match &mut self.repr {
+        match self.repr.base_mut() {
             Repr::Segments(s) => s.scatter(offset, data),
             _ => copy_short(&mut self.as_mut_slice()[offset..end], data),
         }
@@ -300,11 +363,11 @@ impl Buf {
     /// has no slice (use [`Buf::read_at`]).
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
-        match &self.repr {
+        match self.repr.base() {
             Repr::Vec(v) => &v[..self.len],
             Repr::Storage(s) => &s.bytes()[..self.len],
             Repr::Lent { addr, lender } => (lender.bytes)(self.view(*addr)),
-            Repr::Segments(_) => &[],
+            Repr::Segments(_) | Repr::Attached(_) => &[],
         }
     }
 
@@ -313,7 +376,7 @@ impl Buf {
     /// a segmented buffer none (use [`Buf::write_at`]).
     #[inline(always)]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        match &mut self.repr {
+        match self.repr.base_mut() {
             Repr::Vec(v) => &mut v[..self.len],
             Repr::Storage(s) => {
                 let bytes = s.bytes_mut();
@@ -328,7 +391,7 @@ impl Buf {
                 };
                 (lender.bytes_mut)(view)
             }
-            Repr::Segments(_) => &mut [],
+            Repr::Segments(_) | Repr::Attached(_) => &mut [],
         }
     }
 
@@ -344,11 +407,12 @@ impl Buf {
     /// registered).
     #[inline]
     pub fn id(&self) -> usize {
-        match &self.repr {
+        match self.repr.base() {
             Repr::Vec(v) => v.as_ptr() as usize,
             Repr::Storage(s) => s.bytes().as_ptr() as usize,
             Repr::Lent { addr, .. } => *addr,
             Repr::Segments(s) => std::ptr::addr_of!(**s).cast::<u8>() as usize,
+            Repr::Attached(_) => 0,
         }
     }
 
@@ -358,7 +422,10 @@ impl Buf {
     /// # Errors
     /// Gives the `Buf` back if it is not vector-backed.
     pub fn into_vec(self) -> Result<Vec<u8>, Buf> {
-        match self.repr {
+        if !matches!(self.repr.base(), Repr::Vec(_)) {
+            return Err(self);
+        }
+        match self.repr.detached() {
             Repr::Vec(mut v) => {
                 v.truncate(self.len);
                 Ok(v)
@@ -375,7 +442,10 @@ impl Buf {
     /// # Errors
     /// Gives the `Buf` back if it is vector-backed.
     pub fn into_storage(self) -> Result<Box<dyn ByteStorage>, Buf> {
-        match self.repr {
+        if !matches!(self.repr.base(), Repr::Storage(_)) {
+            return Err(self);
+        }
+        match self.repr.detached() {
             Repr::Storage(s) => Ok(s),
             repr => Err(Buf {
                 repr,
@@ -384,9 +454,46 @@ impl Buf {
         }
     }
 
+    /// Ties `attachment` (a device's registration of this buffer's memory)
+    /// to the buffer, replacing any earlier one; see *Attached
+    /// registrations* in the module docs. No allocation when the buffer
+    /// already has one.
+    ///
+    /// # Errors
+    /// Gives the attachment back for memory the `Buf` does not own (lent
+    /// or segmented).
+    pub fn attach(&mut self, attachment: Box<dyn Attachment>) -> Result<(), Box<dyn Attachment>> {
+        match &mut self.repr {
+            Repr::Attached(a) => a.attachment = attachment,
+            Repr::Vec(_) | Repr::Storage(_) => {
+                let repr = std::mem::replace(&mut self.repr, Repr::Vec(Vec::new()));
+                self.repr = Repr::Attached(Box::new(WithAttachment { attachment, repr }));
+            }
+            Repr::Lent { .. } | Repr::Segments(_) => return Err(attachment),
+        }
+        Ok(())
+    }
+
+    /// The attached registration, if any.
+    #[inline]
+    pub fn attachment(&self) -> Option<&dyn Attachment> {
+        match &self.repr {
+            Repr::Attached(a) => Some(&*a.attachment),
+            _ => None,
+        }
+    }
+
+    /// Drops the attached registration, if any.
+    pub fn detach(&mut self) {
+        if matches!(self.repr, Repr::Attached(_)) {
+            let repr = std::mem::replace(&mut self.repr, Repr::Vec(Vec::new()));
+            self.repr = repr.detached();
+        }
+    }
+
     /// Copies the bytes into a new vector (gathering a segmented buffer's).
     pub fn to_vec(&self) -> Vec<u8> {
-        match &self.repr {
+        match self.repr.base() {
             Repr::Segments(s) => {
                 let mut v = vec![0u8; self.len];
                 s.gather(0, &mut v);
@@ -430,11 +537,11 @@ impl std::ops::DerefMut for Buf {
 
 impl fmt::Debug for Buf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self.repr {
+        let kind = match self.repr.base() {
             Repr::Vec(_) => "vec",
             Repr::Storage(_) => "storage",
             Repr::Lent { .. } => "lent",
-            Repr::Segments(_) => "segmented",
+            Repr::Segments(_) | Repr::Attached(_) => "segmented",
         };
         write!(f, "Buf({kind}, {} bytes @ {:#x})", self.len, self.id())
     }
@@ -512,6 +619,62 @@ mod tests {
     fn a_write_past_the_end_is_caught_for_every_representation() {
         let mut b = Buf::segmented(Box::new(EveryOther(vec![0; 8])));
         b.write_at(3, &[1, 2]);
+    }
+
+    /// Counts its drops.
+    #[derive(Debug)]
+    struct Reg(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl Attachment for Reg {
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    impl Drop for Reg {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn an_attachment_ends_before_the_memory_leaves_the_buf() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let drops = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let reg = || Box::new(Reg(drops.clone()));
+        // Dropped with the Buf; the bytes and the identity are unchanged.
+        let mut b = Buf::from_vec(vec![1, 2, 3]);
+        let id = b.id();
+        b.attach(reg()).unwrap();
+        assert_eq!((b.id(), b.as_slice()), (id, &[1u8, 2, 3][..]));
+        assert!(b.attachment().unwrap().as_any().is::<Reg>());
+        b.as_mut_slice()[0] = 9;
+        drop(b);
+        assert_eq!(drops.load(Relaxed), 1);
+        // Ended when the memory leaves through into_vec, kept when it
+        // does not (into_storage of a vector gives the Buf back).
+        let mut b = Buf::from_vec(vec![4; 8]);
+        b.attach(reg()).unwrap();
+        let Err(b) = b.into_storage() else {
+            panic!("a vector is not a storage")
+        };
+        assert!(b.attachment().is_some());
+        let v = b.into_vec().unwrap();
+        assert_eq!((v.len(), drops.load(Relaxed)), (8, 2));
+        // Replaced, detached; refused for memory the Buf does not own.
+        let mut b = Buf::from_storage(Box::new(vec![0u8; 4].into_boxed_slice()));
+        b.attach(reg()).unwrap();
+        b.attach(reg()).unwrap();
+        assert_eq!(drops.load(Relaxed), 3);
+        b.detach();
+        assert!(b.attachment().is_none() && drops.load(Relaxed) == 4);
+        let mut seg = Buf::segmented(Box::new(EveryOther(vec![0; 4])));
+        assert!(seg.attach(reg()).is_err());
+        // Leaked with the memory under mem::forget, never ended early.
+        let mut b = Buf::from_vec(vec![0; 4]);
+        b.attach(reg()).unwrap();
+        std::mem::forget(b);
+        assert_eq!(drops.load(Relaxed), 5, "the refused one only");
     }
 
     #[test]

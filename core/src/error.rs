@@ -202,6 +202,15 @@ pub enum DeviceError {
     /// The device does not support what was asked of it.
     #[error("device does not support {0}")]
     Unsupported(&'static str),
+    /// The device reported an asynchronous event that broke the path to a
+    /// peer: its port went down, or a queue pair or the device failed.
+    #[error("{what} (asynchronous event {event})")]
+    Event {
+        /// What happened.
+        what: &'static str,
+        /// The device's event code.
+        event: u32,
+    },
 }
 
 /// The result type used throughout ferry-core.

@@ -74,7 +74,7 @@ pub mod testkit;
 pub mod wire;
 
 pub use bootstrap::{Bootstrap, BootstrapError, ThreadBoot};
-pub use buffer::{Buf, ByteStorage, Lender, LentView, Segments};
+pub use buffer::{Attachment, Buf, ByteStorage, Lender, LentView, Segments};
 pub use config::{AnyOrder, Config, RndvMode};
 pub use device::{Caps, Device};
 pub use engine::{

@@ -11,7 +11,7 @@ use crate::context::Selected;
 use crate::cq::{Completion, Completions};
 use crate::credits::Credits;
 use crate::ffi::slab::Slab;
-use crate::ffi::{sys, Pd, Qp, SendOp};
+use crate::ffi::{sys, AsyncEvent, Pd, Qp, SendOp};
 use crate::imm::Imm;
 use crate::liveness::Liveness;
 use crate::mr::Registry;
@@ -93,6 +93,7 @@ impl VerbsDevice {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn assemble(
         peers: Vec<Peer>,
+        registry: Registry,
         send: SendPool,
         recv: RecvPool,
         live: Liveness,
@@ -109,7 +110,7 @@ impl VerbsDevice {
         let peers_len = peers.len();
         VerbsDevice {
             peers,
-            registry: Registry::default(),
+            registry,
             send,
             recv,
             live,
@@ -164,6 +165,13 @@ impl VerbsDevice {
         self.registry.live()
     }
 
+    /// Registrations reused from the cache and made anew so far (empty
+    /// buffers, which need none, are not counted); see `mr.rs`.
+    pub fn registration_cache_stats(&self) -> (u64, u64) {
+        let s = self.registry.stats();
+        (s.hits, s.misses)
+    }
+
     fn peer_index(&self, peer: Rank) -> Result<usize, Error> {
         let size = self.index_of.len() as u32;
         let i = usize::try_from(peer)
@@ -210,6 +218,46 @@ impl VerbsDevice {
             _ => PeerError::TransferFailed { rank },
         };
         self.fail(i, error.into());
+    }
+
+    /// Reads the device's asynchronous events; those that break the path
+    /// to peers fail them with [`DeviceError::Event`] (reported once, by
+    /// `progress`): the port going down or the device failing fails every
+    /// peer, a queue pair failing fails its peer.
+    fn take_async_events(&mut self) {
+        loop {
+            let ev = match self.sel.ctx.try_async_event() {
+                Ok(Some(ev)) => ev,
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::warn!(error = %e, "verbs: could not read async events");
+                    return;
+                }
+            };
+            let (failed, code) = match ev {
+                AsyncEvent::PortDown(port) => (
+                    (port == self.sel.port).then_some(None),
+                    sys::ibv_event_type::IBV_EVENT_PORT_ERR as u32,
+                ),
+                AsyncEvent::Fatal(code) => (Some(None), code),
+                AsyncEvent::QpFailed { qpn, event } => {
+                    let peer = self.qpn_peer.get(&qpn).map(|&i| i as usize);
+                    (peer.map(Some), event)
+                }
+                AsyncEvent::PortActive(_) | AsyncEvent::Other(_) => (None, 0),
+            };
+            tracing::info!(rank = self.rank, event = ?ev, "verbs async event");
+            let error: Error = DeviceError::Event {
+                what: ev.name(),
+                event: code,
+            }
+            .into();
+            match failed {
+                Some(Some(i)) => self.fail(i, error),
+                Some(None) => (0..self.peers.len()).for_each(|i| self.fail(i, error)),
+                None => {}
+            }
+        }
     }
 
     fn report_failures<S: Sink>(&mut self, sink: &mut S) -> usize {
@@ -569,6 +617,9 @@ impl Device for VerbsDevice {
         }
         if self.live.due() {
             self.probe();
+        }
+        if self.live.events_due() {
+            self.take_async_events();
         }
         if self.failures.has_unreported() {
             events += self.report_failures(sink);

@@ -25,11 +25,15 @@ use std::ptr::{self, NonNull};
 
 pub(crate) use rdma_sys as sys;
 
+mod events;
 mod post;
 mod registered;
 pub(crate) mod slab;
+#[cfg(test)]
+pub(crate) mod testmem;
 
-pub(crate) use registered::RegisteredBuf;
+pub(crate) use events::AsyncEvent;
+pub(crate) use registered::{register_lent, AttachCache, Budget, RegisteredBuf, Revoker};
 
 /// What a raw call reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -28,17 +28,22 @@
 //! # Design (one module per concept)
 //! - `ffi`: every raw call, checked; the ops-table verbs never panic;
 //!   `ffi::slab` (registered slots and the ARecv handover buffer),
-//!   `ffi::registered` (an engine buffer with its MR), `ffi::post` (the safe
+//!   `ffi::registered` (an engine buffer with its MR, attached or not),
+//!   `ffi::post` (the safe
 //!   ways to post work requests).
 //! - `context`: device / port / GID selection, [`devices`].
 //! - `qp`: RC connection setup through the bootstrap KVS (at init).
 //! - `srq`: eager receive buffers and the ARecv handover.
 //! - `credits`, `imm`: flow control and the 32-bit immediate framing.
-//! - `mr`: registration (no cache, so never stale; see there).
+//! - `mr`: registration, and a registration cache that cannot hand out a
+//!   stale key (see there): registrations attached to the owned `Buf`s they
+//!   register, and, for lent memory, `rcache` (reuse proven by the page
+//!   frames in `pagemap`).
 //! - `rdma`: `get` / `put`, split into chunks of at most `max_msg_sz`.
 //! - `cq`: polling and the arm/sleep/disarm protocol.
 //! - `liveness`: keepalive probes, so a rank that only waits for a dead
-//!   peer learns of its death too.
+//!   peer learns of its death too; the wait set (CQ channel, timer, and the
+//!   asynchronous-event fd, `ffi::events`).
 //! - `device`, `setup`: the [`ferry_core::Device`] implementation.
 //!
 //! # Features
@@ -54,8 +59,13 @@
 //! buffers (`ffi::registered`) and posting (`ffi::post`); each block states
 //! the invariant it relies on. The rule throughout: memory is registered
 //! only while something this crate owns keeps it alive (an MR is always
-//! deregistered before its memory goes), and a buffer is touched by the CPU
-//! only while no work request uses it.
+//! deregistered before its memory goes: the device's own buffers, and the
+//! `Buf`s a registration is attached to, which end it when they drop), and
+//! a buffer is touched by the CPU only while no work request uses it. The
+//! one registration that may outlive the memory it was made for is a
+//! cached key of *lent* memory: the MR pins its pages, so they never go
+//! while it lives, and the key is reused only for those same pages (see
+//! `mr.rs`).
 //!
 //! # Thread safety
 //! [`VerbsDevice`] is `Send`, not `Sync`: the engine drives it through
@@ -68,6 +78,11 @@
 //! the peer whose QP failed is reported once through
 //! [`ferry_core::device::Sink::peer_failed`] (`PeerError::Died` for
 //! retry-exceeded, `TransferFailed` otherwise); other peers keep working.
+//! The device's asynchronous events (`ibv_get_async_event`, read every
+//! 10 ms while progress is called and whenever they wake a sleeper: the
+//! event fd is in the wait set) fail the peers they cut off with
+//! [`ferry_core::DeviceError::Event`]: the port going down or the device
+//! failing fails every peer, a queue pair failing fails its peer.
 //!
 //! # Cleanup
 //! Dropping the device destroys QPs, memory regions, SRQ, CQ, channel, PD
@@ -83,11 +98,15 @@ mod device;
 mod error;
 #[allow(unsafe_code)]
 mod ffi;
-mod imm;
+/// The immediate framing (in `ferry-verbs-wire`, so it is fuzzed without
+/// libibverbs).
+use ferry_verbs_wire::imm;
 mod liveness;
 mod mr;
 mod options;
+mod pagemap;
 mod qp;
+mod rcache;
 mod rdma;
 mod setup;
 mod srq;

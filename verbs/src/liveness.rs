@@ -32,9 +32,14 @@ use crate::ffi::FfiError;
 /// How often progress reads the clock (the check costs a vDSO call).
 const CHECK_EVERY: u32 = 64;
 
-/// Epoll tags of the two members of the wait set.
+/// How often a rank that never sleeps reads the device's asynchronous
+/// events.
+const EVENTS_EVERY: Duration = Duration::from_millis(10);
+
+/// Epoll tags of the members of the wait set.
 const CHANNEL_TAG: u64 = 0;
 const TIMER_TAG: u64 = 1;
+const EVENTS_TAG: u64 = 2;
 
 fn os(what: &'static str) -> impl Fn(rustix::io::Errno) -> FfiError {
     move |e| FfiError::Os {
@@ -50,18 +55,56 @@ pub(crate) struct Liveness {
     timer: OwnedFd,
     /// `None`: keepalives disabled.
     interval: Option<Duration>,
+    /// When probes are next due.
+    probes: Schedule,
+    timer_armed: bool,
+    /// When the device's asynchronous events are next read.
+    events: Schedule,
+}
+
+/// A check made at most every `period`, the clock being read only every
+/// [`CHECK_EVERY`] calls (a vDSO call) or at the first call after a
+/// wake-up.
+#[derive(Debug)]
+struct Schedule {
     next: Instant,
     calls: u32,
-    /// Read the clock at the next `due` (set after a wake-up).
+    /// Read the clock at the next call (set after a wake-up).
     force: bool,
-    timer_armed: bool,
+}
+
+impl Schedule {
+    fn new(first: Instant) -> Schedule {
+        Schedule {
+            next: first,
+            calls: 0,
+            force: false,
+        }
+    }
+
+    /// Whether the check is due now; schedules the next one if so.
+    #[inline]
+    fn due(&mut self, period: Duration) -> bool {
+        self.calls = self.calls.wrapping_add(1);
+        if !std::mem::take(&mut self.force) && self.calls % CHECK_EVERY != 0 {
+            return false;
+        }
+        let now = Instant::now();
+        if now < self.next {
+            return false;
+        }
+        self.next = now + period;
+        true
+    }
 }
 
 impl Liveness {
-    /// An epoll set of `channel` (the completion channel's fd) and a
-    /// timerfd.
+    /// An epoll set of `channel` (the completion channel's fd), `events`
+    /// (the device's asynchronous-event fd, so that a port going down wakes
+    /// a sleeper) and a timerfd.
     pub(crate) fn new(
         channel: BorrowedFd<'_>,
+        events: BorrowedFd<'_>,
         interval: Option<Duration>,
     ) -> Result<Liveness, FfiError> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(os("epoll_create1"))?;
@@ -70,8 +113,14 @@ impl Liveness {
             TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
         )
         .map_err(os("timerfd_create"))?;
-        // The channel outlives this set: the device drops the set first.
-        for (fd, tag) in [(channel, CHANNEL_TAG), (timer.as_fd(), TIMER_TAG)] {
+        // The channel and the context outlive this set: the device drops
+        // the set first.
+        let members = [
+            (channel, CHANNEL_TAG),
+            (events, EVENTS_TAG),
+            (timer.as_fd(), TIMER_TAG),
+        ];
+        for (fd, tag) in members {
             epoll::add(
                 &epoll,
                 fd,
@@ -84,10 +133,9 @@ impl Liveness {
             epoll,
             timer,
             interval,
-            next: Instant::now() + interval.unwrap_or_default(),
-            calls: 0,
-            force: false,
+            probes: Schedule::new(Instant::now() + interval.unwrap_or_default()),
             timer_armed: false,
+            events: Schedule::new(Instant::now()),
         })
     }
 
@@ -106,19 +154,15 @@ impl Liveness {
     /// round if so.
     #[inline]
     pub(crate) fn due(&mut self) -> bool {
-        let Some(interval) = self.interval else {
-            return false;
-        };
-        self.calls = self.calls.wrapping_add(1);
-        if !std::mem::take(&mut self.force) && self.calls % CHECK_EVERY != 0 {
-            return false;
-        }
-        let now = Instant::now();
-        if now < self.next {
-            return false;
-        }
-        self.next = now + interval;
-        true
+        self.interval.is_some_and(|i| self.probes.due(i))
+    }
+
+    /// Whether to read the device's asynchronous events now: at most every
+    /// [`EVENTS_EVERY`], and at the first call after a wake-up, so that a
+    /// spinning rank does not pay a system call per few progress calls.
+    #[inline]
+    pub(crate) fn events_due(&mut self) -> bool {
+        self.events.due(EVENTS_EVERY)
     }
 
     /// Before sleeping: `Ok(true)` if probes are due now (progress
@@ -128,11 +172,11 @@ impl Liveness {
             return Ok(false);
         }
         let now = Instant::now();
-        if now >= self.next {
-            self.force = true;
+        if now >= self.probes.next {
+            self.probes.force = true;
             return Ok(true);
         }
-        let left = self.next - now;
+        let left = self.probes.next - now;
         self.set(left)?;
         self.timer_armed = true;
         Ok(false)
@@ -140,6 +184,10 @@ impl Liveness {
 
     /// After waking: stops the timer and drains its expiry count.
     pub(crate) fn disarm(&mut self) {
+        // The sleep may have ended for an asynchronous event: read them at
+        // once.
+        self.events.force = true;
+        self.events.next = Instant::now();
         if std::mem::take(&mut self.timer_armed) {
             if let Err(e) = self.set(Duration::ZERO) {
                 tracing::warn!(error = %e, "could not stop the verbs keepalive timer");
@@ -149,7 +197,7 @@ impl Liveness {
             let mut count = [0u8; 8];
             let _ = rustix::io::read(&self.timer, &mut count);
             // The sleep may have ended because probes are due.
-            self.force = true;
+            self.probes.force = true;
         }
     }
 

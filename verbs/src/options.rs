@@ -21,6 +21,7 @@ use crate::error::VerbsError;
 /// | `FERRY_VERBS_TIMEOUT` | QP local ACK timeout exponent (4.096 µs × 2^n) | 16 (≈ 0.27 s) |
 /// | `FERRY_VERBS_RETRY` | QP transport retry count (0..=7) | 7 |
 /// | `FERRY_VERBS_KEEPALIVE_MS` | keepalive probe interval per peer (0: off); see `liveness.rs` | 1000 |
+/// | `FERRY_VERBS_RCACHE` | bytes that cached registrations may pin (0: no cache, every rendezvous registers); see `mr.rs` | 256 MiB |
 ///
 /// A dead peer is detected after about `timeout × (retry + 1)`: ≈ 2 s with
 /// the defaults, slow enough that a busy emulated (TCG) VM does not trip it,
@@ -46,6 +47,9 @@ pub struct VerbsOptions {
     pub retry: u8,
     /// `FERRY_VERBS_KEEPALIVE_MS` (0 disables the probes).
     pub keepalive_ms: u32,
+    /// `FERRY_VERBS_RCACHE`: the bound on bytes pinned by cached
+    /// registrations (0 disables the registration cache).
+    pub rcache: usize,
 }
 
 impl Default for VerbsOptions {
@@ -60,6 +64,7 @@ impl Default for VerbsOptions {
             timeout: 16,
             retry: 7,
             keepalive_ms: 1000,
+            rcache: 256 << 20,
         }
     }
 }
@@ -94,6 +99,7 @@ impl VerbsOptions {
             retry: settings::number(src, "FERRY_VERBS_RETRY", 0, 7)?.unwrap_or(d.retry),
             keepalive_ms: settings::number(src, "FERRY_VERBS_KEEPALIVE_MS", 0, 3_600_000)?
                 .unwrap_or(d.keepalive_ms),
+            rcache: settings::size(src, "FERRY_VERBS_RCACHE")?.unwrap_or(d.rcache),
         })
     }
 }
@@ -109,6 +115,7 @@ mod tests {
             ("FERRY_VERBS_CREDITS", "16"),
             ("FERRY_VERBS_DEVICE", " rxe0 "),
             ("FERRY_VERBS_PORT", ""),
+            ("FERRY_VERBS_RCACHE", "0"),
         ]
         .into();
         let o = VerbsOptions::from_source(&|v: &str| env.get(v).map(|s| s.to_string())).unwrap();
@@ -116,6 +123,7 @@ mod tests {
         assert_eq!(o.credits, 16);
         assert_eq!(o.device.as_deref(), Some("rxe0"));
         assert_eq!(o.port, None, "empty is unset");
+        assert_eq!(o.rcache, 0, "the cache can be turned off");
         assert_eq!(o.keepalive_ms, VerbsOptions::default().keepalive_ms);
         let retry = |v: &str| (v == "FERRY_VERBS_RETRY").then(|| "9".to_owned());
         let e = VerbsOptions::from_source(&retry).unwrap_err();

@@ -34,26 +34,12 @@
 
 use ferry_core::Rank;
 
+pub(crate) use ferry_verbs_wire::addr::{AddrError, PortAddr, QpAddr};
+
 use crate::context::Selected;
 use crate::error::VerbsError;
 use crate::ffi::{sys, Qp};
 use crate::options::VerbsOptions;
-
-/// A rank's port address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct PortAddr {
-    pub(crate) lid: u16,
-    pub(crate) gid: [u8; 16],
-    /// `ibv_mtu` value (1..=5).
-    pub(crate) mtu: u32,
-}
-
-/// One end of a connection, as published: QP number and starting PSN.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct QpAddr {
-    pub(crate) qpn: u32,
-    pub(crate) psn: u32,
-}
 
 pub(crate) fn port_key(rank: Rank) -> String {
     format!("ferry-verbs-port-{rank}")
@@ -63,58 +49,26 @@ pub(crate) fn qp_key(from: Rank, to: Rank) -> String {
     format!("ferry-verbs-qp-{from}-{to}")
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// Decodes `rank`'s published port address.
+///
+/// # Errors
+/// [`VerbsError::BadPeerAddress`] naming what is wrong.
+pub(crate) fn port_addr(rank: Rank, s: &str) -> Result<PortAddr, VerbsError> {
+    PortAddr::decode(s).map_err(|e| bad_address(rank, e, s))
 }
 
-impl PortAddr {
-    pub(crate) fn encode(&self) -> String {
-        format!("v1,{:x},{},{}", self.lid, hex(&self.gid), self.mtu)
-    }
-
-    pub(crate) fn decode(rank: Rank, s: &str) -> Result<PortAddr, VerbsError> {
-        let bad = |what: &str| VerbsError::BadPeerAddress {
-            rank,
-            what: format!("{what} in {s:?}"),
-        };
-        let f: Vec<&str> = s.split(',').collect();
-        if f.len() != 4 || f[0] != "v1" {
-            return Err(bad("not a v1 verbs port address"));
-        }
-        let lid = u16::from_str_radix(f[1], 16).map_err(|_| bad("bad LID"))?;
-        if f[2].len() != 32 || !f[2].is_ascii() {
-            return Err(bad("bad GID"));
-        }
-        let mut gid = [0u8; 16];
-        for (i, g) in gid.iter_mut().enumerate() {
-            *g = u8::from_str_radix(&f[2][2 * i..2 * i + 2], 16).map_err(|_| bad("bad GID"))?;
-        }
-        let mtu: u32 = f[3].parse().map_err(|_| bad("bad MTU"))?;
-        if !(1..=5).contains(&mtu) {
-            return Err(bad("bad MTU"));
-        }
-        Ok(PortAddr { lid, gid, mtu })
-    }
+/// Decodes `rank`'s published address of its QP for this rank.
+///
+/// # Errors
+/// [`VerbsError::BadPeerAddress`] naming what is wrong.
+pub(crate) fn qp_addr(rank: Rank, s: &str) -> Result<QpAddr, VerbsError> {
+    QpAddr::decode(s).map_err(|e| bad_address(rank, e, s))
 }
 
-impl QpAddr {
-    pub(crate) fn encode(&self) -> String {
-        format!("{:x},{:x}", self.qpn, self.psn)
-    }
-
-    pub(crate) fn decode(rank: Rank, s: &str) -> Result<QpAddr, VerbsError> {
-        let bad = || VerbsError::BadPeerAddress {
-            rank,
-            what: format!("bad QP address {s:?}"),
-        };
-        let (q, p) = s.split_once(',').ok_or_else(bad)?;
-        let qpn = u32::from_str_radix(q, 16).map_err(|_| bad())?;
-        let psn = u32::from_str_radix(p, 16).map_err(|_| bad())?;
-        // QPNs and PSNs are 24-bit.
-        if qpn >> 24 != 0 || psn >> 24 != 0 || qpn == 0 {
-            return Err(bad());
-        }
-        Ok(QpAddr { qpn, psn })
+fn bad_address(rank: Rank, e: AddrError, s: &str) -> VerbsError {
+    VerbsError::BadPeerAddress {
+        rank,
+        what: format!("{e} in {s:?}"),
     }
 }
 
@@ -224,31 +178,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn addresses_round_trip_and_garbage_is_rejected() {
-        let p = PortAddr {
-            lid: 0x12,
-            gid: [0xab; 16],
-            mtu: 3,
-        };
-        assert_eq!(PortAddr::decode(1, &p.encode()).unwrap(), p);
-        for bad in [
-            "",
-            "v2,1,00,3",
-            "v1,zz,00000000000000000000000000000000,3",
-            "v1,1,00,3",
-            "v1,1,0000000000000000000000000000000g,3",
-            "v1,1,00000000000000000000000000000000,9",
-        ] {
-            assert!(PortAddr::decode(1, bad).is_err(), "{bad}");
-        }
-        let q = QpAddr {
-            qpn: 0x11,
-            psn: 0xabcdef,
-        };
-        assert_eq!(QpAddr::decode(0, &q.encode()).unwrap(), q);
-        for bad in ["", "11", "0,1", "1000000,1", "1,1000000", "x,1"] {
-            assert!(QpAddr::decode(0, bad).is_err(), "{bad}");
-        }
+    fn initial_psns_are_24_bit() {
         assert!(initial_psn(3, 17) < 1 << 24);
     }
 }

@@ -110,7 +110,7 @@ impl VerbsDevice {
         let cq = Completions::new(&sel.ctx, cqe as i32)?;
         let keepalive = (opts.keepalive_ms > 0)
             .then(|| std::time::Duration::from_millis(u64::from(opts.keepalive_ms)));
-        let live = Liveness::new(cq.channel_fd(), keepalive)?;
+        let live = Liveness::new(cq.channel_fd(), sel.ctx.async_fd()?, keepalive)?;
         let recv = RecvPool::new(&pd, depth, eager)?;
         let send = SendPool {
             slab: Slab::new(&pd, eager, opts.send_bufs, 0)?,
@@ -170,8 +170,8 @@ impl VerbsDevice {
                     qp::connect(b, &sel, b_psn, &me, a_addr, &opts)?;
                 }
                 None => {
-                    let port = PortAddr::decode(*p, &boot.get(&qp::port_key(*p))?)?;
-                    let remote = QpAddr::decode(*p, &boot.get(&qp::qp_key(*p, rank))?)?;
+                    let port = qp::port_addr(*p, &boot.get(&qp::port_key(*p))?)?;
+                    let remote = qp::qp_addr(*p, &boot.get(&qp::qp_key(*p, rank))?)?;
                     qp::connect(q, &sel, *psn, &port, remote, &opts)?;
                 }
             }
@@ -216,8 +216,10 @@ impl VerbsDevice {
             max_inline,
             "verbs device ready"
         );
+        let registry = crate::mr::Registry::new(opts.rcache);
         Ok(VerbsDevice::assemble(
-            list, send, recv, live, cq, pd, sel, rank, index_of, qpn_peer, caps, max_inline,
+            list, registry, send, recv, live, cq, pd, sel, rank, index_of, qpn_peer, caps,
+            max_inline,
         ))
     }
 }

@@ -12,6 +12,8 @@
 //! buffer handover, registrations, keepalives, chunking, setup errors).
 
 mod contract;
+mod events;
+mod rcache;
 
 use std::time::{Duration, Instant};
 
@@ -269,6 +271,52 @@ fn zero_length_rdma_completes_and_stale_handles_are_refused() {
     assert_eq!(devs[0].registrations() + devs[1].registrations(), 0);
 }
 
+/// Allocates `len`-byte vectors filled with `fill` until the allocator
+/// hands back `addr` (it does at once for a freed block of the same size).
+fn vec_at(addr: usize, len: usize, fill: u8) -> Vec<u8> {
+    let mut held = Vec::new();
+    loop {
+        let v = vec![fill; len];
+        if v.as_ptr() as usize == addr {
+            return v;
+        }
+        held.push(v);
+        assert!(held.len() < 64, "the allocator never reused the address");
+    }
+}
+
+/// Rank 1 reads `len` bytes at rank 0's `key` into a fresh buffer: the
+/// completion's result and the buffer.
+fn read_remote(
+    devs: &mut [VerbsDevice],
+    key: ferry_core::wire::RemoteKey,
+    len: usize,
+    sink: &mut Recorder,
+) -> (Result<(), Error>, Buf) {
+    let (h, _) = devs[1]
+        .register(0, Buf::zeroed(len).unwrap(), Access::LocalWrite)
+        .unwrap();
+    sink.events.clear();
+    assert_eq!(devs[1].get(0, key, h, len, OpToken(1)).unwrap(), Sent::Done);
+    wait_rdma(&mut devs[1], sink, 1);
+    let (tok, res) = sink.rdma().pop().unwrap();
+    assert_eq!(tok, OpToken(1));
+    (res, devs[1].deregister(h).unwrap())
+}
+
+/// The old `key` grants nothing: the read fails with a completion error,
+/// reads nothing, and (RC semantics: the QP is now in the error state) the
+/// peer is reported.
+fn assert_refused(devs: &mut [VerbsDevice], key: ferry_core::wire::RemoteKey, sink: &mut Recorder) {
+    let (res, buf) = read_remote(devs, key, 64 * 1024, sink);
+    assert!(
+        matches!(res, Err(Error::Device(DeviceError::Completion { .. }))),
+        "{res:?}"
+    );
+    assert!(buf.iter().all(|&b| b == 0), "nothing was read");
+    pump(&mut devs[1], sink, |s| !s.failures().is_empty());
+}
+
 /// The registration-cache guarantee: a buffer freed and reallocated at the
 /// same address gets a fresh registration, and the old key grants nothing.
 #[test]
@@ -285,17 +333,7 @@ fn a_registration_is_never_stale_after_the_buffer_is_reused() {
     let buf = devs[0].deregister(h).unwrap();
     let addr = buf.id();
     drop(buf);
-    // Allocate again until the allocator hands back the same address (it
-    // does at once for a freed block of the same size).
-    let mut again = Vec::new();
-    let reused = loop {
-        let v = vec![2u8; len];
-        if v.as_ptr() as usize == addr {
-            break v;
-        }
-        again.push(v);
-        assert!(again.len() < 64, "the allocator never reused the address");
-    };
+    let reused = vec_at(addr, len, 2);
     let t0 = Instant::now();
     let (h2, new) = devs[0]
         .register(1, Buf::from_vec(reused), Access::RemoteRead)
@@ -303,32 +341,11 @@ fn a_registration_is_never_stale_after_the_buffer_is_reused() {
     eprintln!("ibv_reg_mr of {len} bytes: {:?}", t0.elapsed());
     assert_eq!(new.addr, old.addr, "same memory");
     assert_ne!(new.key, old.key, "a fresh registration, not a cached one");
-    // The new key reads the new contents.
-    let (hd, _) = devs[1]
-        .register(0, Buf::zeroed(len).unwrap(), Access::LocalWrite)
-        .unwrap();
-    assert_eq!(
-        devs[1].get(0, new, hd, len, OpToken(1)).unwrap(),
-        Sent::Done
-    );
-    wait_rdma(&mut devs[1], &mut sink, 1);
-    sink.rdma().pop().unwrap().1.unwrap();
-    sink.events.clear();
-    // The old key fails: a completion error on the operation, and (RC
-    // semantics: the QP is now in the error state) the peer is reported.
-    assert_eq!(
-        devs[1].get(0, old, hd, len, OpToken(2)).unwrap(),
-        Sent::Done
-    );
-    wait_rdma(&mut devs[1], &mut sink, 1);
-    let (tok, res) = sink.rdma().pop().unwrap();
-    assert_eq!(tok, OpToken(2));
-    assert!(
-        matches!(res, Err(Error::Device(DeviceError::Completion { .. }))),
-        "{res:?}"
-    );
-    pump(&mut devs[1], &mut sink, |s| !s.failures().is_empty());
-    assert!(devs[1].deregister(hd).unwrap().iter().all(|&b| b == 2));
+    // The new key reads the new contents; the old key fails.
+    let (res, buf) = read_remote(&mut devs, new, len, &mut sink);
+    res.unwrap();
+    assert!(buf.iter().all(|&b| b == 2));
+    assert_refused(&mut devs, old, &mut sink);
     assert!(devs[0].deregister(h2).is_some());
 }
 

@@ -15,31 +15,38 @@
 use ferry_core::wire::MAX_HEADER;
 
 /// The top byte of every immediate.
-pub(crate) const MAGIC: u32 = 0xF5;
+pub const MAGIC: u32 = 0xF5;
 const CREDIT_ONLY: u32 = 1 << 7;
 
 /// A decoded immediate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Imm {
-    pub(crate) header_len: usize,
-    pub(crate) credit_only: bool,
-    pub(crate) credits: u16,
+pub struct Imm {
+    /// Bytes of engine header at the start of the message.
+    pub header_len: usize,
+    /// A message that only returns credits.
+    pub credit_only: bool,
+    /// Eager credits returned to the receiver.
+    pub credits: u16,
 }
 
 impl Imm {
     /// A data message (`header_len <= MAX_HEADER`, checked by the sender).
-    pub(crate) fn data(header_len: usize, credits: u16) -> u32 {
+    pub fn data(header_len: usize, credits: u16) -> u32 {
         debug_assert!(header_len <= MAX_HEADER);
         (MAGIC << 24) | (u32::from(credits) << 8) | (header_len as u32 & 0x7f)
     }
 
     /// A credit-only message.
-    pub(crate) fn credit(credits: u16) -> u32 {
+    pub fn credit(credits: u16) -> u32 {
         (MAGIC << 24) | (u32::from(credits) << 8) | CREDIT_ONLY
     }
 
     /// Decodes and validates the immediate of a message of `byte_len` bytes.
-    pub(crate) fn decode(imm: u32, byte_len: usize) -> Result<Imm, &'static str> {
+    ///
+    /// # Errors
+    /// What is wrong with it (a peer of another protocol version, a length
+    /// that does not fit).
+    pub fn decode(imm: u32, byte_len: usize) -> Result<Imm, &'static str> {
         if imm >> 24 != MAGIC {
             return Err("verbs: bad immediate (protocol version mismatch?)");
         }
