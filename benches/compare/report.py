@@ -34,7 +34,7 @@ from collections import defaultdict
 
 # peer id -> (label, kind); kind: ferry, shm (candidate for best peer), net
 PEERS = [
-    ("ferry", "ferry (shm, default: CMA chosen by a setup probe)", "ferry"),
+    ("ferry", "ferry (shm, default: CMA chosen by the machine: off under a hypervisor)", "ferry"),
     ("ferry-cma", "ferry (shm, FERRY_SHM_CMA=1)", "ferry-alt"),
     ("ferry-mpi", "ferry's MPI C ABI (libmpi_abi.so.1, the C peers built with its mpicc, shm)", "ferry-alt"),
     ("ompi-vader", "Open MPI ob1+vader", "shm"),

@@ -69,8 +69,9 @@
 //!   buffer is published in the owner's registration table in the segment;
 //!   the peer checks its key there, then copies with `process_vm_readv`
 //!   (`get`) or `process_vm_writev` (`put`) in 2 MiB steps. At setup every
-//!   rank probes CMA on every peer; if the kernel refuses (Yama, seccomp) or
-//!   `FERRY_SHM_CMA=0`, all ranks turn it off together and the engine's
+//!   rank probes CMA on every peer; if the kernel refuses (Yama, seccomp),
+//!   `FERRY_SHM_CMA=0`, or (with `FERRY_SHM_CMA` unset) the CPU runs under a
+//!   hypervisor ([`cma_choice`]), all ranks turn it off together and the engine's
 //!   fragmented protocol becomes a **pipelined copy through the cells**
 //!   (bounce buffers of `cell_size` bytes). See *Performance* for which is
 //!   faster where.
@@ -246,7 +247,7 @@
 
 mod active;
 pub mod cell;
-mod cma_tune;
+pub mod cma_choice;
 mod device;
 mod error;
 pub mod fastbox;

@@ -13,17 +13,19 @@ use crate::layout::{Geometry, RANK_BLOCK_BYTES};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShmOptions {
     /// Use cross-memory attach (`process_vm_readv`/`writev`) for rendezvous
-    /// (`FERRY_SHM_CMA`, default `true`). Off, or when the setup probe finds
-    /// the kernel refuses it, large messages go through the cells as a
-    /// pipelined copy (the engine's fragmented protocol).
+    /// (`FERRY_SHM_CMA`, default `true`). Off, when the setup probe finds
+    /// the kernel refuses it, or when [`cma_auto`](Self::cma_auto) declines
+    /// it, large messages go through the cells as a pipelined copy (the
+    /// engine's fragmented protocol).
     pub cma: bool,
-    /// With [`cma`](Self::cma) on, time CMA against a memcpy at setup (about
-    /// 2 ms) and keep CMA only if it is at least as fast: under a hypervisor
-    /// CMA can be several times slower. [`from_env`](Self::from_env) turns
+    /// With [`cma`](Self::cma) on, let the machine decide: CMA is kept on
+    /// bare metal and turned off under a hypervisor, where it is slower than
+    /// the copy pipeline ([`cma_choice`](crate::cma_choice) explains why
+    /// the rule does not time anything). [`from_env`](Self::from_env) turns
     /// this on when `FERRY_SHM_CMA` is unset (or empty), and off when it is
     /// set, so a user's explicit choice is never second-guessed. Default
     /// `false`: a program that builds its options says what it wants.
-    pub cma_probe: bool,
+    pub cma_auto: bool,
     /// Payload bytes per cell (`FERRY_SHM_CELL_SIZE`, default 64 KiB): the
     /// device's `max_payload`, so it bounds eager messages and the fragments
     /// of the copy-through-cells rendezvous (the engine's default fragment
@@ -59,7 +61,7 @@ impl Default for ShmOptions {
     fn default() -> Self {
         ShmOptions {
             cma: true,
-            cma_probe: false,
+            cma_auto: false,
             cell_size: 64 * 1024,
             cells_per_rank: 32,
             progress_batch: 64,
@@ -83,8 +85,8 @@ impl ShmOptions {
         Self::from_source(&|var: &str| std::env::var(var).ok())
     }
 
-    /// The defaults, overridden by `FERRY_SHM_CMA` (a flag; unset, CMA is
-    /// probed at setup: see [`cma_probe`](Self::cma_probe)),
+    /// The defaults, overridden by `FERRY_SHM_CMA` (a flag; unset, the
+    /// machine decides: see [`cma_auto`](Self::cma_auto)),
     /// `FERRY_SHM_CELL_SIZE` (a size: `64k`), `FERRY_SHM_CELLS`,
     /// `FERRY_SHM_FASTBOX_SLOTS`, `FERRY_SHM_FASTBOX_SIZE` (a size),
     /// `FERRY_SHM_FASTBOX_MAX_RANKS` and `FERRY_SHM_DIR`, read from `src` in
@@ -97,7 +99,7 @@ impl ShmOptions {
         let mut o = ShmOptions::default();
         match settings::flag(src, "FERRY_SHM_CMA")? {
             Some(cma) => o.cma = cma,
-            None => o.cma_probe = true,
+            None => o.cma_auto = true,
         }
         if let Some(n) = settings::size(src, "FERRY_SHM_CELL_SIZE")? {
             o.cell_size = n;
@@ -213,13 +215,13 @@ mod tests {
     #[test]
     fn cma_is_probed_only_when_the_user_did_not_say() {
         let unset = from(&[]).unwrap();
-        assert!(unset.cma && unset.cma_probe);
+        assert!(unset.cma && unset.cma_auto);
         let empty = from(&[("FERRY_SHM_CMA", "")]).unwrap();
-        assert!(empty.cma && empty.cma_probe, "an empty value is unset");
+        assert!(empty.cma && empty.cma_auto, "an empty value is unset");
         let off = from(&[("FERRY_SHM_CMA", "0")]).unwrap();
-        assert!(!off.cma && !off.cma_probe);
+        assert!(!off.cma && !off.cma_auto);
         let on = from(&[("FERRY_SHM_CMA", "yes")]).unwrap();
-        assert!(on.cma && !on.cma_probe);
+        assert!(on.cma && !on.cma_auto);
         let bad = from(&[("FERRY_SHM_CMA", "maybe")]).unwrap_err();
         assert!(
             matches!(&bad, ShmError::Setting(e) if e.var == "FERRY_SHM_CMA" && e.value == "maybe"),

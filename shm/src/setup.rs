@@ -398,27 +398,21 @@ fn join(
     ))
 }
 
-/// Reads every peer's probe buffer; false (with the reason logged) if any
-/// read fails or returns the wrong bytes.
-/// `opts` with CMA kept only if the setup probe finds it at least as fast
-/// as a memcpy ([`ShmOptions::cma_probe`]); only a node with peers can use
-/// CMA at all, so a rank alone on its node skips the probe. Each rank
-/// decides alone; the exchange below turns CMA off everywhere if any rank
-/// declined.
-fn decide_cma(mut opts: ShmOptions, local_ranks: usize) -> ShmOptions {
-    if opts.cma && opts.cma_probe && local_ranks > 1 {
-        let probe = crate::cma_tune::probe();
-        opts.cma = probe.prefer_cma();
-        tracing::debug!(
-            memcpy_gbs = probe.memcpy / 1e9,
-            cma_gbs = probe.cma / 1e9,
-            cma = opts.cma,
-            "CMA against memcpy"
-        );
+/// `opts` with CMA kept or dropped by the machine's rule when the user did
+/// not choose ([`ShmOptions::cma_auto`]). Every rank of a node reads the
+/// same machine, so they agree; the exchange below still turns CMA off
+/// everywhere if any rank declined.
+fn decide_cma(mut opts: ShmOptions) -> ShmOptions {
+    if opts.cma && opts.cma_auto {
+        let rule = crate::cma_choice::machine_default();
+        opts.cma = rule.cma;
+        tracing::debug!(cma = opts.cma, why = rule.why, "CMA chosen by the machine");
     }
     opts
 }
 
+/// Reads every peer's probe buffer; false (with the reason logged) if any
+/// read fails or returns the wrong bytes.
 fn probe_cma(me: u32, local_ranks: &[Rank], cards: &[PeerCard]) -> bool {
     for (l, card) in cards.iter().enumerate() {
         if l as u32 == me {
@@ -470,7 +464,7 @@ impl ShmDevice {
     ) -> Result<ShmDevice, ShmError> {
         opts.validate()?;
         let me = check_ranks(boot, local_ranks)?;
-        let opts = decide_cma(opts, local_ranks.len());
+        let opts = decide_cma(opts);
         let rank = boot.rank();
         let job = os::sanitize_job_id(boot.job_id());
         let geo = opts
