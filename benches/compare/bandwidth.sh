@@ -14,7 +14,10 @@
 # Needs: target/release/{ferry-bench,ferryrun,ferry-info} (cargo build
 #   --release), build/mpi_bw.* and build/mpi_bibw.* (make -C benches/compare),
 #   ucx_perftest, mpirun.openmpi, mpiexec.hydra (ci/compare.sh installs them).
-# Env: BW_PEERS (default "ferry ompi_vader ompi_ucx mpich ucx_sysv ucx_posix_cma"),
+# Env: BW_PEERS (default "ferry ferry_mpi ompi_vader ompi_ucx mpich ucx_sysv ucx_posix_cma"),
+#   FERRY_MPI_PREFIX (ferry's MPI C ABI, ci/mpi-install.sh PREFIX; for the
+#   ferry_mpi peer, with build/mpi_bw.ferry, build/mpi_bibw.ferry from
+#   make -C benches/compare ferry FERRY_MPICC=PREFIX/bin/mpicc),
 #   MAXWAIT (wait_quiet.sh: seconds to wait for a quiet machine, default 60).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -90,9 +93,18 @@ ucx_peer() { # dir name tls: ucx_perftest tag_bw per size, rows "size MB/s"
     awk -v s=$s -v b=$obw 'BEGIN{printf "%s %.1f\n", s, b*1.048576}' >>"$d/$name.bw"
   done
 }
+# The same C loops as the MPI peers (one receive buffer for the whole window,
+# as osu_bw), built with ferry's mpicc and run by its mpiexec on shm: the
+# like-for-like figure, where ferry-bench's owned receives need 64 buffers.
+peer_ferry_mpi() {
+  [ -x "${FERRY_MPI_PREFIX:-}/bin/mpiexec" ] && [ -x "$BIN/mpi_bw.ferry" ] && [ -x "$BIN/mpi_bibw.ferry" ] || {
+    log "ferry_mpi skipped: set FERRY_MPI_PREFIX=PREFIX (ci/mpi-install.sh PREFIX) and make -C benches/compare ferry FERRY_MPICC=PREFIX/bin/mpicc"
+    return 0; }
+  mpi_peer "$1" ferry-mpi ferry env $FERRY_ENV FERRY_DEVICE=shm "$FERRY_MPI_PREFIX/bin/mpiexec" -n 2 --timeout 600 sh -c "$PIN"
+}
 peer_ucx_sysv() { ucx_peer "$1" ucx-sysv sysv; }
 peer_ucx_posix_cma() { ucx_peer "$1" ucx-posix-cma posix,cma; }
-PEERS=${BW_PEERS:-"ferry ompi_vader ompi_ucx mpich ucx_sysv ucx_posix_cma"}
+PEERS=${BW_PEERS:-"ferry ferry_mpi ompi_vader ompi_ucx mpich ucx_sysv ucx_posix_cma"}
 
 echo "bandwidth.sh: $REPS repetitions of every peer, then $LAUNCHES launches of ferry at 1 MiB (log: $LOG)" >&2
 "$FI" >"$RAW/ferry-info.txt" 2>&1 || true
