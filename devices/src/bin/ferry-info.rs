@@ -14,6 +14,17 @@ use std::process::ExitCode;
 
 use ferry::{Config, DeviceChoice, ProtocolTable};
 
+/// `println!` that ends the program quietly when stdout is gone (`ferry-info
+/// | head`): `println!` would panic on the broken pipe.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout(), $($arg)*).is_err() {
+            std::process::exit(0);
+        }
+    }};
+}
+
 fn yes(b: bool) -> &'static str {
     if b {
         "yes"
@@ -84,36 +95,36 @@ fn main() -> ExitCode {
             }
         };
     }
-    println!("ferry {}", env!("CARGO_PKG_VERSION"));
-    println!();
-    println!("features");
-    println!("  shm    {}", yes(cfg!(feature = "shm")));
-    println!("  ofi    {}", yes(cfg!(feature = "ofi")));
-    println!("  verbs  {}", yes(cfg!(feature = "verbs")));
-    println!();
-    println!("configuration (FERRY_* variables)");
-    println!("  device           {}", config.device.name());
-    println!(
+    out!("ferry {}", env!("CARGO_PKG_VERSION"));
+    out!();
+    out!("features");
+    out!("  shm    {}", yes(cfg!(feature = "shm")));
+    out!("  ofi    {}", yes(cfg!(feature = "ofi")));
+    out!("  verbs  {}", yes(cfg!(feature = "verbs")));
+    out!();
+    out!("configuration (FERRY_* variables)");
+    out!("  device           {}", config.device.name());
+    out!(
         "  wait mode        {:?}, spin {} us",
         config.wait_mode,
         config.spin.as_micros()
     );
-    println!("  thread level     {}", config.thread_level.name());
+    out!("  thread level     {}", config.thread_level.name());
     match config.engine.eager_limit {
-        Some(n) => println!("  eager limit      {n} B"),
-        None => println!("  eager limit      the device's (per peer, below)"),
+        Some(n) => out!("  eager limit      {n} B"),
+        None => out!("  eager limit      the device's (per peer, below)"),
     }
-    println!("  rndv threshold   {} B", config.engine.rdma_threshold);
-    println!(
+    out!("  rndv threshold   {} B", config.engine.rdma_threshold);
+    out!(
         "  eager credits    {} per peer",
         config.engine.eager_credits
     );
-    println!(
+    out!(
         "  max message      {}",
         bytes(config.engine.max_message as u64)
     );
-    println!();
-    println!("devices");
+    out!();
+    out!("devices");
     let loopback = Config {
         device: DeviceChoice::Loopback,
         ..config.clone()
@@ -121,8 +132,8 @@ fn main() -> ExitCode {
     .init()
     .and_then(|w| w.protocol_table(0));
     match loopback {
-        Ok(t) => println!("  loopback  available: {}", table(&t)),
-        Err(e) => println!("  loopback  unavailable: {e}"),
+        Ok(t) => out!("  loopback  available: {}", table(&t)),
+        Err(e) => out!("  loopback  unavailable: {e}"),
     }
     if cfg!(feature = "shm") {
         // A job of one sets the device up for real: segment, wake-up fds,
@@ -134,15 +145,15 @@ fn main() -> ExitCode {
         .init()
         .and_then(|w| w.protocol_table(0));
         match shm {
-            Ok(t) => println!("  shm       available: {}", table(&t)),
-            Err(e) => println!("  shm       unavailable: {e}"),
+            Ok(t) => out!("  shm       available: {}", table(&t)),
+            Err(e) => out!("  shm       unavailable: {e}"),
         }
     } else {
-        println!("  shm       not compiled in (feature `shm`)");
+        out!("  shm       not compiled in (feature `shm`)");
     }
-    println!("            CMA permitted: {}", cma_permission());
+    out!("            CMA permitted: {}", cma_permission());
     shm_cma_setting();
-    println!("            /dev/shm: {}", dev_shm());
+    out!("            /dev/shm: {}", dev_shm());
     ofi_providers();
     verbs_ports();
     shm_formula();
@@ -203,15 +214,15 @@ fn job_report(config: Config) -> ferry::Result<()> {
         .world()
         .gather(&record, (me == 0).then_some(&mut all[..]), 0)?;
     if me == 0 {
-        println!(
+        out!(
             "ferry {}: a job of {size} ranks (FERRY_DEVICE={})",
             env!("CARGO_PKG_VERSION"),
             world.config().device.name()
         );
-        println!(" rank  host                  pid  device     peers by device");
+        out!(" rank  host                  pid  device     peers by device");
         for rec in all.chunks(RECORD) {
             let end = rec.iter().position(|&b| b == 0).unwrap_or(RECORD);
-            println!("{}", String::from_utf8_lossy(&rec[..end]));
+            out!("{}", String::from_utf8_lossy(&rec[..end]));
         }
     }
     world.finalize()
@@ -220,14 +231,14 @@ fn job_report(config: Config) -> ferry::Result<()> {
 #[cfg(feature = "shm")]
 fn shm_formula() {
     let opts = ferry_shm::ShmOptions::from_env().unwrap_or_default();
-    println!();
-    println!(
+    out!();
+    out!(
         "shm segment size per node (cells of {} B, {} cells per rank; linear in ranks)",
         opts.cell_size, opts.cells_per_rank
     );
     for n in [2usize, 16, 64, 256] {
         let total = ferry_shm::ShmDevice::segment_bytes(n, &opts);
-        println!(
+        out!(
             "  {n:>3} ranks: {:>10} ({} per rank)",
             bytes(total as u64),
             bytes((total / n) as u64)
@@ -245,20 +256,20 @@ fn shm_formula() {}
 fn shm_cma_setting() {
     use ferry_shm::cma_choice;
     match ferry_shm::ShmOptions::from_env() {
-        Ok(o) if !o.cma => println!("            CMA disabled by FERRY_SHM_CMA"),
+        Ok(o) if !o.cma => out!("            CMA disabled by FERRY_SHM_CMA"),
         Ok(o) if o.cma_auto => {
             let rule = cma_choice::machine_default();
             let on = if rule.cma { "on" } else { "off" };
-            println!("            CMA {on} (FERRY_SHM_CMA unset): {}", rule.why);
+            out!("            CMA {on} (FERRY_SHM_CMA unset): {}", rule.why);
             let r = cma_choice::measure(9);
-            println!(
+            out!(
                 "            this machine, 4 MiB medians: memcpy {:.1} GB/s, process_vm_readv {:.1} GB/s",
                 r.memcpy / 1e9,
                 r.cma / 1e9
             );
         }
-        Ok(_) => println!("            CMA forced on by FERRY_SHM_CMA"),
-        Err(e) => println!("            {e}"),
+        Ok(_) => out!("            CMA forced on by FERRY_SHM_CMA"),
+        Err(e) => out!("            {e}"),
     }
 }
 
@@ -270,43 +281,43 @@ fn shm_cma_setting() {}
 fn ofi_providers() {
     match ferry_ofi::providers() {
         Ok(list) if list.is_empty() => {
-            println!("  ofi       compiled in; fi_getinfo offers no provider")
+            out!("  ofi       compiled in; fi_getinfo offers no provider")
         }
         Ok(list) => {
-            println!(
+            out!(
                 "  ofi       compiled in; providers (FERRY_OFI_PROVIDER or FI_PROVIDER picks one):"
             );
             for p in list {
-                println!("              {}", p.summary);
+                out!("              {}", p.summary);
             }
         }
-        Err(e) => println!("  ofi       compiled in, unusable: {e}"),
+        Err(e) => out!("  ofi       compiled in, unusable: {e}"),
     }
 }
 
 #[cfg(not(feature = "ofi"))]
 fn ofi_providers() {
-    println!("  ofi       not compiled in (feature `ofi`)");
+    out!("  ofi       not compiled in (feature `ofi`)");
 }
 
 /// The RDMA devices and ports libibverbs finds (FERRY_VERBS_DEVICE picks one).
 #[cfg(feature = "verbs")]
 fn verbs_ports() {
     match ferry_verbs::devices() {
-        Ok(list) if list.is_empty() => println!("  verbs     compiled in; no RDMA device found"),
+        Ok(list) if list.is_empty() => out!("  verbs     compiled in; no RDMA device found"),
         Ok(list) => {
-            println!("  verbs     compiled in; devices (FERRY_VERBS_DEVICE picks one):");
+            out!("  verbs     compiled in; devices (FERRY_VERBS_DEVICE picks one):");
             for p in list {
-                println!("              {}", p.summary);
+                out!("              {}", p.summary);
             }
         }
-        Err(e) => println!("  verbs     compiled in, unusable: {e}"),
+        Err(e) => out!("  verbs     compiled in, unusable: {e}"),
     }
 }
 
 #[cfg(not(feature = "verbs"))]
 fn verbs_ports() {
-    println!("  verbs     not compiled in (feature `verbs`)");
+    out!("  verbs     not compiled in (feature `verbs`)");
 }
 
 #[cfg(test)]
