@@ -114,18 +114,18 @@
 //! table; `page` rounds up to 4 KiB; `K` is 0 above
 //! [`ShmOptions::fastbox_max_ranks`]). The cells are linear in `N`, the
 //! fastboxes quadratic: `K·Z` = 16 KiB per ordered pair with the defaults.
-//! With the defaults (`S` = 64 KiB, `C` = 32, `K` = 64, `Z` = 256, up to
+//! With the defaults (`S` = 64 KiB, `C` = 64, `K` = 64, `Z` = 256, up to
 //! 32 ranks), as printed by the test `memory_formula_figures`:
 //!
 //! | local ranks | segment | of which fastboxes | per rank |
 //! |---:|---:|---:|---:|
-//! | 2 | 4.1 MiB (4 276 224 B) | 64 KiB | 2.04 MiB |
-//! | 8 | 17.1 MiB (17 883 136 B) | 1 MiB | 2.13 MiB |
-//! | 16 | 36.1 MiB (37 863 424 B) | 4 MiB | 2.26 MiB |
-//! | 32 | 80.2 MiB (84 115 456 B) | 16 MiB | 2.51 MiB |
-//! | 33 (no fastboxes) | 66.2 MiB (69 439 488 B) | 0 | 2.01 MiB |
-//! | 64 | 128.4 MiB (134 672 384 B) | 0 | 2.01 MiB |
-//! | 256 | 513.7 MiB (538 677 248 B) | 0 | 2.01 MiB |
+//! | 2 | 8.1 MiB (8 478 720 B) | 64 KiB | 4.04 MiB |
+//! | 8 | 33.1 MiB (34 693 120 B) | 1 MiB | 4.14 MiB |
+//! | 16 | 68.2 MiB (71 483 392 B) | 4 MiB | 4.26 MiB |
+//! | 32 | 144.3 MiB (151 355 392 B) | 16 MiB | 4.51 MiB |
+//! | 33 (no fastboxes) | 132.4 MiB (138 780 672 B) | 0 | 4.01 MiB |
+//! | 64 | 256.7 MiB (269 152 256 B) | 0 | 4.01 MiB |
+//! | 256 | 1026.7 MiB (1 076 596 736 B) | 0 | 4.01 MiB |
 //!
 //! Fastboxes at 256 ranks would take 1 GiB with the defaults (64 MiB with
 //! `K` = 8, `Z` = 128); per-pair rings as deep as the cell pools would need
@@ -134,7 +134,9 @@
 //! pools are LIFO, so a rank exchanging small messages touches a few cells
 //! only. 64 KiB cells make the copy-through-cells rendezvous fast (it
 //! matches the engine's default fragment); on nodes with many ranks,
-//! `FERRY_SHM_CELL_SIZE=16k` or `FERRY_SHM_CELLS=16` divide the figure.
+//! `FERRY_SHM_CELL_SIZE=16k` or `FERRY_SHM_CELLS=16` divide the figure
+//! (64 cells, as many as MPICH's shared-memory queue, let a window of 64
+//! mid-size messages leave without waiting for cells to come back).
 //!
 //! ## Performance
 //! Measured with `examples/pingpong_shm.rs` (two processes, engine

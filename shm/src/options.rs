@@ -31,9 +31,12 @@ pub struct ShmOptions {
     /// of the copy-through-cells rendezvous (the engine's default fragment
     /// is 64 KiB too).
     pub cell_size: usize,
-    /// Cells each rank owns (`FERRY_SHM_CELLS`, default 32): how many
-    /// packets it can have in flight to all its peers together before
-    /// `send` returns `Busy`.
+    /// Cells each rank owns (`FERRY_SHM_CELLS`, default 64, as many as
+    /// MPICH's shared-memory queue): how many packets it can have in flight
+    /// to all its peers together before `send` returns `Busy`. A window of
+    /// 64 mid-size messages (osu_bw's) then leaves without waiting for the
+    /// receiver to hand cells back: 4 KiB osu_bw went from 10.0-11.1 to
+    /// 11.7-12.7 GB/s with 64 instead of 32.
     pub cells_per_rank: usize,
     /// At most this many cells are delivered per `progress` call (default
     /// 64), so one busy sender cannot starve the rest of the progress loop.
@@ -63,7 +66,7 @@ impl Default for ShmOptions {
             cma: true,
             cma_auto: false,
             cell_size: 64 * 1024,
-            cells_per_rank: 32,
+            cells_per_rank: 64,
             progress_batch: 64,
             liveness_interval: 1024,
             fastbox_slots: 64,
