@@ -31,9 +31,11 @@ mod registered;
 pub(crate) mod slab;
 #[cfg(test)]
 pub(crate) mod testmem;
+mod ud;
 
 pub(crate) use events::AsyncEvent;
 pub(crate) use registered::{register_lent, AttachCache, Budget, RegisteredBuf, Revoker};
+pub(crate) use ud::Ah;
 
 /// What a raw call reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -550,7 +552,7 @@ pub(crate) enum SendOp {
     Write { addr: u64, rkey: u32 },
 }
 
-/// An RC queue pair.
+/// A queue pair (RC to a peer, or the one UD QP of the handshake).
 #[derive(Debug)]
 pub(crate) struct Qp(NonNull<sys::ibv_qp>);
 
@@ -558,23 +560,35 @@ pub(crate) struct Qp(NonNull<sys::ibv_qp>);
 unsafe impl Send for Qp {}
 
 impl Qp {
+    /// An RC QP whose receives come from `srq`.
     pub(crate) fn new(
         pd: &Pd,
         cq: &Cq,
         srq: &Srq,
         cap: sys::ibv_qp_cap,
     ) -> Result<(Qp, sys::ibv_qp_cap)> {
+        Qp::create(pd, cq, Some(srq), cap, sys::ibv_qp_type::IBV_QPT_RC)
+    }
+
+    /// A QP of type `ty`, with its own receive queue when `srq` is `None`.
+    pub(crate) fn create(
+        pd: &Pd,
+        cq: &Cq,
+        srq: Option<&Srq>,
+        cap: sys::ibv_qp_cap,
+        ty: sys::ibv_qp_type::Type,
+    ) -> Result<(Qp, sys::ibv_qp_cap)> {
         let mut attr = sys::ibv_qp_init_attr {
             qp_context: ptr::null_mut(),
             send_cq: cq.raw(),
             recv_cq: cq.raw(),
-            srq: srq.raw(),
+            srq: srq.map_or(ptr::null_mut(), Srq::raw),
             cap,
-            qp_type: sys::ibv_qp_type::IBV_QPT_RC,
+            qp_type: ty,
             sq_sig_all: 0,
         };
-        // SAFETY: live PD, CQ and SRQ; the provider writes the granted caps
-        // back into `attr.cap`.
+        // SAFETY: live PD, CQ and SRQ (or none); the provider writes the
+        // granted caps back into `attr.cap`.
         let qp = unsafe { sys::ibv_create_qp(pd.raw(), &mut attr) };
         let qp = NonNull::new(qp)
             .map(Qp)
