@@ -298,7 +298,8 @@ impl VerbsDevice {
         let Some(q) = p.qp.as_mut() else {
             return Err(Error::Internal("verbs: hello without a QP"));
         };
-        q.post_empty(CREDIT_TAG, SendOp::SendImm(Imm::credit(0)))?;
+        let covers = crate::signal::covers(&mut p.unsig);
+        q.post_empty(CREDIT_TAG | covers, SendOp::SendImm(Imm::credit(0)))?;
         p.sq_free -= 1;
         self.up(i);
         Ok(())

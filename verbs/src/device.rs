@@ -45,8 +45,11 @@ pub(crate) struct Peer {
     /// A keepalive probe is in flight.
     pub(crate) probing: bool,
     pub(crate) credits: Credits,
-    /// Send-queue slots free on `qp`.
+    /// Send-queue slots free on `qp` (unsignaled work requests hold theirs
+    /// until a later signaled one completes: `signal.rs`).
     pub(crate) sq_free: u32,
+    /// Unsignaled work requests posted since the last signaled one.
+    pub(crate) unsig: u32,
     pub(crate) link: Link,
 }
 
@@ -87,6 +90,8 @@ pub struct VerbsDevice {
     pub(crate) max_msg: usize,
     /// Send-queue depth of each RC QP.
     pub(crate) sq_depth: u32,
+    /// Signal one small inline send in this many (`signal.rs`).
+    pub(crate) signal_every: u32,
     /// Receive buffers (and CQ entries) per connected peer: `C + RESERVE`.
     pub(crate) per_peer: u32,
     /// Connections the SRQ has room for.
@@ -334,10 +339,12 @@ impl VerbsDevice {
             }
             let n = p.credits.take_owed();
             // A zero-length SEND carries only the immediate.
-            let r = qp.post_empty(CREDIT_TAG, SendOp::SendImm(Imm::credit(n)));
+            let covers = crate::signal::covers(&mut p.unsig);
+            let r = qp.post_empty(CREDIT_TAG | covers, SendOp::SendImm(Imm::credit(n)));
             match r {
                 Ok(()) => p.sq_free -= 1,
                 Err(e) => {
+                    p.unsig = (covers >> 32) as u32;
                     p.credits.restore_owed(n);
                     return Err(e.into());
                 }
@@ -359,12 +366,14 @@ impl VerbsDevice {
             let op = SendOp::Write { addr: 0, rkey: 0 };
             // A zero-length RDMA WRITE reads no local memory and writes none
             // at the peer (the rkey is not even checked).
-            match qp.post_empty(PROBE_TAG | i as u64, op) {
+            let covers = crate::signal::covers(&mut p.unsig);
+            match qp.post_empty(PROBE_TAG | covers | i as u64, op) {
                 Ok(()) => {
                     p.sq_free -= 1;
                     p.probing = true;
                 }
                 Err(e) => {
+                    p.unsig = (covers >> 32) as u32;
                     tracing::warn!(peer = p.rank, error = %e, "verbs keepalive probe not posted")
                 }
             }
@@ -403,11 +412,19 @@ impl VerbsDevice {
             return 0;
         };
         let pi = pi as usize;
-        self.peers[pi].sq_free += 1;
+        let ok = c.status == sys::ibv_wc_status::IBV_WC_SUCCESS;
+        if c.wr_id & TAG_MASK == crate::signal::UNSIG_TAG {
+            // Only a flushed unsignaled send completes on its own; its slot
+            // is retired by the signaled one after it.
+            if !ok {
+                self.wc_failed(pi, c.status);
+            }
+            return 0;
+        }
+        self.peers[pi].sq_free += 1 + crate::signal::covered(c.wr_id);
         if self.peers[pi].credits.explicit_due() {
             self.credits_due = true;
         }
-        let ok = c.status == sys::ibv_wc_status::IBV_WC_SUCCESS;
         if !ok {
             self.wc_failed(pi, c.status);
         }
@@ -604,16 +621,25 @@ impl Device for VerbsDevice {
         };
         let owed = p.credits.take_owed();
         let imm = Imm::data(header.len(), owed);
+        let unsig = p.unsig;
         let r = match slot {
-            // Inline: the provider copies the bytes during the call.
-            None => qp.post_inline(INLINE_TAG, imm, [header, payload]),
+            // Inline: the provider copies the bytes during the call, and the
+            // send may go unsignaled (`signal.rs`).
+            None if crate::signal::may_skip(p.unsig, p.sq_free, self.signal_every) => {
+                p.unsig += 1;
+                qp.post_inline(crate::signal::UNSIG_TAG, imm, [header, payload], false)
+            }
+            None => {
+                let covers = crate::signal::covers(&mut p.unsig);
+                qp.post_inline(INLINE_TAG | covers, imm, [header, payload], true)
+            }
             // Slot `s` is free (popped from the free list: no send in flight
             // reads it) and holds `max_payload + MAX_HEADER >= total` bytes
             // (checked above); it is not touched again until its completion
             // returns it to the free list.
             Some(s) => match self.send.slab.write(s, header, payload) {
                 Some(len) => qp.post_slot(
-                    SEND_BUF_TAG | u64::from(s),
+                    SEND_BUF_TAG | crate::signal::covers(&mut p.unsig) | u64::from(s),
                     SendOp::SendImm(imm),
                     &self.send.slab,
                     s,
@@ -628,6 +654,7 @@ impl Device for VerbsDevice {
                 Ok(Sent::Done)
             }
             Err(e) => {
+                p.unsig = unsig;
                 p.credits.untake();
                 p.credits.restore_owed(owed);
                 if let Some(s) = slot {

@@ -608,7 +608,7 @@ impl Qp {
         })
     }
 
-    /// Posts one signaled send work request.
+    /// Posts one send work request (signaled or not: see `signal.rs`).
     ///
     /// # Safety
     /// Every SGE must lie in memory registered with its lkey (unless
@@ -622,6 +622,7 @@ impl Qp {
         op: SendOp,
         sges: &[Sge],
         inline: bool,
+        signaled: bool,
     ) -> Result<()> {
         // SAFETY: a live QP, so its context is live.
         let f = unsafe { ops((*self.0.as_ptr()).context) }
@@ -646,7 +647,11 @@ impl Qp {
         wr.wr_id = wr_id;
         wr.sg_list = list.as_mut_ptr();
         wr.num_sge = n as c_int;
-        let mut flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
+        let mut flags = if signaled {
+            sys::ibv_send_flags::IBV_SEND_SIGNALED.0
+        } else {
+            0
+        };
         if inline {
             flags |= sys::ibv_send_flags::IBV_SEND_INLINE.0;
         }

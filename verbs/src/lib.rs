@@ -121,6 +121,7 @@ mod qp;
 mod rcache;
 mod rdma;
 mod setup;
+mod signal;
 mod srq;
 
 #[cfg(test)]

@@ -212,7 +212,11 @@ fn post(
         // engine deregisters it, which it does only after `rdma_done`; the
         // access flags match the operation (LocalWrite for a read's target,
         // LocalRead for a write's source).
-        qp.post_registered(RDMA_TAG | u64::from(index), wr, sge)?;
+        let covers = crate::signal::covers(&mut peer.unsig);
+        if let Err(e) = qp.post_registered(RDMA_TAG | covers | u64::from(index), wr, sge) {
+            peer.unsig = (covers >> 32) as u32;
+            return Err(e.into());
+        }
         peer.sq_free -= 1;
         op.in_flight += 1;
         op.posted += chunk;

@@ -187,6 +187,7 @@ impl VerbsDevice {
                     probing: false,
                     credits: Credits::new(credits),
                     sq_free: 0,
+                    unsig: 0,
                     link: Link::Idle,
                 }
             })
@@ -213,6 +214,7 @@ impl VerbsDevice {
         );
         let registry = crate::mr::Registry::new(opts.rcache);
         let max_msg = sel.port_attr.max_msg_sz as usize;
+        let signal_every = opts.signal_every.max(1);
         let connect_timeout = std::time::Duration::from_millis(u64::from(opts.connect_ms));
         // The observer ring (`observe.rs`) starts at the first `progress`.
         let opts_keepalive = opts.keepalive_ms > 0 && list.iter().any(|p| p.rank != rank);
@@ -235,6 +237,7 @@ impl VerbsDevice {
             max_inline,
             max_msg,
             sq_depth,
+            signal_every,
             per_peer,
             max_connected,
             max_cqe,
