@@ -143,7 +143,7 @@ if [ "${FERRY_CI_SKIP_FUZZ:-0}" != 1 ]; then
   step "fuzz smoke run (every decoder of peer-supplied bytes)"
   # cargo fuzz works on the stable toolchain without a sanitizer (-s none).
   command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-  for target in wire_header engine_packets pmi_reply pmi2_reply shm_cell shm_fastbox side_handshake verbs_imm verbs_addr; do
+  for target in wire_header engine_packets pmi_reply pmi2_reply shm_cell shm_fastbox side_handshake verbs_imm verbs_addr verbs_connect; do
     (cd fuzz && cargo fuzz run "$target" -s none -- -max_total_time="${FERRY_FUZZ_SECONDS:-30}" -rss_limit_mb=4096)
   done
 fi

@@ -23,6 +23,8 @@ pub(crate) struct Completion {
     pub(crate) byte_len: u32,
     pub(crate) imm: u32,
     pub(crate) qp_num: u32,
+    /// The sending QP (UD receives only).
+    pub(crate) src_qp: u32,
     pub(crate) with_imm: bool,
 }
 
@@ -64,6 +66,33 @@ impl Completions {
         })
     }
 
+    /// Grows the CQ to hold at least `needed` entries (doubling, up to
+    /// `max`): connections are added lazily, each with its send queue and
+    /// its chunk of the SRQ, so the CQ is resized with them rather than
+    /// sized for every peer of the job (`qp.rs`).
+    ///
+    /// # Errors
+    /// `needed > max`, or `ibv_resize_cq` failed.
+    pub(crate) fn ensure(&mut self, needed: u32, max: u32) -> Result<(), FfiError> {
+        let have = self.cq.entries();
+        if needed <= have {
+            return Ok(());
+        }
+        if needed > max {
+            return Err(FfiError::Os {
+                what: "verbs: more connections than the largest CQ holds",
+                code: libc::ENOSPC,
+            });
+        }
+        let want = needed.max(have.saturating_mul(2)).min(max);
+        self.cq.resize(want as i32)
+    }
+
+    /// CQ entries now.
+    pub(crate) fn entries(&self) -> u32 {
+        self.cq.entries()
+    }
+
     /// The completion channel's fd, borrowed.
     pub(crate) fn channel_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.channel.as_fd()
@@ -85,6 +114,7 @@ impl Completions {
             byte_len: wc.byte_len,
             imm: wc_imm(wc),
             qp_num: wc.qp_num,
+            src_qp: wc.src_qp,
             with_imm: wc.wc_flags & sys::ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0,
         }));
         Ok(())

@@ -1,8 +1,11 @@
 //! Eager flow control: per-peer credits over the shared receive queue.
 //!
 //! # Why no message can ever find the SRQ empty (no RNR, bounded memory)
-//! The SRQ holds `peers × (C + RESERVE)` posted buffers, `C` =
-//! `FERRY_VERBS_CREDITS`. Towards each peer a rank may have at most `C`
+//! The SRQ holds `connected × (C + RESERVE)` posted buffers, `C` =
+//! `FERRY_VERBS_CREDITS`: connections are made on first use (`qp.rs`) and
+//! each adds its chunk of `C + RESERVE` posted buffers (`srq.rs`) *before*
+//! the peer can send on it, so the pool grows with the peers a rank talks
+//! to, never with the job, and the argument below holds per connection. Towards each peer a rank may have at most `C`
 //! data messages unaccounted for: it starts with `C` credits, spends one per
 //! data message, and gets them back only when the receiver has *reposted*
 //! the buffer the message used (the receiver reposts in the same `progress`
@@ -20,6 +23,13 @@
 //! unprocessed at Y → `RESERVE = 2` buffers per peer. So the number of
 //! buffers a peer can consume at once is bounded by `C + 2`, whatever the
 //! application does, and memory is bounded by the pool sizes at setup.
+//!
+//! The handshake's **hello** (`qp.rs`: the requester's first packet, a
+//! credit-only message returning 0) uses a reserve buffer too, but it is
+//! processed before the other side sends any data on the connection (that
+//! side waits for it), so no credit owed by the requester, and hence no
+//! credit message of its, can exist while the hello is unprocessed: the
+//! bound of 2 stands.
 //!
 //! A sender without credit gets `Sent::Busy` and the engine retries after a
 //! later `progress` (which is when credits arrive).

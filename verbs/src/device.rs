@@ -7,14 +7,17 @@ use ferry_core::device::{Access, Armed, Caps, Device, MemHandle, OpToken, Sent, 
 use ferry_core::wire::{RemoteKey, MAX_HEADER};
 use ferry_core::{Buf, DeviceError, Error, PeerError, Rank, UsageError};
 
+use crate::connect::Link;
 use crate::context::Selected;
 use crate::cq::{Completion, Completions};
 use crate::credits::Credits;
 use crate::ffi::slab::Slab;
 use crate::ffi::{sys, AsyncEvent, Pd, Qp, SendOp};
+use crate::handshake::{Endpoint, UD_RECV_TAG, UD_SEND_TAG};
 use crate::imm::Imm;
 use crate::liveness::Liveness;
 use crate::mr::Registry;
+use crate::options::VerbsOptions;
 use crate::rdma::{Ops, RdmaOp, RDMA_TAG};
 use crate::srq::{RecvPool, VerbsIncoming, RECV_TAG};
 
@@ -28,20 +31,26 @@ const TAG_MASK: u64 = 0xff << 56;
 
 use ferry_core::device::{PeerFailures, RdmaDir};
 
-/// One connected peer.
+/// One peer of the device: connected on first use (`connect.rs`).
 #[derive(Debug)]
 pub(crate) struct Peer {
     pub(crate) rank: Rank,
-    /// The QP this rank sends on.
-    pub(crate) qp: Qp,
+    /// The QP this rank sends on (`None` until the peer is first used).
+    pub(crate) qp: Option<Qp>,
     /// For this rank itself: the receiving end of the loopback pair (owned
     /// here so that it lives exactly as long as the sending end).
     pub(crate) loop_rx: Option<Qp>,
+    /// Connected both ways: sends may go (the one test on the fast path).
+    pub(crate) up: bool,
     /// A keepalive probe is in flight.
     pub(crate) probing: bool,
     pub(crate) credits: Credits,
-    /// Send-queue slots free on `qp`.
+    /// Send-queue slots free on `qp` (unsignaled work requests hold theirs
+    /// until a later signaled one completes: `signal.rs`).
     pub(crate) sq_free: u32,
+    /// Unsignaled work requests posted since the last signaled one.
+    pub(crate) unsig: u32,
+    pub(crate) link: Link,
 }
 
 /// The registered send buffers.
@@ -55,9 +64,11 @@ pub(crate) struct SendPool {
 #[derive(Debug)]
 pub struct VerbsDevice {
     // Field order is destruction order (verbs children before parents):
-    // QPs, then user MRs, send and receive buffers (with the SRQ), the CQ
-    // and its channel, the PD, and the device context last.
+    // RC QPs, the UD endpoint (its QP, address handles and slots), then
+    // user MRs, send and receive buffers (with the SRQ), the CQ and its
+    // channel, the PD, and the device context last.
     pub(crate) peers: Vec<Peer>,
+    pub(crate) ud: Endpoint,
     pub(crate) registry: Registry,
     pub(crate) send: SendPool,
     pub(crate) recv: RecvPool,
@@ -65,6 +76,7 @@ pub struct VerbsDevice {
     pub(crate) cq: Completions,
     pub(crate) pd: Pd,
     pub(crate) sel: Selected,
+    pub(crate) opts: VerbsOptions,
     pub(crate) rank: Rank,
     /// Job rank → index into `peers` (`u32::MAX`: not a peer).
     pub(crate) index_of: Vec<u32>,
@@ -76,61 +88,57 @@ pub struct VerbsDevice {
     /// Largest RDMA work request (the port's `max_msg_sz`); longer
     /// transfers are split (`rdma.rs`).
     pub(crate) max_msg: usize,
-    ops: Ops,
+    /// Send-queue depth of each RC QP.
+    pub(crate) sq_depth: u32,
+    /// Signal one small inline send in this many (`signal.rs`).
+    pub(crate) signal_every: u32,
+    /// Receive buffers (and CQ entries) per connected peer: `C + RESERVE`.
+    pub(crate) per_peer: u32,
+    /// Connections the SRQ has room for.
+    pub(crate) max_connected: u32,
+    /// The device's largest CQ.
+    pub(crate) max_cqe: u32,
+    /// RC QPs made so far (the loopback pair counts two).
+    pub(crate) qps: u32,
+    /// Peers with a handshake in progress (indices into `peers`).
+    pub(crate) pending: Vec<u32>,
+    /// How long a handshake may take (`FERRY_VERBS_CONNECT_MS`).
+    pub(crate) connect_timeout: std::time::Duration,
+    pub(crate) ops: Ops,
     /// Zero-length transfers, completed at the next `progress`.
-    ready: VecDeque<OpToken>,
-    batch: Vec<Completion>,
+    pub(crate) ready: VecDeque<OpToken>,
+    pub(crate) batch: Vec<Completion>,
     /// Each peer's health (by index into `peers`), and the failures not
     /// yet reported.
-    failures: PeerFailures,
-    credits_due: bool,
+    pub(crate) failures: PeerFailures,
+    pub(crate) credits_due: bool,
+    /// The observer ring needs (re)connecting (`observe.rs`).
+    pub(crate) rewatch: bool,
+    /// Down notices to send: (peer index, the rank that died).
+    pub(crate) notices: VecDeque<(u32, Rank)>,
 }
 
 pub(crate) const NOT_PEER: u32 = u32::MAX;
 
-impl VerbsDevice {
-    /// Assembles a device from connected parts (see `setup.rs`).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn assemble(
-        peers: Vec<Peer>,
-        registry: Registry,
-        send: SendPool,
-        recv: RecvPool,
-        live: Liveness,
-        cq: Completions,
-        pd: Pd,
-        sel: Selected,
-        rank: Rank,
-        index_of: Vec<u32>,
-        qpn_peer: HashMap<u32, u32>,
-        caps: Caps,
-        max_inline: usize,
-    ) -> VerbsDevice {
-        let max_msg = sel.port_attr.max_msg_sz as usize;
-        let peers_len = peers.len();
-        VerbsDevice {
-            peers,
-            registry,
-            send,
-            recv,
-            live,
-            cq,
-            pd,
-            sel,
-            rank,
-            index_of,
-            qpn_peer,
-            caps,
-            max_inline,
-            max_msg,
-            ops: Ops::default(),
-            ready: VecDeque::new(),
-            batch: Vec::with_capacity(crate::cq::BATCH),
-            failures: PeerFailures::new(peers_len),
-            credits_due: false,
-        }
-    }
+/// What a device holds, for measurements ([`VerbsDevice::footprint`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footprint {
+    /// Peers with an RC QP (connected or connecting).
+    pub connected: usize,
+    /// RC QPs (the loopback pair counts two) plus the UD QP.
+    pub qps: usize,
+    /// Entries of the CQ now.
+    pub cq_entries: u32,
+    /// Receive buffers posted to the SRQ.
+    pub srq_posted: usize,
+    /// Bytes registered for the device's own buffers (send slab, receive
+    /// chunks, the UD endpoint's slots).
+    pub registered_bytes: usize,
+    /// Address handles (one per peer this rank sent a datagram to).
+    pub address_handles: usize,
+}
 
+impl VerbsDevice {
     /// The device and port in use, e.g. `rxe0:1`.
     pub fn port_name(&self) -> String {
         format!("{}:{}", self.sel.name, self.sel.port)
@@ -153,6 +161,46 @@ impl VerbsDevice {
         self.recv.contains(addr)
     }
 
+    /// What the device holds now: connections, QPs, CQ entries and
+    /// registered bytes (they grow with the peers used, not with the job).
+    pub fn footprint(&self) -> Footprint {
+        Footprint {
+            connected: self.peers.iter().filter(|p| p.qp.is_some()).count(),
+            qps: self.qps as usize + 1,
+            cq_entries: self.cq.entries(),
+            srq_posted: self.recv.chunks() * self.per_peer as usize,
+            registered_bytes: self.send.slab.registered_bytes()
+                + self.recv.registered_bytes()
+                + self.ud.registered_bytes(),
+            address_handles: self.ud.ah_count(),
+        }
+    }
+
+    /// Whether `peer` is connected both ways (see `qp.rs`).
+    pub fn is_connected(&self, peer: Rank) -> bool {
+        self.peer_index(peer).is_ok_and(|i| self.peers[i].up)
+    }
+
+    /// Starts connecting to `peer` now rather than at its first use;
+    /// `Ok(true)` once connected. Progress the device (on both sides) to
+    /// complete the handshake.
+    ///
+    /// # Errors
+    /// A rank that is not a peer, or the peer's failure.
+    pub fn connect(&mut self, peer: Rank) -> Result<bool, Error> {
+        let i = self.peer_index(peer)?;
+        self.alive(i)?;
+        if !self.peers[i].up {
+            self.start_connect(i)?;
+        }
+        Ok(self.peers[i].up)
+    }
+
+    /// Handshake datagrams dropped as malformed, stale or misaddressed.
+    pub fn dropped_datagrams(&self) -> u64 {
+        self.ud.dropped
+    }
+
     /// Data messages this rank may still send to `peer` before it must wait
     /// for credits (`None` for a rank that is not a peer).
     pub fn credits_available(&self, peer: Rank) -> Option<u32> {
@@ -172,7 +220,7 @@ impl VerbsDevice {
         (s.hits, s.misses)
     }
 
-    fn peer_index(&self, peer: Rank) -> Result<usize, Error> {
+    pub(crate) fn peer_index(&self, peer: Rank) -> Result<usize, Error> {
         let size = self.index_of.len() as u32;
         let i = usize::try_from(peer)
             .ok()
@@ -188,7 +236,7 @@ impl VerbsDevice {
 
     /// The peer at `i`, if alive; else its failure.
     #[inline]
-    fn alive(&self, i: usize) -> Result<(), Error> {
+    pub(crate) fn alive(&self, i: usize) -> Result<(), Error> {
         match self.failures.error(i) {
             None => Ok(()),
             Some(error) => Err(error),
@@ -196,8 +244,9 @@ impl VerbsDevice {
     }
 
     /// Marks peer `i` failed (reported once by `progress`).
-    fn fail(&mut self, i: usize, error: Error) {
+    pub(crate) fn fail(&mut self, i: usize, error: Error) {
         if self.failures.fail(i, error) {
+            self.rewatch = self.observing();
             let peer = self.peers[i].rank;
             tracing::warn!(rank = self.rank, peer, %error, "verbs peer failed");
         }
@@ -217,7 +266,11 @@ impl VerbsDevice {
             }
             _ => PeerError::TransferFailed { rank },
         };
+        let newly = self.failures.is_alive(i);
         self.fail(i, error.into());
+        if newly && matches!(error, PeerError::Died { .. }) {
+            self.announce(i);
+        }
     }
 
     /// Reads the device's asynchronous events; those that break the path
@@ -273,9 +326,12 @@ impl VerbsDevice {
     fn flush_credits(&mut self) -> Result<(), Error> {
         self.credits_due = false;
         for (i, p) in self.peers.iter_mut().enumerate() {
-            if !self.failures.is_alive(i) || !p.credits.explicit_due() {
+            if !p.up || !self.failures.is_alive(i) || !p.credits.explicit_due() {
                 continue;
             }
+            let Some(qp) = p.qp.as_mut() else {
+                continue;
+            };
             if p.sq_free == 0 {
                 // Retried after a send completion frees a slot.
                 self.credits_due = true;
@@ -283,10 +339,12 @@ impl VerbsDevice {
             }
             let n = p.credits.take_owed();
             // A zero-length SEND carries only the immediate.
-            let r = p.qp.post_empty(CREDIT_TAG, SendOp::SendImm(Imm::credit(n)));
+            let covers = crate::signal::covers(&mut p.unsig);
+            let r = qp.post_empty(CREDIT_TAG | covers, SendOp::SendImm(Imm::credit(n)));
             match r {
                 Ok(()) => p.sq_free -= 1,
                 Err(e) => {
+                    p.unsig = (covers >> 32) as u32;
                     p.credits.restore_owed(n);
                     return Err(e.into());
                 }
@@ -299,20 +357,40 @@ impl VerbsDevice {
     /// flight (see `liveness.rs`).
     fn probe(&mut self) {
         for (i, p) in self.peers.iter_mut().enumerate() {
-            if p.loop_rx.is_some() || p.probing || !self.failures.is_alive(i) || p.sq_free == 0 {
+            if !p.up || p.loop_rx.is_some() || p.probing || !self.failures.is_alive(i) {
                 continue;
             }
+            let Some(qp) = p.qp.as_mut().filter(|_| p.sq_free > 0) else {
+                continue;
+            };
             let op = SendOp::Write { addr: 0, rkey: 0 };
             // A zero-length RDMA WRITE reads no local memory and writes none
             // at the peer (the rkey is not even checked).
-            match p.qp.post_empty(PROBE_TAG | i as u64, op) {
+            let covers = crate::signal::covers(&mut p.unsig);
+            match qp.post_empty(PROBE_TAG | covers | i as u64, op) {
                 Ok(()) => {
                     p.sq_free -= 1;
                     p.probing = true;
                 }
                 Err(e) => {
+                    p.unsig = (covers >> 32) as u32;
                     tracing::warn!(peer = p.rank, error = %e, "verbs keepalive probe not posted")
                 }
+            }
+        }
+    }
+
+    /// A completion of the UD endpoint: a handshake datagram arrived (or a
+    /// datagram send finished).
+    #[cold]
+    fn complete_ud(&mut self, c: &Completion) {
+        match self.ud.complete(c, self.rank, &self.index_of) {
+            Ok(Some((i, msg))) => self.on_handshake(i, msg),
+            Ok(None) => {}
+            Err(e) => {
+                // The endpoint could not repost a receive: handshakes may
+                // stall, and the requesters' deadlines report it.
+                tracing::error!(error = %e, "verbs: UD receive not reposted");
             }
         }
     }
@@ -321,19 +399,32 @@ impl VerbsDevice {
     #[inline]
     fn complete<S: Sink>(&mut self, c: &Completion, sink: &mut S) -> usize {
         let index = (c.wr_id & 0xffff_ffff) as u32;
-        if c.wr_id & TAG_MASK == RECV_TAG {
-            return self.complete_recv(c, index, sink);
+        match c.wr_id & TAG_MASK {
+            RECV_TAG => return self.complete_recv(c, index, sink),
+            UD_RECV_TAG | UD_SEND_TAG => {
+                self.complete_ud(c);
+                return 0;
+            }
+            _ => {}
         }
         let Some(&pi) = self.qpn_peer.get(&c.qp_num) else {
             tracing::error!(qpn = c.qp_num, "verbs completion for an unknown QP");
             return 0;
         };
         let pi = pi as usize;
-        self.peers[pi].sq_free += 1;
+        let ok = c.status == sys::ibv_wc_status::IBV_WC_SUCCESS;
+        if c.wr_id & TAG_MASK == crate::signal::UNSIG_TAG {
+            // Only a flushed unsignaled send completes on its own; its slot
+            // is retired by the signaled one after it.
+            if !ok {
+                self.wc_failed(pi, c.status);
+            }
+            return 0;
+        }
+        self.peers[pi].sq_free += 1 + crate::signal::covered(c.wr_id);
         if self.peers[pi].credits.explicit_due() {
             self.credits_due = true;
         }
-        let ok = c.status == sys::ibv_wc_status::IBV_WC_SUCCESS;
         if !ok {
             self.wc_failed(pi, c.status);
         }
@@ -378,6 +469,10 @@ impl VerbsDevice {
             return 0;
         }
         let rank = self.peers[pi].rank;
+        if !self.peers[pi].up && self.failures.is_alive(pi) {
+            // The requester's first packet: its side is connected too.
+            self.up(pi);
+        }
         if !self.failures.is_alive(pi) {
             // What a failed peer sends after its failure was reported is
             // dropped (its requests have failed already).
@@ -452,6 +547,10 @@ impl VerbsDevice {
             self.ready.push_back(token);
             return Ok(Sent::Done);
         }
+        if !self.peers[i].up {
+            self.start_connect(i)?;
+            return Ok(Sent::Busy);
+        }
         if self.peers[i].sq_free == 0 {
             return Ok(Sent::Busy);
         }
@@ -500,7 +599,14 @@ impl Device for VerbsDevice {
             return Err(Error::Internal("packet header longer than MAX_HEADER"));
         }
         self.alive(i)?;
+        if !self.peers[i].up {
+            self.start_connect(i)?;
+            return Ok(Sent::Busy);
+        }
         let p = &mut self.peers[i];
+        let Some(qp) = p.qp.as_mut() else {
+            return Err(Error::Internal("verbs: a peer up without a QP"));
+        };
         if p.sq_free == 0 || !p.credits.take() {
             return Ok(Sent::Busy);
         }
@@ -515,16 +621,25 @@ impl Device for VerbsDevice {
         };
         let owed = p.credits.take_owed();
         let imm = Imm::data(header.len(), owed);
+        let unsig = p.unsig;
         let r = match slot {
-            // Inline: the provider copies the bytes during the call.
-            None => p.qp.post_inline(INLINE_TAG, imm, [header, payload]),
+            // Inline: the provider copies the bytes during the call, and the
+            // send may go unsignaled (`signal.rs`).
+            None if crate::signal::may_skip(p.unsig, p.sq_free, self.signal_every) => {
+                p.unsig += 1;
+                qp.post_inline(crate::signal::UNSIG_TAG, imm, [header, payload], false)
+            }
+            None => {
+                let covers = crate::signal::covers(&mut p.unsig);
+                qp.post_inline(INLINE_TAG | covers, imm, [header, payload], true)
+            }
             // Slot `s` is free (popped from the free list: no send in flight
             // reads it) and holds `max_payload + MAX_HEADER >= total` bytes
             // (checked above); it is not touched again until its completion
             // returns it to the free list.
             Some(s) => match self.send.slab.write(s, header, payload) {
-                Some(len) => p.qp.post_slot(
-                    SEND_BUF_TAG | u64::from(s),
+                Some(len) => qp.post_slot(
+                    SEND_BUF_TAG | crate::signal::covers(&mut p.unsig) | u64::from(s),
                     SendOp::SendImm(imm),
                     &self.send.slab,
                     s,
@@ -539,6 +654,7 @@ impl Device for VerbsDevice {
                 Ok(Sent::Done)
             }
             Err(e) => {
+                p.unsig = unsig;
                 p.credits.untake();
                 p.credits.restore_owed(owed);
                 if let Some(s) = slot {
@@ -615,6 +731,15 @@ impl Device for VerbsDevice {
                 events += 1;
             }
         }
+        if !self.pending.is_empty() && self.live.handshake_due() {
+            self.handshake_timers();
+        }
+        if self.rewatch {
+            self.watch_ring();
+        }
+        if !self.notices.is_empty() {
+            self.flush_notices();
+        }
         if self.live.due() {
             self.probe();
         }
@@ -631,7 +756,7 @@ impl Device for VerbsDevice {
         if !self.ready.is_empty() || self.failures.has_unreported() || self.recv.failed.is_some() {
             return Ok(Armed::Pending);
         }
-        if self.live.arm()? {
+        if self.live.arm(self.next_handshake_timer())? {
             return Ok(Armed::Pending);
         }
         Ok(if self.cq.arm()? {

@@ -51,3 +51,19 @@ impl From<crate::ffi::FfiError> for VerbsError {
         }
     }
 }
+
+/// A [`VerbsError`] met after setup (making a connection's QP or receive
+/// chunk), as the [`ferry_core::Error`] the device reports.
+pub(crate) fn into_core(e: VerbsError) -> ferry_core::Error {
+    use ferry_core::DeviceError;
+    match e {
+        VerbsError::Os { what, code } => DeviceError::Os { what, code }.into(),
+        VerbsError::Unsupported(what) => DeviceError::Unsupported(what).into(),
+        VerbsError::OutOfMemory(_) => DeviceError::Os {
+            what: "verbs: allocating a connection's eager buffers",
+            code: libc::ENOMEM,
+        }
+        .into(),
+        _ => ferry_core::Error::Internal("verbs: unexpected setup error after setup"),
+    }
+}

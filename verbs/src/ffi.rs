@@ -31,9 +31,11 @@ mod registered;
 pub(crate) mod slab;
 #[cfg(test)]
 pub(crate) mod testmem;
+mod ud;
 
 pub(crate) use events::AsyncEvent;
 pub(crate) use registered::{register_lent, AttachCache, Budget, RegisteredBuf, Revoker};
+pub(crate) use ud::Ah;
 
 /// What a raw call reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -550,7 +552,7 @@ pub(crate) enum SendOp {
     Write { addr: u64, rkey: u32 },
 }
 
-/// An RC queue pair.
+/// A queue pair (RC to a peer, or the one UD QP of the handshake).
 #[derive(Debug)]
 pub(crate) struct Qp(NonNull<sys::ibv_qp>);
 
@@ -558,23 +560,35 @@ pub(crate) struct Qp(NonNull<sys::ibv_qp>);
 unsafe impl Send for Qp {}
 
 impl Qp {
+    /// An RC QP whose receives come from `srq`.
     pub(crate) fn new(
         pd: &Pd,
         cq: &Cq,
         srq: &Srq,
         cap: sys::ibv_qp_cap,
     ) -> Result<(Qp, sys::ibv_qp_cap)> {
+        Qp::create(pd, cq, Some(srq), cap, sys::ibv_qp_type::IBV_QPT_RC)
+    }
+
+    /// A QP of type `ty`, with its own receive queue when `srq` is `None`.
+    pub(crate) fn create(
+        pd: &Pd,
+        cq: &Cq,
+        srq: Option<&Srq>,
+        cap: sys::ibv_qp_cap,
+        ty: sys::ibv_qp_type::Type,
+    ) -> Result<(Qp, sys::ibv_qp_cap)> {
         let mut attr = sys::ibv_qp_init_attr {
             qp_context: ptr::null_mut(),
             send_cq: cq.raw(),
             recv_cq: cq.raw(),
-            srq: srq.raw(),
+            srq: srq.map_or(ptr::null_mut(), Srq::raw),
             cap,
-            qp_type: sys::ibv_qp_type::IBV_QPT_RC,
+            qp_type: ty,
             sq_sig_all: 0,
         };
-        // SAFETY: live PD, CQ and SRQ; the provider writes the granted caps
-        // back into `attr.cap`.
+        // SAFETY: live PD, CQ and SRQ (or none); the provider writes the
+        // granted caps back into `attr.cap`.
         let qp = unsafe { sys::ibv_create_qp(pd.raw(), &mut attr) };
         let qp = NonNull::new(qp)
             .map(Qp)
@@ -594,7 +608,7 @@ impl Qp {
         })
     }
 
-    /// Posts one signaled send work request.
+    /// Posts one send work request (signaled or not: see `signal.rs`).
     ///
     /// # Safety
     /// Every SGE must lie in memory registered with its lkey (unless
@@ -608,6 +622,7 @@ impl Qp {
         op: SendOp,
         sges: &[Sge],
         inline: bool,
+        signaled: bool,
     ) -> Result<()> {
         // SAFETY: a live QP, so its context is live.
         let f = unsafe { ops((*self.0.as_ptr()).context) }
@@ -632,7 +647,11 @@ impl Qp {
         wr.wr_id = wr_id;
         wr.sg_list = list.as_mut_ptr();
         wr.num_sge = n as c_int;
-        let mut flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
+        let mut flags = if signaled {
+            sys::ibv_send_flags::IBV_SEND_SIGNALED.0
+        } else {
+            0
+        };
         if inline {
             flags |= sys::ibv_send_flags::IBV_SEND_INLINE.0;
         }

@@ -1,7 +1,8 @@
 //! # ferry-verbs: ferry's InfiniBand / RoCE device
 //!
 //! A [`ferry_core::Device`] over libibverbs (bindings: `rdma-sys`): one RC
-//! queue pair per peer, a shared receive queue of registered eager buffers
+//! queue pair per peer, connected lazily on first use over a UD handshake
+//! (one UD QP per rank at init), a shared receive queue of registered eager buffers
 //! with credit-based flow control, inline sends for tiny packets, RDMA READ
 //! / WRITE for rendezvous, and a completion channel for passive waiting.
 //!
@@ -20,9 +21,14 @@
 //!
 //! # Contract
 //! - [`VerbsDevice::new`] is collective over every rank that has a peer on
-//!   the device; `peers` is the sorted list of job ranks to reach, this rank
-//!   included when self-traffic goes through the device (a loopback QP
-//!   pair carries it).
+//!   the device (one KVS put, one barrier, one get per peer); `peers` is
+//!   the sorted list of job ranks to reach, this rank included when
+//!   self-traffic goes through the device (a loopback QP pair carries it).
+//! - No RC QP is made at init: the first send, get or put towards a peer
+//!   starts a UD handshake and returns `Busy` until it completes (the
+//!   engine keeps the operation queued, in order); the peer must progress
+//!   to answer. A peer that does not answer within `FERRY_VERBS_CONNECT_MS`
+//!   fails with `PeerError::Died`. See `qp.rs`.
 //! - Peers are global job ranks.
 //!
 //! # Design (one module per concept)
@@ -32,7 +38,9 @@
 //!   `ffi::post` (the safe
 //!   ways to post work requests).
 //! - `context`: device / port / GID selection, [`devices`].
-//! - `qp`: RC connection setup through the bootstrap KVS (at init).
+//! - `qp`: the connection protocol (docs) and the QP state transitions;
+//!   `handshake`: the UD endpoint; `connect`: the per-peer handshake state
+//!   machine (lazy connections).
 //! - `srq`: eager receive buffers and the ARecv handover.
 //! - `credits`, `imm`: flow control and the 32-bit immediate framing.
 //! - `mr`: registration, and a registration cache that cannot hand out a
@@ -42,7 +50,8 @@
 //! - `rdma`: `get` / `put`, split into chunks of at most `max_msg_sz`.
 //! - `cq`: polling and the arm/sleep/disarm protocol.
 //! - `liveness`: keepalive probes, so a rank that only waits for a dead
-//!   peer learns of its death too; the wait set (CQ channel, timer, and the
+//!   peer learns of its death too (`observe`: the observer ring and down
+//!   notices, for peers it never connected to); the wait set (CQ channel, timer, and the
 //!   asynchronous-event fd, `ffi::events`).
 //! - `device`, `setup`: the [`ferry_core::Device`] implementation.
 //!
@@ -91,6 +100,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod connect;
 mod context;
 mod cq;
 mod credits;
@@ -101,14 +111,17 @@ mod ffi;
 /// The immediate framing (in `ferry-verbs-wire`, so it is fuzzed without
 /// libibverbs).
 use ferry_verbs_wire::imm;
+mod handshake;
 mod liveness;
 mod mr;
+mod observe;
 mod options;
 mod pagemap;
 mod qp;
 mod rcache;
 mod rdma;
 mod setup;
+mod signal;
 mod srq;
 
 #[cfg(test)]
@@ -122,6 +135,17 @@ const _: fn() = || {
 };
 
 pub use context::{devices, PortInfo};
-pub use device::VerbsDevice;
+pub use device::{Footprint, VerbsDevice};
+
+/// Bytes this rank keeps per peer it has not connected to: its `Peer`
+/// slot, its published address and its address-handle slot (for sizing
+/// large jobs; see `qp.rs`).
+pub fn peer_state_bytes() -> (usize, usize, usize) {
+    (
+        std::mem::size_of::<device::Peer>(),
+        std::mem::size_of::<ferry_verbs_wire::connect::UdAddr>(),
+        std::mem::size_of::<Option<ffi::Ah>>(),
+    )
+}
 pub use error::VerbsError;
 pub use options::VerbsOptions;

@@ -15,8 +15,14 @@
 //! to the next probe time, `disarm` stops and drains it. Detection takes
 //! about `interval + timeout × (retry + 1)` (≈ 3 s with the defaults).
 //!
-//! Cost: one small packet (and its ACK) per peer per interval per rank;
-//! fine for the job sizes this device connects at init (see `qp.rs`).
+//! Only *connected* peers are probed (connections are lazy, `qp.rs`), so
+//! the cost is one small packet (and its ACK) per connected peer per
+//! interval per rank. A rank that waits for a peer it has never exchanged
+//! a packet with has no connection to it and so no probe: it learns of that
+//! peer's death from the peer's observer (`observe.rs`).
+//!
+//! The same timer wakes a sleeper for handshake retransmissions and
+//! deadlines (`arm` takes the earliest).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -35,6 +41,9 @@ const CHECK_EVERY: u32 = 64;
 /// How often a rank that never sleeps reads the device's asynchronous
 /// events.
 const EVENTS_EVERY: Duration = Duration::from_millis(10);
+
+/// How often a rank with handshakes in progress checks their timers.
+const HANDSHAKE_EVERY: Duration = Duration::from_millis(2);
 
 /// Epoll tags of the members of the wait set.
 const CHANNEL_TAG: u64 = 0;
@@ -60,6 +69,8 @@ pub(crate) struct Liveness {
     timer_armed: bool,
     /// When the device's asynchronous events are next read.
     events: Schedule,
+    /// When handshake timers are next checked.
+    handshake: Schedule,
 }
 
 /// A check made at most every `period`, the clock being read only every
@@ -136,6 +147,7 @@ impl Liveness {
             probes: Schedule::new(Instant::now() + interval.unwrap_or_default()),
             timer_armed: false,
             events: Schedule::new(Instant::now()),
+            handshake: Schedule::new(Instant::now()),
         })
     }
 
@@ -165,18 +177,32 @@ impl Liveness {
         self.events.due(EVENTS_EVERY)
     }
 
-    /// Before sleeping: `Ok(true)` if probes are due now (progress
-    /// instead), else the timer is set to wake the sleeper when they are.
-    pub(crate) fn arm(&mut self) -> Result<bool, FfiError> {
-        if self.interval.is_none() {
-            return Ok(false);
-        }
+    /// Whether to check the handshake timers now (only asked while
+    /// handshakes are in progress).
+    #[inline]
+    pub(crate) fn handshake_due(&mut self) -> bool {
+        self.handshake.due(HANDSHAKE_EVERY)
+    }
+
+    /// Before sleeping: `Ok(true)` if probes or a handshake timer (`extra`)
+    /// are due now (progress instead), else the timer is set to wake the
+    /// sleeper when the first of them is.
+    pub(crate) fn arm(&mut self, extra: Option<Instant>) -> Result<bool, FfiError> {
+        let probes = self.interval.map(|_| self.probes.next);
+        let next = match (probes, extra) {
+            (Some(p), Some(e)) => p.min(e),
+            (p, e) => match p.or(e) {
+                Some(n) => n,
+                None => return Ok(false),
+            },
+        };
         let now = Instant::now();
-        if now >= self.probes.next {
+        if now >= next {
             self.probes.force = true;
+            self.handshake.force = true;
             return Ok(true);
         }
-        let left = self.probes.next - now;
+        let left = next - now;
         self.set(left)?;
         self.timer_armed = true;
         Ok(false)
@@ -196,8 +222,10 @@ impl Liveness {
             // expired) is fine.
             let mut count = [0u8; 8];
             let _ = rustix::io::read(&self.timer, &mut count);
-            // The sleep may have ended because probes are due.
+            // The sleep may have ended because probes or a handshake timer
+            // are due.
             self.probes.force = true;
+            self.handshake.force = true;
         }
     }
 

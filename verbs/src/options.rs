@@ -21,6 +21,8 @@ use crate::error::VerbsError;
 /// | `FERRY_VERBS_TIMEOUT` | QP local ACK timeout exponent (4.096 µs × 2^n) | 16 (≈ 0.27 s) |
 /// | `FERRY_VERBS_RETRY` | QP transport retry count (0..=7) | 7 |
 /// | `FERRY_VERBS_KEEPALIVE_MS` | keepalive probe interval per peer (0: off); see `liveness.rs` | 1000 |
+/// | `FERRY_VERBS_SIGNAL_EVERY` | request a completion for one small inline send in this many (1: every send); see `signal.rs` | 16 |
+/// | `FERRY_VERBS_CONNECT_MS` | how long a connection handshake may take before the peer is failed (`qp.rs`) | 30000 |
 /// | `FERRY_VERBS_RCACHE` | bytes that cached registrations may pin (0: no cache, every rendezvous registers); see `mr.rs` | 256 MiB |
 ///
 /// A dead peer is detected after about `timeout × (retry + 1)`: ≈ 2 s with
@@ -50,6 +52,12 @@ pub struct VerbsOptions {
     /// `FERRY_VERBS_RCACHE`: the bound on bytes pinned by cached
     /// registrations (0 disables the registration cache).
     pub rcache: usize,
+    /// `FERRY_VERBS_CONNECT_MS`: the bound on one lazy connection's
+    /// handshake (a peer that does not answer within it is failed).
+    pub connect_ms: u32,
+    /// `FERRY_VERBS_SIGNAL_EVERY`: one small inline send in this many
+    /// requests a completion (1: every send does).
+    pub signal_every: u32,
 }
 
 impl Default for VerbsOptions {
@@ -65,6 +73,8 @@ impl Default for VerbsOptions {
             retry: 7,
             keepalive_ms: 1000,
             rcache: 256 << 20,
+            connect_ms: 30_000,
+            signal_every: 16,
         }
     }
 }
@@ -100,6 +110,10 @@ impl VerbsOptions {
             keepalive_ms: settings::number(src, "FERRY_VERBS_KEEPALIVE_MS", 0, 3_600_000)?
                 .unwrap_or(d.keepalive_ms),
             rcache: settings::size(src, "FERRY_VERBS_RCACHE")?.unwrap_or(d.rcache),
+            connect_ms: settings::number(src, "FERRY_VERBS_CONNECT_MS", 10, 3_600_000)?
+                .unwrap_or(d.connect_ms),
+            signal_every: settings::number(src, "FERRY_VERBS_SIGNAL_EVERY", 1, 4096)?
+                .unwrap_or(d.signal_every),
         })
     }
 }

@@ -185,6 +185,9 @@ fn post(
         return Err(error);
     }
     let max = max_msg.clamp(1, u32::MAX as usize);
+    let Some(qp) = peer.qp.as_mut() else {
+        return Err(Error::Internal("verbs: RDMA towards an unconnected peer"));
+    };
     while op.posted < op.len && peer.sq_free > 0 {
         let chunk = (op.len - op.posted).min(max);
         let (remote, local) = (op.remote + op.posted as u64, op.local + op.posted as u64);
@@ -209,8 +212,11 @@ fn post(
         // engine deregisters it, which it does only after `rdma_done`; the
         // access flags match the operation (LocalWrite for a read's target,
         // LocalRead for a write's source).
-        peer.qp
-            .post_registered(RDMA_TAG | u64::from(index), wr, sge)?;
+        let covers = crate::signal::covers(&mut peer.unsig);
+        if let Err(e) = qp.post_registered(RDMA_TAG | covers | u64::from(index), wr, sge) {
+            peer.unsig = (covers >> 32) as u32;
+            return Err(e.into());
+        }
         peer.sq_free -= 1;
         op.in_flight += 1;
         op.posted += chunk;

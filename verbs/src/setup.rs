@@ -1,12 +1,16 @@
-//! [`VerbsDevice::new`]: opening the device, sizing the pools, and wiring
-//! the queue pairs (the protocol is documented in `qp.rs`).
+//! [`VerbsDevice::new`]: opening the device, sizing the pools, creating the
+//! UD endpoint and exchanging its address (the protocol is documented in
+//! `qp.rs`). No RC QP is made here: peers are connected on first use
+//! (`connect.rs`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
-use ferry_core::device::Caps;
+use ferry_core::device::{Caps, PeerFailures};
 use ferry_core::wire::MAX_HEADER;
 use ferry_core::{Bootstrap, Rank};
+use ferry_verbs_wire::connect::UdAddr;
 
+use crate::connect::Link;
 use crate::context;
 use crate::cq::Completions;
 use crate::credits::{Credits, RESERVE};
@@ -14,20 +18,46 @@ use crate::device::{Peer, SendPool, VerbsDevice, NOT_PEER};
 use crate::error::VerbsError;
 use crate::ffi::slab::Slab;
 use crate::ffi::{sys, Cq, Pd, Qp, Srq};
+use crate::handshake::{Endpoint, UD_CQE};
 use crate::liveness::Liveness;
 use crate::options::VerbsOptions;
-use crate::qp::{self, PortAddr, QpAddr};
+use crate::qp;
+use crate::rdma::Ops;
 use crate::srq::RecvPool;
 
 /// Inline sizes asked for, largest first (providers refuse what they cannot
 /// do; ConnectX grants a few hundred bytes, rxe more).
 const INLINE_ASK: [u32; 4] = [256, 128, 64, 0];
 
-/// Extra send-queue slots per QP beyond the eager credits: RDMA operations
-/// and credit messages.
+/// Extra send-queue slots per QP beyond the eager credits: RDMA operations,
+/// credit messages, the hello and keepalive probes.
 const SQ_EXTRA: u32 = 64;
 
-fn create_qp(pd: &Pd, cq: &Cq, srq: &Srq, sq_depth: u32) -> Result<(Qp, u32), VerbsError> {
+/// Connections the first CQ has room for (it grows with `ibv_resize_cq`).
+const CQ_FIRST_PEERS: u32 = 2;
+
+/// An RC QP on the shared CQ and SRQ with `inline` bytes of inline data
+/// (the size the device found at setup, [`probe_inline`]).
+pub(crate) fn create_rc_qp(
+    pd: &Pd,
+    cq: &Cq,
+    srq: &Srq,
+    sq_depth: u32,
+    inline: u32,
+) -> Result<Qp, VerbsError> {
+    let cap = sys::ibv_qp_cap {
+        max_send_wr: sq_depth,
+        max_recv_wr: 0,
+        max_send_sge: 2,
+        max_recv_sge: 1,
+        max_inline_data: inline,
+    };
+    Ok(Qp::new(pd, cq, srq, cap)?.0)
+}
+
+/// The largest inline size an RC QP is granted here: one QP is made and
+/// destroyed at setup, so every lazily made QP asks for the same size.
+fn probe_inline(pd: &Pd, cq: &Cq, srq: &Srq, sq_depth: u32) -> Result<u32, VerbsError> {
     let mut last = None;
     for inline in INLINE_ASK {
         let cap = sys::ibv_qp_cap {
@@ -38,7 +68,9 @@ fn create_qp(pd: &Pd, cq: &Cq, srq: &Srq, sq_depth: u32) -> Result<(Qp, u32), Ve
             max_inline_data: inline,
         };
         match Qp::new(pd, cq, srq, cap) {
-            Ok((qp, granted)) => return Ok((qp, granted.max_inline_data)),
+            // Providers grant at least what was asked: later QPs ask for
+            // exactly this.
+            Ok(_) => return Ok(inline),
             Err(e) => last = Some(e),
         }
     }
@@ -59,13 +91,14 @@ fn check_peers(peers: &[Rank], size: u32) -> Result<(), VerbsError> {
 }
 
 impl VerbsDevice {
-    /// Opens the device and connects an RC queue pair to every peer.
+    /// Opens the device and makes the UD endpoint through which peers are
+    /// connected on first use.
     ///
     /// Collective over every rank of the job that has at least one peer on
-    /// this device (two bootstrap barriers; see `qp.rs` for the exchange).
-    /// `peers` is the sorted list of job ranks to reach; it contains this
-    /// rank when self-traffic should go through the device too (a loopback
-    /// QP pair).
+    /// this device (one bootstrap put, one barrier, one get per peer; see
+    /// `qp.rs`). `peers` is the sorted list of job ranks to reach; it
+    /// contains this rank when self-traffic should go through the device
+    /// too (a loopback QP pair, made at first use).
     ///
     /// # Errors
     /// [`VerbsError::NoDevice`] without a usable port, [`VerbsError::Os`]
@@ -83,119 +116,82 @@ impl VerbsDevice {
         let sel = context::select(&opts)?;
         let pd = Pd::new(&sel.ctx)?;
 
-        // Pool sizes (credits.rs explains the SRQ depth).
+        // Pool sizes (credits.rs and srq.rs explain them).
         let n = peers.len() as u32;
         let eager = opts.eager_size.max(MAX_HEADER + 64);
         let max_srq = u32::try_from(sel.dev_attr.max_srq_wr).unwrap_or(0);
         let mut credits = opts.credits.max(2);
-        if n.saturating_mul(credits + RESERVE) > max_srq {
-            credits = (max_srq / n).saturating_sub(RESERVE);
+        if credits + RESERVE > max_srq {
+            credits = max_srq.saturating_sub(RESERVE);
             if credits < 2 {
                 return Err(VerbsError::NoDevice(format!(
-                    "{}: SRQ of {max_srq} entries is too small for {n} peers",
+                    "{}: SRQ of {max_srq} entries is too small",
                     sel.name
                 )));
             }
             tracing::warn!(credits, "verbs: eager credits reduced to fit the SRQ");
         }
-        let depth = n * (credits + RESERVE);
+        let per_peer = credits + RESERVE;
+        // The SRQ's ring holds every peer's chunk, up to the device's
+        // limit; buffers are registered and posted per connection.
+        let srq_cap = n.saturating_mul(per_peer).min(max_srq);
+        let max_connected = srq_cap / per_peer;
         let max_qp_wr = u32::try_from(sel.dev_attr.max_qp_wr).unwrap_or(1).max(1);
-        let sq_depth = (credits + RESERVE + SQ_EXTRA).min(max_qp_wr);
-        let me_too = peers.binary_search(&rank).is_ok();
-        let qps = n + u32::from(me_too);
+        let sq_depth = (per_peer + SQ_EXTRA).min(max_qp_wr);
         let max_cqe = u32::try_from(sel.dev_attr.max_cqe).unwrap_or(1).max(1);
-        let cqe = depth
-            .saturating_add(qps.saturating_mul(sq_depth))
+        let first = CQ_FIRST_PEERS.min(n) + 1;
+        let cqe = UD_CQE
+            .saturating_add(first.saturating_mul(sq_depth + per_peer))
             .min(max_cqe);
         let cq = Completions::new(&sel.ctx, cqe as i32)?;
         let keepalive = (opts.keepalive_ms > 0)
             .then(|| std::time::Duration::from_millis(u64::from(opts.keepalive_ms)));
         let live = Liveness::new(cq.channel_fd(), sel.ctx.async_fd()?, keepalive)?;
-        let recv = RecvPool::new(&pd, depth, eager)?;
+        let recv = RecvPool::new(&pd, srq_cap, per_peer, eager)?;
         let send = SendPool {
             slab: Slab::new(&pd, eager, opts.send_bufs, 0)?,
             free: (0..opts.send_bufs).rev().collect(),
         };
+        let max_inline = probe_inline(&pd, &cq.cq, &recv.srq, sq_depth)?;
 
-        // 1. QPs in INIT.
-        let mut max_inline = u32::MAX;
-        let mut made = Vec::with_capacity(peers.len());
+        // The UD endpoint: publish its address, barrier, read the peers'.
+        let mut ud = Endpoint::new(&pd, &cq.cq, &sel, rank, peers.len())?;
+        boot.put(&qp::port_key(rank), &ud.me.encode())?;
+        boot.barrier()?;
+        let mut table = Vec::with_capacity(peers.len());
         for &p in peers {
-            let (mut q, inline) = create_qp(&pd, &cq.cq, &recv.srq, sq_depth)?;
-            qp::to_init(&mut q, sel.port)?;
-            max_inline = max_inline.min(inline);
-            let loop_rx = if p == rank {
-                let (mut b, _) = create_qp(&pd, &cq.cq, &recv.srq, sq_depth)?;
-                qp::to_init(&mut b, sel.port)?;
-                Some(b)
+            let addr = if p == rank {
+                ud.me
             } else {
-                None
+                let s = boot.get(&qp::port_key(p))?;
+                UdAddr::decode(&s).map_err(|e| VerbsError::BadPeerAddress {
+                    rank: p,
+                    what: format!("{e} in {s:?}"),
+                })?
             };
-            let psn = qp::initial_psn(rank, q.num());
-            made.push((p, q, psn, loop_rx));
+            table.push(addr);
         }
-
-        // 2. Publish, barrier.
-        let me = PortAddr {
-            lid: sel.port_attr.lid,
-            gid: sel.gid,
-            mtu: sel.port_attr.active_mtu,
-        };
-        boot.put(&qp::port_key(rank), &me.encode())?;
-        for (p, q, psn, _) in &made {
-            if *p != rank {
-                let addr = QpAddr {
-                    qpn: q.num(),
-                    psn: *psn,
-                };
-                boot.put(&qp::qp_key(rank, *p), &addr.encode())?;
-            }
-        }
-        boot.barrier()?;
-
-        // 3. Connect, barrier.
-        for (p, q, psn, loop_rx) in &mut made {
-            match loop_rx {
-                Some(b) => {
-                    let b_psn = qp::initial_psn(rank, b.num());
-                    let a_addr = QpAddr {
-                        qpn: q.num(),
-                        psn: *psn,
-                    };
-                    let b_addr = QpAddr {
-                        qpn: b.num(),
-                        psn: b_psn,
-                    };
-                    qp::connect(q, &sel, *psn, &me, b_addr, &opts)?;
-                    qp::connect(b, &sel, b_psn, &me, a_addr, &opts)?;
-                }
-                None => {
-                    let port = qp::port_addr(*p, &boot.get(&qp::port_key(*p))?)?;
-                    let remote = qp::qp_addr(*p, &boot.get(&qp::qp_key(*p, rank))?)?;
-                    qp::connect(q, &sel, *psn, &port, remote, &opts)?;
-                }
-            }
-        }
-        boot.barrier()?;
+        ud.set_table(table);
 
         let mut index_of = vec![NOT_PEER; size as usize];
-        let mut qpn_peer = HashMap::new();
-        let mut list = Vec::with_capacity(made.len());
-        for (i, (p, q, _, loop_rx)) in made.into_iter().enumerate() {
-            index_of[p as usize] = i as u32;
-            qpn_peer.insert(q.num(), i as u32);
-            if let Some(b) = &loop_rx {
-                qpn_peer.insert(b.num(), i as u32);
-            }
-            list.push(Peer {
-                rank: p,
-                qp: q,
-                loop_rx,
-                probing: false,
-                credits: Credits::new(credits),
-                sq_free: sq_depth,
-            });
-        }
+        let list: Vec<Peer> = peers
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                index_of[p as usize] = i as u32;
+                Peer {
+                    rank: p,
+                    qp: None,
+                    loop_rx: None,
+                    up: false,
+                    probing: false,
+                    credits: Credits::new(credits),
+                    sq_free: 0,
+                    unsig: 0,
+                    link: Link::Idle,
+                }
+            })
+            .collect();
         let max_inline = (max_inline as usize).min(eager);
         let caps = Caps {
             name: "verbs",
@@ -211,15 +207,49 @@ impl VerbsDevice {
             port = sel.port,
             peers = list.len(),
             credits,
-            depth,
+            max_connected,
             sq_depth,
             max_inline,
-            "verbs device ready"
+            "verbs device ready (connections are made on first use)"
         );
         let registry = crate::mr::Registry::new(opts.rcache);
-        Ok(VerbsDevice::assemble(
-            list, registry, send, recv, live, cq, pd, sel, rank, index_of, qpn_peer, caps,
+        let max_msg = sel.port_attr.max_msg_sz as usize;
+        let signal_every = opts.signal_every.max(1);
+        let connect_timeout = std::time::Duration::from_millis(u64::from(opts.connect_ms));
+        // The observer ring (`observe.rs`) starts at the first `progress`.
+        let opts_keepalive = opts.keepalive_ms > 0 && list.iter().any(|p| p.rank != rank);
+        Ok(VerbsDevice {
+            failures: PeerFailures::new(list.len()),
+            peers: list,
+            ud,
+            registry,
+            send,
+            recv,
+            live,
+            cq,
+            pd,
+            sel,
+            opts,
+            rank,
+            index_of,
+            qpn_peer: HashMap::new(),
+            caps,
             max_inline,
-        ))
+            max_msg,
+            sq_depth,
+            signal_every,
+            per_peer,
+            max_connected,
+            max_cqe,
+            qps: 0,
+            pending: Vec::new(),
+            connect_timeout,
+            ops: Ops::default(),
+            ready: VecDeque::new(),
+            batch: Vec::with_capacity(crate::cq::BATCH),
+            credits_due: false,
+            rewatch: opts_keepalive,
+            notices: VecDeque::new(),
+        })
     }
 }

@@ -1,16 +1,29 @@
 //! The eager receive side: the shared receive queue, its registered
 //! buffers, and the ARecv handover of a buffer to the user.
 //!
+//! # Growth with connections (lazy connections, `qp.rs`)
+//! The SRQ is created empty (with room for `max_depth` receives) and the
+//! pool grows by one **chunk** per connected peer: `C + RESERVE` buffers
+//! posted and as many spare, one slab (one MR) per chunk
+//! ([`RecvPool::grow`]). So a rank holds receive memory only for the peers
+//! it talks to, `2 × (C + 2) × FERRY_VERBS_EAGER` bytes each (544 KiB with
+//! the defaults), and the credit argument of `credits.rs` holds unchanged:
+//! every connected peer's `C + 2` buffers are posted before it is told the
+//! connection exists. Chunks are never given back while the device lives
+//! (connections are not torn down). A slot's index is global: chunk
+//! `i / per`, slot `i % per` (`per` = slots per chunk).
+//!
 //! # Buffers
-//! The receive slab has twice as many slots as the SRQ holds: `depth`
-//! posted, `depth` spare. When the engine takes a payload
-//! ([`Incoming::into_payload`], an unexpected message or an ARecv), the
-//! slot itself becomes the user's `Buf` ([`RecvBuf`]) and a spare is posted
-//! in its place; dropping the `Buf` (on any thread) puts the slot back on a
-//! shared return list. When no spare is left (the user holds `depth`
-//! buffers), the payload is copied and the slot reposted: memory stays
-//! bounded by the pool, and the SRQ is refilled either way before the
-//! credit is returned (see `credits.rs`).
+//! Each chunk has twice as many slots as it posts. When the engine takes a
+//! payload ([`Incoming::into_payload`], an unexpected message or an ARecv),
+//! the slot itself becomes the user's `Buf` ([`RecvBuf`]) and a spare is
+//! posted in its place; dropping the `Buf` (on any thread) puts the slot
+//! back on a shared return list. When no spare is left (the user holds as
+//! many buffers as are posted), the payload is copied and the slot
+//! reposted: memory stays bounded by the pool, and the SRQ is refilled
+//! either way before the credit is returned (see `credits.rs`).
+//!
+//! [`RecvBuf`]: crate::ffi::slab::RecvBuf
 
 use std::sync::Arc;
 
@@ -28,7 +41,11 @@ pub(crate) const RECV_TAG: u64 = 5 << 56;
 #[derive(Debug)]
 pub(crate) struct RecvPool {
     pub(crate) srq: Srq,
-    slab: Slab,
+    /// One slab per chunk.
+    slabs: Vec<Slab>,
+    /// Slots per chunk (half posted, half spare).
+    per: u32,
+    size: usize,
     spare: Vec<u32>,
     returns: Returns,
     /// Set when a repost failed inside a drop (reported by `progress`).
@@ -36,34 +53,71 @@ pub(crate) struct RecvPool {
 }
 
 impl RecvPool {
-    /// An SRQ of `depth` buffers of `size` bytes, all posted.
-    pub(crate) fn new(pd: &Pd, depth: u32, size: usize) -> Result<RecvPool, VerbsError> {
-        let srq = Srq::new(pd, depth)?;
-        let slab = Slab::new(
-            pd,
+    /// An SRQ with room for `max_depth` receives and no buffers yet;
+    /// [`RecvPool::grow`] adds chunks of `per_chunk` posted buffers of
+    /// `size` bytes.
+    pub(crate) fn new(
+        pd: &Pd,
+        max_depth: u32,
+        per_chunk: u32,
+        size: usize,
+    ) -> Result<RecvPool, VerbsError> {
+        Ok(RecvPool {
+            srq: Srq::new(pd, max_depth)?,
+            slabs: Vec::new(),
+            per: per_chunk * 2,
             size,
-            depth * 2,
-            sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0,
-        )?;
-        let mut pool = RecvPool {
-            srq,
-            slab,
-            spare: (depth..depth * 2).rev().collect(),
+            spare: Vec::new(),
             returns: Arc::default(),
             failed: None,
-        };
-        for i in 0..depth {
-            pool.post(i)?;
+        })
+    }
+
+    /// Adds one chunk: registers it and posts half of its slots.
+    pub(crate) fn grow(&mut self, pd: &Pd) -> Result<(), VerbsError> {
+        let slab = Slab::new(
+            pd,
+            self.size,
+            self.per,
+            sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0,
+        )?;
+        let base = self.slabs.len() as u32 * self.per;
+        self.slabs.push(slab);
+        let half = self.per / 2;
+        self.spare.extend((base + half..base + self.per).rev());
+        for i in base..base + half {
+            self.post(i)?;
         }
-        Ok(pool)
+        Ok(())
+    }
+
+    /// Chunks so far (one per connected peer).
+    pub(crate) fn chunks(&self) -> usize {
+        self.slabs.len()
+    }
+
+    /// Registered bytes of the pool.
+    pub(crate) fn registered_bytes(&self) -> usize {
+        self.slabs.len() * self.per as usize * self.size
+    }
+
+    /// The slab and local slot of global slot `i`.
+    #[inline]
+    fn locate(&self, i: u32) -> Option<(&Slab, u32)> {
+        let s = self.slabs.get((i / self.per) as usize)?;
+        Some((s, i % self.per))
     }
 
     /// Posts slot `i` on the SRQ.
     #[inline]
     pub(crate) fn post(&mut self, i: u32) -> Result<(), FfiError> {
+        let Some(slab) = self.slabs.get((i / self.per) as usize) else {
+            return Err(FfiError::Missing("a receive slot past the pool"));
+        };
         // Slot `i` is owned by this pool (not lent, not posted) until its
         // completion is polled.
-        self.srq.post_slot(RECV_TAG | u64::from(i), &self.slab, i)
+        self.srq
+            .post_slot(RECV_TAG | u64::from(i), slab, i % self.per)
     }
 
     fn repost(&mut self, i: u32) {
@@ -84,13 +138,15 @@ impl RecvPool {
         self.spare.pop()
     }
 
-    /// The bytes of slot `i` (`i` from a receive completion, validated).
+    /// The slot of a receive completion's id, if it is one of the pool's.
     pub(crate) fn slot_valid(&self, i: u64) -> Option<u32> {
-        u32::try_from(i).ok().filter(|&i| i < self.slab.count())
+        u32::try_from(i)
+            .ok()
+            .filter(|&i| (i as usize) < self.slabs.len() * self.per as usize)
     }
 
     pub(crate) fn slot_size(&self) -> usize {
-        self.slab.slot_size()
+        self.size
     }
 
     /// Gives back a slot whose message is dropped (a credit message, a
@@ -101,12 +157,15 @@ impl RecvPool {
 
     /// Whether `addr` lies in the receive buffers (ARecv zero-copy check).
     pub(crate) fn contains(&self, addr: usize) -> bool {
-        self.slab.contains(addr)
+        self.slabs.iter().any(|s| s.contains(addr))
     }
 
     /// Bytes of slot `i`, a completed receive not yet reposted.
     fn bytes(&self, i: u32, start: usize, len: usize) -> &[u8] {
-        self.slab.bytes(i, start, len)
+        match self.locate(i) {
+            Some((slab, j)) => slab.bytes(j, start, len),
+            None => &[],
+        }
     }
 }
 
@@ -154,7 +213,11 @@ impl Incoming for VerbsIncoming<'_> {
         };
         if let Some(spare) = self.pool.take_spare() {
             self.pool.repost(spare);
-            let Some(storage) = self.pool.slab.lend(i, self.header_len, &self.pool.returns) else {
+            let lent = self
+                .pool
+                .locate(i)
+                .and_then(|(slab, j)| slab.lend(j, self.header_len, &self.pool.returns, i));
+            let Some(storage) = lent else {
                 return Err(Error::Internal("verbs: a receive slot past the slab"));
             };
             return Ok(Buf::from_storage_with_len(

@@ -13,6 +13,7 @@
 
 mod contract;
 mod events;
+mod lazy;
 mod rcache;
 
 use std::time::{Duration, Instant};
@@ -55,11 +56,46 @@ fn try_devices(
     })
 }
 
-fn devices(n: u32, opts: VerbsOptions) -> Vec<VerbsDevice> {
+/// `n` devices, not connected (connections are made on first use).
+fn lazy_devices(n: u32, opts: VerbsOptions) -> Vec<VerbsDevice> {
     try_devices(n, opts, None)
         .into_iter()
         .map(Result::unwrap)
         .collect()
+}
+
+/// `n` devices with every pair (and each loopback) connected, so that the
+/// tests below see a send accepted at once, as before connections were
+/// lazy; `lazy.rs` tests the handshake itself.
+fn devices(n: u32, opts: VerbsOptions) -> Vec<VerbsDevice> {
+    let mut devs = lazy_devices(n, opts);
+    connect_all(&mut devs);
+    devs
+}
+
+/// Connects every pair of `devs`, progressing all until done.
+fn connect_all(devs: &mut [VerbsDevice]) {
+    let mut sinks: Vec<Recorder> = devs.iter().map(|_| Recorder::default()).collect();
+    let start = Instant::now();
+    loop {
+        let mut all = true;
+        for d in devs.iter_mut() {
+            for peer in 0..sinks.len() as Rank {
+                all &= d.connect(peer).unwrap();
+            }
+        }
+        if all {
+            break;
+        }
+        for (d, s) in devs.iter_mut().zip(sinks.iter_mut()) {
+            d.progress(s).unwrap();
+        }
+        assert!(start.elapsed() < DEADLINE, "connecting timed out");
+    }
+    assert!(
+        sinks.iter().all(|s| s.events.is_empty()),
+        "a handshake is invisible to the engine"
+    );
 }
 
 fn small() -> VerbsOptions {

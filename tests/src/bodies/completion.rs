@@ -266,6 +266,17 @@ pub fn request_empty(ctx: &Ctx) -> Outcome {
     if let Some(p) = ctx.partner() {
         let c = &ctx.comm;
         let e = ctx.eager_max(p)?;
+        // A connection-oriented device may connect on first use (verbs:
+        // lazy RC connections, whose first send waits for the handshake):
+        // one exchange first, so that the sends below find the steady state
+        // "after a quiet period" means.
+        if ctx.leads() {
+            c.send::<u8>(&[], p, 1296)?;
+            c.recv::<u8>(&mut [], p, 1297)?;
+        } else {
+            c.recv::<u8>(&mut [], p, 1296)?;
+            c.send::<u8>(&[], p, 1297)?;
+        }
         if ctx.leads() {
             let before = ctx.world.counters().engine.empty_returns;
             for (i, len) in [0usize, 1, 8, e].into_iter().enumerate() {

@@ -27,13 +27,20 @@ impl Qp {
             return Err(FfiError::Missing("an empty RDMA READ"));
         }
         // SAFETY: no SGE: the work request reads and writes no local memory.
-        unsafe { self.post_send(wr_id, op, &[], false) }
+        unsafe { self.post_send(wr_id, op, &[], false, true) }
     }
 
     /// Sends `parts` (up to two, empty ones skipped) inline with immediate
-    /// data `imm`: the provider copies the bytes during the call.
+    /// data `imm`: the provider copies the bytes during the call, so the
+    /// work request may go unsignaled (it holds no buffer).
     #[inline]
-    pub(crate) fn post_inline(&mut self, wr_id: u64, imm: u32, parts: [&[u8]; 2]) -> Result<()> {
+    pub(crate) fn post_inline(
+        &mut self,
+        wr_id: u64,
+        imm: u32,
+        parts: [&[u8]; 2],
+        signaled: bool,
+    ) -> Result<()> {
         let mut sges = [Sge {
             addr: 0,
             len: 0,
@@ -53,7 +60,7 @@ impl Qp {
         // SAFETY: IBV_SEND_INLINE: the provider copies the bytes during the
         // call, so the borrowed slices need only live across it; a SEND
         // writes no local memory.
-        unsafe { self.post_send(wr_id, SendOp::SendImm(imm), &sges[..n], true) }
+        unsafe { self.post_send(wr_id, SendOp::SendImm(imm), &sges[..n], true, signaled) }
     }
 
     /// Sends the first `len` bytes of slot `i` of `slab` (the registered
@@ -72,8 +79,8 @@ impl Qp {
             .ok_or(FfiError::Missing("a send slot past the slab"))?;
         // SAFETY: the SGE lies in the slab's registered region (checked by
         // `sge`), which outlives its MR; the slot is the caller's until the
-        // completion (module docs).
-        unsafe { self.post_send(wr_id, op, &[sge], false) }
+        // completion (module docs), which is signaled.
+        unsafe { self.post_send(wr_id, op, &[sge], false, true) }
     }
 
     /// Posts an RDMA `op` on `sge`, a range of a live registration
@@ -84,7 +91,7 @@ impl Qp {
         // within that region; a registration is deregistered before its
         // buffer is released (`RegisteredBuf`), and the engine deregisters
         // only after `rdma_done` (module docs).
-        unsafe { self.post_send(wr_id, op, &[sge], false) }
+        unsafe { self.post_send(wr_id, op, &[sge], false, true) }
     }
 }
 

@@ -57,6 +57,11 @@ impl Slab {
         self.slot
     }
 
+    /// Bytes registered for the slab.
+    pub(crate) fn registered_bytes(&self) -> usize {
+        self.slot * self.count as usize
+    }
+
     pub(crate) fn count(&self) -> u32 {
         self.count
     }
@@ -117,16 +122,22 @@ impl Slab {
     }
 
     /// Lends slot `i` (owned by the caller, a completed receive) to the
-    /// user from byte `offset`: the slot comes back on `returns` when the
-    /// [`RecvBuf`] drops.
-    pub(crate) fn lend(&self, i: u32, offset: usize, returns: &Returns) -> Option<RecvBuf> {
+    /// user from byte `offset`: `back` (the pool's name for the slot) comes
+    /// back on `returns` when the [`RecvBuf`] drops.
+    pub(crate) fn lend(
+        &self,
+        i: u32,
+        offset: usize,
+        returns: &Returns,
+        back: u32,
+    ) -> Option<RecvBuf> {
         let p = self.ptr(i)?;
         let offset = offset.min(self.slot);
         Some(RecvBuf {
             block: Arc::clone(&self.block),
             ptr: p.wrapping_add(offset),
             cap: self.slot - offset,
-            slot: i,
+            slot: back,
             returns: Arc::clone(returns),
         })
     }

@@ -5,7 +5,9 @@
 //! plain `cargo test` reach every decoder:
 //! - [`imm`]: the 32-bit immediate of every eager SEND;
 //! - [`addr`]: the port and QP addresses each rank publishes through the
-//!   bootstrap key-value store at setup.
+//!   bootstrap key-value store at setup (the RC form, kept for tools);
+//! - [`connect`]: the UD address published at setup and the datagrams of
+//!   the lazy-connection handshake.
 //!
 //! Every decoder returns a typed error for malformed input and never
 //! panics.
@@ -14,4 +16,5 @@
 #![warn(missing_docs)]
 
 pub mod addr;
+pub mod connect;
 pub mod imm;
