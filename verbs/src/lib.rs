@@ -28,7 +28,10 @@
 //!   starts a UD handshake and returns `Busy` until it completes (the
 //!   engine keeps the operation queued, in order); the peer must progress
 //!   to answer. A peer that does not answer within `FERRY_VERBS_CONNECT_MS`
-//!   fails with `PeerError::Died`. See `qp.rs`.
+//!   (10 min) fails with `PeerError::Died`. The bound is long because a
+//!   live peer computing without calling into ferry cannot answer, and
+//!   failing it would be wrong; a peer that really died is reported much
+//!   sooner, by the observer ring's keepalives (`observe.rs`). See `qp.rs`.
 //! - Peers are global job ranks.
 //!
 //! # Design (one module per concept)

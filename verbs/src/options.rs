@@ -22,7 +22,7 @@ use crate::error::VerbsError;
 /// | `FERRY_VERBS_RETRY` | QP transport retry count (0..=7) | 7 |
 /// | `FERRY_VERBS_KEEPALIVE_MS` | keepalive probe interval per peer (0: off); see `liveness.rs` | 1000 |
 /// | `FERRY_VERBS_SIGNAL_EVERY` | request a completion for one small inline send in this many (1: every send); see `signal.rs` | 16 |
-/// | `FERRY_VERBS_CONNECT_MS` | how long a connection handshake may take before the peer is failed (`qp.rs`) | 30000 |
+/// | `FERRY_VERBS_CONNECT_MS` | how long a connection handshake may take before the peer is failed (`qp.rs`) | 600000 |
 /// | `FERRY_VERBS_RCACHE` | bytes that cached registrations may pin (0: no cache, every rendezvous registers); see `mr.rs` | 256 MiB |
 ///
 /// A dead peer is detected after about `timeout × (retry + 1)`: ≈ 2 s with
@@ -73,7 +73,7 @@ impl Default for VerbsOptions {
             retry: 7,
             keepalive_ms: 1000,
             rcache: 256 << 20,
-            connect_ms: 30_000,
+            connect_ms: 600_000,
             signal_every: 16,
         }
     }

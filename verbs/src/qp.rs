@@ -37,7 +37,7 @@
 //! # Loss, duplicates, stale and hostile datagrams
 //! UD is unreliable. The requester retransmits its request after 50 ms,
 //! doubling to at most 1 s, until the reply comes or the connect deadline
-//! (`FERRY_VERBS_CONNECT_MS`, 30 s) passes: then the peer fails with
+//! (`FERRY_VERBS_CONNECT_MS`, 10 min) passes: then the peer fails with
 //! `PeerError::Died`, reported once through the sink, like a peer whose
 //! QP exhausted its retries. An accepted side whose hello does not arrive
 //! by the deadline fails the peer the same way. A repeated request to an
