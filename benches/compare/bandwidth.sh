@@ -114,9 +114,15 @@ for rep in $(seq "$REPS"); do
   echo "bandwidth.sh: repetition $rep of $REPS done" >&2
 done
 : >"$RAW/spread"
+: >"$RAW/spread-mpi"
 for i in $(seq "$LAUNCHES"); do
   quiet "spread.$i"
   timeout 600 "${FERRY[@]}" bw --sizes 1048576 2>>"$LOG" | grep -v '^#' >>"$RAW/spread" || log "FAILED: spread $i"
+  if [[ " $PEERS " == *" ferry_mpi "* ]] && [ -x "${FERRY_MPI_PREFIX:-}/bin/mpiexec" ]; then
+    quiet "spread-mpi.$i"
+    timeout 600 env $FERRY_ENV FERRY_DEVICE=shm "$FERRY_MPI_PREFIX/bin/mpiexec" -n 2 --timeout 600 sh -c "$PIN" \
+      "$BIN/mpi_bw.ferry" 1048576 2>>"$LOG" | grep -v '^#' >>"$RAW/spread-mpi" || log "FAILED: spread-mpi $i"
+  fi
 done
 python3 "$HERE/bandwidth_report.py" "$RAW" "$OUT" "$REPS" "$FERRY_ENV"
 echo "bandwidth.sh: wrote $OUT" >&2

@@ -142,22 +142,23 @@ def main():
             if v:
                 parts.append(f"{f} " + " / ".join(gbs(x) for x in v))
         md.append(f"- {size_name(s)}: " + "; ".join(parts))
-    launches = []
-    try:
-        with open(os.path.join(raw, "spread")) as fh:
-            launches = [float(l.split()[1]) for l in fh if len(l.split()) >= 2]
-    except (FileNotFoundError, ValueError):
-        pass
     md += ["", "## The same job launched again and again: ferry's 1 MiB osu_bw", ""]
-    if launches:
+    for name, label in (("spread", "`ferry-bench bw`"), ("spread-mpi", "the C loop over ferry's MPI C ABI")):
+        launches = []
+        try:
+            with open(os.path.join(raw, name)) as fh:
+                launches = [float(l.split()[1]) for l in fh if len(l.split()) >= 2]
+        except (FileNotFoundError, ValueError):
+            pass
+        if not launches:
+            md.append(f"- {label}: no launch produced a figure (see runs.log).")
+            continue
         ratio = max(launches) / min(launches)
         state = "met" if ratio <= SPREAD_TARGET else "missed"
         md.append(
-            f"{len(launches)} launches in a row, GB/s: " + ", ".join(gbs(v) for v in launches)
+            f"- {label}, {len(launches)} launches in a row, GB/s: " + ", ".join(gbs(v) for v in launches)
             + f". Max/min **{ratio:.2f}** (target ≤ {SPREAD_TARGET}: {state}); median {gbs(statistics.median(launches))}."
         )
-    else:
-        md.append("No launch produced a figure (see runs.log).")
     noisy = 0
     try:
         with open(os.path.join(raw, "runs.log")) as fh:
