@@ -267,6 +267,11 @@ mod tcp_more {
     fn read_only_memory_is_a_source() {
         super::rdma::read_only_memory_is_a_source("tcp;ofi_rxm");
     }
+
+    #[test]
+    fn a_segmented_buffer_is_refused() {
+        super::rdma::a_segmented_buffer_is_refused("tcp;ofi_rxm");
+    }
 }
 
 on_both!(

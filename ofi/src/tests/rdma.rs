@@ -189,6 +189,43 @@ pub(super) fn read_only_memory_is_a_source(provider: &str) {
     assert_eq!(devs[0].regions.copies(), 0);
 }
 
+/// Scattered bytes (a segmented [`Buf`]): no address range to register.
+struct Scattered(Vec<u8>);
+
+impl ferry_core::Segments for Scattered {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn gather(&self, offset: usize, out: &mut [u8]) {
+        out.copy_from_slice(&self.0[offset..offset + out.len()]);
+    }
+    fn scatter(&mut self, offset: usize, data: &[u8]) {
+        self.0[offset..offset + data.len()].copy_from_slice(data);
+    }
+}
+
+/// A segmented buffer is refused for every access, comes back intact, and
+/// leaves no registration behind (the engine never asks: it sends such
+/// buffers in fragments).
+pub(super) fn a_segmented_buffer_is_refused(provider: &str) {
+    let mut devs = devices(1, opts(provider), "segmented");
+    for access in [
+        Access::RemoteRead,
+        Access::LocalRead,
+        Access::RemoteWrite,
+        Access::LocalWrite,
+    ] {
+        let buf = Buf::segmented(Box::new(Scattered(vec![9; 70_000])));
+        let (e, back) = devs[0].register(0, buf, access).unwrap_err();
+        assert!(
+            matches!(e, Error::Usage(UsageError::Unsupported(_))),
+            "{access:?}: {e}"
+        );
+        assert!(!back.is_contiguous() && back.len() == 70_000);
+    }
+    assert_eq!(devs[0].registrations(), 0);
+}
+
 /// A transfer longer than the provider's `max_msg_size` (8 MiB on rxe),
 /// both ways.
 pub(super) fn rma_longer_than_max_msg_size(provider: &str) {
@@ -283,6 +320,13 @@ mod verbs_rxm {
     fn engine_without_rma() {
         if present("engine_without_rma").is_some() {
             super::super::engine::run(PROVIDER, false);
+        }
+    }
+
+    #[test]
+    fn a_segmented_buffer_is_refused() {
+        if present("a_segmented_buffer_is_refused").is_some() {
+            super::a_segmented_buffer_is_refused(PROVIDER);
         }
     }
 
