@@ -115,7 +115,7 @@ export FERRY_OFI_RDMA_REQUIRE=1
   "$conf --test-threads=1 --nocapture" \
   "$fail --test-threads=1 --nocapture" \
   "sh $ROOT/ci/vm/cluster-hosts.sh $cluster --test-threads=1 --nocapture" \
-  "sh $ROOT/ci/vm/ofi-mr-check.sh ${bins[2]}" \
+  "FI_UNIVERSE_SIZE=64 sh $ROOT/ci/vm/ofi-mr-check.sh ${bins[2]}" \
   "FI_UNIVERSE_SIZE=64 $ofiunit --test-threads=1 verbs_rxm rdma::" \
   "FI_UNIVERSE_SIZE=64 FERRY_TEST_JOB_TIMEOUT=400 $confofi --test-threads=1 --nocapture" \
   "$unit --test-threads=1 --nocapture --ignored --exact tests::events::a_port_going_down_fails_every_peer_with_a_typed_error"
