@@ -19,9 +19,10 @@
 //!   module's docs for the framing and the buffer policy).
 //! - **Rendezvous** by `fi_read`/`fi_write` where the provider offers
 //!   FI_RMA (registration per operation; FI_MR_LOCAL, FI_MR_VIRT_ADDR,
-//!   FI_MR_PROV_KEY, FI_MR_ALLOCATED and FI_MR_ENDPOINT are honoured).
-//!   Without FI_RMA, [`Caps`](ferry_core::Caps) says so and the engine uses
-//!   its fragmented protocol.
+//!   FI_MR_PROV_KEY, FI_MR_ALLOCATED and FI_MR_ENDPOINT are honoured: see
+//!   *Registration modes* below). Without FI_RMA,
+//!   [`Caps`](ferry_core::Caps) says so and the engine uses its fragmented
+//!   protocol.
 //! - **Progress** is `fi_cq_read` in [`Device::progress`](ferry_core::Device)
 //!   (manual-progress providers need nothing else). A refused post
 //!   (`-FI_EAGAIN`) reads the CQ before returning `Sent::Busy`, so a caller
@@ -44,6 +45,36 @@
 //!   one is authenticated by an HMAC handshake over the job secret
 //!   (`ferry_core::auth`; `SECURITY.md`): anything else that connects is
 //!   logged and closed.
+//!
+//! ## Registration modes, and where each is tested
+//! What the providers of Debian's libfabric 1.17 demand (`fi_info -v`, and
+//! `ferry-info`, which asks with ferry's own hints), on this machine and in
+//! the Soft-RoCE VM of `ci/verbs.sh`:
+//!
+//! | provider | `mr_mode` | tested by |
+//! |---|---|---|
+//! | `verbs;ofi_rxm` | `LOCAL`, `VIRT_ADDR`, `PROV_KEY`, `ALLOCATED` (4-byte keys) | `ci/verbs.sh`, in the VM: this crate's tests and the conformance suite |
+//! | `tcp;ofi_rxm`, `net;ofi_rxm`, `net`, `sockets` | none (requested keys, offsets) | `ci/ofi.sh` (`tcp;ofi_rxm`) |
+//! | `shm` | `VIRT_ADDR` | `ci/ofi.sh` |
+//! | `verbs;ofi_rxd`, `udp;ofi_rxd` | none | not tested (no FI_WAIT_FD) |
+//!
+//! **No provider of libfabric 1.17 as Debian builds it that can run here
+//! demands FI_MR_ENDPOINT.** Checked: every entry `fi_info -v` lists, on
+//! the host and in the VM (verbs, `verbs;ofi_rxm`, `verbs;ofi_rxd`, tcp,
+//! `tcp;ofi_rxm`, net, `net;ofi_rxm`, udp, `udp;ofi_rxd`, sockets, shm).
+//! The psm2 and psm providers are built in too but list nothing without
+//! their hardware, so they were not checked. The FI_MR_ENDPOINT path
+//! (`fi_mr_bind` to the endpoint, then `fi_mr_enable`, and the key read
+//! after enabling) has therefore never run.
+//!
+//! `verbs;ofi_rxm` on a small RDMA device needs one setting: rxm opens its
+//! completion queue with `(tx + rx) * FI_UNIVERSE_SIZE` entries (256 * 256
+//! by default), more than Soft-RoCE's `max_cqe` of 32767, and `fi_enable`
+//! fails with `-FI_EINVAL` (the error then says so): set `FI_UNIVERSE_SIZE`
+//! to at most 127 there. `FI_VERBS_IFACE` is not needed. The verbs
+//! provider finds its devices for FI_EP_MSG (which rxm runs over) by
+//! resolving `localhost`, so a machine without `/etc/hosts` offers only
+//! `verbs;ofi_rxd`.
 //!
 //! ## Environment
 //! Read once, by [`OfiOptions::from_env`], in the syntax of

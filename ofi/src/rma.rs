@@ -6,18 +6,33 @@
 //! transfer (about 900 us over loopback TCP). Providers that pin (verbs,
 //! efa) keep their own registration cache inside libfabric
 //! (`FI_MR_CACHE_*`), which is why the device does not add a second one
-//! that could hand out a stale registration.
+//! that could hand out a stale registration; on `verbs;ofi_rxm` over
+//! Soft-RoCE in the emulated (TCG) VM of `ci/verbs.sh` the same test
+//! measures 110-140 us (debug build), figures only relative to that VM.
 //!
-//! MR modes, as `fi_info` reports them:
+//! MR modes, as `fi_info` reports them (`verbs;ofi_rxm` demands `LOCAL`,
+//! `VIRT_ADDR`, `PROV_KEY` and `ALLOCATED`; no provider of Debian's
+//! libfabric 1.17 demands `ENDPOINT`: see the crate docs):
 //! - `FI_MR_VIRT_ADDR`: a [`RemoteKey`]'s `addr` is the buffer's virtual
 //!   address; otherwise it is 0 (offsets from the region's start).
 //! - `FI_MR_PROV_KEY`: the provider picks the key; otherwise the device
-//!   requests unique keys from a counter.
+//!   requests unique keys from a counter (a key whose registration fails
+//!   is reused too).
 //! - `FI_MR_ENDPOINT`: the MR is bound to the endpoint and enabled (in
 //!   `ffi`).
 //! - `FI_MR_LOCAL`: local buffers of `fi_read`/`fi_write` pass the MR's
-//!   descriptor (always passed: harmless where not needed).
+//!   descriptor (always passed: harmless where not needed), and the eager
+//!   send and receive buffers are registered once, when made.
 //! - `FI_MR_ALLOCATED`: every [`Buf`] is allocated memory, so nothing to do.
+//!   But a provider that pins pages may refuse read-only ones: verbs pins
+//!   every region for local writing (rxm asks for it), and the kernel
+//!   refuses that for a `static` (`-FI_EFAULT`). A region that is only
+//!   read (`RemoteRead`, `LocalRead`) and is refused so is copied into
+//!   memory of the device's, which is registered instead; the caller's
+//!   buffer comes back untouched at `deregister`. The copy costs one pass
+//!   over the bytes, on that path only.
+//! - A segmented [`Buf`] has no address range to register: refused (the
+//!   engine never asks; it sends those in fragments).
 
 use ferry_core::device::{Access, MemHandle};
 use ferry_core::wire::RemoteKey;
@@ -29,6 +44,9 @@ use crate::sys;
 #[derive(Debug)]
 struct Region {
     buf: Buf,
+    /// What is registered instead of `buf` when the provider refused its
+    /// read-only pages (see the module docs); dropped after `mr`.
+    copy: Option<Buf>,
     /// `None` for an empty buffer (nothing to register).
     mr: Option<Mr>,
     /// The buffer's address (kept as a number: the `Buf` owns the memory).
@@ -86,6 +104,14 @@ impl Regions {
         k
     }
 
+    /// Gives back a key from [`Regions::requested_key`] that ended up
+    /// unused (its registration failed).
+    fn unused_key(&mut self, key: u64) {
+        if !self.prov_key {
+            self.free_keys.push(key);
+        }
+    }
+
     #[allow(clippy::result_large_err)]
     pub(crate) fn register(
         &mut self,
@@ -94,7 +120,13 @@ impl Regions {
         access: Access,
     ) -> Result<(MemHandle, RemoteKey), (Error, Buf)> {
         let len = buf.len();
-        let (ptr, bits) = match access {
+        if !buf.is_contiguous() {
+            return Err((
+                UsageError::Unsupported("ofi: registering a segmented buffer").into(),
+                buf,
+            ));
+        }
+        let (mut ptr, bits) = match access {
             // Read by the peer or by our own fi_write: never written here,
             // so a read-only storage loan is fine.
             Access::RemoteRead => (buf.as_slice().as_ptr().cast_mut(), sys::FI_REMOTE_READ),
@@ -116,11 +148,33 @@ impl Regions {
                 (s.as_mut_ptr(), bits)
             }
         };
+        let read_only = matches!(access, Access::RemoteRead | Access::LocalRead);
+        let mut copy = None;
         let mr = if self.enabled && len > 0 {
             let key = self.requested_key();
-            match fabric.mr_reg(ptr, len, u64::from(bits), key) {
+            let first = fabric.mr_reg(ptr, len, u64::from(bits), key);
+            let mr = match first {
+                Err(f) if read_only && f.code == sys::FI_EFAULT as i32 => {
+                    // Read-only pages that the provider pins for writing.
+                    let c = match Buf::copy_from(buf.as_slice()) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            self.unused_key(key);
+                            return Err((e, buf));
+                        }
+                    };
+                    ptr = c.as_slice().as_ptr().cast_mut();
+                    copy = Some(c);
+                    fabric.mr_reg(ptr, len, u64::from(bits), key)
+                }
+                other => other,
+            };
+            match mr {
                 Ok(mr) => Some(mr),
-                Err(f) => return Err((f.into(), buf)),
+                Err(f) => {
+                    self.unused_key(key);
+                    return Err((f.into(), buf));
+                }
             }
         } else {
             None
@@ -131,6 +185,7 @@ impl Regions {
         };
         let region = Region {
             buf,
+            copy,
             mr,
             addr: ptr as usize,
             len,
@@ -163,10 +218,10 @@ impl Regions {
         if let Some(mr) = region.mr {
             let key = mr.key;
             drop(mr);
-            if !self.prov_key {
-                self.free_keys.push(key);
-            }
+            self.unused_key(key);
         }
+        // The copy (if any) goes only now, after its MR.
+        drop(region.copy);
         Some(region.buf)
     }
 
@@ -182,6 +237,15 @@ impl Regions {
             ptr: r.addr as *mut u8,
             desc: r.mr.as_ref().map_or(std::ptr::null_mut(), |m| m.desc),
         })
+    }
+
+    /// Live registrations that are copies of read-only memory (tests).
+    #[cfg(test)]
+    pub(crate) fn copies(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| s.1.as_ref().is_some_and(|r| r.copy.is_some()))
+            .count()
     }
 
     /// Live registrations (for tests and leak checks).

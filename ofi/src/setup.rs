@@ -152,7 +152,8 @@ impl OfiDevice {
         let region = shm
             .then(|| shm_region_name(boot.job_id(), rank))
             .transpose()?;
-        let fabric = Fabric::open(&chosen.info, cq_size, true, region.as_deref())?;
+        let fabric = Fabric::open(&chosen.info, cq_size, true, region.as_deref())
+            .map_err(|f| open_error(&provider, f))?;
         let provider_rma = chosen.rma;
         drop(chosen);
 
@@ -432,6 +433,30 @@ impl OfiDevice {
     }
 }
 
+/// The error of a failed [`Fabric::open`], with a hint where the cause is
+/// known: `ofi_rxm` over verbs opens its completion queue with
+/// `(tx + rx) * FI_UNIVERSE_SIZE` entries (256 * 256 unless set), more
+/// than a device with a small `max_cqe` (Soft-RoCE: 32767) creates, and
+/// `fi_enable` then fails with `-FI_EINVAL`.
+fn open_error(provider: &str, f: crate::ffi::Fail) -> OfiError {
+    let mut e = OfiError::from(f);
+    if let OfiError::Lib {
+        what: "fi_enable",
+        code,
+        message,
+    } = &mut e
+    {
+        if *code == sys::FI_EINVAL as i32 && provider.starts_with("verbs;") {
+            message.push_str(
+                "; verbs;ofi_rxm sizes its completion queue for FI_UNIVERSE_SIZE peers \
+                 (256 unless set): on a device with fewer CQ entries (Soft-RoCE has \
+                 32767) set FI_UNIVERSE_SIZE to at most 127",
+            );
+        }
+    }
+    e
+}
+
 /// The default largest payload for `provider` (not `shm`). Under
 /// `ofi_rxm`, a message up to rxm's buffer size (`FI_OFI_RXM_BUFFER_SIZE`,
 /// 16 KiB unless set) goes eagerly and a longer one by rxm's own
@@ -477,6 +502,20 @@ fn shm_region_name(job: &str, rank: Rank) -> Result<std::ffi::CString, OfiError>
 #[cfg(test)]
 mod eager_size_tests {
     use super::default_eager_size;
+
+    #[test]
+    fn a_refused_fi_enable_on_verbs_names_fi_universe_size() {
+        let fail = |what| crate::ffi::Fail {
+            what,
+            code: crate::sys::FI_EINVAL as i32,
+        };
+        let text = super::open_error("verbs;ofi_rxm", fail("fi_enable")).to_string();
+        assert!(text.contains("FI_UNIVERSE_SIZE"), "{text}");
+        let text = super::open_error("tcp;ofi_rxm", fail("fi_enable")).to_string();
+        assert!(!text.contains("FI_UNIVERSE_SIZE"), "{text}");
+        let text = super::open_error("verbs;ofi_rxm", fail("fi_cq_open")).to_string();
+        assert!(!text.contains("FI_UNIVERSE_SIZE"), "{text}");
+    }
 
     #[test]
     fn under_rxm_a_whole_packet_fits_rxms_buffer() {

@@ -7,6 +7,7 @@
 //! Engine-level tests run one engine per thread.
 
 mod contract;
+mod rdma;
 
 use std::time::{Duration, Instant};
 
@@ -259,6 +260,18 @@ macro_rules! on_both {
             $(#[test] fn $name() { super::$name("shm") })*
         }
     };
+}
+
+mod tcp_more {
+    #[test]
+    fn read_only_memory_is_a_source() {
+        super::rdma::read_only_memory_is_a_source("tcp;ofi_rxm");
+    }
+
+    #[test]
+    fn a_segmented_buffer_is_refused() {
+        super::rdma::a_segmented_buffer_is_refused("tcp;ofi_rxm");
+    }
 }
 
 on_both!(

@@ -1,5 +1,6 @@
 //! The device contract, checked by ferry-core's test kit on each provider
-//! CI runs: `tcp;ofi_rxm` and `shm`.
+//! CI runs: `tcp;ofi_rxm` and `shm` here, and `verbs;ofi_rxm` in the
+//! Soft-RoCE VM of `ci/verbs.sh` (elsewhere its checks skip; see `rdma`).
 
 use std::time::Duration;
 
@@ -20,17 +21,21 @@ impl DeviceKit for OfiKit {
     fn expect(&self) -> Expect {
         Expect {
             max_ranks: 8,
-            // Both providers have FI_RMA.
+            // Every provider here has FI_RMA.
             rdma: true,
-            // tcp;ofi_rxm gives FI_WAIT_FD; shm (libfabric 1.17) refuses it,
-            // so its owner polls.
-            wake: if self.provider.starts_with("tcp") {
+            // rxm (over tcp or verbs) gives FI_WAIT_FD; shm (libfabric
+            // 1.17) refuses it, so its owner polls.
+            wake: if self.provider.ends_with("ofi_rxm") {
                 Wake::Fd
             } else {
                 Wake::None
             },
             hands_over: true,
         }
+    }
+
+    fn available(&self, check: &str) -> bool {
+        self.provider != super::rdma::PROVIDER || super::rdma::present(check).is_some()
     }
 
     fn devices(&mut self, n: usize, setup: Setup) -> Option<Vec<OfiDevice>> {
@@ -62,4 +67,10 @@ mod tcp {
 
 mod shm {
     ferry_core::device_contract_tests!(super::OfiKit { provider: "shm" });
+}
+
+mod verbs_rxm {
+    ferry_core::device_contract_tests!(super::OfiKit {
+        provider: super::super::rdma::PROVIDER
+    });
 }

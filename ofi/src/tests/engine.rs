@@ -88,7 +88,7 @@ fn body(rank: Rank, e: &mut Engine<OfiDevice>, rma: bool) {
     }
 }
 
-fn run(provider: &str, rma: bool) {
+pub(super) fn run(provider: &str, rma: bool) {
     let job = format!("ofieng{}{provider}{rma}", std::process::id());
     let (tx, rx) = mpsc::channel();
     for mut boot in ThreadBoot::group(2, &job) {
