@@ -234,7 +234,8 @@ fn shm_formula() {
     out!();
     out!(
         "shm segment size per node (cells of {} B, {} cells per rank; linear in ranks)",
-        opts.cell_size, opts.cells_per_rank
+        opts.cell_size,
+        opts.cells_per_rank
     );
     for n in [2usize, 16, 64, 256] {
         let total = ferry_shm::ShmDevice::segment_bytes(n, &opts);
