@@ -15,12 +15,9 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     need_two(rank);
     long sizes[64];
-    int nsz = 0;
-    if (argc > 1) nsz = parse_sizes(argv[1], sizes, 64);
-    else for (long s = 1; s <= (4 << 20); s <<= 1) sizes[nsz++] = s;
+    size_t maxsz;
+    int nsz = sizes_arg(argc, argv, sizes, 0, 4, &maxsz);
     int window = argc > 2 ? atoi(argv[2]) : 64, iters_arg = argc > 3 ? atoi(argv[3]) : 0;
-    size_t maxsz = 4;
-    for (int i = 0; i < nsz; i++) if ((size_t)sizes[i] > maxsz) maxsz = sizes[i];
     report_binding(rank);
     /* One send buffer (as OSU); a receive buffer per window slot, so that
      * the receives of one window never write the same bytes. */

@@ -31,6 +31,21 @@ static int parse_sizes(const char *s, long *out, int max) {
     }
     return n;
 }
+/* The sizes to run: argv[1] when given, else powers of two from 1 B to
+ * 4 MiB (0 B first when `with_zero`), into sizes[64]. Returns how many;
+ * *maxsz is the largest, at least `least` (the buffers' size). */
+__attribute__((unused)) static int sizes_arg(int argc, char **argv, long *sizes, int with_zero,
+                                             size_t least, size_t *maxsz) {
+    int n = 0;
+    if (argc > 1) n = parse_sizes(argv[1], sizes, 64);
+    else {
+        if (with_zero) sizes[n++] = 0;
+        for (long s = 1; s <= (4 << 20); s <<= 1) sizes[n++] = s;
+    }
+    *maxsz = least;
+    for (int i = 0; i < n; i++) if ((size_t)sizes[i] > *maxsz) *maxsz = sizes[i];
+    return n;
+}
 /* print the CPU affinity of each rank as a header line (to verify pinning) */
 static void report_binding(int rank) {
     cpu_set_t s; char buf[256]; int n = 0;

@@ -15,12 +15,9 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     need_two(rank);
     long sizes[64];
-    int nsz = 0;
-    if (argc > 1) nsz = parse_sizes(argv[1], sizes, 64);
-    else { sizes[nsz++] = 0; for (long s = 1; s <= (4 << 20); s <<= 1) sizes[nsz++] = s; }
+    size_t maxsz;
+    int nsz = sizes_arg(argc, argv, sizes, 1, 1, &maxsz);
     int iters_arg = argc > 2 ? atoi(argv[2]) : 0, warm_arg = argc > 3 ? atoi(argv[3]) : -1;
-    size_t maxsz = 1;
-    for (int i = 0; i < nsz; i++) if ((size_t)sizes[i] > maxsz) maxsz = sizes[i];
     report_binding(rank);
     char *sbuf = alloc_buf(maxsz, 'a'), *rbuf = alloc_buf(maxsz, 'b');
     double *rt = malloc(sizeof(double) * (iters_arg > 10000 ? iters_arg : 10000));

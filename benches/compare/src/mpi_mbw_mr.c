@@ -17,12 +17,9 @@ int main(int argc, char **argv) {
     if (np < 2 || np % 2) { if (!rank) fprintf(stderr, "needs an even number of ranks\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
     int pairs = np / 2, sender = rank < pairs, peer = sender ? rank + pairs : rank - pairs;
     long sizes[64];
-    int nsz = 0;
-    if (argc > 1) nsz = parse_sizes(argv[1], sizes, 64);
-    else for (long s = 1; s <= (4 << 20); s <<= 1) sizes[nsz++] = s;
+    size_t maxsz;
+    int nsz = sizes_arg(argc, argv, sizes, 0, 4, &maxsz);
     int window = argc > 2 ? atoi(argv[2]) : 64, iters_arg = argc > 3 ? atoi(argv[3]) : 0;
-    size_t maxsz = 4;
-    for (int i = 0; i < nsz; i++) if ((size_t)sizes[i] > maxsz) maxsz = sizes[i];
     report_binding(rank);
     char *sbuf = alloc_buf(maxsz, 'a'), *rbuf = alloc_buf(maxsz, 'b');
     MPI_Request *req = malloc(sizeof(MPI_Request) * window);
