@@ -30,7 +30,8 @@
 #   8. a smoke run of the criterion benches (tiny measurement time), so they never rot.
 #
 # Env: FERRY_CI_SKIP_FUZZ=1 / FERRY_CI_SKIP_BENCH=1 skip steps 7 / 8;
-# FERRY_FUZZ_SECONDS sets the time per fuzz target (default 30).
+# FERRY_FUZZ_SECONDS sets the time per fuzz target (default 30; two targets
+# run at a time).
 # Any failing command prints the line and the command (ci_fail_trap).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -141,11 +142,7 @@ bash ci/verbs.sh
 
 if [ "${FERRY_CI_SKIP_FUZZ:-0}" != 1 ]; then
   step "fuzz smoke run (every decoder of peer-supplied bytes)"
-  # cargo fuzz works on the stable toolchain without a sanitizer (-s none).
-  command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-  for target in wire_header engine_packets pmi_reply pmi2_reply shm_cell shm_fastbox side_handshake verbs_imm verbs_addr verbs_connect; do
-    (cd fuzz && cargo fuzz run "$target" -s none -- -max_total_time="${FERRY_FUZZ_SECONDS:-30}" -rss_limit_mb=4096)
-  done
+  bash ci/fuzz.sh
 fi
 
 if [ "${FERRY_CI_SKIP_BENCH:-0}" != 1 ]; then
