@@ -8,7 +8,7 @@ use ferry_core::{DeviceError, Error, PeerError};
 use ferry_verbs_wire::connect::{ConnectMsg, Kind};
 
 use crate::device::{VerbsDevice, CREDIT_TAG};
-use crate::ffi::SendOp;
+use crate::ffi::{Qp, SendOp};
 use crate::handshake::UD_CQE;
 use crate::imm::Imm;
 use crate::qp::{self, QpAddr};
@@ -132,6 +132,16 @@ impl VerbsDevice {
             .saturating_add((self.recv.chunks() as u32 + 1).saturating_mul(self.per_peer));
         self.cq.ensure(needed, self.max_cqe)?;
         self.recv.grow(&self.pd).map_err(crate::error::into_core)?;
+        let (q, psn) = self.qp_in_init(i)?;
+        let p = &mut self.peers[i];
+        p.qp = Some(q);
+        p.sq_free = self.sq_depth;
+        Ok(psn)
+    }
+
+    /// An RC QP for peer `i` in INIT, its QPN mapped to the peer, and its
+    /// starting PSN. (CQ and receive room are the caller's: `new_rc_qp`.)
+    fn qp_in_init(&mut self, i: usize) -> Result<(Qp, u32), Error> {
         let mut q = crate::setup::create_rc_qp(
             &self.pd,
             &self.cq.cq,
@@ -143,26 +153,13 @@ impl VerbsDevice {
         qp::to_init(&mut q, self.sel.port).map_err(crate::error::into_core)?;
         let psn = qp::initial_psn(self.rank, q.num());
         self.qpn_peer.insert(q.num(), i as u32);
-        let p = &mut self.peers[i];
-        p.qp = Some(q);
-        p.sq_free = self.sq_depth;
-        Ok(psn)
+        Ok((q, psn))
     }
 
     /// This rank itself: a loopback pair, connected at once.
     fn connect_self(&mut self, i: usize) -> Result<(), Error> {
         let a_psn = self.new_rc_qp(i, 2)?;
-        let mut b = crate::setup::create_rc_qp(
-            &self.pd,
-            &self.cq.cq,
-            &self.recv.srq,
-            self.sq_depth,
-            self.max_inline as u32,
-        )
-        .map_err(crate::error::into_core)?;
-        qp::to_init(&mut b, self.sel.port).map_err(crate::error::into_core)?;
-        let b_psn = qp::initial_psn(self.rank, b.num());
-        self.qpn_peer.insert(b.num(), i as u32);
+        let (mut b, b_psn) = self.qp_in_init(i)?;
         let me = self.ud.me.port;
         let p = &mut self.peers[i];
         let Some(a) = p.qp.as_mut() else {
