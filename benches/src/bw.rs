@@ -99,6 +99,7 @@ pub(crate) fn unidirectional(
     warmup: usize,
 ) -> Result<Window, String> {
     let (c, peer, window, validate) = (&b.comm, b.peer, b.options.window, b.options.validate);
+    let batch = b.options.batch;
     let sender = b.is_sender();
     let mut bufs: Vec<Option<Buf>> = if sender {
         let block = Arc::new(fill(size, b.rank));
@@ -118,14 +119,22 @@ pub(crate) fn unidirectional(
     for i in 0..warmup + iters {
         timed.at(b, i);
         let a = Instant::now();
-        for (slot, req) in bufs.iter_mut().zip(reqs.iter_mut()) {
-            let buf = slot.take().ok_or("buffer lost")?;
-            *req = if sender {
-                c.isend_buf(buf, None, peer, DATA, SendMode::Standard)
-                    .map_err(fe("isend"))?
-            } else {
-                c.irecv_buf(buf, None, peer, DATA).map_err(fe("irecv"))?
-            };
+        let mut post_window = || -> Result<(), String> {
+            for (slot, req) in bufs.iter_mut().zip(reqs.iter_mut()) {
+                let buf = slot.take().ok_or("buffer lost")?;
+                *req = if sender {
+                    c.isend_buf(buf, None, peer, DATA, SendMode::Standard)
+                        .map_err(fe("isend"))?
+                } else {
+                    c.irecv_buf(buf, None, peer, DATA).map_err(fe("irecv"))?
+                };
+            }
+            Ok(())
+        };
+        if batch && sender {
+            c.batch(post_window).map_err(fe("batch"))??;
+        } else {
+            post_window()?;
         }
         ferry::wait_all_into(&mut reqs, &mut done).map_err(fe("wait_all"))?;
         for (slot, d) in bufs.iter_mut().zip(done.drain(..)) {

@@ -103,6 +103,9 @@ pub struct Options {
     pub validate: bool,
     /// `--window` (bw; default 64).
     pub window: usize,
+    /// `--batch`: bw and mbw-mr start each window's sends inside one
+    /// `Comm::batch` (doorbell batching).
+    pub batch: bool,
     /// `--block-secs` (wait, ibarrier; default 2).
     pub block_secs: f64,
     /// `--persistent`: the blocking collective subcommands measure the
@@ -191,6 +194,7 @@ pub fn parse(args: &[String]) -> Result<Options, Option<String>> {
         json: None,
         validate: false,
         window: 64,
+        batch: false,
         block_secs: 2.0,
         persistent: false,
     };
@@ -210,6 +214,7 @@ pub fn parse(args: &[String]) -> Result<Options, Option<String>> {
             "-h" | "--help" => return Err(None),
             "--validate" => o.validate = true,
             "--persistent" => o.persistent = true,
+            "--batch" => o.batch = true,
             "--device" => {
                 // Parsed as FERRY_DEVICE would be, with the same names.
                 let v = value()?;

@@ -73,6 +73,24 @@
 //! Devices without an fd return `None` from `wait_fd`; the engine's owner then
 //! spins. [`Caps::wait_fd`] says which.
 //!
+//! # Batches: [`Device::batch_begin`] and [`Device::batch_end`]
+//! Doorbell batching, as `ibv_post_send` with a chained work-request list
+//! or libfabric's `FI_MORE`. Between the two calls a device may hold sends
+//! it accepted and hand them to the hardware together at `batch_end` (one
+//! doorbell, one system call on a software RDMA device, for many packets).
+//! - `Sent::Done` keeps its meaning: the caller's slices are free at once
+//!   (a device copies what it holds).
+//! - Order is kept: a held packet goes out before anything later to the
+//!   same peer, including `get` and `put`.
+//! - Nothing held can wait on itself: `progress`, `arm`, `get`, `put` and
+//!   `batch_end` post what is held first, so a caller that waits inside a
+//!   batch still makes progress.
+//! - Batches nest; the outermost `batch_end` posts. A held packet the
+//!   hardware then refuses fails its peer, reported through the sink as any
+//!   other failure.
+//!
+//! The default is no batching: every `send` goes out at once.
+//!
 //! # Failure
 //! A dead or unreachable peer is reported once through
 //! [`Sink::peer_failed`]; the engine fails that peer's requests and keeps
@@ -280,6 +298,20 @@ pub trait Device {
     /// # Errors
     /// A fatal device failure.
     fn progress<S: Sink>(&mut self, sink: &mut S) -> Result<usize, Error>;
+
+    /// Opens a batch; see *Batches* in the module docs. The default
+    /// holds nothing back.
+    #[inline]
+    fn batch_begin(&mut self) {}
+
+    /// Closes a batch, posting what it held once the outermost one ends.
+    ///
+    /// # Errors
+    /// A fatal device failure (a refused post fails only its peer).
+    #[inline]
+    fn batch_end(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
 
     /// Prepares to wake a sleeper; see *Waiting* in the module docs.
     ///

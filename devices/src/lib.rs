@@ -55,7 +55,8 @@
 //! [`get_status_all`] / [`get_status_any`] / [`get_status_some`].
 //! [`Request::is_empty`] recognises `REQUEST_EMPTY` without a lock.
 //! Persistent requests: [`Comm::send_init`], [`Comm::recv_init`],
-//! [`Request::start`], [`start_all`].
+//! [`Request::start`], [`start_all`]. [`Comm::batch`] lets the device post
+//! a window of sends with one doorbell.
 //!
 //! ## Collectives and communicators
 //! Every MPI 4 collective, in three forms: blocking on borrowed slices
@@ -108,6 +109,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod batch;
 mod coll;
 mod comm;
 mod completion;

@@ -57,6 +57,7 @@ macro_rules! __with_conformance_bodies {
             request_empty,
             cancel_recv,
             persistent,
+            batched,
             unexpected_flood,
             threads4,
             passive_wait,

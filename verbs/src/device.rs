@@ -11,6 +11,7 @@ use crate::connect::Link;
 use crate::context::Selected;
 use crate::cq::{Completion, Completions};
 use crate::credits::Credits;
+use crate::doorbell::Doorbell;
 use crate::ffi::slab::Slab;
 use crate::ffi::{sys, AsyncEvent, Pd, Qp, SendOp};
 use crate::handshake::{Endpoint, UD_RECV_TAG, UD_SEND_TAG};
@@ -116,6 +117,8 @@ pub struct VerbsDevice {
     pub(crate) rewatch: bool,
     /// Down notices to send: (peer index, the rank that died).
     pub(crate) notices: VecDeque<(u32, Rank)>,
+    /// Sends held by an open batch (`doorbell.rs`).
+    pub(crate) doorbell: Doorbell,
 }
 
 pub(crate) const NOT_PEER: u32 = u32::MAX;
@@ -554,6 +557,8 @@ impl VerbsDevice {
         if self.peers[i].sq_free == 0 {
             return Ok(Sent::Busy);
         }
+        // Behind the sends before it on the QP.
+        self.ring();
         let op = RdmaOp {
             token,
             dir,
@@ -603,6 +608,10 @@ impl Device for VerbsDevice {
             self.start_connect(i)?;
             return Ok(Sent::Busy);
         }
+        if self.doorbell.must_ring_before(i) {
+            self.ring();
+            self.alive(i)?;
+        }
         let p = &mut self.peers[i];
         let Some(qp) = p.qp.as_mut() else {
             return Err(Error::Internal("verbs: a peer up without a QP"));
@@ -622,23 +631,24 @@ impl Device for VerbsDevice {
         let owed = p.credits.take_owed();
         let imm = Imm::data(header.len(), owed);
         let unsig = p.unsig;
+        let post = self.doorbell.route(i, qp);
         let r = match slot {
-            // Inline: the provider copies the bytes during the call, and the
-            // send may go unsignaled (`signal.rs`).
+            // Inline: the provider (or the batch's chain) copies the bytes
+            // during the call, and the send may go unsignaled (`signal.rs`).
             None if crate::signal::may_skip(p.unsig, p.sq_free, self.signal_every) => {
                 p.unsig += 1;
-                qp.post_inline(crate::signal::UNSIG_TAG, imm, [header, payload], false)
+                post.inline(crate::signal::UNSIG_TAG, imm, [header, payload], false)
             }
             None => {
                 let covers = crate::signal::covers(&mut p.unsig);
-                qp.post_inline(INLINE_TAG | covers, imm, [header, payload], true)
+                post.inline(INLINE_TAG | covers, imm, [header, payload], true)
             }
             // Slot `s` is free (popped from the free list: no send in flight
             // reads it) and holds `max_payload + MAX_HEADER >= total` bytes
             // (checked above); it is not touched again until its completion
             // returns it to the free list.
             Some(s) => match self.send.slab.write(s, header, payload) {
-                Some(len) => qp.post_slot(
+                Some(len) => post.slot(
                     SEND_BUF_TAG | crate::signal::covers(&mut p.unsig) | u64::from(s),
                     SendOp::SendImm(imm),
                     &self.send.slab,
@@ -705,6 +715,7 @@ impl Device for VerbsDevice {
         if let Some(e) = self.recv.failed {
             return Err(e.into());
         }
+        self.ring();
         let mut events = 0;
         while let Some(token) = self.ready.pop_front() {
             sink.rdma_done(token, Ok(()));
@@ -752,7 +763,17 @@ impl Device for VerbsDevice {
         Ok(events)
     }
 
+    fn batch_begin(&mut self) {
+        self.open_batch();
+    }
+
+    fn batch_end(&mut self) -> Result<(), Error> {
+        self.close_batch();
+        Ok(())
+    }
+
     fn arm(&mut self) -> Result<Armed, Error> {
+        self.ring();
         if !self.ready.is_empty() || self.failures.has_unreported() || self.recv.failed.is_some() {
             return Ok(Armed::Pending);
         }

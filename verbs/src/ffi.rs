@@ -25,6 +25,7 @@ use std::ptr::{self, NonNull};
 
 pub(crate) use rdma_sys as sys;
 
+mod chain;
 mod events;
 mod post;
 mod registered;
@@ -33,6 +34,9 @@ pub(crate) mod slab;
 pub(crate) mod testmem;
 mod ud;
 
+pub(crate) use chain::Chain;
+#[cfg(test)]
+pub(crate) use chain::CHAIN_MAX;
 pub(crate) use events::AsyncEvent;
 pub(crate) use registered::{register_lent, AttachCache, Budget, RegisteredBuf, Revoker};
 pub(crate) use ud::Ah;
@@ -644,38 +648,9 @@ impl Qp {
         // SAFETY: all-zero is a valid value of this plain C struct (null
         // pointers, zero counts).
         let mut wr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
-        wr.wr_id = wr_id;
+        fill_send_wr(&mut wr, wr_id, op, inline, signaled);
         wr.sg_list = list.as_mut_ptr();
         wr.num_sge = n as c_int;
-        let mut flags = if signaled {
-            sys::ibv_send_flags::IBV_SEND_SIGNALED.0
-        } else {
-            0
-        };
-        if inline {
-            flags |= sys::ibv_send_flags::IBV_SEND_INLINE.0;
-        }
-        wr.send_flags = flags;
-        match op {
-            SendOp::SendImm(imm) => {
-                wr.opcode = sys::ibv_wr_opcode::IBV_WR_SEND_WITH_IMM;
-                wr.imm_data_invalidated_rkey_union.imm_data = imm.to_be();
-            }
-            SendOp::Read { addr, rkey } => {
-                wr.opcode = sys::ibv_wr_opcode::IBV_WR_RDMA_READ;
-                wr.wr.rdma = sys::rdma_t {
-                    remote_addr: addr,
-                    rkey,
-                };
-            }
-            SendOp::Write { addr, rkey } => {
-                wr.opcode = sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE;
-                wr.wr.rdma = sys::rdma_t {
-                    remote_addr: addr,
-                    rkey,
-                };
-            }
-        }
         let mut bad = ptr::null_mut();
         // SAFETY: the WR and SGE list live across the call (the provider
         // copies them, and copies inline data); the memory contract is the
@@ -683,6 +658,41 @@ impl Qp {
         check("ibv_post_send", unsafe {
             f(self.0.as_ptr(), &mut wr, &mut bad)
         })
+    }
+}
+
+/// Fills `wr`'s operation, immediate or remote region, and flags (not its
+/// SGE list or chain link).
+fn fill_send_wr(wr: &mut sys::ibv_send_wr, wr_id: u64, op: SendOp, inline: bool, signaled: bool) {
+    wr.wr_id = wr_id;
+    let mut flags = if signaled {
+        sys::ibv_send_flags::IBV_SEND_SIGNALED.0
+    } else {
+        0
+    };
+    if inline {
+        flags |= sys::ibv_send_flags::IBV_SEND_INLINE.0;
+    }
+    wr.send_flags = flags;
+    match op {
+        SendOp::SendImm(imm) => {
+            wr.opcode = sys::ibv_wr_opcode::IBV_WR_SEND_WITH_IMM;
+            wr.imm_data_invalidated_rkey_union.imm_data = imm.to_be();
+        }
+        SendOp::Read { addr, rkey } => {
+            wr.opcode = sys::ibv_wr_opcode::IBV_WR_RDMA_READ;
+            wr.wr.rdma = sys::rdma_t {
+                remote_addr: addr,
+                rkey,
+            };
+        }
+        SendOp::Write { addr, rkey } => {
+            wr.opcode = sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE;
+            wr.wr.rdma = sys::rdma_t {
+                remote_addr: addr,
+                rkey,
+            };
+        }
     }
 }
 

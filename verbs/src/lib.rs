@@ -108,6 +108,7 @@ mod context;
 mod cq;
 mod credits;
 mod device;
+mod doorbell;
 mod error;
 #[allow(unsafe_code)]
 mod ffi;

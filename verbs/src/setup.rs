@@ -250,6 +250,7 @@ impl VerbsDevice {
             credits_due: false,
             rewatch: opts_keepalive,
             notices: VecDeque::new(),
+            doorbell: crate::doorbell::Doorbell::new(max_inline),
         })
     }
 }

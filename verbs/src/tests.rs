@@ -11,6 +11,7 @@
 //! these are the verbs device's own tests (port selection, credits, receive
 //! buffer handover, registrations, keepalives, chunking, setup errors).
 
+mod batch;
 mod contract;
 mod events;
 mod lazy;

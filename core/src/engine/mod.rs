@@ -427,6 +427,26 @@ impl<D: Device> Engine<D> {
         self.st.requests.len()
     }
 
+    /// Opens a batch: until the matching [`Engine::batch_end`], the device
+    /// may hold the sends it accepts and post them together (doorbell
+    /// batching; see *Batches* in [`crate::device`]). Sends still complete
+    /// as usual, and any progress call posts what is held, so waiting
+    /// inside a batch cannot deadlock. Batches nest.
+    #[inline]
+    pub fn batch_begin(&mut self) {
+        self.device.batch_begin();
+    }
+
+    /// Closes a batch; the outermost one posts what the device held.
+    ///
+    /// # Errors
+    /// A fatal device failure. A post the device refuses fails only its
+    /// peer, reported as a peer failure.
+    #[inline]
+    pub fn batch_end(&mut self) -> Result<()> {
+        self.device.batch_end()
+    }
+
     /// Runs the device's progress once and sends what the protocols queued.
     /// Returns how many events happened. Never blocks.
     ///

@@ -124,7 +124,8 @@ impl<D: Device> Engine<D> {
     }
 
     /// Starts several persistent requests (`MPI_Startall`). All are checked
-    /// before any is started.
+    /// before any is started, and their sends go to the device as one batch
+    /// (see [`Engine::batch_begin`]).
     ///
     /// # Errors
     /// As for [`Engine::start`].
@@ -140,7 +141,11 @@ impl<D: Device> Engine<D> {
                 return Err(UsageError::RequestActive.into());
             }
         }
-        requests.iter().try_for_each(|r| self.start(r))
+        self.batch_begin();
+        let started = requests.iter().try_for_each(|r| self.start(r));
+        let posted = self.batch_end();
+        started?;
+        posted
     }
 
     /// The buffer of an inactive persistent request.

@@ -190,6 +190,17 @@ impl<L: Device, N: Device> Device for Mixed<L, N> {
         Ok(self.node.progress(sink)? + self.net.progress(sink)?)
     }
 
+    fn batch_begin(&mut self) {
+        self.node.batch_begin();
+        self.net.batch_begin();
+    }
+
+    fn batch_end(&mut self) -> Result<(), Error> {
+        let node = self.node.batch_end();
+        self.net.batch_end()?;
+        node
+    }
+
     fn arm(&mut self) -> Result<Armed, Error> {
         // After `Pending` the engine disarms both; a device accepts a
         // `disarm` that follows a failed or skipped `arm`.

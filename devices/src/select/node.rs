@@ -204,6 +204,16 @@ impl Device for NodeDevice {
     }
 
     #[inline]
+    fn batch_begin(&mut self) {
+        each!(self, d => d.batch_begin())
+    }
+
+    #[inline]
+    fn batch_end(&mut self) -> Result<(), Error> {
+        each!(self, d => d.batch_end())
+    }
+
+    #[inline]
     fn arm(&mut self) -> Result<Armed, Error> {
         each!(self, d => d.arm())
     }

@@ -449,3 +449,55 @@ pub fn persistent(ctx: &Ctx) -> Outcome {
     ctx.barrier()?;
     Ok(Verdict::Pass)
 }
+
+/// `Comm::batch`: a window of sends of every protocol (empty, inline-size,
+/// eager-limit, rendezvous) to the partner and to itself, started inside
+/// one batch, arrives complete and in order; a blocking exchange inside the
+/// batch completes (what the batch holds goes out when the caller waits,
+/// so waiting inside a batch cannot deadlock); batches nest.
+pub fn batched(ctx: &Ctx) -> Outcome {
+    let Some(p) = ctx.partner() else {
+        ctx.barrier()?;
+        return Ok(Verdict::Pass);
+    };
+    let c = &ctx.comm;
+    let e = ctx.eager_max(p)?;
+    let lens: Vec<usize> = (0..70).map(|i| [0, 8, 100, e, 24, e + 1][i % 6]).collect();
+    const TAG: Tag = 1600;
+    // Inside the batch: the window to the partner, a self-send, then a
+    // blocking exchange with the partner.
+    let (mut sends, mut self_recv) = c.batch(|| -> Result<_, Failure> {
+        let mut sends = Vec::new();
+        for (i, &len) in lens.iter().enumerate() {
+            sends.push(c.isend(pattern(len, ctx.rank, p, TAG, i), p, TAG)?);
+        }
+        let self_recv = c.irecv(vec![0u8; 8], ctx.rank, TAG + 1)?;
+        let nested = c.batch(|| c.isend(vec![7u8; 8], ctx.rank, TAG + 1))??;
+        sends.push(nested);
+        let mut got = [0u8; 4];
+        if ctx.leads() {
+            c.send(&[1u8; 4], p, TAG + 2)?;
+            c.recv(&mut got, p, TAG + 3)?;
+        } else {
+            c.recv(&mut got, p, TAG + 2)?;
+            c.send(&[2u8; 4], p, TAG + 3)?;
+        }
+        ensure!(got.iter().all(|&b| b != 0), "the exchange inside a batch");
+        Ok((sends, self_recv))
+    })??;
+    for (i, &len) in lens.iter().enumerate() {
+        let mut buf = vec![0u8; len];
+        let st = c.recv(&mut buf, p, TAG)?;
+        ensure!(st.bytes == len, "batched message {i}: {} bytes", st.bytes);
+        same_bytes(
+            &buf,
+            &pattern(len, p, ctx.rank, TAG, i),
+            &format!("batched message {i}"),
+        )?;
+    }
+    ferry::wait_all(&mut sends)?;
+    let mine: Vec<u8> = self_recv.wait()?.into_vec()?;
+    ensure!(mine == [7u8; 8], "the self-send of a nested batch");
+    ctx.barrier()?;
+    Ok(Verdict::Pass)
+}

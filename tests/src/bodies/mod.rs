@@ -36,7 +36,9 @@ use ferry::{Comm, Config, Rank, Tag, World};
 
 pub use collectives::collectives;
 pub use communicators::communicators;
-pub use completion::{arecv_mixed, cancel_recv, get_status_some, persistent, request_empty};
+pub use completion::{
+    arecv_mixed, batched, cancel_recv, get_status_some, persistent, request_empty,
+};
 pub use matching::{any_source_order, blocking_recv_order, issend_sync, mprobe_threads};
 pub use overlap::overlap;
 pub use p2p::{
