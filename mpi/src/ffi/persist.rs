@@ -292,6 +292,8 @@ mpi_fn! {
 
 mpi_fn! {
     /// `MPI_Startall`: starts each in order; stops at the first failure.
+    /// The sends go to the device as one batch (`Comm::batch`: one doorbell
+    /// for a window of persistent sends on verbs).
     MPI_Startall / PMPI_Startall(count: c_int, array_of_requests: *mut usize) {
         let n = count_arg(count)?;
         if n == 0 {
@@ -301,16 +303,20 @@ mpi_fn! {
             return Err(Fail::new(MPI_ERR_ARG, "a null request array"));
         }
         let rt = rt()?;
-        for i in 0..n {
-            // SAFETY: the caller's array of `count` handles.
-            let h = unsafe { array_of_requests.add(i).read() };
-            let mut obj = lend(rt, h).map_err(|f| Fail::msg(MPI_ERR_REQUEST, format!("request {i} of the array: {}", f.what)))?;
-            // SAFETY: as for MPI_Start.
-            let r = unsafe { start_obj(&mut obj) };
-            give_back(rt, h, obj)?;
-            r?;
-        }
-        Ok(())
+        let start_each = || -> Res {
+            for i in 0..n {
+                // SAFETY: the caller's array of `count` handles.
+                let h = unsafe { array_of_requests.add(i).read() };
+                let mut obj = lend(rt, h).map_err(|f| Fail::msg(MPI_ERR_REQUEST, format!("request {i} of the array: {}", f.what)))?;
+                // SAFETY: as for MPI_Start.
+                let r = unsafe { start_obj(&mut obj) };
+                give_back(rt, h, obj)?;
+                r?;
+            }
+            Ok(())
+        };
+        // The batch is the world's engine's, whichever communicator opens it.
+        rt.world_comm.comm.batch(start_each)?
     }
 }
 
