@@ -51,6 +51,9 @@
 //!   register, and, for lent memory, `rcache` (reuse proven by the page
 //!   frames in `pagemap`).
 //! - `rdma`: `get` / `put`, split into chunks of at most `max_msg_sz`.
+//! - `signal`: selective signalling of small inline sends; `doorbell`
+//!   (with `ffi::chain`): doorbell batching, sends held during a batch
+//!   (`Device::batch_begin`) and posted as one work-request list.
 //! - `cq`: polling and the arm/sleep/disarm protocol.
 //! - `liveness`: keepalive probes, so a rank that only waits for a dead
 //!   peer learns of its death too (`observe`: the observer ring and down
