@@ -35,6 +35,22 @@ fn contribution(rank: i32) -> Vec<f64> {
         .collect()
 }
 
+/// The ranks of `comm` that run on this rank's kernel, so on its cores.
+/// Hosts made of namespaces on one machine (`ci/cluster.sh`, the VM's
+/// `cluster-hosts.sh`) are different nodes to ferry, yet share the cores:
+/// their ranks see the same `boot_id`, which two real machines never do.
+fn ranks_on_this_kernel(comm: &Comm) -> Result<usize, Failure> {
+    let id = std::fs::read("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    // FNV-1a: equal ids give equal keys; a collision only makes the check
+    // more lenient.
+    let key = id.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    let mut keys = vec![0u64; comm.size() as usize];
+    comm.allgather(&[key], &mut keys)?;
+    Ok(keys.iter().filter(|&&k| k == key).count())
+}
+
 /// Busy for `d` without calling into ferry; returns the time it took.
 fn compute(d: Duration) -> Duration {
     let t0 = Instant::now();
@@ -224,8 +240,9 @@ fn measure(pair: &Comm, ctx: &Ctx, attempt: usize) -> Result<Measured, Failure> 
 /// thread can overlap (milliseconds of schedule building in an unoptimised
 /// build), is left out of it; OSU's own figure, with it, is reported
 /// beside. With the progress thread the overlap must be at least 80 %
-/// (unless the node's ranks outnumber its cores, when the threads that
-/// should overlap share them: the figure is then only reported); a pair
+/// (unless the node's ranks, or the ranks on this machine's kernel,
+/// outnumber its cores, when the threads that should overlap share them:
+/// the figure is then only reported); a pair
 /// below it measures again, up to `ATTEMPTS` times, since another job on
 /// the machine can starve the thread for a while, and if the computing
 /// thread itself got under 75 % of a core (other jobs compete for the
@@ -237,7 +254,8 @@ pub fn overlap(ctx: &Ctx) -> Outcome {
     let node = ctx
         .comm
         .split_type(SplitType::Shared, 0)?
-        .map_or(1, |c| c.size() as usize);
+        .map_or(1, |c| c.size() as usize)
+        .max(ranks_on_this_kernel(&ctx.comm)?);
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let checked = on && node <= cores;
     let color = if ctx.partner().is_some() {

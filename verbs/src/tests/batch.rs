@@ -25,6 +25,10 @@ fn packet(dev: &VerbsDevice, i: usize) -> (Vec<u8>, Vec<u8>) {
     )
 }
 
+fn recorders(n: usize) -> Vec<Recorder> {
+    (0..n).map(|_| Recorder::default()).collect()
+}
+
 fn assert_in_order(sink: &Recorder, from: Rank, n: usize, dev: &VerbsDevice) {
     let got: Vec<_> = sink.packets().into_iter().filter(|p| p.0 == from).collect();
     assert_eq!(got.len(), n);
@@ -44,7 +48,7 @@ fn a_batch_holds_its_sends_until_it_ends_and_they_arrive_in_order() {
         return;
     }
     let mut devs = devices(2, roomy());
-    let mut sinks = [Recorder::default(), Recorder::default()];
+    let mut sinks = recorders(2);
     let free = devs[0].send.free.len();
     devs[0].batch_begin();
     devs[0].batch_begin(); // nested: only the outer end posts
@@ -87,11 +91,7 @@ fn a_chain_is_posted_when_full_when_the_peer_changes_and_on_progress() {
         return;
     }
     let mut devs = devices(3, roomy());
-    let mut sinks = [
-        Recorder::default(),
-        Recorder::default(),
-        Recorder::default(),
-    ];
+    let mut sinks = recorders(3);
     devs[0].batch_begin();
     // Full: the 33rd send posts the first 32.
     let n = CHAIN_MAX + 8;
@@ -129,7 +129,7 @@ fn an_rdma_operation_posts_the_held_sends_before_it() {
         return;
     }
     let mut devs = devices(2, roomy());
-    let mut sinks = [Recorder::default(), Recorder::default()];
+    let mut sinks = recorders(2);
     let (target, key) = devs[1]
         .register(0, Buf::from_vec(vec![5u8; 4096]), Access::RemoteRead)
         .unwrap();
@@ -167,11 +167,7 @@ fn a_refused_chain_fails_only_its_peer_and_returns_its_slots() {
         return;
     }
     let mut devs = devices(3, roomy());
-    let mut sinks = [
-        Recorder::default(),
-        Recorder::default(),
-        Recorder::default(),
-    ];
+    let mut sinks = recorders(3);
     let free = devs[0].send.free.len();
     devs[0].batch_begin();
     for i in 0..6 {
