@@ -30,7 +30,7 @@
 #   8. a smoke run of the criterion benches (tiny measurement time), so they never rot.
 #
 # Env: FERRY_CI_SKIP_FUZZ=1 / FERRY_CI_SKIP_BENCH=1 skip steps 7 / 8;
-# FERRY_FUZZ_SECONDS sets the time per fuzz target (default 30; two targets
+# FERRY_FUZZ_SECONDS sets the time per fuzz target (default 20; two targets
 # run at a time).
 # Any failing command prints the line and the command (ci_fail_trap).
 set -euo pipefail
