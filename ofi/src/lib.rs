@@ -76,6 +76,16 @@
 //! resolving `localhost`, so a machine without `/etc/hosts` offers only
 //! `verbs;ofi_rxd`.
 //!
+//! **Known, not fixed:** on `verbs;ofi_rxm` in the Soft-RoCE VM, a rank
+//! sometimes dies with SIGSEGV inside libfabric's `fi_close` of the
+//! endpoint at teardown (`Fabric::close_ep`, from `World::finalize`), after
+//! its job's work is done: 2 of 60 runs of the `communicators` body on 2
+//! ranks, and once in a CI run (2026-11-29). The fault is inside the
+//! provider (libfabric 1.17); the likely cause is rxm closing its
+//! connections while the peer's disconnects arrive. Not yet investigated
+//! further; leaking the endpoint instead would leave the HCA free to write
+//! into buffers the device then frees.
+//!
 //! ## Environment
 //! Read once, by [`OfiOptions::from_env`], in the syntax of
 //! `ferry_core::settings`: sizes as `16384`, `16k` or `16KiB`, flags as
