@@ -79,8 +79,10 @@
 //! **Known, not fixed:** on `verbs;ofi_rxm` in the Soft-RoCE VM, a rank
 //! sometimes dies with SIGSEGV inside libfabric's `fi_close` of the
 //! endpoint at teardown (`Fabric::close_ep`, from `World::finalize`), after
-//! its job's work is done: 2 of 60 runs of the `communicators` body on 2
-//! ranks, and once in a CI run (2026-11-29). The fault is inside the
+//! its job's work is done: 3 of 100 runs of the `communicators` body on 2
+//! ranks, and once in a CI run (2026-11-29); 0 of 40 runs of the previous
+//! session's build, alternated with 40 of this one (1 crash) in one boot,
+//! too few to tell the two apart. The fault is inside the
 //! provider (libfabric 1.17); the likely cause is rxm closing its
 //! connections while the peer's disconnects arrive. Not yet investigated
 //! further; leaking the endpoint instead would leave the HCA free to write
