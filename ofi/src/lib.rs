@@ -83,8 +83,10 @@
 //! ranks, and once in a CI run (2026-11-29); 0 of 40 runs of the previous
 //! session's build, alternated with 40 of this one (1 crash) in one boot,
 //! too few to tell the two apart. The fault is inside the
-//! provider (libfabric 1.17); the likely cause is rxm closing its
-//! connections while the peer's disconnects arrive. Not yet investigated
+//! provider (libfabric 1.17); upstream has the same intermittent teardown
+//! crash of `verbs;ofi_rxm` open as ofiwg/libfabric#11828 (rxm's
+//! `rxm_close_conn` flushing a connection's CQ during `fi_close`, still in
+//! v2.4.0). Not yet investigated
 //! further; leaking the endpoint instead would leave the HCA free to write
 //! into buffers the device then frees.
 //!
