@@ -78,15 +78,56 @@ pub struct OfiDevice {
     pub(crate) fabric: Fabric,
 }
 
+/// How long teardown waits for this rank's own sends and RMA operations
+/// to complete before it closes the endpoint anyway (a dead peer's never
+/// complete).
+const QUIESCE: std::time::Duration = std::time::Duration::from_millis(200);
+
 impl Drop for OfiDevice {
     fn drop(&mut self) {
+        self.quiesce();
         // Posted receives and sends reference our buffers and MRs: the
         // endpoint goes first, so nothing touches them afterwards.
         self.fabric.close_ep();
     }
 }
 
+/// A sink for teardown: the engine is gone, so whatever still arrives is
+/// dropped (its buffer goes back to the device).
+struct Discard;
+
+impl Sink for Discard {
+    fn packet<I: ferry_core::device::Incoming>(&mut self, _from: Rank, _packet: I) {}
+    fn rdma_done(&mut self, _token: OpToken, _result: Result<(), Error>) {}
+    fn peer_failed(&mut self, _peer: Rank, _error: Error) {}
+}
+
 impl OfiDevice {
+    /// Lets this rank's sends and RMA operations complete (for at most
+    /// `QUIESCE`) before the endpoint closes, so that `fi_close` finds none
+    /// of their completions still to flush: `verbs;ofi_rxm` can crash
+    /// flushing a connection's completions inside `fi_close`
+    /// (ofiwg/libfabric#11828; see the crate docs).
+    fn quiesce(&mut self) {
+        let deadline = std::time::Instant::now() + QUIESCE;
+        let mut sink = Discard;
+        while (self.send_free.len() < self.send_bufs.len()
+            || self.rma_ops.iter().any(Option::is_some))
+            && std::time::Instant::now() < deadline
+        {
+            if self.progress(&mut sink).is_err() {
+                break;
+            }
+        }
+        let waited =
+            QUIESCE.saturating_sub(deadline.saturating_duration_since(std::time::Instant::now()));
+        tracing::debug!(
+            rank = self.rank,
+            ?waited,
+            "ofi: quiesced before closing the endpoint"
+        );
+    }
+
     /// The provider in use (`tcp;ofi_rxm`, `shm`, ...).
     pub fn provider(&self) -> &str {
         &self.provider

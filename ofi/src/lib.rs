@@ -76,19 +76,18 @@
 //! resolving `localhost`, so a machine without `/etc/hosts` offers only
 //! `verbs;ofi_rxd`.
 //!
-//! **Known, not fixed:** on `verbs;ofi_rxm` in the Soft-RoCE VM, a rank
-//! sometimes dies with SIGSEGV inside libfabric's `fi_close` of the
-//! endpoint at teardown (`Fabric::close_ep`, from `World::finalize`), after
-//! its job's work is done: 3 of 100 runs of the `communicators` body on 2
-//! ranks, and once in a CI run (2026-11-29); 0 of 40 runs of the previous
-//! session's build, alternated with 40 of this one (1 crash) in one boot,
-//! too few to tell the two apart. The fault is inside the
-//! provider (libfabric 1.17); upstream has the same intermittent teardown
-//! crash of `verbs;ofi_rxm` open as ofiwg/libfabric#11828 (rxm's
-//! `rxm_close_conn` flushing a connection's CQ during `fi_close`, still in
-//! v2.4.0). Not yet investigated
-//! further; leaking the endpoint instead would leave the HCA free to write
-//! into buffers the device then frees.
+//! **A teardown crash inside the provider, and what ferry does about it.**
+//! On `verbs;ofi_rxm` in the Soft-RoCE VM a rank sometimes died with
+//! SIGSEGV inside libfabric's `fi_close` of the endpoint at teardown
+//! (`Fabric::close_ep`, from `World::finalize`), after its job's work was
+//! done: 3 of 100 runs of the `communicators` body on 2 ranks, and once in
+//! a CI run (2026-11-29). Upstream has the same intermittent crash open as
+//! ofiwg/libfabric#11828 (rxm's `rxm_close_conn` flushing a connection's
+//! completions inside `fi_close`, still in v2.4.0). So before it closes the
+//! endpoint the device now lets its own sends and RMA operations complete
+//! (`OfiDevice::quiesce`, at most 200 ms; tens of µs in practice): 0
+//! crashes in 90 runs since. That lowers the odds; it cannot prove the
+//! provider's bug away.
 //!
 //! ## Environment
 //! Read once, by [`OfiOptions::from_env`], in the syntax of
