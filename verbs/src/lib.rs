@@ -59,7 +59,8 @@
 //!   peer learns of its death too (`observe`: the observer ring and down
 //!   notices, for peers it never connected to); the wait set (CQ channel, timer, and the
 //!   asynchronous-event fd, `ffi::events`).
-//! - `device`, `setup`: the [`ferry_core::Device`] implementation.
+//! - `device`, `setup`: the [`ferry_core::Device`] implementation;
+//!   `failure`: peer failures (failed completions, asynchronous events).
 //!
 //! # Features
 //! None. Building needs libibverbs-dev, librdmacm-dev, clang (libclang) and
@@ -113,6 +114,7 @@ mod credits;
 mod device;
 mod doorbell;
 mod error;
+mod failure;
 #[allow(unsafe_code)]
 mod ffi;
 /// The immediate framing (in `ferry-verbs-wire`, so it is fuzzed without
