@@ -73,6 +73,14 @@
 //! Devices without an fd return `None` from `wait_fd`; the engine's owner then
 //! spins. [`Caps::wait_fd`] says which.
 //!
+//! [`Device::driving`] says that sleeping would stall data in flight: a
+//! device whose transfers move only inside `progress` (libfabric's manual
+//! progress over TCP sockets) has bytes to move on every call while one of
+//! its RMA operations runs, yet reports no event until the whole transfer
+//! ends. A waiter that sleeps then is woken for every socket buffer's worth
+//! (a context switch, and an inter-processor interrupt in the peer's send
+//! path); a waiter that may choose (`hybrid`) keeps polling while it holds.
+//!
 //! # Batches: [`Device::batch_begin`] and [`Device::batch_end`]
 //! Doorbell batching, as `ibv_post_send` with a chained work-request list
 //! or libfabric's `FI_MORE`. Between the two calls a device may hold sends
@@ -324,6 +332,14 @@ pub trait Device {
 
     /// The fd that becomes readable when an armed device has events.
     fn wait_fd(&self) -> Option<i32>;
+
+    /// Whether a transfer in flight moves only while this rank progresses;
+    /// see *Waiting* in the module docs. The default: no (the hardware, a
+    /// peer or the kernel moves the data, and completion wakes the waiter).
+    #[inline]
+    fn driving(&self) -> bool {
+        false
+    }
 
     /// The node collectives, if this device shares memory with its node's
     /// ranks (see [`node`]). The default has none.

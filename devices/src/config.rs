@@ -8,7 +8,7 @@
 //! | `FERRY_RNDV_THRESHOLD` | a size: rendezvous messages at least this large use RDMA/CMA, smaller ones fragments | 0 |
 //! | `FERRY_RNDV_MODE` | `auto`, `get`, `put`, `frag`: the large-message protocol (falls back to `frag` where the device lacks RDMA) | `auto` |
 //! | `FERRY_WAIT_MODE` | `spin`, `passive`, `hybrid` | `hybrid` |
-//! | `FERRY_SPIN_US` | microseconds to spin before sleeping (hybrid); `0` sleeps at once | 50 |
+//! | `FERRY_SPIN_US` | microseconds to spin before sleeping (hybrid), renewed while the device has a transfer in flight that moves only while this rank progresses (`Device::driving`: RMA under libfabric's manual progress); `0` sleeps at once | 50 |
 //! | `FERRY_THREAD_LEVEL` | `single`, `funneled`, `serialized`, `multiple` ([`ThreadLevel`]) | `multiple` |
 //! | `FERRY_ASYNC_PROGRESS` | a flag: a thread per world progresses while the application computes ([`progress`](crate::progress)) | `0` |
 //! | `FERRY_LOG` | a `tracing` filter (`info`, `ferry=debug,warn`) | off |

@@ -26,6 +26,10 @@ pub struct Counters {
     pub polls: u64,
     /// Times a waiter went to sleep in the kernel.
     pub sleeps: u64,
+    /// Spin budgets a hybrid waiter renewed instead of sleeping, because
+    /// the device had a transfer in flight that moves only while this
+    /// rank progresses (`Device::driving`).
+    pub driven: u64,
     /// Sleeps ended by the device's wait fd.
     pub wakeups_device: u64,
     /// Sleeps ended by another thread (a completion it made, a cancel).
@@ -54,6 +58,7 @@ impl Counters {
             spins,
             polls: w.polls.load(Relaxed),
             sleeps: w.sleeps.load(Relaxed),
+            driven: w.driven.load(Relaxed),
             wakeups_device: w.wake_device.load(Relaxed),
             wakeups_kick: w.wake_kick.load(Relaxed),
             wake_timeouts: w.wake_timeout.load(Relaxed),
@@ -100,11 +105,12 @@ impl fmt::Display for Counters {
         )?;
         write!(
             f,
-            "  waiting: waits {}, spins {}, polls {}, sleeps {}, wake-ups device {} kick {} timeout {}, kicks {}, re-arms {}",
+            "  waiting: waits {}, spins {}, polls {}, sleeps {}, driven {}, wake-ups device {} kick {} timeout {}, kicks {}, re-arms {}",
             self.waits,
             self.spins,
             self.polls,
             self.sleeps,
+            self.driven,
             self.wakeups_device,
             self.wakeups_kick,
             self.wake_timeouts,

@@ -5,8 +5,9 @@
 //!
 //! 1. Under the lock, try to finish (`test`, `testall`, ...: one progress and
 //!    a look).
-//! 2. While spinning (mode `spin`: always; `hybrid`: for `FERRY_SPIN_US`;
-//!    `passive`: never) drop the lock and go round again, yielding the CPU
+//! 2. While spinning (mode `spin`: always; `hybrid`: for `FERRY_SPIN_US`,
+//!    and on while the device is `driving` a transfer that moves only
+//!    while this rank progresses; `passive`: never) drop the lock and go round again, yielding the CPU
 //!    every 16th round so that a peer sharing the core (an oversubscribed
 //!    job) is not starved by the spinner it is about to wake.
 //! 3. Otherwise, still under the same lock, `device_check(Blocking)`: it
@@ -174,6 +175,7 @@ const DEVICE: u64 = 1;
 pub(crate) struct WaitStats {
     pub(crate) polls: AtomicU64,
     pub(crate) sleeps: AtomicU64,
+    pub(crate) driven: AtomicU64,
     pub(crate) wake_device: AtomicU64,
     pub(crate) wake_kick: AtomicU64,
     pub(crate) wake_timeout: AtomicU64,
@@ -578,6 +580,14 @@ pub(crate) fn block_on<R>(
                 if !spin_over && rounds != 0 && rounds % CLOCK_EVERY == 0 {
                     let t0 = *start.get_or_insert_with(Instant::now);
                     spin_over = t0.elapsed() >= shared.spin;
+                }
+                // A transfer that moves only while this rank progresses
+                // (`Device::driving`) earns another spin budget: sleeping
+                // would stall it, and its wake-ups cost more than the spin.
+                if spin_over && g.engine().is_ok_and(|e| e.device_driving()) {
+                    spin_over = false;
+                    start = Some(Instant::now());
+                    bump(&shared.hub.stats.driven);
                 }
                 !spin_over
             }

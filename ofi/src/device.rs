@@ -53,6 +53,8 @@ pub struct OfiDevice {
     pub(crate) max_parked: usize,
     pub(crate) buf_size: usize,
     pub(crate) mr_local: bool,
+    /// The provider moves data only inside our calls (`FI_PROGRESS_MANUAL`).
+    pub(crate) manual_progress: bool,
     pub(crate) ctx: Contexts,
     /// In-flight RMA by slot: the token, the peer, the local region.
     pub(crate) rma_ops: Vec<Option<(OpToken, Rank, MemHandle)>>,
@@ -636,6 +638,15 @@ impl Device for OfiDevice {
     fn disarm(&mut self) {
         // The wake-up may have been a peer's death.
         self.check_now = true;
+    }
+
+    /// Under manual progress an RMA transfer's bytes move only inside
+    /// `fi_cq_read`, yet complete as one event: 1 MiB over `tcp;ofi_rxm`
+    /// took a waiter that slept between events through a few hundred
+    /// wake-ups (0.73x of polling, C loop, 5 alternating pairs).
+    #[inline]
+    fn driving(&self) -> bool {
+        self.manual_progress && self.rma_free.len() < self.rma_ops.len()
     }
 
     fn wait_fd(&self) -> Option<i32> {

@@ -31,7 +31,11 @@
 //!   `wait_fd` is an epoll set holding the CQ's fd and the liveness
 //!   sockets. Providers without a wait fd (libfabric 1.17's `shm`) get
 //!   `FI_WAIT_NONE`, `caps.wait_fd = false` and `wait_fd() = None`, and
-//!   their owner polls.
+//!   their owner polls. While one of this rank's RMA operations is in
+//!   flight under manual progress, `driving` says so: its bytes move only
+//!   inside `fi_cq_read`, so a hybrid waiter keeps polling instead of
+//!   sleeping through it (a sleeping receiver took 1 MiB streams over
+//!   `tcp;ofi_rxm` to 0.73x of polling; see docs/perf/ofi-bandwidth.md).
 //! - **Setup** is collective: addresses go through the bootstrap KVS
 //!   (`ferry-ofi-addr-{rank}`), then every rank sends a hello to every peer
 //!   and waits for theirs (rxm and shm connect lazily, and would refuse a

@@ -119,6 +119,7 @@ impl OfiDevice {
         let provider = e.provider();
         let mr_mode = e.mr_mode();
         let mr_local = mr_mode & u64::from(sys::FI_MR_LOCAL) != 0;
+        let manual_progress = e.manual_progress();
         let shm = provider == "shm";
         let eager_size = match opts.eager_size {
             0 if shm => 8192,
@@ -216,6 +217,7 @@ impl OfiDevice {
             max_parked: opts.max_parked,
             buf_size,
             mr_local,
+            manual_progress,
             ctx: Contexts::new(recv, send, RMA_SLOTS),
             rma_ops: vec![None; RMA_SLOTS],
             rma_free: (0..RMA_SLOTS).rev().collect(),

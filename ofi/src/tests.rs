@@ -210,6 +210,10 @@ fn rma_local_checks_and_in_flight_regions(provider: &str) {
         .register(0, Buf::zeroed(data.len()).unwrap(), Access::LocalWrite)
         .unwrap();
     let before = devs[1].registrations();
+    assert!(!devs[1].driving(), "nothing in flight yet");
+    if provider == "tcp;ofi_rxm" {
+        assert!(devs[1].manual_progress, "tcp moves data only in our calls");
+    }
     rma_retry(
         &mut devs,
         &mut sinks,
@@ -223,7 +227,11 @@ fn rma_local_checks_and_in_flight_regions(provider: &str) {
     )
     .unwrap();
     assert!(devs[1].deregister(late).is_none(), "kept while in flight");
+    // Under manual progress the read moves only while rank 1 progresses:
+    // a hybrid waiter must keep polling rather than sleep.
+    assert_eq!(devs[1].driving(), devs[1].manual_progress);
     drive(&mut devs, &mut sinks, |s| !s[1].rdma().is_empty());
+    assert!(!devs[1].driving(), "the read is over");
     assert_eq!(
         devs[1].registrations(),
         before - 1,

@@ -61,6 +61,7 @@ macro_rules! __with_conformance_bodies {
             unexpected_flood,
             threads4,
             passive_wait,
+            hybrid_drives_transfers,
             collectives,
             communicators,
             overlap,

@@ -18,7 +18,7 @@ ferry_tests::conformance_suite!(
     ],
     ranks = [2, 4],
     hydra = [2],
-    expect = [("rdma_get", true)],
+    expect = [("rdma_get", true), ("drives_transfers", true)],
 );
 
 ferry_tests::conformance_suite!(
@@ -26,7 +26,7 @@ ferry_tests::conformance_suite!(
     env = [("FERRY_DEVICE", "ofi"), ("FERRY_OFI_PROVIDER", "shm")],
     ranks = [2, 4],
     hydra = [2],
-    expect = [("rdma_get", true)],
+    expect = [("rdma_get", true), ("drives_transfers", true)],
 );
 
 ferry_tests::conformance_suite!(

@@ -19,5 +19,5 @@ ferry_tests::conformance_suite!(
         ("FERRY_OFI_PROVIDER", "verbs;ofi_rxm")
     ],
     ranks = [2, 4],
-    expect = [("rdma_get", true)],
+    expect = [("rdma_get", true), ("drives_transfers", true)],
 );

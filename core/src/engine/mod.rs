@@ -398,6 +398,14 @@ impl<D: Device> Engine<D> {
         self.device.wait_fd()
     }
 
+    /// Whether the device has a transfer in flight that moves only while
+    /// this rank progresses ([`Device::driving`]): a waiter that may choose
+    /// polls rather than sleeps while it holds.
+    #[inline]
+    pub fn device_driving(&self) -> bool {
+        self.device.driving()
+    }
+
     /// A snapshot of the counters.
     pub fn counters(&self) -> Counters {
         let mut c = self.st.counters;

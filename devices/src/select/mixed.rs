@@ -215,6 +215,11 @@ impl<L: Device, N: Device> Device for Mixed<L, N> {
         self.net.disarm();
     }
 
+    #[inline]
+    fn driving(&self) -> bool {
+        self.node.driving() || self.net.driving()
+    }
+
     /// A single fd only when one device has none (then the job must poll
     /// anyway: see [`Mixed::wait_fds`], which the waiter uses).
     fn wait_fd(&self) -> Option<i32> {

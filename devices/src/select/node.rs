@@ -228,6 +228,11 @@ impl Device for NodeDevice {
         each!(self, d => d.wait_fd())
     }
 
+    #[inline]
+    fn driving(&self) -> bool {
+        each!(self, d => d.driving())
+    }
+
     fn node(&mut self) -> Option<&mut dyn ferry_core::device::NodeCollectives> {
         each!(self, d => d.node())
     }

@@ -45,7 +45,7 @@ pub use p2p::{
     fragmented, p2p_blocking, p2p_nonblocking, protocol_selection, rdma_get, truncation,
 };
 pub use segmented::segmented;
-pub use stress::{passive_wait, threads4, unexpected_flood};
+pub use stress::{hybrid_drives_transfers, passive_wait, threads4, unexpected_flood};
 
 /// The variable that scales the load bodies (see [`Ctx::scale`]).
 pub const SCALE_VAR: &str = "FERRY_CONFORMANCE_SCALE";
@@ -277,6 +277,11 @@ pub fn configure(body: &str, config: &mut Config) {
         "passive_wait" => {
             config.wait_mode = ferry::WaitMode::Passive;
             config.spin = Duration::ZERO;
+        }
+        // Hybrid waiting with the default budget is what this body checks.
+        "hybrid_drives_transfers" => {
+            config.wait_mode = ferry::WaitMode::Hybrid;
+            config.spin = Duration::from_micros(50);
         }
         // Open a fragmented range below 1 MiB even when the device has
         // RDMA, so the pipelined copy is exercised on every device.

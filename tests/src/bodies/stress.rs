@@ -1,5 +1,5 @@
 //! Load and waiting: the unexpected-message flood, four threads per rank,
-//! passive waiting.
+//! passive waiting, hybrid waiting through a transfer the rank drives.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -284,4 +284,55 @@ pub fn passive_wait(ctx: &Ctx) -> Outcome {
     }
     ctx.barrier()?;
     Ok(verdict)
+}
+
+/// The transfer `hybrid_drives_transfers` receives: milliseconds on every
+/// device, far past the 50 us spin budget.
+const DRIVEN_LEN: usize = 16 << 20;
+const DRIVEN_TAG: Tag = 2100;
+
+/// Hybrid waiting (50 us of spinning, then sleep) through one 16 MiB
+/// receive whose envelope is already here. A device whose transfers move
+/// only while its rank progresses (libfabric's manual progress: the
+/// instantiation expects `drives_transfers`) must keep the waiter polling
+/// until the transfer ends: no sleep (a provider that copies at once has
+/// nothing to wait for). Any other device must never ask for that (its
+/// waiter may sleep until the completion). The bytes are checked either
+/// way.
+pub fn hybrid_drives_transfers(ctx: &Ctx) -> Outcome {
+    if let Some(p) = ctx.partner() {
+        let c = &ctx.comm;
+        if ctx.leads() {
+            let data = pattern(DRIVEN_LEN, ctx.rank, p, DRIVEN_TAG, 0);
+            c.send(&data, p, DRIVEN_TAG)?;
+        } else {
+            // The receive then starts the transfer at once (a read, a
+            // clear-to-send, or the fragments already queued).
+            c.probe(p, DRIVEN_TAG)?;
+            let mut buf = vec![0u8; DRIVEN_LEN];
+            let before = ctx.world.counters();
+            c.recv(&mut buf, p, DRIVEN_TAG)?;
+            let after = ctx.world.counters();
+            same_bytes(
+                &buf,
+                &pattern(DRIVEN_LEN, p, ctx.rank, DRIVEN_TAG, 0),
+                "16 MiB",
+            )?;
+            let driven = after.driven - before.driven;
+            let slept = after.sleeps - before.sleeps;
+            if ctx.expected("drives_transfers") == Some(true) {
+                ensure!(
+                    slept == 0,
+                    "slept {slept} times through a transfer it drives ({driven} spin budgets renewed)"
+                );
+            } else {
+                ensure!(
+                    driven == 0,
+                    "the device asked to be driven {driven} times; it moves its data itself"
+                );
+            }
+        }
+    }
+    ctx.barrier()?;
+    Ok(Verdict::Pass)
 }
