@@ -288,10 +288,10 @@ pub fn passive_wait(ctx: &Ctx) -> Outcome {
 
 /// The transfer `hybrid_drives_transfers` receives: milliseconds on every
 /// device, far past the 50 us spin budget.
-const DRIVEN_LEN: usize = 16 << 20;
+const DRIVEN_LEN: usize = 8 << 20;
 const DRIVEN_TAG: Tag = 2100;
 
-/// Hybrid waiting (50 us of spinning, then sleep) through one 16 MiB
+/// Hybrid waiting (50 us of spinning, then sleep) through one 8 MiB
 /// receive whose envelope is already here. A device whose transfers move
 /// only while its rank progresses (libfabric's manual progress: the
 /// instantiation expects `drives_transfers`) must keep the waiter polling
@@ -316,7 +316,7 @@ pub fn hybrid_drives_transfers(ctx: &Ctx) -> Outcome {
             same_bytes(
                 &buf,
                 &pattern(DRIVEN_LEN, p, ctx.rank, DRIVEN_TAG, 0),
-                "16 MiB",
+                "8 MiB",
             )?;
             let driven = after.driven - before.driven;
             let slept = after.sleeps - before.sleeps;
