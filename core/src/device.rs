@@ -341,6 +341,13 @@ pub trait Device {
         false
     }
 
+    /// Another device of this rank saw `rank` die (the node device, for a
+    /// rank of this node). A device whose peers learn of deaths from each
+    /// other (verbs' observer ring) passes the news on, so that ranks on
+    /// other nodes that wait for `rank` without ever having talked to it
+    /// hear of it too. The default does nothing.
+    fn peer_died_elsewhere(&mut self, _rank: Rank) {}
+
     /// The node collectives, if this device shares memory with its node's
     /// ranks (see [`node`]). The default has none.
     fn node(&mut self) -> Option<&mut dyn NodeCollectives> {

@@ -90,6 +90,41 @@ fn a_job_spans_hosts_with_shm_inside_and_the_network_across() {
     }
 }
 
+/// A rank leaves on an error, without finalize, while every other rank
+/// waits for a message from it. The ranks of the other host never talked
+/// to it: over verbs none of them observes it (the ring's successors are
+/// the first rank of each host), so they hear of the death from its own
+/// host's rank, which sees it through shared memory and tells the rest.
+/// Every survivor's wait must fail naming rank 1, and the job must end:
+/// before this was handled, the other host's ranks waited until Hydra's
+/// job was killed from outside.
+#[test]
+fn a_rank_leaving_on_an_error_fails_the_waits_on_the_other_host() {
+    cluster_mpiexec();
+    let runner = env!("CARGO_BIN_EXE_ferry-conformance");
+    // Rank 1 asks for a scenario that does not exist: after the setup
+    // barrier it reports the error and exits with 1, as a failed check does.
+    let script = r#"if [ "$PMI_RANK" = 1 ]; then exec "$0" fault no-such-scenario; else exec "$0" fault die-while-waiting; fi"#;
+    let mut job = Job::new(Launcher::Hydra, "", RANKS, "sh")
+        .args(&["-c", script, runner])
+        .envs(ENV);
+    job.timeout = std::time::Duration::from_secs(120);
+    let f = job.run();
+    for rank in [0, 2, 3] {
+        let lead = format!("ferry-conformance fault die-while-waiting rank {rank}: error after ");
+        let line = f.stdout.lines().find_map(|l| l.strip_prefix(&lead));
+        assert!(
+            line.is_some_and(|l| l.contains("rank 1")),
+            "rank {rank} did not hear of rank 1's death\n{f}"
+        );
+    }
+    assert!(
+        f.elapsed < std::time::Duration::from_secs(60),
+        "the job took {:?}\n{f}",
+        f.elapsed
+    );
+}
+
 #[cfg(all(feature = "ofi", not(feature = "verbs")))]
 ferry_tests::conformance_suite!(
     hosts_shm_ofi,

@@ -707,6 +707,10 @@ impl Device for VerbsDevice {
     fn wait_fd(&self) -> Option<i32> {
         Some(self.live.fd())
     }
+
+    fn peer_died_elsewhere(&mut self, rank: Rank) {
+        self.announce_rank(rank);
+    }
 }
 
 /// The device's wait fd (an epoll set of the completion channel and the

@@ -16,6 +16,10 @@
 //! datagram: the sender's published UD QPN and nonce, this instance's
 //! nonce) fails the named rank with `PeerError::Died`, reported once
 //! through the sink like any failure; it does not forward the notice.
+//! A death that another device of this rank saw (shared memory, for a rank
+//! of this node, which no verbs peer may observe: with two ranks per node
+//! the ring's successors are all first ranks of their nodes) is announced
+//! the same way (`Device::peer_died_elsewhere`).
 //!
 //! Cost: one connection (two with the predecessor's) and one probe per
 //! interval per rank, whatever the job size; `2 × (peers − 1)` datagrams
@@ -65,13 +69,23 @@ impl VerbsDevice {
     /// live remote peer.
     #[cold]
     pub(crate) fn announce(&mut self, i: usize) {
+        let dead = self.peers[i].rank;
+        self.announce_rank(dead);
+    }
+
+    /// `dead` died: tells every other live remote peer. `dead` need not be
+    /// a peer of this device: another device of this rank (shared memory,
+    /// for a rank of this node) may have seen it die, and the ranks on
+    /// other nodes that wait for it without a connection to it (nobody's
+    /// successor over verbs) hear of it only this way.
+    #[cold]
+    pub(crate) fn announce_rank(&mut self, dead: Rank) {
         if !self.observing() {
             return;
         }
-        let dead = self.peers[i].rank;
         for _ in 0..COPIES {
             for (j, p) in self.peers.iter().enumerate() {
-                if j != i && p.rank != self.rank && self.failures.is_alive(j) {
+                if p.rank != dead && p.rank != self.rank && self.failures.is_alive(j) {
                     self.notices.push_back((j as u32, dead));
                 }
             }

@@ -187,7 +187,17 @@ impl<L: Device, N: Device> Device for Mixed<L, N> {
 
     #[inline]
     fn progress<S: Sink>(&mut self, sink: &mut S) -> Result<usize, Error> {
-        Ok(self.node.progress(sink)? + self.net.progress(sink)?)
+        let mut watch = DeathWatch {
+            sink,
+            died: Vec::new(),
+        };
+        let node = self.node.progress(&mut watch)?;
+        // A death on this node is news to the ranks on other nodes that
+        // wait for it without a connection to it (see `peer_died_elsewhere`).
+        for rank in std::mem::take(&mut watch.died) {
+            self.net.peer_died_elsewhere(rank);
+        }
+        Ok(node + self.net.progress(sink)?)
     }
 
     fn batch_begin(&mut self) {
@@ -230,6 +240,38 @@ impl<L: Device, N: Device> Device for Mixed<L, N> {
     /// its shared memory.
     fn node(&mut self) -> Option<&mut dyn ferry_core::device::NodeCollectives> {
         self.node.node()
+    }
+}
+
+/// Passes everything to the engine's sink and keeps the ranks the node
+/// device reported dead (the list allocates only when one dies).
+struct DeathWatch<'a, S> {
+    sink: &'a mut S,
+    died: Vec<Rank>,
+}
+
+impl<S: Sink> Sink for DeathWatch<'_, S> {
+    #[inline]
+    fn packet<I: ferry_core::device::Incoming>(&mut self, from: Rank, packet: I) {
+        self.sink.packet(from, packet);
+    }
+
+    #[inline]
+    fn rdma_done(&mut self, token: OpToken, result: Result<(), Error>) {
+        self.sink.rdma_done(token, result);
+    }
+
+    #[cold]
+    fn peer_failed(&mut self, peer: Rank, error: Error) {
+        if matches!(error, Error::Peer(ferry_core::PeerError::Died { .. })) {
+            self.died.push(peer);
+        }
+        self.sink.peer_failed(peer, error);
+    }
+
+    #[inline]
+    fn satisfied(&self) -> bool {
+        self.sink.satisfied()
     }
 }
 

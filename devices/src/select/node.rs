@@ -233,6 +233,10 @@ impl Device for NodeDevice {
         each!(self, d => d.driving())
     }
 
+    fn peer_died_elsewhere(&mut self, rank: Rank) {
+        each!(self, d => d.peer_died_elsewhere(rank))
+    }
+
     fn node(&mut self) -> Option<&mut dyn ferry_core::device::NodeCollectives> {
         each!(self, d => d.node())
     }
