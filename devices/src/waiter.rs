@@ -7,9 +7,10 @@
 //!    a look).
 //! 2. While spinning (mode `spin`: always; `hybrid`: for `FERRY_SPIN_US`,
 //!    and on while the device is `driving` a transfer that moves only
-//!    while this rank progresses; `passive`: never) drop the lock and go round again, yielding the CPU
-//!    every 16th round so that a peer sharing the core (an oversubscribed
-//!    job) is not starved by the spinner it is about to wake.
+//!    while this rank progresses; `passive`: never) drop the lock and go
+//!    round again, yielding the CPU every 16th round so that a peer
+//!    sharing the core (an oversubscribed job) is not starved by the
+//!    spinner it is about to wake.
 //! 3. Otherwise, still under the same lock, `device_check(Blocking)`: it
 //!    progresses once more and, if nothing happened, arms the device and
 //!    reports `WouldBlock`. Then *register as a sleeper* (take a sleep slot:
