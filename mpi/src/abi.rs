@@ -240,6 +240,27 @@ pub fn tag_out(tag: ferry::Tag) -> c_int {
     }
 }
 
+/// The C callback types of the ABI (`mpi.h`'s `typedef`s), as the
+/// exported functions take them.
+pub mod callback {
+    use std::ffi::{c_int, c_void};
+
+    use super::MpiStatus;
+
+    /// `MPI_User_function`: `(invec, inoutvec, len, datatype)`.
+    pub type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut usize);
+    /// `MPI_User_function_c`: the same with an `MPI_Count` length.
+    pub type UserFnC = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i64, *mut usize);
+    /// `MPI_Comm_errhandler_function`: `(comm *, error_code *, ...)`.
+    pub type CommErrhFn = unsafe extern "C" fn(*mut usize, *mut c_int, ...);
+    /// `MPI_Grequest_query_function`: `(extra_state, status)`.
+    pub type GrequestQueryFn = unsafe extern "C" fn(*mut c_void, *mut MpiStatus) -> c_int;
+    /// `MPI_Grequest_free_function`: `(extra_state)`.
+    pub type GrequestFreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+    /// `MPI_Grequest_cancel_function`: `(extra_state, complete)`.
+    pub type GrequestCancelFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@ use crate::abi::*;
 use crate::error::Fail;
 
 /// `MPI_Comm_errhandler_function`: `void f(MPI_Comm *comm, int *code, ...)`.
-pub type CommErrhFn = unsafe extern "C" fn(*mut usize, *mut c_int, ...);
+pub use crate::abi::callback::CommErrhFn;
 
 /// An error handler.
 #[derive(Debug, Clone)]

@@ -12,7 +12,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{get, mpi_fn, put};
+use super::{get, put};
 use crate::abi::class::*;
 use crate::abi::*;
 use crate::attr::{index, keyval_of, Keyval, DUP_FN, FIRST, NULL_FN};
@@ -113,124 +113,172 @@ pub(crate) fn delete_all(rt: &Runtime, comm: usize, obj: &CommObj) -> Res {
     }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_create_keyval`: `MPI_COMM_NULL_COPY_FN`,
-    /// `MPI_COMM_DUP_FN` and `MPI_COMM_NULL_DELETE_FN` are accepted.
-    MPI_Comm_create_keyval / PMPI_Comm_create_keyval(copy_fn: usize, delete_fn: usize, comm_keyval: *mut c_int, extra_state: *mut c_void) {
-        let rt = rt()?;
-        if comm_keyval.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null keyval pointer"));
-        }
-        let kv = Keyval { copy: copy_fn, delete: delete_fn, extra: extra_state as usize, freed: false };
-        let k = rt.keyvals.with(|t| {
-            t.push(kv);
-            keyval_of(t.len() - 1)
-        })??;
-        // SAFETY: checked non-null; an out-argument.
-        unsafe { put(comm_keyval, k) }
+/// `MPI_Comm_create_keyval`: `MPI_COMM_NULL_COPY_FN`,
+/// `MPI_COMM_DUP_FN` and `MPI_COMM_NULL_DELETE_FN` are accepted.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_create_keyval(
+    copy_fn: usize,
+    delete_fn: usize,
+    comm_keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> Res {
+    let rt = rt()?;
+    if comm_keyval.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null keyval pointer"));
     }
+    let kv = Keyval {
+        copy: copy_fn,
+        delete: delete_fn,
+        extra: extra_state as usize,
+        freed: false,
+    };
+    let k = rt.keyvals.with(|t| {
+        t.push(kv);
+        keyval_of(t.len() - 1)
+    })??;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(comm_keyval, k) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_free_keyval`: the key becomes `MPI_KEYVAL_INVALID`;
-    /// attributes already set keep it until deleted.
-    MPI_Comm_free_keyval / PMPI_Comm_free_keyval(comm_keyval: *mut c_int) {
-        let rt = rt()?;
-        // SAFETY: in/out argument.
-        let k = unsafe { get(comm_keyval.cast_const())? };
-        if k < FIRST {
-            return Err(Fail::msg(MPI_ERR_KEYVAL, format!("{k} is a predefined or invalid key and cannot be freed")));
-        }
-        rt.keyvals.with(|t| {
-            let i = index(k, t)?;
-            if t[i].freed {
-                return Err(Fail::msg(MPI_ERR_KEYVAL, format!("attribute key {k} was already freed")));
-            }
-            t[i].freed = true;
-            Ok(())
-        })??;
-        // SAFETY: as above.
-        unsafe { put(comm_keyval, MPI_KEYVAL_INVALID) }
+/// `MPI_Comm_free_keyval`: the key becomes `MPI_KEYVAL_INVALID`;
+/// attributes already set keep it until deleted.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_free_keyval(comm_keyval: *mut c_int) -> Res {
+    let rt = rt()?;
+    // SAFETY: in/out argument.
+    let k = unsafe { get(comm_keyval.cast_const())? };
+    if k < FIRST {
+        return Err(Fail::msg(
+            MPI_ERR_KEYVAL,
+            format!("{k} is a predefined or invalid key and cannot be freed"),
+        ));
     }
-}
-
-mpi_fn! {
-    /// `MPI_Comm_set_attr`: replacing a value runs the delete callback on
-    /// the old one first.
-    MPI_Comm_set_attr / PMPI_Comm_set_attr [comm] (comm: usize, comm_keyval: c_int, attribute_val: *mut c_void) {
-        let rt = rt()?;
-        let c = rt.comm_counted(comm)?;
-        if comm_keyval < FIRST {
-            return Err(Fail::msg(MPI_ERR_KEYVAL, format!("{comm_keyval} is a predefined or invalid key: it cannot be set")));
+    rt.keyvals.with(|t| {
+        let i = index(k, t)?;
+        if t[i].freed {
+            return Err(Fail::msg(
+                MPI_ERR_KEYVAL,
+                format!("attribute key {k} was already freed"),
+            ));
         }
-        if key(rt, comm_keyval)?.freed {
-            return Err(Fail::msg(MPI_ERR_KEYVAL, format!("attribute key {comm_keyval} was freed")));
-        }
-        let old = lock(&c.meta).attrs.iter().find(|a| a.0 == comm_keyval).map(|a| a.1);
-        if let Some(old) = old {
-            run_delete(rt, comm, comm_keyval, old)?;
-        }
-        let mut m = lock(&c.meta);
-        match m.attrs.iter_mut().find(|a| a.0 == comm_keyval) {
-            Some(a) => a.1 = attribute_val as usize,
-            None => m.attrs.push((comm_keyval, attribute_val as usize)),
-        }
+        t[i].freed = true;
         Ok(())
+    })??;
+    // SAFETY: as above.
+    unsafe { put(comm_keyval, MPI_KEYVAL_INVALID) }
+}
+
+/// `MPI_Comm_set_attr`: replacing a value runs the delete callback on
+/// the old one first.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_set_attr(
+    comm: usize,
+    comm_keyval: c_int,
+    attribute_val: *mut c_void,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm_counted(comm)?;
+    if comm_keyval < FIRST {
+        return Err(Fail::msg(
+            MPI_ERR_KEYVAL,
+            format!("{comm_keyval} is a predefined or invalid key: it cannot be set"),
+        ));
+    }
+    if key(rt, comm_keyval)?.freed {
+        return Err(Fail::msg(
+            MPI_ERR_KEYVAL,
+            format!("attribute key {comm_keyval} was freed"),
+        ));
+    }
+    let old = lock(&c.meta)
+        .attrs
+        .iter()
+        .find(|a| a.0 == comm_keyval)
+        .map(|a| a.1);
+    if let Some(old) = old {
+        run_delete(rt, comm, comm_keyval, old)?;
+    }
+    let mut m = lock(&c.meta);
+    match m.attrs.iter_mut().find(|a| a.0 == comm_keyval) {
+        Some(a) => a.1 = attribute_val as usize,
+        None => m.attrs.push((comm_keyval, attribute_val as usize)),
+    }
+    Ok(())
+}
+
+/// `MPI_Comm_get_attr`: the predefined keys (`MPI_TAG_UB`, `MPI_HOST`,
+/// `MPI_IO`, `MPI_WTIME_IS_GLOBAL`, `MPI_UNIVERSE_SIZE`, `MPI_APPNUM`,
+/// `MPI_LASTUSEDCODE`: pointers to values that live as long as the
+/// process) and the program's own.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_get_attr(
+    comm: usize,
+    keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    if attribute_val.is_null() || flag.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null attribute or flag pointer"));
+    }
+    let a = &rt.attrs;
+    let predefined: Option<*const c_int> = match keyval {
+        MPI_TAG_UB => Some(&a.tag_ub),
+        MPI_HOST => Some(&a.host),
+        MPI_IO => Some(&a.io),
+        MPI_WTIME_IS_GLOBAL => Some(&a.wtime_is_global),
+        MPI_UNIVERSE_SIZE => Some(&a.universe_size),
+        MPI_APPNUM => Some(&a.appnum),
+        // Atomic: MPI_Add_error_class moves it.
+        MPI_LASTUSEDCODE => Some(crate::usererr::LAST_USED.as_ptr().cast_const()),
+        _ => None,
+    };
+    let value = match predefined {
+        Some(v) => Some(v as usize),
+        None => {
+            key(rt, keyval)?;
+            lock(&c.meta)
+                .attrs
+                .iter()
+                .find(|a| a.0 == keyval)
+                .map(|a| a.1)
+        }
+    };
+    // SAFETY: `attribute_val` is really a `void **` out-argument (the
+    // standard's binding); `flag` is an out-argument; both non-null.
+    unsafe {
+        if let Some(v) = value {
+            put(attribute_val.cast::<usize>(), v)?;
+        }
+        put(flag, c_int::from(value.is_some()))
     }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_get_attr`: the predefined keys (`MPI_TAG_UB`, `MPI_HOST`,
-    /// `MPI_IO`, `MPI_WTIME_IS_GLOBAL`, `MPI_UNIVERSE_SIZE`, `MPI_APPNUM`,
-    /// `MPI_LASTUSEDCODE`: pointers to values that live as long as the
-    /// process) and the program's own.
-    MPI_Comm_get_attr / PMPI_Comm_get_attr [comm] (comm: usize, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        if attribute_val.is_null() || flag.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null attribute or flag pointer"));
-        }
-        let a = &rt.attrs;
-        let predefined: Option<*const c_int> = match keyval {
-            MPI_TAG_UB => Some(&a.tag_ub),
-            MPI_HOST => Some(&a.host),
-            MPI_IO => Some(&a.io),
-            MPI_WTIME_IS_GLOBAL => Some(&a.wtime_is_global),
-            MPI_UNIVERSE_SIZE => Some(&a.universe_size),
-            MPI_APPNUM => Some(&a.appnum),
-            // Atomic: MPI_Add_error_class moves it.
-            MPI_LASTUSEDCODE => Some(crate::usererr::LAST_USED.as_ptr().cast_const()),
-            _ => None,
-        };
-        let value = match predefined {
-            Some(v) => Some(v as usize),
-            None => {
-                key(rt, keyval)?;
-                lock(&c.meta).attrs.iter().find(|a| a.0 == keyval).map(|a| a.1)
-            }
-        };
-        // SAFETY: `attribute_val` is really a `void **` out-argument (the
-        // standard's binding); `flag` is an out-argument; both non-null.
-        unsafe {
-            if let Some(v) = value {
-                put(attribute_val.cast::<usize>(), v)?;
-            }
-            put(flag, c_int::from(value.is_some()))
-        }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Comm_delete_attr`: runs the delete callback.
-    MPI_Comm_delete_attr / PMPI_Comm_delete_attr [comm] (comm: usize, comm_keyval: c_int) {
-        let rt = rt()?;
-        let c = rt.comm_counted(comm)?;
-        let found = lock(&c.meta).attrs.iter().find(|a| a.0 == comm_keyval).map(|a| a.1);
-        let Some(value) = found else {
-            return Err(Fail::msg(MPI_ERR_KEYVAL, format!("the communicator has no attribute of key {comm_keyval}")));
-        };
-        run_delete(rt, comm, comm_keyval, value)?;
-        lock(&c.meta).attrs.retain(|a| a.0 != comm_keyval);
-        Ok(())
-    }
+/// `MPI_Comm_delete_attr`: runs the delete callback.
+pub(crate) fn comm_delete_attr(comm: usize, comm_keyval: c_int) -> Res {
+    let rt = rt()?;
+    let c = rt.comm_counted(comm)?;
+    let found = lock(&c.meta)
+        .attrs
+        .iter()
+        .find(|a| a.0 == comm_keyval)
+        .map(|a| a.1);
+    let Some(value) = found else {
+        return Err(Fail::msg(
+            MPI_ERR_KEYVAL,
+            format!("the communicator has no attribute of key {comm_keyval}"),
+        ));
+    };
+    run_delete(rt, comm, comm_keyval, value)?;
+    lock(&c.meta).attrs.retain(|a| a.0 != comm_keyval);
+    Ok(())
 }

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::buf::{pack_into, send_data};
-use super::{mpi_fn, put};
+use super::put;
 use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus, MPI_PROC_NULL};
 use crate::datatype::{count_arg, TypeRef};
@@ -136,7 +136,7 @@ impl Attached {
 ///
 /// # Safety
 /// `buf` is readable for the data during the call.
-pub(crate) unsafe fn bsend(
+pub(crate) unsafe fn bsend_wide(
     c: &Comm,
     buf: *const c_void,
     count: usize,
@@ -256,27 +256,29 @@ pub(crate) fn attach(buffer: *mut c_void, size: i64) -> Res {
     })?
 }
 
-mpi_fn! {
-    /// `MPI_Buffer_attach`: `MPI_BUFFER_AUTOMATIC` lets each buffered
-    /// message take memory of its own.
-    MPI_Buffer_attach / PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) {
-        attach(buffer, size.into())
-    }
+/// `MPI_Buffer_attach`: `MPI_BUFFER_AUTOMATIC` lets each buffered
+/// message take memory of its own.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn buffer_attach(buffer: *mut c_void, size: c_int) -> Res {
+    attach(buffer, size.into())
 }
 
-mpi_fn! {
-    /// `MPI_Buffer_detach`: waits until the buffered messages are sent;
-    /// gives back the buffer's address (`MPI_BUFFER_AUTOMATIC` if that was
-    /// attached) and size. With no buffer attached: a null address, size 0.
-    MPI_Buffer_detach / PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) {
-        let rt = rt()?;
-        let (addr, len) = detach(rt)?.unwrap_or((0, 0));
-        // SAFETY: `buffer_addr` is really a `void **` out-argument (the
-        // standard's binding); `size` is an out-argument.
-        unsafe {
-            put(buffer_addr.cast::<usize>(), addr)?;
-            put(size, c_int::try_from(len).unwrap_or(c_int::MAX))
-        }
+/// `MPI_Buffer_detach`: waits until the buffered messages are sent;
+/// gives back the buffer's address (`MPI_BUFFER_AUTOMATIC` if that was
+/// attached) and size. With no buffer attached: a null address, size 0.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> Res {
+    let rt = rt()?;
+    let (addr, len) = detach(rt)?.unwrap_or((0, 0));
+    // SAFETY: `buffer_addr` is really a `void **` out-argument (the
+    // standard's binding); `size` is an out-argument.
+    unsafe {
+        put(buffer_addr.cast::<usize>(), addr)?;
+        put(size, c_int::try_from(len).unwrap_or(c_int::MAX))
     }
 }
 
@@ -296,16 +298,24 @@ pub(crate) unsafe fn bsend_call(
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
     // SAFETY: the send buffer, read during this call.
-    unsafe { bsend(&c.comm, buf, count_arg(count)?, &ty, dest, tag)? };
+    unsafe { bsend_wide(&c.comm, buf, count_arg(count)?, &ty, dest, tag)? };
     Ok(())
 }
 
-mpi_fn! {
-    /// `MPI_Bsend`.
-    MPI_Bsend / PMPI_Bsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize) {
-        // SAFETY: forwarded (the caller's promises).
-        unsafe { bsend_call(buf, count.into(), datatype, dest, tag, comm) }
-    }
+/// `MPI_Bsend`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn bsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe { bsend_call(buf, count.into(), datatype, dest, tag, comm) }
 }
 
 /// The body of `MPI_Ibsend` and `MPI_Ibsend_c` (whose counts are `MPI_Count`s).
@@ -328,16 +338,25 @@ pub(crate) unsafe fn ibsend_call(
         return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
     }
     // SAFETY: the send buffer, read during this call.
-    unsafe { bsend(&c.comm, buf, count_arg(count)?, &ty, dest, tag)? };
+    unsafe { bsend_wide(&c.comm, buf, count_arg(count)?, &ty, dest, tag)? };
     // Complete once buffered: MPIX_REQUEST_EMPTY.
     // SAFETY: checked non-null; an out-argument.
     unsafe { put(request, super::mpix::MPIX_REQUEST_EMPTY) }
 }
 
-mpi_fn! {
-    /// `MPI_Ibsend`: complete once the data is buffered (at once).
-    MPI_Ibsend / PMPI_Ibsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        // SAFETY: forwarded (the caller's promises).
-        unsafe { ibsend_call(buf, count.into(), datatype, dest, tag, comm, request) }
-    }
+/// `MPI_Ibsend`: complete once the data is buffered (at once).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn ibsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe { ibsend_call(buf, count.into(), datatype, dest, tag, comm, request) }
 }

@@ -17,7 +17,7 @@ use super::attr::{copy_all, delete_all};
 use super::group::group_of;
 use super::idup::Idup;
 use super::req::{ReqObj, State};
-use super::{cstr, get, mpi_fn, put, put_str};
+use super::{cstr, get, put, put_str};
 use crate::abi::class::*;
 use crate::abi::*;
 use crate::error::{Fail, Res};
@@ -70,22 +70,24 @@ unsafe fn store_opt(rt: &Runtime, parent: &CommObj, comm: Option<Comm>, out: *mu
     unsafe { put(out, h) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_rank`.
-    MPI_Comm_rank / PMPI_Comm_rank [comm] (comm: usize, rank: *mut c_int) {
-        let r = rt()?.comm(comm)?.comm.rank();
-        // SAFETY: out-argument.
-        unsafe { put(rank, r) }
-    }
+/// `MPI_Comm_rank`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_rank(comm: usize, rank: *mut c_int) -> Res {
+    let r = rt()?.comm(comm)?.comm.rank();
+    // SAFETY: out-argument.
+    unsafe { put(rank, r) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_size`.
-    MPI_Comm_size / PMPI_Comm_size [comm] (comm: usize, size: *mut c_int) {
-        let s = rt()?.comm(comm)?.comm.size();
-        // SAFETY: out-argument.
-        unsafe { put(size, c_int::try_from(s).unwrap_or(c_int::MAX)) }
-    }
+/// `MPI_Comm_size`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_size(comm: usize, size: *mut c_int) -> Res {
+    let s = rt()?.comm(comm)?.comm.size();
+    // SAFETY: out-argument.
+    unsafe { put(size, c_int::try_from(s).unwrap_or(c_int::MAX)) }
 }
 
 /// `MPI_Comm_dup` and `MPI_Comm_dup_with_info` (`info` `Some`).
@@ -110,22 +112,24 @@ unsafe fn dup(comm: usize, info: Option<usize>, newcomm: *mut usize) -> Res {
     unsafe { put(newcomm, h) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_dup`: collective; the copy has the error handler, the
-    /// info and the copied attributes, not the name.
-    MPI_Comm_dup / PMPI_Comm_dup [comm] (comm: usize, newcomm: *mut usize) {
-        // SAFETY: out-argument.
-        unsafe { dup(comm, None, newcomm) }
-    }
+/// `MPI_Comm_dup`: collective; the copy has the error handler, the
+/// info and the copied attributes, not the name.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_dup(comm: usize, newcomm: *mut usize) -> Res {
+    // SAFETY: out-argument.
+    unsafe { dup(comm, None, newcomm) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup` with the given hints
-    /// (`mpi_recv_req_may_be_empty` among them).
-    MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info [comm] (comm: usize, info: usize, newcomm: *mut usize) {
-        // SAFETY: out-argument.
-        unsafe { dup(comm, Some(info), newcomm) }
-    }
+/// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup` with the given hints
+/// (`mpi_recv_req_may_be_empty` among them).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_dup_with_info(comm: usize, info: usize, newcomm: *mut usize) -> Res {
+    // SAFETY: out-argument.
+    unsafe { dup(comm, Some(info), newcomm) }
 }
 
 /// `MPI_Comm_idup` and `MPI_Comm_idup_with_info` (`info` `Some`).
@@ -161,231 +165,287 @@ unsafe fn idup(comm: usize, info: Option<usize>, newcomm: *mut usize, request: *
     unsafe { put(request, h) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_idup`: `newcomm` is written when the request completes.
-    MPI_Comm_idup / PMPI_Comm_idup [comm] (comm: usize, newcomm: *mut usize, request: *mut usize) {
-        // SAFETY: out-arguments.
-        unsafe { idup(comm, None, newcomm, request) }
-    }
+/// `MPI_Comm_idup`: `newcomm` is written when the request completes.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_idup(comm: usize, newcomm: *mut usize, request: *mut usize) -> Res {
+    // SAFETY: out-arguments.
+    unsafe { idup(comm, None, newcomm, request) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_idup_with_info`: as `MPI_Comm_idup` with the given hints.
-    MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info [comm] (comm: usize, info: usize, newcomm: *mut usize, request: *mut usize) {
-        // SAFETY: out-arguments.
-        unsafe { idup(comm, Some(info), newcomm, request) }
-    }
+/// `MPI_Comm_idup_with_info`: as `MPI_Comm_idup` with the given hints.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_idup_with_info(
+    comm: usize,
+    info: usize,
+    newcomm: *mut usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: out-arguments.
+    unsafe { idup(comm, Some(info), newcomm, request) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_split`: collective; `MPI_UNDEFINED` as the color gives
-    /// `MPI_COMM_NULL`.
-    MPI_Comm_split / PMPI_Comm_split [comm] (comm: usize, color: c_int, key: c_int, newcomm: *mut usize) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        if color < 0 && color != MPI_UNDEFINED {
-            return Err(Fail::msg(MPI_ERR_ARG, format!("invalid color {color} (must be >= 0 or MPI_UNDEFINED)")));
-        }
-        let color = if color == MPI_UNDEFINED { ferry::UNDEFINED } else { color };
-        let new = c.comm.split(color, key)?;
-        // SAFETY: out-argument.
-        unsafe { store_opt(rt, &c, new, newcomm) }
+/// `MPI_Comm_split`: collective; `MPI_UNDEFINED` as the color gives
+/// `MPI_COMM_NULL`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_split(comm: usize, color: c_int, key: c_int, newcomm: *mut usize) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    if color < 0 && color != MPI_UNDEFINED {
+        return Err(Fail::msg(
+            MPI_ERR_ARG,
+            format!("invalid color {color} (must be >= 0 or MPI_UNDEFINED)"),
+        ));
     }
+    let color = if color == MPI_UNDEFINED {
+        ferry::UNDEFINED
+    } else {
+        color
+    };
+    let new = c.comm.split(color, key)?;
+    // SAFETY: out-argument.
+    unsafe { store_opt(rt, &c, new, newcomm) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the processes
-    /// of a node; `MPI_COMM_TYPE_HW_GUIDED` with `mpi_hw_resource_type` =
-    /// `mpi_shared_memory` likewise (another resource type gives
-    /// `MPI_COMM_NULL`); `MPI_COMM_TYPE_HW_UNGUIDED` splits by node when
-    /// the communicator spans several and gives `MPI_COMM_NULL` otherwise
-    /// (a node is the only level ferry knows); `MPI_UNDEFINED` gives
-    /// `MPI_COMM_NULL`. `MPI_COMM_TYPE_RESOURCE_GUIDED` is
-    /// `MPI_ERR_UNSUPPORTED_OPERATION`.
-    MPI_Comm_split_type / PMPI_Comm_split_type [comm] (comm: usize, split_type: c_int, key: c_int, info: usize, newcomm: *mut usize) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        let info = if info == MPI_INFO_NULL { Info::default() } else { super::info::read(info)? };
-        let node = |c: &Comm| c.split_type(SplitType::Shared, key);
-        // Every member takes part in the same split (ferry's split_type is
-        // a split by node), whatever type it asked for.
-        let new = match split_type {
-            MPI_UNDEFINED => c.comm.split(ferry::UNDEFINED, key)?,
-            MPI_COMM_TYPE_SHARED => node(&c.comm)?,
-            MPI_COMM_TYPE_HW_GUIDED => {
-                let shared = info.get("mpi_hw_resource_type") == Some("mpi_shared_memory");
-                if shared {
-                    node(&c.comm)?
-                } else {
-                    c.comm.split(ferry::UNDEFINED, key)?
-                }
+/// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the processes
+/// of a node; `MPI_COMM_TYPE_HW_GUIDED` with `mpi_hw_resource_type` =
+/// `mpi_shared_memory` likewise (another resource type gives
+/// `MPI_COMM_NULL`); `MPI_COMM_TYPE_HW_UNGUIDED` splits by node when
+/// the communicator spans several and gives `MPI_COMM_NULL` otherwise
+/// (a node is the only level ferry knows); `MPI_UNDEFINED` gives
+/// `MPI_COMM_NULL`. `MPI_COMM_TYPE_RESOURCE_GUIDED` is
+/// `MPI_ERR_UNSUPPORTED_OPERATION`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_split_type(
+    comm: usize,
+    split_type: c_int,
+    key: c_int,
+    info: usize,
+    newcomm: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let info = if info == MPI_INFO_NULL {
+        Info::default()
+    } else {
+        super::info::read(info)?
+    };
+    let node = |c: &Comm| c.split_type(SplitType::Shared, key);
+    // Every member takes part in the same split (ferry's split_type is
+    // a split by node), whatever type it asked for.
+    let new = match split_type {
+        MPI_UNDEFINED => c.comm.split(ferry::UNDEFINED, key)?,
+        MPI_COMM_TYPE_SHARED => node(&c.comm)?,
+        MPI_COMM_TYPE_HW_GUIDED => {
+            let shared = info.get("mpi_hw_resource_type") == Some("mpi_shared_memory");
+            if shared {
+                node(&c.comm)?
+            } else {
+                c.comm.split(ferry::UNDEFINED, key)?
             }
-            MPI_COMM_TYPE_HW_UNGUIDED => node(&c.comm)?.filter(|n| n.size() < c.comm.size()),
-            MPI_COMM_TYPE_RESOURCE_GUIDED => {
-                return Err(Fail::new(MPI_ERR_UNSUPPORTED_OPERATION, "MPI_COMM_TYPE_RESOURCE_GUIDED is not supported"))
-            }
-            t => return Err(Fail::msg(MPI_ERR_ARG, format!("invalid split type {t}"))),
-        };
-        let new = match new {
-            Some(n) if hints_of(&info, n.hints()) != n.hints() => {
-                Some(n.dup_with_hints(hints_of(&info, n.hints()))?)
-            }
-            n => n,
-        };
-        // SAFETY: out-argument.
-        unsafe { store_opt(rt, &c, new, newcomm) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Comm_create`: collective over `comm`; `MPI_COMM_NULL` where
-    /// the process is not in `group`.
-    MPI_Comm_create / PMPI_Comm_create [comm] (comm: usize, group: usize, newcomm: *mut usize) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        let g = group_of(rt, group)?;
-        let new = c.comm.create(&g)?;
-        // SAFETY: out-argument.
-        unsafe { store_opt(rt, &c, new, newcomm) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Comm_create_group`: collective over `group`'s members only
-    /// (ferry's `create_group`); `tag` tells apart concurrent calls whose
-    /// groups overlap.
-    MPI_Comm_create_group / PMPI_Comm_create_group [comm] (comm: usize, group: usize, tag: c_int, newcomm: *mut usize) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        let g = group_of(rt, group)?;
-        if tag < 0 {
-            return Err(Fail::msg(MPI_ERR_TAG, format!("invalid tag {tag}")));
         }
-        if g.rank().is_none() {
-            return Err(Fail::new(MPI_ERR_GROUP, "MPI_Comm_create_group called by a process outside the group"));
+        MPI_COMM_TYPE_HW_UNGUIDED => node(&c.comm)?.filter(|n| n.size() < c.comm.size()),
+        MPI_COMM_TYPE_RESOURCE_GUIDED => {
+            return Err(Fail::new(
+                MPI_ERR_UNSUPPORTED_OPERATION,
+                "MPI_COMM_TYPE_RESOURCE_GUIDED is not supported",
+            ))
         }
-        let new = Some(c.comm.create_group(&g, tag)?);
-        // SAFETY: out-argument.
-        unsafe { store_opt(rt, &c, new, newcomm) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Comm_free`: the attributes' delete callbacks run first; the
-    /// handle becomes `MPI_COMM_NULL`. Operations in flight on it go on
-    /// (ferry keeps the communicator while its requests live).
-    MPI_Comm_free / PMPI_Comm_free(comm: *mut usize) {
-        let rt = rt()?;
-        // SAFETY: in/out argument.
-        let h = unsafe { get(comm.cast_const())? };
-        match h {
-            MPI_COMM_WORLD | MPI_COMM_SELF => {
-                return Err(Fail::new(MPI_ERR_COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed").on(h))
-            }
-            MPI_COMM_NULL => return Err(Fail::new(MPI_ERR_COMM, "MPI_COMM_NULL cannot be freed")),
-            _ => {}
+        t => return Err(Fail::msg(MPI_ERR_ARG, format!("invalid split type {t}"))),
+    };
+    let new = match new {
+        Some(n) if hints_of(&info, n.hints()) != n.hints() => {
+            Some(n.dup_with_hints(hints_of(&info, n.hints()))?)
         }
-        let c = rt.comm_arc(h)?;
-        delete_all(rt, h, &c).map_err(|f| f.on(h))?;
-        // A buffer attached to it is flushed and detached (MPI 4.1).
-        super::commbuf::freed(&c.comm);
-        let obj = rt.comms
-            .with(|t| t.remove(h))?
-            .map_err(|b| Fail::handle(MPI_ERR_COMM, b, "communicator"))?;
-        drop((obj, c));
-        // SAFETY: as above.
-        unsafe { put(comm, MPI_COMM_NULL) }
-    }
+        n => n,
+    };
+    // SAFETY: out-argument.
+    unsafe { store_opt(rt, &c, new, newcomm) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_compare`.
-    MPI_Comm_compare / PMPI_Comm_compare(comm1: usize, comm2: usize, result: *mut c_int) {
-        let rt = rt()?;
-        let a = rt.comm(comm1).map_err(|f| f.on(comm1))?;
-        let b = rt.comm(comm2).map_err(|f| f.on(comm2))?;
-        let r = match a.comm.compare(&b.comm) {
-            ferry::CommCompare::Ident => MPI_IDENT,
-            ferry::CommCompare::Congruent => MPI_CONGRUENT,
-            ferry::CommCompare::Similar => MPI_SIMILAR,
-            _ => MPI_UNEQUAL,
-        };
-        // The same handle is MPI_IDENT whatever ferry says of two views.
-        let r = if comm1 == comm2 { MPI_IDENT } else { r };
-        // SAFETY: out-argument.
-        unsafe { put(result, r) }
-    }
+/// `MPI_Comm_create`: collective over `comm`; `MPI_COMM_NULL` where
+/// the process is not in `group`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_create(comm: usize, group: usize, newcomm: *mut usize) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let g = group_of(rt, group)?;
+    let new = c.comm.create(&g)?;
+    // SAFETY: out-argument.
+    unsafe { store_opt(rt, &c, new, newcomm) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_set_name`: names longer than `MPI_MAX_OBJECT_NAME - 1`
-    /// bytes are cut.
-    MPI_Comm_set_name / PMPI_Comm_set_name [comm] (comm: usize, comm_name: *const c_char) {
+/// `MPI_Comm_create_group`: collective over `group`'s members only
+/// (ferry's `create_group`); `tag` tells apart concurrent calls whose
+/// groups overlap.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_create_group(
+    comm: usize,
+    group: usize,
+    tag: c_int,
+    newcomm: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let g = group_of(rt, group)?;
+    if tag < 0 {
+        return Err(Fail::msg(MPI_ERR_TAG, format!("invalid tag {tag}")));
+    }
+    if g.rank().is_none() {
+        return Err(Fail::new(
+            MPI_ERR_GROUP,
+            "MPI_Comm_create_group called by a process outside the group",
+        ));
+    }
+    let new = Some(c.comm.create_group(&g, tag)?);
+    // SAFETY: out-argument.
+    unsafe { store_opt(rt, &c, new, newcomm) }
+}
+
+/// `MPI_Comm_free`: the attributes' delete callbacks run first; the
+/// handle becomes `MPI_COMM_NULL`. Operations in flight on it go on
+/// (ferry keeps the communicator while its requests live).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_free(comm: *mut usize) -> Res {
+    let rt = rt()?;
+    // SAFETY: in/out argument.
+    let h = unsafe { get(comm.cast_const())? };
+    match h {
+        MPI_COMM_WORLD | MPI_COMM_SELF => {
+            return Err(Fail::new(
+                MPI_ERR_COMM,
+                "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed",
+            )
+            .on(h))
+        }
+        MPI_COMM_NULL => return Err(Fail::new(MPI_ERR_COMM, "MPI_COMM_NULL cannot be freed")),
+        _ => {}
+    }
+    let c = rt.comm_arc(h)?;
+    delete_all(rt, h, &c).map_err(|f| f.on(h))?;
+    // A buffer attached to it is flushed and detached (MPI 4.1).
+    super::commbuf::freed(&c.comm);
+    let obj = rt
+        .comms
+        .with(|t| t.remove(h))?
+        .map_err(|b| Fail::handle(MPI_ERR_COMM, b, "communicator"))?;
+    drop((obj, c));
+    // SAFETY: as above.
+    unsafe { put(comm, MPI_COMM_NULL) }
+}
+
+/// `MPI_Comm_compare`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_compare(comm1: usize, comm2: usize, result: *mut c_int) -> Res {
+    let rt = rt()?;
+    let a = rt.comm(comm1).map_err(|f| f.on(comm1))?;
+    let b = rt.comm(comm2).map_err(|f| f.on(comm2))?;
+    let r = match a.comm.compare(&b.comm) {
+        ferry::CommCompare::Ident => MPI_IDENT,
+        ferry::CommCompare::Congruent => MPI_CONGRUENT,
+        ferry::CommCompare::Similar => MPI_SIMILAR,
+        _ => MPI_UNEQUAL,
+    };
+    // The same handle is MPI_IDENT whatever ferry says of two views.
+    let r = if comm1 == comm2 { MPI_IDENT } else { r };
+    // SAFETY: out-argument.
+    unsafe { put(result, r) }
+}
+
+/// `MPI_Comm_set_name`: names longer than `MPI_MAX_OBJECT_NAME - 1`
+/// bytes are cut.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_set_name(comm: usize, comm_name: *const c_char) -> Res {
+    let c = rt()?.comm(comm)?;
+    // SAFETY: a NUL-terminated string argument.
+    let name = unsafe { cstr(comm_name)? };
+    let mut end = name.len().min(MPI_MAX_OBJECT_NAME - 1);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    lock(&c.meta).name = name[..end].to_owned();
+    Ok(())
+}
+
+/// `MPI_Comm_get_name`: an empty string for an unnamed communicator;
+/// `"MPI_COMM_NULL"` for `MPI_COMM_NULL` (MPI 4.1).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_get_name(
+    comm: usize,
+    comm_name: *mut c_char,
+    resultlen: *mut c_int,
+) -> Res {
+    let name = if comm == MPI_COMM_NULL {
+        rt()?;
+        "MPI_COMM_NULL".to_owned()
+    } else {
         let c = rt()?.comm(comm)?;
-        // SAFETY: a NUL-terminated string argument.
-        let name = unsafe { cstr(comm_name)? };
-        let mut end = name.len().min(MPI_MAX_OBJECT_NAME - 1);
-        while !name.is_char_boundary(end) {
-            end -= 1;
-        }
-        lock(&c.meta).name = name[..end].to_owned();
-        Ok(())
-    }
+        let n = lock(&c.meta).name.clone();
+        n
+    };
+    // SAFETY: `comm_name` has MPI_MAX_OBJECT_NAME bytes (the standard's
+    // requirement); `resultlen` is an out-argument.
+    unsafe { put_str(comm_name, MPI_MAX_OBJECT_NAME, &name, resultlen) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_get_name`: an empty string for an unnamed communicator;
-    /// `"MPI_COMM_NULL"` for `MPI_COMM_NULL` (MPI 4.1).
-    MPI_Comm_get_name / PMPI_Comm_get_name [comm] (comm: usize, comm_name: *mut c_char, resultlen: *mut c_int) {
-        let name = if comm == MPI_COMM_NULL {
-            rt()?;
-            "MPI_COMM_NULL".to_owned()
-        } else {
-            let c = rt()?.comm(comm)?;
-            let n = lock(&c.meta).name.clone();
-            n
-        };
-        // SAFETY: `comm_name` has MPI_MAX_OBJECT_NAME bytes (the standard's
-        // requirement); `resultlen` is an out-argument.
-        unsafe { put_str(comm_name, MPI_MAX_OBJECT_NAME, &name, resultlen) }
-    }
+/// `MPI_Topo_test`: no communicator of ferry carries a topology (the
+/// constructors are not declared), so the answer is `MPI_UNDEFINED`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn topo_test(comm: usize, status: *mut c_int) -> Res {
+    rt()?.comm(comm)?;
+    // SAFETY: out-argument.
+    unsafe { put(status, MPI_UNDEFINED) }
 }
 
-mpi_fn! {
-    /// `MPI_Topo_test`: no communicator of ferry carries a topology (the
-    /// constructors are not declared), so the answer is `MPI_UNDEFINED`.
-    MPI_Topo_test / PMPI_Topo_test [comm] (comm: usize, status: *mut c_int) {
-        rt()?.comm(comm)?;
-        // SAFETY: out-argument.
-        unsafe { put(status, MPI_UNDEFINED) }
-    }
+/// `MPI_Comm_set_info`: the hints are kept (and reported by
+/// `MPI_Comm_get_info`); `mpi_recv_req_may_be_empty` cannot change on a
+/// communicator that exists, so it keeps the value in force.
+pub(crate) fn comm_set_info(comm: usize, info: usize) -> Res {
+    let c = rt()?.comm(comm)?;
+    let i = if info == MPI_INFO_NULL {
+        Info::default()
+    } else {
+        super::info::read(info)?
+    };
+    lock(&c.meta).info = i;
+    Ok(())
 }
 
-mpi_fn! {
-    /// `MPI_Comm_set_info`: the hints are kept (and reported by
-    /// `MPI_Comm_get_info`); `mpi_recv_req_may_be_empty` cannot change on a
-    /// communicator that exists, so it keeps the value in force.
-    MPI_Comm_set_info / PMPI_Comm_set_info [comm] (comm: usize, info: usize) {
-        let c = rt()?.comm(comm)?;
-        let i = if info == MPI_INFO_NULL { Info::default() } else { super::info::read(info)? };
-        lock(&c.meta).info = i;
-        Ok(())
+/// `MPI_Comm_get_info`: a new info object with the hints set, and
+/// `mpi_recv_req_may_be_empty` as it is in force.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_get_info(comm: usize, info_used: *mut usize) -> Res {
+    let c = rt()?.comm(comm)?;
+    if info_used.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null info pointer"));
     }
-}
-
-mpi_fn! {
-    /// `MPI_Comm_get_info`: a new info object with the hints set, and
-    /// `mpi_recv_req_may_be_empty` as it is in force.
-    MPI_Comm_get_info / PMPI_Comm_get_info [comm] (comm: usize, info_used: *mut usize) {
-        let c = rt()?.comm(comm)?;
-        if info_used.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null info pointer"));
-        }
-        let mut i = lock(&c.meta).info.clone();
-        let empty_ok = c.comm.hints().recv_may_be_empty;
-        i.set(RECV_MAY_BE_EMPTY, if empty_ok { "true" } else { "false" })?;
-        let h = super::info::insert(i)?;
-        // SAFETY: checked non-null; an out-argument.
-        unsafe { put(info_used, h) }
-    }
+    let mut i = lock(&c.meta).info.clone();
+    let empty_ok = c.comm.hints().recv_may_be_empty;
+    i.set(RECV_MAY_BE_EMPTY, if empty_ok { "true" } else { "false" })?;
+    let h = super::info::insert(i)?;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(info_used, h) }
 }

@@ -17,8 +17,8 @@ use ferry::Comm;
 
 use super::bsend::{mark, Attached, COMM_BUFS};
 use super::post::Post;
+use super::put;
 use super::req::{ReqObj, State};
-use super::{mpi_fn, put};
 use crate::abi::class::*;
 use crate::abi::MPI_COMM_SELF;
 use crate::error::{Fail, Res};
@@ -81,27 +81,26 @@ pub(crate) fn freed(c: &Comm) {
     }
 }
 
-mpi_fn! {
-    /// `MPI_Buffer_flush`: waits until the messages buffered in the
-    /// process's buffer are sent (nothing to do with none attached).
-    MPI_Buffer_flush / PMPI_Buffer_flush() {
-        rt()?.bsend.with(|slot| {
-            if let Some(a) = slot.as_mut() {
-                a.flush();
-            }
-        })
-    }
+/// `MPI_Buffer_flush`: waits until the messages buffered in the
+/// process's buffer are sent (nothing to do with none attached).
+pub(crate) fn buffer_flush() -> Res {
+    rt()?.bsend.with(|slot| {
+        if let Some(a) = slot.as_mut() {
+            a.flush();
+        }
+    })
 }
 
-mpi_fn! {
-    /// `MPI_Buffer_iflush`: a request complete once the messages in the
-    /// process's buffer are sent.
-    MPI_Buffer_iflush / PMPI_Buffer_iflush(request: *mut usize) {
-        rt()?;
-        let mark = mark();
-        // SAFETY: out-argument.
-        unsafe { flush_request(Flush::Process(mark), MPI_COMM_SELF, request) }
-    }
+/// `MPI_Buffer_iflush`: a request complete once the messages in the
+/// process's buffer are sent.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn buffer_iflush(request: *mut usize) -> Res {
+    rt()?;
+    let mark = mark();
+    // SAFETY: out-argument.
+    unsafe { flush_request(Flush::Process(mark), MPI_COMM_SELF, request) }
 }
 
 /// `MPI_Comm_attach_buffer(_c)`: `comm`'s buffer of `size` bytes.
@@ -140,52 +139,57 @@ pub(crate) fn comm_detach(comm: usize) -> Res<(usize, usize)> {
     })
 }
 
-mpi_fn! {
-    /// `MPI_Comm_attach_buffer`: a buffer (or `MPI_BUFFER_AUTOMATIC`) for
-    /// the buffered sends on `comm`.
-    MPI_Comm_attach_buffer / PMPI_Comm_attach_buffer [comm] (comm: usize, buffer: *mut c_void, size: c_int) {
-        comm_attach(comm, buffer, size.into())
+/// `MPI_Comm_attach_buffer`: a buffer (or `MPI_BUFFER_AUTOMATIC`) for
+/// the buffered sends on `comm`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_attach_buffer(comm: usize, buffer: *mut c_void, size: c_int) -> Res {
+    comm_attach(comm, buffer, size.into())
+}
+
+/// `MPI_Comm_detach_buffer`: waits until its messages are sent; gives
+/// back the address (`MPI_BUFFER_AUTOMATIC` if that was attached) and
+/// size (`INT_MAX` if larger). With none attached: a null address,
+/// size 0.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_detach_buffer(
+    comm: usize,
+    buffer_addr: *mut c_void,
+    size: *mut c_int,
+) -> Res {
+    let (addr, len) = comm_detach(comm)?;
+    // SAFETY: `buffer_addr` is really a `void **` out-argument (the
+    // standard's binding); `size` is an out-argument.
+    unsafe {
+        put(buffer_addr.cast::<usize>(), addr)?;
+        put(size, c_int::try_from(len).unwrap_or(c_int::MAX))
     }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_detach_buffer`: waits until its messages are sent; gives
-    /// back the address (`MPI_BUFFER_AUTOMATIC` if that was attached) and
-    /// size (`INT_MAX` if larger). With none attached: a null address,
-    /// size 0.
-    MPI_Comm_detach_buffer / PMPI_Comm_detach_buffer [comm] (comm: usize, buffer_addr: *mut c_void, size: *mut c_int) {
-        let (addr, len) = comm_detach(comm)?;
-        // SAFETY: `buffer_addr` is really a `void **` out-argument (the
-        // standard's binding); `size` is an out-argument.
-        unsafe {
-            put(buffer_addr.cast::<usize>(), addr)?;
-            put(size, c_int::try_from(len).unwrap_or(c_int::MAX))
-        }
+/// `MPI_Comm_flush_buffer`: waits until the messages buffered in
+/// `comm`'s buffer are sent (nothing to do with none attached). Other
+/// threads' buffered sends on any communicator wait meanwhile.
+pub(crate) fn comm_flush_buffer(comm: usize) -> Res {
+    let c = rt()?.comm(comm)?;
+    let key = c.comm.context();
+    if let Some((_, a)) = lock(&COMM_BUFS).iter_mut().find(|(k, _)| *k == key) {
+        a.flush();
     }
+    Ok(())
 }
 
-mpi_fn! {
-    /// `MPI_Comm_flush_buffer`: waits until the messages buffered in
-    /// `comm`'s buffer are sent (nothing to do with none attached). Other
-    /// threads' buffered sends on any communicator wait meanwhile.
-    MPI_Comm_flush_buffer / PMPI_Comm_flush_buffer [comm] (comm: usize) {
-        let c = rt()?.comm(comm)?;
-        let key = c.comm.context();
-        if let Some((_, a)) = lock(&COMM_BUFS).iter_mut().find(|(k, _)| *k == key) {
-            a.flush();
-        }
-        Ok(())
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Comm_iflush_buffer`: a request complete once the messages in
-    /// `comm`'s buffer are sent.
-    MPI_Comm_iflush_buffer / PMPI_Comm_iflush_buffer [comm] (comm: usize, request: *mut usize) {
-        let c = rt()?.comm(comm)?;
-        let key = c.comm.context();
-        let mark = mark();
-        // SAFETY: out-argument.
-        unsafe { flush_request(Flush::Comm(key, mark), comm, request) }
-    }
+/// `MPI_Comm_iflush_buffer`: a request complete once the messages in
+/// `comm`'s buffer are sent.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_iflush_buffer(comm: usize, request: *mut usize) -> Res {
+    let c = rt()?.comm(comm)?;
+    let key = c.comm.context();
+    let mark = mark();
+    // SAFETY: out-argument.
+    unsafe { flush_request(Flush::Comm(key, mark), comm, request) }
 }

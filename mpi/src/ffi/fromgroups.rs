@@ -14,7 +14,7 @@ use std::ffi::{c_char, c_int};
 
 use super::errors::errh_of;
 use super::group::group_of;
-use super::{cstr, mpi_fn, put};
+use super::{cstr, put};
 use crate::abi::class::*;
 use crate::abi::MPI_INFO_NULL;
 use crate::error::{Fail, Res};
@@ -54,47 +54,73 @@ unsafe fn store_new(
     unsafe { put(out, h) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_create_from_group`: collective over `group`'s members.
-    MPI_Comm_create_from_group / PMPI_Comm_create_from_group(group: usize, stringtag: *const c_char, info: usize, errhandler: usize, newcomm: *mut usize) {
-        let rt = rt()?;
-        let g = group_of(rt, group)?;
-        // SAFETY: a NUL-terminated string (the caller's promise).
-        let tag = tag_of(unsafe { cstr(stringtag)? });
-        if newcomm.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null communicator pointer"));
-        }
-        if g.rank().is_none() {
-            return Err(Fail::new(MPI_ERR_GROUP, "MPI_Comm_create_from_group called by a process outside the group"));
-        }
-        let new = rt.world_comm.comm.create_group(&g, tag)?;
-        // SAFETY: checked non-null.
-        unsafe { store_new(rt, new, errhandler, info, newcomm) }
+/// `MPI_Comm_create_from_group`: collective over `group`'s members.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_create_from_group(
+    group: usize,
+    stringtag: *const c_char,
+    info: usize,
+    errhandler: usize,
+    newcomm: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let g = group_of(rt, group)?;
+    // SAFETY: a NUL-terminated string (the caller's promise).
+    let tag = tag_of(unsafe { cstr(stringtag)? });
+    if newcomm.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null communicator pointer"));
     }
+    if g.rank().is_none() {
+        return Err(Fail::new(
+            MPI_ERR_GROUP,
+            "MPI_Comm_create_from_group called by a process outside the group",
+        ));
+    }
+    let new = rt.world_comm.comm.create_group(&g, tag)?;
+    // SAFETY: checked non-null.
+    unsafe { store_new(rt, new, errhandler, info, newcomm) }
 }
 
-mpi_fn! {
-    /// `MPI_Intercomm_create_from_groups`: collective over both groups,
-    /// which are disjoint; each passes its own leader's rank in its group
-    /// and the other's in the other group.
-    MPI_Intercomm_create_from_groups / PMPI_Intercomm_create_from_groups(
-        local_group: usize, local_leader: c_int, remote_group: usize, remote_leader: c_int,
-        stringtag: *const c_char, info: usize, errhandler: usize, newintercomm: *mut usize,
-    ) {
-        let rt = rt()?;
-        let (local, remote) = (group_of(rt, local_group)?, group_of(rt, remote_group)?);
-        // SAFETY: a NUL-terminated string (the caller's promise).
-        let tag = tag_of(unsafe { cstr(stringtag)? });
-        if newintercomm.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null communicator pointer"));
-        }
-        if local.rank().is_none() {
-            return Err(Fail::new(MPI_ERR_GROUP, "MPI_Intercomm_create_from_groups called by a process outside its local group"));
-        }
-        let new = rt.world_comm.comm.intercomm_from_groups(&local, local_leader, &remote, remote_leader, tag)?;
-        // SAFETY: checked non-null.
-        unsafe { store_new(rt, new, errhandler, info, newintercomm) }
+/// `MPI_Intercomm_create_from_groups`: collective over both groups,
+/// which are disjoint; each passes its own leader's rank in its group
+/// and the other's in the other group.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn intercomm_create_from_groups(
+    local_group: usize,
+    local_leader: c_int,
+    remote_group: usize,
+    remote_leader: c_int,
+    stringtag: *const c_char,
+    info: usize,
+    errhandler: usize,
+    newintercomm: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let (local, remote) = (group_of(rt, local_group)?, group_of(rt, remote_group)?);
+    // SAFETY: a NUL-terminated string (the caller's promise).
+    let tag = tag_of(unsafe { cstr(stringtag)? });
+    if newintercomm.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null communicator pointer"));
     }
+    if local.rank().is_none() {
+        return Err(Fail::new(
+            MPI_ERR_GROUP,
+            "MPI_Intercomm_create_from_groups called by a process outside its local group",
+        ));
+    }
+    let new = rt.world_comm.comm.intercomm_from_groups(
+        &local,
+        local_leader,
+        &remote,
+        remote_leader,
+        tag,
+    )?;
+    // SAFETY: checked non-null.
+    unsafe { store_new(rt, new, errhandler, info, newintercomm) }
 }
 
 #[cfg(test)]

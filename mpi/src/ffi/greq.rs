@@ -20,19 +20,16 @@ use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::post::Post;
+use super::put;
 use super::req::{Report, ReqObj, State};
-use super::{mpi_fn, put};
 use crate::abi::class::*;
 use crate::abi::{MpiStatus, MPI_COMM_SELF};
 use crate::error::{Fail, Res};
 use crate::state::{lock, rt};
 
-/// `MPI_Grequest_query_function`.
-type QueryFn = unsafe extern "C" fn(*mut c_void, *mut MpiStatus) -> c_int;
-/// `MPI_Grequest_free_function`.
-type FreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
-/// `MPI_Grequest_cancel_function`.
-type CancelFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+use crate::abi::callback::GrequestCancelFn as CancelFn;
+use crate::abi::callback::GrequestFreeFn as FreeFn;
+use crate::abi::callback::GrequestQueryFn as QueryFn;
 
 /// The program's callbacks and its `extra_state`.
 #[derive(Debug, Clone, Copy)]
@@ -199,55 +196,70 @@ pub(crate) fn cancel(h: usize) -> Option<Res> {
     Some(shared.cb.cancel(complete))
 }
 
-mpi_fn! {
-    /// `MPI_Grequest_start`: a request the program completes with
-    /// `MPI_Grequest_complete`; null callbacks are skipped.
-    MPI_Grequest_start / PMPI_Grequest_start(
-        query_fn: Option<QueryFn>, free_fn: Option<FreeFn>, cancel_fn: Option<CancelFn>,
-        extra_state: *mut c_void, request: *mut usize,
-    ) {
-        let rt = rt()?;
-        if request.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
-        }
-        let shared = Arc::new(Shared {
-            cb: Callbacks { query: query_fn, free: free_fn, cancel: cancel_fn, extra: extra_state as usize },
-            flags: Mutex::new(Flags::default()),
-            completed: Condvar::new(),
-        });
-        let obj = ReqObj {
-            state: State::Greq(Box::new(Greq { shared: Arc::clone(&shared) })),
-            comm: MPI_COMM_SELF,
-            post: Post::None,
-            persist: None,
-        };
-        let h = rt.add_request(obj)?;
-        lock(&GREQS).push((h, shared));
-        // SAFETY: checked non-null; an out-argument.
-        unsafe { put(request, h) }
+/// `MPI_Grequest_start`: a request the program completes with
+/// `MPI_Grequest_complete`; null callbacks are skipped.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn grequest_start(
+    query_fn: Option<QueryFn>,
+    free_fn: Option<FreeFn>,
+    cancel_fn: Option<CancelFn>,
+    extra_state: *mut c_void,
+    request: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
     }
+    let shared = Arc::new(Shared {
+        cb: Callbacks {
+            query: query_fn,
+            free: free_fn,
+            cancel: cancel_fn,
+            extra: extra_state as usize,
+        },
+        flags: Mutex::new(Flags::default()),
+        completed: Condvar::new(),
+    });
+    let obj = ReqObj {
+        state: State::Greq(Box::new(Greq {
+            shared: Arc::clone(&shared),
+        })),
+        comm: MPI_COMM_SELF,
+        post: Post::None,
+        persist: None,
+    };
+    let h = rt.add_request(obj)?;
+    lock(&GREQS).push((h, shared));
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(request, h) }
 }
 
-mpi_fn! {
-    /// `MPI_Grequest_complete`: the request is complete; if the program
-    /// freed it already, `free_fn` runs now.
-    MPI_Grequest_complete / PMPI_Grequest_complete(request: usize) {
-        let shared = registered(request).ok_or_else(|| {
-            Fail::new(MPI_ERR_REQUEST, "not a pending generalized request (MPI_Grequest_start)")
-        })?;
-        let freed = {
-            let mut fl = lock(&shared.flags);
-            if fl.complete {
-                return Err(Fail::new(MPI_ERR_REQUEST, "MPI_Grequest_complete was already called on this request"));
-            }
-            fl.complete = true;
-            shared.completed.notify_all();
-            fl.freed
-        };
-        if freed {
-            unregister(&shared);
-            return shared.cb.free();
+/// `MPI_Grequest_complete`: the request is complete; if the program
+/// freed it already, `free_fn` runs now.
+pub(crate) fn grequest_complete(request: usize) -> Res {
+    let shared = registered(request).ok_or_else(|| {
+        Fail::new(
+            MPI_ERR_REQUEST,
+            "not a pending generalized request (MPI_Grequest_start)",
+        )
+    })?;
+    let freed = {
+        let mut fl = lock(&shared.flags);
+        if fl.complete {
+            return Err(Fail::new(
+                MPI_ERR_REQUEST,
+                "MPI_Grequest_complete was already called on this request",
+            ));
         }
-        Ok(())
+        fl.complete = true;
+        shared.completed.notify_all();
+        fl.freed
+    };
+    if freed {
+        unregister(&shared);
+        return shared.cb.free();
     }
+    Ok(())
 }

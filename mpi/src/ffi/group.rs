@@ -8,7 +8,7 @@ use std::ffi::c_int;
 
 use ferry::{Group, GroupCompare};
 
-use super::{get, mpi_fn, put};
+use super::{get, put};
 use crate::abi::class::*;
 use crate::abi::*;
 use crate::error::{Fail, Res};
@@ -74,77 +74,97 @@ fn group_error(e: ferry::Error) -> Fail {
     f
 }
 
-mpi_fn! {
-    /// `MPI_Comm_group`.
-    MPI_Comm_group / PMPI_Comm_group [comm] (comm: usize, group: *mut usize) {
-        let rt = rt()?;
-        let g = rt.comm(comm)?.comm.group();
-        // SAFETY: out-argument.
-        unsafe { store(rt, g, group) }
-    }
+/// `MPI_Comm_group`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_group(comm: usize, group: *mut usize) -> Res {
+    let rt = rt()?;
+    let g = rt.comm(comm)?.comm.group();
+    // SAFETY: out-argument.
+    unsafe { store(rt, g, group) }
 }
 
-mpi_fn! {
-    /// `MPI_Group_size`.
-    MPI_Group_size / PMPI_Group_size(group: usize, size: *mut c_int) {
-        let g = group_of(rt()?, group)?;
-        // SAFETY: out-argument.
-        unsafe { put(size, g.size() as c_int) }
-    }
+/// `MPI_Group_size`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn group_size(group: usize, size: *mut c_int) -> Res {
+    let g = group_of(rt()?, group)?;
+    // SAFETY: out-argument.
+    unsafe { put(size, g.size() as c_int) }
 }
 
-mpi_fn! {
-    /// `MPI_Group_rank`: `MPI_UNDEFINED` if this process is not a member.
-    MPI_Group_rank / PMPI_Group_rank(group: usize, rank: *mut c_int) {
-        let g = group_of(rt()?, group)?;
-        // SAFETY: out-argument.
-        unsafe { put(rank, g.rank().unwrap_or(MPI_UNDEFINED)) }
-    }
+/// `MPI_Group_rank`: `MPI_UNDEFINED` if this process is not a member.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn group_rank(group: usize, rank: *mut c_int) -> Res {
+    let g = group_of(rt()?, group)?;
+    // SAFETY: out-argument.
+    unsafe { put(rank, g.rank().unwrap_or(MPI_UNDEFINED)) }
 }
 
-mpi_fn! {
-    /// `MPI_Group_translate_ranks`: `MPI_UNDEFINED` for a process not in
-    /// `group2`, `MPI_PROC_NULL` for `MPI_PROC_NULL`.
-    MPI_Group_translate_ranks / PMPI_Group_translate_ranks(group1: usize, n: c_int, ranks1: *const c_int, group2: usize, ranks2: *mut c_int) {
-        let rt = rt()?;
-        let (a, b) = (group_of(rt, group1)?, group_of(rt, group2)?);
-        // SAFETY: the caller's array of `n` ranks.
-        let ranks = unsafe { ints(ranks1, n)? };
-        let ferry_ranks: Vec<c_int> = ranks.iter().map(|&r| if r == MPI_PROC_NULL { ferry::PROC_NULL } else { r }).collect();
-        let out = a.translate_ranks(&ferry_ranks, &b).map_err(|e| {
-            let mut f = Fail::from(e);
-            f.class = MPI_ERR_RANK;
-            f
-        })?;
-        if !out.is_empty() && ranks2.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null output rank array"));
-        }
-        for (i, (r, t)) in ranks.iter().zip(out).enumerate() {
-            let v = match t {
-                _ if *r == MPI_PROC_NULL => MPI_PROC_NULL,
-                Some(t) => t,
-                None => MPI_UNDEFINED,
-            };
-            // SAFETY: the caller's output array of `n` ranks.
-            unsafe { ranks2.add(i).write(v) };
-        }
-        Ok(())
+/// `MPI_Group_translate_ranks`: `MPI_UNDEFINED` for a process not in
+/// `group2`, `MPI_PROC_NULL` for `MPI_PROC_NULL`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn group_translate_ranks(
+    group1: usize,
+    n: c_int,
+    ranks1: *const c_int,
+    group2: usize,
+    ranks2: *mut c_int,
+) -> Res {
+    let rt = rt()?;
+    let (a, b) = (group_of(rt, group1)?, group_of(rt, group2)?);
+    // SAFETY: the caller's array of `n` ranks.
+    let ranks = unsafe { ints(ranks1, n)? };
+    let ferry_ranks: Vec<c_int> = ranks
+        .iter()
+        .map(|&r| {
+            if r == MPI_PROC_NULL {
+                ferry::PROC_NULL
+            } else {
+                r
+            }
+        })
+        .collect();
+    let out = a.translate_ranks(&ferry_ranks, &b).map_err(|e| {
+        let mut f = Fail::from(e);
+        f.class = MPI_ERR_RANK;
+        f
+    })?;
+    if !out.is_empty() && ranks2.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null output rank array"));
     }
-}
-
-mpi_fn! {
-    /// `MPI_Group_compare`: `MPI_IDENT`, `MPI_SIMILAR` or `MPI_UNEQUAL`.
-    MPI_Group_compare / PMPI_Group_compare(group1: usize, group2: usize, result: *mut c_int) {
-        let rt = rt()?;
-        let (a, b) = (group_of(rt, group1)?, group_of(rt, group2)?);
-        let r = match a.compare(&b) {
-            GroupCompare::Ident => MPI_IDENT,
-            GroupCompare::Similar => MPI_SIMILAR,
-            _ => MPI_UNEQUAL,
+    for (i, (r, t)) in ranks.iter().zip(out).enumerate() {
+        let v = match t {
+            _ if *r == MPI_PROC_NULL => MPI_PROC_NULL,
+            Some(t) => t,
+            None => MPI_UNDEFINED,
         };
-        // SAFETY: out-argument.
-        unsafe { put(result, r) }
+        // SAFETY: the caller's output array of `n` ranks.
+        unsafe { ranks2.add(i).write(v) };
     }
+    Ok(())
+}
+
+/// `MPI_Group_compare`: `MPI_IDENT`, `MPI_SIMILAR` or `MPI_UNEQUAL`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn group_compare(group1: usize, group2: usize, result: *mut c_int) -> Res {
+    let rt = rt()?;
+    let (a, b) = (group_of(rt, group1)?, group_of(rt, group2)?);
+    let r = match a.compare(&b) {
+        GroupCompare::Ident => MPI_IDENT,
+        GroupCompare::Similar => MPI_SIMILAR,
+        _ => MPI_UNEQUAL,
+    };
+    // SAFETY: out-argument.
+    unsafe { put(result, r) }
 }
 
 /// The body of the two-group set operations.
@@ -163,54 +183,69 @@ unsafe fn set_op(
     unsafe { store(rt, op(&a, &b), out) }
 }
 
-mpi_fn! {
-    /// `MPI_Group_union`: `group1`'s members, then `group2`'s others.
-    MPI_Group_union / PMPI_Group_union(group1: usize, group2: usize, newgroup: *mut usize) {
-        // SAFETY: out-argument.
-        unsafe { set_op(group1, group2, newgroup, Group::union) }
-    }
+/// `MPI_Group_union`: `group1`'s members, then `group2`'s others.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn group_union(group1: usize, group2: usize, newgroup: *mut usize) -> Res {
+    // SAFETY: out-argument.
+    unsafe { set_op(group1, group2, newgroup, Group::union) }
 }
 
-mpi_fn! {
-    /// `MPI_Group_intersection`: in `group1`'s order.
-    MPI_Group_intersection / PMPI_Group_intersection(group1: usize, group2: usize, newgroup: *mut usize) {
-        // SAFETY: out-argument.
-        unsafe { set_op(group1, group2, newgroup, Group::intersection) }
-    }
+/// `MPI_Group_intersection`: in `group1`'s order.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn group_intersection(group1: usize, group2: usize, newgroup: *mut usize) -> Res {
+    // SAFETY: out-argument.
+    unsafe { set_op(group1, group2, newgroup, Group::intersection) }
 }
 
-mpi_fn! {
-    /// `MPI_Group_difference`: in `group1`'s order.
-    MPI_Group_difference / PMPI_Group_difference(group1: usize, group2: usize, newgroup: *mut usize) {
-        // SAFETY: out-argument.
-        unsafe { set_op(group1, group2, newgroup, Group::difference) }
-    }
+/// `MPI_Group_difference`: in `group1`'s order.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn group_difference(group1: usize, group2: usize, newgroup: *mut usize) -> Res {
+    // SAFETY: out-argument.
+    unsafe { set_op(group1, group2, newgroup, Group::difference) }
 }
 
-mpi_fn! {
-    /// `MPI_Group_incl`.
-    MPI_Group_incl / PMPI_Group_incl(group: usize, n: c_int, ranks: *const c_int, newgroup: *mut usize) {
-        let rt = rt()?;
-        let g = group_of(rt, group)?;
-        // SAFETY: the caller's array of `n` ranks.
-        let r = unsafe { ints(ranks, n)? };
-        let new = g.incl(r).map_err(group_error)?;
-        // SAFETY: out-argument.
-        unsafe { store(rt, new, newgroup) }
-    }
+/// `MPI_Group_incl`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn group_incl(
+    group: usize,
+    n: c_int,
+    ranks: *const c_int,
+    newgroup: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let g = group_of(rt, group)?;
+    // SAFETY: the caller's array of `n` ranks.
+    let r = unsafe { ints(ranks, n)? };
+    let new = g.incl(r).map_err(group_error)?;
+    // SAFETY: out-argument.
+    unsafe { store(rt, new, newgroup) }
 }
 
-mpi_fn! {
-    /// `MPI_Group_excl`.
-    MPI_Group_excl / PMPI_Group_excl(group: usize, n: c_int, ranks: *const c_int, newgroup: *mut usize) {
-        let rt = rt()?;
-        let g = group_of(rt, group)?;
-        // SAFETY: the caller's array of `n` ranks.
-        let r = unsafe { ints(ranks, n)? };
-        let new = g.excl(r).map_err(group_error)?;
-        // SAFETY: out-argument.
-        unsafe { store(rt, new, newgroup) }
-    }
+/// `MPI_Group_excl`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn group_excl(
+    group: usize,
+    n: c_int,
+    ranks: *const c_int,
+    newgroup: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let g = group_of(rt, group)?;
+    // SAFETY: the caller's array of `n` ranks.
+    let r = unsafe { ints(ranks, n)? };
+    let new = g.excl(r).map_err(group_error)?;
+    // SAFETY: out-argument.
+    unsafe { store(rt, new, newgroup) }
 }
 
 /// The `int ranges[][3]` argument as triples.
@@ -229,47 +264,62 @@ unsafe fn ranges(p: *const [c_int; 3], n: c_int) -> Res<Vec<(c_int, c_int, c_int
     Ok(flat.chunks_exact(3).map(|t| (t[0], t[1], t[2])).collect())
 }
 
-mpi_fn! {
-    /// `MPI_Group_range_incl`.
-    MPI_Group_range_incl / PMPI_Group_range_incl(group: usize, n: c_int, ranges_: *const [c_int; 3], newgroup: *mut usize) {
-        let rt = rt()?;
-        let g = group_of(rt, group)?;
-        // SAFETY: the caller's array of `n` triples.
-        let r = unsafe { ranges(ranges_, n)? };
-        let new = g.range_incl(&r).map_err(group_error)?;
-        // SAFETY: out-argument.
-        unsafe { store(rt, new, newgroup) }
-    }
+/// `MPI_Group_range_incl`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn group_range_incl(
+    group: usize,
+    n: c_int,
+    ranges_: *const [c_int; 3],
+    newgroup: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let g = group_of(rt, group)?;
+    // SAFETY: the caller's array of `n` triples.
+    let r = unsafe { ranges(ranges_, n)? };
+    let new = g.range_incl(&r).map_err(group_error)?;
+    // SAFETY: out-argument.
+    unsafe { store(rt, new, newgroup) }
 }
 
-mpi_fn! {
-    /// `MPI_Group_range_excl`.
-    MPI_Group_range_excl / PMPI_Group_range_excl(group: usize, n: c_int, ranges_: *const [c_int; 3], newgroup: *mut usize) {
-        let rt = rt()?;
-        let g = group_of(rt, group)?;
-        // SAFETY: the caller's array of `n` triples.
-        let r = unsafe { ranges(ranges_, n)? };
-        let new = g.range_excl(&r).map_err(group_error)?;
-        // SAFETY: out-argument.
-        unsafe { store(rt, new, newgroup) }
-    }
+/// `MPI_Group_range_excl`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn group_range_excl(
+    group: usize,
+    n: c_int,
+    ranges_: *const [c_int; 3],
+    newgroup: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let g = group_of(rt, group)?;
+    // SAFETY: the caller's array of `n` triples.
+    let r = unsafe { ranges(ranges_, n)? };
+    let new = g.range_excl(&r).map_err(group_error)?;
+    // SAFETY: out-argument.
+    unsafe { store(rt, new, newgroup) }
 }
 
-mpi_fn! {
-    /// `MPI_Group_free`: the handle becomes `MPI_GROUP_NULL`
-    /// (`MPI_GROUP_EMPTY` may be freed too, and stays valid).
-    MPI_Group_free / PMPI_Group_free(group: *mut usize) {
-        let rt = rt()?;
-        // SAFETY: in/out argument.
-        let h = unsafe { get(group.cast_const())? };
-        match h {
-            MPI_GROUP_EMPTY => {}
-            MPI_GROUP_NULL => return Err(Fail::new(MPI_ERR_GROUP, "MPI_GROUP_NULL cannot be freed")),
-            h => {
-                rt.groups.with(|t| t.remove(h))?.map_err(|b| Fail::handle(MPI_ERR_GROUP, b, "group"))?;
-            }
+/// `MPI_Group_free`: the handle becomes `MPI_GROUP_NULL`
+/// (`MPI_GROUP_EMPTY` may be freed too, and stays valid).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn group_free(group: *mut usize) -> Res {
+    let rt = rt()?;
+    // SAFETY: in/out argument.
+    let h = unsafe { get(group.cast_const())? };
+    match h {
+        MPI_GROUP_EMPTY => {}
+        MPI_GROUP_NULL => return Err(Fail::new(MPI_ERR_GROUP, "MPI_GROUP_NULL cannot be freed")),
+        h => {
+            rt.groups
+                .with(|t| t.remove(h))?
+                .map_err(|b| Fail::handle(MPI_ERR_GROUP, b, "group"))?;
         }
-        // SAFETY: as above.
-        unsafe { put(group, MPI_GROUP_NULL) }
     }
+    // SAFETY: as above.
+    unsafe { put(group, MPI_GROUP_NULL) }
 }

@@ -9,7 +9,7 @@
 use std::ffi::c_int;
 
 use super::comm::store;
-use super::{mpi_fn, put};
+use super::put;
 use crate::abi::class::*;
 use crate::error::{Fail, Res};
 use crate::state::rt;
@@ -23,78 +23,97 @@ fn remote_group(comm: usize) -> Res<ferry::Group> {
         .ok_or_else(|| Fail::new(MPI_ERR_COMM, "an intracommunicator has no remote group"))
 }
 
-mpi_fn! {
-    /// `MPI_Comm_test_inter`.
-    MPI_Comm_test_inter / PMPI_Comm_test_inter [comm] (comm: usize, flag: *mut c_int) {
-        let inter = rt()?.comm(comm)?.comm.is_inter();
-        // SAFETY: out-argument.
-        unsafe { put(flag, c_int::from(inter)) }
-    }
+/// `MPI_Comm_test_inter`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_test_inter(comm: usize, flag: *mut c_int) -> Res {
+    let inter = rt()?.comm(comm)?.comm.is_inter();
+    // SAFETY: out-argument.
+    unsafe { put(flag, c_int::from(inter)) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_remote_size`: `MPI_ERR_COMM` on an intracommunicator.
-    MPI_Comm_remote_size / PMPI_Comm_remote_size [comm] (comm: usize, size: *mut c_int) {
-        let n = remote_group(comm)?.size();
-        // SAFETY: out-argument.
-        unsafe { put(size, c_int::try_from(n).unwrap_or(c_int::MAX)) }
-    }
+/// `MPI_Comm_remote_size`: `MPI_ERR_COMM` on an intracommunicator.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_remote_size(comm: usize, size: *mut c_int) -> Res {
+    let n = remote_group(comm)?.size();
+    // SAFETY: out-argument.
+    unsafe { put(size, c_int::try_from(n).unwrap_or(c_int::MAX)) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_remote_group`: `MPI_ERR_COMM` on an intracommunicator.
-    MPI_Comm_remote_group / PMPI_Comm_remote_group [comm] (comm: usize, group: *mut usize) {
-        let g = remote_group(comm)?;
-        // SAFETY: out-argument.
-        unsafe { super::group::store(rt()?, g, group) }
-    }
+/// `MPI_Comm_remote_group`: `MPI_ERR_COMM` on an intracommunicator.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_remote_group(comm: usize, group: *mut usize) -> Res {
+    let g = remote_group(comm)?;
+    // SAFETY: out-argument.
+    unsafe { super::group::store(rt()?, g, group) }
 }
 
-mpi_fn! {
-    /// `MPI_Intercomm_create`: `peer_comm` and `remote_leader` are read at
-    /// `local_leader` only. The new communicator has `local_comm`'s error
-    /// handler.
-    MPI_Intercomm_create / PMPI_Intercomm_create [local_comm] (local_comm: usize, local_leader: c_int, peer_comm: usize, remote_leader: c_int, tag: c_int, newintercomm: *mut usize) {
-        let rt = rt()?;
-        let local = rt.comm_counted(local_comm)?;
-        if newintercomm.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null communicator pointer"));
-        }
-        if tag < 0 {
-            return Err(Fail::msg(MPI_ERR_TAG, format!("invalid tag {tag}")));
-        }
-        let peer = if local.comm.rank() == local_leader {
-            Some(rt.comm_counted(peer_comm)?)
-        } else {
-            None
-        };
-        let new = local.comm.intercomm_create(
-            local_leader,
-            peer.as_ref().map(|p| &p.comm),
-            remote_leader,
-            tag,
-        )?;
-        let h = store(rt, &local, new, Vec::new(), None)?;
-        // SAFETY: checked non-null; an out-argument.
-        unsafe { put(newintercomm, h) }
+/// `MPI_Intercomm_create`: `peer_comm` and `remote_leader` are read at
+/// `local_leader` only. The new communicator has `local_comm`'s error
+/// handler.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn intercomm_create(
+    local_comm: usize,
+    local_leader: c_int,
+    peer_comm: usize,
+    remote_leader: c_int,
+    tag: c_int,
+    newintercomm: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let local = rt.comm_counted(local_comm)?;
+    if newintercomm.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null communicator pointer"));
     }
+    if tag < 0 {
+        return Err(Fail::msg(MPI_ERR_TAG, format!("invalid tag {tag}")));
+    }
+    let peer = if local.comm.rank() == local_leader {
+        Some(rt.comm_counted(peer_comm)?)
+    } else {
+        None
+    };
+    let new = local.comm.intercomm_create(
+        local_leader,
+        peer.as_ref().map(|p| &p.comm),
+        remote_leader,
+        tag,
+    )?;
+    let h = store(rt, &local, new, Vec::new(), None)?;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(newintercomm, h) }
 }
 
-mpi_fn! {
-    /// `MPI_Intercomm_merge`: the side passing `high == 0` first. The new
-    /// communicator has the intercommunicator's error handler.
-    MPI_Intercomm_merge / PMPI_Intercomm_merge [intercomm] (intercomm: usize, high: c_int, newintracomm: *mut usize) {
-        let rt = rt()?;
-        let c = rt.comm_counted(intercomm)?;
-        if newintracomm.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null communicator pointer"));
-        }
-        if !c.comm.is_inter() {
-            return Err(Fail::new(MPI_ERR_COMM, "MPI_Intercomm_merge needs an intercommunicator"));
-        }
-        let new = c.comm.intercomm_merge(high != 0)?;
-        let h = store(rt, &c, new, Vec::new(), None)?;
-        // SAFETY: checked non-null; an out-argument.
-        unsafe { put(newintracomm, h) }
+/// `MPI_Intercomm_merge`: the side passing `high == 0` first. The new
+/// communicator has the intercommunicator's error handler.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn intercomm_merge(
+    intercomm: usize,
+    high: c_int,
+    newintracomm: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm_counted(intercomm)?;
+    if newintracomm.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null communicator pointer"));
     }
+    if !c.comm.is_inter() {
+        return Err(Fail::new(
+            MPI_ERR_COMM,
+            "MPI_Intercomm_merge needs an intercommunicator",
+        ));
+    }
+    let new = c.comm.intercomm_merge(high != 0)?;
+    let h = store(rt, &c, new, Vec::new(), None)?;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(newintracomm, h) }
 }

@@ -1,8 +1,11 @@
 //! The C boundary: every exported `MPI_*` / `PMPI_*` function, and all of
 //! this crate's `unsafe` code.
 //!
-//! Each function is defined once by [`mpi_fn!`]: `PMPI_X` holds the body,
-//! run by [`guard`] under `catch_unwind` (no panic crosses into C; one
+//! Each function is one row of `mpi/abi/functions.txt`, from which
+//! `ferry-mpi-abigen` writes its shim (`exports/`, through [`export!`]) and
+//! its prototype in `mpi.h`; the shim calls the function's body, an
+//! ordinary Rust function in the module of its chapter. `PMPI_X` runs the
+//! body under [`guard`] (`catch_unwind`: no panic crosses into C; one
 //! becomes `MPI_ERR_INTERN`), and an error goes through the communicator's
 //! error handler. `MPI_X` calls `PMPI_X`, so a tool that interposes on
 //! `MPI_X` reaches the library through `PMPI_X`.
@@ -13,6 +16,9 @@
 // The exported functions are `pub` for the linker (`#[no_mangle]`), not
 // for Rust callers: nothing outside reaches them through the module path.
 #![allow(unreachable_pub)]
+// A body takes its MPI function's arguments as the standard lists them
+// (MPI_Alltoallw_init has eleven).
+#![allow(clippy::too_many_arguments)]
 
 use std::ffi::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -33,6 +39,7 @@ mod commbuf;
 mod direct;
 mod env;
 mod errors;
+mod exports;
 mod fromgroups;
 mod greq;
 mod group;
@@ -69,67 +76,76 @@ pub(crate) use mpix::chosen_wait_mode;
 pub use mprobe::MsgObj;
 pub use req::ReqObj;
 
-/// Defines `PMPI_X` with the body, and `MPI_X` calling it. The body is an
-/// expression of type [`Res`]. With `[comm]`, a failure is raised on the
-/// communicator argument `comm`. With `fast { .. }` before the body, the
-/// call first tries that block, an expression of type `Option<Res>`:
-/// `None` hands the call to the body (see [`guard_fast`]).
-macro_rules! mpi_fn {
-    ($(#[$meta:meta])* $name:ident / $pname:ident $([$on:ident])? ($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
-        $crate::ffi::mpi_fn!(@define $(#[$meta])* $name / $pname ($($arg: $ty),*) {
-            $crate::ffi::guard(stringify!($name), move || -> $crate::error::Res {
-                // The body's `?`s return from this inner closure, so every
-                // failure passes the communicator attribution below.
-                #[allow(clippy::redundant_closure_call)]
-                let r: $crate::error::Res = (move || -> $crate::error::Res { $body })();
-                $(let r = r.map_err(|f| f.on($on));)?
+/// One exported function: `PMPI_X`, which runs the body, and `MPI_X`,
+/// which calls `PMPI_X` (so a tool that interposes on `MPI_X` reaches the
+/// library through `PMPI_X`). Only the generated shims use it
+/// (`exports/`, from `mpi/abi/functions.txt`; see `ferry-mpi-abigen`).
+///
+/// The body is called with the arguments as they came; it returns
+/// [`Res`], run by [`guard`] under `catch_unwind` (no panic crosses into
+/// C; one becomes `MPI_ERR_INTERN`) and raised through the error handler
+/// of communicator `[on]` (`MPI_COMM_SELF`'s without it). With `fast`, the
+/// fast body runs first under the same guard ([`guard_fast`]). A `raw`
+/// function's body returns the C value itself, unguarded.
+macro_rules! export {
+    ($(#[$meta:meta])* $name:ident / $pname:ident $([$on:ident])? ($($arg:ident : $ty:ty),* $(,)?) $(fast $fast:path)? => $body:path) => {
+        $crate::ffi::export!(@pair $(#[$meta])* $name / $pname ($($arg: $ty),*) -> std::ffi::c_int {
+            $crate::ffi::export!(@guarded stringify!($name), [$($on)?] ($($arg),*) $(fast $fast)? => $body)
+        });
+    };
+    ($(#[$meta:meta])* $name:ident / $pname:ident raw ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty => $body:path) => {
+        $crate::ffi::export!(@pair $(#[$meta])* $name / $pname ($($arg: $ty),*) -> $ret {
+            // SAFETY: the C caller's promises for this function's
+            // arguments, passed on unchanged.
+            #[allow(unused_unsafe)]
+            unsafe { $body($($arg),*) }
+        });
+    };
+    (@guarded $call:expr, [$($on:ident)?] ($($arg:ident),*) => $body:path) => {
+        $crate::ffi::guard($call, move || -> $crate::error::Res {
+            // SAFETY: the C caller's promises for this function's
+            // pointer arguments (the MPI standard's), passed on unchanged.
+            #[allow(unused_unsafe)]
+            let r: $crate::error::Res = unsafe { $body($($arg),*) };
+            $(let r = r.map_err(|f| f.on($on));)?
+            r
+        })
+    };
+    (@guarded $call:expr, [$($on:ident)?] ($($arg:ident),*) fast $fast:path => $body:path) => {
+        $crate::ffi::guard_fast(
+            $call,
+            move || -> Option<$crate::error::Res> {
+                // SAFETY: as for the body, below.
+                #[allow(unused_unsafe)]
+                let r: Option<$crate::error::Res> = unsafe { $fast($($arg),*) };
+                $(let r = r.map(|r| r.map_err(|f| f.on($on)));)?
                 r
-            })
-        });
+            },
+            move || $crate::ffi::export!(@guarded $call, [$($on)?] ($($arg),*) => $body),
+        )
     };
-    ($(#[$meta:meta])* $name:ident / $pname:ident $([$on:ident])? ($($arg:ident : $ty:ty),* $(,)?) fast $fast:block $body:block) => {
-        $crate::ffi::mpi_fn!(@define $(#[$meta])* $name / $pname ($($arg: $ty),*) {
-            $crate::ffi::guard_fast(
-                stringify!($name),
-                move || -> Option<$crate::error::Res> {
-                    #[allow(clippy::redundant_closure_call)]
-                    let r: Option<$crate::error::Res> = (move || -> Option<$crate::error::Res> { $fast })();
-                    $(let r = r.map(|r| r.map_err(|f| f.on($on)));)?
-                    r
-                },
-                move || {
-                    $crate::ffi::guard(stringify!($name), move || -> $crate::error::Res {
-                        #[allow(clippy::redundant_closure_call)]
-                        let r: $crate::error::Res = (move || -> $crate::error::Res { $body })();
-                        $(let r = r.map_err(|f| f.on($on));)?
-                        r
-                    })
-                },
-            )
-        });
-    };
-    (@define $(#[$meta:meta])* $name:ident / $pname:ident ($($arg:ident : $ty:ty),*) $call:block) => {
+    (@pair $(#[$meta:meta])* $name:ident / $pname:ident ($($arg:ident : $ty:ty),*) -> $ret:ty $call:block) => {
         $(#[$meta])*
         ///
         /// # Safety
         /// Every pointer argument must be valid for the accesses the MPI
         /// standard describes for this function, or null where it allows.
         #[no_mangle]
-        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> std::ffi::c_int $call
+        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> $ret $call
 
         #[doc = concat!("`", stringify!($name), "`: the interposable name of `", stringify!($pname), "`.")]
         ///
         /// # Safety
         /// As for the `PMPI_` form.
         #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> std::ffi::c_int {
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
             // SAFETY: the same function under its profiling name; the
             // caller's promises carry over unchanged.
             unsafe { $pname($($arg),*) }
         }
     };
 }
-pub(crate) use mpi_fn;
+pub(crate) use export;
 
 /// Runs a body: `MPI_SUCCESS`, or the error through its handler. A panic
 /// is caught and raised as `MPI_ERR_INTERN`.

@@ -26,7 +26,7 @@ use ferry::{Buf, WaitMode};
 
 use super::post::Post;
 use super::req::ReqObj;
-use super::{get, mpi_fn, put};
+use super::{get, put};
 use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus};
 use crate::error::{Fail, Res};
@@ -87,84 +87,97 @@ pub(crate) fn release(ptr: usize) -> bool {
         .is_some()
 }
 
-mpi_fn! {
-    /// `MPIX_Iarecv`.
-    MPIX_Iarecv / PMPIX_Iarecv [comm] (source: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        if request.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
-        }
-        let req = c.comm.iarecv(rank_in(source), tag_in(tag))?;
-        let h = rt.add_request(ReqObj::active(req, comm, Post::Arecv))?;
-        // SAFETY: checked non-null; an out-argument.
-        unsafe { put(request, h) }
+/// `MPIX_Iarecv`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn iarecv(source: c_int, tag: c_int, comm: usize, request: *mut usize) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
     }
+    let req = c.comm.iarecv(rank_in(source), tag_in(tag))?;
+    let h = rt.add_request(ReqObj::active(req, comm, Post::Arecv))?;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(request, h) }
 }
 
-mpi_fn! {
-    /// `MPIX_Arecv`: the status (which must not be `MPI_STATUS_IGNORE`)
-    /// carries the buffer.
-    MPIX_Arecv / PMPIX_Arecv [comm] (source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        if status.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "MPIX_Arecv hands its buffer over through the status: MPI_STATUS_IGNORE cannot take it"));
-        }
-        let req = c.comm.iarecv(rank_in(source), tag_in(tag))?;
-        let report = super::request::wait_one(&mut ReqObj::active(req, comm, Post::Arecv))?;
-        // SAFETY: checked non-null; a status to fill.
-        unsafe { report.write(status) }
+/// `MPIX_Arecv`: the status (which must not be `MPI_STATUS_IGNORE`)
+/// carries the buffer.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn arecv(source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    if status.is_null() {
+        return Err(Fail::new(
+            MPI_ERR_ARG,
+            "MPIX_Arecv hands its buffer over through the status: MPI_STATUS_IGNORE cannot take it",
+        ));
     }
+    let req = c.comm.iarecv(rank_in(source), tag_in(tag))?;
+    let report = super::request::wait_one(&mut ReqObj::active(req, comm, Post::Arecv))?;
+    // SAFETY: checked non-null; a status to fill.
+    unsafe { report.write(status) }
 }
 
-mpi_fn! {
-    /// `MPIX_Status_get_buffer`: the buffer an ARecv handed over (null for
-    /// an empty message or a status of another operation). The program
-    /// owns it: `MPI_Free_mem` releases it.
-    MPIX_Status_get_buffer / PMPIX_Status_get_buffer(status: *const MpiStatus, buf: *mut c_void) {
-        // SAFETY: a status the caller filled (null is reported).
-        let s = unsafe { get(status)? };
-        let ptr = (s.internal[3] as u32 as usize) | ((s.internal[4] as u32 as usize) << 32);
-        // SAFETY: `buf` is really a `void **` out-argument.
-        unsafe { put(buf.cast::<usize>(), ptr) }
-    }
+/// `MPIX_Status_get_buffer`: the buffer an ARecv handed over (null for
+/// an empty message or a status of another operation). The program
+/// owns it: `MPI_Free_mem` releases it.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn status_get_buffer(status: *const MpiStatus, buf: *mut c_void) -> Res {
+    // SAFETY: a status the caller filled (null is reported).
+    let s = unsafe { get(status)? };
+    let ptr = (s.internal[3] as u32 as usize) | ((s.internal[4] as u32 as usize) << 32);
+    // SAFETY: `buf` is really a `void **` out-argument.
+    unsafe { put(buf.cast::<usize>(), ptr) }
 }
 
-mpi_fn! {
-    /// `MPIX_Set_wait_mode`: `MPIX_WAIT_SPIN`, `MPIX_WAIT_PASSIVE` (sleep
-    /// in the kernel while waiting: no core burnt) or `MPIX_WAIT_HYBRID`
-    /// (spin, then sleep; ferry's default), for the world `MPI_Init`
-    /// makes; it overrides `FERRY_WAIT_MODE`. Only before `MPI_Init`.
-    MPIX_Set_wait_mode / PMPIX_Set_wait_mode(mode: c_int) {
-        if rt_any().is_some() {
-            return Err(Fail::new(MPI_ERR_OTHER, "MPIX_Set_wait_mode must be called before MPI_Init"));
-        }
-        let m = WAIT_MODES
-            .iter()
-            .find(|(v, _)| *v == mode)
-            .map(|(_, m)| *m)
-            .ok_or_else(|| Fail::msg(MPI_ERR_ARG, format!("invalid wait mode {mode}")))?;
-        *lock(&WAIT_MODE) = Some(m);
-        Ok(())
+/// `MPIX_Set_wait_mode`: `MPIX_WAIT_SPIN`, `MPIX_WAIT_PASSIVE` (sleep
+/// in the kernel while waiting: no core burnt) or `MPIX_WAIT_HYBRID`
+/// (spin, then sleep; ferry's default), for the world `MPI_Init`
+/// makes; it overrides `FERRY_WAIT_MODE`. Only before `MPI_Init`.
+pub(crate) fn set_wait_mode(mode: c_int) -> Res {
+    if rt_any().is_some() {
+        return Err(Fail::new(
+            MPI_ERR_OTHER,
+            "MPIX_Set_wait_mode must be called before MPI_Init",
+        ));
     }
+    let m = WAIT_MODES
+        .iter()
+        .find(|(v, _)| *v == mode)
+        .map(|(_, m)| *m)
+        .ok_or_else(|| Fail::msg(MPI_ERR_ARG, format!("invalid wait mode {mode}")))?;
+    *lock(&WAIT_MODE) = Some(m);
+    Ok(())
 }
 
-mpi_fn! {
-    /// `MPIX_Get_wait_mode`: the mode in force (after `MPI_Init`), or the
-    /// one `MPI_Init` will use.
-    MPIX_Get_wait_mode / PMPIX_Get_wait_mode(mode: *mut c_int) {
-        let m = match rt_any() {
-            Some(rt) => rt.wait_mode,
-            None => match chosen_wait_mode() {
-                Some(m) => m,
-                None => ferry::Config::from_env().map(|c| c.wait_mode).map_err(Fail::from)?,
-            },
-        };
-        let v = WAIT_MODES.iter().find(|(_, w)| *w == m).map_or(2, |(v, _)| *v);
-        // SAFETY: out-argument.
-        unsafe { put(mode, v) }
-    }
+/// `MPIX_Get_wait_mode`: the mode in force (after `MPI_Init`), or the
+/// one `MPI_Init` will use.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn get_wait_mode(mode: *mut c_int) -> Res {
+    let m = match rt_any() {
+        Some(rt) => rt.wait_mode,
+        None => match chosen_wait_mode() {
+            Some(m) => m,
+            None => ferry::Config::from_env()
+                .map(|c| c.wait_mode)
+                .map_err(Fail::from)?,
+        },
+    };
+    let v = WAIT_MODES
+        .iter()
+        .find(|(_, w)| *w == m)
+        .map_or(2, |(v, _)| *v);
+    // SAFETY: out-argument.
+    unsafe { put(mode, v) }
 }
 
 /// Completes a lent-out check for `MPIX_REQUEST_EMPTY`: the request a

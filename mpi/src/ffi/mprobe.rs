@@ -17,7 +17,7 @@ use super::buf::{recv_data, staged, RecvData};
 use super::post::Post;
 use super::req::{Report, ReqObj};
 use super::request::wait_one;
-use super::{bytes_mut, get, mpi_fn, put, put_status};
+use super::{bytes_mut, get, put, put_status};
 use crate::abi::class::*;
 use crate::abi::*;
 use crate::datatype::count_arg;
@@ -87,46 +87,61 @@ unsafe fn take(rt: &Runtime, message: *mut usize) -> Res<Option<MsgObj>> {
     Ok(obj)
 }
 
-mpi_fn! {
-    /// `MPI_Mprobe`.
-    MPI_Mprobe / PMPI_Mprobe [comm] (source: c_int, tag: c_int, comm: usize, message: *mut usize, status: *mut MpiStatus) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        if message.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null message pointer"));
-        }
-        let (m, s) = c.comm.mprobe(rank_in(source), tag_in(tag))?;
-        let h = store(rt, m, s, comm)?;
-        // SAFETY: checked non-null; status is IGNORE or valid.
-        unsafe {
-            put(message, h)?;
-            put_status(status, MpiStatus::from_ferry(&s));
-        }
-        Ok(())
+/// `MPI_Mprobe`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    message: *mut usize,
+    status: *mut MpiStatus,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    if message.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null message pointer"));
     }
+    let (m, s) = c.comm.mprobe(rank_in(source), tag_in(tag))?;
+    let h = store(rt, m, s, comm)?;
+    // SAFETY: checked non-null; status is IGNORE or valid.
+    unsafe {
+        put(message, h)?;
+        put_status(status, MpiStatus::from_ferry(&s));
+    }
+    Ok(())
 }
 
-mpi_fn! {
-    /// `MPI_Improbe`.
-    MPI_Improbe / PMPI_Improbe [comm] (source: c_int, tag: c_int, comm: usize, flag: *mut c_int, message: *mut usize, status: *mut MpiStatus) {
-        let rt = rt()?;
-        let c = rt.comm(comm)?;
-        if message.is_null() || flag.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null flag or message pointer"));
-        }
-        match c.comm.improbe(rank_in(source), tag_in(tag))? {
-            Some((m, s)) => {
-                let h = store(rt, m, s, comm)?;
-                // SAFETY: checked non-null; status is IGNORE or valid.
-                unsafe {
-                    put(message, h)?;
-                    put_status(status, MpiStatus::from_ferry(&s));
-                    put(flag, 1)
-                }
+/// `MPI_Improbe`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn improbe(
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    flag: *mut c_int,
+    message: *mut usize,
+    status: *mut MpiStatus,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    if message.is_null() || flag.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null flag or message pointer"));
+    }
+    match c.comm.improbe(rank_in(source), tag_in(tag))? {
+        Some((m, s)) => {
+            let h = store(rt, m, s, comm)?;
+            // SAFETY: checked non-null; status is IGNORE or valid.
+            unsafe {
+                put(message, h)?;
+                put_status(status, MpiStatus::from_ferry(&s));
+                put(flag, 1)
             }
-            // SAFETY: checked non-null.
-            None => unsafe { put(flag, 0) },
         }
+        // SAFETY: checked non-null.
+        None => unsafe { put(flag, 0) },
     }
 }
 
@@ -211,12 +226,19 @@ pub(crate) unsafe fn mrecv_call(
     unsafe { report.write(status) }
 }
 
-mpi_fn! {
-    /// `MPI_Mrecv`.
-    MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: usize, message: *mut usize, status: *mut MpiStatus) {
-        // SAFETY: forwarded (the caller's promises).
-        unsafe { mrecv_call(buf, count.into(), datatype, message, status) }
-    }
+/// `MPI_Mrecv`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn mrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    message: *mut usize,
+    status: *mut MpiStatus,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe { mrecv_call(buf, count.into(), datatype, message, status) }
 }
 
 /// The body of `MPI_Imrecv` and `MPI_Imrecv_c` (whose counts are `MPI_Count`s).
@@ -247,10 +269,17 @@ pub(crate) unsafe fn imrecv_call(
     unsafe { put(request, h) }
 }
 
-mpi_fn! {
-    /// `MPI_Imrecv`.
-    MPI_Imrecv / PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: usize, message: *mut usize, request: *mut usize) {
-        // SAFETY: forwarded (the caller's promises).
-        unsafe { imrecv_call(buf, count.into(), datatype, message, request) }
-    }
+/// `MPI_Imrecv`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn imrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    message: *mut usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe { imrecv_call(buf, count.into(), datatype, message, request) }
 }

@@ -20,9 +20,9 @@ use ferry::{Completion, Outcome, Request};
 use super::direct;
 use super::mpix::MPIX_REQUEST_EMPTY;
 use super::plain::TestAll;
+use super::put;
 use super::req::{finish, Report, ReqObj, State};
 use super::request::{bad_request, peek_one};
-use super::{mpi_fn, put};
 use crate::abi::class::*;
 use crate::abi::{MpiStatus, MPI_COMM_SELF, MPI_REQUEST_NULL, MPI_UNDEFINED};
 use crate::error::{Fail, Res};
@@ -298,71 +298,82 @@ fn all_reports(
     }
 }
 
-mpi_fn! {
-    /// `MPI_Waitall`.
-    MPI_Waitall / PMPI_Waitall(count: c_int, array_of_requests: *mut usize, array_of_statuses: *mut MpiStatus) {
-        // SAFETY: the caller's arrays of `count` entries.
-        let (handles, mut statuses) = unsafe { arrays(count, array_of_requests, array_of_statuses)? };
-        if handles.is_empty() {
-            return Ok(());
-        }
-        if let Some(r) = super::plain::waitall(rt()?, handles, statuses.as_deref_mut()) {
-            return r;
-        }
-        lent(handles, |lent| {
-            let first = lent.first_comm();
-            while lent.advance_pending()? {
-                std::thread::yield_now();
-            }
-            let _waiting = lent.waiting();
-            let s = &mut *lent.s;
-            ferry::wait_all_into(&mut s.reqs, &mut s.done).map_err(|e| Fail::from(e).on(first))?;
-            all_reports(lent, statuses, None)
-        })
+/// `MPI_Waitall`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn waitall(
+    count: c_int,
+    array_of_requests: *mut usize,
+    array_of_statuses: *mut MpiStatus,
+) -> Res {
+    // SAFETY: the caller's arrays of `count` entries.
+    let (handles, mut statuses) = unsafe { arrays(count, array_of_requests, array_of_statuses)? };
+    if handles.is_empty() {
+        return Ok(());
     }
+    if let Some(r) = super::plain::waitall(rt()?, handles, statuses.as_deref_mut()) {
+        return r;
+    }
+    lent(handles, |lent| {
+        let first = lent.first_comm();
+        while lent.advance_pending()? {
+            std::thread::yield_now();
+        }
+        let _waiting = lent.waiting();
+        let s = &mut *lent.s;
+        ferry::wait_all_into(&mut s.reqs, &mut s.done).map_err(|e| Fail::from(e).on(first))?;
+        all_reports(lent, statuses, None)
+    })
 }
 
-mpi_fn! {
-    /// `MPI_Testall`: all complete (flag true, requests freed) or nothing
-    /// changes.
-    MPI_Testall / PMPI_Testall(count: c_int, array_of_requests: *mut usize, flag: *mut c_int, array_of_statuses: *mut MpiStatus) {
-        if flag.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null flag pointer"));
-        }
-        // SAFETY: the caller's arrays of `count` entries.
-        let (handles, mut statuses) = unsafe { arrays(count, array_of_requests, array_of_statuses)? };
-        if handles.is_empty() {
-            // SAFETY: checked non-null.
-            return unsafe { put(flag, 1) };
-        }
-        match super::plain::testall(rt()?, handles, statuses.as_deref_mut()) {
-            None => {}
-            // SAFETY: checked non-null.
-            Some(TestAll::Incomplete) => return unsafe { put(flag, 0) },
-            Some(TestAll::Complete(r)) => {
-                // SAFETY: checked non-null.
-                unsafe { put(flag, 1)? };
-                return r;
-            }
-            Some(TestAll::Failed(f)) => return Err(f),
-        }
-        lent(handles, |lent| {
-            let first = lent.first_comm();
-            if lent.advance_pending()? {
-                // SAFETY: checked non-null.
-                return unsafe { put(flag, 0) };
-            }
-            let done = ferry::test_all(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))?;
-            let complete = done.is_some();
-            let r = match done {
-                Some(v) => all_reports(lent, statuses, Some(v)),
-                None => Ok(()),
-            };
-            // SAFETY: checked non-null.
-            unsafe { put(flag, c_int::from(complete))? };
-            r
-        })
+/// `MPI_Testall`: all complete (flag true, requests freed) or nothing
+/// changes.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn testall(
+    count: c_int,
+    array_of_requests: *mut usize,
+    flag: *mut c_int,
+    array_of_statuses: *mut MpiStatus,
+) -> Res {
+    if flag.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null flag pointer"));
     }
+    // SAFETY: the caller's arrays of `count` entries.
+    let (handles, mut statuses) = unsafe { arrays(count, array_of_requests, array_of_statuses)? };
+    if handles.is_empty() {
+        // SAFETY: checked non-null.
+        return unsafe { put(flag, 1) };
+    }
+    match super::plain::testall(rt()?, handles, statuses.as_deref_mut()) {
+        None => {}
+        // SAFETY: checked non-null.
+        Some(TestAll::Incomplete) => return unsafe { put(flag, 0) },
+        Some(TestAll::Complete(r)) => {
+            // SAFETY: checked non-null.
+            unsafe { put(flag, 1)? };
+            return r;
+        }
+        Some(TestAll::Failed(f)) => return Err(f),
+    }
+    lent(handles, |lent| {
+        let first = lent.first_comm();
+        if lent.advance_pending()? {
+            // SAFETY: checked non-null.
+            return unsafe { put(flag, 0) };
+        }
+        let done = ferry::test_all(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))?;
+        let complete = done.is_some();
+        let r = match done {
+            Some(v) => all_reports(lent, statuses, Some(v)),
+            None => Ok(()),
+        };
+        // SAFETY: checked non-null.
+        unsafe { put(flag, c_int::from(complete))? };
+        r
+    })
 }
 
 /// Reports one completion of an `*any` call.
@@ -400,76 +411,93 @@ fn any_found(o: Outcome<(usize, Completion)>) -> Option<(usize, Option<Completio
     o.completed().map(|(i, c)| (i, Some(c)))
 }
 
-mpi_fn! {
-    /// `MPI_Waitany`: `MPI_UNDEFINED` and the empty status if every request
-    /// is null or inactive.
-    MPI_Waitany / PMPI_Waitany(count: c_int, array_of_requests: *mut usize, index: *mut c_int, status: *mut MpiStatus) {
-        if index.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null index pointer"));
-        }
-        // SAFETY: the caller's array of `count` requests.
-        let (handles, _) = unsafe { arrays(count, array_of_requests, std::ptr::null_mut())? };
-        lent(handles, |lent| {
-            let first = lent.first_comm();
-            let found = loop {
-                let pending = lent.advance_pending()?;
-                if let Some(i) = lent.first_ready() {
-                    break Some((i, None));
-                }
-                if !pending {
-                    let _waiting = lent.waiting();
-                    break any_found(ferry::wait_any(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))?);
-                }
-                if let Some(Outcome::Completed((i, c))) = ferry::test_any(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))? {
-                    break Some((i, Some(c)));
-                }
-                std::thread::yield_now();
-            };
-            // SAFETY: index checked; status is IGNORE or valid.
-            unsafe { any_result(lent, found, index, status) }
-        })
+/// `MPI_Waitany`: `MPI_UNDEFINED` and the empty status if every request
+/// is null or inactive.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn waitany(
+    count: c_int,
+    array_of_requests: *mut usize,
+    index: *mut c_int,
+    status: *mut MpiStatus,
+) -> Res {
+    if index.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null index pointer"));
     }
+    // SAFETY: the caller's array of `count` requests.
+    let (handles, _) = unsafe { arrays(count, array_of_requests, std::ptr::null_mut())? };
+    lent(handles, |lent| {
+        let first = lent.first_comm();
+        let found = loop {
+            let pending = lent.advance_pending()?;
+            if let Some(i) = lent.first_ready() {
+                break Some((i, None));
+            }
+            if !pending {
+                let _waiting = lent.waiting();
+                break any_found(
+                    ferry::wait_any(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))?,
+                );
+            }
+            if let Some(Outcome::Completed((i, c))) =
+                ferry::test_any(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))?
+            {
+                break Some((i, Some(c)));
+            }
+            std::thread::yield_now();
+        };
+        // SAFETY: index checked; status is IGNORE or valid.
+        unsafe { any_result(lent, found, index, status) }
+    })
 }
 
-mpi_fn! {
-    /// `MPI_Testany`.
-    MPI_Testany / PMPI_Testany(count: c_int, array_of_requests: *mut usize, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
-        if index.is_null() || flag.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null index or flag pointer"));
-        }
-        // SAFETY: the caller's array of `count` requests.
-        let (handles, _) = unsafe { arrays(count, array_of_requests, std::ptr::null_mut())? };
-        lent(handles, |lent| {
-            let pending = lent.advance_pending()?;
-            let tested = match lent.first_ready() {
-                Some(i) => Some(Some((i, None))),
-                None => {
-                    let first = lent.first_comm();
-                    match ferry::test_any(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))? {
-                        // Every ferry request is inactive, but one polled here is not.
-                        Some(Outcome::Undefined) if pending => None,
-                        t => t.map(any_found),
-                    }
-                }
-            };
-            match tested {
-                None => {
-                    // SAFETY: checked non-null.
-                    unsafe {
-                        put(flag, 0)?;
-                        put(index, MPI_UNDEFINED)
-                    }
-                }
-                Some(found) => {
-                    // SAFETY: checked non-null; status is IGNORE or valid.
-                    unsafe {
-                        put(flag, 1)?;
-                        any_result(lent, found, index, status)
-                    }
+/// `MPI_Testany`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn testany(
+    count: c_int,
+    array_of_requests: *mut usize,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> Res {
+    if index.is_null() || flag.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null index or flag pointer"));
+    }
+    // SAFETY: the caller's array of `count` requests.
+    let (handles, _) = unsafe { arrays(count, array_of_requests, std::ptr::null_mut())? };
+    lent(handles, |lent| {
+        let pending = lent.advance_pending()?;
+        let tested = match lent.first_ready() {
+            Some(i) => Some(Some((i, None))),
+            None => {
+                let first = lent.first_comm();
+                match ferry::test_any(&mut lent.s.reqs).map_err(|e| Fail::from(e).on(first))? {
+                    // Every ferry request is inactive, but one polled here is not.
+                    Some(Outcome::Undefined) if pending => None,
+                    t => t.map(any_found),
                 }
             }
-        })
-    }
+        };
+        match tested {
+            None => {
+                // SAFETY: checked non-null.
+                unsafe {
+                    put(flag, 0)?;
+                    put(index, MPI_UNDEFINED)
+                }
+            }
+            Some(found) => {
+                // SAFETY: checked non-null; status is IGNORE or valid.
+                unsafe {
+                    put(flag, 1)?;
+                    any_result(lent, found, index, status)
+                }
+            }
+        }
+    })
 }
 
 /// Reports the completions of a `*some` call: ferry's, plus the entries
@@ -581,19 +609,51 @@ unsafe fn some(
     })
 }
 
-mpi_fn! {
-    /// `MPI_Waitsome`.
-    MPI_Waitsome / PMPI_Waitsome(incount: c_int, array_of_requests: *mut usize, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus) {
-        // SAFETY: the caller's arrays of `incount` entries.
-        unsafe { some(true, incount, array_of_requests, outcount, array_of_indices, array_of_statuses) }
+/// `MPI_Waitsome`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn waitsome(
+    incount: c_int,
+    array_of_requests: *mut usize,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MpiStatus,
+) -> Res {
+    // SAFETY: the caller's arrays of `incount` entries.
+    unsafe {
+        some(
+            true,
+            incount,
+            array_of_requests,
+            outcount,
+            array_of_indices,
+            array_of_statuses,
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Testsome`.
-    MPI_Testsome / PMPI_Testsome(incount: c_int, array_of_requests: *mut usize, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus) {
-        // SAFETY: the caller's arrays of `incount` entries.
-        unsafe { some(false, incount, array_of_requests, outcount, array_of_indices, array_of_statuses) }
+/// `MPI_Testsome`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn testsome(
+    incount: c_int,
+    array_of_requests: *mut usize,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MpiStatus,
+) -> Res {
+    // SAFETY: the caller's arrays of `incount` entries.
+    unsafe {
+        some(
+            false,
+            incount,
+            array_of_requests,
+            outcount,
+            array_of_indices,
+            array_of_statuses,
+        )
     }
 }
 
@@ -624,102 +684,133 @@ fn peek_all(lent: &mut Lent<'_>) -> Res<Vec<(usize, MpiStatus)>> {
     Ok(found)
 }
 
-mpi_fn! {
-    /// `MPI_Request_get_status_all` (MPI 4.1): every status if all are
-    /// complete; completes and frees nothing.
-    MPI_Request_get_status_all / PMPI_Request_get_status_all(count: c_int, array_of_requests: *const usize, flag: *mut c_int, array_of_statuses: *mut MpiStatus) {
-        if flag.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null flag pointer"));
-        }
-        // SAFETY: the caller's arrays of `count` entries; the handles are
-        // not written (no entry completes or is freed here).
-        let (handles, statuses) = unsafe { arrays(count, array_of_requests.cast_mut(), array_of_statuses)? };
-        let mut copy = handles.to_vec();
-        let (found, active) = lent(&mut copy, |lent| {
-            let active = lent.s.objs.iter().flatten().filter(|o| !o.inactive()).count();
-            Ok((peek_all(lent)?, active))
-        })?;
-        let all = found.len() >= active;
-        if all {
-            if let Some(out) = statuses {
-                out.fill(MpiStatus::EMPTY);
-                for (i, s) in found {
-                    out[i] = s;
-                }
+/// `MPI_Request_get_status_all` (MPI 4.1): every status if all are
+/// complete; completes and frees nothing.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn request_get_status_all(
+    count: c_int,
+    array_of_requests: *const usize,
+    flag: *mut c_int,
+    array_of_statuses: *mut MpiStatus,
+) -> Res {
+    if flag.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null flag pointer"));
+    }
+    // SAFETY: the caller's arrays of `count` entries; the handles are
+    // not written (no entry completes or is freed here).
+    let (handles, statuses) =
+        unsafe { arrays(count, array_of_requests.cast_mut(), array_of_statuses)? };
+    let mut copy = handles.to_vec();
+    let (found, active) = lent(&mut copy, |lent| {
+        let active = lent
+            .s
+            .objs
+            .iter()
+            .flatten()
+            .filter(|o| !o.inactive())
+            .count();
+        Ok((peek_all(lent)?, active))
+    })?;
+    let all = found.len() >= active;
+    if all {
+        if let Some(out) = statuses {
+            out.fill(MpiStatus::EMPTY);
+            for (i, s) in found {
+                out[i] = s;
             }
         }
-        // SAFETY: checked non-null.
-        unsafe { put(flag, c_int::from(all)) }
     }
+    // SAFETY: checked non-null.
+    unsafe { put(flag, c_int::from(all)) }
 }
 
-mpi_fn! {
-    /// `MPI_Request_get_status_any` (MPI 4.1).
-    MPI_Request_get_status_any / PMPI_Request_get_status_any(count: c_int, array_of_requests: *const usize, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
-        if flag.is_null() || index.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null index or flag pointer"));
+/// `MPI_Request_get_status_any` (MPI 4.1).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn request_get_status_any(
+    count: c_int,
+    array_of_requests: *const usize,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> Res {
+    if flag.is_null() || index.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null index or flag pointer"));
+    }
+    // SAFETY: as for get_status_all.
+    let (handles, _) =
+        unsafe { arrays(count, array_of_requests.cast_mut(), std::ptr::null_mut())? };
+    let mut copy = handles.to_vec();
+    let (found, any_active) = lent(&mut copy, |lent| {
+        let active = lent.s.objs.iter().flatten().any(|o| !o.inactive());
+        Ok((peek_all(lent)?.into_iter().next(), active))
+    })?;
+    // SAFETY: checked non-null; status is IGNORE or valid.
+    unsafe {
+        match found {
+            Some((i, s)) => {
+                put(flag, 1)?;
+                put(index, c_int::try_from(i).unwrap_or(MPI_UNDEFINED))?;
+                super::put_status(status, s);
+            }
+            None if !any_active => {
+                put(flag, 1)?;
+                put(index, MPI_UNDEFINED)?;
+                super::put_status(status, MpiStatus::EMPTY);
+            }
+            None => {
+                put(flag, 0)?;
+                put(index, MPI_UNDEFINED)?;
+            }
         }
-        // SAFETY: as for get_status_all.
-        let (handles, _) = unsafe { arrays(count, array_of_requests.cast_mut(), std::ptr::null_mut())? };
-        let mut copy = handles.to_vec();
-        let (found, any_active) = lent(&mut copy, |lent| {
-            let active = lent.s.objs.iter().flatten().any(|o| !o.inactive());
-            Ok((peek_all(lent)?.into_iter().next(), active))
-        })?;
-        // SAFETY: checked non-null; status is IGNORE or valid.
+    }
+    Ok(())
+}
+
+/// `MPI_Request_get_status_some` (MPI 4.1).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn request_get_status_some(
+    incount: c_int,
+    array_of_requests: *const usize,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MpiStatus,
+) -> Res {
+    if outcount.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null outcount pointer"));
+    }
+    // SAFETY: as for get_status_all.
+    let (handles, _) =
+        unsafe { arrays(incount, array_of_requests.cast_mut(), std::ptr::null_mut())? };
+    let mut copy = handles.to_vec();
+    let (found, any_active) = lent(&mut copy, |lent| {
+        let active = lent.s.objs.iter().flatten().any(|o| !o.inactive());
+        Ok((peek_all(lent)?, active))
+    })?;
+    if !any_active {
+        // SAFETY: checked non-null.
+        return unsafe { put(outcount, MPI_UNDEFINED) };
+    }
+    if !found.is_empty() && array_of_indices.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null index array"));
+    }
+    for (k, (i, s)) in found.iter().enumerate() {
+        // SAFETY: the caller's arrays of `incount` entries; at most
+        // `incount` are reported.
         unsafe {
-            match found {
-                Some((i, s)) => {
-                    put(flag, 1)?;
-                    put(index, c_int::try_from(i).unwrap_or(MPI_UNDEFINED))?;
-                    super::put_status(status, s);
-                }
-                None if !any_active => {
-                    put(flag, 1)?;
-                    put(index, MPI_UNDEFINED)?;
-                    super::put_status(status, MpiStatus::EMPTY);
-                }
-                None => {
-                    put(flag, 0)?;
-                    put(index, MPI_UNDEFINED)?;
-                }
+            array_of_indices
+                .add(k)
+                .write(c_int::try_from(*i).unwrap_or(MPI_UNDEFINED));
+            if !array_of_statuses.is_null() {
+                array_of_statuses.add(k).write(*s);
             }
         }
-        Ok(())
     }
-}
-
-mpi_fn! {
-    /// `MPI_Request_get_status_some` (MPI 4.1).
-    MPI_Request_get_status_some / PMPI_Request_get_status_some(incount: c_int, array_of_requests: *const usize, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus) {
-        if outcount.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null outcount pointer"));
-        }
-        // SAFETY: as for get_status_all.
-        let (handles, _) = unsafe { arrays(incount, array_of_requests.cast_mut(), std::ptr::null_mut())? };
-        let mut copy = handles.to_vec();
-        let (found, any_active) = lent(&mut copy, |lent| {
-            let active = lent.s.objs.iter().flatten().any(|o| !o.inactive());
-            Ok((peek_all(lent)?, active))
-        })?;
-        if !any_active {
-            // SAFETY: checked non-null.
-            return unsafe { put(outcount, MPI_UNDEFINED) };
-        }
-        if !found.is_empty() && array_of_indices.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null index array"));
-        }
-        for (k, (i, s)) in found.iter().enumerate() {
-            // SAFETY: the caller's arrays of `incount` entries; at most
-            // `incount` are reported.
-            unsafe {
-                array_of_indices.add(k).write(c_int::try_from(*i).unwrap_or(MPI_UNDEFINED));
-                if !array_of_statuses.is_null() {
-                    array_of_statuses.add(k).write(*s);
-                }
-            }
-        }
-        // SAFETY: checked non-null.
-        unsafe { put(outcount, c_int::try_from(found.len()).unwrap_or(c_int::MAX)) }
-    }
+    // SAFETY: checked non-null.
+    unsafe { put(outcount, c_int::try_from(found.len()).unwrap_or(c_int::MAX)) }
 }

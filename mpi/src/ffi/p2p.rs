@@ -24,7 +24,7 @@ use super::mpix::empty_or_store;
 use super::post::Post;
 use super::req::{Report, ReqObj};
 use super::request::wait_one;
-use super::{get, mpi_fn, put, put_status};
+use super::{get, put, put_status};
 use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus};
 use crate::datatype::{count_arg, int_count};
@@ -171,7 +171,7 @@ fn plain_world(
     Some((&rt.world_comm.comm, count * size))
 }
 
-/// The blocking sends' fast path (`mpi_fn!`'s `fast`): `plain_world`'s
+/// The blocking sends' fast path (the table's `fast`): `plain_world`'s
 /// case straight to ferry's slice call, under one guard, with none of the
 /// general body's intermediate values (the communicator and datatype
 /// references, the resolved buffer). osu_latency's `MPI_Send` takes it.
@@ -226,60 +226,201 @@ fn send_bytes(c: &Comm, bytes: &[u8], dest: c_int, tag: c_int, mode: SendMode) -
     Ok(())
 }
 
-mpi_fn! {
-    /// `MPI_Send`.
-    MPI_Send / PMPI_Send [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize) fast {
-        // SAFETY: the caller's send buffer.
-        unsafe { send_world(send_args!(buf, count, datatype, dest, tag, comm), SendMode::Standard) }
-    } {
-        // SAFETY: the caller's send buffer.
-        unsafe { send_call(send_args!(buf, count, datatype, dest, tag, comm), SendMode::Standard) }
+/// `MPI_Send`. Its fast path: `None` hands the call to [`send`].
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+#[inline(always)]
+pub(crate) unsafe fn send_fast(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+) -> Option<Res> {
+    // SAFETY: the caller's send buffer.
+    unsafe {
+        send_world(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            SendMode::Standard,
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Ssend`.
-    MPI_Ssend / PMPI_Ssend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize) fast {
-        // SAFETY: the caller's send buffer.
-        unsafe { send_world(send_args!(buf, count, datatype, dest, tag, comm), SendMode::Synchronous) }
-    } {
-        // SAFETY: the caller's send buffer.
-        unsafe { send_call(send_args!(buf, count, datatype, dest, tag, comm), SendMode::Synchronous) }
+/// `MPI_Send`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn send(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+) -> Res {
+    // SAFETY: the caller's send buffer.
+    unsafe {
+        send_call(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            SendMode::Standard,
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Rsend`.
-    MPI_Rsend / PMPI_Rsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize) fast {
-        // SAFETY: the caller's send buffer.
-        unsafe { send_world(send_args!(buf, count, datatype, dest, tag, comm), SendMode::Ready) }
-    } {
-        // SAFETY: the caller's send buffer.
-        unsafe { send_call(send_args!(buf, count, datatype, dest, tag, comm), SendMode::Ready) }
+/// `MPI_Ssend`. Its fast path: `None` hands the call to [`ssend`].
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+#[inline(always)]
+pub(crate) unsafe fn ssend_fast(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+) -> Option<Res> {
+    // SAFETY: the caller's send buffer.
+    unsafe {
+        send_world(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            SendMode::Synchronous,
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Isend`.
-    MPI_Isend / PMPI_Isend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        // SAFETY: MPI's nonblocking rule for `buf`; `request` out-argument.
-        unsafe { isend_call(send_args!(buf, count, datatype, dest, tag, comm), request, SendMode::Standard) }
+/// `MPI_Ssend`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn ssend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+) -> Res {
+    // SAFETY: the caller's send buffer.
+    unsafe {
+        send_call(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            SendMode::Synchronous,
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Issend`.
-    MPI_Issend / PMPI_Issend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        // SAFETY: MPI's nonblocking rule for `buf`; `request` out-argument.
-        unsafe { isend_call(send_args!(buf, count, datatype, dest, tag, comm), request, SendMode::Synchronous) }
+/// `MPI_Rsend`. Its fast path: `None` hands the call to [`rsend`].
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+#[inline(always)]
+pub(crate) unsafe fn rsend_fast(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+) -> Option<Res> {
+    // SAFETY: the caller's send buffer.
+    unsafe {
+        send_world(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            SendMode::Ready,
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Irsend`.
-    MPI_Irsend / PMPI_Irsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        // SAFETY: MPI's nonblocking rule for `buf`; `request` out-argument.
-        unsafe { isend_call(send_args!(buf, count, datatype, dest, tag, comm), request, SendMode::Ready) }
+/// `MPI_Rsend`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn rsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+) -> Res {
+    // SAFETY: the caller's send buffer.
+    unsafe {
+        send_call(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            SendMode::Ready,
+        )
+    }
+}
+
+/// `MPI_Isend`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn isend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: MPI's nonblocking rule for `buf`; `request` out-argument.
+    unsafe {
+        isend_call(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            request,
+            SendMode::Standard,
+        )
+    }
+}
+
+/// `MPI_Issend`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn issend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: MPI's nonblocking rule for `buf`; `request` out-argument.
+    unsafe {
+        isend_call(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            request,
+            SendMode::Synchronous,
+        )
+    }
+}
+
+/// `MPI_Irsend`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn irsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: MPI's nonblocking rule for `buf`; `request` out-argument.
+    unsafe {
+        isend_call(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            request,
+            SendMode::Ready,
+        )
     }
 }
 
@@ -322,12 +463,21 @@ pub(crate) unsafe fn irecv_call(
     unsafe { put(request, h) }
 }
 
-mpi_fn! {
-    /// `MPI_Irecv`.
-    MPI_Irecv / PMPI_Irecv [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        // SAFETY: forwarded (the caller's promises).
-        unsafe { irecv_call(buf, count.into(), datatype, source, tag, comm, request) }
-    }
+/// `MPI_Irecv`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn irecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe { irecv_call(buf, count.into(), datatype, source, tag, comm, request) }
 }
 
 /// Receives and waits: the request's report (status and error).
@@ -400,21 +550,47 @@ pub(crate) unsafe fn recv_call(
     unsafe { report.write(status) }
 }
 
-mpi_fn! {
-    /// `MPI_Recv`: a truncated message fills the buffer, sets the status
-    /// (count = the buffer's size, `MPI_ERROR` = `MPI_ERR_TRUNCATE`) and
-    /// returns `MPI_ERR_TRUNCATE`.
-    MPI_Recv / PMPI_Recv [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus) fast {
-        // The fast path (as `send_world`'s); osu_latency's `MPI_Recv`.
-        let rt = rt().ok()?;
-        let (c, len) = plain_world(rt, comm, datatype, count, buf.cast_const())?;
-        // SAFETY: the caller's receive buffer, non-null (checked), for the
-        // duration of the call; `status` is MPI_STATUS_IGNORE or writable.
-        Some(unsafe { recv_contiguous(c, buf.cast::<u8>(), len, source, tag, status) })
-    } {
-        // SAFETY: forwarded (the caller's promises).
-        unsafe { recv_call(buf, count.into(), datatype, source, tag, comm, status) }
-    }
+/// `MPI_Recv`: a truncated message fills the buffer, sets the status
+/// (count = the buffer's size, `MPI_ERROR` = `MPI_ERR_TRUNCATE`) and
+/// returns `MPI_ERR_TRUNCATE`. Its fast path: `None` hands the call to [`recv`].
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+#[inline(always)]
+pub(crate) unsafe fn recv_fast(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    status: *mut MpiStatus,
+) -> Option<Res> {
+    // The fast path (as `send_world`'s); osu_latency's `MPI_Recv`.
+    let rt = rt().ok()?;
+    let (c, len) = plain_world(rt, comm, datatype, count, buf.cast_const())?;
+    // SAFETY: the caller's receive buffer, non-null (checked), for the
+    // duration of the call; `status` is MPI_STATUS_IGNORE or writable.
+    Some(unsafe { recv_contiguous(c, buf.cast::<u8>(), len, source, tag, status) })
+}
+
+/// `MPI_Recv`: a truncated message fills the buffer, sets the status
+/// (count = the buffer's size, `MPI_ERROR` = `MPI_ERR_TRUNCATE`) and
+/// returns `MPI_ERR_TRUNCATE`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    status: *mut MpiStatus,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe { recv_call(buf, count.into(), datatype, source, tag, comm, status) }
 }
 
 /// The body of `MPI_Sendrecv` and `MPI_Sendrecv_c` (whose counts are `MPI_Count`s).
@@ -457,16 +633,41 @@ pub(crate) unsafe fn sendrecv_call(
     unsafe { got.write(status) }
 }
 
-mpi_fn! {
-    /// `MPI_Sendrecv`: the receive is posted first, so two ranks exchanging
-    /// with each other never wait on each other's send.
-    MPI_Sendrecv / PMPI_Sendrecv [comm] (
-        sendbuf: *const c_void, sendcount: c_int, sendtype: usize, dest: c_int, sendtag: c_int,
-        recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, source: c_int, recvtag: c_int,
-        comm: usize, status: *mut MpiStatus,
-    ) {
-        // SAFETY: forwarded (the caller's promises).
-        unsafe { sendrecv_call(sendbuf, sendcount.into(), sendtype, dest, sendtag, recvbuf, recvcount.into(), recvtype, source, recvtag, comm, status) }
+/// `MPI_Sendrecv`: the receive is posted first, so two ranks exchanging
+/// with each other never wait on each other's send.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn sendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: usize,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    status: *mut MpiStatus,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe {
+        sendrecv_call(
+            sendbuf,
+            sendcount.into(),
+            sendtype,
+            dest,
+            sendtag,
+            recvbuf,
+            recvcount.into(),
+            recvtype,
+            source,
+            recvtag,
+            comm,
+            status,
+        )
     }
 }
 
@@ -505,53 +706,86 @@ pub(crate) unsafe fn sendrecv_replace_call(
     unsafe { got.write(status) }
 }
 
-mpi_fn! {
-    /// `MPI_Sendrecv_replace`: the outgoing data is packed aside first.
-    MPI_Sendrecv_replace / PMPI_Sendrecv_replace [comm] (
-        buf: *mut c_void, count: c_int, datatype: usize, dest: c_int, sendtag: c_int,
-        source: c_int, recvtag: c_int, comm: usize, status: *mut MpiStatus,
-    ) {
-        // SAFETY: forwarded (the caller's promises).
-        unsafe { sendrecv_replace_call(buf, count.into(), datatype, dest, sendtag, source, recvtag, comm, status) }
+/// `MPI_Sendrecv_replace`: the outgoing data is packed aside first.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    status: *mut MpiStatus,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe {
+        sendrecv_replace_call(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            sendtag,
+            source,
+            recvtag,
+            comm,
+            status,
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Probe`.
-    MPI_Probe / PMPI_Probe [comm] (source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus) {
-        let c = rt()?.comm(comm)?;
-        let s = c.comm.probe(rank_in(source), tag_in(tag))?;
+/// `MPI_Probe`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn probe(source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus) -> Res {
+    let c = rt()?.comm(comm)?;
+    let s = c.comm.probe(rank_in(source), tag_in(tag))?;
+    // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+    unsafe { put_status(status, MpiStatus::from_ferry(&s)) };
+    Ok(())
+}
+
+/// `MPI_Iprobe`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> Res {
+    let c = rt()?.comm(comm)?;
+    if flag.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null flag pointer"));
+    }
+    let found = c.comm.iprobe(rank_in(source), tag_in(tag))?;
+    if let Some(s) = &found {
         // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-        unsafe { put_status(status, MpiStatus::from_ferry(&s)) };
-        Ok(())
+        unsafe { put_status(status, MpiStatus::from_ferry(s)) };
     }
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(flag, c_int::from(found.is_some())) }
 }
 
-mpi_fn! {
-    /// `MPI_Iprobe`.
-    MPI_Iprobe / PMPI_Iprobe [comm] (source: c_int, tag: c_int, comm: usize, flag: *mut c_int, status: *mut MpiStatus) {
-        let c = rt()?.comm(comm)?;
-        if flag.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null flag pointer"));
-        }
-        let found = c.comm.iprobe(rank_in(source), tag_in(tag))?;
-        if let Some(s) = &found {
-            // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-            unsafe { put_status(status, MpiStatus::from_ferry(s)) };
-        }
-        // SAFETY: checked non-null; an out-argument.
-        unsafe { put(flag, c_int::from(found.is_some())) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Get_count`: `MPI_UNDEFINED` when the bytes are not a whole
-    /// number of elements (or the count does not fit an `int`).
-    MPI_Get_count / PMPI_Get_count(status: *const MpiStatus, datatype: usize, count: *mut c_int) {
-        let ty = rt()?.any_type(datatype)?;
-        // SAFETY: a status the caller filled (null is reported).
-        let s = unsafe { get(status)? };
-        // SAFETY: out-argument.
-        unsafe { put(count, int_count(ty.count_of(s.bytes()))) }
-    }
+/// `MPI_Get_count`: `MPI_UNDEFINED` when the bytes are not a whole
+/// number of elements (or the count does not fit an `int`).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn get_count(
+    status: *const MpiStatus,
+    datatype: usize,
+    count: *mut c_int,
+) -> Res {
+    let ty = rt()?.any_type(datatype)?;
+    // SAFETY: a status the caller filled (null is reported).
+    let s = unsafe { get(status)? };
+    // SAFETY: out-argument.
+    unsafe { put(count, int_count(ty.count_of(s.bytes()))) }
 }

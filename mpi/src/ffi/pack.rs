@@ -7,7 +7,7 @@
 use std::ffi::{c_char, c_int, c_void};
 
 use super::buf::{pack_into, unpack_into};
-use super::{bytes, bytes_mut, cstr, get, mpi_fn, put};
+use super::{bytes, bytes_mut, cstr, get, put};
 use crate::abi::class::*;
 use crate::datatype::{count_arg, external};
 use crate::error::{Fail, Res};
@@ -75,7 +75,7 @@ fn room(len: usize, left: usize, what: &str, side: &str) -> Res {
 /// # Safety
 /// `inbuf` holds the data; `outbuf` is valid for `size` bytes.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn pack(
+pub(crate) unsafe fn pack_wide(
     inbuf: *const c_void,
     n: usize,
     datatype: usize,
@@ -98,7 +98,7 @@ pub(crate) unsafe fn pack(
 /// # Safety
 /// `inbuf` is valid for `size` bytes; `outbuf` holds `n` elements.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn unpack(
+pub(crate) unsafe fn unpack_wide(
     inbuf: *const c_void,
     pos: usize,
     size: usize,
@@ -116,48 +116,73 @@ pub(crate) unsafe fn unpack(
 }
 
 /// `MPI_Pack_size(_c)`: exactly the data's size (no header).
-pub(crate) fn pack_size(n: i64, datatype: usize, comm: usize) -> Res<usize> {
+pub(crate) fn pack_size_wide(n: i64, datatype: usize, comm: usize) -> Res<usize> {
     let rt = rt()?;
     rt.comm(comm)?;
     rt.any_type(datatype)?.bytes(n)
 }
 
-mpi_fn! {
-    /// `MPI_Pack`: `MPI_ERR_TRUNCATE` if the data does not fit in what is
-    /// left of `outbuf`.
-    MPI_Pack / PMPI_Pack [comm] (inbuf: *const c_void, incount: c_int, datatype: usize, outbuf: *mut c_void, outsize: c_int, position_: *mut c_int, comm: usize) {
-        let n = count_arg(incount)?;
-        // SAFETY: in/out argument.
-        let (pos, size) = position(unsafe { get(position_)? }, outsize)?;
-        // SAFETY: the caller's buffers.
-        let end = unsafe { pack(inbuf, n, datatype, outbuf, pos, size, comm)? };
-        // SAFETY: as above.
-        unsafe { put(position_, advanced(end, 0)?) }
-    }
+/// `MPI_Pack`: `MPI_ERR_TRUNCATE` if the data does not fit in what is
+/// left of `outbuf`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn pack(
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: usize,
+    outbuf: *mut c_void,
+    outsize: c_int,
+    position_: *mut c_int,
+    comm: usize,
+) -> Res {
+    let n = count_arg(incount)?;
+    // SAFETY: in/out argument.
+    let (pos, size) = position(unsafe { get(position_)? }, outsize)?;
+    // SAFETY: the caller's buffers.
+    let end = unsafe { pack_wide(inbuf, n, datatype, outbuf, pos, size, comm)? };
+    // SAFETY: as above.
+    unsafe { put(position_, advanced(end, 0)?) }
 }
 
-mpi_fn! {
-    /// `MPI_Unpack`: `MPI_ERR_TRUNCATE` if `inbuf` holds fewer bytes than
-    /// `outcount` elements need.
-    MPI_Unpack / PMPI_Unpack [comm] (inbuf: *const c_void, insize: c_int, position_: *mut c_int, outbuf: *mut c_void, outcount: c_int, datatype: usize, comm: usize) {
-        let n = count_arg(outcount)?;
-        // SAFETY: in/out argument.
-        let (pos, size) = position(unsafe { get(position_)? }, insize)?;
-        // SAFETY: the caller's buffers.
-        let end = unsafe { unpack(inbuf, pos, size, outbuf, n, datatype, comm)? };
-        // SAFETY: as above.
-        unsafe { put(position_, advanced(end, 0)?) }
-    }
+/// `MPI_Unpack`: `MPI_ERR_TRUNCATE` if `inbuf` holds fewer bytes than
+/// `outcount` elements need.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn unpack(
+    inbuf: *const c_void,
+    insize: c_int,
+    position_: *mut c_int,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: usize,
+    comm: usize,
+) -> Res {
+    let n = count_arg(outcount)?;
+    // SAFETY: in/out argument.
+    let (pos, size) = position(unsafe { get(position_)? }, insize)?;
+    // SAFETY: the caller's buffers.
+    let end = unsafe { unpack_wide(inbuf, pos, size, outbuf, n, datatype, comm)? };
+    // SAFETY: as above.
+    unsafe { put(position_, advanced(end, 0)?) }
 }
 
-mpi_fn! {
-    /// `MPI_Pack_size`: exactly the data's size (no header).
-    MPI_Pack_size / PMPI_Pack_size [comm] (incount: c_int, datatype: usize, comm: usize, size: *mut c_int) {
-        let len = pack_size(incount.into(), datatype, comm)?;
-        let len = c_int::try_from(len).map_err(|_| Fail::new(MPI_ERR_COUNT, "the packed size exceeds an int"))?;
-        // SAFETY: out-argument.
-        unsafe { put(size, len) }
-    }
+/// `MPI_Pack_size`: exactly the data's size (no header).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn pack_size(
+    incount: c_int,
+    datatype: usize,
+    comm: usize,
+    size: *mut c_int,
+) -> Res {
+    let len = pack_size_wide(incount.into(), datatype, comm)?;
+    let len = c_int::try_from(len)
+        .map_err(|_| Fail::new(MPI_ERR_COUNT, "the packed size exceeds an int"))?;
+    // SAFETY: out-argument.
+    unsafe { put(size, len) }
 }
 
 /// `MPI_Pack_external(_c)`: `n` elements in external32 at `pos` of the
@@ -167,7 +192,7 @@ mpi_fn! {
 /// `datarep` is a C string; `inbuf` holds the data; `outbuf` is valid for
 /// `size` bytes.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn pack_external(
+pub(crate) unsafe fn pack_external_wide(
     datarep: *const c_char,
     inbuf: *const c_void,
     n: usize,
@@ -199,7 +224,7 @@ pub(crate) unsafe fn pack_external(
 /// `datarep` is a C string; `inbuf` is valid for `size` bytes; `outbuf`
 /// holds `n` elements.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn unpack_external(
+pub(crate) unsafe fn unpack_external_wide(
     datarep: *const c_char,
     inbuf: *const c_void,
     pos: usize,
@@ -228,7 +253,7 @@ pub(crate) unsafe fn unpack_external(
 ///
 /// # Safety
 /// `datarep` is a C string.
-pub(crate) unsafe fn pack_external_size(
+pub(crate) unsafe fn pack_external_size_wide(
     datarep: *const c_char,
     n: usize,
     datatype: usize,
@@ -245,38 +270,62 @@ fn aint(n: usize) -> Res<isize> {
     isize::try_from(n).map_err(|_| Fail::new(MPI_ERR_COUNT, "the packed size exceeds an MPI_Aint"))
 }
 
-mpi_fn! {
-    /// `MPI_Pack_external`: `incount` elements into `outbuf` in external32.
-    MPI_Pack_external / PMPI_Pack_external(datarep: *const c_char, inbuf: *const c_void, incount: c_int, datatype: usize, outbuf: *mut c_void, outsize: isize, position_: *mut isize) {
-        let n = count_arg(incount)?;
-        // SAFETY: in/out argument.
-        let (pos, size) = position(unsafe { get(position_)? } as i64, outsize as i64)?;
-        // SAFETY: the caller's string and buffers.
-        let end = unsafe { pack_external(datarep, inbuf, n, datatype, outbuf, pos, size)? };
-        // SAFETY: as above.
-        unsafe { put(position_, aint(end)?) }
-    }
+/// `MPI_Pack_external`: `incount` elements into `outbuf` in external32.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn pack_external(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: usize,
+    outbuf: *mut c_void,
+    outsize: isize,
+    position_: *mut isize,
+) -> Res {
+    let n = count_arg(incount)?;
+    // SAFETY: in/out argument.
+    let (pos, size) = position(unsafe { get(position_)? } as i64, outsize as i64)?;
+    // SAFETY: the caller's string and buffers.
+    let end = unsafe { pack_external_wide(datarep, inbuf, n, datatype, outbuf, pos, size)? };
+    // SAFETY: as above.
+    unsafe { put(position_, aint(end)?) }
 }
 
-mpi_fn! {
-    /// `MPI_Unpack_external`: `outcount` elements from external32 data.
-    MPI_Unpack_external / PMPI_Unpack_external(datarep: *const c_char, inbuf: *const c_void, insize: isize, position_: *mut isize, outbuf: *mut c_void, outcount: c_int, datatype: usize) {
-        let n = count_arg(outcount)?;
-        // SAFETY: in/out argument.
-        let (pos, size) = position(unsafe { get(position_)? } as i64, insize as i64)?;
-        // SAFETY: the caller's string and buffers.
-        let end = unsafe { unpack_external(datarep, inbuf, pos, size, outbuf, n, datatype)? };
-        // SAFETY: as above.
-        unsafe { put(position_, aint(end)?) }
-    }
+/// `MPI_Unpack_external`: `outcount` elements from external32 data.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn unpack_external(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    insize: isize,
+    position_: *mut isize,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: usize,
+) -> Res {
+    let n = count_arg(outcount)?;
+    // SAFETY: in/out argument.
+    let (pos, size) = position(unsafe { get(position_)? } as i64, insize as i64)?;
+    // SAFETY: the caller's string and buffers.
+    let end = unsafe { unpack_external_wide(datarep, inbuf, pos, size, outbuf, n, datatype)? };
+    // SAFETY: as above.
+    unsafe { put(position_, aint(end)?) }
 }
 
-mpi_fn! {
-    /// `MPI_Pack_external_size`: the external32 bytes of `incount` elements.
-    MPI_Pack_external_size / PMPI_Pack_external_size(datarep: *const c_char, incount: c_int, datatype: usize, size: *mut isize) {
-        // SAFETY: the caller's string.
-        let len = unsafe { pack_external_size(datarep, count_arg(incount)?, datatype)? };
-        // SAFETY: out-argument.
-        unsafe { put(size, aint(len)?) }
-    }
+/// `MPI_Pack_external_size`: the external32 bytes of `incount` elements.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn pack_external_size(
+    datarep: *const c_char,
+    incount: c_int,
+    datatype: usize,
+    size: *mut isize,
+) -> Res {
+    // SAFETY: the caller's string.
+    let len = unsafe { pack_external_size_wide(datarep, count_arg(incount)?, datatype)? };
+    // SAFETY: out-argument.
+    unsafe { put(size, aint(len)?) }
 }

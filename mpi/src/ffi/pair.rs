@@ -14,9 +14,9 @@ use ferry::SendMode;
 use super::buf::{recv_data, send_data};
 use super::p2p::{start_recv, start_send};
 use super::post::Post;
+use super::put;
 use super::req::{Report, ReqObj, State};
 use super::request::{test_one, wait_one};
-use super::{mpi_fn, put};
 use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus};
 use crate::datatype::count_arg;
@@ -151,15 +151,40 @@ pub(crate) unsafe fn isendrecv_call(
     unsafe { store(comm, send, recv, request) }
 }
 
-mpi_fn! {
-    /// `MPI_Isendrecv`.
-    MPI_Isendrecv / PMPI_Isendrecv [comm] (
-        sendbuf: *const c_void, sendcount: c_int, sendtype: usize, dest: c_int, sendtag: c_int,
-        recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, source: c_int, recvtag: c_int,
-        comm: usize, request: *mut usize,
-    ) {
-        // SAFETY: forwarded (the caller's promises).
-        unsafe { isendrecv_call(sendbuf, sendcount.into(), sendtype, dest, sendtag, recvbuf, recvcount.into(), recvtype, source, recvtag, comm, request) }
+/// `MPI_Isendrecv`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn isendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: usize,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe {
+        isendrecv_call(
+            sendbuf,
+            sendcount.into(),
+            sendtype,
+            dest,
+            sendtag,
+            recvbuf,
+            recvcount.into(),
+            recvtype,
+            source,
+            recvtag,
+            comm,
+            request,
+        )
     }
 }
 
@@ -204,14 +229,34 @@ pub(crate) unsafe fn isendrecv_replace_call(
     unsafe { store(comm, send, recv, request) }
 }
 
-mpi_fn! {
-    /// `MPI_Isendrecv_replace`: the outgoing data is packed aside at the
-    /// call, so the receive may land in the buffer at any time.
-    MPI_Isendrecv_replace / PMPI_Isendrecv_replace [comm] (
-        buf: *mut c_void, count: c_int, datatype: usize, dest: c_int, sendtag: c_int,
-        source: c_int, recvtag: c_int, comm: usize, request: *mut usize,
-    ) {
-        // SAFETY: forwarded (the caller's promises).
-        unsafe { isendrecv_replace_call(buf, count.into(), datatype, dest, sendtag, source, recvtag, comm, request) }
+/// `MPI_Isendrecv_replace`: the outgoing data is packed aside at the
+/// call, so the receive may land in the buffer at any time.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn isendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe {
+        isendrecv_replace_call(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            sendtag,
+            source,
+            recvtag,
+            comm,
+            request,
+        )
     }
 }

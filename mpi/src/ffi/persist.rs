@@ -19,7 +19,7 @@ use super::p2p::{send_args, start_recv, start_send, SendArgs};
 use super::post::Post;
 use super::req::{ReqObj, State};
 use super::request::{bad_request, give_back, lend};
-use super::{get, mpi_fn, put};
+use super::{get, put};
 use crate::abi::class::*;
 use crate::abi::MPI_REQUEST_NULL;
 use crate::datatype::{count_arg, TypeRef};
@@ -96,7 +96,7 @@ impl Persist {
             } => {
                 // SAFETY: forwarded.
                 let status = unsafe {
-                    super::bsend::bsend(c, *buf as *const c_void, *count, ty, *dest, *tag)?
+                    super::bsend::bsend_wide(c, *buf as *const c_void, *count, ty, *dest, *tag)?
                 };
                 Ok((State::Ready(status), Post::None))
             }
@@ -167,7 +167,11 @@ pub(crate) unsafe fn create(comm: usize, c: Comm, kind: Kind, request: *mut usiz
 /// # Safety
 /// `request` is an out-argument; the buffer is the program's (read at each
 /// start).
-pub(crate) unsafe fn send_init(a: SendArgs, request: *mut usize, mode: Option<SendMode>) -> Res {
+pub(crate) unsafe fn send_init_wide(
+    a: SendArgs,
+    request: *mut usize,
+    mode: Option<SendMode>,
+) -> Res {
     let rt = rt()?;
     let c = rt.comm(a.comm)?;
     let ty = rt.comm_type(a.datatype)?;
@@ -201,36 +205,96 @@ fn check_peer(c: &Comm, rank: c_int) -> Res {
     Ok(())
 }
 
-mpi_fn! {
-    /// `MPI_Send_init`.
-    MPI_Send_init / PMPI_Send_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        // SAFETY: the program's buffer and out-argument.
-        unsafe { send_init(send_args!(buf, count, datatype, dest, tag, comm), request, Some(SendMode::Standard)) }
+/// `MPI_Send_init`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn send_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the program's buffer and out-argument.
+    unsafe {
+        send_init_wide(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            request,
+            Some(SendMode::Standard),
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Ssend_init`.
-    MPI_Ssend_init / PMPI_Ssend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        // SAFETY: the program's buffer and out-argument.
-        unsafe { send_init(send_args!(buf, count, datatype, dest, tag, comm), request, Some(SendMode::Synchronous)) }
+/// `MPI_Ssend_init`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn ssend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the program's buffer and out-argument.
+    unsafe {
+        send_init_wide(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            request,
+            Some(SendMode::Synchronous),
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Rsend_init`.
-    MPI_Rsend_init / PMPI_Rsend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        // SAFETY: the program's buffer and out-argument.
-        unsafe { send_init(send_args!(buf, count, datatype, dest, tag, comm), request, Some(SendMode::Ready)) }
+/// `MPI_Rsend_init`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn rsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the program's buffer and out-argument.
+    unsafe {
+        send_init_wide(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            request,
+            Some(SendMode::Ready),
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Bsend_init`: each start copies the data into the attached
-    /// buffer and completes at once.
-    MPI_Bsend_init / PMPI_Bsend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        // SAFETY: the program's buffer and out-argument.
-        unsafe { send_init(send_args!(buf, count, datatype, dest, tag, comm), request, None) }
+/// `MPI_Bsend_init`: each start copies the data into the attached
+/// buffer and completes at once.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn bsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the program's buffer and out-argument.
+    unsafe {
+        send_init_wide(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            request,
+            None,
+        )
     }
 }
 
@@ -238,7 +302,7 @@ mpi_fn! {
 ///
 /// # Safety
 /// As for `MPI_Recv_init`: the caller's buffers and out-arguments.
-pub(crate) unsafe fn recv_init(
+pub(crate) unsafe fn recv_init_wide(
     buf: *mut c_void,
     count: i64,
     datatype: usize,
@@ -264,65 +328,84 @@ pub(crate) unsafe fn recv_init(
     unsafe { create(comm, c.comm.clone(), kind, request) }
 }
 
-mpi_fn! {
-    /// `MPI_Recv_init`.
-    MPI_Recv_init / PMPI_Recv_init [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        // SAFETY: forwarded (the caller's promises).
-        unsafe { recv_init(buf, count.into(), datatype, source, tag, comm, request) }
-    }
+/// `MPI_Recv_init`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn recv_init(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe { recv_init_wide(buf, count.into(), datatype, source, tag, comm, request) }
 }
 
-mpi_fn! {
-    /// `MPI_Start`.
-    MPI_Start / PMPI_Start(request: *mut usize) {
-        // SAFETY: in-argument (the standard passes a pointer).
-        let h = unsafe { get(request.cast_const())? };
-        if h == MPI_REQUEST_NULL || h == super::mpix::MPIX_REQUEST_EMPTY {
-            return Err(Fail::new(MPI_ERR_REQUEST, "MPI_Start needs a persistent request"));
-        }
-        let rt = rt()?;
-        let mut obj = lend(rt, h)?;
-        // SAFETY: the request's buffers, by MPI's rule for persistent
-        // requests.
-        let r = unsafe { start_obj(&mut obj) };
-        give_back(rt, h, obj)?;
-        r
+/// `MPI_Start`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn start(request: *mut usize) -> Res {
+    // SAFETY: in-argument (the standard passes a pointer).
+    let h = unsafe { get(request.cast_const())? };
+    if h == MPI_REQUEST_NULL || h == super::mpix::MPIX_REQUEST_EMPTY {
+        return Err(Fail::new(
+            MPI_ERR_REQUEST,
+            "MPI_Start needs a persistent request",
+        ));
     }
+    let rt = rt()?;
+    let mut obj = lend(rt, h)?;
+    // SAFETY: the request's buffers, by MPI's rule for persistent
+    // requests.
+    let r = unsafe { start_obj(&mut obj) };
+    give_back(rt, h, obj)?;
+    r
 }
 
-mpi_fn! {
-    /// `MPI_Startall`: starts each in order; stops at the first failure.
-    /// The sends go to the device as one batch (`Comm::batch`: one doorbell
-    /// for a window of persistent sends on verbs).
-    MPI_Startall / PMPI_Startall(count: c_int, array_of_requests: *mut usize) {
-        let n = count_arg(count)?;
-        if n == 0 {
-            return Ok(());
-        }
-        if array_of_requests.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null request array"));
-        }
-        let rt = rt()?;
-        let start_each = || -> Res {
-            for i in 0..n {
-                // SAFETY: the caller's array of `count` handles.
-                let h = unsafe { array_of_requests.add(i).read() };
-                let mut obj = lend(rt, h).map_err(|f| Fail::msg(MPI_ERR_REQUEST, format!("request {i} of the array: {}", f.what)))?;
-                // SAFETY: as for MPI_Start.
-                let r = unsafe { start_obj(&mut obj) };
-                give_back(rt, h, obj)?;
-                r?;
-            }
-            Ok(())
-        };
-        // The batch is the world's engine's, whichever communicator opens it.
-        rt.world_comm.comm.batch(start_each)?
+/// `MPI_Startall`: starts each in order; stops at the first failure.
+/// The sends go to the device as one batch (`Comm::batch`: one doorbell
+/// for a window of persistent sends on verbs).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn startall(count: c_int, array_of_requests: *mut usize) -> Res {
+    let n = count_arg(count)?;
+    if n == 0 {
+        return Ok(());
     }
+    if array_of_requests.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request array"));
+    }
+    let rt = rt()?;
+    let start_each = || -> Res {
+        for i in 0..n {
+            // SAFETY: the caller's array of `count` handles.
+            let h = unsafe { array_of_requests.add(i).read() };
+            let mut obj = lend(rt, h).map_err(|f| {
+                Fail::msg(
+                    MPI_ERR_REQUEST,
+                    format!("request {i} of the array: {}", f.what),
+                )
+            })?;
+            // SAFETY: as for MPI_Start.
+            let r = unsafe { start_obj(&mut obj) };
+            give_back(rt, h, obj)?;
+            r?;
+        }
+        Ok(())
+    };
+    // The batch is the world's engine's, whichever communicator opens it.
+    rt.world_comm.comm.batch(start_each)?
 }
 
 /// Cancels a request's pending operation (`MPI_Cancel`): a receive that
 /// has not matched completes cancelled; anything else goes on.
-pub(crate) fn cancel(h: usize) -> Res {
+pub(crate) fn cancel_handle(h: usize) -> Res {
     if let Some(r) = super::greq::cancel(h) {
         return r;
     }
@@ -353,18 +436,19 @@ pub(crate) fn cancel(h: usize) -> Res {
     r
 }
 
-mpi_fn! {
-    /// `MPI_Cancel`.
-    MPI_Cancel / PMPI_Cancel(request: *mut usize) {
-        // SAFETY: in-argument (the standard passes a pointer).
-        let h = unsafe { get(request.cast_const())? };
-        if h == MPI_REQUEST_NULL {
-            return Err(bad_request(crate::handle::BadHandle::Foreign));
-        }
-        if h == super::mpix::MPIX_REQUEST_EMPTY {
-            // Complete already: nothing to cancel.
-            return Ok(());
-        }
-        cancel(h)
+/// `MPI_Cancel`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn cancel(request: *mut usize) -> Res {
+    // SAFETY: in-argument (the standard passes a pointer).
+    let h = unsafe { get(request.cast_const())? };
+    if h == MPI_REQUEST_NULL {
+        return Err(bad_request(crate::handle::BadHandle::Foreign));
     }
+    if h == super::mpix::MPIX_REQUEST_EMPTY {
+        // Complete already: nothing to cancel.
+        return Ok(());
+    }
+    cancel_handle(h)
 }

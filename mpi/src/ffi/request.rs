@@ -14,7 +14,7 @@ use super::direct;
 use super::mpix::MPIX_REQUEST_EMPTY;
 use super::plain::TestAll;
 use super::req::{finish, Report, ReqObj, State};
-use super::{get, mpi_fn, put, put_status};
+use super::{get, put, put_status};
 use crate::abi::class::*;
 use crate::abi::{MpiStatus, MPI_REQUEST_NULL};
 use crate::error::{Fail, Res};
@@ -102,131 +102,137 @@ pub(crate) fn test_one(obj: &mut ReqObj) -> Res<Option<Report>> {
     }
 }
 
-mpi_fn! {
-    /// `MPI_Wait`.
-    MPI_Wait / PMPI_Wait(request: *mut usize, status: *mut MpiStatus) {
-        // SAFETY: in/out argument.
-        let h = unsafe { get(request)? };
-        if h == MPI_REQUEST_NULL || h == MPIX_REQUEST_EMPTY {
-            // SAFETY: as above; MPI_STATUS_IGNORE (null) or a status.
-            unsafe {
-                put_status(status, MpiStatus::EMPTY);
-                if h == MPIX_REQUEST_EMPTY {
-                    put(request, MPI_REQUEST_NULL)?;
-                }
+/// `MPI_Wait`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn wait(request: *mut usize, status: *mut MpiStatus) -> Res {
+    // SAFETY: in/out argument.
+    let h = unsafe { get(request)? };
+    if h == MPI_REQUEST_NULL || h == MPIX_REQUEST_EMPTY {
+        // SAFETY: as above; MPI_STATUS_IGNORE (null) or a status.
+        unsafe {
+            put_status(status, MpiStatus::EMPTY);
+            if h == MPIX_REQUEST_EMPTY {
+                put(request, MPI_REQUEST_NULL)?;
             }
-            return Ok(());
         }
-        let rt = rt()?;
-        let mut one = h;
-        // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-        if let Some(r) = super::plain::wait(rt, &mut one, unsafe { status.as_mut() }) {
-            // SAFETY: in/out argument.
-            unsafe { put(request, one)? };
+        return Ok(());
+    }
+    let rt = rt()?;
+    let mut one = h;
+    // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+    if let Some(r) = super::plain::wait(rt, &mut one, unsafe { status.as_mut() }) {
+        // SAFETY: in/out argument.
+        unsafe { put(request, one)? };
+        return r;
+    }
+    let mut obj = lend(rt, h)?;
+    let report = {
+        let _waiting = match &obj.state {
+            State::Active(r) => super::waiting::enter(rt, std::iter::once((h, r))),
+            _ => None,
+        };
+        wait_one(&mut obj)
+    };
+    if give_back(rt, h, obj)? {
+        // SAFETY: as above.
+        unsafe { put(request, MPI_REQUEST_NULL)? };
+    }
+    // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+    unsafe { report?.write(status) }
+}
+
+/// `MPI_Test`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn test(request: *mut usize, flag: *mut c_int, status: *mut MpiStatus) -> Res {
+    // SAFETY: in/out argument.
+    let h = unsafe { get(request)? };
+    if flag.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null flag pointer"));
+    }
+    if h == MPI_REQUEST_NULL || h == MPIX_REQUEST_EMPTY {
+        // SAFETY: flag checked; status is MPI_STATUS_IGNORE or valid;
+        // `request` is an in/out argument.
+        unsafe {
+            put_status(status, MpiStatus::EMPTY);
+            if h == MPIX_REQUEST_EMPTY {
+                put(request, MPI_REQUEST_NULL)?;
+            }
+            return put(flag, 1);
+        }
+    }
+    let rt = rt()?;
+    let mut one = h;
+    // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+    match super::plain::test(rt, &mut one, unsafe { status.as_mut() }) {
+        None => {}
+        // SAFETY: checked non-null.
+        Some(TestAll::Incomplete) => return unsafe { put(flag, 0) },
+        Some(TestAll::Complete(r)) => {
+            // SAFETY: in/out argument; checked non-null.
+            unsafe {
+                put(request, one)?;
+                put(flag, 1)?;
+            }
             return r;
         }
-        let mut obj = lend(rt, h)?;
-        let report = {
-            let _waiting = match &obj.state {
-                State::Active(r) => super::waiting::enter(rt, std::iter::once((h, r))),
-                _ => None,
-            };
-            wait_one(&mut obj)
-        };
-        if give_back(rt, h, obj)? {
-            // SAFETY: as above.
-            unsafe { put(request, MPI_REQUEST_NULL)? };
-        }
-        // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-        unsafe { report?.write(status) }
+        Some(TestAll::Failed(f)) => return Err(f),
     }
-}
-
-mpi_fn! {
-    /// `MPI_Test`.
-    MPI_Test / PMPI_Test(request: *mut usize, flag: *mut c_int, status: *mut MpiStatus) {
-        // SAFETY: in/out argument.
-        let h = unsafe { get(request)? };
-        if flag.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null flag pointer"));
-        }
-        if h == MPI_REQUEST_NULL || h == MPIX_REQUEST_EMPTY {
-            // SAFETY: flag checked; status is MPI_STATUS_IGNORE or valid;
-            // `request` is an in/out argument.
-            unsafe {
-                put_status(status, MpiStatus::EMPTY);
-                if h == MPIX_REQUEST_EMPTY {
-                    put(request, MPI_REQUEST_NULL)?;
-                }
-                return put(flag, 1);
-            }
-        }
-        let rt = rt()?;
-        let mut one = h;
-        // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-        match super::plain::test(rt, &mut one, unsafe { status.as_mut() }) {
-            None => {}
-            // SAFETY: checked non-null.
-            Some(TestAll::Incomplete) => return unsafe { put(flag, 0) },
-            Some(TestAll::Complete(r)) => {
-                // SAFETY: in/out argument; checked non-null.
-                unsafe {
-                    put(request, one)?;
-                    put(flag, 1)?;
-                }
-                return r;
-            }
-            Some(TestAll::Failed(f)) => return Err(f),
-        }
-        let mut obj = lend(rt, h)?;
-        let tested = test_one(&mut obj);
-        if give_back(rt, h, obj)? {
-            // SAFETY: as above.
-            unsafe { put(request, MPI_REQUEST_NULL)? };
-        }
-        match tested? {
-            // SAFETY: checked non-null.
-            None => unsafe { put(flag, 0) },
-            Some(report) => {
-                // SAFETY: checked flag; status is IGNORE or valid.
-                unsafe {
-                    put(flag, 1)?;
-                    report.write(status)
-                }
-            }
-        }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Request_free`: a pending operation goes on in the background
-    /// (a persistent one is freed once its activation completes).
-    MPI_Request_free / PMPI_Request_free(request: *mut usize) {
-        // SAFETY: in/out argument.
-        let h = unsafe { get(request)? };
-        if h == MPI_REQUEST_NULL {
-            return Err(Fail::new(MPI_ERR_REQUEST, "MPI_REQUEST_NULL cannot be freed"));
-        }
-        if h == MPIX_REQUEST_EMPTY {
-            // SAFETY: as above.
-            return unsafe { put(request, MPI_REQUEST_NULL) };
-        }
-        let rt = rt()?;
-        let mut obj = match direct::decode(h) {
-            Some(r) => direct::lend_live(rt, r)?,
-            None => rt.requests.with(|t| t.remove(h))?.map_err(bad_request)?,
-        };
-        obj.promote(rt);
-        if let State::Greq(g) = &obj.state {
-            return g.release(obj.comm).and_then(|()| {
-                // SAFETY: as above.
-                unsafe { put(request, MPI_REQUEST_NULL) }
-            });
-        }
-        super::orphan::adopt(rt, obj)?;
+    let mut obj = lend(rt, h)?;
+    let tested = test_one(&mut obj);
+    if give_back(rt, h, obj)? {
         // SAFETY: as above.
-        unsafe { put(request, MPI_REQUEST_NULL) }
+        unsafe { put(request, MPI_REQUEST_NULL)? };
     }
+    match tested? {
+        // SAFETY: checked non-null.
+        None => unsafe { put(flag, 0) },
+        Some(report) => {
+            // SAFETY: checked flag; status is IGNORE or valid.
+            unsafe {
+                put(flag, 1)?;
+                report.write(status)
+            }
+        }
+    }
+}
+
+/// `MPI_Request_free`: a pending operation goes on in the background
+/// (a persistent one is freed once its activation completes).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn request_free(request: *mut usize) -> Res {
+    // SAFETY: in/out argument.
+    let h = unsafe { get(request)? };
+    if h == MPI_REQUEST_NULL {
+        return Err(Fail::new(
+            MPI_ERR_REQUEST,
+            "MPI_REQUEST_NULL cannot be freed",
+        ));
+    }
+    if h == MPIX_REQUEST_EMPTY {
+        // SAFETY: as above.
+        return unsafe { put(request, MPI_REQUEST_NULL) };
+    }
+    let rt = rt()?;
+    let mut obj = match direct::decode(h) {
+        Some(r) => direct::lend_live(rt, r)?,
+        None => rt.requests.with(|t| t.remove(h))?.map_err(bad_request)?,
+    };
+    obj.promote(rt);
+    if let State::Greq(g) = &obj.state {
+        return g.release(obj.comm).and_then(|()| {
+            // SAFETY: as above.
+            unsafe { put(request, MPI_REQUEST_NULL) }
+        });
+    }
+    super::orphan::adopt(rt, obj)?;
+    // SAFETY: as above.
+    unsafe { put(request, MPI_REQUEST_NULL) }
 }
 
 /// The status of a lent request if it is complete, without ending it. A
@@ -259,26 +265,31 @@ pub(crate) fn peek_one(obj: &mut ReqObj) -> Res<Option<MpiStatus>> {
     }
 }
 
-mpi_fn! {
-    /// `MPI_Request_get_status`: completion without freeing.
-    MPI_Request_get_status / PMPI_Request_get_status(request: usize, flag: *mut c_int, status: *mut MpiStatus) {
-        if flag.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null flag pointer"));
-        }
-        let found = if request == MPI_REQUEST_NULL || request == MPIX_REQUEST_EMPTY {
-            Some(MpiStatus::EMPTY)
-        } else {
-            let rt = rt()?;
-            let mut obj = lend(rt, request)?;
-            let found = peek_one(&mut obj);
-            give_back(rt, request, obj)?;
-            found?
-        };
-        if let Some(s) = found {
-            // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-            unsafe { put_status(status, s) };
-        }
-        // SAFETY: checked non-null.
-        unsafe { put(flag, c_int::from(found.is_some())) }
+/// `MPI_Request_get_status`: completion without freeing.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn request_get_status(
+    request: usize,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> Res {
+    if flag.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null flag pointer"));
     }
+    let found = if request == MPI_REQUEST_NULL || request == MPIX_REQUEST_EMPTY {
+        Some(MpiStatus::EMPTY)
+    } else {
+        let rt = rt()?;
+        let mut obj = lend(rt, request)?;
+        let found = peek_one(&mut obj);
+        give_back(rt, request, obj)?;
+        found?
+    };
+    if let Some(s) = found {
+        // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+        unsafe { put_status(status, s) };
+    }
+    // SAFETY: checked non-null.
+    unsafe { put(flag, c_int::from(found.is_some())) }
 }

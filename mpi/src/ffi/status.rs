@@ -8,7 +8,7 @@
 
 use std::ffi::c_int;
 
-use super::{get, mpi_fn, put};
+use super::{get, put};
 use crate::abi::class::*;
 use crate::abi::MpiStatus;
 use crate::datatype::int_count;
@@ -23,22 +23,32 @@ fn elements(status: *const MpiStatus, datatype: usize) -> Res<i64> {
     Ok(ty.elements_of(s.bytes()))
 }
 
-mpi_fn! {
-    /// `MPI_Get_elements`.
-    MPI_Get_elements / PMPI_Get_elements(status: *const MpiStatus, datatype: usize, count: *mut c_int) {
-        let n = elements(status, datatype)?;
-        // SAFETY: out-argument.
-        unsafe { put(count, int_count(n)) }
-    }
+/// `MPI_Get_elements`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn get_elements(
+    status: *const MpiStatus,
+    datatype: usize,
+    count: *mut c_int,
+) -> Res {
+    let n = elements(status, datatype)?;
+    // SAFETY: out-argument.
+    unsafe { put(count, int_count(n)) }
 }
 
-mpi_fn! {
-    /// `MPI_Get_elements_x`.
-    MPI_Get_elements_x / PMPI_Get_elements_x(status: *const MpiStatus, datatype: usize, count: *mut i64) {
-        let n = elements(status, datatype)?;
-        // SAFETY: out-argument.
-        unsafe { put(count, n) }
-    }
+/// `MPI_Get_elements_x`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn get_elements_x(
+    status: *const MpiStatus,
+    datatype: usize,
+    count: *mut i64,
+) -> Res {
+    let n = elements(status, datatype)?;
+    // SAFETY: out-argument.
+    unsafe { put(count, n) }
 }
 
 /// Sets the status's bytes to those of `count` basic elements.
@@ -53,37 +63,49 @@ fn set_elements(status: *mut MpiStatus, datatype: usize, count: i64) -> Res {
     unsafe { put(status, s) }
 }
 
-mpi_fn! {
-    /// `MPI_Status_set_elements`.
-    MPI_Status_set_elements / PMPI_Status_set_elements(status: *mut MpiStatus, datatype: usize, count: c_int) {
-        set_elements(status, datatype, i64::from(count))
-    }
+/// `MPI_Status_set_elements`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn status_set_elements(
+    status: *mut MpiStatus,
+    datatype: usize,
+    count: c_int,
+) -> Res {
+    set_elements(status, datatype, i64::from(count))
 }
 
-mpi_fn! {
-    /// `MPI_Status_set_elements_x`.
-    MPI_Status_set_elements_x / PMPI_Status_set_elements_x(status: *mut MpiStatus, datatype: usize, count: i64) {
-        set_elements(status, datatype, count)
-    }
+/// `MPI_Status_set_elements_x`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn status_set_elements_x(
+    status: *mut MpiStatus,
+    datatype: usize,
+    count: i64,
+) -> Res {
+    set_elements(status, datatype, count)
 }
 
-mpi_fn! {
-    /// `MPI_Status_set_cancelled`.
-    MPI_Status_set_cancelled / PMPI_Status_set_cancelled(status: *mut MpiStatus, flag: c_int) {
-        // SAFETY: in/out argument (null is reported).
-        let mut s = unsafe { get(status.cast_const())? };
-        s.internal[2] = c_int::from(flag != 0);
-        // SAFETY: as above.
-        unsafe { put(status, s) }
-    }
+/// `MPI_Status_set_cancelled`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn status_set_cancelled(status: *mut MpiStatus, flag: c_int) -> Res {
+    // SAFETY: in/out argument (null is reported).
+    let mut s = unsafe { get(status.cast_const())? };
+    s.internal[2] = c_int::from(flag != 0);
+    // SAFETY: as above.
+    unsafe { put(status, s) }
 }
 
-mpi_fn! {
-    /// `MPI_Test_cancelled`.
-    MPI_Test_cancelled / PMPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) {
-        // SAFETY: a status the caller filled (null is reported).
-        let s = unsafe { get(status)? };
-        // SAFETY: out-argument.
-        unsafe { put(flag, c_int::from(s.cancelled())) }
-    }
+/// `MPI_Test_cancelled`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn test_cancelled(status: *const MpiStatus, flag: *mut c_int) -> Res {
+    // SAFETY: a status the caller filled (null is reported).
+    let s = unsafe { get(status)? };
+    // SAFETY: out-argument.
+    unsafe { put(flag, c_int::from(s.cancelled())) }
 }

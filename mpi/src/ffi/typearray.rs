@@ -5,7 +5,6 @@
 
 use std::ffi::c_int;
 
-use super::mpi_fn;
 use super::types::{array, store};
 use crate::datatype::array::{darray, subarray};
 use crate::datatype::{combiner, count_arg, Recipe};
@@ -85,45 +84,88 @@ fn wide(v: &[c_int]) -> Vec<i64> {
     v.iter().map(|&x| i64::from(x)).collect()
 }
 
-mpi_fn! {
-    /// `MPI_Type_create_subarray`.
-    MPI_Type_create_subarray / PMPI_Type_create_subarray(
-        ndims: c_int, array_of_sizes: *const c_int, array_of_subsizes: *const c_int,
-        array_of_starts: *const c_int, order: c_int, oldtype: usize, newtype: *mut usize,
-    ) {
-        let n = count_arg(ndims)?;
-        // SAFETY: the caller's arrays of `ndims` entries.
-        let (sizes, subsizes, starts) = unsafe {
-            (array(array_of_sizes, n, "size")?, array(array_of_subsizes, n, "subsize")?, array(array_of_starts, n, "start")?)
-        };
-        let ints = [&[ndims][..], sizes, subsizes, starts, &[order]].concat();
-        let recipe = Recipe::new(combiner::SUBARRAY, ints, vec![], vec![]);
-        // SAFETY: out-argument.
-        unsafe { subarray_of(&wide(sizes), &wide(subsizes), &wide(starts), order, oldtype, recipe, newtype) }
+/// `MPI_Type_create_subarray`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_create_subarray(
+    ndims: c_int,
+    array_of_sizes: *const c_int,
+    array_of_subsizes: *const c_int,
+    array_of_starts: *const c_int,
+    order: c_int,
+    oldtype: usize,
+    newtype: *mut usize,
+) -> Res {
+    let n = count_arg(ndims)?;
+    // SAFETY: the caller's arrays of `ndims` entries.
+    let (sizes, subsizes, starts) = unsafe {
+        (
+            array(array_of_sizes, n, "size")?,
+            array(array_of_subsizes, n, "subsize")?,
+            array(array_of_starts, n, "start")?,
+        )
+    };
+    let ints = [&[ndims][..], sizes, subsizes, starts, &[order]].concat();
+    let recipe = Recipe::new(combiner::SUBARRAY, ints, vec![], vec![]);
+    // SAFETY: out-argument.
+    unsafe {
+        subarray_of(
+            &wide(sizes),
+            &wide(subsizes),
+            &wide(starts),
+            order,
+            oldtype,
+            recipe,
+            newtype,
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Type_create_darray`.
-    MPI_Type_create_darray / PMPI_Type_create_darray(
-        size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_int,
-        array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int,
-        order: c_int, oldtype: usize, newtype: *mut usize,
-    ) {
-        let n = count_arg(ndims)?;
-        // SAFETY: the caller's arrays of `ndims` entries.
-        let (gsizes, distribs, dargs, psizes) = unsafe {
-            (
-                array(array_of_gsizes, n, "global size")?,
-                array(array_of_distribs, n, "distribution")?,
-                array(array_of_dargs, n, "distribution argument")?,
-                array(array_of_psizes, n, "process grid size")?,
-            )
-        };
-        let ints = [&[size, rank, ndims][..], gsizes, distribs, dargs, psizes, &[order]].concat();
-        let recipe = Recipe::new(combiner::DARRAY, ints, vec![], vec![]);
-        let a = Darray { size, rank, distribs, dargs, psizes, order };
-        // SAFETY: out-argument.
-        unsafe { darray_of(&wide(gsizes), &a, oldtype, recipe, newtype) }
-    }
+/// `MPI_Type_create_darray`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_create_darray(
+    size: c_int,
+    rank: c_int,
+    ndims: c_int,
+    array_of_gsizes: *const c_int,
+    array_of_distribs: *const c_int,
+    array_of_dargs: *const c_int,
+    array_of_psizes: *const c_int,
+    order: c_int,
+    oldtype: usize,
+    newtype: *mut usize,
+) -> Res {
+    let n = count_arg(ndims)?;
+    // SAFETY: the caller's arrays of `ndims` entries.
+    let (gsizes, distribs, dargs, psizes) = unsafe {
+        (
+            array(array_of_gsizes, n, "global size")?,
+            array(array_of_distribs, n, "distribution")?,
+            array(array_of_dargs, n, "distribution argument")?,
+            array(array_of_psizes, n, "process grid size")?,
+        )
+    };
+    let ints = [
+        &[size, rank, ndims][..],
+        gsizes,
+        distribs,
+        dargs,
+        psizes,
+        &[order],
+    ]
+    .concat();
+    let recipe = Recipe::new(combiner::DARRAY, ints, vec![], vec![]);
+    let a = Darray {
+        size,
+        rank,
+        distribs,
+        dargs,
+        psizes,
+        order,
+    };
+    // SAFETY: out-argument.
+    unsafe { darray_of(&wide(gsizes), &a, oldtype, recipe, newtype) }
 }

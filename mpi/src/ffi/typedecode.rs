@@ -4,7 +4,7 @@
 
 use std::ffi::c_int;
 
-use super::{mpi_fn, put};
+use super::put;
 use crate::abi::class::*;
 use crate::datatype::{combiner, TypeArg};
 use crate::error::{Fail, Res};
@@ -135,45 +135,55 @@ fn no_large(counts: usize) -> Res {
     Ok(())
 }
 
-mpi_fn! {
-    /// `MPI_Type_get_envelope`: `MPI_COMBINER_NAMED` and no arguments for a
-    /// predefined datatype; the constructor and its argument counts for a
-    /// derived one (`MPI_ERR_TYPE` if it has large counts).
-    MPI_Type_get_envelope / PMPI_Type_get_envelope(
-        datatype: usize, num_integers: *mut c_int, num_addresses: *mut c_int,
-        num_datatypes: *mut c_int, combiner: *mut c_int,
-    ) {
-        let ([ni, na, nc, nd], comb) = envelope(datatype)?;
-        no_large(nc)?;
-        // SAFETY: out-arguments.
-        unsafe {
-            put(num_integers, int_len(ni)?)?;
-            put(num_addresses, int_len(na)?)?;
-            put(num_datatypes, int_len(nd)?)?;
-            put(combiner, comb)
-        }
+/// `MPI_Type_get_envelope`: `MPI_COMBINER_NAMED` and no arguments for a
+/// predefined datatype; the constructor and its argument counts for a
+/// derived one (`MPI_ERR_TYPE` if it has large counts).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_get_envelope(
+    datatype: usize,
+    num_integers: *mut c_int,
+    num_addresses: *mut c_int,
+    num_datatypes: *mut c_int,
+    combiner: *mut c_int,
+) -> Res {
+    let ([ni, na, nc, nd], comb) = envelope(datatype)?;
+    no_large(nc)?;
+    // SAFETY: out-arguments.
+    unsafe {
+        put(num_integers, int_len(ni)?)?;
+        put(num_addresses, int_len(na)?)?;
+        put(num_datatypes, int_len(nd)?)?;
+        put(combiner, comb)
     }
 }
 
-mpi_fn! {
-    /// `MPI_Type_get_contents`: the constructor's arguments. A derived
-    /// datatype argument comes back as a new handle the program frees
-    /// (`MPI_Type_free`), a predefined one as itself. A predefined
-    /// `datatype` has no contents (`MPI_ERR_TYPE`), nor has here one with
-    /// large counts; arrays shorter than the envelope's counts are
-    /// `MPI_ERR_ARG`.
-    MPI_Type_get_contents / PMPI_Type_get_contents(
-        datatype: usize, max_integers: c_int, max_addresses: c_int, max_datatypes: c_int,
-        array_of_integers: *mut c_int, array_of_addresses: *mut isize, array_of_datatypes: *mut usize,
-    ) {
-        no_large(envelope(datatype)?.0[2])?;
-        let out = Contents {
-            ints: (array_of_integers, max_integers.into()),
-            aints: (array_of_addresses, max_addresses.into()),
-            counts: (std::ptr::null_mut(), 0),
-            types: (array_of_datatypes, max_datatypes.into()),
-        };
-        // SAFETY: the caller's arrays of max_* entries.
-        unsafe { contents(datatype, &out) }
-    }
+/// `MPI_Type_get_contents`: the constructor's arguments. A derived
+/// datatype argument comes back as a new handle the program frees
+/// (`MPI_Type_free`), a predefined one as itself. A predefined
+/// `datatype` has no contents (`MPI_ERR_TYPE`), nor has here one with
+/// large counts; arrays shorter than the envelope's counts are
+/// `MPI_ERR_ARG`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_get_contents(
+    datatype: usize,
+    max_integers: c_int,
+    max_addresses: c_int,
+    max_datatypes: c_int,
+    array_of_integers: *mut c_int,
+    array_of_addresses: *mut isize,
+    array_of_datatypes: *mut usize,
+) -> Res {
+    no_large(envelope(datatype)?.0[2])?;
+    let out = Contents {
+        ints: (array_of_integers, max_integers.into()),
+        aints: (array_of_addresses, max_addresses.into()),
+        counts: (std::ptr::null_mut(), 0),
+        types: (array_of_datatypes, max_datatypes.into()),
+    };
+    // SAFETY: the caller's arrays of max_* entries.
+    unsafe { contents(datatype, &out) }
 }

@@ -18,78 +18,84 @@ use crate::abi::MPI_INFO_NULL;
 use crate::datatype::count_arg;
 use crate::error::{Fail, Res};
 use crate::ffi::persist::{create, Kind};
+use crate::ffi::put;
 use crate::ffi::req::ReqObj;
-use crate::ffi::{mpi_fn, put};
 use crate::state::{rt, Runtime};
 
-/// Defines `MPI_X`, `MPI_IX` and `MPI_X_init` (and their `PMPI_`
-/// names) from one parser `|rt, c| -> Res<Spec>` over the shared arguments;
-/// with `large`, also their `_c` forms from the same parser, each argument
-/// written `name: int type => large type` taking its large type there
-/// (`MPI_Count` counts, `MPI_Aint` displacements: the parser's helpers take
-/// either width, and the spec holds `usize` counts).
+/// Defines the bodies of `MPI_X`, `MPI_IX` and `MPI_X_init` from one
+/// parser `|rt, c| -> Res<Spec>` over the shared arguments; with `large`,
+/// also their `_c` forms from the same parser, each argument written
+/// `name: int type => large type` taking its large type there (`MPI_Count`
+/// counts, `MPI_Aint` displacements: the parser's helpers take either
+/// width, and the spec holds `usize` counts). The exported functions are
+/// generated (`mpi/abi/functions.txt`).
 macro_rules! collective {
-    ($doc:literal $name:ident / $pname:ident, $iname:ident / $piname:ident, $init:ident / $pinit:ident
-     large $cname:ident / $pcname:ident, $ciname:ident / $pciname:ident, $cinit:ident / $pcinit:ident
+    ($doc:literal $name:ident, $iname:ident, $init:ident
+     large $cname:ident, $ciname:ident, $cinit:ident
      ($($arg:ident : $ty:ty $(=> $lty:ty)?),* $(,)?) [$comm:ident] |$rt:ident, $c:ident| $parse:expr) => {
-        collective!(@forms $doc, $name / $pname, $iname / $piname, $init / $pinit
-            ($($arg: $ty),*) [$comm] |$rt, $c| $parse);
-        collective!(@forms concat!("`", stringify!($name), "` with `MPI_Count` counts (and `MPI_Aint` displacements)."),
-            $cname / $pcname, $ciname / $pciname, $cinit / $pcinit
-            ($($arg: large_ty!($ty $(=> $lty)?)),*) [$comm] |$rt, $c| $parse);
+        collective!(@forms $doc, $name, $iname, $init ($($arg: $ty),*) [$comm] |$rt, $c| $parse);
+        collective!(@forms concat!("`MPI_", stringify!($name), "` with `MPI_Count` counts (and `MPI_Aint` displacements)."),
+            $cname, $ciname, $cinit ($($arg: large_ty!($ty $(=> $lty)?)),*) [$comm] |$rt, $c| $parse);
     };
-    ($doc:literal $name:ident / $pname:ident, $iname:ident / $piname:ident, $init:ident / $pinit:ident
+    ($doc:literal $name:ident, $iname:ident, $init:ident
      ($($arg:ident : $ty:ty),* $(,)?) [$comm:ident] |$rt:ident, $c:ident| $parse:expr) => {
-        collective!(@forms $doc, $name / $pname, $iname / $piname, $init / $pinit
-            ($($arg: $ty),*) [$comm] |$rt, $c| $parse);
+        collective!(@forms $doc, $name, $iname, $init ($($arg: $ty),*) [$comm] |$rt, $c| $parse);
     };
-    (@forms $doc:expr, $name:ident / $pname:ident, $iname:ident / $piname:ident, $init:ident / $pinit:ident
+    (@forms $doc:expr, $name:ident, $iname:ident, $init:ident
      ($($arg:ident : $ty:ty),*) [$comm:ident] |$rt:ident, $c:ident| $parse:expr) => {
-        mpi_fn! {
-            #[doc = concat!("`", stringify!($name), "`: ", $doc)]
-            $name / $pname [$comm] ($($arg: $ty),*) {
-                let $rt: &Runtime = rt()?;
-                let held = $rt.comm($comm)?;
-                let $c: &Comm = &held.comm;
-                let spec: Spec = $parse?;
-                // SAFETY: the program's buffers, valid for this blocking call.
-                unsafe { spec.run($c) }
-            }
+        #[doc = concat!("`MPI_", stringify!($name), "`: ", $doc)]
+        ///
+        /// # Safety
+        /// The C caller's pointers, valid as the MPI standard says for this function.
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe fn $name($($arg: $ty),*) -> Res {
+            let $rt: &Runtime = rt()?;
+            let held = $rt.comm($comm)?;
+            let $c: &Comm = &held.comm;
+            let spec: Spec = $parse?;
+            // SAFETY: the program's buffers, valid for this blocking call.
+            unsafe { spec.run($c) }
         }
-        mpi_fn! {
-            #[doc = concat!("`", stringify!($iname), "`: the nonblocking form; the result is copied out when the request completes.")]
-            $iname / $piname [$comm] ($($arg: $ty),*, request: *mut usize) {
-                let $rt: &Runtime = rt()?;
-                let held = $rt.comm($comm)?;
-                let $c: &Comm = &held.comm;
-                if request.is_null() {
-                    return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
-                }
-                let spec: Spec = $parse?;
-                // SAFETY: MPI's rule for nonblocking collectives' buffers
-                // (for the start, and for a result copied out at once).
-                let h = unsafe {
-                    let (req, post) = spec.start($c)?;
-                    crate::ffi::mpix::empty_or_store(ReqObj::active(req, $comm, post))?
-                };
-                // SAFETY: checked non-null; an out-argument.
-                unsafe { put(request, h) }
+
+        #[doc = concat!("`MPI_", stringify!($iname), "`: the nonblocking form; the result is copied out when the request completes.")]
+        ///
+        /// # Safety
+        /// The C caller's pointers, valid as the MPI standard says for this function.
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe fn $iname($($arg: $ty),*, request: *mut usize) -> Res {
+            let $rt: &Runtime = rt()?;
+            let held = $rt.comm($comm)?;
+            let $c: &Comm = &held.comm;
+            if request.is_null() {
+                return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
             }
+            let spec: Spec = $parse?;
+            // SAFETY: MPI's rule for nonblocking collectives' buffers
+            // (for the start, and for a result copied out at once).
+            let h = unsafe {
+                let (req, post) = spec.start($c)?;
+                crate::ffi::mpix::empty_or_store(ReqObj::active(req, $comm, post))?
+            };
+            // SAFETY: checked non-null; an out-argument.
+            unsafe { put(request, h) }
         }
-        mpi_fn! {
-            #[doc = concat!("`", stringify!($init), "`: the persistent form (MPI 4.0); each `MPI_Start` runs it anew on the buffers' current contents.")]
-            $init / $pinit [$comm] ($($arg: $ty),*, info: usize, request: *mut usize) {
-                let $rt: &Runtime = rt()?;
-                let held = $rt.comm($comm)?;
-                let $c: &Comm = &held.comm;
-                if info != MPI_INFO_NULL {
-                    crate::ffi::info::check(info)?;
-                }
-                let spec: Spec = $parse?;
-                // SAFETY: out-argument; the buffers are the program's, used
-                // at each start.
-                unsafe { create($comm, $c.clone(), Kind::Coll(Box::new(Deferred(spec))), request) }
+
+        #[doc = concat!("`MPI_", stringify!($init), "`: the persistent form (MPI 4.0); each `MPI_Start` runs it anew on the buffers' current contents.")]
+        ///
+        /// # Safety
+        /// The C caller's pointers, valid as the MPI standard says for this function.
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe fn $init($($arg: $ty),*, info: usize, request: *mut usize) -> Res {
+            let $rt: &Runtime = rt()?;
+            let held = $rt.comm($comm)?;
+            let $c: &Comm = &held.comm;
+            if info != MPI_INFO_NULL {
+                crate::ffi::info::check(info)?;
             }
+            let spec: Spec = $parse?;
+            // SAFETY: out-argument; the buffers are the program's, used
+            // at each start.
+            unsafe { create($comm, $c.clone(), Kind::Coll(Box::new(Deferred(spec))), request) }
         }
     };
 }
@@ -249,14 +255,14 @@ unsafe fn types<'a>(p: *const usize, c: &Comm) -> Res<&'a [usize]> {
 }
 
 collective! { "waits until every member has entered."
-    MPI_Barrier / PMPI_Barrier, MPI_Ibarrier / PMPI_Ibarrier, MPI_Barrier_init / PMPI_Barrier_init
+    barrier, ibarrier, barrier_init
     (comm: usize) [comm]
     |_rt, _c| Ok::<Spec, Fail>(Spec::Barrier)
 }
 
 collective! { "the root's buffer to every member."
-    MPI_Bcast / PMPI_Bcast, MPI_Ibcast / PMPI_Ibcast, MPI_Bcast_init / PMPI_Bcast_init
-    large MPI_Bcast_c / PMPI_Bcast_c, MPI_Ibcast_c / PMPI_Ibcast_c, MPI_Bcast_init_c / PMPI_Bcast_init_c
+    bcast, ibcast, bcast_init
+    large bcast_c, ibcast_c, bcast_init_c
     (buffer: *mut c_void, count: c_int => i64, datatype: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         if part == Part::Idle { return Ok(Spec::Idle); }
@@ -265,8 +271,8 @@ collective! { "the root's buffer to every member."
 }
 
 collective! { "every member's block into the root's buffer, by rank; `MPI_IN_PLACE` at the root."
-    MPI_Gather / PMPI_Gather, MPI_Igather / PMPI_Igather, MPI_Gather_init / PMPI_Gather_init
-    large MPI_Gather_c / PMPI_Gather_c, MPI_Igather_c / PMPI_Igather_c, MPI_Gather_init_c / PMPI_Gather_init_c
+    gather, igather, gather_init
+    large gather_c, igather_c, gather_init_c
     (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int => i64, recvtype: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         let at_root = part == Part::Root;
@@ -282,8 +288,8 @@ collective! { "every member's block into the root's buffer, by rank; `MPI_IN_PLA
 }
 
 collective! { "blocks of their own sizes and places at the root; `MPI_IN_PLACE` at the root."
-    MPI_Gatherv / PMPI_Gatherv, MPI_Igatherv / PMPI_Igatherv, MPI_Gatherv_init / PMPI_Gatherv_init
-    large MPI_Gatherv_c / PMPI_Gatherv_c, MPI_Igatherv_c / PMPI_Igatherv_c, MPI_Gatherv_init_c / PMPI_Gatherv_init_c
+    gatherv, igatherv, gatherv_init
+    large gatherv_c, igatherv_c, gatherv_init_c
     (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int => *const i64, displs: *const c_int => *const isize, recvtype: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         let at_root = part == Part::Root;
@@ -305,8 +311,8 @@ collective! { "blocks of their own sizes and places at the root; `MPI_IN_PLACE` 
 }
 
 collective! { "block `i` of the root's buffer to member `i`; `MPI_IN_PLACE` as the root's `recvbuf`."
-    MPI_Scatter / PMPI_Scatter, MPI_Iscatter / PMPI_Iscatter, MPI_Scatter_init / PMPI_Scatter_init
-    large MPI_Scatter_c / PMPI_Scatter_c, MPI_Iscatter_c / PMPI_Iscatter_c, MPI_Scatter_init_c / PMPI_Scatter_init_c
+    scatter, iscatter, scatter_init
+    large scatter_c, iscatter_c, scatter_init_c
     (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int => i64, recvtype: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         let at_root = part == Part::Root;
@@ -322,8 +328,8 @@ collective! { "block `i` of the root's buffer to member `i`; `MPI_IN_PLACE` as t
 }
 
 collective! { "blocks of their own sizes and places from the root; `MPI_IN_PLACE` as the root's `recvbuf`."
-    MPI_Scatterv / PMPI_Scatterv, MPI_Iscatterv / PMPI_Iscatterv, MPI_Scatterv_init / PMPI_Scatterv_init
-    large MPI_Scatterv_c / PMPI_Scatterv_c, MPI_Iscatterv_c / PMPI_Iscatterv_c, MPI_Scatterv_init_c / PMPI_Scatterv_init_c
+    scatterv, iscatterv, scatterv_init
+    large scatterv_c, iscatterv_c, scatterv_init_c
     (sendbuf: *const c_void, sendcounts: *const c_int => *const i64, displs: *const c_int => *const isize, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int => i64, recvtype: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         let at_root = part == Part::Root;
@@ -345,8 +351,8 @@ collective! { "blocks of their own sizes and places from the root; `MPI_IN_PLACE
 }
 
 collective! { "every member's block into every member's buffer; `MPI_IN_PLACE`."
-    MPI_Allgather / PMPI_Allgather, MPI_Iallgather / PMPI_Iallgather, MPI_Allgather_init / PMPI_Allgather_init
-    large MPI_Allgather_c / PMPI_Allgather_c, MPI_Iallgather_c / PMPI_Iallgather_c, MPI_Allgather_init_c / PMPI_Allgather_init_c
+    allgather, iallgather, allgather_init
+    large allgather_c, iallgather_c, allgather_init_c
     (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int => i64, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
@@ -356,8 +362,8 @@ collective! { "every member's block into every member's buffer; `MPI_IN_PLACE`."
 }
 
 collective! { "blocks of their own sizes and places at every member; `MPI_IN_PLACE`."
-    MPI_Allgatherv / PMPI_Allgatherv, MPI_Iallgatherv / PMPI_Iallgatherv, MPI_Allgatherv_init / PMPI_Allgatherv_init
-    large MPI_Allgatherv_c / PMPI_Allgatherv_c, MPI_Iallgatherv_c / PMPI_Iallgatherv_c, MPI_Allgatherv_init_c / PMPI_Allgatherv_init_c
+    allgatherv, iallgatherv, allgatherv_init
+    large allgatherv_c, iallgatherv_c, allgatherv_init_c
     (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int => *const i64, displs: *const c_int => *const isize, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
@@ -369,8 +375,8 @@ collective! { "blocks of their own sizes and places at every member; `MPI_IN_PLA
 }
 
 collective! { "block `j` of member `i` to block `i` of member `j`; `MPI_IN_PLACE`."
-    MPI_Alltoall / PMPI_Alltoall, MPI_Ialltoall / PMPI_Ialltoall, MPI_Alltoall_init / PMPI_Alltoall_init
-    large MPI_Alltoall_c / PMPI_Alltoall_c, MPI_Ialltoall_c / PMPI_Ialltoall_c, MPI_Alltoall_init_c / PMPI_Alltoall_init_c
+    alltoall, ialltoall, alltoall_init
+    large alltoall_c, ialltoall_c, alltoall_init_c
     (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int => i64, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
@@ -380,8 +386,8 @@ collective! { "block `j` of member `i` to block `i` of member `j`; `MPI_IN_PLACE
 }
 
 collective! { "blocks of their own sizes and places both ways; `MPI_IN_PLACE` (the data then comes from `recvbuf`)."
-    MPI_Alltoallv / PMPI_Alltoallv, MPI_Ialltoallv / PMPI_Ialltoallv, MPI_Alltoallv_init / PMPI_Alltoallv_init
-    large MPI_Alltoallv_c / PMPI_Alltoallv_c, MPI_Ialltoallv_c / PMPI_Ialltoallv_c, MPI_Alltoallv_init_c / PMPI_Alltoallv_init_c
+    alltoallv, ialltoallv, alltoallv_init
+    large alltoallv_c, ialltoallv_c, alltoallv_init_c
     (sendbuf: *const c_void, sendcounts: *const c_int => *const i64, sdispls: *const c_int => *const isize, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int => *const i64, rdispls: *const c_int => *const isize, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
@@ -399,8 +405,8 @@ collective! { "blocks of their own sizes and places both ways; `MPI_IN_PLACE` (t
 }
 
 collective! { "as `MPI_Alltoallv` with a datatype per block and displacements in bytes."
-    MPI_Alltoallw / PMPI_Alltoallw, MPI_Ialltoallw / PMPI_Ialltoallw, MPI_Alltoallw_init / PMPI_Alltoallw_init
-    large MPI_Alltoallw_c / PMPI_Alltoallw_c, MPI_Ialltoallw_c / PMPI_Ialltoallw_c, MPI_Alltoallw_init_c / PMPI_Alltoallw_init_c
+    alltoallw, ialltoallw, alltoallw_init
+    large alltoallw_c, ialltoallw_c, alltoallw_init_c
     (sendbuf: *const c_void, sendcounts: *const c_int => *const i64, sdispls: *const c_int => *const isize, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const c_int => *const i64, rdispls: *const c_int => *const isize, recvtypes: *const usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
@@ -418,8 +424,8 @@ collective! { "as `MPI_Alltoallv` with a datatype per block and displacements in
 }
 
 collective! { "the members' buffers reduced into the root's; `MPI_IN_PLACE` at the root."
-    MPI_Reduce / PMPI_Reduce, MPI_Ireduce / PMPI_Ireduce, MPI_Reduce_init / PMPI_Reduce_init
-    large MPI_Reduce_c / PMPI_Reduce_c, MPI_Ireduce_c / PMPI_Ireduce_c, MPI_Reduce_init_c / PMPI_Reduce_init_c
+    reduce, ireduce, reduce_init
+    large reduce_c, ireduce_c, reduce_init_c
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int => i64, datatype: usize, op: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         let at_root = part == Part::Root;
@@ -437,8 +443,8 @@ collective! { "the members' buffers reduced into the root's; `MPI_IN_PLACE` at t
 }
 
 collective! { "the members' buffers reduced into every member's; `MPI_IN_PLACE`."
-    MPI_Allreduce / PMPI_Allreduce, MPI_Iallreduce / PMPI_Iallreduce, MPI_Allreduce_init / PMPI_Allreduce_init
-    large MPI_Allreduce_c / PMPI_Allreduce_c, MPI_Iallreduce_c / PMPI_Iallreduce_c, MPI_Allreduce_init_c / PMPI_Allreduce_init_c
+    allreduce, iallreduce, allreduce_init
+    large allreduce_c, iallreduce_c, allreduce_init_c
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
@@ -451,8 +457,8 @@ collective! { "the members' buffers reduced into every member's; `MPI_IN_PLACE`.
 }
 
 collective! { "a reduction whose block `i` goes to member `i`; `MPI_IN_PLACE` (input from `recvbuf`)."
-    MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block, MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block, MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init
-    large MPI_Reduce_scatter_block_c / PMPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block_c / PMPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init_c / PMPI_Reduce_scatter_block_init_c
+    reduce_scatter_block, ireduce_scatter_block, reduce_scatter_block_init
+    large reduce_scatter_block_c, ireduce_scatter_block_c, reduce_scatter_block_init_c
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         let ty = rt.comm_type(datatype)?;
@@ -466,8 +472,8 @@ collective! { "a reduction whose block `i` goes to member `i`; `MPI_IN_PLACE` (i
 }
 
 collective! { "a reduction whose block `i`, `recvcounts[i]` long, goes to member `i`; `MPI_IN_PLACE`."
-    MPI_Reduce_scatter / PMPI_Reduce_scatter, MPI_Ireduce_scatter / PMPI_Ireduce_scatter, MPI_Reduce_scatter_init / PMPI_Reduce_scatter_init
-    large MPI_Reduce_scatter_c / PMPI_Reduce_scatter_c, MPI_Ireduce_scatter_c / PMPI_Ireduce_scatter_c, MPI_Reduce_scatter_init_c / PMPI_Reduce_scatter_init_c
+    reduce_scatter, ireduce_scatter, reduce_scatter_init
+    large reduce_scatter_c, ireduce_scatter_c, reduce_scatter_init_c
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int => *const i64, datatype: usize, op: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         let ty = rt.comm_type(datatype)?;
@@ -486,21 +492,21 @@ collective! { "a reduction whose block `i`, `recvcounts[i]` long, goes to member
 }
 
 collective! { "member `i` gets the reduction of members `0..=i`; `MPI_IN_PLACE`."
-    MPI_Scan / PMPI_Scan, MPI_Iscan / PMPI_Iscan, MPI_Scan_init / PMPI_Scan_init
-    large MPI_Scan_c / PMPI_Scan_c, MPI_Iscan_c / PMPI_Iscan_c, MPI_Scan_init_c / PMPI_Scan_init_c
+    scan, iscan, scan_init
+    large scan_c, iscan_c, scan_init_c
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
-    |rt, _c| scan(rt, sendbuf, recvbuf, count, datatype, op, false)
+    |rt, _c| scan_spec(rt, sendbuf, recvbuf, count, datatype, op, false)
 }
 
 collective! { "member `i > 0` gets the reduction of members `0..i` (member 0's buffer is left as it was); `MPI_IN_PLACE`."
-    MPI_Exscan / PMPI_Exscan, MPI_Iexscan / PMPI_Iexscan, MPI_Exscan_init / PMPI_Exscan_init
-    large MPI_Exscan_c / PMPI_Exscan_c, MPI_Iexscan_c / PMPI_Iexscan_c, MPI_Exscan_init_c / PMPI_Exscan_init_c
+    exscan, iexscan, exscan_init
+    large exscan_c, iexscan_c, exscan_init_c
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
-    |rt, _c| scan(rt, sendbuf, recvbuf, count, datatype, op, true)
+    |rt, _c| scan_spec(rt, sendbuf, recvbuf, count, datatype, op, true)
 }
 
 /// The spec of `MPI_Scan` / `MPI_Exscan`.
-fn scan(
+fn scan_spec(
     rt: &Runtime,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,

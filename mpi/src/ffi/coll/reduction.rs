@@ -22,12 +22,12 @@ use crate::abi::class::*;
 use crate::abi::*;
 use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
-use crate::ffi::{get, mpi_fn, put};
+use crate::ffi::{get, put};
 use crate::reduce::{is_predefined, predefined_op};
 use crate::state::{rt, Runtime};
 
 /// `MPI_User_function`.
-type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut usize);
+pub(crate) use crate::abi::callback::UserFn;
 
 /// A user op (`MPI_Op_create`).
 #[derive(Debug, Clone, Copy)]
@@ -183,58 +183,71 @@ pub(crate) fn resolve(rt: &Runtime, op: usize, ty: &TypeRef, datatype: usize) ->
     })
 }
 
-mpi_fn! {
-    /// `MPI_Op_create`.
-    MPI_Op_create / PMPI_Op_create(user_fn: Option<UserFn>, commute: c_int, op: *mut usize) {
-        let rt = rt()?;
-        let func = user_fn.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null user function"))?;
-        if op.is_null() {
-            return Err(Fail::new(MPI_ERR_ARG, "a null op pointer"));
-        }
-        let h = rt
+/// `MPI_Op_create`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn op_create(user_fn: Option<UserFn>, commute: c_int, op: *mut usize) -> Res {
+    let rt = rt()?;
+    let func = user_fn.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null user function"))?;
+    if op.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null op pointer"));
+    }
+    let h = rt
+        .ops
+        .with(|t| {
+            t.insert(UserOpObj {
+                func,
+                commutative: commute != 0,
+            })
+        })?
+        .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many ops"))?;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(op, h) }
+}
+
+/// `MPI_Op_free`: the handle becomes `MPI_OP_NULL`; reductions in
+/// flight keep the function.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn op_free(op: *mut usize) -> Res {
+    let rt = rt()?;
+    // SAFETY: in/out argument.
+    let h = unsafe { get(op.cast_const())? };
+    if is_predefined(h) {
+        return Err(Fail::new(MPI_ERR_OP, "a predefined op cannot be freed"));
+    }
+    rt.ops
+        .with(|t| t.remove(h))?
+        .map_err(|b| Fail::handle(MPI_ERR_OP, b, "reduction operation"))?;
+    // SAFETY: as above.
+    unsafe { put(op, MPI_OP_NULL) }
+}
+
+/// `MPI_Op_commutative`: every predefined op but `MPI_REPLACE` and
+/// `MPI_NO_OP` is commutative; a user op as created.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn op_commutative(op: usize, commute: *mut c_int) -> Res {
+    let c = if is_predefined(op) {
+        !matches!(op, MPI_REPLACE | MPI_NO_OP)
+    } else {
+        rt()?
             .ops
-            .with(|t| t.insert(UserOpObj { func, commutative: commute != 0 }))?
-            .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many ops"))?;
-        // SAFETY: checked non-null; an out-argument.
-        unsafe { put(op, h) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Op_free`: the handle becomes `MPI_OP_NULL`; reductions in
-    /// flight keep the function.
-    MPI_Op_free / PMPI_Op_free(op: *mut usize) {
-        let rt = rt()?;
-        // SAFETY: in/out argument.
-        let h = unsafe { get(op.cast_const())? };
-        if is_predefined(h) {
-            return Err(Fail::new(MPI_ERR_OP, "a predefined op cannot be freed"));
-        }
-        rt.ops.with(|t| t.remove(h))?.map_err(|b| Fail::handle(MPI_ERR_OP, b, "reduction operation"))?;
-        // SAFETY: as above.
-        unsafe { put(op, MPI_OP_NULL) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Op_commutative`: every predefined op but `MPI_REPLACE` and
-    /// `MPI_NO_OP` is commutative; a user op as created.
-    MPI_Op_commutative / PMPI_Op_commutative(op: usize, commute: *mut c_int) {
-        let c = if is_predefined(op) {
-            !matches!(op, MPI_REPLACE | MPI_NO_OP)
-        } else {
-            rt()?.ops.with(|t| t.get(op).map(|u| u.commutative))?.map_err(|b| Fail::handle(MPI_ERR_OP, b, "reduction operation"))?
-        };
-        // SAFETY: out-argument.
-        unsafe { put(commute, c_int::from(c)) }
-    }
+            .with(|t| t.get(op).map(|u| u.commutative))?
+            .map_err(|b| Fail::handle(MPI_ERR_OP, b, "reduction operation"))?
+    };
+    // SAFETY: out-argument.
+    unsafe { put(commute, c_int::from(c)) }
 }
 
 /// `MPI_Reduce_local(_c)`.
 ///
 /// # Safety
 /// The program's buffers hold `count` elements each, for the call.
-pub(crate) unsafe fn reduce_local(
+pub(crate) unsafe fn reduce_local_wide(
     inbuf: *const c_void,
     inoutbuf: *mut c_void,
     count: i64,
@@ -262,10 +275,17 @@ pub(crate) unsafe fn reduce_local(
     unsafe { inout.write(red.form, &io) }
 }
 
-mpi_fn! {
-    /// `MPI_Reduce_local`: `inoutbuf = inbuf (op) inoutbuf`.
-    MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: usize, op: usize) {
-        // SAFETY: the program's buffers of `count` elements, for the call.
-        unsafe { reduce_local(inbuf, inoutbuf, count.into(), datatype, op) }
-    }
+/// `MPI_Reduce_local`: `inoutbuf = inbuf (op) inoutbuf`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    op: usize,
+) -> Res {
+    // SAFETY: the program's buffers of `count` elements, for the call.
+    unsafe { reduce_local_wide(inbuf, inoutbuf, count.into(), datatype, op) }
 }

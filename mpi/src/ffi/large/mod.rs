@@ -5,7 +5,7 @@
 //! (`count_arg` turns them into the `usize` the layer works in), so a
 //! count above `INT_MAX` works as any other:
 //! - point-to-point (here): the int forms' bodies (`send_call`,
-//!   `irecv_call`, `send_init`, `mrecv_call`, ...) called with the 64-bit
+//!   `irecv_call`, `send_init_wide`, `mrecv_call`, ...) called with the 64-bit
 //!   count; `MPI_Get_count_c` and `MPI_Get_elements_c` read the status's
 //!   64-bit byte count;
 //! - the collectives: `coll/api.rs`'s `collective!` defines each
@@ -21,16 +21,15 @@
 //!   forms' bodies, the size an `MPI_Count` (the int detach forms give
 //!   `INT_MAX` for a larger buffer).
 //!
-//! The queries `MPI_Type_size_c`, `MPI_Type_get_extent_c` and
-//! `MPI_Type_get_true_extent_c` call the `_x` forms, which already return
-//! `MPI_Count`s ([`large_fn!`]: the `_x` form raises its own errors, and
-//! its code is returned unchanged).
+//! The queries `MPI_Type_size_c`, `MPI_Type_get_extent_c`,
+//! `MPI_Type_get_true_extent_c` and `MPI_Get_elements_c` are the `_x`
+//! forms' bodies, which already take `MPI_Count`s (their rows in
+//! `mpi/abi/functions.txt` name those bodies).
 
 use std::ffi::{c_int, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::abi::class::{MPI_ERR_COUNT, MPI_ERR_INTERN};
-use crate::abi::{MpiStatus, MPI_COMM_SELF};
+use crate::abi::class::MPI_ERR_COUNT;
+use crate::abi::MpiStatus;
 use crate::error::{Fail, Res};
 
 use ferry::SendMode;
@@ -42,57 +41,11 @@ use super::p2p::{
     irecv_call, isend_call, recv_call, send_args, send_call, sendrecv_call, sendrecv_replace_call,
 };
 use super::pair::{isendrecv_call, isendrecv_replace_call};
-use super::persist::{recv_init, send_init};
-use super::status::PMPI_Get_elements_x;
-use super::{get, mpi_fn, put};
+use super::persist::{recv_init_wide, send_init_wide};
+use super::{get, put};
 use crate::state::rt;
 
-mod types;
-
-/// Defines `PMPI_X` and `MPI_X` from a body of type `Res<c_int>`: `Ok`
-/// carries the code of the function it calls (already raised by it, so
-/// passed through), `Err` a failure of its own, raised here on
-/// communicator `$on`. Unlike
-/// `mpi_fn!`, whose `Err` is the only way to fail, this keeps the int
-/// form's error from being raised a second time.
-macro_rules! large_fn {
-    ($(#[$meta:meta])* $name:ident / $pname:ident [$on:expr] ($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
-        $(#[$meta])*
-        ///
-        /// # Safety
-        /// Every pointer argument must be valid for the accesses the MPI
-        /// standard describes for this function, or null where it allows.
-        #[no_mangle]
-        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> c_int {
-            $crate::ffi::large::run(stringify!($name), $on, move || -> $crate::error::Res<c_int> { $body })
-        }
-
-        #[doc = concat!("`", stringify!($name), "`: the interposable name of `", stringify!($pname), "`.")]
-        ///
-        /// # Safety
-        /// As for the `PMPI_` form.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            // SAFETY: the same function under its profiling name; the
-            // caller's promises carry over unchanged.
-            unsafe { $pname($($arg),*) }
-        }
-    };
-}
-pub(crate) use large_fn;
-
-/// Runs a `_c` body under a panic guard: the int form's code, or a failed
-/// conversion (or a panic, `MPI_ERR_INTERN`) raised on `comm`.
-pub(crate) fn run(call: &'static str, comm: usize, body: impl FnOnce() -> Res<c_int>) -> c_int {
-    let fail = match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(code)) => return code,
-        Ok(Err(f)) => f.on(comm),
-        Err(_) => Fail::new(MPI_ERR_INTERN, "internal error (please report): a panic").on(comm),
-    };
-    // The handler may be the program's; a panic in our part of raising
-    // must not unwind into C either.
-    catch_unwind(AssertUnwindSafe(|| super::raise(call, fail))).unwrap_or(MPI_ERR_INTERN)
-}
+pub(crate) mod types;
 
 /// An `MPI_Count` displacement or extent as an `MPI_Aint`.
 ///
@@ -107,137 +60,251 @@ pub(crate) fn aint(n: i64) -> Res<isize> {
 /// comm[, request])` on its int form's body `$body(SendArgs[, request],
 /// $mode)`.
 macro_rules! send_c {
-    ($name:ident / $pname:ident => $body:ident ($($req:ident,)?) $mode:expr) => {
-        mpi_fn! {
-            #[doc = concat!("`", stringify!($name), "`: the int form's body with an `MPI_Count` count.")]
-            $name / $pname [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize $(, $req: *mut usize)?) {
-                // SAFETY: the caller's buffer (and out-argument), as for
-                // the int form.
-                unsafe { $body(send_args!(buf, count, datatype, dest, tag, comm), $($req,)? $mode) }
-            }
+    ($name:ident => $body:ident ($($req:ident,)?) $mode:expr) => {
+        #[doc = concat!("`MPI_", stringify!($name), "`: the int form's body with an `MPI_Count` count.")]
+        ///
+        /// # Safety
+        /// The C caller's pointers, valid as the MPI standard says for this function.
+        pub(crate) unsafe fn $name(buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize $(, $req: *mut usize)?) -> Res {
+            // SAFETY: the caller's buffer (and out-argument), as for
+            // the int form.
+            unsafe { $body(send_args!(buf, count, datatype, dest, tag, comm), $($req,)? $mode) }
         }
     };
 }
 
-send_c!(MPI_Send_c / PMPI_Send_c => send_call() SendMode::Standard);
-send_c!(MPI_Ssend_c / PMPI_Ssend_c => send_call() SendMode::Synchronous);
-send_c!(MPI_Rsend_c / PMPI_Rsend_c => send_call() SendMode::Ready);
-send_c!(MPI_Isend_c / PMPI_Isend_c => isend_call(request,) SendMode::Standard);
-send_c!(MPI_Issend_c / PMPI_Issend_c => isend_call(request,) SendMode::Synchronous);
-send_c!(MPI_Irsend_c / PMPI_Irsend_c => isend_call(request,) SendMode::Ready);
-send_c!(MPI_Send_init_c / PMPI_Send_init_c => send_init(request,) Some(SendMode::Standard));
-send_c!(MPI_Ssend_init_c / PMPI_Ssend_init_c => send_init(request,) Some(SendMode::Synchronous));
-send_c!(MPI_Rsend_init_c / PMPI_Rsend_init_c => send_init(request,) Some(SendMode::Ready));
-send_c!(MPI_Bsend_init_c / PMPI_Bsend_init_c => send_init(request,) None);
+send_c!(send_c => send_call() SendMode::Standard);
+send_c!(ssend_c => send_call() SendMode::Synchronous);
+send_c!(rsend_c => send_call() SendMode::Ready);
+send_c!(isend_c => isend_call(request,) SendMode::Standard);
+send_c!(issend_c => isend_call(request,) SendMode::Synchronous);
+send_c!(irsend_c => isend_call(request,) SendMode::Ready);
+send_c!(send_init_c => send_init_wide(request,) Some(SendMode::Standard));
+send_c!(ssend_init_c => send_init_wide(request,) Some(SendMode::Synchronous));
+send_c!(rsend_init_c => send_init_wide(request,) Some(SendMode::Ready));
+send_c!(bsend_init_c => send_init_wide(request,) None);
 
-mpi_fn! {
-    /// `MPI_Bsend_c`.
-    MPI_Bsend_c / PMPI_Bsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize) {
-        // SAFETY: the caller's buffer, as for the int form.
-        unsafe { bsend_call(buf, count, datatype, dest, tag, comm) }
+/// `MPI_Bsend_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn bsend_c(
+    buf: *const c_void,
+    count: i64,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+) -> Res {
+    // SAFETY: the caller's buffer, as for the int form.
+    unsafe { bsend_call(buf, count, datatype, dest, tag, comm) }
+}
+
+/// `MPI_Ibsend_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn ibsend_c(
+    buf: *const c_void,
+    count: i64,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the caller's buffer and out-argument, as for the int form.
+    unsafe { ibsend_call(buf, count, datatype, dest, tag, comm, request) }
+}
+
+/// `MPI_Irecv_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn irecv_c(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the caller's buffer and out-argument, as for the int form.
+    unsafe { irecv_call(buf, count, datatype, source, tag, comm, request) }
+}
+
+/// `MPI_Recv_init_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn recv_init_c(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the caller's buffer and out-argument, as for the int form.
+    unsafe { recv_init_wide(buf, count, datatype, source, tag, comm, request) }
+}
+
+/// `MPI_Recv_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn recv_c(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    status: *mut MpiStatus,
+) -> Res {
+    // SAFETY: the caller's buffer and status, as for the int form.
+    unsafe { recv_call(buf, count, datatype, source, tag, comm, status) }
+}
+
+/// `MPI_Mrecv_c` (errors on `MPI_COMM_SELF`, as the int form's: the
+/// message names no communicator here).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn mrecv_c(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    message: *mut usize,
+    status: *mut MpiStatus,
+) -> Res {
+    // SAFETY: the caller's buffer, message and status, as for the int form.
+    unsafe { mrecv_call(buf, count, datatype, message, status) }
+}
+
+/// `MPI_Imrecv_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn imrecv_c(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    message: *mut usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the caller's buffer, message and out-argument, as for the int form.
+    unsafe { imrecv_call(buf, count, datatype, message, request) }
+}
+
+/// `MPI_Sendrecv_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn sendrecv_c(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: usize,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    status: *mut MpiStatus,
+) -> Res {
+    // SAFETY: the caller's buffers and status, as for the int form.
+    unsafe {
+        sendrecv_call(
+            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+            recvtag, comm, status,
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Ibsend_c`.
-    MPI_Ibsend_c / PMPI_Ibsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        // SAFETY: the caller's buffer and out-argument, as for the int form.
-        unsafe { ibsend_call(buf, count, datatype, dest, tag, comm, request) }
+/// `MPI_Sendrecv_replace_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn sendrecv_replace_c(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    status: *mut MpiStatus,
+) -> Res {
+    // SAFETY: the caller's buffer and status, as for the int form.
+    unsafe {
+        sendrecv_replace_call(
+            buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Irecv_c`.
-    MPI_Irecv_c / PMPI_Irecv_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        // SAFETY: the caller's buffer and out-argument, as for the int form.
-        unsafe { irecv_call(buf, count, datatype, source, tag, comm, request) }
+/// `MPI_Isendrecv_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn isendrecv_c(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: usize,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the caller's buffers and out-argument, as for the int form.
+    unsafe {
+        isendrecv_call(
+            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+            recvtag, comm, request,
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Recv_init_c`.
-    MPI_Recv_init_c / PMPI_Recv_init_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize) {
-        // SAFETY: the caller's buffer and out-argument, as for the int form.
-        unsafe { recv_init(buf, count, datatype, source, tag, comm, request) }
+/// `MPI_Isendrecv_replace_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn isendrecv_replace_c(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the caller's buffer and out-argument, as for the int form.
+    unsafe {
+        isendrecv_replace_call(
+            buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Recv_c`.
-    MPI_Recv_c / PMPI_Recv_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus) {
-        // SAFETY: the caller's buffer and status, as for the int form.
-        unsafe { recv_call(buf, count, datatype, source, tag, comm, status) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Mrecv_c` (errors on `MPI_COMM_SELF`, as the int form's: the
-    /// message names no communicator here).
-    MPI_Mrecv_c / PMPI_Mrecv_c (buf: *mut c_void, count: i64, datatype: usize, message: *mut usize, status: *mut MpiStatus) {
-        // SAFETY: the caller's buffer, message and status, as for the int form.
-        unsafe { mrecv_call(buf, count, datatype, message, status) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Imrecv_c`.
-    MPI_Imrecv_c / PMPI_Imrecv_c (buf: *mut c_void, count: i64, datatype: usize, message: *mut usize, request: *mut usize) {
-        // SAFETY: the caller's buffer, message and out-argument, as for the int form.
-        unsafe { imrecv_call(buf, count, datatype, message, request) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Sendrecv_c`.
-    MPI_Sendrecv_c / PMPI_Sendrecv_c [comm] (
-        sendbuf: *const c_void, sendcount: i64, sendtype: usize, dest: c_int, sendtag: c_int,
-        recvbuf: *mut c_void, recvcount: i64, recvtype: usize, source: c_int, recvtag: c_int,
-        comm: usize, status: *mut MpiStatus,
-    ) {
-        // SAFETY: the caller's buffers and status, as for the int form.
-        unsafe { sendrecv_call(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Sendrecv_replace_c`.
-    MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c [comm] (
-        buf: *mut c_void, count: i64, datatype: usize, dest: c_int, sendtag: c_int,
-        source: c_int, recvtag: c_int, comm: usize, status: *mut MpiStatus,
-    ) {
-        // SAFETY: the caller's buffer and status, as for the int form.
-        unsafe { sendrecv_replace_call(buf, count, datatype, dest, sendtag, source, recvtag, comm, status) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Isendrecv_c`.
-    MPI_Isendrecv_c / PMPI_Isendrecv_c [comm] (
-        sendbuf: *const c_void, sendcount: i64, sendtype: usize, dest: c_int, sendtag: c_int,
-        recvbuf: *mut c_void, recvcount: i64, recvtype: usize, source: c_int, recvtag: c_int,
-        comm: usize, request: *mut usize,
-    ) {
-        // SAFETY: the caller's buffers and out-argument, as for the int form.
-        unsafe { isendrecv_call(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Isendrecv_replace_c`.
-    MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c [comm] (
-        buf: *mut c_void, count: i64, datatype: usize, dest: c_int, sendtag: c_int,
-        source: c_int, recvtag: c_int, comm: usize, request: *mut usize,
-    ) {
-        // SAFETY: the caller's buffer and out-argument, as for the int form.
-        unsafe { isendrecv_replace_call(buf, count, datatype, dest, sendtag, source, recvtag, comm, request) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Buffer_attach_c`: a buffer of an `MPI_Count` size.
-    MPI_Buffer_attach_c / PMPI_Buffer_attach_c (buffer: *mut c_void, size: i64) {
-        attach(buffer, size)
-    }
+/// `MPI_Buffer_attach_c`: a buffer of an `MPI_Count` size.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn buffer_attach_c(buffer: *mut c_void, size: i64) -> Res {
+    attach(buffer, size)
 }
 
 /// Writes a detached buffer's address and size.
@@ -253,51 +320,55 @@ unsafe fn detached(buffer_addr: *mut c_void, size: *mut i64, (addr, len): (usize
     }
 }
 
-mpi_fn! {
-    /// `MPI_Buffer_detach_c`: as `MPI_Buffer_detach`, the size an
-    /// `MPI_Count`.
-    MPI_Buffer_detach_c / PMPI_Buffer_detach_c (buffer_addr: *mut c_void, size: *mut i64) {
-        let region = detach(rt()?)?.unwrap_or((0, 0));
-        // SAFETY: the caller's out-arguments.
-        unsafe { detached(buffer_addr, size, region) }
-    }
+/// `MPI_Buffer_detach_c`: as `MPI_Buffer_detach`, the size an
+/// `MPI_Count`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn buffer_detach_c(buffer_addr: *mut c_void, size: *mut i64) -> Res {
+    let region = detach(rt()?)?.unwrap_or((0, 0));
+    // SAFETY: the caller's out-arguments.
+    unsafe { detached(buffer_addr, size, region) }
 }
 
-mpi_fn! {
-    /// `MPI_Comm_attach_buffer_c` (MPI 4.1): a buffer of an `MPI_Count`
-    /// size.
-    MPI_Comm_attach_buffer_c / PMPI_Comm_attach_buffer_c [comm] (comm: usize, buffer: *mut c_void, size: i64) {
-        comm_attach(comm, buffer, size)
-    }
+/// `MPI_Comm_attach_buffer_c` (MPI 4.1): a buffer of an `MPI_Count`
+/// size.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_attach_buffer_c(comm: usize, buffer: *mut c_void, size: i64) -> Res {
+    comm_attach(comm, buffer, size)
 }
 
-mpi_fn! {
-    /// `MPI_Comm_detach_buffer_c` (MPI 4.1): the size an `MPI_Count`.
-    MPI_Comm_detach_buffer_c / PMPI_Comm_detach_buffer_c [comm] (comm: usize, buffer_addr: *mut c_void, size: *mut i64) {
-        let region = comm_detach(comm)?;
-        // SAFETY: the caller's out-arguments.
-        unsafe { detached(buffer_addr, size, region) }
-    }
+/// `MPI_Comm_detach_buffer_c` (MPI 4.1): the size an `MPI_Count`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_detach_buffer_c(
+    comm: usize,
+    buffer_addr: *mut c_void,
+    size: *mut i64,
+) -> Res {
+    let region = comm_detach(comm)?;
+    // SAFETY: the caller's out-arguments.
+    unsafe { detached(buffer_addr, size, region) }
 }
 
-mpi_fn! {
-    /// `MPI_Get_count_c`: whole elements in the status's bytes, above
-    /// `INT_MAX` too (`MPI_UNDEFINED` if not whole).
-    MPI_Get_count_c / PMPI_Get_count_c (status: *const MpiStatus, datatype: usize, count: *mut i64) {
-        let ty = rt()?.any_type(datatype)?;
-        // SAFETY: a status the caller filled (null is reported).
-        let s = unsafe { get(status)? };
-        // SAFETY: out-argument.
-        unsafe { put(count, ty.count_of(s.bytes())) }
-    }
-}
-
-large_fn! {
-    /// `MPI_Get_elements_c`: `MPI_Get_elements_x`.
-    MPI_Get_elements_c / PMPI_Get_elements_c [MPI_COMM_SELF] (status: *const MpiStatus, datatype: usize, count: *mut i64) {
-        // SAFETY: the same arguments and types; the caller's promises.
-        Ok(unsafe { PMPI_Get_elements_x(status, datatype, count) })
-    }
+/// `MPI_Get_count_c`: whole elements in the status's bytes, above
+/// `INT_MAX` too (`MPI_UNDEFINED` if not whole).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn get_count_c(
+    status: *const MpiStatus,
+    datatype: usize,
+    count: *mut i64,
+) -> Res {
+    let ty = rt()?.any_type(datatype)?;
+    // SAFETY: a status the caller filled (null is reported).
+    let s = unsafe { get(status)? };
+    // SAFETY: out-argument.
+    unsafe { put(count, ty.count_of(s.bytes())) }
 }
 
 #[cfg(test)]

@@ -13,25 +13,20 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::{aint, large_fn};
+use super::aint;
 use crate::abi::class::{MPI_ERR_ARG, MPI_ERR_UNSUPPORTED_OPERATION};
-use crate::abi::MPI_COMM_SELF;
 use crate::datatype::{combiner, count_arg, Recipe};
 use crate::error::{Fail, Res};
-use crate::ffi::coll::reduction::{reduce_local, PMPI_Op_create};
-use crate::ffi::mpi_fn;
+use crate::ffi::coll::reduction::{op_create, reduce_local_wide};
+
 use crate::ffi::pack::{
-    pack, pack_external, pack_external_size, pack_size, position, unpack, unpack_external,
+    pack_external_size_wide, pack_external_wide, pack_size_wide, pack_wide, position,
+    unpack_external_wide, unpack_wide,
 };
 use crate::ffi::put;
 use crate::ffi::typearray::{darray_of, subarray_of, Darray};
 use crate::ffi::typedecode::{contents, envelope, Contents};
-use crate::ffi::types::{
-    contiguous, indexed, resize, structure, vector, PMPI_Type_get_extent_x,
-    PMPI_Type_get_true_extent_x, PMPI_Type_size_x,
-};
-
-const SELF: usize = MPI_COMM_SELF;
+use crate::ffi::types::{contiguous, indexed, resize, structure, vector};
 
 /// `n` entries of the program's `MPI_Count`/`MPI_Aint` array, as counts.
 ///
@@ -42,32 +37,57 @@ unsafe fn counts<'a, T>(p: *const T, n: usize, what: &'static str) -> Res<&'a [T
     unsafe { crate::ffi::types::array(p, n, what) }
 }
 
-mpi_fn! {
-    /// `MPI_Type_contiguous_c`: built from the 64-bit count (one block
-    /// when `oldtype` is contiguous, whatever the count).
-    MPI_Type_contiguous_c / PMPI_Type_contiguous_c(count: i64, oldtype: usize, newtype: *mut usize) {
-        let recipe = Recipe::large(combiner::CONTIGUOUS, vec![], vec![count], vec![]);
-        // SAFETY: out-argument.
-        unsafe { contiguous(count, oldtype, recipe, newtype) }
-    }
+/// `MPI_Type_contiguous_c`: built from the 64-bit count (one block
+/// when `oldtype` is contiguous, whatever the count).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_contiguous_c(count: i64, oldtype: usize, newtype: *mut usize) -> Res {
+    let recipe = Recipe::large(combiner::CONTIGUOUS, vec![], vec![count], vec![]);
+    // SAFETY: out-argument.
+    unsafe { contiguous(count, oldtype, recipe, newtype) }
 }
 
-mpi_fn! {
-    /// `MPI_Type_vector_c`.
-    MPI_Type_vector_c / PMPI_Type_vector_c(count: i64, blocklength: i64, stride: i64, oldtype: usize, newtype: *mut usize) {
-        let recipe = Recipe::large(combiner::VECTOR, vec![], vec![count, blocklength, stride], vec![]);
-        // SAFETY: out-argument.
-        unsafe { vector(count, blocklength, stride, true, oldtype, recipe, newtype) }
-    }
+/// `MPI_Type_vector_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_vector_c(
+    count: i64,
+    blocklength: i64,
+    stride: i64,
+    oldtype: usize,
+    newtype: *mut usize,
+) -> Res {
+    let recipe = Recipe::large(
+        combiner::VECTOR,
+        vec![],
+        vec![count, blocklength, stride],
+        vec![],
+    );
+    // SAFETY: out-argument.
+    unsafe { vector(count, blocklength, stride, true, oldtype, recipe, newtype) }
 }
 
-mpi_fn! {
-    /// `MPI_Type_create_hvector_c`.
-    MPI_Type_create_hvector_c / PMPI_Type_create_hvector_c(count: i64, blocklength: i64, stride: i64, oldtype: usize, newtype: *mut usize) {
-        let recipe = Recipe::large(combiner::HVECTOR, vec![], vec![count, blocklength, stride], vec![]);
-        // SAFETY: out-argument.
-        unsafe { vector(count, blocklength, stride, false, oldtype, recipe, newtype) }
-    }
+/// `MPI_Type_create_hvector_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_create_hvector_c(
+    count: i64,
+    blocklength: i64,
+    stride: i64,
+    oldtype: usize,
+    newtype: *mut usize,
+) -> Res {
+    let recipe = Recipe::large(
+        combiner::HVECTOR,
+        vec![],
+        vec![count, blocklength, stride],
+        vec![],
+    );
+    // SAFETY: out-argument.
+    unsafe { vector(count, blocklength, stride, false, oldtype, recipe, newtype) }
 }
 
 /// `MPI_Type_indexed_c` and `MPI_Type_create_hindexed_c` (`unit`: the
@@ -112,19 +132,51 @@ unsafe fn indexed_c(
     }
 }
 
-mpi_fn! {
-    /// `MPI_Type_indexed_c`.
-    MPI_Type_indexed_c / PMPI_Type_indexed_c(count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize) {
-        // SAFETY: the caller's arrays and out-argument.
-        unsafe { indexed_c(count, array_of_blocklengths, array_of_displacements, true, oldtype, newtype) }
+/// `MPI_Type_indexed_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_indexed_c(
+    count: i64,
+    array_of_blocklengths: *const i64,
+    array_of_displacements: *const i64,
+    oldtype: usize,
+    newtype: *mut usize,
+) -> Res {
+    // SAFETY: the caller's arrays and out-argument.
+    unsafe {
+        indexed_c(
+            count,
+            array_of_blocklengths,
+            array_of_displacements,
+            true,
+            oldtype,
+            newtype,
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Type_create_hindexed_c`.
-    MPI_Type_create_hindexed_c / PMPI_Type_create_hindexed_c(count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize) {
-        // SAFETY: the caller's arrays and out-argument.
-        unsafe { indexed_c(count, array_of_blocklengths, array_of_displacements, false, oldtype, newtype) }
+/// `MPI_Type_create_hindexed_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_create_hindexed_c(
+    count: i64,
+    array_of_blocklengths: *const i64,
+    array_of_displacements: *const i64,
+    oldtype: usize,
+    newtype: *mut usize,
+) -> Res {
+    // SAFETY: the caller's arrays and out-argument.
+    unsafe {
+        indexed_c(
+            count,
+            array_of_blocklengths,
+            array_of_displacements,
+            false,
+            oldtype,
+            newtype,
+        )
     }
 }
 
@@ -170,148 +222,220 @@ unsafe fn block_c(
     }
 }
 
-mpi_fn! {
-    /// `MPI_Type_create_indexed_block_c`.
-    MPI_Type_create_indexed_block_c / PMPI_Type_create_indexed_block_c(count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize) {
-        // SAFETY: the caller's array and out-argument.
-        unsafe { block_c(count, blocklength, array_of_displacements, true, oldtype, newtype) }
+/// `MPI_Type_create_indexed_block_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_create_indexed_block_c(
+    count: i64,
+    blocklength: i64,
+    array_of_displacements: *const i64,
+    oldtype: usize,
+    newtype: *mut usize,
+) -> Res {
+    // SAFETY: the caller's array and out-argument.
+    unsafe {
+        block_c(
+            count,
+            blocklength,
+            array_of_displacements,
+            true,
+            oldtype,
+            newtype,
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Type_create_hindexed_block_c`.
-    MPI_Type_create_hindexed_block_c / PMPI_Type_create_hindexed_block_c(count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize) {
-        // SAFETY: the caller's array and out-argument.
-        unsafe { block_c(count, blocklength, array_of_displacements, false, oldtype, newtype) }
+/// `MPI_Type_create_hindexed_block_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_create_hindexed_block_c(
+    count: i64,
+    blocklength: i64,
+    array_of_displacements: *const i64,
+    oldtype: usize,
+    newtype: *mut usize,
+) -> Res {
+    // SAFETY: the caller's array and out-argument.
+    unsafe {
+        block_c(
+            count,
+            blocklength,
+            array_of_displacements,
+            false,
+            oldtype,
+            newtype,
+        )
     }
 }
 
-mpi_fn! {
-    /// `MPI_Type_create_struct_c`.
-    MPI_Type_create_struct_c / PMPI_Type_create_struct_c(count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, array_of_types: *const usize, newtype: *mut usize) {
-        let n = count_arg(count)?;
-        // SAFETY: the caller's arrays of `count` entries.
-        let (lens, disps, types) = unsafe {
-            (counts(array_of_blocklengths, n, "block length")?, counts(array_of_displacements, n, "displacement")?, counts(array_of_types, n, "datatype")?)
-        };
-        let recipe = Recipe::large(combiner::STRUCT, vec![], [&[count][..], lens, disps].concat(), vec![]);
-        // SAFETY: out-argument.
-        unsafe { structure(types, |j| lens[j], |j| disps[j], recipe, newtype) }
+/// `MPI_Type_create_struct_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_create_struct_c(
+    count: i64,
+    array_of_blocklengths: *const i64,
+    array_of_displacements: *const i64,
+    array_of_types: *const usize,
+    newtype: *mut usize,
+) -> Res {
+    let n = count_arg(count)?;
+    // SAFETY: the caller's arrays of `count` entries.
+    let (lens, disps, types) = unsafe {
+        (
+            counts(array_of_blocklengths, n, "block length")?,
+            counts(array_of_displacements, n, "displacement")?,
+            counts(array_of_types, n, "datatype")?,
+        )
+    };
+    let recipe = Recipe::large(
+        combiner::STRUCT,
+        vec![],
+        [&[count][..], lens, disps].concat(),
+        vec![],
+    );
+    // SAFETY: out-argument.
+    unsafe { structure(types, |j| lens[j], |j| disps[j], recipe, newtype) }
+}
+
+/// `MPI_Type_create_subarray_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_create_subarray_c(
+    ndims: c_int,
+    array_of_sizes: *const i64,
+    array_of_subsizes: *const i64,
+    array_of_starts: *const i64,
+    order: c_int,
+    oldtype: usize,
+    newtype: *mut usize,
+) -> Res {
+    let n = count_arg(ndims)?;
+    // SAFETY: the caller's arrays of `ndims` entries.
+    let (sizes, subsizes, starts) = unsafe {
+        (
+            counts(array_of_sizes, n, "size")?,
+            counts(array_of_subsizes, n, "subsize")?,
+            counts(array_of_starts, n, "start")?,
+        )
+    };
+    let recipe = Recipe::large(
+        combiner::SUBARRAY,
+        vec![ndims, order],
+        [sizes, subsizes, starts].concat(),
+        vec![],
+    );
+    // SAFETY: out-argument.
+    unsafe { subarray_of(sizes, subsizes, starts, order, oldtype, recipe, newtype) }
+}
+
+/// `MPI_Type_create_darray_c` (only the global sizes are `MPI_Count`).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_create_darray_c(
+    size: c_int,
+    rank: c_int,
+    ndims: c_int,
+    array_of_gsizes: *const i64,
+    array_of_distribs: *const c_int,
+    array_of_dargs: *const c_int,
+    array_of_psizes: *const c_int,
+    order: c_int,
+    oldtype: usize,
+    newtype: *mut usize,
+) -> Res {
+    let n = count_arg(ndims)?;
+    // SAFETY: the caller's arrays of `ndims` entries.
+    let (gsizes, distribs, dargs, psizes) = unsafe {
+        (
+            counts(array_of_gsizes, n, "global size")?,
+            counts(array_of_distribs, n, "distribution")?,
+            counts(array_of_dargs, n, "distribution argument")?,
+            counts(array_of_psizes, n, "process grid size")?,
+        )
+    };
+    let ints = [&[size, rank, ndims][..], distribs, dargs, psizes, &[order]].concat();
+    let recipe = Recipe::large(combiner::DARRAY, ints, gsizes.to_vec(), vec![]);
+    let a = Darray {
+        size,
+        rank,
+        distribs,
+        dargs,
+        psizes,
+        order,
+    };
+    // SAFETY: out-argument.
+    unsafe { darray_of(gsizes, &a, oldtype, recipe, newtype) }
+}
+
+/// `MPI_Type_create_resized_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_create_resized_c(
+    oldtype: usize,
+    lb: i64,
+    extent: i64,
+    newtype: *mut usize,
+) -> Res {
+    let recipe = Recipe::large(combiner::RESIZED, vec![], vec![lb, extent], vec![]);
+    // SAFETY: out-argument.
+    unsafe { resize(oldtype, aint(lb)?, aint(extent)?, recipe, newtype) }
+}
+
+/// `MPI_Type_get_envelope_c`: the recipe's argument counts, large
+/// counts included (a type made by a `_c` constructor has them, one
+/// made by an int constructor none).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_get_envelope_c(
+    datatype: usize,
+    num_integers: *mut i64,
+    num_addresses: *mut i64,
+    num_large_counts: *mut i64,
+    num_datatypes: *mut i64,
+    combiner: *mut c_int,
+) -> Res {
+    let ([ni, na, nc, nd], comb) = envelope(datatype)?;
+    // SAFETY: out-arguments (vectors' lengths fit an i64).
+    unsafe {
+        put(num_integers, ni as i64)?;
+        put(num_addresses, na as i64)?;
+        put(num_large_counts, nc as i64)?;
+        put(num_datatypes, nd as i64)?;
+        put(combiner, comb)
     }
 }
 
-mpi_fn! {
-    /// `MPI_Type_create_subarray_c`.
-    MPI_Type_create_subarray_c / PMPI_Type_create_subarray_c(
-        ndims: c_int, array_of_sizes: *const i64, array_of_subsizes: *const i64,
-        array_of_starts: *const i64, order: c_int, oldtype: usize, newtype: *mut usize,
-    ) {
-        let n = count_arg(ndims)?;
-        // SAFETY: the caller's arrays of `ndims` entries.
-        let (sizes, subsizes, starts) = unsafe {
-            (counts(array_of_sizes, n, "size")?, counts(array_of_subsizes, n, "subsize")?, counts(array_of_starts, n, "start")?)
-        };
-        let recipe = Recipe::large(combiner::SUBARRAY, vec![ndims, order], [sizes, subsizes, starts].concat(), vec![]);
-        // SAFETY: out-argument.
-        unsafe { subarray_of(sizes, subsizes, starts, order, oldtype, recipe, newtype) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Type_create_darray_c` (only the global sizes are `MPI_Count`).
-    MPI_Type_create_darray_c / PMPI_Type_create_darray_c(
-        size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const i64,
-        array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int,
-        order: c_int, oldtype: usize, newtype: *mut usize,
-    ) {
-        let n = count_arg(ndims)?;
-        // SAFETY: the caller's arrays of `ndims` entries.
-        let (gsizes, distribs, dargs, psizes) = unsafe {
-            (
-                counts(array_of_gsizes, n, "global size")?,
-                counts(array_of_distribs, n, "distribution")?,
-                counts(array_of_dargs, n, "distribution argument")?,
-                counts(array_of_psizes, n, "process grid size")?,
-            )
-        };
-        let ints = [&[size, rank, ndims][..], distribs, dargs, psizes, &[order]].concat();
-        let recipe = Recipe::large(combiner::DARRAY, ints, gsizes.to_vec(), vec![]);
-        let a = Darray { size, rank, distribs, dargs, psizes, order };
-        // SAFETY: out-argument.
-        unsafe { darray_of(gsizes, &a, oldtype, recipe, newtype) }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Type_create_resized_c`.
-    MPI_Type_create_resized_c / PMPI_Type_create_resized_c(oldtype: usize, lb: i64, extent: i64, newtype: *mut usize) {
-        let recipe = Recipe::large(combiner::RESIZED, vec![], vec![lb, extent], vec![]);
-        // SAFETY: out-argument.
-        unsafe { resize(oldtype, aint(lb)?, aint(extent)?, recipe, newtype) }
-    }
-}
-
-large_fn! {
-    /// `MPI_Type_size_c`: `MPI_Type_size_x`.
-    MPI_Type_size_c / PMPI_Type_size_c [SELF] (datatype: usize, size: *mut i64) {
-        // SAFETY: the same arguments and types; the caller's promises.
-        Ok(unsafe { PMPI_Type_size_x(datatype, size) })
-    }
-}
-
-large_fn! {
-    /// `MPI_Type_get_extent_c`: `MPI_Type_get_extent_x`.
-    MPI_Type_get_extent_c / PMPI_Type_get_extent_c [SELF] (datatype: usize, lb: *mut i64, extent: *mut i64) {
-        // SAFETY: the same arguments and types; the caller's promises.
-        Ok(unsafe { PMPI_Type_get_extent_x(datatype, lb, extent) })
-    }
-}
-
-large_fn! {
-    /// `MPI_Type_get_true_extent_c`: `MPI_Type_get_true_extent_x`.
-    MPI_Type_get_true_extent_c / PMPI_Type_get_true_extent_c [SELF] (datatype: usize, true_lb: *mut i64, true_extent: *mut i64) {
-        // SAFETY: the same arguments and types; the caller's promises.
-        Ok(unsafe { PMPI_Type_get_true_extent_x(datatype, true_lb, true_extent) })
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Type_get_envelope_c`: the recipe's argument counts, large
-    /// counts included (a type made by a `_c` constructor has them, one
-    /// made by an int constructor none).
-    MPI_Type_get_envelope_c / PMPI_Type_get_envelope_c(
-        datatype: usize, num_integers: *mut i64, num_addresses: *mut i64,
-        num_large_counts: *mut i64, num_datatypes: *mut i64, combiner: *mut c_int,
-    ) {
-        let ([ni, na, nc, nd], comb) = envelope(datatype)?;
-        // SAFETY: out-arguments (vectors' lengths fit an i64).
-        unsafe {
-            put(num_integers, ni as i64)?;
-            put(num_addresses, na as i64)?;
-            put(num_large_counts, nc as i64)?;
-            put(num_datatypes, nd as i64)?;
-            put(combiner, comb)
-        }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Type_get_contents_c`: the recipe's arguments, large counts
-    /// included (see `MPI_Type_get_contents` for the datatypes).
-    MPI_Type_get_contents_c / PMPI_Type_get_contents_c(
-        datatype: usize, max_integers: i64, max_addresses: i64, max_large_counts: i64,
-        max_datatypes: i64, array_of_integers: *mut c_int, array_of_addresses: *mut isize,
-        array_of_large_counts: *mut i64, array_of_datatypes: *mut usize,
-    ) {
-        let out = Contents {
-            ints: (array_of_integers, max_integers),
-            aints: (array_of_addresses, max_addresses),
-            counts: (array_of_large_counts, max_large_counts),
-            types: (array_of_datatypes, max_datatypes),
-        };
-        // SAFETY: the caller's arrays of max_* entries.
-        unsafe { contents(datatype, &out) }
-    }
+/// `MPI_Type_get_contents_c`: the recipe's arguments, large counts
+/// included (see `MPI_Type_get_contents` for the datatypes).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn type_get_contents_c(
+    datatype: usize,
+    max_integers: i64,
+    max_addresses: i64,
+    max_large_counts: i64,
+    max_datatypes: i64,
+    array_of_integers: *mut c_int,
+    array_of_addresses: *mut isize,
+    array_of_large_counts: *mut i64,
+    array_of_datatypes: *mut usize,
+) -> Res {
+    let out = Contents {
+        ints: (array_of_integers, max_integers),
+        aints: (array_of_addresses, max_addresses),
+        counts: (array_of_large_counts, max_large_counts),
+        types: (array_of_datatypes, max_datatypes),
+    };
+    // SAFETY: the caller's arrays of max_* entries.
+    unsafe { contents(datatype, &out) }
 }
 
 /// Reads an in/out `MPI_Count` position.
@@ -326,84 +450,139 @@ unsafe fn read_pos(p: *const i64) -> Res<i64> {
     Ok(unsafe { p.read() })
 }
 
-mpi_fn! {
-    /// `MPI_Pack_c`.
-    MPI_Pack_c / PMPI_Pack_c [comm] (inbuf: *const c_void, incount: i64, datatype: usize, outbuf: *mut c_void, outsize: i64, position_: *mut i64, comm: usize) {
-        let n = count_arg(incount)?;
-        // SAFETY: the caller's in/out position.
-        let (pos, size) = position(unsafe { read_pos(position_)? }, outsize)?;
-        // SAFETY: the caller's buffers.
-        let end = unsafe { pack(inbuf, n, datatype, outbuf, pos, size, comm)? };
-        // SAFETY: checked non-null by `read_pos`.
-        unsafe { put(position_, end as i64) }
-    }
+/// `MPI_Pack_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn pack_c(
+    inbuf: *const c_void,
+    incount: i64,
+    datatype: usize,
+    outbuf: *mut c_void,
+    outsize: i64,
+    position_: *mut i64,
+    comm: usize,
+) -> Res {
+    let n = count_arg(incount)?;
+    // SAFETY: the caller's in/out position.
+    let (pos, size) = position(unsafe { read_pos(position_)? }, outsize)?;
+    // SAFETY: the caller's buffers.
+    let end = unsafe { pack_wide(inbuf, n, datatype, outbuf, pos, size, comm)? };
+    // SAFETY: checked non-null by `read_pos`.
+    unsafe { put(position_, end as i64) }
 }
 
-mpi_fn! {
-    /// `MPI_Unpack_c`.
-    MPI_Unpack_c / PMPI_Unpack_c [comm] (inbuf: *const c_void, insize: i64, position_: *mut i64, outbuf: *mut c_void, outcount: i64, datatype: usize, comm: usize) {
-        let n = count_arg(outcount)?;
-        // SAFETY: the caller's in/out position.
-        let (pos, size) = position(unsafe { read_pos(position_)? }, insize)?;
-        // SAFETY: the caller's buffers.
-        let end = unsafe { unpack(inbuf, pos, size, outbuf, n, datatype, comm)? };
-        // SAFETY: checked non-null by `read_pos`.
-        unsafe { put(position_, end as i64) }
-    }
+/// `MPI_Unpack_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn unpack_c(
+    inbuf: *const c_void,
+    insize: i64,
+    position_: *mut i64,
+    outbuf: *mut c_void,
+    outcount: i64,
+    datatype: usize,
+    comm: usize,
+) -> Res {
+    let n = count_arg(outcount)?;
+    // SAFETY: the caller's in/out position.
+    let (pos, size) = position(unsafe { read_pos(position_)? }, insize)?;
+    // SAFETY: the caller's buffers.
+    let end = unsafe { unpack_wide(inbuf, pos, size, outbuf, n, datatype, comm)? };
+    // SAFETY: checked non-null by `read_pos`.
+    unsafe { put(position_, end as i64) }
 }
 
-mpi_fn! {
-    /// `MPI_Pack_size_c`.
-    MPI_Pack_size_c / PMPI_Pack_size_c [comm] (incount: i64, datatype: usize, comm: usize, size: *mut i64) {
-        let len = pack_size(incount, datatype, comm)?;
-        // SAFETY: out-argument (a size is at most isize::MAX).
-        unsafe { put(size, len as i64) }
-    }
+/// `MPI_Pack_size_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn pack_size_c(
+    incount: i64,
+    datatype: usize,
+    comm: usize,
+    size: *mut i64,
+) -> Res {
+    let len = pack_size_wide(incount, datatype, comm)?;
+    // SAFETY: out-argument (a size is at most isize::MAX).
+    unsafe { put(size, len as i64) }
 }
 
-mpi_fn! {
-    /// `MPI_Pack_external_c`: `MPI_Count` where the int form has `int`
-    /// and `MPI_Aint`.
-    MPI_Pack_external_c / PMPI_Pack_external_c(datarep: *const c_char, inbuf: *const c_void, incount: i64, datatype: usize, outbuf: *mut c_void, outsize: i64, position_: *mut i64) {
-        let n = count_arg(incount)?;
-        // SAFETY: the caller's in/out position.
-        let (pos, size) = position(unsafe { read_pos(position_)? }, outsize)?;
-        // SAFETY: the caller's string and buffers.
-        let end = unsafe { pack_external(datarep, inbuf, n, datatype, outbuf, pos, size)? };
-        // SAFETY: checked non-null by `read_pos`.
-        unsafe { put(position_, end as i64) }
-    }
+/// `MPI_Pack_external_c`: `MPI_Count` where the int form has `int`
+/// and `MPI_Aint`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn pack_external_c(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    incount: i64,
+    datatype: usize,
+    outbuf: *mut c_void,
+    outsize: i64,
+    position_: *mut i64,
+) -> Res {
+    let n = count_arg(incount)?;
+    // SAFETY: the caller's in/out position.
+    let (pos, size) = position(unsafe { read_pos(position_)? }, outsize)?;
+    // SAFETY: the caller's string and buffers.
+    let end = unsafe { pack_external_wide(datarep, inbuf, n, datatype, outbuf, pos, size)? };
+    // SAFETY: checked non-null by `read_pos`.
+    unsafe { put(position_, end as i64) }
 }
 
-mpi_fn! {
-    /// `MPI_Unpack_external_c`.
-    MPI_Unpack_external_c / PMPI_Unpack_external_c(datarep: *const c_char, inbuf: *const c_void, insize: i64, position_: *mut i64, outbuf: *mut c_void, outcount: i64, datatype: usize) {
-        let n = count_arg(outcount)?;
-        // SAFETY: the caller's in/out position.
-        let (pos, size) = position(unsafe { read_pos(position_)? }, insize)?;
-        // SAFETY: the caller's string and buffers.
-        let end = unsafe { unpack_external(datarep, inbuf, pos, size, outbuf, n, datatype)? };
-        // SAFETY: checked non-null by `read_pos`.
-        unsafe { put(position_, end as i64) }
-    }
+/// `MPI_Unpack_external_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn unpack_external_c(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    insize: i64,
+    position_: *mut i64,
+    outbuf: *mut c_void,
+    outcount: i64,
+    datatype: usize,
+) -> Res {
+    let n = count_arg(outcount)?;
+    // SAFETY: the caller's in/out position.
+    let (pos, size) = position(unsafe { read_pos(position_)? }, insize)?;
+    // SAFETY: the caller's string and buffers.
+    let end = unsafe { unpack_external_wide(datarep, inbuf, pos, size, outbuf, n, datatype)? };
+    // SAFETY: checked non-null by `read_pos`.
+    unsafe { put(position_, end as i64) }
 }
 
-mpi_fn! {
-    /// `MPI_Pack_external_size_c`.
-    MPI_Pack_external_size_c / PMPI_Pack_external_size_c(datarep: *const c_char, incount: i64, datatype: usize, size: *mut i64) {
-        // SAFETY: the caller's string.
-        let len = unsafe { pack_external_size(datarep, count_arg(incount)?, datatype)? };
-        // SAFETY: out-argument (a size is at most isize::MAX).
-        unsafe { put(size, len as i64) }
-    }
+/// `MPI_Pack_external_size_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn pack_external_size_c(
+    datarep: *const c_char,
+    incount: i64,
+    datatype: usize,
+    size: *mut i64,
+) -> Res {
+    // SAFETY: the caller's string.
+    let len = unsafe { pack_external_size_wide(datarep, count_arg(incount)?, datatype)? };
+    // SAFETY: out-argument (a size is at most isize::MAX).
+    unsafe { put(size, len as i64) }
 }
 
-mpi_fn! {
-    /// `MPI_Reduce_local_c`.
-    MPI_Reduce_local_c / PMPI_Reduce_local_c(inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, datatype: usize, op: usize) {
-        // SAFETY: the program's buffers of `count` elements, for the call.
-        unsafe { reduce_local(inbuf, inoutbuf, count, datatype, op) }
-    }
+/// `MPI_Reduce_local_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn reduce_local_c(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    op: usize,
+) -> Res {
+    // SAFETY: the program's buffers of `count` elements, for the call.
+    unsafe { reduce_local_wide(inbuf, inoutbuf, count, datatype, op) }
 }
 
 // ---- Op_create_c: large-count user functions.
@@ -416,10 +595,8 @@ mpi_fn! {
 // or one created again after `MPI_Op_free`, reuses its slot), so they are
 // never released and a process may use up to `SLOTS` distinct functions.
 
-/// `MPI_User_function_c`.
-type UserFnC = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i64, *mut usize);
-/// `MPI_User_function`.
-type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut usize);
+use crate::abi::callback::UserFn;
+use crate::abi::callback::UserFnC;
 
 /// The functions of the slots (0: free), written once under `CLAIMED`.
 static FUNCS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
@@ -485,14 +662,15 @@ fn slot_of(f: UserFnC) -> Result<usize, Fail> {
     Ok(i)
 }
 
-large_fn! {
-    /// `MPI_Op_create_c`: an op whose function takes `MPI_Count *len`.
-    MPI_Op_create_c / PMPI_Op_create_c [SELF] (user_fn: Option<UserFnC>, commute: c_int, op: *mut usize) {
-        let f = user_fn.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null user function"))?;
-        let i = slot_of(f)?;
-        // SAFETY: the slot's trampoline; the caller's out-argument.
-        Ok(unsafe { PMPI_Op_create(Some(TRAMPOLINES[i]), commute, op) })
-    }
+/// `MPI_Op_create_c`: an op whose function takes `MPI_Count *len`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn op_create_c(user_fn: Option<UserFnC>, commute: c_int, op: *mut usize) -> Res {
+    let f = user_fn.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null user function"))?;
+    let i = slot_of(f)?;
+    // SAFETY: the slot's trampoline; the caller's out-argument.
+    unsafe { op_create(Some(TRAMPOLINES[i]), commute, op) }
 }
 
 #[cfg(test)]
