@@ -68,3 +68,37 @@ ci_fail_trap() {
   # shellcheck disable=SC2064
   trap "echo \"[$1] failed (status \$?) at line \$LINENO: \$BASH_COMMAND\" >&2" ERR
 }
+
+# ci_apt_source PKG DIR: downloads Debian source package PKG (its .dsc and
+# tarballs, not unpacked) into DIR with `apt-get source --download-only`.
+# The deb-src entries are derived from this machine's own apt sources (each
+# `deb` line of sources.list and *.list, each *.sources stanza, as deb-src),
+# and apt runs on a private copy of its lists under DIR/.apt, so no registry
+# is named here and the machine's apt configuration is not touched.
+ci_apt_source() {
+  local pkg=$1 dir=$2 etc f
+  etc="$dir/.apt"
+  rm -rf "$etc"
+  mkdir -p "$etc/sources.list.d" "$etc/lists/partial" "$etc/cache/archives/partial"
+  : >"$etc/sources.list"
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    sed -nE 's/^[[:space:]]*deb([[:space:]])/deb-src\1/p' "$f" >>"$etc/sources.list"
+  done
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    sed -E 's/^Types:.*/Types: deb-src/' "$f" >"$etc/sources.list.d/${f##*/}"
+  done
+  local apt=(apt-get -o "Dir::Etc::SourceList=$etc/sources.list" -o "Dir::Etc::SourceParts=$etc/sources.list.d"
+    -o "Dir::State::Lists=$etc/lists" -o "Dir::Cache=$etc/cache")
+  # As root, apt downloads as the _apt user, which may not write to DIR.
+  [ "$(id -u)" = 0 ] && apt+=(-o APT::Sandbox::User=root)
+  "${apt[@]}" update -qq >&2 || {
+    echo "ci_apt_source: apt-get update with deb-src entries derived from /etc/apt failed (see above)" >&2
+    return 1
+  }
+  (cd "$dir" && "${apt[@]}" source --download-only -qq "$pkg" >&2) || {
+    echo "ci_apt_source: apt-get source --download-only $pkg failed (see above)" >&2
+    return 1
+  }
+}
