@@ -245,7 +245,7 @@ pub fn tag_out(tag: ferry::Tag) -> c_int {
 pub mod callback {
     use std::ffi::{c_int, c_void};
 
-    use super::MpiStatus;
+    use crate::abi::MpiStatus;
 
     /// `MPI_User_function`: `(invec, inoutvec, len, datatype)`.
     pub type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut usize);

@@ -13,7 +13,7 @@
 //!   handlers.
 //! - [`datatype`]: predefined and derived datatypes, packing; [`reduce`]:
 //!   which ferry reduction serves a predefined op on a type; [`attr`]:
-//!   attribute keys; [`info`]: `MPI_Info`; [`dims`]: `MPI_Dims_create`.
+//!   attribute keys; [`info`]: `MPI_Info`; [`comm::dims`]: `MPI_Dims_create`.
 //! - `ffi`: every exported function, and all of this crate's `unsafe`:
 //!   the lock-free tables (`cell`), request objects and their completion
 //!   (`req`, `post`, `request`, `multi`), generalized requests (`greq`),
@@ -31,17 +31,27 @@
 //! below `MPI_THREAD_MULTIPLE`).
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
+// A body takes its MPI function's arguments as the standard lists them
+// (MPI_Alltoallw_init has eleven).
+#![allow(clippy::too_many_arguments)]
 
 pub mod abi;
 pub mod attr;
+#[allow(unsafe_code)]
+pub(crate) mod coll;
+pub mod comm;
 pub mod datatype;
-pub mod dims;
+pub(crate) mod env;
 pub mod errhandler;
 pub mod error;
 #[allow(unsafe_code)]
 mod ffi;
 pub mod handle;
 pub mod info;
+#[allow(unsafe_code)]
+pub(crate) mod mpix;
+pub(crate) mod p2p;
 pub mod reduce;
+pub(crate) mod request;
 pub mod state;
 pub mod usererr;

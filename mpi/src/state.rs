@@ -25,9 +25,10 @@ use crate::abi::class::*;
 use crate::abi::*;
 use crate::errhandler::Errh;
 use crate::error::{Fail, Res};
-use crate::ffi::{LevelCell, ReqObj};
+use crate::ffi::LevelCell;
 use crate::handle::{Kind, Table};
 use crate::info::Info;
+use crate::request::ReqObj;
 
 /// A communicator and what MPI attaches to it.
 #[derive(Debug)]
@@ -96,15 +97,15 @@ pub struct Runtime {
     /// Derived datatypes.
     pub types: LevelCell<Table<crate::datatype::TypeEntry>>,
     /// User reduction ops.
-    pub ops: LevelCell<Table<crate::ffi::UserOpObj>>,
+    pub ops: LevelCell<Table<crate::coll::reduction::UserOpObj>>,
     /// Groups the program holds.
     pub groups: LevelCell<Table<ferry::Group>>,
     /// Attribute keys (`MPI_Comm_create_keyval`), by `keyval - FIRST`.
     pub keyvals: LevelCell<Vec<crate::attr::Keyval>>,
     /// Messages taken by `MPI_Mprobe` / `MPI_Improbe`.
-    pub messages: LevelCell<Table<crate::ffi::MsgObj>>,
+    pub messages: LevelCell<Table<crate::p2p::MsgObj>>,
     /// The attached buffer of buffered mode.
-    pub(crate) bsend: LevelCell<Option<crate::ffi::Attached>>,
+    pub(crate) bsend: LevelCell<Option<crate::p2p::bsend::Attached>>,
     /// Names the program gave predefined datatypes.
     pub type_names: LevelCell<Vec<(usize, String)>>,
     /// Requests the program freed whose post step is still to run
@@ -210,7 +211,7 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
     }
     let _ = EPOCH.get_or_init(Instant::now);
     let mut config = ferry::Config::from_env()?;
-    if let Some(mode) = crate::ffi::chosen_wait_mode() {
+    if let Some(mode) = crate::mpix::chosen_wait_mode() {
         config.wait_mode = mode;
     }
     // MPI_Testany, MPI_Waitany and MPI_Request_get_status_any report the
@@ -270,7 +271,7 @@ impl Runtime {
     /// Finalized twice, or ferry's finalize failed.
     pub fn finalize(&self) -> Res {
         // Buffered messages go out before the world does.
-        crate::ffi::detach_buffers(self)?;
+        crate::p2p::bsend::detach_all(self)?;
         let world = lock(&self.world).take();
         let Some(world) = world else {
             return Err(Fail::new(MPI_ERR_OTHER, "MPI_Finalize called twice"));

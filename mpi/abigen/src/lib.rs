@@ -6,7 +6,7 @@
 //! - the function prototypes of `mpi/include/mpi.h` (`MPI_X` and
 //!   `PMPI_X`), between the header's `BEGIN GENERATED` and `END GENERATED`
 //!   lines;
-//! - `mpi/src/ffi/exports/<chapter>.rs`: one [`export!`]-style shim per
+//! - `mpi/src/ffi/exports/<chapter>.rs`: one `export!` shim per
 //!   function (`PMPI_X` with the body under the panic guard and the error
 //!   handler, `MPI_X` calling it), each calling the safe or `unsafe` body
 //!   the table names.
@@ -30,7 +30,7 @@
 //!   `Option<Res>` (`None` runs the body), under the same guard;
 //! - `raw`: no guard: the body returns the C return type itself (clocks,
 //!   address arithmetic, `MPI_Abort`);
-//! - `body=PATH`: the body, relative to `crate::ffi` (default: the
+//! - `body=PATH`: the body, relative to the crate root (default: the
 //!   section's module, then the name without `MPI_`/`MPIX_`, lower case).
 //!
 //! `|` lines between rows are a comment placed in the header before the
@@ -53,7 +53,7 @@ pub struct Table {
 pub struct Section {
     /// The generated file (`exports/<chapter>.rs`) its shims go to.
     pub chapter: String,
-    /// The default module of its bodies, relative to `crate::ffi`.
+    /// The default module of its bodies, relative to the crate root.
     pub module: String,
     /// Its title (`/* title */` in the header unless `comment` is set).
     pub title: String,
@@ -82,7 +82,7 @@ pub struct Row {
     pub fast: bool,
     /// Whether the shim is unguarded.
     pub raw: bool,
-    /// The body's path relative to `crate::ffi`.
+    /// The body's path relative to the crate root.
     pub body: String,
     /// Header comment lines before this row.
     pub comment: Vec<String>,
@@ -458,7 +458,7 @@ fn shim(out: &mut String, r: &Row) -> Result<(), String> {
     let params = params.join(", ");
     let pname = format!("P{}", r.name);
     let _ = writeln!(out, "\ncrate::ffi::export! {{");
-    let _ = writeln!(out, "    /// `{}`: [`crate::ffi::{}`].", r.name, r.body);
+    let _ = writeln!(out, "    /// `{}`: [`crate::{}`].", r.name, r.body);
     let on = r.on.as_ref().map(|o| format!(" [{o}]")).unwrap_or_default();
     if r.raw {
         let ret = rust_type(&r.ret)?;
@@ -467,9 +467,9 @@ fn shim(out: &mut String, r: &Row) -> Result<(), String> {
         let _ = writeln!(out, "    {} / {pname}{on} ({params})", r.name);
     }
     if r.fast {
-        let _ = writeln!(out, "    fast crate::ffi::{}_fast", r.body);
+        let _ = writeln!(out, "    fast crate::{}_fast", r.body);
     }
-    let _ = writeln!(out, "    => crate::ffi::{}\n}}", r.body);
+    let _ = writeln!(out, "    => crate::{}\n}}", r.body);
     Ok(())
 }
 

@@ -20,7 +20,7 @@ use std::ffi::c_int;
 use crate::abi::class::*;
 use crate::error::{Fail, Res};
 
-use super::derived::{resized, Builder, Layout};
+use crate::datatype::derived::{resized, Builder, Layout};
 
 /// `MPI_ORDER_C`.
 pub const ORDER_C: c_int = 12;

@@ -21,7 +21,7 @@
 use crate::abi::class::*;
 use crate::error::{Fail, Res};
 
-use super::predefined::Predefined;
+use crate::datatype::predefined::Predefined;
 
 /// One contiguous run of bytes of an element.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

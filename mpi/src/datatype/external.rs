@@ -14,10 +14,11 @@
 //!   other way, truncated).
 
 use crate::abi::class::{MPI_ERR_CONVERSION, MPI_ERR_UNSUPPORTED_DATAREP};
+
 use crate::error::{Fail, Res};
 
-use super::derived::Layout;
-use super::predefined::Predefined;
+use crate::datatype::derived::Layout;
+use crate::datatype::predefined::Predefined;
 
 /// One basic value inside a predefined type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

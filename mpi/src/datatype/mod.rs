@@ -8,11 +8,23 @@
 //! layout even if the program frees the handle.
 
 pub mod array;
+#[allow(unsafe_code)]
+pub(crate) mod buf;
 pub mod derived;
 pub mod external;
+#[allow(unsafe_code)]
+pub(crate) mod large;
 pub mod pack;
+#[allow(unsafe_code)]
+pub(crate) mod pack_calls;
 pub mod predefined;
 pub mod recipe;
+#[allow(unsafe_code)]
+pub(crate) mod typearray;
+#[allow(unsafe_code)]
+pub(crate) mod typedecode;
+#[allow(unsafe_code)]
+pub(crate) mod types;
 
 use std::borrow::Cow;
 use std::ffi::c_int;

@@ -14,8 +14,8 @@
 
 use ferry::ferry_core::buffer::copy_short;
 
-use super::derived::Layout;
 use crate::abi::class::*;
+use crate::datatype::derived::Layout;
 use crate::error::{Fail, Res};
 
 /// The bytes `count` elements of `layout` occupy: `(start, length)` with

@@ -18,9 +18,9 @@
 use std::borrow::Cow;
 use std::ffi::c_int;
 
-use super::derived::Layout;
-use super::predefined::Predefined;
-use super::TypeEntry;
+use crate::datatype::derived::Layout;
+use crate::datatype::predefined::Predefined;
+use crate::datatype::TypeEntry;
 
 /// The ABI's combiner values (`MPI_COMBINER_*`).
 pub mod combiner {

@@ -16,65 +16,24 @@
 // The exported functions are `pub` for the linker (`#[no_mangle]`), not
 // for Rust callers: nothing outside reaches them through the module path.
 #![allow(unreachable_pub)]
-// A body takes its MPI function's arguments as the standard lists them
-// (MPI_Alltoallw_init has eleven).
-#![allow(clippy::too_many_arguments)]
 
 use std::ffi::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::abi::class::{MPI_ERR_ARG, MPI_ERR_BUFFER, MPI_ERR_INTERN, MPI_SUCCESS};
+
 use crate::abi::{MpiStatus, MPI_COMM_SELF, MPI_COMM_WORLD};
 use crate::errhandler::{abort_job, fatal_message, Errh};
 use crate::error::{Fail, Res};
 use crate::state::{lock, rt_any};
 
-mod attr;
-mod bsend;
-mod buf;
 mod cell;
-mod coll;
-mod comm;
-mod commbuf;
-mod direct;
-mod env;
-mod errors;
 mod exports;
-mod fromgroups;
-mod greq;
-mod group;
-mod idup;
-mod info;
-mod inter;
-mod large;
 pub(crate) mod longdouble;
-mod mpix;
-mod mprobe;
-mod multi;
-mod orphan;
-mod p2p;
-mod pack;
-mod pair;
-mod persist;
-mod plain;
-mod post;
-mod req;
-mod request;
-mod segments;
-mod status;
-mod topo;
-mod typearray;
-mod typedecode;
-mod types;
-mod waiting;
+pub(crate) mod segments;
 
-pub(crate) use bsend::{detach_all as detach_buffers, Attached};
 pub(crate) use cell::mark_main_thread;
 pub use cell::LevelCell;
-pub use coll::reduction::UserOpObj;
-pub(crate) use mpix::chosen_wait_mode;
-pub use mprobe::MsgObj;
-pub use req::ReqObj;
 
 /// One exported function: `PMPI_X`, which runs the body, and `MPI_X`,
 /// which calls `PMPI_X` (so a tool that interposes on `MPI_X` reaches the
@@ -155,7 +114,7 @@ pub(crate) fn guard(call: &'static str, body: impl FnOnce() -> Res) -> c_int {
         let r = body();
         // Requests the program freed with a post step pending finish here
         // (one relaxed load when there are none).
-        orphan::poll();
+        crate::request::orphan::poll();
         r
     }));
     match outcome {
@@ -176,7 +135,7 @@ pub(crate) fn guard_fast(
 ) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let r = fast()?;
-        orphan::poll();
+        crate::request::orphan::poll();
         Some(r)
     }));
     match outcome {

@@ -18,7 +18,10 @@ use std::sync::Arc;
 
 use ferry::{Buf, Segments};
 
-use crate::datatype::{pack::span, Layout, TypeRef};
+use crate::datatype::pack::span;
+
+use crate::datatype::{Layout, TypeRef};
+
 use crate::error::Res;
 
 /// Where a packed offset lies: in element `elem`, block `block`, `within`
@@ -76,7 +79,7 @@ pub(crate) unsafe fn segmented(
         Some((lo, span_len)) => {
             let start = (buf as usize).wrapping_add_signed(lo);
             if start == 0 {
-                return Err(super::buf::null_buffer());
+                return Err(crate::datatype::buf::null_buffer());
             }
             (start, span_len, -lo)
         }

@@ -13,31 +13,31 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 // ---- Attributes
 
 crate::ffi::export! {
-    /// `MPI_Comm_create_keyval`: [`crate::ffi::attr::comm_create_keyval`].
+    /// `MPI_Comm_create_keyval`: [`crate::attr::calls::comm_create_keyval`].
     MPI_Comm_create_keyval / PMPI_Comm_create_keyval (comm_copy_attr_fn: usize, comm_delete_attr_fn: usize, comm_keyval: *mut c_int, extra_state: *mut c_void)
-    => crate::ffi::attr::comm_create_keyval
+    => crate::attr::calls::comm_create_keyval
 }
 
 crate::ffi::export! {
-    /// `MPI_Comm_free_keyval`: [`crate::ffi::attr::comm_free_keyval`].
+    /// `MPI_Comm_free_keyval`: [`crate::attr::calls::comm_free_keyval`].
     MPI_Comm_free_keyval / PMPI_Comm_free_keyval (comm_keyval: *mut c_int)
-    => crate::ffi::attr::comm_free_keyval
+    => crate::attr::calls::comm_free_keyval
 }
 
 crate::ffi::export! {
-    /// `MPI_Comm_set_attr`: [`crate::ffi::attr::comm_set_attr`].
+    /// `MPI_Comm_set_attr`: [`crate::attr::calls::comm_set_attr`].
     MPI_Comm_set_attr / PMPI_Comm_set_attr [comm] (comm: usize, comm_keyval: c_int, attribute_val: *mut c_void)
-    => crate::ffi::attr::comm_set_attr
+    => crate::attr::calls::comm_set_attr
 }
 
 crate::ffi::export! {
-    /// `MPI_Comm_get_attr`: [`crate::ffi::attr::comm_get_attr`].
+    /// `MPI_Comm_get_attr`: [`crate::attr::calls::comm_get_attr`].
     MPI_Comm_get_attr / PMPI_Comm_get_attr [comm] (comm: usize, comm_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int)
-    => crate::ffi::attr::comm_get_attr
+    => crate::attr::calls::comm_get_attr
 }
 
 crate::ffi::export! {
-    /// `MPI_Comm_delete_attr`: [`crate::ffi::attr::comm_delete_attr`].
+    /// `MPI_Comm_delete_attr`: [`crate::attr::calls::comm_delete_attr`].
     MPI_Comm_delete_attr / PMPI_Comm_delete_attr [comm] (comm: usize, comm_keyval: c_int)
-    => crate::ffi::attr::comm_delete_attr
+    => crate::attr::calls::comm_delete_attr
 }

@@ -13,201 +13,201 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 // ---- Environment
 
 crate::ffi::export! {
-    /// `MPI_Init`: [`crate::ffi::env::init`].
+    /// `MPI_Init`: [`crate::env::environment::init`].
     MPI_Init / PMPI_Init (argc: *mut c_int, argv: *mut *mut *mut c_char)
-    => crate::ffi::env::init
+    => crate::env::environment::init
 }
 
 crate::ffi::export! {
-    /// `MPI_Init_thread`: [`crate::ffi::env::init_thread`].
+    /// `MPI_Init_thread`: [`crate::env::environment::init_thread`].
     MPI_Init_thread / PMPI_Init_thread (argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int)
-    => crate::ffi::env::init_thread
+    => crate::env::environment::init_thread
 }
 
 crate::ffi::export! {
-    /// `MPI_Finalize`: [`crate::ffi::env::finalize`].
+    /// `MPI_Finalize`: [`crate::env::environment::finalize`].
     MPI_Finalize / PMPI_Finalize ()
-    => crate::ffi::env::finalize
+    => crate::env::environment::finalize
 }
 
 crate::ffi::export! {
-    /// `MPI_Initialized`: [`crate::ffi::env::initialized`].
+    /// `MPI_Initialized`: [`crate::env::environment::initialized`].
     MPI_Initialized / PMPI_Initialized (flag: *mut c_int)
-    => crate::ffi::env::initialized
+    => crate::env::environment::initialized
 }
 
 crate::ffi::export! {
-    /// `MPI_Finalized`: [`crate::ffi::env::finalized`].
+    /// `MPI_Finalized`: [`crate::env::environment::finalized`].
     MPI_Finalized / PMPI_Finalized (flag: *mut c_int)
-    => crate::ffi::env::finalized
+    => crate::env::environment::finalized
 }
 
 crate::ffi::export! {
-    /// `MPI_Query_thread`: [`crate::ffi::env::query_thread`].
+    /// `MPI_Query_thread`: [`crate::env::environment::query_thread`].
     MPI_Query_thread / PMPI_Query_thread (provided: *mut c_int)
-    => crate::ffi::env::query_thread
+    => crate::env::environment::query_thread
 }
 
 crate::ffi::export! {
-    /// `MPI_Is_thread_main`: [`crate::ffi::env::is_thread_main`].
+    /// `MPI_Is_thread_main`: [`crate::env::environment::is_thread_main`].
     MPI_Is_thread_main / PMPI_Is_thread_main (flag: *mut c_int)
-    => crate::ffi::env::is_thread_main
+    => crate::env::environment::is_thread_main
 }
 
 crate::ffi::export! {
-    /// `MPI_Abort`: [`crate::ffi::env::abort`].
+    /// `MPI_Abort`: [`crate::env::environment::abort`].
     MPI_Abort / PMPI_Abort raw (comm: usize, errorcode: c_int) -> c_int
-    => crate::ffi::env::abort
+    => crate::env::environment::abort
 }
 
 crate::ffi::export! {
-    /// `MPI_Wtime`: [`crate::ffi::env::wtime`].
+    /// `MPI_Wtime`: [`crate::env::environment::wtime`].
     MPI_Wtime / PMPI_Wtime raw () -> c_double
-    => crate::ffi::env::wtime
+    => crate::env::environment::wtime
 }
 
 crate::ffi::export! {
-    /// `MPI_Wtick`: [`crate::ffi::env::wtick`].
+    /// `MPI_Wtick`: [`crate::env::environment::wtick`].
     MPI_Wtick / PMPI_Wtick raw () -> c_double
-    => crate::ffi::env::wtick
+    => crate::env::environment::wtick
 }
 
 crate::ffi::export! {
-    /// `MPI_Get_processor_name`: [`crate::ffi::env::get_processor_name`].
+    /// `MPI_Get_processor_name`: [`crate::env::environment::get_processor_name`].
     MPI_Get_processor_name / PMPI_Get_processor_name (name: *mut c_char, resultlen: *mut c_int)
-    => crate::ffi::env::get_processor_name
+    => crate::env::environment::get_processor_name
 }
 
 crate::ffi::export! {
-    /// `MPI_Get_version`: [`crate::ffi::env::get_version`].
+    /// `MPI_Get_version`: [`crate::env::environment::get_version`].
     MPI_Get_version / PMPI_Get_version (version: *mut c_int, subversion: *mut c_int)
-    => crate::ffi::env::get_version
+    => crate::env::environment::get_version
 }
 
 crate::ffi::export! {
-    /// `MPI_Get_library_version`: [`crate::ffi::env::get_library_version`].
+    /// `MPI_Get_library_version`: [`crate::env::environment::get_library_version`].
     MPI_Get_library_version / PMPI_Get_library_version (version: *mut c_char, resultlen: *mut c_int)
-    => crate::ffi::env::get_library_version
+    => crate::env::environment::get_library_version
 }
 
 crate::ffi::export! {
-    /// `MPI_Abi_get_version`: [`crate::ffi::env::abi_get_version`].
+    /// `MPI_Abi_get_version`: [`crate::env::environment::abi_get_version`].
     MPI_Abi_get_version / PMPI_Abi_get_version (abi_major: *mut c_int, abi_minor: *mut c_int)
-    => crate::ffi::env::abi_get_version
+    => crate::env::environment::abi_get_version
 }
 
 crate::ffi::export! {
-    /// `MPI_Abi_get_info`: [`crate::ffi::env::abi_get_info`].
+    /// `MPI_Abi_get_info`: [`crate::env::environment::abi_get_info`].
     MPI_Abi_get_info / PMPI_Abi_get_info (info: *mut usize)
-    => crate::ffi::env::abi_get_info
+    => crate::env::environment::abi_get_info
 }
 
 crate::ffi::export! {
-    /// `MPI_Info_create_env`: [`crate::ffi::env::info_create_env`].
+    /// `MPI_Info_create_env`: [`crate::env::environment::info_create_env`].
     MPI_Info_create_env / PMPI_Info_create_env (argc: c_int, argv: *mut *mut c_char, info: *mut usize)
-    => crate::ffi::env::info_create_env
+    => crate::env::environment::info_create_env
 }
 
 crate::ffi::export! {
-    /// `MPI_Get_hw_resource_info`: [`crate::ffi::env::get_hw_resource_info`].
+    /// `MPI_Get_hw_resource_info`: [`crate::env::environment::get_hw_resource_info`].
     MPI_Get_hw_resource_info / PMPI_Get_hw_resource_info (hw_info: *mut usize)
-    => crate::ffi::env::get_hw_resource_info
+    => crate::env::environment::get_hw_resource_info
 }
 
 crate::ffi::export! {
-    /// `MPI_Pcontrol`: [`crate::ffi::env::pcontrol`].
+    /// `MPI_Pcontrol`: [`crate::env::environment::pcontrol`].
     MPI_Pcontrol / PMPI_Pcontrol (level: c_int)
-    => crate::ffi::env::pcontrol
+    => crate::env::environment::pcontrol
 }
 
 crate::ffi::export! {
-    /// `MPI_Alloc_mem`: [`crate::ffi::env::alloc_mem`].
+    /// `MPI_Alloc_mem`: [`crate::env::environment::alloc_mem`].
     MPI_Alloc_mem / PMPI_Alloc_mem (size: isize, info: usize, baseptr: *mut c_void)
-    => crate::ffi::env::alloc_mem
+    => crate::env::environment::alloc_mem
 }
 
 crate::ffi::export! {
-    /// `MPI_Free_mem`: [`crate::ffi::env::free_mem`].
+    /// `MPI_Free_mem`: [`crate::env::environment::free_mem`].
     MPI_Free_mem / PMPI_Free_mem (base: *mut c_void)
-    => crate::ffi::env::free_mem
+    => crate::env::environment::free_mem
 }
 
 // ---- Errors
 
 crate::ffi::export! {
-    /// `MPI_Comm_set_errhandler`: [`crate::ffi::errors::comm_set_errhandler`].
+    /// `MPI_Comm_set_errhandler`: [`crate::env::errors::comm_set_errhandler`].
     MPI_Comm_set_errhandler / PMPI_Comm_set_errhandler [comm] (comm: usize, errhandler: usize)
-    => crate::ffi::errors::comm_set_errhandler
+    => crate::env::errors::comm_set_errhandler
 }
 
 crate::ffi::export! {
-    /// `MPI_Comm_get_errhandler`: [`crate::ffi::errors::comm_get_errhandler`].
+    /// `MPI_Comm_get_errhandler`: [`crate::env::errors::comm_get_errhandler`].
     MPI_Comm_get_errhandler / PMPI_Comm_get_errhandler [comm] (comm: usize, errhandler: *mut usize)
-    => crate::ffi::errors::comm_get_errhandler
+    => crate::env::errors::comm_get_errhandler
 }
 
 crate::ffi::export! {
-    /// `MPI_Comm_create_errhandler`: [`crate::ffi::errors::comm_create_errhandler`].
+    /// `MPI_Comm_create_errhandler`: [`crate::env::errors::comm_create_errhandler`].
     MPI_Comm_create_errhandler / PMPI_Comm_create_errhandler (comm_errhandler_fn: Option<CommErrhFn>, errhandler: *mut usize)
-    => crate::ffi::errors::comm_create_errhandler
+    => crate::env::errors::comm_create_errhandler
 }
 
 crate::ffi::export! {
-    /// `MPI_Comm_call_errhandler`: [`crate::ffi::errors::comm_call_errhandler`].
+    /// `MPI_Comm_call_errhandler`: [`crate::env::errors::comm_call_errhandler`].
     MPI_Comm_call_errhandler / PMPI_Comm_call_errhandler raw (comm: usize, errorcode: c_int) -> c_int
-    => crate::ffi::errors::comm_call_errhandler
+    => crate::env::errors::comm_call_errhandler
 }
 
 crate::ffi::export! {
-    /// `MPI_Errhandler_free`: [`crate::ffi::errors::errhandler_free`].
+    /// `MPI_Errhandler_free`: [`crate::env::errors::errhandler_free`].
     MPI_Errhandler_free / PMPI_Errhandler_free (errhandler: *mut usize)
-    => crate::ffi::errors::errhandler_free
+    => crate::env::errors::errhandler_free
 }
 
 crate::ffi::export! {
-    /// `MPI_Error_class`: [`crate::ffi::errors::error_class`].
+    /// `MPI_Error_class`: [`crate::env::errors::error_class`].
     MPI_Error_class / PMPI_Error_class (errorcode: c_int, errorclass: *mut c_int)
-    => crate::ffi::errors::error_class
+    => crate::env::errors::error_class
 }
 
 crate::ffi::export! {
-    /// `MPI_Error_string`: [`crate::ffi::errors::error_string`].
+    /// `MPI_Error_string`: [`crate::env::errors::error_string`].
     MPI_Error_string / PMPI_Error_string (errorcode: c_int, string: *mut c_char, resultlen: *mut c_int)
-    => crate::ffi::errors::error_string
+    => crate::env::errors::error_string
 }
 
 crate::ffi::export! {
-    /// `MPI_Add_error_class`: [`crate::ffi::errors::add_error_class`].
+    /// `MPI_Add_error_class`: [`crate::env::errors::add_error_class`].
     MPI_Add_error_class / PMPI_Add_error_class (errorclass: *mut c_int)
-    => crate::ffi::errors::add_error_class
+    => crate::env::errors::add_error_class
 }
 
 crate::ffi::export! {
-    /// `MPI_Add_error_code`: [`crate::ffi::errors::add_error_code`].
+    /// `MPI_Add_error_code`: [`crate::env::errors::add_error_code`].
     MPI_Add_error_code / PMPI_Add_error_code (errorclass: c_int, errorcode: *mut c_int)
-    => crate::ffi::errors::add_error_code
+    => crate::env::errors::add_error_code
 }
 
 crate::ffi::export! {
-    /// `MPI_Add_error_string`: [`crate::ffi::errors::add_error_string`].
+    /// `MPI_Add_error_string`: [`crate::env::errors::add_error_string`].
     MPI_Add_error_string / PMPI_Add_error_string (errorcode: c_int, string: *const c_char)
-    => crate::ffi::errors::add_error_string
+    => crate::env::errors::add_error_string
 }
 
 crate::ffi::export! {
-    /// `MPI_Remove_error_class`: [`crate::ffi::errors::remove_error_class`].
+    /// `MPI_Remove_error_class`: [`crate::env::errors::remove_error_class`].
     MPI_Remove_error_class / PMPI_Remove_error_class (errorclass: c_int)
-    => crate::ffi::errors::remove_error_class
+    => crate::env::errors::remove_error_class
 }
 
 crate::ffi::export! {
-    /// `MPI_Remove_error_code`: [`crate::ffi::errors::remove_error_code`].
+    /// `MPI_Remove_error_code`: [`crate::env::errors::remove_error_code`].
     MPI_Remove_error_code / PMPI_Remove_error_code (errorcode: c_int)
-    => crate::ffi::errors::remove_error_code
+    => crate::env::errors::remove_error_code
 }
 
 crate::ffi::export! {
-    /// `MPI_Remove_error_string`: [`crate::ffi::errors::remove_error_string`].
+    /// `MPI_Remove_error_string`: [`crate::env::errors::remove_error_string`].
     MPI_Remove_error_string / PMPI_Remove_error_string (errorcode: c_int)
-    => crate::ffi::errors::remove_error_string
+    => crate::env::errors::remove_error_string
 }

@@ -13,91 +13,91 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 // ---- Requests
 
 crate::ffi::export! {
-    /// `MPI_Wait`: [`crate::ffi::request::wait`].
+    /// `MPI_Wait`: [`crate::request::single::wait`].
     MPI_Wait / PMPI_Wait (request: *mut usize, status: *mut MpiStatus)
-    => crate::ffi::request::wait
+    => crate::request::single::wait
 }
 
 crate::ffi::export! {
-    /// `MPI_Test`: [`crate::ffi::request::test`].
+    /// `MPI_Test`: [`crate::request::single::test`].
     MPI_Test / PMPI_Test (request: *mut usize, flag: *mut c_int, status: *mut MpiStatus)
-    => crate::ffi::request::test
+    => crate::request::single::test
 }
 
 crate::ffi::export! {
-    /// `MPI_Waitall`: [`crate::ffi::multi::waitall`].
+    /// `MPI_Waitall`: [`crate::request::multi::waitall`].
     MPI_Waitall / PMPI_Waitall (count: c_int, array_of_requests: *mut usize, array_of_statuses: *mut MpiStatus)
-    => crate::ffi::multi::waitall
+    => crate::request::multi::waitall
 }
 
 crate::ffi::export! {
-    /// `MPI_Testall`: [`crate::ffi::multi::testall`].
+    /// `MPI_Testall`: [`crate::request::multi::testall`].
     MPI_Testall / PMPI_Testall (count: c_int, array_of_requests: *mut usize, flag: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::ffi::multi::testall
+    => crate::request::multi::testall
 }
 
 crate::ffi::export! {
-    /// `MPI_Waitany`: [`crate::ffi::multi::waitany`].
+    /// `MPI_Waitany`: [`crate::request::multi::waitany`].
     MPI_Waitany / PMPI_Waitany (count: c_int, array_of_requests: *mut usize, index: *mut c_int, status: *mut MpiStatus)
-    => crate::ffi::multi::waitany
+    => crate::request::multi::waitany
 }
 
 crate::ffi::export! {
-    /// `MPI_Testany`: [`crate::ffi::multi::testany`].
+    /// `MPI_Testany`: [`crate::request::multi::testany`].
     MPI_Testany / PMPI_Testany (count: c_int, array_of_requests: *mut usize, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus)
-    => crate::ffi::multi::testany
+    => crate::request::multi::testany
 }
 
 crate::ffi::export! {
-    /// `MPI_Waitsome`: [`crate::ffi::multi::waitsome`].
+    /// `MPI_Waitsome`: [`crate::request::multi::waitsome`].
     MPI_Waitsome / PMPI_Waitsome (incount: c_int, array_of_requests: *mut usize, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::ffi::multi::waitsome
+    => crate::request::multi::waitsome
 }
 
 crate::ffi::export! {
-    /// `MPI_Testsome`: [`crate::ffi::multi::testsome`].
+    /// `MPI_Testsome`: [`crate::request::multi::testsome`].
     MPI_Testsome / PMPI_Testsome (incount: c_int, array_of_requests: *mut usize, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::ffi::multi::testsome
+    => crate::request::multi::testsome
 }
 
 crate::ffi::export! {
-    /// `MPI_Request_free`: [`crate::ffi::request::request_free`].
+    /// `MPI_Request_free`: [`crate::request::single::request_free`].
     MPI_Request_free / PMPI_Request_free (request: *mut usize)
-    => crate::ffi::request::request_free
+    => crate::request::single::request_free
 }
 
 crate::ffi::export! {
-    /// `MPI_Request_get_status`: [`crate::ffi::request::request_get_status`].
+    /// `MPI_Request_get_status`: [`crate::request::single::request_get_status`].
     MPI_Request_get_status / PMPI_Request_get_status (request: usize, flag: *mut c_int, status: *mut MpiStatus)
-    => crate::ffi::request::request_get_status
+    => crate::request::single::request_get_status
 }
 
 crate::ffi::export! {
-    /// `MPI_Request_get_status_all`: [`crate::ffi::multi::request_get_status_all`].
+    /// `MPI_Request_get_status_all`: [`crate::request::multi::request_get_status_all`].
     MPI_Request_get_status_all / PMPI_Request_get_status_all (count: c_int, array_of_requests: *const usize, flag: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::ffi::multi::request_get_status_all
+    => crate::request::multi::request_get_status_all
 }
 
 crate::ffi::export! {
-    /// `MPI_Request_get_status_any`: [`crate::ffi::multi::request_get_status_any`].
+    /// `MPI_Request_get_status_any`: [`crate::request::multi::request_get_status_any`].
     MPI_Request_get_status_any / PMPI_Request_get_status_any (count: c_int, array_of_requests: *const usize, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus)
-    => crate::ffi::multi::request_get_status_any
+    => crate::request::multi::request_get_status_any
 }
 
 crate::ffi::export! {
-    /// `MPI_Request_get_status_some`: [`crate::ffi::multi::request_get_status_some`].
+    /// `MPI_Request_get_status_some`: [`crate::request::multi::request_get_status_some`].
     MPI_Request_get_status_some / PMPI_Request_get_status_some (incount: c_int, array_of_requests: *const usize, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::ffi::multi::request_get_status_some
+    => crate::request::multi::request_get_status_some
 }
 
 crate::ffi::export! {
-    /// `MPI_Grequest_start`: [`crate::ffi::greq::grequest_start`].
+    /// `MPI_Grequest_start`: [`crate::request::greq::grequest_start`].
     MPI_Grequest_start / PMPI_Grequest_start (query_fn: Option<GrequestQueryFn>, free_fn: Option<GrequestFreeFn>, cancel_fn: Option<GrequestCancelFn>, extra_state: *mut c_void, request: *mut usize)
-    => crate::ffi::greq::grequest_start
+    => crate::request::greq::grequest_start
 }
 
 crate::ffi::export! {
-    /// `MPI_Grequest_complete`: [`crate::ffi::greq::grequest_complete`].
+    /// `MPI_Grequest_complete`: [`crate::request::greq::grequest_complete`].
     MPI_Grequest_complete / PMPI_Grequest_complete (request: usize)
-    => crate::ffi::greq::grequest_complete
+    => crate::request::greq::grequest_complete
 }

@@ -1,0 +1,8 @@
+//! Environmental management (MPI 4.1 chapter 9): starting and ending the
+//! library, versions, clocks, memory, and errors (codes, classes, strings
+//! and the handlers that raise them).
+
+#[allow(unsafe_code)]
+pub(crate) mod environment;
+#[allow(unsafe_code)]
+pub(crate) mod errors;

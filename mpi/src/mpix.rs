@@ -1,0 +1,203 @@
+//! ferry's own semantics as MPIX extensions (declared and documented in
+//! `mpi.h`):
+//! - `MPIX_Arecv` / `MPIX_Iarecv`: a receive of a message of unknown size
+//!   into a buffer the library allocates (ferry's ARecv, handed over
+//!   without a copy where the device allows); `MPIX_Status_get_buffer`
+//!   takes it from the status, `MPI_Free_mem` releases it.
+//! - `MPIX_REQUEST_EMPTY`: the request handle of an operation that
+//!   completed inside its initiating call (every send; a receive only on a
+//!   communicator whose info sets `mpi_recv_req_may_be_empty`); no table
+//!   entry is made for it, and every completion call takes it as complete
+//!   with the empty status.
+//! - `MPIX_Set_wait_mode` / `MPIX_Get_wait_mode`: ferry's wait mode
+//!   (spinning, passive sleeping, or spinning then sleeping), chosen
+//!   before `MPI_Init`.
+//!
+//! A handed-over buffer is kept in a registry under its address until
+//! `MPI_Free_mem` drops it (anything else `MPI_Free_mem` gets is
+//! `MPI_Alloc_mem`'s `malloc`). The status carries the address in its two
+//! last private ints.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::sync::Mutex;
+
+use ferry::{Buf, WaitMode};
+
+use crate::abi::class::*;
+use crate::abi::{rank_in, tag_in, MpiStatus};
+use crate::error::{Fail, Res};
+use crate::ffi::{get, put};
+use crate::request::object::ReqObj;
+use crate::request::post::Post;
+use crate::state::{lock, rt, rt_any};
+
+/// `MPIX_REQUEST_EMPTY`: in the request handles' range of the ABI, next to
+/// `MPI_REQUEST_NULL` (0x180), a value the ABI leaves unused.
+pub(crate) const MPIX_REQUEST_EMPTY: usize = 0x181;
+
+/// `MPIX_WAIT_SPIN`, `MPIX_WAIT_PASSIVE`, `MPIX_WAIT_HYBRID`.
+const WAIT_MODES: [(c_int, WaitMode); 3] = [
+    (0, WaitMode::Spin),
+    (1, WaitMode::Passive),
+    (2, WaitMode::Hybrid),
+];
+
+/// The buffers handed over, by address.
+static HANDED: Mutex<Option<HashMap<usize, Buf>>> = Mutex::new(None);
+
+/// The wait mode `MPIX_Set_wait_mode` asked for, used by `MPI_Init`.
+static WAIT_MODE: Mutex<Option<WaitMode>> = Mutex::new(None);
+
+/// The wait mode `MPIX_Set_wait_mode` chose, if any.
+pub(crate) fn chosen_wait_mode() -> Option<WaitMode> {
+    *lock(&WAIT_MODE)
+}
+
+/// Hands an ARecv buffer over through `status` (its address in the two
+/// last private ints; null for an empty message).
+pub(crate) fn hand_over(status: &mut MpiStatus, mut buf: Buf) {
+    let len = buf.len();
+    let ptr = if len == 0 {
+        0
+    } else if buf.as_mut_slice().len() == len {
+        buf.as_mut_slice().as_mut_ptr() as usize
+    } else {
+        // Storage that cannot be handed out writable: a copy the program
+        // may write.
+        let mut copy = Buf::from_vec(buf.to_vec());
+        let p = copy.as_mut_slice().as_mut_ptr() as usize;
+        buf = copy;
+        p
+    };
+    if ptr != 0 {
+        lock(&HANDED)
+            .get_or_insert_with(HashMap::new)
+            .insert(ptr, buf);
+    }
+    status.internal[3] = ptr as u32 as c_int;
+    status.internal[4] = (ptr as u64 >> 32) as u32 as c_int;
+}
+
+/// Releases a handed-over buffer; false if `ptr` is not one.
+pub(crate) fn release(ptr: usize) -> bool {
+    lock(&HANDED)
+        .as_mut()
+        .and_then(|m| m.remove(&ptr))
+        .is_some()
+}
+
+/// `MPIX_Iarecv`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn iarecv(source: c_int, tag: c_int, comm: usize, request: *mut usize) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+    }
+    let req = c.comm.iarecv(rank_in(source), tag_in(tag))?;
+    let h = rt.add_request(ReqObj::active(req, comm, Post::Arecv))?;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(request, h) }
+}
+
+/// `MPIX_Arecv`: the status (which must not be `MPI_STATUS_IGNORE`)
+/// carries the buffer.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn arecv(source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    if status.is_null() {
+        return Err(Fail::new(
+            MPI_ERR_ARG,
+            "MPIX_Arecv hands its buffer over through the status: MPI_STATUS_IGNORE cannot take it",
+        ));
+    }
+    let req = c.comm.iarecv(rank_in(source), tag_in(tag))?;
+    let report = crate::request::single::wait_one(&mut ReqObj::active(req, comm, Post::Arecv))?;
+    // SAFETY: checked non-null; a status to fill.
+    unsafe { report.write(status) }
+}
+
+/// `MPIX_Status_get_buffer`: the buffer an ARecv handed over (null for
+/// an empty message or a status of another operation). The program
+/// owns it: `MPI_Free_mem` releases it.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn status_get_buffer(status: *const MpiStatus, buf: *mut c_void) -> Res {
+    // SAFETY: a status the caller filled (null is reported).
+    let s = unsafe { get(status)? };
+    let ptr = (s.internal[3] as u32 as usize) | ((s.internal[4] as u32 as usize) << 32);
+    // SAFETY: `buf` is really a `void **` out-argument.
+    unsafe { put(buf.cast::<usize>(), ptr) }
+}
+
+/// `MPIX_Set_wait_mode`: `MPIX_WAIT_SPIN`, `MPIX_WAIT_PASSIVE` (sleep
+/// in the kernel while waiting: no core burnt) or `MPIX_WAIT_HYBRID`
+/// (spin, then sleep; ferry's default), for the world `MPI_Init`
+/// makes; it overrides `FERRY_WAIT_MODE`. Only before `MPI_Init`.
+pub(crate) fn set_wait_mode(mode: c_int) -> Res {
+    if rt_any().is_some() {
+        return Err(Fail::new(
+            MPI_ERR_OTHER,
+            "MPIX_Set_wait_mode must be called before MPI_Init",
+        ));
+    }
+    let m = WAIT_MODES
+        .iter()
+        .find(|(v, _)| *v == mode)
+        .map(|(_, m)| *m)
+        .ok_or_else(|| Fail::msg(MPI_ERR_ARG, format!("invalid wait mode {mode}")))?;
+    *lock(&WAIT_MODE) = Some(m);
+    Ok(())
+}
+
+/// `MPIX_Get_wait_mode`: the mode in force (after `MPI_Init`), or the
+/// one `MPI_Init` will use.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn get_wait_mode(mode: *mut c_int) -> Res {
+    let m = match rt_any() {
+        Some(rt) => rt.wait_mode,
+        None => match chosen_wait_mode() {
+            Some(m) => m,
+            None => ferry::Config::from_env()
+                .map(|c| c.wait_mode)
+                .map_err(Fail::from)?,
+        },
+    };
+    let v = WAIT_MODES
+        .iter()
+        .find(|(_, w)| *w == m)
+        .map_or(2, |(v, _)| *v);
+    // SAFETY: out-argument.
+    unsafe { put(mode, v) }
+}
+
+/// Completes a lent-out check for `MPIX_REQUEST_EMPTY`: the request a
+/// finished operation gets (its post step run now, at once).
+///
+/// # Safety
+/// As for the post step (`Post::run`): the operation's buffers are valid.
+pub(crate) unsafe fn empty_or_store(obj: ReqObj) -> Res<usize> {
+    let rt = rt()?;
+    let crate::request::object::State::Active(req) = &obj.state else {
+        return rt.add_request(obj);
+    };
+    // An ARecv's buffer goes out through its status, which an empty
+    // request has none of.
+    if !req.is_empty() || obj.persistent() || matches!(obj.post, Post::Arecv) {
+        return rt.add_request(obj);
+    }
+    if obj.post.writes_buffers() {
+        let mut obj = obj;
+        crate::request::single::wait_one(&mut obj)?.result?;
+    }
+    Ok(MPIX_REQUEST_EMPTY)
+}

@@ -1,0 +1,363 @@
+//! Buffered mode: `MPI_Buffer_attach`, `MPI_Buffer_detach`, `MPI_Bsend`,
+//! `MPI_Ibsend` (and the starts of `MPI_Bsend_init`).
+//!
+//! A buffered send copies its data into the attached buffer and sends it
+//! from there, so it completes at once. The buffer is accounted as MPI
+//! describes: each message takes its packed size plus
+//! `MPI_BSEND_OVERHEAD` bytes, placed first-fit among the messages still
+//! in flight (which are reaped, by testing them, before each placement);
+//! a message that finds no room fails with `MPI_ERR_BUFFER`.
+//! `MPI_Buffer_detach` waits until every buffered message is sent.
+//! `MPI_BUFFER_AUTOMATIC` (MPI 4.1) attaches no memory: each message gets
+//! a buffer of its own.
+//!
+//! A buffer attached to a communicator (MPI 4.1, `commbuf.rs`) serves the
+//! buffered sends on it before the process's buffer; those are kept here
+//! by the communicator's context id.
+
+use std::ffi::{c_int, c_void};
+
+use ferry::{Comm, Request, SendMode};
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::datatype::buf::{pack_into, send_data};
+
+use crate::abi::class::*;
+use crate::abi::{rank_in, tag_in, MpiStatus, MPI_PROC_NULL};
+use crate::datatype::{count_arg, TypeRef};
+use crate::error::{Fail, Res};
+use crate::ffi::put;
+use crate::state::{lock, rt, Runtime};
+
+/// `MPI_BSEND_OVERHEAD` (the ABI's value).
+pub(crate) const OVERHEAD: usize = 512;
+
+/// `MPI_BUFFER_AUTOMATIC`.
+const AUTOMATIC: usize = 2;
+
+/// Numbers the buffered messages of every buffer in the order they were
+/// buffered (Relaxed: a counter; the messages themselves are behind their
+/// buffer's lock).
+static NUMBER: AtomicU64 = AtomicU64::new(0);
+
+/// The next buffered message's number.
+fn number() -> u64 {
+    NUMBER.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The number the next buffered message will get: a flush started now
+/// waits for the messages numbered below it.
+pub(crate) fn mark() -> u64 {
+    NUMBER.load(Ordering::Relaxed)
+}
+
+/// The buffers attached to communicators, by context id.
+pub(crate) static COMM_BUFS: Mutex<Vec<(u32, Attached)>> = Mutex::new(Vec::new());
+
+/// The attached buffer and the messages in flight from it.
+#[derive(Debug)]
+pub(crate) struct Attached {
+    /// `(address, size)`; `None` for `MPI_BUFFER_AUTOMATIC`.
+    region: Option<(usize, usize)>,
+    /// In flight, by offset: `(offset, reserved bytes, request, number)`.
+    pending: Vec<(usize, usize, Request, u64)>,
+}
+
+impl Attached {
+    /// The buffer `MPI_Buffer_attach(buffer, size)` (or a communicator's
+    /// attach) describes.
+    pub(crate) fn new(buffer: *mut c_void, size: impl Into<i64>) -> Res<Attached> {
+        let size = size.into();
+        let size = usize::try_from(size)
+            .map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid buffer size {size}")))?;
+        let region = match buffer as usize {
+            AUTOMATIC => None,
+            0 if size > 0 => {
+                return Err(Fail::new(
+                    MPI_ERR_BUFFER,
+                    "a null buffer with a non-zero size",
+                ))
+            }
+            b => Some((b, size)),
+        };
+        Ok(Attached {
+            region,
+            pending: Vec::new(),
+        })
+    }
+
+    /// `(address, size)` as detach gives them back.
+    pub(crate) fn region(&self) -> (usize, usize) {
+        self.region.unwrap_or((AUTOMATIC, 0))
+    }
+
+    /// Waits until every message in flight is sent (a failure has no
+    /// request to report it on).
+    pub(crate) fn flush(&mut self) {
+        for (_, _, mut r, _) in self.pending.drain(..) {
+            let _ = r.wait();
+        }
+    }
+
+    /// True once every message buffered before [`mark`] gave `mark` is
+    /// sent.
+    pub(crate) fn flushed(&mut self, mark: u64) -> bool {
+        self.reap();
+        self.pending.iter().all(|p| p.3 >= mark)
+    }
+
+    /// Drops the messages that were sent.
+    fn reap(&mut self) {
+        self.pending
+            .retain_mut(|(_, _, r, _)| !matches!(r.test(), Ok(Some(_)) | Err(_)));
+    }
+
+    /// The first offset with `need` free bytes.
+    fn fit(&self, need: usize, size: usize) -> Option<usize> {
+        let mut at = 0;
+        for &(off, len, _, _) in &self.pending {
+            if off - at >= need {
+                return Some(at);
+            }
+            at = off + len;
+        }
+        (size.checked_sub(at)? >= need).then_some(at)
+    }
+
+    /// Bytes reserved by messages in flight.
+    fn used(&self) -> usize {
+        self.pending.iter().map(|&(_, len, _, _)| len).sum()
+    }
+}
+
+/// A buffered send of `count` elements at `buf`: copied out, sent, and
+/// complete. The status of its (completed) request.
+///
+/// # Safety
+/// `buf` is readable for the data during the call.
+pub(crate) unsafe fn bsend_wide(
+    c: &Comm,
+    buf: *const c_void,
+    count: usize,
+    ty: &TypeRef,
+    dest: c_int,
+    tag: c_int,
+) -> Res<MpiStatus> {
+    let rt = rt()?;
+    let len = ty.bytes(count as i64)?;
+    if dest == MPI_PROC_NULL {
+        return Ok(MpiStatus::EMPTY);
+    }
+    let (dest, tag) = (rank_in(dest), tag_in(tag));
+    {
+        let mut bufs = lock(&COMM_BUFS);
+        if let Some((_, a)) = bufs.iter_mut().find(|(k, _)| *k == c.context()) {
+            // SAFETY: forwarded.
+            return unsafe { place(a, c, buf, count, ty, len, dest, tag) };
+        }
+    }
+    rt.bsend.with(|slot| {
+        let a = slot.as_mut().ok_or_else(|| {
+            Fail::new(
+                MPI_ERR_BUFFER,
+                "a buffered send with no buffer attached (MPI_Buffer_attach)",
+            )
+        })?;
+        // SAFETY: forwarded.
+        unsafe { place(a, c, buf, count, ty, len, dest, tag) }
+    })?
+}
+
+/// Copies a buffered message into `a` and sends it from there.
+///
+/// # Safety
+/// As for [`bsend`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn place(
+    a: &mut Attached,
+    c: &Comm,
+    buf: *const c_void,
+    count: usize,
+    ty: &TypeRef,
+    len: usize,
+    dest: ferry::Rank,
+    tag: ferry::Tag,
+) -> Res<MpiStatus> {
+    a.reap();
+    let Some((base, size)) = a.region else {
+        // SAFETY: forwarded.
+        let v = unsafe { send_data(buf, count, ty)?.into_vec() };
+        let req = c.isend(v, dest, tag)?;
+        a.pending.push((0, 0, req, number()));
+        return Ok(MpiStatus::EMPTY);
+    };
+    let need = len + OVERHEAD;
+    let off = a.fit(need, size).ok_or_else(|| {
+            Fail::msg(
+                MPI_ERR_BUFFER,
+                format!(
+                    "the attached buffer ({size} bytes, {} in use) has no room for {len} bytes + MPI_BSEND_OVERHEAD ({OVERHEAD})",
+                    a.used()
+                ),
+            )
+        })?;
+    let at = (base + off) as *mut u8;
+    if len > 0 {
+        // SAFETY: `[off, off + len)` lies in the attached buffer (fit)
+        // and no message in flight uses it; the program gave the buffer
+        // to MPI until it detaches it.
+        let out = unsafe { std::slice::from_raw_parts_mut(at, len) };
+        // SAFETY: forwarded.
+        unsafe { pack_into(buf, count, ty, out)? };
+    }
+    // SAFETY: as above: the bytes stay untouched until the send
+    // completes (detach waits for it).
+    let req = unsafe { c.isend_raw(at, len, dest, tag, SendMode::Standard)? };
+    let i = a.pending.partition_point(|p| p.0 < off);
+    a.pending.insert(i, (off, need, req, number()));
+    Ok(MpiStatus::EMPTY)
+}
+
+/// Detaches the buffer, waiting for its messages: `(address, size)`, or
+/// `None` if none was attached.
+pub(crate) fn detach(rt: &Runtime) -> Res<Option<(usize, usize)>> {
+    let Some(mut a) = rt.bsend.with(Option::take)? else {
+        return Ok(None);
+    };
+    a.flush();
+    Ok(Some(a.region()))
+}
+
+/// At `MPI_Finalize`: the process's buffer and every communicator's are
+/// flushed and detached.
+pub(crate) fn detach_all(rt: &Runtime) -> Res {
+    detach(rt)?;
+    let bufs = std::mem::take(&mut *lock(&COMM_BUFS));
+    for (_, mut a) in bufs {
+        a.flush();
+    }
+    Ok(())
+}
+
+/// `MPI_Buffer_attach(_c)`: the process's buffer of `size` bytes.
+pub(crate) fn attach(buffer: *mut c_void, size: i64) -> Res {
+    let rt = rt()?;
+    let a = Attached::new(buffer, size)?;
+    rt.bsend.with(|slot| {
+        if slot.is_some() {
+            return Err(Fail::new(
+                MPI_ERR_BUFFER,
+                "a buffer is already attached (MPI_Buffer_detach it first)",
+            ));
+        }
+        *slot = Some(a);
+        Ok(())
+    })?
+}
+
+/// `MPI_Buffer_attach`: `MPI_BUFFER_AUTOMATIC` lets each buffered
+/// message take memory of its own.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn buffer_attach(buffer: *mut c_void, size: c_int) -> Res {
+    attach(buffer, size.into())
+}
+
+/// `MPI_Buffer_detach`: waits until the buffered messages are sent;
+/// gives back the buffer's address (`MPI_BUFFER_AUTOMATIC` if that was
+/// attached) and size. With no buffer attached: a null address, size 0.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> Res {
+    let rt = rt()?;
+    let (addr, len) = detach(rt)?.unwrap_or((0, 0));
+    // SAFETY: `buffer_addr` is really a `void **` out-argument (the
+    // standard's binding); `size` is an out-argument.
+    unsafe {
+        put(buffer_addr.cast::<usize>(), addr)?;
+        put(size, c_int::try_from(len).unwrap_or(c_int::MAX))
+    }
+}
+
+/// The body of `MPI_Bsend` and `MPI_Bsend_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Bsend`: the caller's buffers and out-arguments.
+pub(crate) unsafe fn bsend_call(
+    buf: *const c_void,
+    count: i64,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    // SAFETY: the send buffer, read during this call.
+    unsafe { bsend_wide(&c.comm, buf, count_arg(count)?, &ty, dest, tag)? };
+    Ok(())
+}
+
+/// `MPI_Bsend`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn bsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe { bsend_call(buf, count.into(), datatype, dest, tag, comm) }
+}
+
+/// The body of `MPI_Ibsend` and `MPI_Ibsend_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Ibsend`: the caller's buffers and out-arguments.
+pub(crate) unsafe fn ibsend_call(
+    buf: *const c_void,
+    count: i64,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+    }
+    // SAFETY: the send buffer, read during this call.
+    unsafe { bsend_wide(&c.comm, buf, count_arg(count)?, &ty, dest, tag)? };
+    // Complete once buffered: MPIX_REQUEST_EMPTY.
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(request, crate::mpix::MPIX_REQUEST_EMPTY) }
+}
+
+/// `MPI_Ibsend`: complete once the data is buffered (at once).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn ibsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe { ibsend_call(buf, count.into(), datatype, dest, tag, comm, request) }
+}

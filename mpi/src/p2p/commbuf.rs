@@ -1,0 +1,196 @@
+//! MPI 4.1's buffer calls beyond attach and detach: flushing the
+//! process's buffer (`MPI_Buffer_flush`, `MPI_Buffer_iflush`) and buffers
+//! attached to one communicator (`MPI_Comm_attach_buffer`,
+//! `MPI_Comm_detach_buffer`, `MPI_Comm_flush_buffer`,
+//! `MPI_Comm_iflush_buffer`). A communicator's buffer serves the buffered
+//! sends on it before the process's (`bsend.rs` places them); freeing the
+//! communicator flushes and detaches it.
+//!
+//! A flush waits until every message buffered so far is sent; the buffer
+//! stays attached. The nonblocking forms return a request
+//! ([`State::Flush`]) that the completion calls poll until the messages
+//! buffered before the call are sent (later ones do not hold it back).
+
+use std::ffi::{c_int, c_void};
+
+use ferry::Comm;
+
+use crate::p2p::bsend::{mark, Attached, COMM_BUFS};
+
+use crate::abi::class::*;
+use crate::abi::MPI_COMM_SELF;
+use crate::error::{Fail, Res};
+use crate::ffi::put;
+use crate::request::object::{ReqObj, State};
+use crate::request::post::Post;
+use crate::state::{lock, rt};
+
+/// A nonblocking flush: whose buffer, and the [`mark`] at the call.
+#[derive(Debug)]
+pub(crate) enum Flush {
+    /// The process's (`MPI_Buffer_iflush`).
+    Process(u64),
+    /// A communicator's, by context id (`MPI_Comm_iflush_buffer`).
+    Comm(u32, u64),
+}
+
+impl Flush {
+    /// True once the messages buffered before the call are sent (or the
+    /// buffer was detached, which waited for them).
+    pub(crate) fn done(&self) -> Res<bool> {
+        match *self {
+            Flush::Process(mark) => rt()?
+                .bsend
+                .with(|slot| slot.as_mut().is_none_or(|a| a.flushed(mark))),
+            Flush::Comm(k, mark) => Ok(lock(&COMM_BUFS)
+                .iter_mut()
+                .find(|(c, _)| *c == k)
+                .is_none_or(|(_, a)| a.flushed(mark))),
+        }
+    }
+}
+
+/// Stores a nonblocking flush's request and writes its handle.
+///
+/// # Safety
+/// `request` is null or valid for a write.
+unsafe fn flush_request(flush: Flush, comm: usize, request: *mut usize) -> Res {
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+    }
+    let obj = ReqObj {
+        state: State::Flush(Box::new(flush)),
+        comm,
+        post: Post::None,
+        persist: None,
+    };
+    let h = rt()?.add_request(obj)?;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(request, h) }
+}
+
+/// Flushes and detaches the buffer of a communicator being freed.
+pub(crate) fn freed(c: &Comm) {
+    let taken = {
+        let mut bufs = lock(&COMM_BUFS);
+        bufs.iter()
+            .position(|(k, _)| *k == c.context())
+            .map(|i| bufs.swap_remove(i).1)
+    };
+    if let Some(mut a) = taken {
+        a.flush();
+    }
+}
+
+/// `MPI_Buffer_flush`: waits until the messages buffered in the
+/// process's buffer are sent (nothing to do with none attached).
+pub(crate) fn buffer_flush() -> Res {
+    rt()?.bsend.with(|slot| {
+        if let Some(a) = slot.as_mut() {
+            a.flush();
+        }
+    })
+}
+
+/// `MPI_Buffer_iflush`: a request complete once the messages in the
+/// process's buffer are sent.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn buffer_iflush(request: *mut usize) -> Res {
+    rt()?;
+    let mark = mark();
+    // SAFETY: out-argument.
+    unsafe { flush_request(Flush::Process(mark), MPI_COMM_SELF, request) }
+}
+
+/// `MPI_Comm_attach_buffer(_c)`: `comm`'s buffer of `size` bytes.
+pub(crate) fn comm_attach(comm: usize, buffer: *mut c_void, size: i64) -> Res {
+    let c = rt()?.comm(comm)?;
+    let a = Attached::new(buffer, size)?;
+    let key = c.comm.context();
+    let mut bufs = lock(&COMM_BUFS);
+    if bufs.iter().any(|(k, _)| *k == key) {
+        return Err(Fail::new(
+            MPI_ERR_BUFFER,
+            "a buffer is already attached to this communicator (MPI_Comm_detach_buffer it first)",
+        ));
+    }
+    bufs.push((key, a));
+    Ok(())
+}
+
+/// `MPI_Comm_detach_buffer(_c)`: waits until its messages are sent; the
+/// address and size, `(0, 0)` with none attached.
+pub(crate) fn comm_detach(comm: usize) -> Res<(usize, usize)> {
+    let c = rt()?.comm(comm)?;
+    let key = c.comm.context();
+    let taken = {
+        let mut bufs = lock(&COMM_BUFS);
+        bufs.iter()
+            .position(|(k, _)| *k == key)
+            .map(|i| bufs.swap_remove(i).1)
+    };
+    Ok(match taken {
+        Some(mut a) => {
+            a.flush();
+            a.region()
+        }
+        None => (0, 0),
+    })
+}
+
+/// `MPI_Comm_attach_buffer`: a buffer (or `MPI_BUFFER_AUTOMATIC`) for
+/// the buffered sends on `comm`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_attach_buffer(comm: usize, buffer: *mut c_void, size: c_int) -> Res {
+    comm_attach(comm, buffer, size.into())
+}
+
+/// `MPI_Comm_detach_buffer`: waits until its messages are sent; gives
+/// back the address (`MPI_BUFFER_AUTOMATIC` if that was attached) and
+/// size (`INT_MAX` if larger). With none attached: a null address,
+/// size 0.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_detach_buffer(
+    comm: usize,
+    buffer_addr: *mut c_void,
+    size: *mut c_int,
+) -> Res {
+    let (addr, len) = comm_detach(comm)?;
+    // SAFETY: `buffer_addr` is really a `void **` out-argument (the
+    // standard's binding); `size` is an out-argument.
+    unsafe {
+        put(buffer_addr.cast::<usize>(), addr)?;
+        put(size, c_int::try_from(len).unwrap_or(c_int::MAX))
+    }
+}
+
+/// `MPI_Comm_flush_buffer`: waits until the messages buffered in
+/// `comm`'s buffer are sent (nothing to do with none attached). Other
+/// threads' buffered sends on any communicator wait meanwhile.
+pub(crate) fn comm_flush_buffer(comm: usize) -> Res {
+    let c = rt()?.comm(comm)?;
+    let key = c.comm.context();
+    if let Some((_, a)) = lock(&COMM_BUFS).iter_mut().find(|(k, _)| *k == key) {
+        a.flush();
+    }
+    Ok(())
+}
+
+/// `MPI_Comm_iflush_buffer`: a request complete once the messages in
+/// `comm`'s buffer are sent.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_iflush_buffer(comm: usize, request: *mut usize) -> Res {
+    let c = rt()?.comm(comm)?;
+    let key = c.comm.context();
+    let mark = mark();
+    // SAFETY: out-argument.
+    unsafe { flush_request(Flush::Comm(key, mark), comm, request) }
+}

@@ -1,0 +1,430 @@
+//! MPI 4's large-count (`_c`) functions: each takes `MPI_Count` (and
+//! `MPI_Aint`) where its int form takes `int`.
+//!
+//! Most share their int form's body, which takes its counts as `i64`
+//! (`count_arg` turns them into the `usize` the layer works in), so a
+//! count above `INT_MAX` works as any other:
+//! - point-to-point (here): the int forms' bodies (`send_call`,
+//!   `irecv_call`, `send_init_wide`, `mrecv_call`, ...) called with the 64-bit
+//!   count; `MPI_Get_count_c` and `MPI_Get_elements_c` read the status's
+//!   64-bit byte count;
+//! - the collectives: `coll/api.rs`'s `collective!` defines each
+//!   collective's `_c` forms from the same parser, whose helpers take
+//!   `int`s or `MPI_Count`s and `MPI_Aint`s (the spec holds `usize`
+//!   counts and byte offsets);
+//! - the datatype functions ([`types`]): the constructors build the layout
+//!   from the 64-bit values and record a large-count recipe (decoded by
+//!   `MPI_Type_get_envelope_c`/`contents_c`); pack and unpack take 64-bit
+//!   counts, positions and sizes; `Reduce_local_c`;
+//! - the attached buffers (here): `MPI_Buffer_attach_c`,
+//!   `MPI_Comm_attach_buffer_c` and their detach forms share the int
+//!   forms' bodies, the size an `MPI_Count` (the int detach forms give
+//!   `INT_MAX` for a larger buffer).
+//!
+//! The queries `MPI_Type_size_c`, `MPI_Type_get_extent_c`,
+//! `MPI_Type_get_true_extent_c` and `MPI_Get_elements_c` are the `_x`
+//! forms' bodies, which already take `MPI_Count`s (their rows in
+//! `mpi/abi/functions.txt` name those bodies).
+
+use std::ffi::{c_int, c_void};
+
+use crate::abi::class::MPI_ERR_COUNT;
+use crate::abi::MpiStatus;
+use crate::error::{Fail, Res};
+
+use ferry::SendMode;
+
+use crate::p2p::bsend::{attach, bsend_call, detach, ibsend_call};
+
+use crate::ffi::{get, put};
+use crate::p2p::commbuf::{comm_attach, comm_detach};
+use crate::p2p::messages::{
+    irecv_call, isend_call, recv_call, send_args, send_call, sendrecv_call, sendrecv_replace_call,
+};
+use crate::p2p::mprobe::{imrecv_call, mrecv_call};
+use crate::p2p::pair::{isendrecv_call, isendrecv_replace_call};
+use crate::p2p::persist::{recv_init_wide, send_init_wide};
+use crate::state::rt;
+
+/// An `MPI_Count` displacement or extent as an `MPI_Aint`.
+///
+/// # Errors
+/// `MPI_ERR_COUNT` when it does not fit (never on 64-bit targets).
+pub(crate) fn aint(n: i64) -> Res<isize> {
+    isize::try_from(n)
+        .map_err(|_| Fail::msg(MPI_ERR_COUNT, format!("{n} does not fit an MPI_Aint")))
+}
+
+/// Defines the `_c` form of a send call `(buf, count, type, dest, tag,
+/// comm[, request])` on its int form's body `$body(SendArgs[, request],
+/// $mode)`.
+macro_rules! send_c {
+    ($name:ident => $body:ident ($($req:ident,)?) $mode:expr) => {
+        #[doc = concat!("`MPI_", stringify!($name), "`: the int form's body with an `MPI_Count` count.")]
+        ///
+        /// # Safety
+        /// The C caller's pointers, valid as the MPI standard says for this function.
+        pub(crate) unsafe fn $name(buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize $(, $req: *mut usize)?) -> Res {
+            // SAFETY: the caller's buffer (and out-argument), as for
+            // the int form.
+            unsafe { $body(send_args!(buf, count, datatype, dest, tag, comm), $($req,)? $mode) }
+        }
+    };
+}
+
+send_c!(send_c => send_call() SendMode::Standard);
+send_c!(ssend_c => send_call() SendMode::Synchronous);
+send_c!(rsend_c => send_call() SendMode::Ready);
+send_c!(isend_c => isend_call(request,) SendMode::Standard);
+send_c!(issend_c => isend_call(request,) SendMode::Synchronous);
+send_c!(irsend_c => isend_call(request,) SendMode::Ready);
+send_c!(send_init_c => send_init_wide(request,) Some(SendMode::Standard));
+send_c!(ssend_init_c => send_init_wide(request,) Some(SendMode::Synchronous));
+send_c!(rsend_init_c => send_init_wide(request,) Some(SendMode::Ready));
+send_c!(bsend_init_c => send_init_wide(request,) None);
+
+/// `MPI_Bsend_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn bsend_c(
+    buf: *const c_void,
+    count: i64,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+) -> Res {
+    // SAFETY: the caller's buffer, as for the int form.
+    unsafe { bsend_call(buf, count, datatype, dest, tag, comm) }
+}
+
+/// `MPI_Ibsend_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn ibsend_c(
+    buf: *const c_void,
+    count: i64,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the caller's buffer and out-argument, as for the int form.
+    unsafe { ibsend_call(buf, count, datatype, dest, tag, comm, request) }
+}
+
+/// `MPI_Irecv_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn irecv_c(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the caller's buffer and out-argument, as for the int form.
+    unsafe { irecv_call(buf, count, datatype, source, tag, comm, request) }
+}
+
+/// `MPI_Recv_init_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn recv_init_c(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the caller's buffer and out-argument, as for the int form.
+    unsafe { recv_init_wide(buf, count, datatype, source, tag, comm, request) }
+}
+
+/// `MPI_Recv_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn recv_c(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    status: *mut MpiStatus,
+) -> Res {
+    // SAFETY: the caller's buffer and status, as for the int form.
+    unsafe { recv_call(buf, count, datatype, source, tag, comm, status) }
+}
+
+/// `MPI_Mrecv_c` (errors on `MPI_COMM_SELF`, as the int form's: the
+/// message names no communicator here).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn mrecv_c(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    message: *mut usize,
+    status: *mut MpiStatus,
+) -> Res {
+    // SAFETY: the caller's buffer, message and status, as for the int form.
+    unsafe { mrecv_call(buf, count, datatype, message, status) }
+}
+
+/// `MPI_Imrecv_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn imrecv_c(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    message: *mut usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the caller's buffer, message and out-argument, as for the int form.
+    unsafe { imrecv_call(buf, count, datatype, message, request) }
+}
+
+/// `MPI_Sendrecv_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn sendrecv_c(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: usize,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    status: *mut MpiStatus,
+) -> Res {
+    // SAFETY: the caller's buffers and status, as for the int form.
+    unsafe {
+        sendrecv_call(
+            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+            recvtag, comm, status,
+        )
+    }
+}
+
+/// `MPI_Sendrecv_replace_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn sendrecv_replace_c(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    status: *mut MpiStatus,
+) -> Res {
+    // SAFETY: the caller's buffer and status, as for the int form.
+    unsafe {
+        sendrecv_replace_call(
+            buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
+        )
+    }
+}
+
+/// `MPI_Isendrecv_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn isendrecv_c(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: usize,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the caller's buffers and out-argument, as for the int form.
+    unsafe {
+        isendrecv_call(
+            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+            recvtag, comm, request,
+        )
+    }
+}
+
+/// `MPI_Isendrecv_replace_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn isendrecv_replace_c(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the caller's buffer and out-argument, as for the int form.
+    unsafe {
+        isendrecv_replace_call(
+            buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
+        )
+    }
+}
+
+/// `MPI_Buffer_attach_c`: a buffer of an `MPI_Count` size.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn buffer_attach_c(buffer: *mut c_void, size: i64) -> Res {
+    attach(buffer, size)
+}
+
+/// Writes a detached buffer's address and size.
+///
+/// # Safety
+/// `buffer_addr` is really a `void **` out-argument (the standard's
+/// binding); `size` is an out-argument.
+unsafe fn detached(buffer_addr: *mut c_void, size: *mut i64, (addr, len): (usize, usize)) -> Res {
+    // SAFETY: the caller's out-arguments; a size is at most isize::MAX.
+    unsafe {
+        put(buffer_addr.cast::<usize>(), addr)?;
+        put(size, len as i64)
+    }
+}
+
+/// `MPI_Buffer_detach_c`: as `MPI_Buffer_detach`, the size an
+/// `MPI_Count`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn buffer_detach_c(buffer_addr: *mut c_void, size: *mut i64) -> Res {
+    let region = detach(rt()?)?.unwrap_or((0, 0));
+    // SAFETY: the caller's out-arguments.
+    unsafe { detached(buffer_addr, size, region) }
+}
+
+/// `MPI_Comm_attach_buffer_c` (MPI 4.1): a buffer of an `MPI_Count`
+/// size.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_attach_buffer_c(comm: usize, buffer: *mut c_void, size: i64) -> Res {
+    comm_attach(comm, buffer, size)
+}
+
+/// `MPI_Comm_detach_buffer_c` (MPI 4.1): the size an `MPI_Count`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn comm_detach_buffer_c(
+    comm: usize,
+    buffer_addr: *mut c_void,
+    size: *mut i64,
+) -> Res {
+    let region = comm_detach(comm)?;
+    // SAFETY: the caller's out-arguments.
+    unsafe { detached(buffer_addr, size, region) }
+}
+
+/// `MPI_Get_count_c`: whole elements in the status's bytes, above
+/// `INT_MAX` too (`MPI_UNDEFINED` if not whole).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn get_count_c(
+    status: *const MpiStatus,
+    datatype: usize,
+    count: *mut i64,
+) -> Res {
+    let ty = rt()?.any_type(datatype)?;
+    // SAFETY: a status the caller filled (null is reported).
+    let s = unsafe { get(status)? };
+    // SAFETY: out-argument.
+    unsafe { put(count, ty.count_of(s.bytes())) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_above_int_max_pass_the_shared_bodies_conversions() {
+        use crate::datatype::{count_arg, predefined, TypeRef};
+        let big = 5_033_164_800i64;
+        assert_eq!(count_arg(big).unwrap(), 5_033_164_800usize);
+        assert_eq!(count_arg(-1i64).unwrap_err().class, MPI_ERR_COUNT);
+        assert_eq!(count_arg(i64::MIN).unwrap_err().class, MPI_ERR_COUNT);
+        // The send and receive bodies' byte count, and `Get_count_c`'s
+        // count back from the status's bytes.
+        let byte = TypeRef::Pre(predefined(0x247).unwrap()); // MPI_BYTE
+        let int = TypeRef::Pre(predefined(0x209).unwrap()); // MPI_INT
+        let n = (1i64 << 31) + 8;
+        assert_eq!(byte.bytes(n).unwrap(), n as usize);
+        assert_eq!(byte.count_of(n as u64), n);
+        assert_eq!(int.bytes(n).unwrap(), 4 * n as usize);
+        assert_eq!(int.count_of(4 * n as u64), n);
+        assert_eq!(
+            int.count_of(4 * n as u64 + 2),
+            i64::from(crate::abi::MPI_UNDEFINED)
+        );
+        assert_eq!(int.bytes(i64::MAX / 2).unwrap_err().class, MPI_ERR_COUNT);
+        // The int forms' MPI_UNDEFINED for what does not fit an int.
+        assert_eq!(crate::datatype::int_count(n), crate::abi::MPI_UNDEFINED);
+        // Pack_c/Unpack_c positions and sizes above INT_MAX.
+        let (pos, size) = crate::datatype::pack_calls::position(n - 8, n).unwrap();
+        assert_eq!((pos, size), ((n - 8) as usize, n as usize));
+        assert_eq!(
+            crate::datatype::pack_calls::position(n + 1, n)
+                .unwrap_err()
+                .class,
+            crate::abi::class::MPI_ERR_ARG
+        );
+    }
+
+    #[test]
+    fn a_send_args_count_is_widened_from_either_form() {
+        let buf = std::ptr::null::<c_void>();
+        let (datatype, dest, tag, comm) = (0x247usize, 1, 0, crate::abi::MPI_COMM_WORLD);
+        let count: c_int = -5;
+        assert_eq!(send_args!(buf, count, datatype, dest, tag, comm).count, -5);
+        let count: i64 = 1 << 40;
+        assert_eq!(
+            send_args!(buf, count, datatype, dest, tag, comm).count,
+            1 << 40
+        );
+    }
+
+    #[test]
+    fn displacements_fit_an_aint_on_64_bit_targets() {
+        assert_eq!(aint(1 << 40).unwrap(), 1 << 40);
+        assert_eq!(aint(-(1 << 40)).unwrap(), -(1 << 40));
+        assert_eq!(aint(i64::MAX).unwrap() as i64, i64::MAX);
+    }
+}

@@ -1,0 +1,23 @@
+//! Point-to-point communication (MPI 4.1 chapter 3): the send modes,
+//! receives, probes (matched ones too), sendrecv, persistent requests,
+//! buffered mode and its attached buffers, statuses, and their large-count
+//! (`_c`) forms.
+
+#[allow(unsafe_code)]
+pub(crate) mod bsend;
+#[allow(unsafe_code)]
+pub(crate) mod commbuf;
+#[allow(unsafe_code)]
+pub(crate) mod large;
+#[allow(unsafe_code)]
+pub(crate) mod messages;
+#[allow(unsafe_code)]
+pub(crate) mod mprobe;
+#[allow(unsafe_code)]
+pub(crate) mod pair;
+#[allow(unsafe_code)]
+pub(crate) mod persist;
+#[allow(unsafe_code)]
+pub(crate) mod status;
+
+pub(crate) use mprobe::MsgObj;

@@ -1,0 +1,286 @@
+//! Matched probe: `MPI_Mprobe`, `MPI_Improbe`, `MPI_Mrecv`, `MPI_Imrecv`.
+//!
+//! A matched message is a ferry `Message` in the message table; its handle
+//! goes to the program. A probe of `MPI_PROC_NULL` gives
+//! `MPI_MESSAGE_NO_PROC`, whose receive completes at once with the
+//! `MPI_PROC_NULL` status; a received message's handle becomes
+//! `MPI_MESSAGE_NULL`.
+//!
+//! `MPI_Mrecv` into contiguous data receives in place (ferry's blocking
+//! `Message::recv`); ferry takes a matched message's nonblocking receive
+//! into an owned buffer only, so `MPI_Imrecv` (and any non-contiguous
+//! datatype) stages it and copies out on completion.
+
+use std::ffi::{c_int, c_void};
+
+use crate::datatype::buf::{recv_data, staged, RecvData};
+
+use crate::abi::class::*;
+use crate::abi::*;
+use crate::datatype::count_arg;
+use crate::error::{Fail, Res};
+use crate::ffi::{bytes_mut, get, put, put_status};
+use crate::request::object::{Report, ReqObj};
+use crate::request::post::Post;
+use crate::request::single::wait_one;
+use crate::state::{rt, Runtime};
+
+/// A matched message.
+#[derive(Debug)]
+pub struct MsgObj {
+    msg: ferry::Message,
+    /// The communicator's handle (for errors).
+    comm: usize,
+    /// What the probe reported (the status of a truncated in-place
+    /// receive, which ferry reports as an error alone).
+    probed: ferry::Status,
+}
+
+/// The status of a receive from `MPI_PROC_NULL`.
+fn proc_null_status() -> MpiStatus {
+    MpiStatus {
+        source: MPI_PROC_NULL,
+        tag: MPI_ANY_TAG,
+        ..MpiStatus::EMPTY
+    }
+}
+
+/// Stores a probed message; its handle.
+fn store(rt: &Runtime, msg: ferry::Message, status: ferry::Status, comm: usize) -> Res<usize> {
+    if msg.is_no_proc() {
+        return Ok(MPI_MESSAGE_NO_PROC);
+    }
+    rt.messages
+        .with(|t| {
+            t.insert(MsgObj {
+                msg,
+                comm,
+                probed: status,
+            })
+        })?
+        .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many matched messages"))
+}
+
+/// Takes the message `message` names out of the table (the program's
+/// handle becomes `MPI_MESSAGE_NULL`); `None` for `MPI_MESSAGE_NO_PROC`.
+///
+/// # Safety
+/// `message` is an in/out argument.
+unsafe fn take(rt: &Runtime, message: *mut usize) -> Res<Option<MsgObj>> {
+    // SAFETY: forwarded.
+    let h = unsafe { get(message.cast_const())? };
+    let obj = match h {
+        MPI_MESSAGE_NO_PROC => None,
+        MPI_MESSAGE_NULL => {
+            return Err(Fail::new(
+                MPI_ERR_REQUEST,
+                "MPI_MESSAGE_NULL cannot be received",
+            ))
+        }
+        h => Some(
+            rt.messages
+                .with(|t| t.remove(h))?
+                .map_err(|b| Fail::handle(MPI_ERR_REQUEST, b, "message"))?,
+        ),
+    };
+    // SAFETY: forwarded.
+    unsafe { put(message, MPI_MESSAGE_NULL)? };
+    Ok(obj)
+}
+
+/// `MPI_Mprobe`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    message: *mut usize,
+    status: *mut MpiStatus,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    if message.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null message pointer"));
+    }
+    let (m, s) = c.comm.mprobe(rank_in(source), tag_in(tag))?;
+    let h = store(rt, m, s, comm)?;
+    // SAFETY: checked non-null; status is IGNORE or valid.
+    unsafe {
+        put(message, h)?;
+        put_status(status, MpiStatus::from_ferry(&s));
+    }
+    Ok(())
+}
+
+/// `MPI_Improbe`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn improbe(
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    flag: *mut c_int,
+    message: *mut usize,
+    status: *mut MpiStatus,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    if message.is_null() || flag.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null flag or message pointer"));
+    }
+    match c.comm.improbe(rank_in(source), tag_in(tag))? {
+        Some((m, s)) => {
+            let h = store(rt, m, s, comm)?;
+            // SAFETY: checked non-null; status is IGNORE or valid.
+            unsafe {
+                put(message, h)?;
+                put_status(status, MpiStatus::from_ferry(&s));
+                put(flag, 1)
+            }
+        }
+        // SAFETY: checked non-null.
+        None => unsafe { put(flag, 0) },
+    }
+}
+
+/// Starts the receive of a matched message into a staging vector, or a
+/// segmented buffer over the program's memory (large non-contiguous
+/// data); the request object.
+///
+/// # Safety
+/// MPI's rule for a receive buffer: `buf` is valid for writes of the
+/// elements' data, and untouched by anything else, until the receive
+/// completes.
+unsafe fn start_unpacked(
+    obj: MsgObj,
+    buf: *mut c_void,
+    count: usize,
+    ty: &crate::datatype::TypeRef,
+) -> Res<ReqObj> {
+    // SAFETY: forwarded.
+    let (started, post) = match unsafe { recv_data(buf, count, ty)? } {
+        RecvData::Streamed(b) => (obj.msg.irecv_buf(b, None), Post::None),
+        _ => {
+            let RecvData::Staged { len, unpack } = staged(buf, count, ty)? else {
+                return Err(Fail::new(MPI_ERR_INTERN, "a staged receive was not staged"));
+            };
+            (
+                obj.msg.irecv(vec![0u8; len]),
+                Post::Unpack(Box::new(unpack)),
+            )
+        }
+    };
+    let req = started.map_err(|e| Fail::from(e).on(obj.comm))?;
+    Ok(ReqObj::active(req, obj.comm, post))
+}
+
+/// The body of `MPI_Mrecv` and `MPI_Mrecv_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Mrecv`: the caller's buffers and out-arguments.
+pub(crate) unsafe fn mrecv_call(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    message: *mut usize,
+    status: *mut MpiStatus,
+) -> Res {
+    let rt = rt()?;
+    let ty = rt.comm_type(datatype)?;
+    let n = count_arg(count)?;
+    // SAFETY: in/out argument.
+    let Some(obj) = (unsafe { take(rt, message)? }) else {
+        // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+        unsafe { put_status(status, proc_null_status()) };
+        return Ok(());
+    };
+    // SAFETY: the caller's receive buffer; the receive completes
+    // before this returns.
+    let report = match unsafe { recv_data(buf, n, &ty)? } {
+        RecvData::Raw { ptr, len } => {
+            let comm = obj.comm;
+            let probed = obj.probed;
+            // SAFETY: the caller's receive buffer for the call.
+            let slice = unsafe { bytes_mut(ptr, len)? };
+            match obj.msg.recv(slice) {
+                Ok(s) => Report::ok(MpiStatus::from_ferry(&s)),
+                Err(e) => {
+                    let f = Fail::from(e).on(comm);
+                    let mut s = MpiStatus::from_ferry(&probed);
+                    s.set_bytes(probed.bytes.min(len) as u64);
+                    s.error = f.class;
+                    Report {
+                        status: s,
+                        result: Err(f),
+                        arecv: None,
+                    }
+                }
+            }
+        }
+        // SAFETY: as above.
+        _ => wait_one(&mut unsafe { start_unpacked(obj, buf, n, &ty)? })?,
+    };
+    // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
+    unsafe { report.write(status) }
+}
+
+/// `MPI_Mrecv`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn mrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    message: *mut usize,
+    status: *mut MpiStatus,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe { mrecv_call(buf, count.into(), datatype, message, status) }
+}
+
+/// The body of `MPI_Imrecv` and `MPI_Imrecv_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Imrecv`: the caller's buffers and out-arguments.
+pub(crate) unsafe fn imrecv_call(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    message: *mut usize,
+    request: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let ty = rt.comm_type(datatype)?;
+    let n = count_arg(count)?;
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+    }
+    // SAFETY: in/out argument.
+    let obj = match unsafe { take(rt, message)? } {
+        // SAFETY: MPI's rule for a nonblocking receive buffer.
+        Some(m) => unsafe { start_unpacked(m, buf, n, &ty)? },
+        None => ReqObj::ready(proc_null_status(), MPI_COMM_SELF),
+    };
+    let h = rt.add_request(obj)?;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(request, h) }
+}
+
+/// `MPI_Imrecv`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn imrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    message: *mut usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe { imrecv_call(buf, count.into(), datatype, message, request) }
+}

@@ -1,0 +1,462 @@
+//! Persistent point-to-point requests: `MPI_Send_init`, `MPI_Ssend_init`,
+//! `MPI_Rsend_init`, `MPI_Bsend_init`, `MPI_Recv_init`, `MPI_Start`,
+//! `MPI_Startall`.
+//!
+//! A persistent request keeps its arguments ([`Persist`]) and each start
+//! issues the nonblocking operation they describe, exactly as the
+//! standard defines a start: the buffer's current contents are sent (a
+//! non-contiguous one packed at that moment), a receive unpacks on
+//! completion. Completing an activation leaves the request inactive under
+//! the same handle (`req.rs`). Persistent collectives (`coll/persistent.rs`)
+//! keep their own kind here.
+
+use std::ffi::{c_int, c_void};
+
+use ferry::{Comm, SendMode};
+
+use crate::datatype::buf::{recv_data, send_data};
+
+use crate::abi::class::*;
+use crate::abi::MPI_REQUEST_NULL;
+use crate::datatype::{count_arg, TypeRef};
+use crate::error::{Fail, Res};
+use crate::ffi::{get, put};
+use crate::p2p::messages::{send_args, start_recv, start_send, SendArgs};
+use crate::request::object::{ReqObj, State};
+use crate::request::post::Post;
+use crate::request::single::{bad_request, give_back, lend};
+use crate::state::rt;
+
+/// How to start a persistent request again.
+#[derive(Debug)]
+pub(crate) struct Persist {
+    /// The communicator (kept alive even if the program frees its handle).
+    comm: Comm,
+    kind: Kind,
+}
+
+/// What a start issues.
+#[derive(Debug)]
+pub(crate) enum Kind {
+    /// A send in `mode`, or buffered.
+    Send {
+        buf: usize,
+        count: usize,
+        ty: TypeRef,
+        dest: c_int,
+        tag: c_int,
+        mode: Option<SendMode>,
+    },
+    /// A receive.
+    Recv {
+        buf: usize,
+        count: usize,
+        ty: TypeRef,
+        source: c_int,
+        tag: c_int,
+    },
+    /// A persistent collective.
+    Coll(Box<crate::coll::Deferred>),
+}
+
+impl Persist {
+    /// A persistent request of `kind` on `comm`.
+    pub(crate) fn new(comm: Comm, kind: Kind) -> Persist {
+        Persist { comm, kind }
+    }
+
+    /// Issues one activation: the new state and post step.
+    ///
+    /// # Safety
+    /// The request's buffers are valid as MPI requires from a start until
+    /// the activation completes.
+    unsafe fn start(&self) -> Res<(State, Post)> {
+        let c = &self.comm;
+        match &self.kind {
+            Kind::Send {
+                buf,
+                count,
+                ty,
+                dest,
+                tag,
+                mode: Some(mode),
+            } => {
+                // SAFETY: forwarded.
+                let data = unsafe { send_data(*buf as *const c_void, *count, ty)? };
+                // SAFETY: forwarded.
+                let req = unsafe { start_send(c, data, *dest, *tag, *mode)? };
+                Ok((State::Active(req), Post::None))
+            }
+            Kind::Send {
+                buf,
+                count,
+                ty,
+                dest,
+                tag,
+                mode: None,
+            } => {
+                // SAFETY: forwarded.
+                let status = unsafe {
+                    crate::p2p::bsend::bsend_wide(
+                        c,
+                        *buf as *const c_void,
+                        *count,
+                        ty,
+                        *dest,
+                        *tag,
+                    )?
+                };
+                Ok((State::Ready(status), Post::None))
+            }
+            Kind::Recv {
+                buf,
+                count,
+                ty,
+                source,
+                tag,
+            } => {
+                // SAFETY: forwarded (valid until the activation completes).
+                let target = unsafe { recv_data(*buf as *mut c_void, *count, ty)? };
+                // SAFETY: forwarded.
+                let (req, post) = unsafe { start_recv(c, target, *source, *tag)? };
+                Ok((State::Active(req), post))
+            }
+            // SAFETY: forwarded.
+            Kind::Coll(d) => unsafe { d.start(c) },
+        }
+    }
+}
+
+/// Starts the lent persistent request `obj`.
+///
+/// # Safety
+/// As for [`Persist::start`].
+unsafe fn start_obj(obj: &mut ReqObj) -> Res {
+    let Some(p) = obj.persist.as_deref() else {
+        return Err(Fail::new(
+            MPI_ERR_REQUEST,
+            "MPI_Start needs a persistent request",
+        ));
+    };
+    if !obj.inactive() {
+        return Err(Fail::new(
+            MPI_ERR_REQUEST,
+            "the persistent request is already active",
+        ));
+    }
+    // SAFETY: forwarded.
+    let (state, post) = unsafe { p.start() }.map_err(|f| f.on(obj.comm))?;
+    obj.state = state;
+    obj.post = post;
+    Ok(())
+}
+
+/// Stores a new inactive persistent request; writes its handle.
+///
+/// # Safety
+/// `request` is an out-argument.
+pub(crate) unsafe fn create(comm: usize, c: Comm, kind: Kind, request: *mut usize) -> Res {
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+    }
+    let obj = ReqObj {
+        state: State::Inactive,
+        comm,
+        post: Post::None,
+        persist: Some(Box::new(Persist::new(c, kind))),
+    };
+    let h = rt()?.add_request(obj)?;
+    // SAFETY: checked non-null; an out-argument.
+    unsafe { put(request, h) }
+}
+
+/// The `*_init` sends (`mode` `None`: buffered).
+///
+/// # Safety
+/// `request` is an out-argument; the buffer is the program's (read at each
+/// start).
+pub(crate) unsafe fn send_init_wide(
+    a: SendArgs,
+    request: *mut usize,
+    mode: Option<SendMode>,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(a.comm)?;
+    let ty = rt.comm_type(a.datatype)?;
+    let count = count_arg(a.count)?;
+    // Argument errors now rather than at the first start.
+    check_peer(&c.comm, a.dest)?;
+    let kind = Kind::Send {
+        buf: a.buf as usize,
+        count,
+        ty,
+        dest: a.dest,
+        tag: a.tag,
+        mode,
+    };
+    // SAFETY: forwarded.
+    unsafe { create(a.comm, c.comm.clone(), kind, request) }
+}
+
+/// A rank argument that ferry will accept (or `PROC_NULL` / `ANY_SOURCE`).
+fn check_peer(c: &Comm, rank: c_int) -> Res {
+    // The remote group's size on an intercommunicator.
+    let size = c.peer_size() as c_int;
+    if rank >= size
+        || (rank < 0 && rank != crate::abi::MPI_PROC_NULL && rank != crate::abi::MPI_ANY_SOURCE)
+    {
+        return Err(Fail::msg(
+            MPI_ERR_RANK,
+            format!("invalid rank {rank} (communicator size {size})"),
+        ));
+    }
+    Ok(())
+}
+
+/// `MPI_Send_init`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn send_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the program's buffer and out-argument.
+    unsafe {
+        send_init_wide(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            request,
+            Some(SendMode::Standard),
+        )
+    }
+}
+
+/// `MPI_Ssend_init`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn ssend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the program's buffer and out-argument.
+    unsafe {
+        send_init_wide(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            request,
+            Some(SendMode::Synchronous),
+        )
+    }
+}
+
+/// `MPI_Rsend_init`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn rsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the program's buffer and out-argument.
+    unsafe {
+        send_init_wide(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            request,
+            Some(SendMode::Ready),
+        )
+    }
+}
+
+/// `MPI_Bsend_init`: each start copies the data into the attached
+/// buffer and completes at once.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn bsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: the program's buffer and out-argument.
+    unsafe {
+        send_init_wide(
+            send_args!(buf, count, datatype, dest, tag, comm),
+            request,
+            None,
+        )
+    }
+}
+
+/// The body of `MPI_Recv_init` and `MPI_Recv_init_c` (whose counts are `MPI_Count`s).
+///
+/// # Safety
+/// As for `MPI_Recv_init`: the caller's buffers and out-arguments.
+pub(crate) unsafe fn recv_init_wide(
+    buf: *mut c_void,
+    count: i64,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    let count = count_arg(count)?;
+    check_peer(&c.comm, source)?;
+    let kind = Kind::Recv {
+        buf: buf as usize,
+        count,
+        ty,
+        source,
+        tag,
+    };
+    // SAFETY: out-argument; the buffer is the program's (written by
+    // each activation).
+    unsafe { create(comm, c.comm.clone(), kind, request) }
+}
+
+/// `MPI_Recv_init`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn recv_init(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    request: *mut usize,
+) -> Res {
+    // SAFETY: forwarded (the caller's promises).
+    unsafe { recv_init_wide(buf, count.into(), datatype, source, tag, comm, request) }
+}
+
+/// `MPI_Start`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn start(request: *mut usize) -> Res {
+    // SAFETY: in-argument (the standard passes a pointer).
+    let h = unsafe { get(request.cast_const())? };
+    if h == MPI_REQUEST_NULL || h == crate::mpix::MPIX_REQUEST_EMPTY {
+        return Err(Fail::new(
+            MPI_ERR_REQUEST,
+            "MPI_Start needs a persistent request",
+        ));
+    }
+    let rt = rt()?;
+    let mut obj = lend(rt, h)?;
+    // SAFETY: the request's buffers, by MPI's rule for persistent
+    // requests.
+    let r = unsafe { start_obj(&mut obj) };
+    give_back(rt, h, obj)?;
+    r
+}
+
+/// `MPI_Startall`: starts each in order; stops at the first failure.
+/// The sends go to the device as one batch (`Comm::batch`: one doorbell
+/// for a window of persistent sends on verbs).
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn startall(count: c_int, array_of_requests: *mut usize) -> Res {
+    let n = count_arg(count)?;
+    if n == 0 {
+        return Ok(());
+    }
+    if array_of_requests.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request array"));
+    }
+    let rt = rt()?;
+    let start_each = || -> Res {
+        for i in 0..n {
+            // SAFETY: the caller's array of `count` handles.
+            let h = unsafe { array_of_requests.add(i).read() };
+            let mut obj = lend(rt, h).map_err(|f| {
+                Fail::msg(
+                    MPI_ERR_REQUEST,
+                    format!("request {i} of the array: {}", f.what),
+                )
+            })?;
+            // SAFETY: as for MPI_Start.
+            let r = unsafe { start_obj(&mut obj) };
+            give_back(rt, h, obj)?;
+            r?;
+        }
+        Ok(())
+    };
+    // The batch is the world's engine's, whichever communicator opens it.
+    rt.world_comm.comm.batch(start_each)?
+}
+
+/// Cancels a request's pending operation (`MPI_Cancel`): a receive that
+/// has not matched completes cancelled; anything else goes on.
+pub(crate) fn cancel_handle(h: usize) -> Res {
+    if let Some(r) = crate::request::greq::cancel(h) {
+        return r;
+    }
+    let rt = rt()?;
+    // (Cancelling a stale engine handle does nothing: a direct one is
+    // checked first.)
+    let obj = match crate::request::direct::decode(h) {
+        Some(r) => crate::request::direct::lend_live(rt, r),
+        None => lend(rt, h),
+    };
+    let obj = match obj {
+        Ok(o) => o,
+        Err(f) => {
+            // Another thread is completing it (MULTIPLE): cancel through its
+            // registered canceller.
+            if let Some(c) = crate::request::waiting::canceller(h) {
+                return c.cancel().map_err(Fail::from);
+            }
+            return Err(f);
+        }
+    };
+    let r = match &obj.state {
+        State::Active(req) => req.cancel().map_err(|e| Fail::from(e).on(obj.comm)),
+        State::Pair(p) => p.cancel().map_err(|f| f.on(obj.comm)),
+        _ => Ok(()),
+    };
+    give_back(rt, h, obj)?;
+    r
+}
+
+/// `MPI_Cancel`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn cancel(request: *mut usize) -> Res {
+    // SAFETY: in-argument (the standard passes a pointer).
+    let h = unsafe { get(request.cast_const())? };
+    if h == MPI_REQUEST_NULL {
+        return Err(bad_request(crate::handle::BadHandle::Foreign));
+    }
+    if h == crate::mpix::MPIX_REQUEST_EMPTY {
+        // Complete already: nothing to cancel.
+        return Ok(());
+    }
+    cancel_handle(h)
+}

@@ -1,0 +1,311 @@
+//! The object behind an `MPI_Request` handle: the ferry operation (or a
+//! completion already known), what to do when it completes (unpack a
+//! staged receive, copy a collective's result out), and, for persistent
+//! requests, how to start it again.
+//!
+//! Completing a request is split in two so that the completion calls
+//! (`request.rs`) can run ferry's own multiple-completion functions over
+//! many requests at once: ferry completes the [`State::Active`] operation,
+//! then [`finish`] runs the request's [`Post`] step on the completion.
+
+use ferry::{Completion, Request};
+
+use crate::abi::MpiStatus;
+use crate::error::{Fail, Res};
+
+use crate::request::post::Post;
+
+/// A request: see the module docs.
+#[derive(Debug)]
+pub(crate) struct ReqObj {
+    /// Where the operation is.
+    pub(crate) state: State,
+    /// The communicator whose error handler the completion raises errors
+    /// on (a handle: it may have been freed since, then `MPI_COMM_SELF`'s
+    /// handler applies).
+    pub(crate) comm: usize,
+    /// What to do with the completion of the current activation.
+    pub(crate) post: Post,
+    /// How to start the request again (persistent requests only).
+    pub(crate) persist: Option<Box<crate::p2p::persist::Persist>>,
+}
+
+/// Where a request's operation is.
+#[derive(Debug)]
+pub(crate) enum State {
+    /// A ferry operation in flight.
+    Active(Request),
+    /// A contiguous send or receive on a communicator with job ranks, in
+    /// flight, known by its engine handle alone: `plain.rs` completes arrays
+    /// of them without a ferry `Request`. Every other path takes requests
+    /// out of the table through [`ReqObj::promote`], which makes it
+    /// `Active`, so no other code ever sees this state.
+    Raw(ferry::RawRequest),
+    /// Completed inside its initiating call (`MPI_Ibsend`, a persistent
+    /// buffered send's start, a finished `MPI_Comm_idup`): the status the
+    /// next completion call reports.
+    Ready(MpiStatus),
+    /// A persistent request that is not started (or completed since).
+    Inactive,
+    /// `MPI_Comm_idup` in progress: polled until its communicator exists.
+    Idup(Box<crate::comm::idup::Idup>),
+    /// `MPI_Isendrecv(_replace)`: a send and a receive, polled until both
+    /// complete.
+    Pair(Box<crate::p2p::pair::Pair>),
+    /// A generalized request (`MPI_Grequest_start`): complete once the
+    /// program calls `MPI_Grequest_complete`.
+    Greq(Box<crate::request::greq::Greq>),
+    /// `MPI_Buffer_iflush` / `MPI_Comm_iflush_buffer`: polled until the
+    /// buffer has no message in flight.
+    Flush(Box<crate::p2p::commbuf::Flush>),
+}
+
+impl ReqObj {
+    /// A request for a ferry operation in flight.
+    #[inline]
+    pub(crate) fn active(req: Request, comm: usize, post: Post) -> ReqObj {
+        ReqObj {
+            state: State::Active(req),
+            comm,
+            post,
+            persist: None,
+        }
+    }
+
+    /// A raw operation in flight (see [`State::Raw`]).
+    pub(crate) fn raw(req: ferry::RawRequest, comm: usize) -> ReqObj {
+        ReqObj {
+            state: State::Raw(req),
+            comm,
+            post: Post::None,
+            persist: None,
+        }
+    }
+
+    /// Makes a raw operation an ordinary ferry request, owned by this
+    /// object (its drop frees the operation). Any communicator with job
+    /// ranks serves: the world's.
+    pub(crate) fn promote(&mut self, rt: &crate::state::Runtime) {
+        if let State::Raw(r) = self.state {
+            self.state = State::Active(Request::from_raw(&rt.world_comm.comm, r));
+        }
+    }
+
+    /// A request that completed inside its call with `status`.
+    pub(crate) fn ready(status: MpiStatus, comm: usize) -> ReqObj {
+        ReqObj {
+            state: State::Ready(status),
+            comm,
+            post: Post::None,
+            persist: None,
+        }
+    }
+
+    /// True if the request stays after it completes (persistent).
+    pub(crate) fn persistent(&self) -> bool {
+        self.persist.is_some()
+    }
+
+    /// Makes a persistent request an ordinary one (freed by the program:
+    /// it is not started again).
+    pub(crate) fn make_one_shot(&mut self) {
+        self.persist = None;
+    }
+
+    /// True for an inactive persistent request (which completion calls
+    /// treat as `MPI_REQUEST_NULL`, but do not free).
+    pub(crate) fn inactive(&self) -> bool {
+        matches!(self.state, State::Inactive)
+    }
+
+    /// Moves the ferry request out (for ferry's multiple-completion
+    /// functions); `Request::NULL` for every other state, which those
+    /// functions treat as inactive.
+    pub(crate) fn take_ferry(&mut self) -> Request {
+        match &mut self.state {
+            State::Active(r) => std::mem::replace(r, Request::NULL),
+            _ => Request::NULL,
+        }
+    }
+
+    /// Puts back what [`ReqObj::take_ferry`] took (a completed request
+    /// comes back as `Request::NULL`; the state stays `Active` until
+    /// [`finish`] or [`ReqObj::complete_ready`]).
+    pub(crate) fn put_ferry(&mut self, req: Request) {
+        if let State::Active(r) = &mut self.state {
+            *r = req;
+        }
+    }
+
+    /// True if a completion call can report the request without asking
+    /// ferry: [`State::Ready`], or a generalized request the program
+    /// completed.
+    pub(crate) fn is_ready(&self) -> bool {
+        match &self.state {
+            State::Ready(_) => true,
+            State::Greq(g) => g.is_complete(),
+            _ => false,
+        }
+    }
+
+    /// The report of a ready request (see [`ReqObj::is_ready`]), which then
+    /// ends its activation (a generalized request's query and free
+    /// callbacks run here).
+    pub(crate) fn complete_ready(&mut self) -> Option<Report> {
+        if let State::Greq(g) = &self.state {
+            if !g.is_complete() {
+                return None;
+            }
+            let report = g.finish(self.comm);
+            self.end_activation();
+            return Some(report);
+        }
+        match self.state {
+            State::Ready(status) => {
+                self.end_activation();
+                let mut report = Report::ok(status);
+                if status.error != crate::abi::class::MPI_SUCCESS {
+                    let f = Fail::new(status.error, "the operation failed (see its status)");
+                    report.result = Err(f.on(self.comm));
+                }
+                Some(report)
+            }
+            _ => None,
+        }
+    }
+
+    /// Polls a request the C layer completes itself once: an
+    /// `MPI_Comm_idup`, `MPI_Isendrecv` or buffer flush that is done becomes
+    /// [`State::Ready`]; a generalized request is pending until the program
+    /// completes it. True if it is still pending.
+    pub(crate) fn poll_pending(&mut self) -> Res<bool> {
+        let d = match &mut self.state {
+            State::Idup(d) => d,
+            State::Pair(p) => {
+                return match p.poll() {
+                    Ok(Some(status)) => {
+                        self.state = State::Ready(status);
+                        Ok(false)
+                    }
+                    Ok(None) => Ok(true),
+                    Err(f) => {
+                        self.end_activation();
+                        Err(f.on(self.comm))
+                    }
+                };
+            }
+            State::Greq(g) => return Ok(!g.is_complete()),
+            State::Flush(f) => {
+                if !f.done().map_err(|e| e.on(self.comm))? {
+                    return Ok(true);
+                }
+                self.state = State::Ready(MpiStatus::EMPTY);
+                return Ok(false);
+            }
+            _ => return Ok(false),
+        };
+        // SAFETY: the `MPI_Comm *` of the idup call stays valid until its
+        // request completes (MPI's rule for nonblocking calls' outputs).
+        match unsafe { d.poll() } {
+            Ok(true) => {
+                self.state = State::Ready(MpiStatus::EMPTY);
+                Ok(false)
+            }
+            Ok(false) => Ok(true),
+            Err(f) => {
+                self.end_activation();
+                Err(f.on(self.comm))
+            }
+        }
+    }
+
+    /// After a completion: a persistent request becomes inactive; any other
+    /// is spent (its handle is freed by the caller).
+    fn end_activation(&mut self) {
+        self.state = State::Inactive;
+        self.post = Post::None;
+    }
+}
+
+/// The error of a path that met a raw request it should have been given
+/// promoted (see [`State::Raw`]); raised on `comm`.
+pub(crate) fn unpromoted(comm: usize) -> Fail {
+    Fail::new(
+        crate::abi::class::MPI_ERR_INTERN,
+        "internal error (please report): a raw request was not promoted",
+    )
+    .on(comm)
+}
+
+/// What the completion of one request reports: its status, and its error
+/// (already in `status.error` as a class) as a failure on its communicator.
+#[derive(Debug)]
+pub(crate) struct Report {
+    pub(crate) status: MpiStatus,
+    pub(crate) result: Res,
+    /// An ARecv's buffer, handed over through the status (`MPIX_Arecv`).
+    pub(crate) arecv: Option<ferry::Buf>,
+}
+
+impl Report {
+    /// A successful completion with `status`.
+    pub(crate) fn ok(status: MpiStatus) -> Report {
+        Report {
+            status,
+            result: Ok(()),
+            arecv: None,
+        }
+    }
+
+    /// The report of an operation that ferry completed with status `s`,
+    /// raising its error (if any) on communicator `comm`.
+    pub(crate) fn of(s: &ferry::Status, comm: usize) -> Report {
+        let mut report = Report::ok(MpiStatus::from_ferry(s));
+        if let Some(e) = s.error {
+            report.result = Err(Fail::from(e).on(comm));
+        }
+        report
+    }
+
+    /// The empty status of an inactive or null request.
+    pub(crate) fn empty() -> Report {
+        Report::ok(MpiStatus::EMPTY)
+    }
+
+    /// Writes the status (unless `MPI_STATUS_IGNORE`), handing an ARecv's
+    /// buffer over through it; the result.
+    ///
+    /// # Safety
+    /// `out` is null or valid for a write of an `MPI_Status`.
+    pub(crate) unsafe fn write(self, out: *mut MpiStatus) -> Res {
+        let mut status = self.status;
+        if let Some(buf) = self.arecv {
+            if out.is_null() {
+                // Nobody can take the buffer: it goes now.
+                drop(buf);
+            } else {
+                crate::mpix::hand_over(&mut status, buf);
+            }
+        }
+        // SAFETY: forwarded.
+        unsafe { crate::ffi::put_status(out, status) };
+        self.result
+    }
+}
+
+/// Runs the post step of an active request that ferry completed with `c`,
+/// and ends its activation: the request's report.
+pub(crate) fn finish(obj: &mut ReqObj, c: Completion) -> Report {
+    let comm = obj.comm;
+    let post = std::mem::replace(&mut obj.post, Post::None);
+    obj.end_activation();
+    let mut report = Report::of(&c.status, comm);
+    // SAFETY: the post step writes into the program's buffers of this
+    // operation, which MPI's rule for nonblocking calls keeps valid and
+    // untouched until this completion.
+    if let Err(f) = unsafe { post.run(c, &mut report) } {
+        report.status.error = f.class;
+        report.result = report.result.and(Err(f.on(comm)));
+    }
+    report
+}

@@ -1,0 +1,63 @@
+//! What a request does when its ferry operation completes.
+
+use ferry::Completion;
+
+use crate::datatype::buf::Unpack;
+use crate::error::{Fail, Res};
+use crate::request::object::Report;
+
+/// A request's post step; see [`Post::run`].
+#[derive(Debug)]
+pub(crate) enum Post {
+    /// Nothing: the completion's status is the report.
+    None,
+    /// A receive staged in a vector (a non-contiguous datatype): unpack
+    /// what arrived into the program's buffer.
+    Unpack(Box<Unpack>),
+    /// A nonblocking collective: copy the result out of the completion's
+    /// vector into the program's buffers.
+    Coll(Box<[crate::coll::Piece]>),
+    /// An ARecv (`MPIX_Iarecv`): hand the library's buffer over through
+    /// the status.
+    Arecv,
+}
+
+impl Post {
+    /// True if the step writes the program's buffers, so the operation must
+    /// be completed (not just looked at) before the program may read them.
+    pub(crate) fn writes_buffers(&self) -> bool {
+        matches!(self, Post::Unpack(_) | Post::Coll(_))
+    }
+
+    /// Runs the step on the completion, adjusting the report.
+    ///
+    /// # Safety
+    /// The program's buffers this step writes are valid and untouched by
+    /// anything else (MPI's rule for a nonblocking operation until it
+    /// completes).
+    pub(crate) unsafe fn run(self, c: Completion, report: &mut Report) -> Res {
+        match self {
+            Post::None => {
+                // Hands a raw operation's loan record back to ferry.
+                let _ = c.into_status();
+                Ok(())
+            }
+            Post::Unpack(u) => {
+                let got = c.status.bytes;
+                let staged = c.into_vec::<u8>().map_err(Fail::from)?;
+                // SAFETY: forwarded (the receive buffer of this operation).
+                unsafe { u.run(&staged[..got.min(staged.len())]) };
+                Ok(())
+            }
+            Post::Coll(pieces) => {
+                let out = c.into_vec::<u8>().map_err(Fail::from)?;
+                // SAFETY: forwarded (the collective's output buffers).
+                unsafe { crate::coll::copy_out(&out, &pieces) }
+            }
+            Post::Arecv => {
+                report.arecv = c.into_buf();
+                Ok(())
+            }
+        }
+    }
+}
