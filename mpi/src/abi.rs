@@ -259,6 +259,20 @@ pub mod callback {
     pub type GrequestFreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
     /// `MPI_Grequest_cancel_function`: `(extra_state, complete)`.
     pub type GrequestCancelFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+    /// `MPI_Comm_copy_attr_function`: `(comm, keyval, extra_state,
+    /// attribute_val_in, attribute_val_out, flag)`.
+    pub type CommCopyAttrFn = unsafe extern "C" fn(
+        usize,
+        c_int,
+        *mut c_void,
+        *mut c_void,
+        *mut c_void,
+        *mut c_int,
+    ) -> c_int;
+    /// `MPI_Comm_delete_attr_function`: `(comm, keyval, attribute_val,
+    /// extra_state)`.
+    pub type CommDeleteAttrFn =
+        unsafe extern "C" fn(usize, c_int, *mut c_void, *mut c_void) -> c_int;
 }
 
 #[cfg(test)]

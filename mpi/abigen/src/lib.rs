@@ -55,6 +55,9 @@ pub struct Section {
     pub chapter: String,
     /// The default module of its bodies, relative to the crate root.
     pub module: String,
+    /// Whether its bodies are safe: the shims decode every pointer
+    /// argument first ([`arg_expr`]).
+    pub checked: bool,
     /// Its title (`/* title */` in the header unless `comment` is set).
     pub title: String,
     /// The header comment's lines, if longer than the title.
@@ -86,6 +89,17 @@ pub struct Row {
     pub body: String,
     /// Header comment lines before this row.
     pub comment: Vec<String>,
+    /// `len(P)=E`: the length of array or string argument `P`.
+    pub lens: Vec<(String, String)>,
+    /// `addr=P`: a `void *` argument the body takes as an address (`usize`).
+    pub addrs: Vec<String>,
+    /// `ptrout=P`: a `void *` argument that is really a `void **` out-argument.
+    pub ptrouts: Vec<String>,
+    /// `later=P`: an out-argument written when the request the call
+    /// starts completes (`MPI_Comm_idup`'s `newcomm`).
+    pub laters: Vec<String>,
+    /// `inout=P`: an array the function reads and writes (with `len(P)`).
+    pub inouts: Vec<String>,
 }
 
 /// One parameter.
@@ -233,6 +247,10 @@ pub fn parse(text: &str) -> Result<Table, String> {
             let (chapter, module) = path
                 .split_once('/')
                 .ok_or_else(|| at("a section is `@ chapter/module title`".into()))?;
+            let (checked, title) = match title.trim().strip_prefix("[checked]") {
+                Some(t) => (true, t),
+                None => (false, title),
+            };
             if !pending.is_empty() {
                 return Err(at(
                     "a comment (`|`) before a section; put it after the `@` line".into(),
@@ -241,6 +259,7 @@ pub fn parse(text: &str) -> Result<Table, String> {
             sections.push(Section {
                 chapter: chapter.into(),
                 module: module.into(),
+                checked,
                 title: title.trim().into(),
                 comment: Vec::new(),
                 rows: Vec::new(),
@@ -300,6 +319,11 @@ pub fn parse(text: &str) -> Result<Table, String> {
             raw: false,
             body: format!("{}::{}", section.module, body_name(name)),
             comment: std::mem::take(&mut pending),
+            lens: Vec::new(),
+            addrs: Vec::new(),
+            ptrouts: Vec::new(),
+            laters: Vec::new(),
+            inouts: Vec::new(),
         };
         for a in attrs.split_whitespace() {
             match a.split_once('=') {
@@ -314,9 +338,36 @@ pub fn parse(text: &str) -> Result<Table, String> {
                     row.on = Some(v.into());
                 }
                 Some(("body", v)) => row.body = v.into(),
+                Some(("addr", v)) => row.addrs.push(v.into()),
+                Some(("ptrout", v)) => row.ptrouts.push(v.into()),
+                Some(("later", v)) => row.laters.push(v.into()),
+                Some(("inout", v)) => row.inouts.push(v.into()),
+                Some((k, v)) if k.starts_with("len(") && k.ends_with(')') => {
+                    row.lens.push((k[4..k.len() - 1].into(), v.into()));
+                }
                 None if a == "fast" => row.fast = true,
                 None if a == "raw" => row.raw = true,
                 _ => return Err(at(format!("unknown attribute `{a}`"))),
+            }
+        }
+        for named in row
+            .lens
+            .iter()
+            .map(|(p, _)| p)
+            .chain(&row.addrs)
+            .chain(&row.ptrouts)
+            .chain(&row.laters)
+            .chain(&row.inouts)
+        {
+            if !row.params.iter().any(|p| p.name == *named) {
+                return Err(at(format!(
+                    "an attribute names `{named}`, which is not a parameter"
+                )));
+            }
+        }
+        if section.checked {
+            for p in &row.params {
+                arg_expr(&row, p).map_err(at)?;
             }
         }
         if row.ret != "int" && !row.raw {
@@ -420,7 +471,7 @@ pub fn exports(t: &Table) -> Result<Vec<(String, String)>, String> {
         let out = &mut files[idx].1;
         let _ = writeln!(out, "\n// ---- {}", s.title);
         for r in &s.rows {
-            shim(out, r)?;
+            shim(out, r, s.checked)?;
         }
     }
     let mut m = String::from(GENERATED_NOTE);
@@ -450,12 +501,21 @@ fn file_head(chapter: &str) -> String {
     )
 }
 
-fn shim(out: &mut String, r: &Row) -> Result<(), String> {
+fn shim(out: &mut String, r: &Row, checked: bool) -> Result<(), String> {
     let mut params = Vec::new();
     for p in &r.params {
         params.push(format!("{}: {}", p.name, rust_type(&p.ctype)?));
     }
     let params = params.join(", ");
+    let mut args = Vec::new();
+    for p in &r.params {
+        args.push(if checked {
+            arg_expr(r, p)?
+        } else {
+            p.name.clone()
+        });
+    }
+    let args = args.join(", ");
     let pname = format!("P{}", r.name);
     let _ = writeln!(out, "\ncrate::ffi::export! {{");
     let _ = writeln!(out, "    /// `{}`: [`crate::{}`].", r.name, r.body);
@@ -467,10 +527,107 @@ fn shim(out: &mut String, r: &Row) -> Result<(), String> {
         let _ = writeln!(out, "    {} / {pname}{on} ({params})", r.name);
     }
     if r.fast {
-        let _ = writeln!(out, "    fast crate::{}_fast", r.body);
+        let _ = writeln!(out, "    fast crate::{}_fast({args});", r.body);
     }
-    let _ = writeln!(out, "    => crate::{}\n}}", r.body);
+    let _ = writeln!(out, "    => crate::{}({args})\n}}", r.body);
     Ok(())
+}
+
+/// A length expression of `len(P)=E` as Rust (an `i64`): a parameter, a
+/// parameter plus one, a constant of `crate::abi`, or `*NAME`, what an
+/// in-out `int *` argument holds (a negative one counts as no room).
+fn len_expr(r: &Row, e: &str) -> Result<String, String> {
+    if let Some(name) = e.strip_prefix('*') {
+        if r.params
+            .iter()
+            .any(|p| p.name == name && p.ctype == "int *")
+        {
+            return Ok(format!(
+                "i64::from(crate::ffi::args::value({name})?).max(0)"
+            ));
+        }
+        return Err(format!("len(..)={e}: `{name}` is not an `int *` parameter"));
+    }
+    let (name, plus) = match e.split_once('+') {
+        Some((n, "1")) => (n, " + 1"),
+        Some(_) => return Err(format!("len(..)={e}: only NAME, NAME+1 or a constant")),
+        None => (e, ""),
+    };
+    if r.params.iter().any(|p| p.name == name) {
+        return Ok(format!("i64::from({name}){plus}"));
+    }
+    if name.starts_with("MPI_")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    {
+        return Ok(format!("crate::abi::{name} as i64{plus}"));
+    }
+    Err(format!(
+        "len(..)={e}: `{name}` is neither a parameter nor an MPI_ constant"
+    ))
+}
+
+/// What a `[checked]` shim passes the body for parameter `p`: the value
+/// itself, or a decoder of `crate::ffi::args` applied to the pointer
+/// (`?` reports its failure as the call's).
+///
+/// # Errors
+/// A pointer whose meaning the table does not give (an array without
+/// `len(P)=E`, a `void *` without `addr=P` or `ptrout=P`).
+pub fn arg_expr(r: &Row, p: &Param) -> Result<String, String> {
+    let n = &p.name;
+    let len = r
+        .lens
+        .iter()
+        .find(|(q, _)| q == n)
+        .map(|(_, e)| len_expr(r, e))
+        .transpose()?;
+    let t = p.ctype.as_str();
+    let args = "crate::ffi::args";
+    if r.addrs.contains(n) {
+        return Ok(format!("{n} as usize"));
+    }
+    if r.laters.contains(n) {
+        return Ok(format!("{args}::later({n})"));
+    }
+    if r.ptrouts.contains(n) {
+        return Ok(format!("{args}::out({n}.cast::<usize>())"));
+    }
+    match t {
+        "MPI_Comm_copy_attr_function *" => return Ok(format!("{args}::copy_attr_fn({n})")),
+        "MPI_Comm_delete_attr_function *" => return Ok(format!("{args}::delete_attr_fn({n})")),
+        _ => {}
+    }
+    let rust = rust_type(t)?;
+    if !rust.starts_with('*') {
+        // Values, handles, callbacks.
+        return Ok(n.clone());
+    }
+    let konst = t.starts_with("const ");
+    let array = t.ends_with(']');
+    let need_len = || format!("`{t} {n}` needs len({n})=E");
+    Ok(match (t, konst, array, len) {
+        ("const char *" | "const char []", _, _, None) => format!("{args}::text({n})?"),
+        ("char *" | "char []", _, _, Some(l)) => format!("{args}::text_out({n}, {l})?"),
+        ("MPI_Status *" | "MPI_Status []", _, _, _) => {
+            return Err(format!(
+                "`{t} {n}`: a status may be MPI_STATUS(ES)_IGNORE; checked sections have no decoder for it yet"
+            ));
+        }
+        (_, _, _, _) if t.contains("void") || t.contains("char") => {
+            return Err(format!(
+                "`{t} {n}`: say what it is with addr={n} or ptrout={n}"
+            ));
+        }
+        (_, true, _, Some(l)) => format!("{args}::slice({n}, {l})?"),
+        ("int [][3]", _, _, Some(l)) => format!("{args}::slice({n}, {l})?"),
+        (_, false, _, Some(l)) if r.inouts.contains(n) => format!("{args}::slice_inout({n}, {l})?"),
+        (_, false, _, Some(l)) => format!("{args}::slice_out({n}, {l})?"),
+        (_, _, true, None) => return Err(need_len()),
+        (_, true, false, None) => format!("{args}::value({n})?"),
+        (_, false, false, None) => format!("{args}::out({n})"),
+    })
 }
 
 /// Every file the table gives, `(path under the repository root, text)`:

@@ -10,21 +10,16 @@
 //! stored after. A callback that returns an error fails the call with its
 //! code, as the standard says.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
-use crate::ffi::{get, put};
+use crate::ffi::args::Out;
+use crate::ffi::callbacks;
 
 use crate::abi::class::*;
 use crate::abi::*;
-use crate::attr::{index, keyval_of, Keyval, DUP_FN, FIRST, NULL_FN};
+use crate::attr::{index, keyval_of, CopyCb, DeleteCb, Keyval, FIRST};
 use crate::error::{Fail, Res};
 use crate::state::{lock, rt, CommObj, Runtime};
-
-/// `MPI_Comm_copy_attr_function`.
-type CopyFn =
-    unsafe extern "C" fn(usize, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
-/// `MPI_Comm_delete_attr_function`.
-type DeleteFn = unsafe extern "C" fn(usize, c_int, *mut c_void, *mut c_void) -> c_int;
 
 /// The keyval `k`'s callbacks.
 fn key(rt: &Runtime, k: c_int) -> Res<Keyval> {
@@ -44,16 +39,11 @@ fn callback_failed(code: c_int, what: &'static str) -> Fail {
 /// Runs keyval `k`'s delete callback on `value` (of communicator `comm`).
 fn run_delete(rt: &Runtime, comm: usize, k: c_int, value: usize) -> Res {
     let kv = key(rt, k)?;
-    if kv.delete == NULL_FN {
+    let DeleteCb::Program(f) = kv.delete else {
         return Ok(());
-    }
-    // SAFETY: `delete` is the non-null, non-predefined address the program
-    // passed as an `MPI_Comm_delete_attr_function *`; the ABI passes
-    // handles and pointers as we do here.
-    let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
-    // SAFETY: calling the program's callback with the arguments the
-    // standard gives it; no lock of ours is held.
-    let rc = unsafe { f(comm, k, value as *mut c_void, kv.extra as *mut c_void) };
+    };
+    // No lock of ours is held.
+    let rc = callbacks::attr_delete(f, comm, k, value, kv.extra);
     if rc != MPI_SUCCESS {
         return Err(callback_failed(rc, "an attribute delete callback failed"));
     }
@@ -68,30 +58,14 @@ pub(crate) fn copy_all(rt: &Runtime, comm: usize, old: &CommObj) -> Res<Vec<(c_i
     for (k, value) in attrs {
         let kv = key(rt, k)?;
         match kv.copy {
-            NULL_FN => {}
-            DUP_FN => out.push((k, value)),
-            addr => {
-                // SAFETY: as in `run_delete`, for an
-                // `MPI_Comm_copy_attr_function *`.
-                let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(addr) };
-                let mut new_value: usize = 0;
-                let mut flag: c_int = 0;
-                // SAFETY: the program's callback with the standard's
-                // arguments; `attribute_val_out` is a `void **` to a local.
-                let rc = unsafe {
-                    f(
-                        comm,
-                        k,
-                        kv.extra as *mut c_void,
-                        value as *mut c_void,
-                        (&mut new_value as *mut usize).cast(),
-                        &mut flag,
-                    )
-                };
+            CopyCb::Null => {}
+            CopyCb::Dup => out.push((k, value)),
+            CopyCb::Program(f) => {
+                let (rc, new_value, keep) = callbacks::attr_copy(f, comm, k, kv.extra, value);
                 if rc != MPI_SUCCESS {
                     return Err(callback_failed(rc, "an attribute copy callback failed"));
                 }
-                if flag != 0 {
+                if keep {
                     out.push((k, new_value));
                 }
             }
@@ -116,14 +90,11 @@ pub(crate) fn delete_all(rt: &Runtime, comm: usize, obj: &CommObj) -> Res {
 
 /// `MPI_Comm_create_keyval`: `MPI_COMM_NULL_COPY_FN`,
 /// `MPI_COMM_DUP_FN` and `MPI_COMM_NULL_DELETE_FN` are accepted.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_create_keyval(
-    copy_fn: usize,
-    delete_fn: usize,
-    comm_keyval: *mut c_int,
-    extra_state: *mut c_void,
+pub(crate) fn comm_create_keyval(
+    copy_fn: CopyCb,
+    delete_fn: DeleteCb,
+    mut comm_keyval: Out<'_, c_int>,
+    extra_state: usize,
 ) -> Res {
     let rt = rt()?;
     if comm_keyval.is_null() {
@@ -132,26 +103,21 @@ pub(crate) unsafe fn comm_create_keyval(
     let kv = Keyval {
         copy: copy_fn,
         delete: delete_fn,
-        extra: extra_state as usize,
+        extra: extra_state,
         freed: false,
     };
     let k = rt.keyvals.with(|t| {
         t.push(kv);
         keyval_of(t.len() - 1)
     })??;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(comm_keyval, k) }
+    comm_keyval.set(k)
 }
 
 /// `MPI_Comm_free_keyval`: the key becomes `MPI_KEYVAL_INVALID`;
 /// attributes already set keep it until deleted.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_free_keyval(comm_keyval: *mut c_int) -> Res {
+pub(crate) fn comm_free_keyval(mut comm_keyval: Out<'_, c_int>) -> Res {
     let rt = rt()?;
-    // SAFETY: in/out argument.
-    let k = unsafe { get(comm_keyval.cast_const())? };
+    let k = comm_keyval.get()?;
     if k < FIRST {
         return Err(Fail::msg(
             MPI_ERR_KEYVAL,
@@ -169,20 +135,12 @@ pub(crate) unsafe fn comm_free_keyval(comm_keyval: *mut c_int) -> Res {
         t[i].freed = true;
         Ok(())
     })??;
-    // SAFETY: as above.
-    unsafe { put(comm_keyval, MPI_KEYVAL_INVALID) }
+    comm_keyval.set(MPI_KEYVAL_INVALID)
 }
 
 /// `MPI_Comm_set_attr`: replacing a value runs the delete callback on
 /// the old one first.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_set_attr(
-    comm: usize,
-    comm_keyval: c_int,
-    attribute_val: *mut c_void,
-) -> Res {
+pub(crate) fn comm_set_attr(comm: usize, comm_keyval: c_int, attribute_val: usize) -> Res {
     let rt = rt()?;
     let c = rt.comm_counted(comm)?;
     if comm_keyval < FIRST {
@@ -207,8 +165,8 @@ pub(crate) unsafe fn comm_set_attr(
     }
     let mut m = lock(&c.meta);
     match m.attrs.iter_mut().find(|a| a.0 == comm_keyval) {
-        Some(a) => a.1 = attribute_val as usize,
-        None => m.attrs.push((comm_keyval, attribute_val as usize)),
+        Some(a) => a.1 = attribute_val,
+        None => m.attrs.push((comm_keyval, attribute_val)),
     }
     Ok(())
 }
@@ -217,14 +175,11 @@ pub(crate) unsafe fn comm_set_attr(
 /// `MPI_IO`, `MPI_WTIME_IS_GLOBAL`, `MPI_UNIVERSE_SIZE`, `MPI_APPNUM`,
 /// `MPI_LASTUSEDCODE`: pointers to values that live as long as the
 /// process) and the program's own.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_get_attr(
+pub(crate) fn comm_get_attr(
     comm: usize,
     keyval: c_int,
-    attribute_val: *mut c_void,
-    flag: *mut c_int,
+    mut attribute_val: Out<'_, usize>,
+    mut flag: Out<'_, c_int>,
 ) -> Res {
     let rt = rt()?;
     let c = rt.comm(comm)?;
@@ -254,14 +209,11 @@ pub(crate) unsafe fn comm_get_attr(
                 .map(|a| a.1)
         }
     };
-    // SAFETY: `attribute_val` is really a `void **` out-argument (the
-    // standard's binding); `flag` is an out-argument; both non-null.
-    unsafe {
-        if let Some(v) = value {
-            put(attribute_val.cast::<usize>(), v)?;
-        }
-        put(flag, c_int::from(value.is_some()))
+    // `attribute_val` is really a `void **` (the table's ptrout).
+    if let Some(v) = value {
+        attribute_val.set(v)?;
     }
+    flag.set(c_int::from(value.is_some()))
 }
 
 /// `MPI_Comm_delete_attr`: runs the delete callback.

@@ -1,9 +1,10 @@
-//! Attribute keys (`MPI_Comm_create_keyval`): the program's copy and
-//! delete callbacks and extra state. The callbacks are C functions, called
-//! from `ffi/attr.rs`; here they are kept as addresses, because the ABI's
-//! predefined callbacks are the small integers 0 (`MPI_COMM_NULL_COPY_FN`,
+//! Attributes (caching, MPI 4.1 §7.7): the keys (`MPI_Comm_create_keyval`)
+//! with the program's copy and delete callbacks and extra state, here;
+//! the functions' bodies in `calls`. The ABI's predefined callbacks are
+//! the small integers 0 (`MPI_COMM_NULL_COPY_FN`,
 //! `MPI_COMM_NULL_DELETE_FN`) and 1 (`MPI_COMM_DUP_FN`), which are no
-//! function pointers.
+//! function pointers: the boundary decodes an argument into [`CopyCb`] or
+//! [`DeleteCb`] (`ffi::args`), and `ffi::callbacks` calls the program's.
 
 use std::ffi::c_int;
 
@@ -18,13 +19,33 @@ pub const NULL_FN: usize = 0;
 /// `MPI_COMM_DUP_FN`.
 pub const DUP_FN: usize = 1;
 
+/// A key's copy callback.
+#[derive(Debug, Clone, Copy)]
+pub enum CopyCb {
+    /// `MPI_COMM_NULL_COPY_FN`: a duplicate does not get the attribute.
+    Null,
+    /// `MPI_COMM_DUP_FN`: a duplicate gets the same value.
+    Dup,
+    /// The program's function.
+    Program(crate::abi::callback::CommCopyAttrFn),
+}
+
+/// A key's delete callback.
+#[derive(Debug, Clone, Copy)]
+pub enum DeleteCb {
+    /// `MPI_COMM_NULL_DELETE_FN`.
+    Null,
+    /// The program's function.
+    Program(crate::abi::callback::CommDeleteAttrFn),
+}
+
 /// An attribute key.
 #[derive(Debug, Clone, Copy)]
 pub struct Keyval {
-    /// The copy callback's address, or [`NULL_FN`] / [`DUP_FN`].
-    pub copy: usize,
-    /// The delete callback's address, or [`NULL_FN`].
-    pub delete: usize,
+    /// The copy callback.
+    pub copy: CopyCb,
+    /// The delete callback.
+    pub delete: DeleteCb,
     /// The program's extra state, passed to both.
     pub extra: usize,
     /// `MPI_Comm_free_keyval` ran: no new attribute may use it, the
@@ -58,8 +79,8 @@ mod tests {
     #[test]
     fn keyvals_map_to_indices_and_back() {
         let kv = Keyval {
-            copy: DUP_FN,
-            delete: NULL_FN,
+            copy: CopyCb::Dup,
+            delete: DeleteCb::Null,
             extra: 0,
             freed: false,
         };
@@ -71,6 +92,4 @@ mod tests {
     }
 }
 
-/// The exported functions' bodies.
-#[allow(unsafe_code)]
 pub(crate) mod calls;

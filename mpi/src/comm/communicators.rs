@@ -9,7 +9,7 @@
 //! and `MPI_Comm_split_type`'s info, and reported (not changed) by
 //! `MPI_Comm_set_info` / `MPI_Comm_get_info`.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
 
 use ferry::{Comm, Hints, SplitType};
 
@@ -20,7 +20,7 @@ use crate::abi::*;
 use crate::comm::group::group_of;
 use crate::comm::idup::Idup;
 use crate::error::{Fail, Res};
-use crate::ffi::{cstr, get, put, put_str};
+use crate::ffi::args::{Later, Out, TextOut};
 use crate::info::Info;
 use crate::request::object::{ReqObj, State};
 use crate::state::{lock, rt, CommObj, Runtime};
@@ -56,10 +56,7 @@ pub(super) fn store(
 
 /// Stores an optional new communicator (`MPI_COMM_NULL` for `None`) and
 /// writes its handle.
-///
-/// # Safety
-/// `out` is null or valid for a write.
-unsafe fn store_opt(rt: &Runtime, parent: &CommObj, comm: Option<Comm>, out: *mut usize) -> Res {
+fn store_opt(rt: &Runtime, parent: &CommObj, comm: Option<Comm>, out: &mut Out<'_, usize>) -> Res {
     if out.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null communicator pointer"));
     }
@@ -67,35 +64,23 @@ unsafe fn store_opt(rt: &Runtime, parent: &CommObj, comm: Option<Comm>, out: *mu
         Some(c) => store(rt, parent, c, Vec::new(), None)?,
         None => MPI_COMM_NULL,
     };
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(out, h) }
+    out.set(h)
 }
 
 /// `MPI_Comm_rank`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_rank(comm: usize, rank: *mut c_int) -> Res {
+pub(crate) fn comm_rank(comm: usize, mut rank: Out<'_, c_int>) -> Res {
     let r = rt()?.comm(comm)?.comm.rank();
-    // SAFETY: out-argument.
-    unsafe { put(rank, r) }
+    rank.set(r)
 }
 
 /// `MPI_Comm_size`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_size(comm: usize, size: *mut c_int) -> Res {
+pub(crate) fn comm_size(comm: usize, mut size: Out<'_, c_int>) -> Res {
     let s = rt()?.comm(comm)?.comm.size();
-    // SAFETY: out-argument.
-    unsafe { put(size, c_int::try_from(s).unwrap_or(c_int::MAX)) }
+    size.set(c_int::try_from(s).unwrap_or(c_int::MAX))
 }
 
 /// `MPI_Comm_dup` and `MPI_Comm_dup_with_info` (`info` `Some`).
-///
-/// # Safety
-/// `newcomm` is an out-argument.
-unsafe fn dup(comm: usize, info: Option<usize>, newcomm: *mut usize) -> Res {
+fn dup(comm: usize, info: Option<usize>, newcomm: &mut Out<'_, usize>) -> Res {
     let rt = rt()?;
     let c = rt.comm_counted(comm)?;
     if newcomm.is_null() {
@@ -109,36 +94,29 @@ unsafe fn dup(comm: usize, info: Option<usize>, newcomm: *mut usize) -> Res {
     let attrs = copy_all(rt, comm, &c)?;
     let new = c.comm.dup_with_hints(hints_of(&info, c.comm.hints()))?;
     let h = store(rt, &c, new, attrs, Some(info))?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(newcomm, h) }
+    newcomm.set(h)
 }
 
 /// `MPI_Comm_dup`: collective; the copy has the error handler, the
 /// info and the copied attributes, not the name.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_dup(comm: usize, newcomm: *mut usize) -> Res {
-    // SAFETY: out-argument.
-    unsafe { dup(comm, None, newcomm) }
+pub(crate) fn comm_dup(comm: usize, mut newcomm: Out<'_, usize>) -> Res {
+    dup(comm, None, &mut newcomm)
 }
 
 /// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup` with the given hints
 /// (`mpi_recv_req_may_be_empty` among them).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_dup_with_info(comm: usize, info: usize, newcomm: *mut usize) -> Res {
-    // SAFETY: out-argument.
-    unsafe { dup(comm, Some(info), newcomm) }
+pub(crate) fn comm_dup_with_info(comm: usize, info: usize, mut newcomm: Out<'_, usize>) -> Res {
+    dup(comm, Some(info), &mut newcomm)
 }
 
-/// `MPI_Comm_idup` and `MPI_Comm_idup_with_info` (`info` `Some`).
-///
-/// # Safety
-/// `newcomm` and `request` are out-arguments; `newcomm` stays valid until
-/// the request completes.
-unsafe fn idup(comm: usize, info: Option<usize>, newcomm: *mut usize, request: *mut usize) -> Res {
+/// `MPI_Comm_idup` and `MPI_Comm_idup_with_info` (`info` `Some`):
+/// `newcomm` is written when the request completes.
+fn idup(
+    comm: usize,
+    info: Option<usize>,
+    newcomm: Later<usize>,
+    request: &mut Out<'_, usize>,
+) -> Res {
     let rt = rt()?;
     let c = rt.comm_counted(comm)?;
     if newcomm.is_null() || request.is_null() {
@@ -162,39 +140,32 @@ unsafe fn idup(comm: usize, info: Option<usize>, newcomm: *mut usize, request: *
         ..ReqObj::ready(MpiStatus::EMPTY, comm)
     };
     let h = rt.add_request(obj)?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(request, h) }
+    request.set(h)
 }
 
 /// `MPI_Comm_idup`: `newcomm` is written when the request completes.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_idup(comm: usize, newcomm: *mut usize, request: *mut usize) -> Res {
-    // SAFETY: out-arguments.
-    unsafe { idup(comm, None, newcomm, request) }
+pub(crate) fn comm_idup(comm: usize, newcomm: Later<usize>, mut request: Out<'_, usize>) -> Res {
+    idup(comm, None, newcomm, &mut request)
 }
 
 /// `MPI_Comm_idup_with_info`: as `MPI_Comm_idup` with the given hints.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_idup_with_info(
+pub(crate) fn comm_idup_with_info(
     comm: usize,
     info: usize,
-    newcomm: *mut usize,
-    request: *mut usize,
+    newcomm: Later<usize>,
+    mut request: Out<'_, usize>,
 ) -> Res {
-    // SAFETY: out-arguments.
-    unsafe { idup(comm, Some(info), newcomm, request) }
+    idup(comm, Some(info), newcomm, &mut request)
 }
 
 /// `MPI_Comm_split`: collective; `MPI_UNDEFINED` as the color gives
 /// `MPI_COMM_NULL`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_split(comm: usize, color: c_int, key: c_int, newcomm: *mut usize) -> Res {
+pub(crate) fn comm_split(
+    comm: usize,
+    color: c_int,
+    key: c_int,
+    mut newcomm: Out<'_, usize>,
+) -> Res {
     let rt = rt()?;
     let c = rt.comm(comm)?;
     if color < 0 && color != MPI_UNDEFINED {
@@ -209,8 +180,7 @@ pub(crate) unsafe fn comm_split(comm: usize, color: c_int, key: c_int, newcomm: 
         color
     };
     let new = c.comm.split(color, key)?;
-    // SAFETY: out-argument.
-    unsafe { store_opt(rt, &c, new, newcomm) }
+    store_opt(rt, &c, new, &mut newcomm)
 }
 
 /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the processes
@@ -221,15 +191,12 @@ pub(crate) unsafe fn comm_split(comm: usize, color: c_int, key: c_int, newcomm: 
 /// (a node is the only level ferry knows); `MPI_UNDEFINED` gives
 /// `MPI_COMM_NULL`. `MPI_COMM_TYPE_RESOURCE_GUIDED` is
 /// `MPI_ERR_UNSUPPORTED_OPERATION`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_split_type(
+pub(crate) fn comm_split_type(
     comm: usize,
     split_type: c_int,
     key: c_int,
     info: usize,
-    newcomm: *mut usize,
+    mut newcomm: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     let c = rt.comm(comm)?;
@@ -267,35 +234,27 @@ pub(crate) unsafe fn comm_split_type(
         }
         n => n,
     };
-    // SAFETY: out-argument.
-    unsafe { store_opt(rt, &c, new, newcomm) }
+    store_opt(rt, &c, new, &mut newcomm)
 }
 
 /// `MPI_Comm_create`: collective over `comm`; `MPI_COMM_NULL` where
 /// the process is not in `group`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_create(comm: usize, group: usize, newcomm: *mut usize) -> Res {
+pub(crate) fn comm_create(comm: usize, group: usize, mut newcomm: Out<'_, usize>) -> Res {
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let g = group_of(rt, group)?;
     let new = c.comm.create(&g)?;
-    // SAFETY: out-argument.
-    unsafe { store_opt(rt, &c, new, newcomm) }
+    store_opt(rt, &c, new, &mut newcomm)
 }
 
 /// `MPI_Comm_create_group`: collective over `group`'s members only
 /// (ferry's `create_group`); `tag` tells apart concurrent calls whose
 /// groups overlap.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_create_group(
+pub(crate) fn comm_create_group(
     comm: usize,
     group: usize,
     tag: c_int,
-    newcomm: *mut usize,
+    mut newcomm: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     let c = rt.comm(comm)?;
@@ -310,20 +269,15 @@ pub(crate) unsafe fn comm_create_group(
         ));
     }
     let new = Some(c.comm.create_group(&g, tag)?);
-    // SAFETY: out-argument.
-    unsafe { store_opt(rt, &c, new, newcomm) }
+    store_opt(rt, &c, new, &mut newcomm)
 }
 
 /// `MPI_Comm_free`: the attributes' delete callbacks run first; the
 /// handle becomes `MPI_COMM_NULL`. Operations in flight on it go on
 /// (ferry keeps the communicator while its requests live).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_free(comm: *mut usize) -> Res {
+pub(crate) fn comm_free(mut comm: Out<'_, usize>) -> Res {
     let rt = rt()?;
-    // SAFETY: in/out argument.
-    let h = unsafe { get(comm.cast_const())? };
+    let h = comm.get()?;
     match h {
         MPI_COMM_WORLD | MPI_COMM_SELF => {
             return Err(Fail::new(
@@ -344,15 +298,11 @@ pub(crate) unsafe fn comm_free(comm: *mut usize) -> Res {
         .with(|t| t.remove(h))?
         .map_err(|b| Fail::handle(MPI_ERR_COMM, b, "communicator"))?;
     drop((obj, c));
-    // SAFETY: as above.
-    unsafe { put(comm, MPI_COMM_NULL) }
+    comm.set(MPI_COMM_NULL)
 }
 
 /// `MPI_Comm_compare`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_compare(comm1: usize, comm2: usize, result: *mut c_int) -> Res {
+pub(crate) fn comm_compare(comm1: usize, comm2: usize, mut result: Out<'_, c_int>) -> Res {
     let rt = rt()?;
     let a = rt.comm(comm1).map_err(|f| f.on(comm1))?;
     let b = rt.comm(comm2).map_err(|f| f.on(comm2))?;
@@ -364,19 +314,14 @@ pub(crate) unsafe fn comm_compare(comm1: usize, comm2: usize, result: *mut c_int
     };
     // The same handle is MPI_IDENT whatever ferry says of two views.
     let r = if comm1 == comm2 { MPI_IDENT } else { r };
-    // SAFETY: out-argument.
-    unsafe { put(result, r) }
+    result.set(r)
 }
 
 /// `MPI_Comm_set_name`: names longer than `MPI_MAX_OBJECT_NAME - 1`
 /// bytes are cut.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_set_name(comm: usize, comm_name: *const c_char) -> Res {
+pub(crate) fn comm_set_name(comm: usize, comm_name: &str) -> Res {
     let c = rt()?.comm(comm)?;
-    // SAFETY: a NUL-terminated string argument.
-    let name = unsafe { cstr(comm_name)? };
+    let name = comm_name;
     let mut end = name.len().min(MPI_MAX_OBJECT_NAME - 1);
     while !name.is_char_boundary(end) {
         end -= 1;
@@ -387,13 +332,10 @@ pub(crate) unsafe fn comm_set_name(comm: usize, comm_name: *const c_char) -> Res
 
 /// `MPI_Comm_get_name`: an empty string for an unnamed communicator;
 /// `"MPI_COMM_NULL"` for `MPI_COMM_NULL` (MPI 4.1).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_get_name(
+pub(crate) fn comm_get_name(
     comm: usize,
-    comm_name: *mut c_char,
-    resultlen: *mut c_int,
+    mut comm_name: TextOut<'_>,
+    mut resultlen: Out<'_, c_int>,
 ) -> Res {
     let name = if comm == MPI_COMM_NULL {
         rt()?;
@@ -403,20 +345,14 @@ pub(crate) unsafe fn comm_get_name(
         let n = lock(&c.meta).name.clone();
         n
     };
-    // SAFETY: `comm_name` has MPI_MAX_OBJECT_NAME bytes (the standard's
-    // requirement); `resultlen` is an out-argument.
-    unsafe { put_str(comm_name, MPI_MAX_OBJECT_NAME, &name, resultlen) }
+    comm_name.set(&name, Some(&mut resultlen))
 }
 
 /// `MPI_Topo_test`: no communicator of ferry carries a topology (the
 /// constructors are not declared), so the answer is `MPI_UNDEFINED`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn topo_test(comm: usize, status: *mut c_int) -> Res {
+pub(crate) fn topo_test(comm: usize, mut status: Out<'_, c_int>) -> Res {
     rt()?.comm(comm)?;
-    // SAFETY: out-argument.
-    unsafe { put(status, MPI_UNDEFINED) }
+    status.set(MPI_UNDEFINED)
 }
 
 /// `MPI_Comm_set_info`: the hints are kept (and reported by
@@ -435,10 +371,7 @@ pub(crate) fn comm_set_info(comm: usize, info: usize) -> Res {
 
 /// `MPI_Comm_get_info`: a new info object with the hints set, and
 /// `mpi_recv_req_may_be_empty` as it is in force.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_get_info(comm: usize, info_used: *mut usize) -> Res {
+pub(crate) fn comm_get_info(comm: usize, mut info_used: Out<'_, usize>) -> Res {
     let c = rt()?.comm(comm)?;
     if info_used.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null info pointer"));
@@ -447,6 +380,5 @@ pub(crate) unsafe fn comm_get_info(comm: usize, info_used: *mut usize) -> Res {
     let empty_ok = c.comm.hints().recv_may_be_empty;
     i.set(RECV_MAY_BE_EMPTY, if empty_ok { "true" } else { "false" })?;
     let h = crate::info::calls::insert(i)?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(info_used, h) }
+    info_used.set(h)
 }

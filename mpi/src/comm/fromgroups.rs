@@ -10,14 +10,14 @@
 //! calls in flight at once over overlapping groups, which MPI asks to
 //! tell apart by their strings.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
 
 use crate::abi::class::*;
 use crate::abi::MPI_INFO_NULL;
 use crate::comm::group::group_of;
 use crate::env::errors::errh_of;
 use crate::error::{Fail, Res};
-use crate::ffi::{cstr, put};
+use crate::ffi::args::Out;
 use crate::info::Info;
 use crate::state::{lock, rt, CommObj, Runtime};
 
@@ -31,15 +31,12 @@ fn tag_of(s: &str) -> ferry::Tag {
 
 /// Stores a communicator made from groups, with the handler and info the
 /// call gave, and writes its handle.
-///
-/// # Safety
-/// `out` is valid for a write (checked non-null).
-unsafe fn store_new(
+fn store_new(
     rt: &Runtime,
     comm: ferry::Comm,
     errhandler: usize,
     info: usize,
-    out: *mut usize,
+    out: &mut Out<'_, usize>,
 ) -> Res {
     let errh = errh_of(rt, errhandler)?;
     let info = if info == MPI_INFO_NULL {
@@ -50,25 +47,21 @@ unsafe fn store_new(
     let obj = CommObj::new(comm, "", errh);
     lock(&obj.meta).info = info;
     let h = rt.add_comm(obj)?;
-    // SAFETY: the caller's promise.
-    unsafe { put(out, h) }
+    out.set(h)
 }
 
 /// `MPI_Comm_create_from_group`: collective over `group`'s members.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_create_from_group(
+pub(crate) fn comm_create_from_group(
     group: usize,
-    stringtag: *const c_char,
+    stringtag: &str,
     info: usize,
     errhandler: usize,
-    newcomm: *mut usize,
+    mut newcomm: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     let g = group_of(rt, group)?;
     // SAFETY: a NUL-terminated string (the caller's promise).
-    let tag = tag_of(unsafe { cstr(stringtag)? });
+    let tag = tag_of(stringtag);
     if newcomm.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null communicator pointer"));
     }
@@ -80,29 +73,26 @@ pub(crate) unsafe fn comm_create_from_group(
     }
     let new = rt.world_comm.comm.create_group(&g, tag)?;
     // SAFETY: checked non-null.
-    unsafe { store_new(rt, new, errhandler, info, newcomm) }
+    store_new(rt, new, errhandler, info, &mut newcomm)
 }
 
 /// `MPI_Intercomm_create_from_groups`: collective over both groups,
 /// which are disjoint; each passes its own leader's rank in its group
 /// and the other's in the other group.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn intercomm_create_from_groups(
+pub(crate) fn intercomm_create_from_groups(
     local_group: usize,
     local_leader: c_int,
     remote_group: usize,
     remote_leader: c_int,
-    stringtag: *const c_char,
+    stringtag: &str,
     info: usize,
     errhandler: usize,
-    newintercomm: *mut usize,
+    mut newintercomm: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     let (local, remote) = (group_of(rt, local_group)?, group_of(rt, remote_group)?);
     // SAFETY: a NUL-terminated string (the caller's promise).
-    let tag = tag_of(unsafe { cstr(stringtag)? });
+    let tag = tag_of(stringtag);
     if newintercomm.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null communicator pointer"));
     }
@@ -120,7 +110,7 @@ pub(crate) unsafe fn intercomm_create_from_groups(
         tag,
     )?;
     // SAFETY: checked non-null.
-    unsafe { store_new(rt, new, errhandler, info, newintercomm) }
+    store_new(rt, new, errhandler, info, &mut newintercomm)
 }
 
 #[cfg(test)]

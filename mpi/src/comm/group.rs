@@ -8,7 +8,7 @@ use std::ffi::c_int;
 
 use ferry::{Group, GroupCompare};
 
-use crate::ffi::{get, put};
+use crate::ffi::args::{Out, OutSlice};
 
 use crate::abi::class::*;
 use crate::abi::*;
@@ -32,9 +32,9 @@ pub(crate) fn group_of(rt: &Runtime, handle: usize) -> Res<Group> {
 
 /// Stores `g` (an empty one as `MPI_GROUP_EMPTY`) and writes its handle.
 ///
-/// # Safety
-/// `out` is null or valid for a write.
-pub(crate) unsafe fn store(rt: &Runtime, g: Group, out: *mut usize) -> Res {
+/// # Errors
+/// `MPI_ERR_ARG` for a null `out`; `MPI_ERR_INTERN` for a full table.
+pub(crate) fn store(rt: &Runtime, g: Group, out: &mut Out<'_, usize>) -> Res {
     if out.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null group pointer"));
     }
@@ -45,24 +45,7 @@ pub(crate) unsafe fn store(rt: &Runtime, g: Group, out: *mut usize) -> Res {
             .with(|t| t.insert(g))?
             .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many groups"))?
     };
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(out, h) }
-}
-
-/// A C array of `n` ints.
-///
-/// # Safety
-/// `p` is null or valid for reads of `n` ints.
-unsafe fn ints<'a>(p: *const c_int, n: c_int) -> Res<&'a [c_int]> {
-    let n = usize::try_from(n).map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid count {n}")))?;
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "a null rank array"));
-    }
-    // SAFETY: non-null, valid for `n` ints (the caller's promise).
-    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+    out.set(h)
 }
 
 /// Ferry's group errors (a rank outside the group, a rank listed twice)
@@ -76,53 +59,36 @@ fn group_error(e: ferry::Error) -> Fail {
 }
 
 /// `MPI_Comm_group`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_group(comm: usize, group: *mut usize) -> Res {
+pub(crate) fn comm_group(comm: usize, mut group: Out<'_, usize>) -> Res {
     let rt = rt()?;
     let g = rt.comm(comm)?.comm.group();
-    // SAFETY: out-argument.
-    unsafe { store(rt, g, group) }
+    store(rt, g, &mut group)
 }
 
 /// `MPI_Group_size`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn group_size(group: usize, size: *mut c_int) -> Res {
+pub(crate) fn group_size(group: usize, mut size: Out<'_, c_int>) -> Res {
     let g = group_of(rt()?, group)?;
-    // SAFETY: out-argument.
-    unsafe { put(size, g.size() as c_int) }
+    size.set(g.size() as c_int)
 }
 
 /// `MPI_Group_rank`: `MPI_UNDEFINED` if this process is not a member.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn group_rank(group: usize, rank: *mut c_int) -> Res {
+pub(crate) fn group_rank(group: usize, mut rank: Out<'_, c_int>) -> Res {
     let g = group_of(rt()?, group)?;
-    // SAFETY: out-argument.
-    unsafe { put(rank, g.rank().unwrap_or(MPI_UNDEFINED)) }
+    rank.set(g.rank().unwrap_or(MPI_UNDEFINED))
 }
 
 /// `MPI_Group_translate_ranks`: `MPI_UNDEFINED` for a process not in
 /// `group2`, `MPI_PROC_NULL` for `MPI_PROC_NULL`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn group_translate_ranks(
+pub(crate) fn group_translate_ranks(
     group1: usize,
-    n: c_int,
-    ranks1: *const c_int,
+    _n: c_int,
+    ranks1: &[c_int],
     group2: usize,
-    ranks2: *mut c_int,
+    mut ranks2: OutSlice<'_, c_int>,
 ) -> Res {
     let rt = rt()?;
     let (a, b) = (group_of(rt, group1)?, group_of(rt, group2)?);
-    // SAFETY: the caller's array of `n` ranks.
-    let ranks = unsafe { ints(ranks1, n)? };
-    let ferry_ranks: Vec<c_int> = ranks
+    let ferry_ranks: Vec<c_int> = ranks1
         .iter()
         .map(|&r| {
             if r == MPI_PROC_NULL {
@@ -137,26 +103,19 @@ pub(crate) unsafe fn group_translate_ranks(
         f.class = MPI_ERR_RANK;
         f
     })?;
-    if !out.is_empty() && ranks2.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "a null output rank array"));
-    }
-    for (i, (r, t)) in ranks.iter().zip(out).enumerate() {
+    for (i, (r, t)) in ranks1.iter().zip(out).enumerate() {
         let v = match t {
             _ if *r == MPI_PROC_NULL => MPI_PROC_NULL,
             Some(t) => t,
             None => MPI_UNDEFINED,
         };
-        // SAFETY: the caller's output array of `n` ranks.
-        unsafe { ranks2.add(i).write(v) };
+        ranks2.set(i, v);
     }
     Ok(())
 }
 
 /// `MPI_Group_compare`: `MPI_IDENT`, `MPI_SIMILAR` or `MPI_UNEQUAL`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn group_compare(group1: usize, group2: usize, result: *mut c_int) -> Res {
+pub(crate) fn group_compare(group1: usize, group2: usize, mut result: Out<'_, c_int>) -> Res {
     let rt = rt()?;
     let (a, b) = (group_of(rt, group1)?, group_of(rt, group2)?);
     let r = match a.compare(&b) {
@@ -164,155 +123,98 @@ pub(crate) unsafe fn group_compare(group1: usize, group2: usize, result: *mut c_
         GroupCompare::Similar => MPI_SIMILAR,
         _ => MPI_UNEQUAL,
     };
-    // SAFETY: out-argument.
-    unsafe { put(result, r) }
+    result.set(r)
 }
 
 /// The body of the two-group set operations.
-///
-/// # Safety
-/// `out` is an out-argument.
-unsafe fn set_op(
+fn set_op(
     group1: usize,
     group2: usize,
-    out: *mut usize,
+    mut out: Out<'_, usize>,
     op: fn(&Group, &Group) -> Group,
 ) -> Res {
     let rt = rt()?;
     let (a, b) = (group_of(rt, group1)?, group_of(rt, group2)?);
-    // SAFETY: forwarded.
-    unsafe { store(rt, op(&a, &b), out) }
+    store(rt, op(&a, &b), &mut out)
 }
 
 /// `MPI_Group_union`: `group1`'s members, then `group2`'s others.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn group_union(group1: usize, group2: usize, newgroup: *mut usize) -> Res {
-    // SAFETY: out-argument.
-    unsafe { set_op(group1, group2, newgroup, Group::union) }
+pub(crate) fn group_union(group1: usize, group2: usize, newgroup: Out<'_, usize>) -> Res {
+    set_op(group1, group2, newgroup, Group::union)
 }
 
 /// `MPI_Group_intersection`: in `group1`'s order.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn group_intersection(group1: usize, group2: usize, newgroup: *mut usize) -> Res {
-    // SAFETY: out-argument.
-    unsafe { set_op(group1, group2, newgroup, Group::intersection) }
+pub(crate) fn group_intersection(group1: usize, group2: usize, newgroup: Out<'_, usize>) -> Res {
+    set_op(group1, group2, newgroup, Group::intersection)
 }
 
 /// `MPI_Group_difference`: in `group1`'s order.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn group_difference(group1: usize, group2: usize, newgroup: *mut usize) -> Res {
-    // SAFETY: out-argument.
-    unsafe { set_op(group1, group2, newgroup, Group::difference) }
+pub(crate) fn group_difference(group1: usize, group2: usize, newgroup: Out<'_, usize>) -> Res {
+    set_op(group1, group2, newgroup, Group::difference)
 }
 
 /// `MPI_Group_incl`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn group_incl(
+pub(crate) fn group_incl(
     group: usize,
-    n: c_int,
-    ranks: *const c_int,
-    newgroup: *mut usize,
+    _n: c_int,
+    ranks: &[c_int],
+    mut newgroup: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
-    let g = group_of(rt, group)?;
-    // SAFETY: the caller's array of `n` ranks.
-    let r = unsafe { ints(ranks, n)? };
-    let new = g.incl(r).map_err(group_error)?;
-    // SAFETY: out-argument.
-    unsafe { store(rt, new, newgroup) }
+    let new = group_of(rt, group)?.incl(ranks).map_err(group_error)?;
+    store(rt, new, &mut newgroup)
 }
 
 /// `MPI_Group_excl`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn group_excl(
+pub(crate) fn group_excl(
     group: usize,
-    n: c_int,
-    ranks: *const c_int,
-    newgroup: *mut usize,
+    _n: c_int,
+    ranks: &[c_int],
+    mut newgroup: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
-    let g = group_of(rt, group)?;
-    // SAFETY: the caller's array of `n` ranks.
-    let r = unsafe { ints(ranks, n)? };
-    let new = g.excl(r).map_err(group_error)?;
-    // SAFETY: out-argument.
-    unsafe { store(rt, new, newgroup) }
+    let new = group_of(rt, group)?.excl(ranks).map_err(group_error)?;
+    store(rt, new, &mut newgroup)
 }
 
 /// The `int ranges[][3]` argument as triples.
-///
-/// # Safety
-/// `p` is null or valid for `n` triples.
-unsafe fn ranges(p: *const [c_int; 3], n: c_int) -> Res<Vec<(c_int, c_int, c_int)>> {
-    // SAFETY: `n` triples are `3 n` ints (the caller's promise).
-    let flat = unsafe {
-        ints(
-            p.cast(),
-            n.checked_mul(3)
-                .ok_or_else(|| Fail::msg(MPI_ERR_ARG, format!("invalid count {n}")))?,
-        )?
-    };
-    Ok(flat.chunks_exact(3).map(|t| (t[0], t[1], t[2])).collect())
+fn triples(ranges: &[[c_int; 3]]) -> Vec<(c_int, c_int, c_int)> {
+    ranges.iter().map(|t| (t[0], t[1], t[2])).collect()
 }
 
 /// `MPI_Group_range_incl`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn group_range_incl(
+pub(crate) fn group_range_incl(
     group: usize,
-    n: c_int,
-    ranges_: *const [c_int; 3],
-    newgroup: *mut usize,
+    _n: c_int,
+    ranges: &[[c_int; 3]],
+    mut newgroup: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
-    let g = group_of(rt, group)?;
-    // SAFETY: the caller's array of `n` triples.
-    let r = unsafe { ranges(ranges_, n)? };
-    let new = g.range_incl(&r).map_err(group_error)?;
-    // SAFETY: out-argument.
-    unsafe { store(rt, new, newgroup) }
+    let new = group_of(rt, group)?
+        .range_incl(&triples(ranges))
+        .map_err(group_error)?;
+    store(rt, new, &mut newgroup)
 }
 
 /// `MPI_Group_range_excl`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn group_range_excl(
+pub(crate) fn group_range_excl(
     group: usize,
-    n: c_int,
-    ranges_: *const [c_int; 3],
-    newgroup: *mut usize,
+    _n: c_int,
+    ranges: &[[c_int; 3]],
+    mut newgroup: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
-    let g = group_of(rt, group)?;
-    // SAFETY: the caller's array of `n` triples.
-    let r = unsafe { ranges(ranges_, n)? };
-    let new = g.range_excl(&r).map_err(group_error)?;
-    // SAFETY: out-argument.
-    unsafe { store(rt, new, newgroup) }
+    let new = group_of(rt, group)?
+        .range_excl(&triples(ranges))
+        .map_err(group_error)?;
+    store(rt, new, &mut newgroup)
 }
 
 /// `MPI_Group_free`: the handle becomes `MPI_GROUP_NULL`
 /// (`MPI_GROUP_EMPTY` may be freed too, and stays valid).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn group_free(group: *mut usize) -> Res {
+pub(crate) fn group_free(mut group: Out<'_, usize>) -> Res {
     let rt = rt()?;
-    // SAFETY: in/out argument.
-    let h = unsafe { get(group.cast_const())? };
-    match h {
+    match group.get()? {
         MPI_GROUP_EMPTY => {}
         MPI_GROUP_NULL => return Err(Fail::new(MPI_ERR_GROUP, "MPI_GROUP_NULL cannot be freed")),
         h => {
@@ -321,6 +223,5 @@ pub(crate) unsafe fn group_free(group: *mut usize) -> Res {
                 .map_err(|b| Fail::handle(MPI_ERR_GROUP, b, "group"))?;
         }
     }
-    // SAFETY: as above.
-    unsafe { put(group, MPI_GROUP_NULL) }
+    group.set(MPI_GROUP_NULL)
 }

@@ -7,6 +7,7 @@ use std::ffi::c_int;
 
 use crate::errhandler::Errh;
 use crate::error::{Fail, Res};
+use crate::ffi::args::Later;
 use crate::info::Info;
 use crate::state::{lock, rt, CommObj};
 
@@ -14,8 +15,8 @@ use crate::state::{lock, rt, CommObj};
 #[derive(Debug)]
 pub(crate) struct Idup {
     pending: Option<ferry::PendingComm>,
-    /// Where the new handle goes (`MPI_Comm *`).
-    out: usize,
+    /// Where the new handle goes (`MPI_Comm *`), once.
+    out: Option<Later<usize>>,
     errh: Errh,
     /// The attributes the copy callbacks gave, at the call.
     attrs: Vec<(c_int, usize)>,
@@ -27,7 +28,7 @@ impl Idup {
     /// (`None`: the parent's).
     pub(crate) fn new(
         pending: ferry::PendingComm,
-        out: *mut usize,
+        out: Later<usize>,
         parent: &CommObj,
         attrs: Vec<(c_int, usize)>,
         info: Option<Info>,
@@ -35,7 +36,7 @@ impl Idup {
         let m = lock(&parent.meta);
         Idup {
             pending: Some(pending),
-            out: out as usize,
+            out: Some(out),
             errh: m.errh.clone(),
             attrs,
             info: info.unwrap_or_else(|| m.info.clone()),
@@ -44,10 +45,7 @@ impl Idup {
 
     /// Tests the duplication once; when it is done, stores the new
     /// communicator and writes its handle. True when done.
-    ///
-    /// # Safety
-    /// The `MPI_Comm *` given at the call is still valid for a write.
-    pub(crate) unsafe fn poll(&mut self) -> Res<bool> {
+    pub(crate) fn poll(&mut self) -> Res<bool> {
         let Some(pending) = self.pending.as_mut() else {
             return Ok(true);
         };
@@ -67,8 +65,9 @@ impl Idup {
             m.info = std::mem::take(&mut self.info);
         }
         let h = rt()?.add_comm(obj)?;
-        // SAFETY: the caller's promise; checked non-null at the call.
-        unsafe { (self.out as *mut usize).write(h) };
+        if let Some(out) = self.out.take() {
+            out.set(h)?;
+        }
         Ok(true)
     }
 }

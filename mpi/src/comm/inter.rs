@@ -11,7 +11,7 @@ use std::ffi::c_int;
 use crate::abi::class::*;
 use crate::comm::communicators::store;
 use crate::error::{Fail, Res};
-use crate::ffi::put;
+use crate::ffi::args::Out;
 use crate::state::rt;
 
 /// The remote group of `comm`, or `MPI_ERR_COMM` for an intracommunicator.
@@ -24,48 +24,33 @@ fn remote_group(comm: usize) -> Res<ferry::Group> {
 }
 
 /// `MPI_Comm_test_inter`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_test_inter(comm: usize, flag: *mut c_int) -> Res {
+pub(crate) fn comm_test_inter(comm: usize, mut flag: Out<'_, c_int>) -> Res {
     let inter = rt()?.comm(comm)?.comm.is_inter();
-    // SAFETY: out-argument.
-    unsafe { put(flag, c_int::from(inter)) }
+    flag.set(c_int::from(inter))
 }
 
 /// `MPI_Comm_remote_size`: `MPI_ERR_COMM` on an intracommunicator.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_remote_size(comm: usize, size: *mut c_int) -> Res {
+pub(crate) fn comm_remote_size(comm: usize, mut size: Out<'_, c_int>) -> Res {
     let n = remote_group(comm)?.size();
-    // SAFETY: out-argument.
-    unsafe { put(size, c_int::try_from(n).unwrap_or(c_int::MAX)) }
+    size.set(c_int::try_from(n).unwrap_or(c_int::MAX))
 }
 
 /// `MPI_Comm_remote_group`: `MPI_ERR_COMM` on an intracommunicator.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_remote_group(comm: usize, group: *mut usize) -> Res {
+pub(crate) fn comm_remote_group(comm: usize, mut group: Out<'_, usize>) -> Res {
     let g = remote_group(comm)?;
-    // SAFETY: out-argument.
-    unsafe { crate::comm::group::store(rt()?, g, group) }
+    crate::comm::group::store(rt()?, g, &mut group)
 }
 
 /// `MPI_Intercomm_create`: `peer_comm` and `remote_leader` are read at
 /// `local_leader` only. The new communicator has `local_comm`'s error
 /// handler.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn intercomm_create(
+pub(crate) fn intercomm_create(
     local_comm: usize,
     local_leader: c_int,
     peer_comm: usize,
     remote_leader: c_int,
     tag: c_int,
-    newintercomm: *mut usize,
+    mut newintercomm: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     let local = rt.comm_counted(local_comm)?;
@@ -87,19 +72,15 @@ pub(crate) unsafe fn intercomm_create(
         tag,
     )?;
     let h = store(rt, &local, new, Vec::new(), None)?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(newintercomm, h) }
+    newintercomm.set(h)
 }
 
 /// `MPI_Intercomm_merge`: the side passing `high == 0` first. The new
 /// communicator has the intercommunicator's error handler.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn intercomm_merge(
+pub(crate) fn intercomm_merge(
     intercomm: usize,
     high: c_int,
-    newintracomm: *mut usize,
+    mut newintracomm: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     let c = rt.comm_counted(intercomm)?;
@@ -114,6 +95,5 @@ pub(crate) unsafe fn intercomm_merge(
     }
     let new = c.comm.intercomm_merge(high != 0)?;
     let h = store(rt, &c, new, Vec::new(), None)?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(newintracomm, h) }
+    newintracomm.set(h)
 }

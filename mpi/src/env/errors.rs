@@ -1,9 +1,10 @@
 //! Error handlers and error classes.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
 use std::sync::Arc;
 
-use crate::ffi::{get, put, put_str, raise};
+use crate::ffi::args::{Out, TextOut};
+use crate::ffi::raise;
 
 use crate::abi::class::*;
 use crate::abi::*;
@@ -34,10 +35,7 @@ pub(crate) fn comm_set_errhandler(comm: usize, errhandler: usize) -> Res {
 
 /// `MPI_Comm_get_errhandler`: a predefined handle, or a new handle to
 /// the same user handler (free it with `MPI_Errhandler_free`).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_get_errhandler(comm: usize, errhandler: *mut usize) -> Res {
+pub(crate) fn comm_get_errhandler(comm: usize, mut errhandler: Out<'_, usize>) -> Res {
     let rt = rt()?;
     let errh = lock(&rt.comm(comm)?.meta).errh.clone();
     let h = match errh.predefined_handle() {
@@ -46,45 +44,35 @@ pub(crate) unsafe fn comm_get_errhandler(comm: usize, errhandler: *mut usize) ->
             .insert(errh)
             .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many error handlers"))?,
     };
-    // SAFETY: out-argument.
-    unsafe { put(errhandler, h) }
+    errhandler.set(h)
 }
 
 /// `MPI_Comm_create_errhandler`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_create_errhandler(
+pub(crate) fn comm_create_errhandler(
     function: Option<CommErrhFn>,
-    errhandler: *mut usize,
+    mut errhandler: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     let func = function.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null error handler function"))?;
     let h = lock(&rt.errhandlers)
         .insert(Errh::User(Arc::new(UserErrh { func })))
         .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many error handlers"))?;
-    // SAFETY: out-argument.
-    unsafe { put(errhandler, h) }
+    errhandler.set(h)
 }
 
 /// `MPI_Errhandler_free`: the handle becomes `MPI_ERRHANDLER_NULL`;
 /// communicators using the handler keep it. A predefined handle (as
 /// `MPI_Comm_get_errhandler` returns) is accepted and not freed:
 /// predefined objects live until finalize.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn errhandler_free(errhandler: *mut usize) -> Res {
+pub(crate) fn errhandler_free(mut errhandler: Out<'_, usize>) -> Res {
     let rt = rt()?;
-    // SAFETY: in/out argument.
-    let h = unsafe { get(errhandler)? };
+    let h = errhandler.get()?;
     if Errh::predefined(h).is_none() {
         lock(&rt.errhandlers)
             .remove(h)
             .map_err(|b| Fail::handle(MPI_ERR_ARG, b, "error handler"))?;
     }
-    // SAFETY: as above.
-    unsafe { put(errhandler, MPI_ERRHANDLER_NULL) }
+    errhandler.set(MPI_ERRHANDLER_NULL)
 }
 
 /// `MPI_Comm_call_errhandler`: raises `errorcode` on `comm` as an error
@@ -104,68 +92,47 @@ pub(crate) fn comm_call_errhandler(comm: usize, errorcode: c_int) -> c_int {
 
 /// `MPI_Error_class`: every standard code is its own class; a code the
 /// program added has the class it was added to. Callable at any time.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn error_class(errorcode: c_int, errorclass: *mut c_int) -> Res {
+pub(crate) fn error_class(errorcode: c_int, mut errorclass: Out<'_, c_int>) -> Res {
     let class = if error::is_valid_code(errorcode) {
         errorcode
     } else {
         usererr::class_of(errorcode)
             .ok_or_else(|| Fail::msg(MPI_ERR_ARG, format!("{errorcode} is not an error code")))?
     };
-    // SAFETY: out-argument.
-    unsafe { put(errorclass, class) }
+    errorclass.set(class)
 }
 
 /// `MPI_Error_string`. Callable at any time.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn error_string(
+pub(crate) fn error_string(
     errorcode: c_int,
-    string: *mut c_char,
-    resultlen: *mut c_int,
+    mut string: TextOut<'_>,
+    mut resultlen: Out<'_, c_int>,
 ) -> Res {
     let s = error::code_string(errorcode)
         .ok_or_else(|| Fail::msg(MPI_ERR_ARG, format!("{errorcode} is not an error code")))?;
-    // SAFETY: `string` has MPI_MAX_ERROR_STRING bytes (the standard's
-    // requirement); `resultlen` is an out-argument.
-    unsafe { put_str(string, MPI_MAX_ERROR_STRING, &s, resultlen) }
+    string.set(&s, Some(&mut resultlen))
 }
 
 /// `MPI_Add_error_class`: a new error class (above `MPI_ERR_LASTCODE`;
 /// `MPI_LASTUSEDCODE` follows).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn add_error_class(errorclass: *mut c_int) -> Res {
+pub(crate) fn add_error_class(mut errorclass: Out<'_, c_int>) -> Res {
     rt()?;
     let class = usererr::add_class()?;
-    // SAFETY: out-argument.
-    unsafe { put(errorclass, class) }
+    errorclass.set(class)
 }
 
 /// `MPI_Add_error_code`: a new code of `errorclass`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn add_error_code(errorclass: c_int, errorcode: *mut c_int) -> Res {
+pub(crate) fn add_error_code(errorclass: c_int, mut errorcode: Out<'_, c_int>) -> Res {
     rt()?;
     let code = usererr::add_code(errorclass)?;
-    // SAFETY: out-argument.
-    unsafe { put(errorcode, code) }
+    errorcode.set(code)
 }
 
 /// `MPI_Add_error_string`: the string `MPI_Error_string` gives for a
 /// code or class the program added.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn add_error_string(errorcode: c_int, string: *const c_char) -> Res {
+pub(crate) fn add_error_string(errorcode: c_int, string: &str) -> Res {
     rt()?;
-    // SAFETY: a NUL-terminated string (the caller's promise).
-    let s = unsafe { crate::ffi::cstr(string)? };
+    let s = string;
     usererr::set_string(errorcode, s)
 }
 

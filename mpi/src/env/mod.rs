@@ -4,5 +4,4 @@
 
 #[allow(unsafe_code)]
 pub(crate) mod environment;
-#[allow(unsafe_code)]
 pub(crate) mod errors;

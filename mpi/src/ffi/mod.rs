@@ -27,6 +27,8 @@ use crate::errhandler::{abort_job, fatal_message, Errh};
 use crate::error::{Fail, Res};
 use crate::state::{lock, rt_any};
 
+pub(crate) mod args;
+pub(crate) mod callbacks;
 mod cell;
 mod exports;
 pub(crate) mod longdouble;
@@ -40,47 +42,52 @@ pub use cell::LevelCell;
 /// library through `PMPI_X`). Only the generated shims use it
 /// (`exports/`, from `mpi/abi/functions.txt`; see `ferry-mpi-abigen`).
 ///
-/// The body is called with the arguments as they came; it returns
-/// [`Res`], run by [`guard`] under `catch_unwind` (no panic crosses into
-/// C; one becomes `MPI_ERR_INTERN`) and raised through the error handler
-/// of communicator `[on]` (`MPI_COMM_SELF`'s without it). With `fast`, the
-/// fast body runs first under the same guard ([`guard_fast`]). A `raw`
-/// function's body returns the C value itself, unguarded.
+/// `=> call` is the body's call: on the arguments as they came (an
+/// `unsafe` body), or, in a `[checked]` section of the table, on what the
+/// decoders of [`args`] made of them (a safe body). It returns [`Res`],
+/// run by [`guard`] under `catch_unwind` (no panic crosses into C; one
+/// becomes `MPI_ERR_INTERN`; a decoder's failure is the call's) and raised
+/// through the error handler of communicator `[on]` (`MPI_COMM_SELF`'s
+/// without it). With `fast call;`, that call runs first under the same
+/// guard ([`guard_fast`]). A `raw` function's body returns the C value
+/// itself, unguarded.
 macro_rules! export {
-    ($(#[$meta:meta])* $name:ident / $pname:ident $([$on:ident])? ($($arg:ident : $ty:ty),* $(,)?) $(fast $fast:path)? => $body:path) => {
+    ($(#[$meta:meta])* $name:ident / $pname:ident $([$on:ident])? ($($arg:ident : $ty:ty),* $(,)?) $(fast $fast:expr;)? => $call:expr) => {
         $crate::ffi::export!(@pair $(#[$meta])* $name / $pname ($($arg: $ty),*) -> std::ffi::c_int {
-            $crate::ffi::export!(@guarded stringify!($name), [$($on)?] ($($arg),*) $(fast $fast)? => $body)
+            $crate::ffi::export!(@guarded stringify!($name), [$($on)?] $(fast $fast;)? => $call)
         });
     };
-    ($(#[$meta:meta])* $name:ident / $pname:ident raw ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty => $body:path) => {
+    ($(#[$meta:meta])* $name:ident / $pname:ident raw ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty => $call:expr) => {
         $crate::ffi::export!(@pair $(#[$meta])* $name / $pname ($($arg: $ty),*) -> $ret {
             // SAFETY: the C caller's promises for this function's
             // arguments, passed on unchanged.
             #[allow(unused_unsafe)]
-            unsafe { $body($($arg),*) }
+            unsafe { $call }
         });
     };
-    (@guarded $call:expr, [$($on:ident)?] ($($arg:ident),*) => $body:path) => {
-        $crate::ffi::guard($call, move || -> $crate::error::Res {
-            // SAFETY: the C caller's promises for this function's
-            // pointer arguments (the MPI standard's), passed on unchanged.
+    (@guarded $fname:expr, [$($on:ident)?] => $call:expr) => {
+        $crate::ffi::guard($fname, move || -> $crate::error::Res {
+            // SAFETY: the C caller's promises for this function's pointer
+            // arguments (the MPI standard's): passed on unchanged to an
+            // `unsafe` body, or to the decoders of `ffi::args`, whose
+            // contract they are.
             #[allow(unused_unsafe)]
-            let r: $crate::error::Res = unsafe { $body($($arg),*) };
+            let r: $crate::error::Res = unsafe { $call };
             $(let r = r.map_err(|f| f.on($on));)?
             r
         })
     };
-    (@guarded $call:expr, [$($on:ident)?] ($($arg:ident),*) fast $fast:path => $body:path) => {
+    (@guarded $fname:expr, [$($on:ident)?] fast $fast:expr; => $call:expr) => {
         $crate::ffi::guard_fast(
-            $call,
+            $fname,
             move || -> Option<$crate::error::Res> {
                 // SAFETY: as for the body, below.
                 #[allow(unused_unsafe)]
-                let r: Option<$crate::error::Res> = unsafe { $fast($($arg),*) };
+                let r: Option<$crate::error::Res> = unsafe { $fast };
                 $(let r = r.map(|r| r.map_err(|f| f.on($on)));)?
                 r
             },
-            move || $crate::ffi::export!(@guarded $call, [$($on)?] ($($arg),*) => $body),
+            move || $crate::ffi::export!(@guarded $fname, [$($on)?] => $call),
         )
     };
     (@pair $(#[$meta:meta])* $name:ident / $pname:ident ($($arg:ident : $ty:ty),*) -> $ret:ty $call:block) => {

@@ -1,11 +1,11 @@
 //! `MPI_Info` objects. Usable before `MPI_Init`, as the standard allows.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
 
-use crate::ffi::{cstr, get, put, put_str};
+use crate::ffi::args::{Out, TextOut};
 
 use crate::abi::class::*;
-use crate::abi::{MPI_INFO_ENV, MPI_INFO_NULL, MPI_MAX_INFO_KEY};
+use crate::abi::{MPI_INFO_ENV, MPI_INFO_NULL};
 use crate::error::{Fail, Res};
 use crate::info::{check_key, Info};
 use crate::state::{lock, INFOS};
@@ -39,171 +39,126 @@ pub(crate) fn insert(info: Info) -> Res<usize> {
 }
 
 /// `MPI_Info_create`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn info_create(info: *mut usize) -> Res {
+pub(crate) fn info_create(mut info: Out<'_, usize>) -> Res {
     if info.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null info pointer"));
     }
     let h = insert(Info::default())?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(info, h) }
+    info.set(h)
 }
 
 /// `MPI_Info_set`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn info_set(info: usize, key: *const c_char, value: *const c_char) -> Res {
-    // SAFETY: NUL-terminated string arguments.
-    let (k, v) = unsafe { (cstr(key)?, cstr(value)?) };
-    lock(&INFOS).get_mut(info).map_err(bad_info)?.set(k, v)
+pub(crate) fn info_set(info: usize, key: &str, value: &str) -> Res {
+    lock(&INFOS)
+        .get_mut(info)
+        .map_err(bad_info)?
+        .set(key, value)
 }
 
 /// `MPI_Info_delete`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn info_delete(info: usize, key: *const c_char) -> Res {
-    // SAFETY: a NUL-terminated string argument.
-    let k = unsafe { cstr(key)? };
-    lock(&INFOS).get_mut(info).map_err(bad_info)?.delete(k)
+pub(crate) fn info_delete(info: usize, key: &str) -> Res {
+    lock(&INFOS).get_mut(info).map_err(bad_info)?.delete(key)
 }
 
 /// `MPI_Info_get` (deprecated in MPI 4.0, still in the ABI): copies at
 /// most `valuelen` characters and a NUL.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn info_get(
+pub(crate) fn info_get(
     info: usize,
-    key: *const c_char,
+    key: &str,
     valuelen: c_int,
-    value: *mut c_char,
-    flag: *mut c_int,
+    mut value: TextOut<'_>,
+    mut flag: Out<'_, c_int>,
 ) -> Res {
-    // SAFETY: a NUL-terminated string argument.
-    let k = unsafe { cstr(key)? };
-    check_key(k)?;
-    let cap = usize::try_from(valuelen)
-        .map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid valuelen {valuelen}")))?;
+    check_key(key)?;
+    if valuelen < 0 {
+        return Err(Fail::msg(
+            MPI_ERR_ARG,
+            format!("invalid valuelen {valuelen}"),
+        ));
+    }
     let i = read(info)?;
-    match i.get(k) {
-        // SAFETY: `value` has valuelen + 1 bytes (the standard's rule);
-        // `flag` is an out-argument.
-        Some(v) => unsafe {
-            put_str(value, cap + 1, v, std::ptr::null_mut())?;
-            put(flag, 1)
-        },
-        // SAFETY: out-argument.
-        None => unsafe { put(flag, 0) },
+    match i.get(key) {
+        // `value` has valuelen + 1 bytes (the standard's rule: the table's
+        // len(value)=valuelen+1).
+        Some(v) => {
+            value.set(v, None)?;
+            flag.set(1)
+        }
+        None => flag.set(0),
     }
 }
 
 /// `MPI_Info_get_valuelen` (deprecated in MPI 4.0, still in the ABI).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn info_get_valuelen(
+pub(crate) fn info_get_valuelen(
     info: usize,
-    key: *const c_char,
-    valuelen: *mut c_int,
-    flag: *mut c_int,
+    key: &str,
+    mut valuelen: Out<'_, c_int>,
+    mut flag: Out<'_, c_int>,
 ) -> Res {
-    // SAFETY: a NUL-terminated string argument.
-    let k = unsafe { cstr(key)? };
-    check_key(k)?;
+    check_key(key)?;
     let i = read(info)?;
-    match i.get(k) {
-        // SAFETY: out-arguments.
-        Some(v) => unsafe {
-            put(valuelen, v.len() as c_int)?;
-            put(flag, 1)
-        },
-        // SAFETY: out-argument.
-        None => unsafe { put(flag, 0) },
+    match i.get(key) {
+        Some(v) => {
+            valuelen.set(v.len() as c_int)?;
+            flag.set(1)
+        }
+        None => flag.set(0),
     }
 }
 
 /// `MPI_Info_get_string` (MPI 4.0): `*buflen` in, the value's length + 1
 /// out; the value is cut to fit.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn info_get_string(
+pub(crate) fn info_get_string(
     info: usize,
-    key: *const c_char,
-    buflen: *mut c_int,
-    value: *mut c_char,
-    flag: *mut c_int,
+    key: &str,
+    mut buflen: Out<'_, c_int>,
+    mut value: TextOut<'_>,
+    mut flag: Out<'_, c_int>,
 ) -> Res {
-    // SAFETY: a NUL-terminated string argument; `buflen` in/out.
-    let (k, cap) = unsafe { (cstr(key)?, get(buflen)?) };
-    check_key(k)?;
+    // `value` has *buflen bytes (the table's len(value)=*buflen).
+    let cap = buflen.get()?;
+    check_key(key)?;
     let i = read(info)?;
-    match i.get(k) {
+    match i.get(key) {
         Some(v) => {
             if cap > 0 {
-                // SAFETY: `value` has `*buflen` bytes (the standard's rule).
-                unsafe { put_str(value, cap as usize, v, std::ptr::null_mut())? };
+                value.set(v, None)?;
             }
-            // SAFETY: out-arguments.
-            unsafe {
-                put(buflen, (v.len() + 1) as c_int)?;
-                put(flag, 1)
-            }
+            buflen.set((v.len() + 1) as c_int)?;
+            flag.set(1)
         }
-        // SAFETY: out-argument.
-        None => unsafe { put(flag, 0) },
+        None => flag.set(0),
     }
 }
 
 /// `MPI_Info_get_nkeys`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn info_get_nkeys(info: usize, nkeys: *mut c_int) -> Res {
+pub(crate) fn info_get_nkeys(info: usize, mut nkeys: Out<'_, c_int>) -> Res {
     let n = read(info)?.nkeys();
-    // SAFETY: out-argument.
-    unsafe { put(nkeys, n as c_int) }
+    nkeys.set(n as c_int)
 }
 
 /// `MPI_Info_get_nthkey`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn info_get_nthkey(info: usize, n: c_int, key: *mut c_char) -> Res {
+pub(crate) fn info_get_nthkey(info: usize, n: c_int, mut key: TextOut<'_>) -> Res {
     let i = read(info)?;
     let k = i.nthkey(n)?;
-    // SAFETY: `key` has MPI_MAX_INFO_KEY bytes (the standard's rule).
-    unsafe { put_str(key, MPI_MAX_INFO_KEY, k, std::ptr::null_mut()) }
+    key.set(k, None)
 }
 
 /// `MPI_Info_dup`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn info_dup(info: usize, newinfo: *mut usize) -> Res {
+pub(crate) fn info_dup(info: usize, mut newinfo: Out<'_, usize>) -> Res {
     if newinfo.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null info pointer"));
     }
     let h = insert(read(info)?)?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(newinfo, h) }
+    newinfo.set(h)
 }
 
 /// `MPI_Info_free`: the handle becomes `MPI_INFO_NULL`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn info_free(info: *mut usize) -> Res {
-    // SAFETY: in/out argument.
-    let h = unsafe { get(info)? };
+pub(crate) fn info_free(mut info: Out<'_, usize>) -> Res {
+    let h = info.get()?;
     if h == MPI_INFO_ENV {
         return Err(Fail::new(MPI_ERR_INFO, "MPI_INFO_ENV cannot be freed"));
     }
     lock(&INFOS).remove(h).map_err(bad_info)?;
-    // SAFETY: as above.
-    unsafe { put(info, MPI_INFO_NULL) }
+    info.set(MPI_INFO_NULL)
 }

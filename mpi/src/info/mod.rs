@@ -133,5 +133,4 @@ mod tests {
 }
 
 /// The exported functions' bodies.
-#[allow(unsafe_code)]
 pub(crate) mod calls;

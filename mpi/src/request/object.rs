@@ -204,9 +204,7 @@ impl ReqObj {
             }
             _ => return Ok(false),
         };
-        // SAFETY: the `MPI_Comm *` of the idup call stays valid until its
-        // request completes (MPI's rule for nonblocking calls' outputs).
-        match unsafe { d.poll() } {
+        match d.poll() {
             Ok(true) => {
                 self.state = State::Ready(MpiStatus::EMPTY);
                 Ok(false)

@@ -15,29 +15,29 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 crate::ffi::export! {
     /// `MPI_Comm_create_keyval`: [`crate::attr::calls::comm_create_keyval`].
     MPI_Comm_create_keyval / PMPI_Comm_create_keyval (comm_copy_attr_fn: usize, comm_delete_attr_fn: usize, comm_keyval: *mut c_int, extra_state: *mut c_void)
-    => crate::attr::calls::comm_create_keyval
+    => crate::attr::calls::comm_create_keyval(crate::ffi::args::copy_attr_fn(comm_copy_attr_fn), crate::ffi::args::delete_attr_fn(comm_delete_attr_fn), crate::ffi::args::out(comm_keyval), extra_state as usize)
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_free_keyval`: [`crate::attr::calls::comm_free_keyval`].
     MPI_Comm_free_keyval / PMPI_Comm_free_keyval (comm_keyval: *mut c_int)
-    => crate::attr::calls::comm_free_keyval
+    => crate::attr::calls::comm_free_keyval(crate::ffi::args::out(comm_keyval))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_set_attr`: [`crate::attr::calls::comm_set_attr`].
     MPI_Comm_set_attr / PMPI_Comm_set_attr [comm] (comm: usize, comm_keyval: c_int, attribute_val: *mut c_void)
-    => crate::attr::calls::comm_set_attr
+    => crate::attr::calls::comm_set_attr(comm, comm_keyval, attribute_val as usize)
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_get_attr`: [`crate::attr::calls::comm_get_attr`].
     MPI_Comm_get_attr / PMPI_Comm_get_attr [comm] (comm: usize, comm_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int)
-    => crate::attr::calls::comm_get_attr
+    => crate::attr::calls::comm_get_attr(comm, comm_keyval, crate::ffi::args::out(attribute_val.cast::<usize>()), crate::ffi::args::out(flag))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_delete_attr`: [`crate::attr::calls::comm_delete_attr`].
     MPI_Comm_delete_attr / PMPI_Comm_delete_attr [comm] (comm: usize, comm_keyval: c_int)
-    => crate::attr::calls::comm_delete_attr
+    => crate::attr::calls::comm_delete_attr(comm, comm_keyval)
 }

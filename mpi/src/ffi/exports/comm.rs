@@ -15,55 +15,55 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 crate::ffi::export! {
     /// `MPI_Comm_rank`: [`crate::comm::communicators::comm_rank`].
     MPI_Comm_rank / PMPI_Comm_rank [comm] (comm: usize, rank: *mut c_int)
-    => crate::comm::communicators::comm_rank
+    => crate::comm::communicators::comm_rank(comm, crate::ffi::args::out(rank))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_size`: [`crate::comm::communicators::comm_size`].
     MPI_Comm_size / PMPI_Comm_size [comm] (comm: usize, size: *mut c_int)
-    => crate::comm::communicators::comm_size
+    => crate::comm::communicators::comm_size(comm, crate::ffi::args::out(size))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_dup`: [`crate::comm::communicators::comm_dup`].
     MPI_Comm_dup / PMPI_Comm_dup [comm] (comm: usize, newcomm: *mut usize)
-    => crate::comm::communicators::comm_dup
+    => crate::comm::communicators::comm_dup(comm, crate::ffi::args::out(newcomm))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_split`: [`crate::comm::communicators::comm_split`].
     MPI_Comm_split / PMPI_Comm_split [comm] (comm: usize, color: c_int, key: c_int, newcomm: *mut usize)
-    => crate::comm::communicators::comm_split
+    => crate::comm::communicators::comm_split(comm, color, key, crate::ffi::args::out(newcomm))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_free`: [`crate::comm::communicators::comm_free`].
     MPI_Comm_free / PMPI_Comm_free (comm: *mut usize)
-    => crate::comm::communicators::comm_free
+    => crate::comm::communicators::comm_free(crate::ffi::args::out(comm))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_compare`: [`crate::comm::communicators::comm_compare`].
     MPI_Comm_compare / PMPI_Comm_compare (comm1: usize, comm2: usize, result: *mut c_int)
-    => crate::comm::communicators::comm_compare
+    => crate::comm::communicators::comm_compare(comm1, comm2, crate::ffi::args::out(result))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_set_name`: [`crate::comm::communicators::comm_set_name`].
     MPI_Comm_set_name / PMPI_Comm_set_name [comm] (comm: usize, comm_name: *const c_char)
-    => crate::comm::communicators::comm_set_name
+    => crate::comm::communicators::comm_set_name(comm, crate::ffi::args::text(comm_name)?)
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_get_name`: [`crate::comm::communicators::comm_get_name`].
     MPI_Comm_get_name / PMPI_Comm_get_name [comm] (comm: usize, comm_name: *mut c_char, resultlen: *mut c_int)
-    => crate::comm::communicators::comm_get_name
+    => crate::comm::communicators::comm_get_name(comm, crate::ffi::args::text_out(comm_name, crate::abi::MPI_MAX_OBJECT_NAME as i64)?, crate::ffi::args::out(resultlen))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_test_inter`: [`crate::comm::inter::comm_test_inter`].
     MPI_Comm_test_inter / PMPI_Comm_test_inter [comm] (comm: usize, flag: *mut c_int)
-    => crate::comm::inter::comm_test_inter
+    => crate::comm::inter::comm_test_inter(comm, crate::ffi::args::out(flag))
 }
 
 // ---- Intercommunicators
@@ -71,97 +71,97 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Comm_remote_size`: [`crate::comm::inter::comm_remote_size`].
     MPI_Comm_remote_size / PMPI_Comm_remote_size [comm] (comm: usize, size: *mut c_int)
-    => crate::comm::inter::comm_remote_size
+    => crate::comm::inter::comm_remote_size(comm, crate::ffi::args::out(size))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_remote_group`: [`crate::comm::inter::comm_remote_group`].
     MPI_Comm_remote_group / PMPI_Comm_remote_group [comm] (comm: usize, group: *mut usize)
-    => crate::comm::inter::comm_remote_group
+    => crate::comm::inter::comm_remote_group(comm, crate::ffi::args::out(group))
 }
 
 crate::ffi::export! {
     /// `MPI_Intercomm_create`: [`crate::comm::inter::intercomm_create`].
     MPI_Intercomm_create / PMPI_Intercomm_create [local_comm] (local_comm: usize, local_leader: c_int, peer_comm: usize, remote_leader: c_int, tag: c_int, newintercomm: *mut usize)
-    => crate::comm::inter::intercomm_create
+    => crate::comm::inter::intercomm_create(local_comm, local_leader, peer_comm, remote_leader, tag, crate::ffi::args::out(newintercomm))
 }
 
 crate::ffi::export! {
     /// `MPI_Intercomm_merge`: [`crate::comm::inter::intercomm_merge`].
     MPI_Intercomm_merge / PMPI_Intercomm_merge [intercomm] (intercomm: usize, high: c_int, newintracomm: *mut usize)
-    => crate::comm::inter::intercomm_merge
+    => crate::comm::inter::intercomm_merge(intercomm, high, crate::ffi::args::out(newintracomm))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_create_from_group`: [`crate::comm::fromgroups::comm_create_from_group`].
     MPI_Comm_create_from_group / PMPI_Comm_create_from_group (group: usize, stringtag: *const c_char, info: usize, errhandler: usize, newcomm: *mut usize)
-    => crate::comm::fromgroups::comm_create_from_group
+    => crate::comm::fromgroups::comm_create_from_group(group, crate::ffi::args::text(stringtag)?, info, errhandler, crate::ffi::args::out(newcomm))
 }
 
 crate::ffi::export! {
     /// `MPI_Intercomm_create_from_groups`: [`crate::comm::fromgroups::intercomm_create_from_groups`].
     MPI_Intercomm_create_from_groups / PMPI_Intercomm_create_from_groups (local_group: usize, local_leader: c_int, remote_group: usize, remote_leader: c_int, stringtag: *const c_char, info: usize, errhandler: usize, newintercomm: *mut usize)
-    => crate::comm::fromgroups::intercomm_create_from_groups
+    => crate::comm::fromgroups::intercomm_create_from_groups(local_group, local_leader, remote_group, remote_leader, crate::ffi::args::text(stringtag)?, info, errhandler, crate::ffi::args::out(newintercomm))
 }
 
 crate::ffi::export! {
     /// `MPI_Topo_test`: [`crate::comm::communicators::topo_test`].
     MPI_Topo_test / PMPI_Topo_test [comm] (comm: usize, status: *mut c_int)
-    => crate::comm::communicators::topo_test
+    => crate::comm::communicators::topo_test(comm, crate::ffi::args::out(status))
 }
 
 crate::ffi::export! {
     /// `MPI_Dims_create`: [`crate::comm::topo::dims_create`].
     MPI_Dims_create / PMPI_Dims_create (nnodes: c_int, ndims: c_int, dims: *mut c_int)
-    => crate::comm::topo::dims_create
+    => crate::comm::topo::dims_create(nnodes, ndims, crate::ffi::args::slice_inout(dims, i64::from(ndims))?)
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_dup_with_info`: [`crate::comm::communicators::comm_dup_with_info`].
     MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info [comm] (comm: usize, info: usize, newcomm: *mut usize)
-    => crate::comm::communicators::comm_dup_with_info
+    => crate::comm::communicators::comm_dup_with_info(comm, info, crate::ffi::args::out(newcomm))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_idup`: [`crate::comm::communicators::comm_idup`].
     MPI_Comm_idup / PMPI_Comm_idup [comm] (comm: usize, newcomm: *mut usize, request: *mut usize)
-    => crate::comm::communicators::comm_idup
+    => crate::comm::communicators::comm_idup(comm, crate::ffi::args::later(newcomm), crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_idup_with_info`: [`crate::comm::communicators::comm_idup_with_info`].
     MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info [comm] (comm: usize, info: usize, newcomm: *mut usize, request: *mut usize)
-    => crate::comm::communicators::comm_idup_with_info
+    => crate::comm::communicators::comm_idup_with_info(comm, info, crate::ffi::args::later(newcomm), crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_split_type`: [`crate::comm::communicators::comm_split_type`].
     MPI_Comm_split_type / PMPI_Comm_split_type [comm] (comm: usize, split_type: c_int, key: c_int, info: usize, newcomm: *mut usize)
-    => crate::comm::communicators::comm_split_type
+    => crate::comm::communicators::comm_split_type(comm, split_type, key, info, crate::ffi::args::out(newcomm))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_create`: [`crate::comm::communicators::comm_create`].
     MPI_Comm_create / PMPI_Comm_create [comm] (comm: usize, group: usize, newcomm: *mut usize)
-    => crate::comm::communicators::comm_create
+    => crate::comm::communicators::comm_create(comm, group, crate::ffi::args::out(newcomm))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_create_group`: [`crate::comm::communicators::comm_create_group`].
     MPI_Comm_create_group / PMPI_Comm_create_group [comm] (comm: usize, group: usize, tag: c_int, newcomm: *mut usize)
-    => crate::comm::communicators::comm_create_group
+    => crate::comm::communicators::comm_create_group(comm, group, tag, crate::ffi::args::out(newcomm))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_set_info`: [`crate::comm::communicators::comm_set_info`].
     MPI_Comm_set_info / PMPI_Comm_set_info [comm] (comm: usize, info: usize)
-    => crate::comm::communicators::comm_set_info
+    => crate::comm::communicators::comm_set_info(comm, info)
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_get_info`: [`crate::comm::communicators::comm_get_info`].
     MPI_Comm_get_info / PMPI_Comm_get_info [comm] (comm: usize, info_used: *mut usize)
-    => crate::comm::communicators::comm_get_info
+    => crate::comm::communicators::comm_get_info(comm, crate::ffi::args::out(info_used))
 }
 
 // ---- Groups
@@ -169,77 +169,77 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Comm_group`: [`crate::comm::group::comm_group`].
     MPI_Comm_group / PMPI_Comm_group [comm] (comm: usize, group: *mut usize)
-    => crate::comm::group::comm_group
+    => crate::comm::group::comm_group(comm, crate::ffi::args::out(group))
 }
 
 crate::ffi::export! {
     /// `MPI_Group_size`: [`crate::comm::group::group_size`].
     MPI_Group_size / PMPI_Group_size (group: usize, size: *mut c_int)
-    => crate::comm::group::group_size
+    => crate::comm::group::group_size(group, crate::ffi::args::out(size))
 }
 
 crate::ffi::export! {
     /// `MPI_Group_rank`: [`crate::comm::group::group_rank`].
     MPI_Group_rank / PMPI_Group_rank (group: usize, rank: *mut c_int)
-    => crate::comm::group::group_rank
+    => crate::comm::group::group_rank(group, crate::ffi::args::out(rank))
 }
 
 crate::ffi::export! {
     /// `MPI_Group_translate_ranks`: [`crate::comm::group::group_translate_ranks`].
     MPI_Group_translate_ranks / PMPI_Group_translate_ranks (group1: usize, n: c_int, ranks1: *const c_int, group2: usize, ranks2: *mut c_int)
-    => crate::comm::group::group_translate_ranks
+    => crate::comm::group::group_translate_ranks(group1, n, crate::ffi::args::slice(ranks1, i64::from(n))?, group2, crate::ffi::args::slice_out(ranks2, i64::from(n))?)
 }
 
 crate::ffi::export! {
     /// `MPI_Group_compare`: [`crate::comm::group::group_compare`].
     MPI_Group_compare / PMPI_Group_compare (group1: usize, group2: usize, result: *mut c_int)
-    => crate::comm::group::group_compare
+    => crate::comm::group::group_compare(group1, group2, crate::ffi::args::out(result))
 }
 
 crate::ffi::export! {
     /// `MPI_Group_union`: [`crate::comm::group::group_union`].
     MPI_Group_union / PMPI_Group_union (group1: usize, group2: usize, newgroup: *mut usize)
-    => crate::comm::group::group_union
+    => crate::comm::group::group_union(group1, group2, crate::ffi::args::out(newgroup))
 }
 
 crate::ffi::export! {
     /// `MPI_Group_intersection`: [`crate::comm::group::group_intersection`].
     MPI_Group_intersection / PMPI_Group_intersection (group1: usize, group2: usize, newgroup: *mut usize)
-    => crate::comm::group::group_intersection
+    => crate::comm::group::group_intersection(group1, group2, crate::ffi::args::out(newgroup))
 }
 
 crate::ffi::export! {
     /// `MPI_Group_difference`: [`crate::comm::group::group_difference`].
     MPI_Group_difference / PMPI_Group_difference (group1: usize, group2: usize, newgroup: *mut usize)
-    => crate::comm::group::group_difference
+    => crate::comm::group::group_difference(group1, group2, crate::ffi::args::out(newgroup))
 }
 
 crate::ffi::export! {
     /// `MPI_Group_incl`: [`crate::comm::group::group_incl`].
     MPI_Group_incl / PMPI_Group_incl (group: usize, n: c_int, ranks: *const c_int, newgroup: *mut usize)
-    => crate::comm::group::group_incl
+    => crate::comm::group::group_incl(group, n, crate::ffi::args::slice(ranks, i64::from(n))?, crate::ffi::args::out(newgroup))
 }
 
 crate::ffi::export! {
     /// `MPI_Group_excl`: [`crate::comm::group::group_excl`].
     MPI_Group_excl / PMPI_Group_excl (group: usize, n: c_int, ranks: *const c_int, newgroup: *mut usize)
-    => crate::comm::group::group_excl
+    => crate::comm::group::group_excl(group, n, crate::ffi::args::slice(ranks, i64::from(n))?, crate::ffi::args::out(newgroup))
 }
 
 crate::ffi::export! {
     /// `MPI_Group_range_incl`: [`crate::comm::group::group_range_incl`].
     MPI_Group_range_incl / PMPI_Group_range_incl (group: usize, n: c_int, ranges: *const [c_int; 3], newgroup: *mut usize)
-    => crate::comm::group::group_range_incl
+    => crate::comm::group::group_range_incl(group, n, crate::ffi::args::slice(ranges, i64::from(n))?, crate::ffi::args::out(newgroup))
 }
 
 crate::ffi::export! {
     /// `MPI_Group_range_excl`: [`crate::comm::group::group_range_excl`].
     MPI_Group_range_excl / PMPI_Group_range_excl (group: usize, n: c_int, ranges: *const [c_int; 3], newgroup: *mut usize)
-    => crate::comm::group::group_range_excl
+    => crate::comm::group::group_range_excl(group, n, crate::ffi::args::slice(ranges, i64::from(n))?, crate::ffi::args::out(newgroup))
 }
 
 crate::ffi::export! {
     /// `MPI_Group_free`: [`crate::comm::group::group_free`].
     MPI_Group_free / PMPI_Group_free (group: *mut usize)
-    => crate::comm::group::group_free
+    => crate::comm::group::group_free(crate::ffi::args::out(group))
 }

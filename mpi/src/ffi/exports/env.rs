@@ -15,121 +15,121 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 crate::ffi::export! {
     /// `MPI_Init`: [`crate::env::environment::init`].
     MPI_Init / PMPI_Init (argc: *mut c_int, argv: *mut *mut *mut c_char)
-    => crate::env::environment::init
+    => crate::env::environment::init(argc, argv)
 }
 
 crate::ffi::export! {
     /// `MPI_Init_thread`: [`crate::env::environment::init_thread`].
     MPI_Init_thread / PMPI_Init_thread (argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int)
-    => crate::env::environment::init_thread
+    => crate::env::environment::init_thread(argc, argv, required, provided)
 }
 
 crate::ffi::export! {
     /// `MPI_Finalize`: [`crate::env::environment::finalize`].
     MPI_Finalize / PMPI_Finalize ()
-    => crate::env::environment::finalize
+    => crate::env::environment::finalize()
 }
 
 crate::ffi::export! {
     /// `MPI_Initialized`: [`crate::env::environment::initialized`].
     MPI_Initialized / PMPI_Initialized (flag: *mut c_int)
-    => crate::env::environment::initialized
+    => crate::env::environment::initialized(flag)
 }
 
 crate::ffi::export! {
     /// `MPI_Finalized`: [`crate::env::environment::finalized`].
     MPI_Finalized / PMPI_Finalized (flag: *mut c_int)
-    => crate::env::environment::finalized
+    => crate::env::environment::finalized(flag)
 }
 
 crate::ffi::export! {
     /// `MPI_Query_thread`: [`crate::env::environment::query_thread`].
     MPI_Query_thread / PMPI_Query_thread (provided: *mut c_int)
-    => crate::env::environment::query_thread
+    => crate::env::environment::query_thread(provided)
 }
 
 crate::ffi::export! {
     /// `MPI_Is_thread_main`: [`crate::env::environment::is_thread_main`].
     MPI_Is_thread_main / PMPI_Is_thread_main (flag: *mut c_int)
-    => crate::env::environment::is_thread_main
+    => crate::env::environment::is_thread_main(flag)
 }
 
 crate::ffi::export! {
     /// `MPI_Abort`: [`crate::env::environment::abort`].
     MPI_Abort / PMPI_Abort raw (comm: usize, errorcode: c_int) -> c_int
-    => crate::env::environment::abort
+    => crate::env::environment::abort(comm, errorcode)
 }
 
 crate::ffi::export! {
     /// `MPI_Wtime`: [`crate::env::environment::wtime`].
     MPI_Wtime / PMPI_Wtime raw () -> c_double
-    => crate::env::environment::wtime
+    => crate::env::environment::wtime()
 }
 
 crate::ffi::export! {
     /// `MPI_Wtick`: [`crate::env::environment::wtick`].
     MPI_Wtick / PMPI_Wtick raw () -> c_double
-    => crate::env::environment::wtick
+    => crate::env::environment::wtick()
 }
 
 crate::ffi::export! {
     /// `MPI_Get_processor_name`: [`crate::env::environment::get_processor_name`].
     MPI_Get_processor_name / PMPI_Get_processor_name (name: *mut c_char, resultlen: *mut c_int)
-    => crate::env::environment::get_processor_name
+    => crate::env::environment::get_processor_name(name, resultlen)
 }
 
 crate::ffi::export! {
     /// `MPI_Get_version`: [`crate::env::environment::get_version`].
     MPI_Get_version / PMPI_Get_version (version: *mut c_int, subversion: *mut c_int)
-    => crate::env::environment::get_version
+    => crate::env::environment::get_version(version, subversion)
 }
 
 crate::ffi::export! {
     /// `MPI_Get_library_version`: [`crate::env::environment::get_library_version`].
     MPI_Get_library_version / PMPI_Get_library_version (version: *mut c_char, resultlen: *mut c_int)
-    => crate::env::environment::get_library_version
+    => crate::env::environment::get_library_version(version, resultlen)
 }
 
 crate::ffi::export! {
     /// `MPI_Abi_get_version`: [`crate::env::environment::abi_get_version`].
     MPI_Abi_get_version / PMPI_Abi_get_version (abi_major: *mut c_int, abi_minor: *mut c_int)
-    => crate::env::environment::abi_get_version
+    => crate::env::environment::abi_get_version(abi_major, abi_minor)
 }
 
 crate::ffi::export! {
     /// `MPI_Abi_get_info`: [`crate::env::environment::abi_get_info`].
     MPI_Abi_get_info / PMPI_Abi_get_info (info: *mut usize)
-    => crate::env::environment::abi_get_info
+    => crate::env::environment::abi_get_info(info)
 }
 
 crate::ffi::export! {
     /// `MPI_Info_create_env`: [`crate::env::environment::info_create_env`].
     MPI_Info_create_env / PMPI_Info_create_env (argc: c_int, argv: *mut *mut c_char, info: *mut usize)
-    => crate::env::environment::info_create_env
+    => crate::env::environment::info_create_env(argc, argv, info)
 }
 
 crate::ffi::export! {
     /// `MPI_Get_hw_resource_info`: [`crate::env::environment::get_hw_resource_info`].
     MPI_Get_hw_resource_info / PMPI_Get_hw_resource_info (hw_info: *mut usize)
-    => crate::env::environment::get_hw_resource_info
+    => crate::env::environment::get_hw_resource_info(hw_info)
 }
 
 crate::ffi::export! {
     /// `MPI_Pcontrol`: [`crate::env::environment::pcontrol`].
     MPI_Pcontrol / PMPI_Pcontrol (level: c_int)
-    => crate::env::environment::pcontrol
+    => crate::env::environment::pcontrol(level)
 }
 
 crate::ffi::export! {
     /// `MPI_Alloc_mem`: [`crate::env::environment::alloc_mem`].
     MPI_Alloc_mem / PMPI_Alloc_mem (size: isize, info: usize, baseptr: *mut c_void)
-    => crate::env::environment::alloc_mem
+    => crate::env::environment::alloc_mem(size, info, baseptr)
 }
 
 crate::ffi::export! {
     /// `MPI_Free_mem`: [`crate::env::environment::free_mem`].
     MPI_Free_mem / PMPI_Free_mem (base: *mut c_void)
-    => crate::env::environment::free_mem
+    => crate::env::environment::free_mem(base)
 }
 
 // ---- Errors
@@ -137,77 +137,77 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Comm_set_errhandler`: [`crate::env::errors::comm_set_errhandler`].
     MPI_Comm_set_errhandler / PMPI_Comm_set_errhandler [comm] (comm: usize, errhandler: usize)
-    => crate::env::errors::comm_set_errhandler
+    => crate::env::errors::comm_set_errhandler(comm, errhandler)
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_get_errhandler`: [`crate::env::errors::comm_get_errhandler`].
     MPI_Comm_get_errhandler / PMPI_Comm_get_errhandler [comm] (comm: usize, errhandler: *mut usize)
-    => crate::env::errors::comm_get_errhandler
+    => crate::env::errors::comm_get_errhandler(comm, crate::ffi::args::out(errhandler))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_create_errhandler`: [`crate::env::errors::comm_create_errhandler`].
     MPI_Comm_create_errhandler / PMPI_Comm_create_errhandler (comm_errhandler_fn: Option<CommErrhFn>, errhandler: *mut usize)
-    => crate::env::errors::comm_create_errhandler
+    => crate::env::errors::comm_create_errhandler(comm_errhandler_fn, crate::ffi::args::out(errhandler))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_call_errhandler`: [`crate::env::errors::comm_call_errhandler`].
     MPI_Comm_call_errhandler / PMPI_Comm_call_errhandler raw (comm: usize, errorcode: c_int) -> c_int
-    => crate::env::errors::comm_call_errhandler
+    => crate::env::errors::comm_call_errhandler(comm, errorcode)
 }
 
 crate::ffi::export! {
     /// `MPI_Errhandler_free`: [`crate::env::errors::errhandler_free`].
     MPI_Errhandler_free / PMPI_Errhandler_free (errhandler: *mut usize)
-    => crate::env::errors::errhandler_free
+    => crate::env::errors::errhandler_free(crate::ffi::args::out(errhandler))
 }
 
 crate::ffi::export! {
     /// `MPI_Error_class`: [`crate::env::errors::error_class`].
     MPI_Error_class / PMPI_Error_class (errorcode: c_int, errorclass: *mut c_int)
-    => crate::env::errors::error_class
+    => crate::env::errors::error_class(errorcode, crate::ffi::args::out(errorclass))
 }
 
 crate::ffi::export! {
     /// `MPI_Error_string`: [`crate::env::errors::error_string`].
     MPI_Error_string / PMPI_Error_string (errorcode: c_int, string: *mut c_char, resultlen: *mut c_int)
-    => crate::env::errors::error_string
+    => crate::env::errors::error_string(errorcode, crate::ffi::args::text_out(string, crate::abi::MPI_MAX_ERROR_STRING as i64)?, crate::ffi::args::out(resultlen))
 }
 
 crate::ffi::export! {
     /// `MPI_Add_error_class`: [`crate::env::errors::add_error_class`].
     MPI_Add_error_class / PMPI_Add_error_class (errorclass: *mut c_int)
-    => crate::env::errors::add_error_class
+    => crate::env::errors::add_error_class(crate::ffi::args::out(errorclass))
 }
 
 crate::ffi::export! {
     /// `MPI_Add_error_code`: [`crate::env::errors::add_error_code`].
     MPI_Add_error_code / PMPI_Add_error_code (errorclass: c_int, errorcode: *mut c_int)
-    => crate::env::errors::add_error_code
+    => crate::env::errors::add_error_code(errorclass, crate::ffi::args::out(errorcode))
 }
 
 crate::ffi::export! {
     /// `MPI_Add_error_string`: [`crate::env::errors::add_error_string`].
     MPI_Add_error_string / PMPI_Add_error_string (errorcode: c_int, string: *const c_char)
-    => crate::env::errors::add_error_string
+    => crate::env::errors::add_error_string(errorcode, crate::ffi::args::text(string)?)
 }
 
 crate::ffi::export! {
     /// `MPI_Remove_error_class`: [`crate::env::errors::remove_error_class`].
     MPI_Remove_error_class / PMPI_Remove_error_class (errorclass: c_int)
-    => crate::env::errors::remove_error_class
+    => crate::env::errors::remove_error_class(errorclass)
 }
 
 crate::ffi::export! {
     /// `MPI_Remove_error_code`: [`crate::env::errors::remove_error_code`].
     MPI_Remove_error_code / PMPI_Remove_error_code (errorcode: c_int)
-    => crate::env::errors::remove_error_code
+    => crate::env::errors::remove_error_code(errorcode)
 }
 
 crate::ffi::export! {
     /// `MPI_Remove_error_string`: [`crate::env::errors::remove_error_string`].
     MPI_Remove_error_string / PMPI_Remove_error_string (errorcode: c_int)
-    => crate::env::errors::remove_error_string
+    => crate::env::errors::remove_error_string(errorcode)
 }

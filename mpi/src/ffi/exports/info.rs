@@ -15,59 +15,59 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 crate::ffi::export! {
     /// `MPI_Info_create`: [`crate::info::calls::info_create`].
     MPI_Info_create / PMPI_Info_create (info: *mut usize)
-    => crate::info::calls::info_create
+    => crate::info::calls::info_create(crate::ffi::args::out(info))
 }
 
 crate::ffi::export! {
     /// `MPI_Info_set`: [`crate::info::calls::info_set`].
     MPI_Info_set / PMPI_Info_set (info: usize, key: *const c_char, value: *const c_char)
-    => crate::info::calls::info_set
+    => crate::info::calls::info_set(info, crate::ffi::args::text(key)?, crate::ffi::args::text(value)?)
 }
 
 crate::ffi::export! {
     /// `MPI_Info_get`: [`crate::info::calls::info_get`].
     MPI_Info_get / PMPI_Info_get (info: usize, key: *const c_char, valuelen: c_int, value: *mut c_char, flag: *mut c_int)
-    => crate::info::calls::info_get
+    => crate::info::calls::info_get(info, crate::ffi::args::text(key)?, valuelen, crate::ffi::args::text_out(value, i64::from(valuelen) + 1)?, crate::ffi::args::out(flag))
 }
 
 crate::ffi::export! {
     /// `MPI_Info_get_valuelen`: [`crate::info::calls::info_get_valuelen`].
     MPI_Info_get_valuelen / PMPI_Info_get_valuelen (info: usize, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int)
-    => crate::info::calls::info_get_valuelen
+    => crate::info::calls::info_get_valuelen(info, crate::ffi::args::text(key)?, crate::ffi::args::out(valuelen), crate::ffi::args::out(flag))
 }
 
 crate::ffi::export! {
     /// `MPI_Info_get_string`: [`crate::info::calls::info_get_string`].
     MPI_Info_get_string / PMPI_Info_get_string (info: usize, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int)
-    => crate::info::calls::info_get_string
+    => crate::info::calls::info_get_string(info, crate::ffi::args::text(key)?, crate::ffi::args::out(buflen), crate::ffi::args::text_out(value, i64::from(crate::ffi::args::value(buflen)?).max(0))?, crate::ffi::args::out(flag))
 }
 
 crate::ffi::export! {
     /// `MPI_Info_delete`: [`crate::info::calls::info_delete`].
     MPI_Info_delete / PMPI_Info_delete (info: usize, key: *const c_char)
-    => crate::info::calls::info_delete
+    => crate::info::calls::info_delete(info, crate::ffi::args::text(key)?)
 }
 
 crate::ffi::export! {
     /// `MPI_Info_dup`: [`crate::info::calls::info_dup`].
     MPI_Info_dup / PMPI_Info_dup (info: usize, newinfo: *mut usize)
-    => crate::info::calls::info_dup
+    => crate::info::calls::info_dup(info, crate::ffi::args::out(newinfo))
 }
 
 crate::ffi::export! {
     /// `MPI_Info_free`: [`crate::info::calls::info_free`].
     MPI_Info_free / PMPI_Info_free (info: *mut usize)
-    => crate::info::calls::info_free
+    => crate::info::calls::info_free(crate::ffi::args::out(info))
 }
 
 crate::ffi::export! {
     /// `MPI_Info_get_nkeys`: [`crate::info::calls::info_get_nkeys`].
     MPI_Info_get_nkeys / PMPI_Info_get_nkeys (info: usize, nkeys: *mut c_int)
-    => crate::info::calls::info_get_nkeys
+    => crate::info::calls::info_get_nkeys(info, crate::ffi::args::out(nkeys))
 }
 
 crate::ffi::export! {
     /// `MPI_Info_get_nthkey`: [`crate::info::calls::info_get_nthkey`].
     MPI_Info_get_nthkey / PMPI_Info_get_nthkey (info: usize, n: c_int, key: *mut c_char)
-    => crate::info::calls::info_get_nthkey
+    => crate::info::calls::info_get_nthkey(info, n, crate::ffi::args::text_out(key, crate::abi::MPI_MAX_INFO_KEY as i64)?)
 }

@@ -15,137 +15,137 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 crate::ffi::export! {
     /// `MPI_Send`: [`crate::p2p::messages::send`].
     MPI_Send / PMPI_Send [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    fast crate::p2p::messages::send_fast
-    => crate::p2p::messages::send
+    fast crate::p2p::messages::send_fast(buf, count, datatype, dest, tag, comm);
+    => crate::p2p::messages::send(buf, count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Ssend`: [`crate::p2p::messages::ssend`].
     MPI_Ssend / PMPI_Ssend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    fast crate::p2p::messages::ssend_fast
-    => crate::p2p::messages::ssend
+    fast crate::p2p::messages::ssend_fast(buf, count, datatype, dest, tag, comm);
+    => crate::p2p::messages::ssend(buf, count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Rsend`: [`crate::p2p::messages::rsend`].
     MPI_Rsend / PMPI_Rsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    fast crate::p2p::messages::rsend_fast
-    => crate::p2p::messages::rsend
+    fast crate::p2p::messages::rsend_fast(buf, count, datatype, dest, tag, comm);
+    => crate::p2p::messages::rsend(buf, count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Isend`: [`crate::p2p::messages::isend`].
     MPI_Isend / PMPI_Isend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::messages::isend
+    => crate::p2p::messages::isend(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Issend`: [`crate::p2p::messages::issend`].
     MPI_Issend / PMPI_Issend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::messages::issend
+    => crate::p2p::messages::issend(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Irsend`: [`crate::p2p::messages::irsend`].
     MPI_Irsend / PMPI_Irsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::messages::irsend
+    => crate::p2p::messages::irsend(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Recv`: [`crate::p2p::messages::recv`].
     MPI_Recv / PMPI_Recv [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus)
-    fast crate::p2p::messages::recv_fast
-    => crate::p2p::messages::recv
+    fast crate::p2p::messages::recv_fast(buf, count, datatype, source, tag, comm, status);
+    => crate::p2p::messages::recv(buf, count, datatype, source, tag, comm, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Irecv`: [`crate::p2p::messages::irecv`].
     MPI_Irecv / PMPI_Irecv [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::messages::irecv
+    => crate::p2p::messages::irecv(buf, count, datatype, source, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Sendrecv`: [`crate::p2p::messages::sendrecv`].
     MPI_Sendrecv / PMPI_Sendrecv [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, source: c_int, recvtag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::p2p::messages::sendrecv
+    => crate::p2p::messages::sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Sendrecv_replace`: [`crate::p2p::messages::sendrecv_replace`].
     MPI_Sendrecv_replace / PMPI_Sendrecv_replace [comm] (buf: *mut c_void, count: c_int, datatype: usize, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::p2p::messages::sendrecv_replace
+    => crate::p2p::messages::sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Isendrecv`: [`crate::p2p::pair::isendrecv`].
     MPI_Isendrecv / PMPI_Isendrecv [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, source: c_int, recvtag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::pair::isendrecv
+    => crate::p2p::pair::isendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Isendrecv_replace`: [`crate::p2p::pair::isendrecv_replace`].
     MPI_Isendrecv_replace / PMPI_Isendrecv_replace [comm] (buf: *mut c_void, count: c_int, datatype: usize, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::pair::isendrecv_replace
+    => crate::p2p::pair::isendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Probe`: [`crate::p2p::messages::probe`].
     MPI_Probe / PMPI_Probe [comm] (source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::p2p::messages::probe
+    => crate::p2p::messages::probe(source, tag, comm, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Iprobe`: [`crate::p2p::messages::iprobe`].
     MPI_Iprobe / PMPI_Iprobe [comm] (source: c_int, tag: c_int, comm: usize, flag: *mut c_int, status: *mut MpiStatus)
-    => crate::p2p::messages::iprobe
+    => crate::p2p::messages::iprobe(source, tag, comm, flag, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Get_count`: [`crate::p2p::messages::get_count`].
     MPI_Get_count / PMPI_Get_count (status: *const MpiStatus, datatype: usize, count: *mut c_int)
-    => crate::p2p::messages::get_count
+    => crate::p2p::messages::get_count(status, datatype, count)
 }
 
 crate::ffi::export! {
     /// `MPI_Get_elements`: [`crate::p2p::status::get_elements`].
     MPI_Get_elements / PMPI_Get_elements (status: *const MpiStatus, datatype: usize, count: *mut c_int)
-    => crate::p2p::status::get_elements
+    => crate::p2p::status::get_elements(status, datatype, count)
 }
 
 crate::ffi::export! {
     /// `MPI_Get_elements_x`: [`crate::p2p::status::get_elements_x`].
     MPI_Get_elements_x / PMPI_Get_elements_x (status: *const MpiStatus, datatype: usize, count: *mut i64)
-    => crate::p2p::status::get_elements_x
+    => crate::p2p::status::get_elements_x(status, datatype, count)
 }
 
 crate::ffi::export! {
     /// `MPI_Status_set_elements`: [`crate::p2p::status::status_set_elements`].
     MPI_Status_set_elements / PMPI_Status_set_elements (status: *mut MpiStatus, datatype: usize, count: c_int)
-    => crate::p2p::status::status_set_elements
+    => crate::p2p::status::status_set_elements(status, datatype, count)
 }
 
 crate::ffi::export! {
     /// `MPI_Status_set_elements_x`: [`crate::p2p::status::status_set_elements_x`].
     MPI_Status_set_elements_x / PMPI_Status_set_elements_x (status: *mut MpiStatus, datatype: usize, count: i64)
-    => crate::p2p::status::status_set_elements_x
+    => crate::p2p::status::status_set_elements_x(status, datatype, count)
 }
 
 crate::ffi::export! {
     /// `MPI_Status_set_cancelled`: [`crate::p2p::status::status_set_cancelled`].
     MPI_Status_set_cancelled / PMPI_Status_set_cancelled (status: *mut MpiStatus, flag: c_int)
-    => crate::p2p::status::status_set_cancelled
+    => crate::p2p::status::status_set_cancelled(status, flag)
 }
 
 crate::ffi::export! {
     /// `MPI_Test_cancelled`: [`crate::p2p::status::test_cancelled`].
     MPI_Test_cancelled / PMPI_Test_cancelled (status: *const MpiStatus, flag: *mut c_int)
-    => crate::p2p::status::test_cancelled
+    => crate::p2p::status::test_cancelled(status, flag)
 }
 
 crate::ffi::export! {
     /// `MPI_Cancel`: [`crate::p2p::persist::cancel`].
     MPI_Cancel / PMPI_Cancel (request: *mut usize)
-    => crate::p2p::persist::cancel
+    => crate::p2p::persist::cancel(request)
 }
 
 // ---- Persistent point-to-point
@@ -153,43 +153,43 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Send_init`: [`crate::p2p::persist::send_init`].
     MPI_Send_init / PMPI_Send_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init
+    => crate::p2p::persist::send_init(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Ssend_init`: [`crate::p2p::persist::ssend_init`].
     MPI_Ssend_init / PMPI_Ssend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::ssend_init
+    => crate::p2p::persist::ssend_init(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Rsend_init`: [`crate::p2p::persist::rsend_init`].
     MPI_Rsend_init / PMPI_Rsend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::rsend_init
+    => crate::p2p::persist::rsend_init(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Bsend_init`: [`crate::p2p::persist::bsend_init`].
     MPI_Bsend_init / PMPI_Bsend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::bsend_init
+    => crate::p2p::persist::bsend_init(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Recv_init`: [`crate::p2p::persist::recv_init`].
     MPI_Recv_init / PMPI_Recv_init [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::recv_init
+    => crate::p2p::persist::recv_init(buf, count, datatype, source, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Start`: [`crate::p2p::persist::start`].
     MPI_Start / PMPI_Start (request: *mut usize)
-    => crate::p2p::persist::start
+    => crate::p2p::persist::start(request)
 }
 
 crate::ffi::export! {
     /// `MPI_Startall`: [`crate::p2p::persist::startall`].
     MPI_Startall / PMPI_Startall (count: c_int, array_of_requests: *mut usize)
-    => crate::p2p::persist::startall
+    => crate::p2p::persist::startall(count, array_of_requests)
 }
 
 // ---- Buffered mode
@@ -197,61 +197,61 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Buffer_attach`: [`crate::p2p::bsend::buffer_attach`].
     MPI_Buffer_attach / PMPI_Buffer_attach (buffer: *mut c_void, size: c_int)
-    => crate::p2p::bsend::buffer_attach
+    => crate::p2p::bsend::buffer_attach(buffer, size)
 }
 
 crate::ffi::export! {
     /// `MPI_Buffer_detach`: [`crate::p2p::bsend::buffer_detach`].
     MPI_Buffer_detach / PMPI_Buffer_detach (buffer_addr: *mut c_void, size: *mut c_int)
-    => crate::p2p::bsend::buffer_detach
+    => crate::p2p::bsend::buffer_detach(buffer_addr, size)
 }
 
 crate::ffi::export! {
     /// `MPI_Buffer_flush`: [`crate::p2p::commbuf::buffer_flush`].
     MPI_Buffer_flush / PMPI_Buffer_flush ()
-    => crate::p2p::commbuf::buffer_flush
+    => crate::p2p::commbuf::buffer_flush()
 }
 
 crate::ffi::export! {
     /// `MPI_Buffer_iflush`: [`crate::p2p::commbuf::buffer_iflush`].
     MPI_Buffer_iflush / PMPI_Buffer_iflush (request: *mut usize)
-    => crate::p2p::commbuf::buffer_iflush
+    => crate::p2p::commbuf::buffer_iflush(request)
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_attach_buffer`: [`crate::p2p::commbuf::comm_attach_buffer`].
     MPI_Comm_attach_buffer / PMPI_Comm_attach_buffer [comm] (comm: usize, buffer: *mut c_void, size: c_int)
-    => crate::p2p::commbuf::comm_attach_buffer
+    => crate::p2p::commbuf::comm_attach_buffer(comm, buffer, size)
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_detach_buffer`: [`crate::p2p::commbuf::comm_detach_buffer`].
     MPI_Comm_detach_buffer / PMPI_Comm_detach_buffer [comm] (comm: usize, buffer_addr: *mut c_void, size: *mut c_int)
-    => crate::p2p::commbuf::comm_detach_buffer
+    => crate::p2p::commbuf::comm_detach_buffer(comm, buffer_addr, size)
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_flush_buffer`: [`crate::p2p::commbuf::comm_flush_buffer`].
     MPI_Comm_flush_buffer / PMPI_Comm_flush_buffer [comm] (comm: usize)
-    => crate::p2p::commbuf::comm_flush_buffer
+    => crate::p2p::commbuf::comm_flush_buffer(comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_iflush_buffer`: [`crate::p2p::commbuf::comm_iflush_buffer`].
     MPI_Comm_iflush_buffer / PMPI_Comm_iflush_buffer [comm] (comm: usize, request: *mut usize)
-    => crate::p2p::commbuf::comm_iflush_buffer
+    => crate::p2p::commbuf::comm_iflush_buffer(comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Bsend`: [`crate::p2p::bsend::bsend`].
     MPI_Bsend / PMPI_Bsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    => crate::p2p::bsend::bsend
+    => crate::p2p::bsend::bsend(buf, count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Ibsend`: [`crate::p2p::bsend::ibsend`].
     MPI_Ibsend / PMPI_Ibsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::bsend::ibsend
+    => crate::p2p::bsend::ibsend(buf, count, datatype, dest, tag, comm, request)
 }
 
 // ---- Matched probe
@@ -259,25 +259,25 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Mprobe`: [`crate::p2p::mprobe::mprobe`].
     MPI_Mprobe / PMPI_Mprobe [comm] (source: c_int, tag: c_int, comm: usize, message: *mut usize, status: *mut MpiStatus)
-    => crate::p2p::mprobe::mprobe
+    => crate::p2p::mprobe::mprobe(source, tag, comm, message, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Improbe`: [`crate::p2p::mprobe::improbe`].
     MPI_Improbe / PMPI_Improbe [comm] (source: c_int, tag: c_int, comm: usize, flag: *mut c_int, message: *mut usize, status: *mut MpiStatus)
-    => crate::p2p::mprobe::improbe
+    => crate::p2p::mprobe::improbe(source, tag, comm, flag, message, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Mrecv`: [`crate::p2p::mprobe::mrecv`].
     MPI_Mrecv / PMPI_Mrecv (buf: *mut c_void, count: c_int, datatype: usize, message: *mut usize, status: *mut MpiStatus)
-    => crate::p2p::mprobe::mrecv
+    => crate::p2p::mprobe::mrecv(buf, count, datatype, message, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Imrecv`: [`crate::p2p::mprobe::imrecv`].
     MPI_Imrecv / PMPI_Imrecv (buf: *mut c_void, count: c_int, datatype: usize, message: *mut usize, request: *mut usize)
-    => crate::p2p::mprobe::imrecv
+    => crate::p2p::mprobe::imrecv(buf, count, datatype, message, request)
 }
 
 // ---- Large-count: point-to-point
@@ -285,161 +285,161 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Send_c`: [`crate::p2p::large::send_c`].
     MPI_Send_c / PMPI_Send_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    => crate::p2p::large::send_c
+    => crate::p2p::large::send_c(buf, count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Bsend_c`: [`crate::p2p::large::bsend_c`].
     MPI_Bsend_c / PMPI_Bsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    => crate::p2p::large::bsend_c
+    => crate::p2p::large::bsend_c(buf, count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Ssend_c`: [`crate::p2p::large::ssend_c`].
     MPI_Ssend_c / PMPI_Ssend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    => crate::p2p::large::ssend_c
+    => crate::p2p::large::ssend_c(buf, count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Rsend_c`: [`crate::p2p::large::rsend_c`].
     MPI_Rsend_c / PMPI_Rsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    => crate::p2p::large::rsend_c
+    => crate::p2p::large::rsend_c(buf, count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Isend_c`: [`crate::p2p::large::isend_c`].
     MPI_Isend_c / PMPI_Isend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::isend_c
+    => crate::p2p::large::isend_c(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Ibsend_c`: [`crate::p2p::large::ibsend_c`].
     MPI_Ibsend_c / PMPI_Ibsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::ibsend_c
+    => crate::p2p::large::ibsend_c(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Issend_c`: [`crate::p2p::large::issend_c`].
     MPI_Issend_c / PMPI_Issend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::issend_c
+    => crate::p2p::large::issend_c(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Irsend_c`: [`crate::p2p::large::irsend_c`].
     MPI_Irsend_c / PMPI_Irsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::irsend_c
+    => crate::p2p::large::irsend_c(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Send_init_c`: [`crate::p2p::large::send_init_c`].
     MPI_Send_init_c / PMPI_Send_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::send_init_c
+    => crate::p2p::large::send_init_c(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Bsend_init_c`: [`crate::p2p::large::bsend_init_c`].
     MPI_Bsend_init_c / PMPI_Bsend_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::bsend_init_c
+    => crate::p2p::large::bsend_init_c(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Ssend_init_c`: [`crate::p2p::large::ssend_init_c`].
     MPI_Ssend_init_c / PMPI_Ssend_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::ssend_init_c
+    => crate::p2p::large::ssend_init_c(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Rsend_init_c`: [`crate::p2p::large::rsend_init_c`].
     MPI_Rsend_init_c / PMPI_Rsend_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::rsend_init_c
+    => crate::p2p::large::rsend_init_c(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Recv_c`: [`crate::p2p::large::recv_c`].
     MPI_Recv_c / PMPI_Recv_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::p2p::large::recv_c
+    => crate::p2p::large::recv_c(buf, count, datatype, source, tag, comm, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Irecv_c`: [`crate::p2p::large::irecv_c`].
     MPI_Irecv_c / PMPI_Irecv_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::irecv_c
+    => crate::p2p::large::irecv_c(buf, count, datatype, source, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Recv_init_c`: [`crate::p2p::large::recv_init_c`].
     MPI_Recv_init_c / PMPI_Recv_init_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::recv_init_c
+    => crate::p2p::large::recv_init_c(buf, count, datatype, source, tag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Mrecv_c`: [`crate::p2p::large::mrecv_c`].
     MPI_Mrecv_c / PMPI_Mrecv_c (buf: *mut c_void, count: i64, datatype: usize, message: *mut usize, status: *mut MpiStatus)
-    => crate::p2p::large::mrecv_c
+    => crate::p2p::large::mrecv_c(buf, count, datatype, message, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Imrecv_c`: [`crate::p2p::large::imrecv_c`].
     MPI_Imrecv_c / PMPI_Imrecv_c (buf: *mut c_void, count: i64, datatype: usize, message: *mut usize, request: *mut usize)
-    => crate::p2p::large::imrecv_c
+    => crate::p2p::large::imrecv_c(buf, count, datatype, message, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Sendrecv_c`: [`crate::p2p::large::sendrecv_c`].
     MPI_Sendrecv_c / PMPI_Sendrecv_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, source: c_int, recvtag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::p2p::large::sendrecv_c
+    => crate::p2p::large::sendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Sendrecv_replace_c`: [`crate::p2p::large::sendrecv_replace_c`].
     MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c [comm] (buf: *mut c_void, count: i64, datatype: usize, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::p2p::large::sendrecv_replace_c
+    => crate::p2p::large::sendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Isendrecv_c`: [`crate::p2p::large::isendrecv_c`].
     MPI_Isendrecv_c / PMPI_Isendrecv_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, source: c_int, recvtag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::isendrecv_c
+    => crate::p2p::large::isendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Isendrecv_replace_c`: [`crate::p2p::large::isendrecv_replace_c`].
     MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c [comm] (buf: *mut c_void, count: i64, datatype: usize, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::isendrecv_replace_c
+    => crate::p2p::large::isendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Buffer_attach_c`: [`crate::p2p::large::buffer_attach_c`].
     MPI_Buffer_attach_c / PMPI_Buffer_attach_c (buffer: *mut c_void, size: i64)
-    => crate::p2p::large::buffer_attach_c
+    => crate::p2p::large::buffer_attach_c(buffer, size)
 }
 
 crate::ffi::export! {
     /// `MPI_Buffer_detach_c`: [`crate::p2p::large::buffer_detach_c`].
     MPI_Buffer_detach_c / PMPI_Buffer_detach_c (buffer_addr: *mut c_void, size: *mut i64)
-    => crate::p2p::large::buffer_detach_c
+    => crate::p2p::large::buffer_detach_c(buffer_addr, size)
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_attach_buffer_c`: [`crate::p2p::large::comm_attach_buffer_c`].
     MPI_Comm_attach_buffer_c / PMPI_Comm_attach_buffer_c [comm] (comm: usize, buffer: *mut c_void, size: i64)
-    => crate::p2p::large::comm_attach_buffer_c
+    => crate::p2p::large::comm_attach_buffer_c(comm, buffer, size)
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_detach_buffer_c`: [`crate::p2p::large::comm_detach_buffer_c`].
     MPI_Comm_detach_buffer_c / PMPI_Comm_detach_buffer_c [comm] (comm: usize, buffer_addr: *mut c_void, size: *mut i64)
-    => crate::p2p::large::comm_detach_buffer_c
+    => crate::p2p::large::comm_detach_buffer_c(comm, buffer_addr, size)
 }
 
 crate::ffi::export! {
     /// `MPI_Get_count_c`: [`crate::p2p::large::get_count_c`].
     MPI_Get_count_c / PMPI_Get_count_c (status: *const MpiStatus, datatype: usize, count: *mut i64)
-    => crate::p2p::large::get_count_c
+    => crate::p2p::large::get_count_c(status, datatype, count)
 }
 
 crate::ffi::export! {
     /// `MPI_Get_elements_c`: [`crate::p2p::status::get_elements_x`].
     MPI_Get_elements_c / PMPI_Get_elements_c (status: *const MpiStatus, datatype: usize, count: *mut i64)
-    => crate::p2p::status::get_elements_x
+    => crate::p2p::status::get_elements_x(status, datatype, count)
 }

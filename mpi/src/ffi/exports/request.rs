@@ -15,89 +15,89 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 crate::ffi::export! {
     /// `MPI_Wait`: [`crate::request::single::wait`].
     MPI_Wait / PMPI_Wait (request: *mut usize, status: *mut MpiStatus)
-    => crate::request::single::wait
+    => crate::request::single::wait(request, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Test`: [`crate::request::single::test`].
     MPI_Test / PMPI_Test (request: *mut usize, flag: *mut c_int, status: *mut MpiStatus)
-    => crate::request::single::test
+    => crate::request::single::test(request, flag, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Waitall`: [`crate::request::multi::waitall`].
     MPI_Waitall / PMPI_Waitall (count: c_int, array_of_requests: *mut usize, array_of_statuses: *mut MpiStatus)
-    => crate::request::multi::waitall
+    => crate::request::multi::waitall(count, array_of_requests, array_of_statuses)
 }
 
 crate::ffi::export! {
     /// `MPI_Testall`: [`crate::request::multi::testall`].
     MPI_Testall / PMPI_Testall (count: c_int, array_of_requests: *mut usize, flag: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::request::multi::testall
+    => crate::request::multi::testall(count, array_of_requests, flag, array_of_statuses)
 }
 
 crate::ffi::export! {
     /// `MPI_Waitany`: [`crate::request::multi::waitany`].
     MPI_Waitany / PMPI_Waitany (count: c_int, array_of_requests: *mut usize, index: *mut c_int, status: *mut MpiStatus)
-    => crate::request::multi::waitany
+    => crate::request::multi::waitany(count, array_of_requests, index, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Testany`: [`crate::request::multi::testany`].
     MPI_Testany / PMPI_Testany (count: c_int, array_of_requests: *mut usize, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus)
-    => crate::request::multi::testany
+    => crate::request::multi::testany(count, array_of_requests, index, flag, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Waitsome`: [`crate::request::multi::waitsome`].
     MPI_Waitsome / PMPI_Waitsome (incount: c_int, array_of_requests: *mut usize, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::request::multi::waitsome
+    => crate::request::multi::waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses)
 }
 
 crate::ffi::export! {
     /// `MPI_Testsome`: [`crate::request::multi::testsome`].
     MPI_Testsome / PMPI_Testsome (incount: c_int, array_of_requests: *mut usize, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::request::multi::testsome
+    => crate::request::multi::testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses)
 }
 
 crate::ffi::export! {
     /// `MPI_Request_free`: [`crate::request::single::request_free`].
     MPI_Request_free / PMPI_Request_free (request: *mut usize)
-    => crate::request::single::request_free
+    => crate::request::single::request_free(request)
 }
 
 crate::ffi::export! {
     /// `MPI_Request_get_status`: [`crate::request::single::request_get_status`].
     MPI_Request_get_status / PMPI_Request_get_status (request: usize, flag: *mut c_int, status: *mut MpiStatus)
-    => crate::request::single::request_get_status
+    => crate::request::single::request_get_status(request, flag, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Request_get_status_all`: [`crate::request::multi::request_get_status_all`].
     MPI_Request_get_status_all / PMPI_Request_get_status_all (count: c_int, array_of_requests: *const usize, flag: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::request::multi::request_get_status_all
+    => crate::request::multi::request_get_status_all(count, array_of_requests, flag, array_of_statuses)
 }
 
 crate::ffi::export! {
     /// `MPI_Request_get_status_any`: [`crate::request::multi::request_get_status_any`].
     MPI_Request_get_status_any / PMPI_Request_get_status_any (count: c_int, array_of_requests: *const usize, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus)
-    => crate::request::multi::request_get_status_any
+    => crate::request::multi::request_get_status_any(count, array_of_requests, index, flag, status)
 }
 
 crate::ffi::export! {
     /// `MPI_Request_get_status_some`: [`crate::request::multi::request_get_status_some`].
     MPI_Request_get_status_some / PMPI_Request_get_status_some (incount: c_int, array_of_requests: *const usize, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::request::multi::request_get_status_some
+    => crate::request::multi::request_get_status_some(incount, array_of_requests, outcount, array_of_indices, array_of_statuses)
 }
 
 crate::ffi::export! {
     /// `MPI_Grequest_start`: [`crate::request::greq::grequest_start`].
     MPI_Grequest_start / PMPI_Grequest_start (query_fn: Option<GrequestQueryFn>, free_fn: Option<GrequestFreeFn>, cancel_fn: Option<GrequestCancelFn>, extra_state: *mut c_void, request: *mut usize)
-    => crate::request::greq::grequest_start
+    => crate::request::greq::grequest_start(query_fn, free_fn, cancel_fn, extra_state, request)
 }
 
 crate::ffi::export! {
     /// `MPI_Grequest_complete`: [`crate::request::greq::grequest_complete`].
     MPI_Grequest_complete / PMPI_Grequest_complete (request: usize)
-    => crate::request::greq::grequest_complete
+    => crate::request::greq::grequest_complete(request)
 }

@@ -1,0 +1,324 @@
+//! The checked forms of C arguments: what a generated shim hands a body in
+//! a `[checked]` section of `mpi/abi/functions.txt`, so the body is safe
+//! Rust.
+//!
+//! # Contract
+//! Each decoder is `unsafe`: the shim calls it on the pointer the C caller
+//! passed, and the caller's promise is the MPI standard's for that
+//! argument (valid for the reads or writes the function's description
+//! implies, for the length the table's `len(P)=E` gives, or null where the
+//! standard allows it). A decoder checks what can be checked (null, a
+//! negative length) and turns the pointer into a value, a slice, a string,
+//! or one of the write-only views below, whose lifetime is the call's: a
+//! body cannot keep one past its return, and cannot make one itself (no
+//! safe constructor), so every raw access in this crate's checked chapters
+//! goes through a pointer and a length the caller vouched for.
+//!
+//! Write-only views ([`Out`], [`OutSlice`], [`TextOut`], [`Later`])
+//! exist because out-arguments may point to memory the program never
+//! initialized: no `&mut T` is ever made to it.
+
+use std::ffi::{c_char, c_int};
+use std::marker::PhantomData;
+
+use crate::abi::class::MPI_ERR_ARG;
+use crate::error::{Fail, Res};
+
+/// An out-argument (or in-out argument) `T *`.
+#[derive(Debug)]
+pub(crate) struct Out<'a, T> {
+    p: *mut T,
+    _call: PhantomData<&'a mut T>,
+}
+
+impl<T: Copy> Out<'_, T> {
+    /// Whether the program passed null (allowed for some arguments).
+    pub(crate) fn is_null(&self) -> bool {
+        self.p.is_null()
+    }
+
+    /// Writes `v`.
+    ///
+    /// # Errors
+    /// `MPI_ERR_ARG` for null.
+    pub(crate) fn set(&mut self, v: T) -> Res {
+        if self.p.is_null() {
+            return Err(Fail::new(
+                MPI_ERR_ARG,
+                "a null pointer was passed for an output argument",
+            ));
+        }
+        // SAFETY: non-null, and valid for a write of `T` for the call (the
+        // contract of `out`, which made `self`).
+        unsafe { self.p.write(v) };
+        Ok(())
+    }
+
+    /// Reads the current value of an in-out argument.
+    ///
+    /// # Errors
+    /// `MPI_ERR_ARG` for null.
+    pub(crate) fn get(&self) -> Res<T> {
+        if self.p.is_null() {
+            return Err(Fail::new(
+                MPI_ERR_ARG,
+                "a null pointer was passed for an argument",
+            ));
+        }
+        // SAFETY: non-null, and an in-out argument is valid for reads (the
+        // contract of `out`; a body reads only in-out arguments).
+        Ok(unsafe { self.p.read() })
+    }
+}
+
+/// `p` as an out-argument.
+///
+/// # Safety
+/// `p` is null or valid for writes (and, for an in-out argument, reads) of
+/// a `T` for the call.
+pub(crate) unsafe fn out<'a, T>(p: *mut T) -> Out<'a, T> {
+    Out {
+        p,
+        _call: PhantomData,
+    }
+}
+
+/// The value an in-argument `const T *` points to.
+///
+/// # Safety
+/// `p` is null or valid for a read of a `T`.
+///
+/// # Errors
+/// `MPI_ERR_ARG` for null.
+pub(crate) unsafe fn value<T: Copy>(p: *const T) -> Res<T> {
+    // SAFETY: forwarded.
+    unsafe { super::get(p) }
+}
+
+/// The string an in-argument `const char *` points to.
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string, unchanged for the call.
+///
+/// # Errors
+/// `MPI_ERR_ARG` for null or a string that is not UTF-8.
+pub(crate) unsafe fn text<'a>(p: *const c_char) -> Res<&'a str> {
+    // SAFETY: forwarded.
+    unsafe { super::cstr(p) }
+}
+
+/// An `MPI_Comm_copy_attr_function *` argument: 0 and 1 are the ABI's
+/// `MPI_COMM_NULL_COPY_FN` and `MPI_COMM_DUP_FN`, anything else the
+/// program's function.
+///
+/// # Safety
+/// `addr` is 0, 1 or the address of a function of that type.
+pub(crate) unsafe fn copy_attr_fn(addr: usize) -> crate::attr::CopyCb {
+    use crate::attr::{CopyCb, DUP_FN, NULL_FN};
+    match addr {
+        NULL_FN => CopyCb::Null,
+        DUP_FN => CopyCb::Dup,
+        // SAFETY: the address of an `MPI_Comm_copy_attr_function` (the
+        // caller's promise); function and data pointers have one size.
+        f => CopyCb::Program(unsafe {
+            std::mem::transmute::<usize, crate::abi::callback::CommCopyAttrFn>(f)
+        }),
+    }
+}
+
+/// An `MPI_Comm_delete_attr_function *` argument: 0 is the ABI's
+/// `MPI_COMM_NULL_DELETE_FN`.
+///
+/// # Safety
+/// `addr` is 0 or the address of a function of that type.
+pub(crate) unsafe fn delete_attr_fn(addr: usize) -> crate::attr::DeleteCb {
+    use crate::attr::{DeleteCb, NULL_FN};
+    match addr {
+        NULL_FN => DeleteCb::Null,
+        // SAFETY: as in `copy_attr_fn`.
+        f => DeleteCb::Program(unsafe {
+            std::mem::transmute::<usize, crate::abi::callback::CommDeleteAttrFn>(f)
+        }),
+    }
+}
+
+/// A length from the table's `len(P)=E`, as a `usize`.
+fn length(len: i64) -> Res<usize> {
+    usize::try_from(len).map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid count {len}")))
+}
+
+/// An in-array `const T P[]` of `len` entries.
+///
+/// # Safety
+/// `p` is null or valid for reads of `len` `T`s, unchanged for the call.
+///
+/// # Errors
+/// `MPI_ERR_ARG` for a negative length, or for null with a positive one.
+pub(crate) unsafe fn slice<'a, T>(p: *const T, len: i64) -> Res<&'a [T]> {
+    let n = length(len)?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null array with a non-zero count"));
+    }
+    // SAFETY: non-null, valid for `n` reads, unchanged (the caller's
+    // promise, forwarded).
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// An out-array `T P[]` of a known length: written entry by entry.
+#[derive(Debug)]
+pub(crate) struct OutSlice<'a, T> {
+    p: *mut T,
+    len: usize,
+    _call: PhantomData<&'a mut [T]>,
+}
+
+impl<T: Copy> OutSlice<'_, T> {
+    /// Writes entry `i`.
+    ///
+    /// # Panics
+    /// `i` out of bounds (a bug in the body: the guard reports it as
+    /// `MPI_ERR_INTERN`, and nothing is written).
+    pub(crate) fn set(&mut self, i: usize, v: T) {
+        assert!(i < self.len, "out-array index {i} of {}", self.len);
+        // SAFETY: `i < len`, and the array is valid for `len` writes (the
+        // contract of `slice_out`; non-null when `len > 0`).
+        unsafe { self.p.add(i).write(v) };
+    }
+}
+
+/// An out-array `T P[]` of `len` entries.
+///
+/// # Safety
+/// `p` is null or valid for writes of `len` `T`s for the call.
+///
+/// # Errors
+/// As [`slice`].
+pub(crate) unsafe fn slice_out<'a, T>(p: *mut T, len: i64) -> Res<OutSlice<'a, T>> {
+    let n = length(len)?;
+    if n > 0 && p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null array with a non-zero count"));
+    }
+    Ok(OutSlice {
+        p,
+        len: n,
+        _call: PhantomData,
+    })
+}
+
+/// A string out-argument `char *P` of a known capacity (the standard's
+/// `MPI_MAX_*` for the argument, or a length the program passed).
+#[derive(Debug)]
+pub(crate) struct TextOut<'a> {
+    p: *mut c_char,
+    cap: usize,
+    _call: PhantomData<&'a mut [c_char]>,
+}
+
+impl TextOut<'_> {
+    /// Copies `s`, cut to the capacity less one, and a NUL; its length to
+    /// `len` when given.
+    ///
+    /// # Errors
+    /// `MPI_ERR_ARG` for a null buffer.
+    pub(crate) fn set(&mut self, s: &str, len: Option<&mut Out<'_, c_int>>) -> Res {
+        // SAFETY: `p` is null or valid for `cap` writes (the contract of
+        // `text_out`); `put_str` writes at most `cap` bytes.
+        unsafe { super::put_str(self.p, self.cap, s, std::ptr::null_mut())? };
+        if let Some(len) = len {
+            if !len.is_null() {
+                let n = s.len().min(self.cap.saturating_sub(1));
+                len.set(c_int::try_from(n).unwrap_or(c_int::MAX))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `p` as a string out-argument of `cap` bytes.
+///
+/// # Safety
+/// `p` is null or valid for writes of `cap` bytes for the call.
+///
+/// # Errors
+/// `MPI_ERR_ARG` for a negative capacity.
+pub(crate) unsafe fn text_out<'a>(p: *mut c_char, cap: i64) -> Res<TextOut<'a>> {
+    Ok(TextOut {
+        p,
+        cap: length(cap)?,
+        _call: PhantomData,
+    })
+}
+
+/// An out-argument written when a request completes (`MPI_Comm_idup`'s
+/// `newcomm`): the standard has the program keep it valid until then.
+/// Kept as an address, so the request that holds it may move between
+/// threads.
+#[derive(Debug)]
+pub(crate) struct Later<T> {
+    addr: usize,
+    _ty: PhantomData<fn(T)>,
+}
+
+impl<T> Later<T> {
+    /// Whether the program passed null.
+    pub(crate) fn is_null(&self) -> bool {
+        self.addr == 0
+    }
+
+    /// Writes `v`, once.
+    ///
+    /// # Errors
+    /// `MPI_ERR_ARG` for null.
+    pub(crate) fn set(self, v: T) -> Res {
+        if self.addr == 0 {
+            return Err(Fail::new(
+                MPI_ERR_ARG,
+                "a null pointer was passed for an output argument",
+            ));
+        }
+        // SAFETY: non-null, valid for a write of `T` until the request
+        // completes, which is now (the contract of `later`; `set` takes
+        // `self`, so it writes once).
+        unsafe { (self.addr as *mut T).write(v) };
+        Ok(())
+    }
+}
+
+/// `p` as an out-argument written at a request's completion.
+///
+/// # Safety
+/// `p` is null or valid for a write of a `T` until the request the call
+/// starts completes.
+pub(crate) unsafe fn later<T>(p: *mut T) -> Later<T> {
+    Later {
+        addr: p as usize,
+        _ty: PhantomData,
+    }
+}
+
+/// An in-out array `T P[]` (read and written: the program initialized
+/// it). A negative length gives an empty slice: the body checks its count
+/// argument itself, with the class the standard gives that argument
+/// (`MPI_Dims_create`'s `ndims`: `MPI_ERR_DIMS`).
+///
+/// # Safety
+/// `p` is null or valid for reads and writes of `len` initialized `T`s,
+/// touched by nothing else during the call.
+///
+/// # Errors
+/// `MPI_ERR_ARG` for null with a positive length.
+pub(crate) unsafe fn slice_inout<'a, T>(p: *mut T, len: i64) -> Res<&'a mut [T]> {
+    let n = usize::try_from(len).unwrap_or(0);
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null array with a non-zero count"));
+    }
+    // SAFETY: non-null, valid for `n` reads and writes of initialized
+    // values, unaliased during the call (the caller's promise).
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}

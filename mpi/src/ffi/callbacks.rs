@@ -1,0 +1,55 @@
+//! Calls of the program's C callbacks that the standard has the library
+//! make: attribute copy and delete functions. (Error handlers are called
+//! by `ffi::raise`; user reduction functions by the reduction code.)
+//!
+//! # Contract
+//! Each function pointer here came through the boundary as the program's
+//! function of the standard's type (decoded by `ffi::args`), and is called
+//! with the arguments the standard gives it: handles, the program's own
+//! values and extra state back, and pointers to locals that outlive the
+//! call. No lock of ours is held while it runs (the callers' rule: a
+//! callback may call MPI).
+
+use std::ffi::{c_int, c_void};
+
+use crate::abi::callback::{CommCopyAttrFn, CommDeleteAttrFn};
+
+/// Runs an attribute delete callback: its return code.
+pub(crate) fn attr_delete(
+    f: CommDeleteAttrFn,
+    comm: usize,
+    keyval: c_int,
+    value: usize,
+    extra: usize,
+) -> c_int {
+    // SAFETY: the program's `MPI_Comm_delete_attr_function` (the module's
+    // contract), with the standard's arguments: the values it stored.
+    unsafe { f(comm, keyval, value as *mut c_void, extra as *mut c_void) }
+}
+
+/// Runs an attribute copy callback: its return code, the new value and
+/// whether the duplicate gets it.
+pub(crate) fn attr_copy(
+    f: CommCopyAttrFn,
+    comm: usize,
+    keyval: c_int,
+    extra: usize,
+    value: usize,
+) -> (c_int, usize, bool) {
+    let mut new_value: usize = 0;
+    let mut flag: c_int = 0;
+    // SAFETY: the program's `MPI_Comm_copy_attr_function` (the module's
+    // contract); `attribute_val_out` is a `void **` to a local, `flag` a
+    // local, both live for the call.
+    let rc = unsafe {
+        f(
+            comm,
+            keyval,
+            extra as *mut c_void,
+            value as *mut c_void,
+            (&mut new_value as *mut usize).cast(),
+            &mut flag,
+        )
+    };
+    (rc, new_value, flag != 0)
+}
