@@ -553,8 +553,12 @@ fn len_expr(r: &Row, e: &str) -> Result<String, String> {
         Some(_) => return Err(format!("len(..)={e}: only NAME, NAME+1 or a constant")),
         None => (e, ""),
     };
-    if r.params.iter().any(|p| p.name == name) {
-        return Ok(format!("i64::from({name}){plus}"));
+    if let Some(p) = r.params.iter().find(|p| p.name == name) {
+        return Ok(if p.ctype == "MPI_Count" {
+            format!("{name}{plus}")
+        } else {
+            format!("i64::from({name}){plus}")
+        });
     }
     if name.starts_with("MPI_")
         && name
@@ -609,7 +613,7 @@ pub fn arg_expr(r: &Row, p: &Param) -> Result<String, String> {
     let need_len = || format!("`{t} {n}` needs len({n})=E");
     Ok(match (t, konst, array, len) {
         ("const char *" | "const char []", _, _, None) => format!("{args}::text({n})?"),
-        ("char *" | "char []", _, _, Some(l)) => format!("{args}::text_out({n}, {l})?"),
+        ("char *" | "char []", _, _, Some(l)) => format!("{args}::text_out({n}, {l})"),
         ("MPI_Status *" | "MPI_Status []", _, _, _) => {
             return Err(format!(
                 "`{t} {n}`: a status may be MPI_STATUS(ES)_IGNORE; checked sections have no decoder for it yet"

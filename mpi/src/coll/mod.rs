@@ -16,6 +16,7 @@
 //! function reads its own layout.
 
 pub(crate) mod api;
+pub(crate) mod large_ops;
 pub(crate) mod reduction;
 pub(crate) mod spec;
 

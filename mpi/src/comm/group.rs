@@ -48,6 +48,14 @@ pub(crate) fn store(rt: &Runtime, g: Group, out: &mut Out<'_, usize>) -> Res {
     out.set(h)
 }
 
+/// A rank count argument.
+fn count(n: c_int) -> Res {
+    if n < 0 {
+        return Err(Fail::msg(MPI_ERR_ARG, format!("invalid count {n}")));
+    }
+    Ok(())
+}
+
 /// Ferry's group errors (a rank outside the group, a rank listed twice)
 /// are `MPI_ERR_RANK` / `MPI_ERR_ARG` as the standard has them.
 fn group_error(e: ferry::Error) -> Fail {
@@ -81,12 +89,13 @@ pub(crate) fn group_rank(group: usize, mut rank: Out<'_, c_int>) -> Res {
 /// `group2`, `MPI_PROC_NULL` for `MPI_PROC_NULL`.
 pub(crate) fn group_translate_ranks(
     group1: usize,
-    _n: c_int,
+    n: c_int,
     ranks1: &[c_int],
     group2: usize,
     mut ranks2: OutSlice<'_, c_int>,
 ) -> Res {
     let rt = rt()?;
+    count(n)?;
     let (a, b) = (group_of(rt, group1)?, group_of(rt, group2)?);
     let ferry_ranks: Vec<c_int> = ranks1
         .iter()
@@ -156,11 +165,12 @@ pub(crate) fn group_difference(group1: usize, group2: usize, newgroup: Out<'_, u
 /// `MPI_Group_incl`.
 pub(crate) fn group_incl(
     group: usize,
-    _n: c_int,
+    n: c_int,
     ranks: &[c_int],
     mut newgroup: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
+    count(n)?;
     let new = group_of(rt, group)?.incl(ranks).map_err(group_error)?;
     store(rt, new, &mut newgroup)
 }
@@ -168,11 +178,12 @@ pub(crate) fn group_incl(
 /// `MPI_Group_excl`.
 pub(crate) fn group_excl(
     group: usize,
-    _n: c_int,
+    n: c_int,
     ranks: &[c_int],
     mut newgroup: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
+    count(n)?;
     let new = group_of(rt, group)?.excl(ranks).map_err(group_error)?;
     store(rt, new, &mut newgroup)
 }
@@ -185,11 +196,12 @@ fn triples(ranges: &[[c_int; 3]]) -> Vec<(c_int, c_int, c_int)> {
 /// `MPI_Group_range_incl`.
 pub(crate) fn group_range_incl(
     group: usize,
-    _n: c_int,
+    n: c_int,
     ranges: &[[c_int; 3]],
     mut newgroup: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
+    count(n)?;
     let new = group_of(rt, group)?
         .range_incl(&triples(ranges))
         .map_err(group_error)?;
@@ -199,11 +211,12 @@ pub(crate) fn group_range_incl(
 /// `MPI_Group_range_excl`.
 pub(crate) fn group_range_excl(
     group: usize,
-    _n: c_int,
+    n: c_int,
     ranges: &[[c_int; 3]],
     mut newgroup: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
+    count(n)?;
     let new = group_of(rt, group)?
         .range_excl(&triples(ranges))
         .map_err(group_error)?;

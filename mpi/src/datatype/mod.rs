@@ -12,18 +12,14 @@ pub mod array;
 pub(crate) mod buf;
 pub mod derived;
 pub mod external;
-#[allow(unsafe_code)]
 pub(crate) mod large;
 pub mod pack;
 #[allow(unsafe_code)]
 pub(crate) mod pack_calls;
 pub mod predefined;
 pub mod recipe;
-#[allow(unsafe_code)]
 pub(crate) mod typearray;
-#[allow(unsafe_code)]
 pub(crate) mod typedecode;
-#[allow(unsafe_code)]
 pub(crate) mod types;
 
 use std::borrow::Cow;

@@ -330,3 +330,138 @@ pub(crate) unsafe fn pack_external_size(
     // SAFETY: out-argument.
     unsafe { put(size, aint(len)?) }
 }
+
+// ---- The large-count (`_c`) forms: the int forms' bodies with 64-bit
+// counts, positions and sizes.
+
+/// Reads an in/out `MPI_Count` position.
+///
+/// # Safety
+/// `p` is null or valid for a read.
+unsafe fn read_pos(p: *const i64) -> Res<i64> {
+    if p.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null position pointer"));
+    }
+    // SAFETY: non-null (checked), valid for a read (the caller's promise).
+    Ok(unsafe { p.read() })
+}
+
+/// `MPI_Pack_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn pack_c(
+    inbuf: *const c_void,
+    incount: i64,
+    datatype: usize,
+    outbuf: *mut c_void,
+    outsize: i64,
+    position_: *mut i64,
+    comm: usize,
+) -> Res {
+    let n = count_arg(incount)?;
+    // SAFETY: the caller's in/out position.
+    let (pos, size) = position(unsafe { read_pos(position_)? }, outsize)?;
+    // SAFETY: the caller's buffers.
+    let end = unsafe { pack_wide(inbuf, n, datatype, outbuf, pos, size, comm)? };
+    // SAFETY: checked non-null by `read_pos`.
+    unsafe { put(position_, end as i64) }
+}
+
+/// `MPI_Unpack_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn unpack_c(
+    inbuf: *const c_void,
+    insize: i64,
+    position_: *mut i64,
+    outbuf: *mut c_void,
+    outcount: i64,
+    datatype: usize,
+    comm: usize,
+) -> Res {
+    let n = count_arg(outcount)?;
+    // SAFETY: the caller's in/out position.
+    let (pos, size) = position(unsafe { read_pos(position_)? }, insize)?;
+    // SAFETY: the caller's buffers.
+    let end = unsafe { unpack_wide(inbuf, pos, size, outbuf, n, datatype, comm)? };
+    // SAFETY: checked non-null by `read_pos`.
+    unsafe { put(position_, end as i64) }
+}
+
+/// `MPI_Pack_size_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn pack_size_c(
+    incount: i64,
+    datatype: usize,
+    comm: usize,
+    size: *mut i64,
+) -> Res {
+    let len = pack_size_wide(incount, datatype, comm)?;
+    // SAFETY: out-argument (a size is at most isize::MAX).
+    unsafe { put(size, len as i64) }
+}
+
+/// `MPI_Pack_external_c`: `MPI_Count` where the int form has `int`
+/// and `MPI_Aint`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn pack_external_c(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    incount: i64,
+    datatype: usize,
+    outbuf: *mut c_void,
+    outsize: i64,
+    position_: *mut i64,
+) -> Res {
+    let n = count_arg(incount)?;
+    // SAFETY: the caller's in/out position.
+    let (pos, size) = position(unsafe { read_pos(position_)? }, outsize)?;
+    // SAFETY: the caller's string and buffers.
+    let end = unsafe { pack_external_wide(datarep, inbuf, n, datatype, outbuf, pos, size)? };
+    // SAFETY: checked non-null by `read_pos`.
+    unsafe { put(position_, end as i64) }
+}
+
+/// `MPI_Unpack_external_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn unpack_external_c(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    insize: i64,
+    position_: *mut i64,
+    outbuf: *mut c_void,
+    outcount: i64,
+    datatype: usize,
+) -> Res {
+    let n = count_arg(outcount)?;
+    // SAFETY: the caller's in/out position.
+    let (pos, size) = position(unsafe { read_pos(position_)? }, insize)?;
+    // SAFETY: the caller's string and buffers.
+    let end = unsafe { unpack_external_wide(datarep, inbuf, pos, size, outbuf, n, datatype)? };
+    // SAFETY: checked non-null by `read_pos`.
+    unsafe { put(position_, end as i64) }
+}
+
+/// `MPI_Pack_external_size_c`.
+///
+/// # Safety
+/// The C caller's pointers, valid as the MPI standard says for this function.
+pub(crate) unsafe fn pack_external_size_c(
+    datarep: *const c_char,
+    incount: i64,
+    datatype: usize,
+    size: *mut i64,
+) -> Res {
+    // SAFETY: the caller's string.
+    let len = unsafe { pack_external_size_wide(datarep, count_arg(incount)?, datatype)? };
+    // SAFETY: out-argument (a size is at most isize::MAX).
+    unsafe { put(size, len as i64) }
+}

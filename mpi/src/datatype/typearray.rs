@@ -5,26 +5,24 @@
 
 use std::ffi::c_int;
 
-use crate::datatype::types::{array, store};
+use crate::datatype::types::store;
 
 use crate::datatype::array::{darray, subarray};
 use crate::datatype::{combiner, count_arg, Recipe};
 use crate::error::Res;
+use crate::ffi::args::Out;
 use crate::state::rt;
 
 /// `MPI_Type_create_subarray(_c)`; `recipe` has every argument but the
 /// datatype.
-///
-/// # Safety
-/// `newtype` is an out-argument.
-pub(crate) unsafe fn subarray_of(
+pub(crate) fn subarray_of(
     sizes: &[i64],
     subsizes: &[i64],
     starts: &[i64],
     order: c_int,
     oldtype: usize,
     recipe: Recipe,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     let old = rt.type_arg(oldtype)?;
@@ -33,8 +31,7 @@ pub(crate) unsafe fn subarray_of(
         types: vec![old],
         ..recipe
     };
-    // SAFETY: forwarded.
-    unsafe { store(rt, l, recipe, newtype) }
+    store(rt, l, recipe, newtype)
 }
 
 /// The arguments of `MPI_Type_create_darray(_c)` that are `int` in both
@@ -50,15 +47,12 @@ pub(crate) struct Darray<'a> {
 
 /// `MPI_Type_create_darray(_c)`; `recipe` has every argument but the
 /// datatype.
-///
-/// # Safety
-/// `newtype` is an out-argument.
-pub(crate) unsafe fn darray_of(
+pub(crate) fn darray_of(
     gsizes: &[i64],
     a: &Darray<'_>,
     oldtype: usize,
     recipe: Recipe,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     let old = rt.type_arg(oldtype)?;
@@ -76,8 +70,7 @@ pub(crate) unsafe fn darray_of(
         types: vec![old],
         ..recipe
     };
-    // SAFETY: forwarded.
-    unsafe { store(rt, l, recipe, newtype) }
+    store(rt, l, recipe, newtype)
 }
 
 /// Widens an `int` array.
@@ -86,67 +79,50 @@ fn wide(v: &[c_int]) -> Vec<i64> {
 }
 
 /// `MPI_Type_create_subarray`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_create_subarray(
+pub(crate) fn type_create_subarray(
     ndims: c_int,
-    array_of_sizes: *const c_int,
-    array_of_subsizes: *const c_int,
-    array_of_starts: *const c_int,
+    array_of_sizes: &[c_int],
+    array_of_subsizes: &[c_int],
+    array_of_starts: &[c_int],
     order: c_int,
     oldtype: usize,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
-    let n = count_arg(ndims)?;
-    // SAFETY: the caller's arrays of `ndims` entries.
-    let (sizes, subsizes, starts) = unsafe {
-        (
-            array(array_of_sizes, n, "size")?,
-            array(array_of_subsizes, n, "subsize")?,
-            array(array_of_starts, n, "start")?,
-        )
-    };
+    count_arg(ndims)?;
+    let (sizes, subsizes, starts) = { (array_of_sizes, array_of_subsizes, array_of_starts) };
     let ints = [&[ndims][..], sizes, subsizes, starts, &[order]].concat();
     let recipe = Recipe::new(combiner::SUBARRAY, ints, vec![], vec![]);
-    // SAFETY: out-argument.
-    unsafe {
-        subarray_of(
-            &wide(sizes),
-            &wide(subsizes),
-            &wide(starts),
-            order,
-            oldtype,
-            recipe,
-            newtype,
-        )
-    }
+    subarray_of(
+        &wide(sizes),
+        &wide(subsizes),
+        &wide(starts),
+        order,
+        oldtype,
+        recipe,
+        newtype,
+    )
 }
 
 /// `MPI_Type_create_darray`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_create_darray(
+pub(crate) fn type_create_darray(
     size: c_int,
     rank: c_int,
     ndims: c_int,
-    array_of_gsizes: *const c_int,
-    array_of_distribs: *const c_int,
-    array_of_dargs: *const c_int,
-    array_of_psizes: *const c_int,
+    array_of_gsizes: &[c_int],
+    array_of_distribs: &[c_int],
+    array_of_dargs: &[c_int],
+    array_of_psizes: &[c_int],
     order: c_int,
     oldtype: usize,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
-    let n = count_arg(ndims)?;
-    // SAFETY: the caller's arrays of `ndims` entries.
-    let (gsizes, distribs, dargs, psizes) = unsafe {
+    count_arg(ndims)?;
+    let (gsizes, distribs, dargs, psizes) = {
         (
-            array(array_of_gsizes, n, "global size")?,
-            array(array_of_distribs, n, "distribution")?,
-            array(array_of_dargs, n, "distribution argument")?,
-            array(array_of_psizes, n, "process grid size")?,
+            array_of_gsizes,
+            array_of_distribs,
+            array_of_dargs,
+            array_of_psizes,
         )
     };
     let ints = [
@@ -167,6 +143,5 @@ pub(crate) unsafe fn type_create_darray(
         psizes,
         order,
     };
-    // SAFETY: out-argument.
-    unsafe { darray_of(&wide(gsizes), &a, oldtype, recipe, newtype) }
+    darray_of(&wide(gsizes), &a, oldtype, recipe, newtype)
 }

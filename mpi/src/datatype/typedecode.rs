@@ -7,14 +7,11 @@ use std::ffi::c_int;
 use crate::abi::class::*;
 use crate::datatype::{combiner, TypeArg};
 use crate::error::{Fail, Res};
-use crate::ffi::put;
+use crate::ffi::args::{Out, OutSlice};
 use crate::state::rt;
 
 /// Copies `src` into the C array `dst` of `max` entries.
-///
-/// # Safety
-/// `dst` is null or valid for writes of `max` values.
-unsafe fn put_all<T: Copy>(dst: *mut T, max: i64, src: &[T], what: &str) -> Res {
+pub(crate) fn put_all<T: Copy>(dst: &mut OutSlice<'_, T>, max: i64, src: &[T], what: &str) -> Res {
     if src.is_empty() {
         return Ok(());
     }
@@ -27,12 +24,10 @@ unsafe fn put_all<T: Copy>(dst: *mut T, max: i64, src: &[T], what: &str) -> Res 
             ),
         ));
     }
-    if dst.is_null() {
-        return Err(Fail::msg(MPI_ERR_ARG, format!("a null array of {what}")));
+    // `dst` has `max` entries (the table's len), at least `src.len()`.
+    for (i, v) in src.iter().enumerate() {
+        dst.set(i, *v);
     }
-    // SAFETY: non-null, valid for `max >= src.len()` values (the caller's
-    // promise); a fresh vector of ours cannot overlap it.
-    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
     Ok(())
 }
 
@@ -58,19 +53,16 @@ pub(crate) fn envelope(datatype: usize) -> Res<([usize; 4], c_int)> {
 }
 
 /// The caller's arrays for a datatype's contents, each with its size.
-pub(crate) struct Contents {
-    pub(crate) ints: (*mut c_int, i64),
-    pub(crate) aints: (*mut isize, i64),
-    pub(crate) counts: (*mut i64, i64),
-    pub(crate) types: (*mut usize, i64),
+pub(crate) struct Contents<'a> {
+    pub(crate) ints: (OutSlice<'a, c_int>, i64),
+    pub(crate) aints: (OutSlice<'a, isize>, i64),
+    pub(crate) counts: (OutSlice<'a, i64>, i64),
+    pub(crate) types: (OutSlice<'a, usize>, i64),
 }
 
 /// `MPI_Type_get_contents(_c)`: the constructor's arguments into `out`
 /// (a derived datatype argument as a new handle, see the int form).
-///
-/// # Safety
-/// Each of `out`'s arrays is null or valid for writes of its size.
-pub(crate) unsafe fn contents(datatype: usize, out: &Contents) -> Res {
+pub(crate) fn contents(datatype: usize, out: &mut Contents<'_>) -> Res {
     let rt = rt()?;
     let e = match rt.type_arg(datatype)? {
         TypeArg::Named(_) => {
@@ -82,7 +74,7 @@ pub(crate) unsafe fn contents(datatype: usize, out: &Contents) -> Res {
         TypeArg::Derived(e) => e,
     };
     let r = &e.recipe;
-    let (array_of_datatypes, max_datatypes) = out.types;
+    let max_datatypes = out.types.1;
     if usize::try_from(max_datatypes).map_or(true, |m| m < r.types.len()) {
         return Err(Fail::msg(
             MPI_ERR_ARG,
@@ -92,15 +84,9 @@ pub(crate) unsafe fn contents(datatype: usize, out: &Contents) -> Res {
             ),
         ));
     }
-    if array_of_datatypes.is_null() && !r.types.is_empty() {
-        return Err(Fail::new(MPI_ERR_ARG, "a null array of datatypes"));
-    }
-    // SAFETY: the caller's arrays of max_* entries.
-    unsafe {
-        put_all(out.ints.0, out.ints.1, &r.ints, "integers")?;
-        put_all(out.aints.0, out.aints.1, &r.aints, "addresses")?;
-        put_all(out.counts.0, out.counts.1, &r.counts, "large_counts")?;
-    }
+    put_all(&mut out.ints.0, out.ints.1, &r.ints, "integers")?;
+    put_all(&mut out.aints.0, out.aints.1, &r.aints, "addresses")?;
+    put_all(&mut out.counts.0, out.counts.1, &r.counts, "large_counts")?;
     let mut handles = Vec::with_capacity(r.types.len());
     for t in &r.types {
         let h = match t {
@@ -120,9 +106,7 @@ pub(crate) unsafe fn contents(datatype: usize, out: &Contents) -> Res {
             }
         }
     }
-    // SAFETY: the caller's array of max_datatypes entries (checked
-    // above to hold them all).
-    unsafe { put_all(array_of_datatypes, max_datatypes, &handles, "datatypes") }
+    put_all(&mut out.types.0, max_datatypes, &handles, "datatypes")
 }
 
 /// `MPI_ERR_TYPE` for a type made by a large-count constructor, which only
@@ -138,25 +122,19 @@ fn no_large(counts: usize) -> Res {
 /// `MPI_Type_get_envelope`: `MPI_COMBINER_NAMED` and no arguments for a
 /// predefined datatype; the constructor and its argument counts for a
 /// derived one (`MPI_ERR_TYPE` if it has large counts).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_get_envelope(
+pub(crate) fn type_get_envelope(
     datatype: usize,
-    num_integers: *mut c_int,
-    num_addresses: *mut c_int,
-    num_datatypes: *mut c_int,
-    combiner: *mut c_int,
+    mut num_integers: Out<'_, c_int>,
+    mut num_addresses: Out<'_, c_int>,
+    mut num_datatypes: Out<'_, c_int>,
+    mut combiner: Out<'_, c_int>,
 ) -> Res {
     let ([ni, na, nc, nd], comb) = envelope(datatype)?;
     no_large(nc)?;
-    // SAFETY: out-arguments.
-    unsafe {
-        put(num_integers, int_len(ni)?)?;
-        put(num_addresses, int_len(na)?)?;
-        put(num_datatypes, int_len(nd)?)?;
-        put(combiner, comb)
-    }
+    num_integers.set(int_len(ni)?)?;
+    num_addresses.set(int_len(na)?)?;
+    num_datatypes.set(int_len(nd)?)?;
+    combiner.set(comb)
 }
 
 /// `MPI_Type_get_contents`: the constructor's arguments. A derived
@@ -165,25 +143,21 @@ pub(crate) unsafe fn type_get_envelope(
 /// `datatype` has no contents (`MPI_ERR_TYPE`), nor has here one with
 /// large counts; arrays shorter than the envelope's counts are
 /// `MPI_ERR_ARG`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_get_contents(
+pub(crate) fn type_get_contents(
     datatype: usize,
     max_integers: c_int,
     max_addresses: c_int,
     max_datatypes: c_int,
-    array_of_integers: *mut c_int,
-    array_of_addresses: *mut isize,
-    array_of_datatypes: *mut usize,
+    array_of_integers: OutSlice<'_, c_int>,
+    array_of_addresses: OutSlice<'_, isize>,
+    array_of_datatypes: OutSlice<'_, usize>,
 ) -> Res {
     no_large(envelope(datatype)?.0[2])?;
-    let out = Contents {
+    let mut out = Contents {
         ints: (array_of_integers, max_integers.into()),
         aints: (array_of_addresses, max_addresses.into()),
-        counts: (std::ptr::null_mut(), 0),
+        counts: (OutSlice::empty(), 0),
         types: (array_of_datatypes, max_datatypes.into()),
     };
-    // SAFETY: the caller's arrays of max_* entries.
-    unsafe { contents(datatype, &out) }
+    contents(datatype, &mut out)
 }

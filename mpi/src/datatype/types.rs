@@ -2,10 +2,10 @@
 //! the constructors of derived types, commit, dup and free, and address
 //! arithmetic.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::c_int;
 use std::sync::Arc;
 
-use crate::ffi::{cstr, get, put, put_str};
+use crate::ffi::args::{Out, TextOut};
 
 use crate::abi::class::*;
 use crate::abi::{MPI_DATATYPE_NULL, MPI_MAX_OBJECT_NAME};
@@ -13,21 +13,6 @@ use crate::datatype::derived::resized;
 use crate::datatype::{combiner, count_arg, predefined, Builder, Layout, Recipe, TypeArg};
 use crate::error::{Fail, Res};
 use crate::state::{rt, Runtime};
-
-/// A C array argument of `n` entries.
-///
-/// # Safety
-/// `p` is null or valid for reads of `n` values.
-pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize, what: &'static str) -> Res<&'a [T]> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(Fail::msg(MPI_ERR_ARG, format!("a null {what} array")));
-    }
-    // SAFETY: non-null, valid for `n` values (the caller's promise).
-    Ok(unsafe { std::slice::from_raw_parts(p, n) })
-}
 
 /// A block length argument.
 fn blocklen(b: i64) -> Res<usize> {
@@ -44,21 +29,17 @@ fn scaled(d: impl Into<i64>, old: &Layout) -> Res<isize> {
 }
 
 /// Stores a new derived type made by `recipe` and writes its handle.
-///
-/// # Safety
-/// `newtype` is null or valid for a write.
-pub(super) unsafe fn store(
+pub(super) fn store(
     rt: &Runtime,
     layout: Layout,
     recipe: Recipe,
-    newtype: *mut usize,
+    mut newtype: Out<'_, usize>,
 ) -> Res {
     if newtype.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null datatype pointer"));
     }
     let h = rt.add_type(layout, recipe)?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(newtype, h) }
+    newtype.set(h)
 }
 
 /// Builds a type from `(displacement, block length)` pieces of `old`.
@@ -72,100 +53,68 @@ fn pieces(old: &Layout, it: impl Iterator<Item = Res<(isize, usize)>>) -> Res<La
 }
 
 /// `MPI_Type_size`: `MPI_UNDEFINED` if it does not fit an `int`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_size(datatype: usize, size: *mut c_int) -> Res {
+pub(crate) fn type_size(datatype: usize, mut size: Out<'_, c_int>) -> Res {
     let ty = rt()?.any_type(datatype)?;
-    // SAFETY: out-argument.
-    unsafe {
-        put(
-            size,
-            c_int::try_from(ty.size()).unwrap_or(crate::abi::MPI_UNDEFINED),
-        )
-    }
+    size.set(c_int::try_from(ty.size()).unwrap_or(crate::abi::MPI_UNDEFINED))
 }
 
 /// `MPI_Type_size_x`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_size_x(datatype: usize, size: *mut i64) -> Res {
+pub(crate) fn type_size_x(datatype: usize, mut size: Out<'_, i64>) -> Res {
     let ty = rt()?.any_type(datatype)?;
-    // SAFETY: out-argument.
-    unsafe { put(size, ty.size() as i64) }
+    size.set(ty.size() as i64)
 }
 
 /// `MPI_Type_get_extent`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_get_extent(datatype: usize, lb: *mut isize, extent: *mut isize) -> Res {
+pub(crate) fn type_get_extent(
+    datatype: usize,
+    mut lb: Out<'_, isize>,
+    mut extent: Out<'_, isize>,
+) -> Res {
     let (l, e) = rt()?.any_type(datatype)?.extent();
-    // SAFETY: out-arguments.
-    unsafe {
-        put(lb, l)?;
-        put(extent, e)
-    }
+    lb.set(l)?;
+    extent.set(e)
 }
 
 /// `MPI_Type_get_extent_x`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_get_extent_x(datatype: usize, lb: *mut i64, extent: *mut i64) -> Res {
+pub(crate) fn type_get_extent_x(
+    datatype: usize,
+    mut lb: Out<'_, i64>,
+    mut extent: Out<'_, i64>,
+) -> Res {
     let (l, e) = rt()?.any_type(datatype)?.extent();
-    // SAFETY: out-arguments.
-    unsafe {
-        put(lb, l as i64)?;
-        put(extent, e as i64)
-    }
+    lb.set(l as i64)?;
+    extent.set(e as i64)
 }
 
 /// `MPI_Type_get_true_extent`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_get_true_extent(
+pub(crate) fn type_get_true_extent(
     datatype: usize,
-    true_lb: *mut isize,
-    true_extent: *mut isize,
+    mut true_lb: Out<'_, isize>,
+    mut true_extent: Out<'_, isize>,
 ) -> Res {
     let (l, e) = rt()?.any_type(datatype)?.true_extent();
-    // SAFETY: out-arguments.
-    unsafe {
-        put(true_lb, l)?;
-        put(true_extent, e)
-    }
+    true_lb.set(l)?;
+    true_extent.set(e)
 }
 
 /// `MPI_Type_get_true_extent_x`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_get_true_extent_x(
+pub(crate) fn type_get_true_extent_x(
     datatype: usize,
-    true_lb: *mut i64,
-    true_extent: *mut i64,
+    mut true_lb: Out<'_, i64>,
+    mut true_extent: Out<'_, i64>,
 ) -> Res {
     let (l, e) = rt()?.any_type(datatype)?.true_extent();
-    // SAFETY: out-arguments.
-    unsafe {
-        put(true_lb, l as i64)?;
-        put(true_extent, e as i64)
-    }
+    true_lb.set(l as i64)?;
+    true_extent.set(e as i64)
 }
 
 /// `MPI_Type_get_name`: a predefined type's standard name (or the name
 /// the program gave it); a derived type's name, empty if none;
 /// `"MPI_DATATYPE_NULL"` for `MPI_DATATYPE_NULL` (MPI 4.1).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_get_name(
+pub(crate) fn type_get_name(
     datatype: usize,
-    type_name: *mut c_char,
-    resultlen: *mut c_int,
+    mut type_name: TextOut<'_>,
+    mut resultlen: Out<'_, c_int>,
 ) -> Res {
     let rt = rt()?;
     let name = match predefined(datatype) {
@@ -183,20 +132,14 @@ pub(crate) unsafe fn type_get_name(
             .with(|t| t.get(datatype).map(|e| e.name.clone()))?
             .map_err(|b| Fail::handle(MPI_ERR_TYPE, b, "datatype"))?,
     };
-    // SAFETY: `type_name` has MPI_MAX_OBJECT_NAME bytes (the standard's
-    // requirement); `resultlen` is an out-argument.
-    unsafe { put_str(type_name, MPI_MAX_OBJECT_NAME, &name, resultlen) }
+    type_name.set(&name, Some(&mut resultlen))
 }
 
 /// `MPI_Type_set_name`: names longer than `MPI_MAX_OBJECT_NAME - 1`
 /// bytes are cut. Predefined types can be renamed too.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_set_name(datatype: usize, type_name: *const c_char) -> Res {
+pub(crate) fn type_set_name(datatype: usize, type_name: &str) -> Res {
     let rt = rt()?;
-    // SAFETY: a NUL-terminated string argument.
-    let name = unsafe { cstr(type_name)? };
+    let name = type_name;
     let mut end = name.len().min(MPI_MAX_OBJECT_NAME - 1);
     while !name.is_char_boundary(end) {
         end -= 1;
@@ -217,14 +160,11 @@ pub(crate) unsafe fn type_set_name(datatype: usize, type_name: *const c_char) ->
 
 /// `MPI_Type_contiguous(_c)`: `count` copies of `oldtype`, one block if
 /// it is contiguous; `recipe` has every argument but the datatype.
-///
-/// # Safety
-/// `newtype` is an out-argument.
-pub(crate) unsafe fn contiguous(
+pub(crate) fn contiguous(
     count: i64,
     oldtype: usize,
     recipe: Recipe,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     let old = rt.type_arg(oldtype)?;
@@ -234,34 +174,26 @@ pub(crate) unsafe fn contiguous(
         types: vec![old],
         ..recipe
     };
-    // SAFETY: forwarded.
-    unsafe { store(rt, l, recipe, newtype) }
+    store(rt, l, recipe, newtype)
 }
 
 /// `MPI_Type_contiguous`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_contiguous(count: c_int, oldtype: usize, newtype: *mut usize) -> Res {
+pub(crate) fn type_contiguous(count: c_int, oldtype: usize, newtype: Out<'_, usize>) -> Res {
     let recipe = Recipe::new(combiner::CONTIGUOUS, vec![count], vec![], vec![]);
-    // SAFETY: out-argument.
-    unsafe { contiguous(count.into(), oldtype, recipe, newtype) }
+    contiguous(count.into(), oldtype, recipe, newtype)
 }
 
 /// `MPI_Type_vector(_c)` (`unit`: the stride is in extents of `old`) and
 /// `MPI_Type_create_hvector(_c)` (bytes); `recipe` has every argument but
 /// the datatype.
-///
-/// # Safety
-/// `newtype` is an out-argument.
-pub(crate) unsafe fn vector(
+pub(crate) fn vector(
     count: i64,
     block: i64,
     stride: i64,
     unit: bool,
     oldtype: usize,
     recipe: Recipe,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     let arg = rt.type_arg(oldtype)?;
@@ -286,20 +218,16 @@ pub(crate) unsafe fn vector(
         types: vec![arg],
         ..recipe
     };
-    // SAFETY: forwarded.
-    unsafe { store(rt, l, recipe, newtype) }
+    store(rt, l, recipe, newtype)
 }
 
 /// `MPI_Type_vector`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_vector(
+pub(crate) fn type_vector(
     count: c_int,
     blocklength: c_int,
     stride: c_int,
     oldtype: usize,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
     let recipe = Recipe::new(
         combiner::VECTOR,
@@ -307,30 +235,24 @@ pub(crate) unsafe fn type_vector(
         vec![],
         vec![],
     );
-    // SAFETY: out-argument.
-    unsafe {
-        vector(
-            count.into(),
-            blocklength.into(),
-            stride.into(),
-            true,
-            oldtype,
-            recipe,
-            newtype,
-        )
-    }
+    vector(
+        count.into(),
+        blocklength.into(),
+        stride.into(),
+        true,
+        oldtype,
+        recipe,
+        newtype,
+    )
 }
 
 /// `MPI_Type_create_hvector`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_create_hvector(
+pub(crate) fn type_create_hvector(
     count: c_int,
     blocklength: c_int,
     stride: isize,
     oldtype: usize,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
     let recipe = Recipe::new(
         combiner::HVECTOR,
@@ -338,35 +260,30 @@ pub(crate) unsafe fn type_create_hvector(
         vec![stride],
         vec![],
     );
-    // SAFETY: out-argument.
-    unsafe {
-        vector(
-            count.into(),
-            blocklength.into(),
-            stride as i64,
-            false,
-            oldtype,
-            recipe,
-            newtype,
-        )
-    }
+    vector(
+        count.into(),
+        blocklength.into(),
+        stride as i64,
+        false,
+        oldtype,
+        recipe,
+        newtype,
+    )
 }
 
 /// The indexed constructors: block `j` of `lens(j)` copies of `old` at
 /// `disps(j)` (scaled by the extent when `unit`); `recipe` has every
 /// argument but the datatype.
 ///
-/// # Safety
-/// `newtype` is an out-argument.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn indexed(
+pub(crate) fn indexed(
     count: i64,
     oldtype: usize,
     unit: bool,
     lens: impl Fn(usize) -> i64,
     disps: impl Fn(usize) -> i64,
     recipe: Recipe,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     let arg = rt.type_arg(oldtype)?;
@@ -389,157 +306,115 @@ pub(crate) unsafe fn indexed(
         types: vec![arg],
         ..recipe
     };
-    // SAFETY: forwarded.
-    unsafe { store(rt, l, recipe, newtype) }
+    store(rt, l, recipe, newtype)
 }
 
 /// `MPI_Type_indexed`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_indexed(
+pub(crate) fn type_indexed(
     count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const c_int,
+    array_of_blocklengths: &[c_int],
+    array_of_displacements: &[c_int],
     oldtype: usize,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
-    let n = count_arg(count)?;
-    // SAFETY: the caller's arrays of `count` entries.
-    let (lens, disps) = unsafe {
-        (
-            array(array_of_blocklengths, n, "block length")?,
-            array(array_of_displacements, n, "displacement")?,
-        )
-    };
+    let _n = count_arg(count)?;
+    let (lens, disps) = { (array_of_blocklengths, array_of_displacements) };
     let ints = [&[count][..], lens, disps].concat();
     let recipe = Recipe::new(combiner::INDEXED, ints, vec![], vec![]);
-    // SAFETY: out-argument.
-    unsafe {
-        indexed(
-            count.into(),
-            oldtype,
-            true,
-            |j| lens[j].into(),
-            |j| disps[j].into(),
-            recipe,
-            newtype,
-        )
-    }
+    indexed(
+        count.into(),
+        oldtype,
+        true,
+        |j| lens[j].into(),
+        |j| disps[j].into(),
+        recipe,
+        newtype,
+    )
 }
 
 /// `MPI_Type_create_hindexed`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_create_hindexed(
+pub(crate) fn type_create_hindexed(
     count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const isize,
+    array_of_blocklengths: &[c_int],
+    array_of_displacements: &[isize],
     oldtype: usize,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
-    let n = count_arg(count)?;
-    // SAFETY: the caller's arrays of `count` entries.
-    let (lens, disps) = unsafe {
-        (
-            array(array_of_blocklengths, n, "block length")?,
-            array(array_of_displacements, n, "displacement")?,
-        )
-    };
+    let _n = count_arg(count)?;
+    let (lens, disps) = { (array_of_blocklengths, array_of_displacements) };
     let ints = [&[count][..], lens].concat();
     let recipe = Recipe::new(combiner::HINDEXED, ints, disps.to_vec(), vec![]);
-    // SAFETY: out-argument.
-    unsafe {
-        indexed(
-            count.into(),
-            oldtype,
-            false,
-            |j| lens[j].into(),
-            |j| disps[j] as i64,
-            recipe,
-            newtype,
-        )
-    }
+    indexed(
+        count.into(),
+        oldtype,
+        false,
+        |j| lens[j].into(),
+        |j| disps[j] as i64,
+        recipe,
+        newtype,
+    )
 }
 
 /// `MPI_Type_create_indexed_block`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_create_indexed_block(
+pub(crate) fn type_create_indexed_block(
     count: c_int,
     blocklength: c_int,
-    array_of_displacements: *const c_int,
+    array_of_displacements: &[c_int],
     oldtype: usize,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
-    let n = count_arg(count)?;
-    // SAFETY: the caller's array of `count` entries.
-    let disps = unsafe { array(array_of_displacements, n, "displacement")? };
+    let _n = count_arg(count)?;
+    let disps = array_of_displacements;
     let ints = [&[count, blocklength][..], disps].concat();
     let recipe = Recipe::new(combiner::INDEXED_BLOCK, ints, vec![], vec![]);
-    // SAFETY: out-argument.
-    unsafe {
-        indexed(
-            count.into(),
-            oldtype,
-            true,
-            |_| blocklength.into(),
-            |j| disps[j].into(),
-            recipe,
-            newtype,
-        )
-    }
+    indexed(
+        count.into(),
+        oldtype,
+        true,
+        |_| blocklength.into(),
+        |j| disps[j].into(),
+        recipe,
+        newtype,
+    )
 }
 
 /// `MPI_Type_create_hindexed_block`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_create_hindexed_block(
+pub(crate) fn type_create_hindexed_block(
     count: c_int,
     blocklength: c_int,
-    array_of_displacements: *const isize,
+    array_of_displacements: &[isize],
     oldtype: usize,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
-    let n = count_arg(count)?;
-    // SAFETY: the caller's array of `count` entries.
-    let disps = unsafe { array(array_of_displacements, n, "displacement")? };
+    let _n = count_arg(count)?;
+    let disps = array_of_displacements;
     let recipe = Recipe::new(
         combiner::HINDEXED_BLOCK,
         vec![count, blocklength],
         disps.to_vec(),
         vec![],
     );
-    // SAFETY: out-argument.
-    unsafe {
-        indexed(
-            count.into(),
-            oldtype,
-            false,
-            |_| blocklength.into(),
-            |j| disps[j] as i64,
-            recipe,
-            newtype,
-        )
-    }
+    indexed(
+        count.into(),
+        oldtype,
+        false,
+        |_| blocklength.into(),
+        |j| disps[j] as i64,
+        recipe,
+        newtype,
+    )
 }
 
 /// `MPI_Type_create_struct(_c)`: member `j` is `lens(j)` copies of
 /// `types[j]` at `disps(j)` bytes; the extent is rounded up to the widest
 /// member's alignment (unless a member was resized). `recipe` has every
 /// argument but the datatypes.
-///
-/// # Safety
-/// `newtype` is an out-argument.
-pub(crate) unsafe fn structure(
+pub(crate) fn structure(
     types: &[usize],
     lens: impl Fn(usize) -> i64,
     disps: impl Fn(usize) -> i64,
     recipe: Recipe,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     let mut b = Builder::new();
@@ -555,56 +430,45 @@ pub(crate) unsafe fn structure(
         types: args,
         ..recipe
     };
-    // SAFETY: forwarded.
-    unsafe { store(rt, b.finish(true), recipe, newtype) }
+    store(rt, b.finish(true), recipe, newtype)
 }
 
 /// `MPI_Type_create_struct`: the extent is rounded up to the widest
 /// member's alignment (unless a member was resized).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_create_struct(
+pub(crate) fn type_create_struct(
     count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const isize,
-    array_of_types: *const usize,
-    newtype: *mut usize,
+    array_of_blocklengths: &[c_int],
+    array_of_displacements: &[isize],
+    array_of_types: &[usize],
+    newtype: Out<'_, usize>,
 ) -> Res {
-    let n = count_arg(count)?;
-    // SAFETY: the caller's arrays of `count` entries.
-    let (lens, disps, types) = unsafe {
+    let _n = count_arg(count)?;
+    let (lens, disps, types) = {
         (
-            array(array_of_blocklengths, n, "block length")?,
-            array(array_of_displacements, n, "displacement")?,
-            array(array_of_types, n, "datatype")?,
+            array_of_blocklengths,
+            array_of_displacements,
+            array_of_types,
         )
     };
     let ints = [&[count][..], lens].concat();
     let recipe = Recipe::new(combiner::STRUCT, ints, disps.to_vec(), vec![]);
-    // SAFETY: out-argument.
-    unsafe {
-        structure(
-            types,
-            |j| lens[j].into(),
-            |j| disps[j] as i64,
-            recipe,
-            newtype,
-        )
-    }
+    structure(
+        types,
+        |j| lens[j].into(),
+        |j| disps[j] as i64,
+        recipe,
+        newtype,
+    )
 }
 
 /// `MPI_Type_create_resized(_c)`; `recipe` has every argument but the
 /// datatype.
-///
-/// # Safety
-/// `newtype` is an out-argument.
-pub(crate) unsafe fn resize(
+pub(crate) fn resize(
     oldtype: usize,
     lb: isize,
     extent: isize,
     recipe: Recipe,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     let old = rt.type_arg(oldtype)?;
@@ -613,30 +477,22 @@ pub(crate) unsafe fn resize(
         types: vec![old],
         ..recipe
     };
-    // SAFETY: forwarded.
-    unsafe { store(rt, l, recipe, newtype) }
+    store(rt, l, recipe, newtype)
 }
 
 /// `MPI_Type_create_resized`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_create_resized(
+pub(crate) fn type_create_resized(
     oldtype: usize,
     lb: isize,
     extent: isize,
-    newtype: *mut usize,
+    newtype: Out<'_, usize>,
 ) -> Res {
     let recipe = Recipe::new(combiner::RESIZED, vec![], vec![lb, extent], vec![]);
-    // SAFETY: out-argument.
-    unsafe { resize(oldtype, lb, extent, recipe, newtype) }
+    resize(oldtype, lb, extent, recipe, newtype)
 }
 
 /// `MPI_Type_dup`: the same layout, committed if the old one is.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_dup(oldtype: usize, newtype: *mut usize) -> Res {
+pub(crate) fn type_dup(oldtype: usize, mut newtype: Out<'_, usize>) -> Res {
     let rt = rt()?;
     if newtype.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null datatype pointer"));
@@ -654,18 +510,13 @@ pub(crate) unsafe fn type_dup(oldtype: usize, newtype: *mut usize) -> Res {
         recipe,
     };
     let h = rt.insert_type(entry)?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(newtype, h) }
+    newtype.set(h)
 }
 
 /// `MPI_Type_commit`: a predefined type is always committed.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_commit(datatype: *mut usize) -> Res {
+pub(crate) fn type_commit(datatype: Out<'_, usize>) -> Res {
     let rt = rt()?;
-    // SAFETY: in-argument (the standard passes a pointer).
-    let h = unsafe { get(datatype)? };
+    let h = datatype.get()?;
     if predefined(h).is_some() {
         return Ok(());
     }
@@ -676,13 +527,9 @@ pub(crate) unsafe fn type_commit(datatype: *mut usize) -> Res {
 
 /// `MPI_Type_free`: the handle becomes `MPI_DATATYPE_NULL`; operations
 /// in flight keep the layout.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_free(datatype: *mut usize) -> Res {
+pub(crate) fn type_free(mut datatype: Out<'_, usize>) -> Res {
     let rt = rt()?;
-    // SAFETY: in/out argument.
-    let h = unsafe { get(datatype)? };
+    let h = datatype.get()?;
     if predefined(h).is_some() {
         return Err(Fail::new(
             MPI_ERR_TYPE,
@@ -694,17 +541,12 @@ pub(crate) unsafe fn type_free(datatype: *mut usize) -> Res {
         .with(|t| t.remove(h))?
         .map_err(|b| Fail::handle(MPI_ERR_TYPE, b, "datatype"))?;
     drop(entry);
-    // SAFETY: as above.
-    unsafe { put(datatype, MPI_DATATYPE_NULL) }
+    datatype.set(MPI_DATATYPE_NULL)
 }
 
 /// `MPI_Get_address`: the address as an integer.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn get_address(location: *const c_void, address: *mut isize) -> Res {
-    // SAFETY: out-argument.
-    unsafe { put(address, location as isize) }
+pub(crate) fn get_address(location: usize, mut address: Out<'_, isize>) -> Res {
+    address.set(location as isize)
 }
 
 /// `MPI_Aint_add`: `base + disp` as addresses (wrapping, as C's pointer
@@ -723,13 +565,10 @@ pub(crate) fn aint_diff(addr1: isize, addr2: isize) -> isize {
 /// `MPI_2INT` with `MPI_INT` indices; `MPI_2REAL`,
 /// `MPI_2DOUBLE_PRECISION`, `MPI_2INTEGER` with `MPI_INTEGER`), or
 /// `MPI_DATATYPE_NULL` when no predefined pair type exists.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn type_get_value_index(
+pub(crate) fn type_get_value_index(
     value_type: usize,
     index_type: usize,
-    pair_type: *mut usize,
+    mut pair_type: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     rt.any_type(value_type)?;
@@ -746,6 +585,5 @@ pub(crate) unsafe fn type_get_value_index(
         (0x219, 0x219) => 0x232, // INTEGER: 2INTEGER
         _ => MPI_DATATYPE_NULL,
     };
-    // SAFETY: out-argument.
-    unsafe { put(pair_type, pair) }
+    pair_type.set(pair)
 }

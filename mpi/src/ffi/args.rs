@@ -142,9 +142,12 @@ pub(crate) unsafe fn delete_attr_fn(addr: usize) -> crate::attr::DeleteCb {
     }
 }
 
-/// A length from the table's `len(P)=E`, as a `usize`.
-fn length(len: i64) -> Res<usize> {
-    usize::try_from(len).map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid count {len}")))
+/// A length from the table's `len(P)=E`, as a `usize`. A negative one
+/// is 0: the body checks its count argument itself, with the class the
+/// standard gives that argument (`MPI_ERR_COUNT`, `MPI_ERR_ARG`,
+/// `MPI_ERR_DIMS`), so a decoder never reports it first.
+fn length(len: i64) -> usize {
+    usize::try_from(len).unwrap_or(0)
 }
 
 /// An in-array `const T P[]` of `len` entries.
@@ -153,9 +156,9 @@ fn length(len: i64) -> Res<usize> {
 /// `p` is null or valid for reads of `len` `T`s, unchanged for the call.
 ///
 /// # Errors
-/// `MPI_ERR_ARG` for a negative length, or for null with a positive one.
+/// `MPI_ERR_ARG` for null with a positive length.
 pub(crate) unsafe fn slice<'a, T>(p: *const T, len: i64) -> Res<&'a [T]> {
-    let n = length(len)?;
+    let n = length(len);
     if n == 0 {
         return Ok(&[]);
     }
@@ -176,6 +179,15 @@ pub(crate) struct OutSlice<'a, T> {
 }
 
 impl<T: Copy> OutSlice<'_, T> {
+    /// An array of no entries (an argument a form does not have).
+    pub(crate) fn empty() -> Self {
+        OutSlice {
+            p: std::ptr::null_mut(),
+            len: 0,
+            _call: PhantomData,
+        }
+    }
+
     /// Writes entry `i`.
     ///
     /// # Panics
@@ -197,7 +209,7 @@ impl<T: Copy> OutSlice<'_, T> {
 /// # Errors
 /// As [`slice`].
 pub(crate) unsafe fn slice_out<'a, T>(p: *mut T, len: i64) -> Res<OutSlice<'a, T>> {
-    let n = length(len)?;
+    let n = length(len);
     if n > 0 && p.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null array with a non-zero count"));
     }
@@ -241,15 +253,13 @@ impl TextOut<'_> {
 ///
 /// # Safety
 /// `p` is null or valid for writes of `cap` bytes for the call.
-///
-/// # Errors
-/// `MPI_ERR_ARG` for a negative capacity.
-pub(crate) unsafe fn text_out<'a>(p: *mut c_char, cap: i64) -> Res<TextOut<'a>> {
-    Ok(TextOut {
+/// A negative capacity is 0.
+pub(crate) unsafe fn text_out<'a>(p: *mut c_char, cap: i64) -> TextOut<'a> {
+    TextOut {
         p,
-        cap: length(cap)?,
+        cap: length(cap),
         _call: PhantomData,
-    })
+    }
 }
 
 /// An out-argument written when a request completes (`MPI_Comm_idup`'s
@@ -300,9 +310,7 @@ pub(crate) unsafe fn later<T>(p: *mut T) -> Later<T> {
 }
 
 /// An in-out array `T P[]` (read and written: the program initialized
-/// it). A negative length gives an empty slice: the body checks its count
-/// argument itself, with the class the standard gives that argument
-/// (`MPI_Dims_create`'s `ndims`: `MPI_ERR_DIMS`).
+/// it).
 ///
 /// # Safety
 /// `p` is null or valid for reads and writes of `len` initialized `T`s,
@@ -311,7 +319,7 @@ pub(crate) unsafe fn later<T>(p: *mut T) -> Later<T> {
 /// # Errors
 /// `MPI_ERR_ARG` for null with a positive length.
 pub(crate) unsafe fn slice_inout<'a, T>(p: *mut T, len: i64) -> Res<&'a mut [T]> {
-    let n = usize::try_from(len).unwrap_or(0);
+    let n = length(len);
     if n == 0 {
         return Ok(&mut []);
     }

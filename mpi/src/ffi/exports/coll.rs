@@ -637,13 +637,13 @@ crate::ffi::export! {
 // ---- Large-count: reductions
 
 crate::ffi::export! {
-    /// `MPI_Op_create_c`: [`crate::datatype::large::op_create_c`].
+    /// `MPI_Op_create_c`: [`crate::coll::large_ops::op_create_c`].
     MPI_Op_create_c / PMPI_Op_create_c (user_fn: Option<UserFnC>, commute: c_int, op: *mut usize)
-    => crate::datatype::large::op_create_c(user_fn, commute, op)
+    => crate::coll::large_ops::op_create_c(user_fn, commute, op)
 }
 
 crate::ffi::export! {
-    /// `MPI_Reduce_local_c`: [`crate::datatype::large::reduce_local_c`].
+    /// `MPI_Reduce_local_c`: [`crate::coll::large_ops::reduce_local_c`].
     MPI_Reduce_local_c / PMPI_Reduce_local_c (inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, datatype: usize, op: usize)
-    => crate::datatype::large::reduce_local_c(inbuf, inoutbuf, count, datatype, op)
+    => crate::coll::large_ops::reduce_local_c(inbuf, inoutbuf, count, datatype, op)
 }

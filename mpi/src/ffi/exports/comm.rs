@@ -57,7 +57,7 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Comm_get_name`: [`crate::comm::communicators::comm_get_name`].
     MPI_Comm_get_name / PMPI_Comm_get_name [comm] (comm: usize, comm_name: *mut c_char, resultlen: *mut c_int)
-    => crate::comm::communicators::comm_get_name(comm, crate::ffi::args::text_out(comm_name, crate::abi::MPI_MAX_OBJECT_NAME as i64)?, crate::ffi::args::out(resultlen))
+    => crate::comm::communicators::comm_get_name(comm, crate::ffi::args::text_out(comm_name, crate::abi::MPI_MAX_OBJECT_NAME as i64), crate::ffi::args::out(resultlen))
 }
 
 crate::ffi::export! {

@@ -15,152 +15,172 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 crate::ffi::export! {
     /// `MPI_Type_size`: [`crate::datatype::types::type_size`].
     MPI_Type_size / PMPI_Type_size (datatype: usize, size: *mut c_int)
-    => crate::datatype::types::type_size(datatype, size)
+    => crate::datatype::types::type_size(datatype, crate::ffi::args::out(size))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_size_x`: [`crate::datatype::types::type_size_x`].
     MPI_Type_size_x / PMPI_Type_size_x (datatype: usize, size: *mut i64)
-    => crate::datatype::types::type_size_x(datatype, size)
+    => crate::datatype::types::type_size_x(datatype, crate::ffi::args::out(size))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_get_extent`: [`crate::datatype::types::type_get_extent`].
     MPI_Type_get_extent / PMPI_Type_get_extent (datatype: usize, lb: *mut isize, extent: *mut isize)
-    => crate::datatype::types::type_get_extent(datatype, lb, extent)
+    => crate::datatype::types::type_get_extent(datatype, crate::ffi::args::out(lb), crate::ffi::args::out(extent))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_get_extent_x`: [`crate::datatype::types::type_get_extent_x`].
     MPI_Type_get_extent_x / PMPI_Type_get_extent_x (datatype: usize, lb: *mut i64, extent: *mut i64)
-    => crate::datatype::types::type_get_extent_x(datatype, lb, extent)
+    => crate::datatype::types::type_get_extent_x(datatype, crate::ffi::args::out(lb), crate::ffi::args::out(extent))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_get_true_extent`: [`crate::datatype::types::type_get_true_extent`].
     MPI_Type_get_true_extent / PMPI_Type_get_true_extent (datatype: usize, true_lb: *mut isize, true_extent: *mut isize)
-    => crate::datatype::types::type_get_true_extent(datatype, true_lb, true_extent)
+    => crate::datatype::types::type_get_true_extent(datatype, crate::ffi::args::out(true_lb), crate::ffi::args::out(true_extent))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_get_true_extent_x`: [`crate::datatype::types::type_get_true_extent_x`].
     MPI_Type_get_true_extent_x / PMPI_Type_get_true_extent_x (datatype: usize, true_lb: *mut i64, true_extent: *mut i64)
-    => crate::datatype::types::type_get_true_extent_x(datatype, true_lb, true_extent)
+    => crate::datatype::types::type_get_true_extent_x(datatype, crate::ffi::args::out(true_lb), crate::ffi::args::out(true_extent))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_get_name`: [`crate::datatype::types::type_get_name`].
     MPI_Type_get_name / PMPI_Type_get_name (datatype: usize, type_name: *mut c_char, resultlen: *mut c_int)
-    => crate::datatype::types::type_get_name(datatype, type_name, resultlen)
+    => crate::datatype::types::type_get_name(datatype, crate::ffi::args::text_out(type_name, crate::abi::MPI_MAX_OBJECT_NAME as i64), crate::ffi::args::out(resultlen))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_set_name`: [`crate::datatype::types::type_set_name`].
     MPI_Type_set_name / PMPI_Type_set_name (datatype: usize, type_name: *const c_char)
-    => crate::datatype::types::type_set_name(datatype, type_name)
+    => crate::datatype::types::type_set_name(datatype, crate::ffi::args::text(type_name)?)
 }
 
 crate::ffi::export! {
     /// `MPI_Type_contiguous`: [`crate::datatype::types::type_contiguous`].
     MPI_Type_contiguous / PMPI_Type_contiguous (count: c_int, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::types::type_contiguous(count, oldtype, newtype)
+    => crate::datatype::types::type_contiguous(count, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_vector`: [`crate::datatype::types::type_vector`].
     MPI_Type_vector / PMPI_Type_vector (count: c_int, blocklength: c_int, stride: c_int, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::types::type_vector(count, blocklength, stride, oldtype, newtype)
+    => crate::datatype::types::type_vector(count, blocklength, stride, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_hvector`: [`crate::datatype::types::type_create_hvector`].
     MPI_Type_create_hvector / PMPI_Type_create_hvector (count: c_int, blocklength: c_int, stride: isize, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::types::type_create_hvector(count, blocklength, stride, oldtype, newtype)
+    => crate::datatype::types::type_create_hvector(count, blocklength, stride, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_indexed`: [`crate::datatype::types::type_indexed`].
     MPI_Type_indexed / PMPI_Type_indexed (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const c_int, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::types::type_indexed(count, array_of_blocklengths, array_of_displacements, oldtype, newtype)
+    => crate::datatype::types::type_indexed(count, crate::ffi::args::slice(array_of_blocklengths, i64::from(count))?, crate::ffi::args::slice(array_of_displacements, i64::from(count))?, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_hindexed`: [`crate::datatype::types::type_create_hindexed`].
     MPI_Type_create_hindexed / PMPI_Type_create_hindexed (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const isize, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::types::type_create_hindexed(count, array_of_blocklengths, array_of_displacements, oldtype, newtype)
+    => crate::datatype::types::type_create_hindexed(count, crate::ffi::args::slice(array_of_blocklengths, i64::from(count))?, crate::ffi::args::slice(array_of_displacements, i64::from(count))?, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_indexed_block`: [`crate::datatype::types::type_create_indexed_block`].
     MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block (count: c_int, blocklength: c_int, array_of_displacements: *const c_int, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::types::type_create_indexed_block(count, blocklength, array_of_displacements, oldtype, newtype)
+    => crate::datatype::types::type_create_indexed_block(count, blocklength, crate::ffi::args::slice(array_of_displacements, i64::from(count))?, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_hindexed_block`: [`crate::datatype::types::type_create_hindexed_block`].
     MPI_Type_create_hindexed_block / PMPI_Type_create_hindexed_block (count: c_int, blocklength: c_int, array_of_displacements: *const isize, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::types::type_create_hindexed_block(count, blocklength, array_of_displacements, oldtype, newtype)
+    => crate::datatype::types::type_create_hindexed_block(count, blocklength, crate::ffi::args::slice(array_of_displacements, i64::from(count))?, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_struct`: [`crate::datatype::types::type_create_struct`].
     MPI_Type_create_struct / PMPI_Type_create_struct (count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const isize, array_of_types: *const usize, newtype: *mut usize)
-    => crate::datatype::types::type_create_struct(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype)
+    => crate::datatype::types::type_create_struct(count, crate::ffi::args::slice(array_of_blocklengths, i64::from(count))?, crate::ffi::args::slice(array_of_displacements, i64::from(count))?, crate::ffi::args::slice(array_of_types, i64::from(count))?, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_resized`: [`crate::datatype::types::type_create_resized`].
     MPI_Type_create_resized / PMPI_Type_create_resized (oldtype: usize, lb: isize, extent: isize, newtype: *mut usize)
-    => crate::datatype::types::type_create_resized(oldtype, lb, extent, newtype)
+    => crate::datatype::types::type_create_resized(oldtype, lb, extent, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_subarray`: [`crate::datatype::typearray::type_create_subarray`].
     MPI_Type_create_subarray / PMPI_Type_create_subarray (ndims: c_int, array_of_sizes: *const c_int, array_of_subsizes: *const c_int, array_of_starts: *const c_int, order: c_int, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::typearray::type_create_subarray(ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, oldtype, newtype)
+    => crate::datatype::typearray::type_create_subarray(ndims, crate::ffi::args::slice(array_of_sizes, i64::from(ndims))?, crate::ffi::args::slice(array_of_subsizes, i64::from(ndims))?, crate::ffi::args::slice(array_of_starts, i64::from(ndims))?, order, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_darray`: [`crate::datatype::typearray::type_create_darray`].
     MPI_Type_create_darray / PMPI_Type_create_darray (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_int, array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int, order: c_int, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::typearray::type_create_darray(size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype)
+    => crate::datatype::typearray::type_create_darray(size, rank, ndims, crate::ffi::args::slice(array_of_gsizes, i64::from(ndims))?, crate::ffi::args::slice(array_of_distribs, i64::from(ndims))?, crate::ffi::args::slice(array_of_dargs, i64::from(ndims))?, crate::ffi::args::slice(array_of_psizes, i64::from(ndims))?, order, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_dup`: [`crate::datatype::types::type_dup`].
     MPI_Type_dup / PMPI_Type_dup (oldtype: usize, newtype: *mut usize)
-    => crate::datatype::types::type_dup(oldtype, newtype)
+    => crate::datatype::types::type_dup(oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_get_value_index`: [`crate::datatype::types::type_get_value_index`].
     MPI_Type_get_value_index / PMPI_Type_get_value_index (value_type: usize, index_type: usize, pair_type: *mut usize)
-    => crate::datatype::types::type_get_value_index(value_type, index_type, pair_type)
+    => crate::datatype::types::type_get_value_index(value_type, index_type, crate::ffi::args::out(pair_type))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_commit`: [`crate::datatype::types::type_commit`].
     MPI_Type_commit / PMPI_Type_commit (datatype: *mut usize)
-    => crate::datatype::types::type_commit(datatype)
+    => crate::datatype::types::type_commit(crate::ffi::args::out(datatype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_free`: [`crate::datatype::types::type_free`].
     MPI_Type_free / PMPI_Type_free (datatype: *mut usize)
-    => crate::datatype::types::type_free(datatype)
+    => crate::datatype::types::type_free(crate::ffi::args::out(datatype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_get_envelope`: [`crate::datatype::typedecode::type_get_envelope`].
     MPI_Type_get_envelope / PMPI_Type_get_envelope (datatype: usize, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int)
-    => crate::datatype::typedecode::type_get_envelope(datatype, num_integers, num_addresses, num_datatypes, combiner)
+    => crate::datatype::typedecode::type_get_envelope(datatype, crate::ffi::args::out(num_integers), crate::ffi::args::out(num_addresses), crate::ffi::args::out(num_datatypes), crate::ffi::args::out(combiner))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_get_contents`: [`crate::datatype::typedecode::type_get_contents`].
     MPI_Type_get_contents / PMPI_Type_get_contents (datatype: usize, max_integers: c_int, max_addresses: c_int, max_datatypes: c_int, array_of_integers: *mut c_int, array_of_addresses: *mut isize, array_of_datatypes: *mut usize)
-    => crate::datatype::typedecode::type_get_contents(datatype, max_integers, max_addresses, max_datatypes, array_of_integers, array_of_addresses, array_of_datatypes)
+    => crate::datatype::typedecode::type_get_contents(datatype, max_integers, max_addresses, max_datatypes, crate::ffi::args::slice_out(array_of_integers, i64::from(max_integers))?, crate::ffi::args::slice_out(array_of_addresses, i64::from(max_addresses))?, crate::ffi::args::slice_out(array_of_datatypes, i64::from(max_datatypes))?)
 }
+
+crate::ffi::export! {
+    /// `MPI_Get_address`: [`crate::datatype::types::get_address`].
+    MPI_Get_address / PMPI_Get_address (location: *const c_void, address: *mut isize)
+    => crate::datatype::types::get_address(location as usize, crate::ffi::args::out(address))
+}
+
+crate::ffi::export! {
+    /// `MPI_Aint_add`: [`crate::datatype::types::aint_add`].
+    MPI_Aint_add / PMPI_Aint_add raw (base: isize, disp: isize) -> isize
+    => crate::datatype::types::aint_add(base, disp)
+}
+
+crate::ffi::export! {
+    /// `MPI_Aint_diff`: [`crate::datatype::types::aint_diff`].
+    MPI_Aint_diff / PMPI_Aint_diff raw (addr1: isize, addr2: isize) -> isize
+    => crate::datatype::types::aint_diff(addr1, addr2)
+}
+
+// ---- Packing
 
 crate::ffi::export! {
     /// `MPI_Pack`: [`crate::datatype::pack_calls::pack`].
@@ -198,154 +218,138 @@ crate::ffi::export! {
     => crate::datatype::pack_calls::pack_external_size(datarep, incount, datatype, size)
 }
 
-crate::ffi::export! {
-    /// `MPI_Get_address`: [`crate::datatype::types::get_address`].
-    MPI_Get_address / PMPI_Get_address (location: *const c_void, address: *mut isize)
-    => crate::datatype::types::get_address(location, address)
-}
-
-crate::ffi::export! {
-    /// `MPI_Aint_add`: [`crate::datatype::types::aint_add`].
-    MPI_Aint_add / PMPI_Aint_add raw (base: isize, disp: isize) -> isize
-    => crate::datatype::types::aint_add(base, disp)
-}
-
-crate::ffi::export! {
-    /// `MPI_Aint_diff`: [`crate::datatype::types::aint_diff`].
-    MPI_Aint_diff / PMPI_Aint_diff raw (addr1: isize, addr2: isize) -> isize
-    => crate::datatype::types::aint_diff(addr1, addr2)
-}
-
-// ---- Large-count: datatypes and packing
+// ---- Large-count: datatypes
 
 crate::ffi::export! {
     /// `MPI_Type_contiguous_c`: [`crate::datatype::large::type_contiguous_c`].
     MPI_Type_contiguous_c / PMPI_Type_contiguous_c (count: i64, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::large::type_contiguous_c(count, oldtype, newtype)
+    => crate::datatype::large::type_contiguous_c(count, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_vector_c`: [`crate::datatype::large::type_vector_c`].
     MPI_Type_vector_c / PMPI_Type_vector_c (count: i64, blocklength: i64, stride: i64, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::large::type_vector_c(count, blocklength, stride, oldtype, newtype)
+    => crate::datatype::large::type_vector_c(count, blocklength, stride, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_hvector_c`: [`crate::datatype::large::type_create_hvector_c`].
     MPI_Type_create_hvector_c / PMPI_Type_create_hvector_c (count: i64, blocklength: i64, stride: i64, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::large::type_create_hvector_c(count, blocklength, stride, oldtype, newtype)
+    => crate::datatype::large::type_create_hvector_c(count, blocklength, stride, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_indexed_c`: [`crate::datatype::large::type_indexed_c`].
     MPI_Type_indexed_c / PMPI_Type_indexed_c (count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::large::type_indexed_c(count, array_of_blocklengths, array_of_displacements, oldtype, newtype)
+    => crate::datatype::large::type_indexed_c(count, crate::ffi::args::slice(array_of_blocklengths, count)?, crate::ffi::args::slice(array_of_displacements, count)?, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_hindexed_c`: [`crate::datatype::large::type_create_hindexed_c`].
     MPI_Type_create_hindexed_c / PMPI_Type_create_hindexed_c (count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::large::type_create_hindexed_c(count, array_of_blocklengths, array_of_displacements, oldtype, newtype)
+    => crate::datatype::large::type_create_hindexed_c(count, crate::ffi::args::slice(array_of_blocklengths, count)?, crate::ffi::args::slice(array_of_displacements, count)?, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_indexed_block_c`: [`crate::datatype::large::type_create_indexed_block_c`].
     MPI_Type_create_indexed_block_c / PMPI_Type_create_indexed_block_c (count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::large::type_create_indexed_block_c(count, blocklength, array_of_displacements, oldtype, newtype)
+    => crate::datatype::large::type_create_indexed_block_c(count, blocklength, crate::ffi::args::slice(array_of_displacements, count)?, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_hindexed_block_c`: [`crate::datatype::large::type_create_hindexed_block_c`].
     MPI_Type_create_hindexed_block_c / PMPI_Type_create_hindexed_block_c (count: i64, blocklength: i64, array_of_displacements: *const i64, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::large::type_create_hindexed_block_c(count, blocklength, array_of_displacements, oldtype, newtype)
+    => crate::datatype::large::type_create_hindexed_block_c(count, blocklength, crate::ffi::args::slice(array_of_displacements, count)?, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_struct_c`: [`crate::datatype::large::type_create_struct_c`].
     MPI_Type_create_struct_c / PMPI_Type_create_struct_c (count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, array_of_types: *const usize, newtype: *mut usize)
-    => crate::datatype::large::type_create_struct_c(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype)
+    => crate::datatype::large::type_create_struct_c(count, crate::ffi::args::slice(array_of_blocklengths, count)?, crate::ffi::args::slice(array_of_displacements, count)?, crate::ffi::args::slice(array_of_types, count)?, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_subarray_c`: [`crate::datatype::large::type_create_subarray_c`].
     MPI_Type_create_subarray_c / PMPI_Type_create_subarray_c (ndims: c_int, array_of_sizes: *const i64, array_of_subsizes: *const i64, array_of_starts: *const i64, order: c_int, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::large::type_create_subarray_c(ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, oldtype, newtype)
+    => crate::datatype::large::type_create_subarray_c(ndims, crate::ffi::args::slice(array_of_sizes, i64::from(ndims))?, crate::ffi::args::slice(array_of_subsizes, i64::from(ndims))?, crate::ffi::args::slice(array_of_starts, i64::from(ndims))?, order, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_darray_c`: [`crate::datatype::large::type_create_darray_c`].
     MPI_Type_create_darray_c / PMPI_Type_create_darray_c (size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const i64, array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int, order: c_int, oldtype: usize, newtype: *mut usize)
-    => crate::datatype::large::type_create_darray_c(size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype)
+    => crate::datatype::large::type_create_darray_c(size, rank, ndims, crate::ffi::args::slice(array_of_gsizes, i64::from(ndims))?, crate::ffi::args::slice(array_of_distribs, i64::from(ndims))?, crate::ffi::args::slice(array_of_dargs, i64::from(ndims))?, crate::ffi::args::slice(array_of_psizes, i64::from(ndims))?, order, oldtype, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_create_resized_c`: [`crate::datatype::large::type_create_resized_c`].
     MPI_Type_create_resized_c / PMPI_Type_create_resized_c (oldtype: usize, lb: i64, extent: i64, newtype: *mut usize)
-    => crate::datatype::large::type_create_resized_c(oldtype, lb, extent, newtype)
+    => crate::datatype::large::type_create_resized_c(oldtype, lb, extent, crate::ffi::args::out(newtype))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_size_c`: [`crate::datatype::types::type_size_x`].
     MPI_Type_size_c / PMPI_Type_size_c (datatype: usize, size: *mut i64)
-    => crate::datatype::types::type_size_x(datatype, size)
+    => crate::datatype::types::type_size_x(datatype, crate::ffi::args::out(size))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_get_extent_c`: [`crate::datatype::types::type_get_extent_x`].
     MPI_Type_get_extent_c / PMPI_Type_get_extent_c (datatype: usize, lb: *mut i64, extent: *mut i64)
-    => crate::datatype::types::type_get_extent_x(datatype, lb, extent)
+    => crate::datatype::types::type_get_extent_x(datatype, crate::ffi::args::out(lb), crate::ffi::args::out(extent))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_get_true_extent_c`: [`crate::datatype::types::type_get_true_extent_x`].
     MPI_Type_get_true_extent_c / PMPI_Type_get_true_extent_c (datatype: usize, true_lb: *mut i64, true_extent: *mut i64)
-    => crate::datatype::types::type_get_true_extent_x(datatype, true_lb, true_extent)
+    => crate::datatype::types::type_get_true_extent_x(datatype, crate::ffi::args::out(true_lb), crate::ffi::args::out(true_extent))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_get_envelope_c`: [`crate::datatype::large::type_get_envelope_c`].
     MPI_Type_get_envelope_c / PMPI_Type_get_envelope_c (datatype: usize, num_integers: *mut i64, num_addresses: *mut i64, num_large_counts: *mut i64, num_datatypes: *mut i64, combiner: *mut c_int)
-    => crate::datatype::large::type_get_envelope_c(datatype, num_integers, num_addresses, num_large_counts, num_datatypes, combiner)
+    => crate::datatype::large::type_get_envelope_c(datatype, crate::ffi::args::out(num_integers), crate::ffi::args::out(num_addresses), crate::ffi::args::out(num_large_counts), crate::ffi::args::out(num_datatypes), crate::ffi::args::out(combiner))
 }
 
 crate::ffi::export! {
     /// `MPI_Type_get_contents_c`: [`crate::datatype::large::type_get_contents_c`].
     MPI_Type_get_contents_c / PMPI_Type_get_contents_c (datatype: usize, max_integers: i64, max_addresses: i64, max_large_counts: i64, max_datatypes: i64, array_of_integers: *mut c_int, array_of_addresses: *mut isize, array_of_large_counts: *mut i64, array_of_datatypes: *mut usize)
-    => crate::datatype::large::type_get_contents_c(datatype, max_integers, max_addresses, max_large_counts, max_datatypes, array_of_integers, array_of_addresses, array_of_large_counts, array_of_datatypes)
+    => crate::datatype::large::type_get_contents_c(datatype, max_integers, max_addresses, max_large_counts, max_datatypes, crate::ffi::args::slice_out(array_of_integers, max_integers)?, crate::ffi::args::slice_out(array_of_addresses, max_addresses)?, crate::ffi::args::slice_out(array_of_large_counts, max_large_counts)?, crate::ffi::args::slice_out(array_of_datatypes, max_datatypes)?)
 }
 
+// ---- Large-count: packing
+
 crate::ffi::export! {
-    /// `MPI_Pack_c`: [`crate::datatype::large::pack_c`].
+    /// `MPI_Pack_c`: [`crate::datatype::pack_calls::pack_c`].
     MPI_Pack_c / PMPI_Pack_c [comm] (inbuf: *const c_void, incount: i64, datatype: usize, outbuf: *mut c_void, outsize: i64, position: *mut i64, comm: usize)
-    => crate::datatype::large::pack_c(inbuf, incount, datatype, outbuf, outsize, position, comm)
+    => crate::datatype::pack_calls::pack_c(inbuf, incount, datatype, outbuf, outsize, position, comm)
 }
 
 crate::ffi::export! {
-    /// `MPI_Unpack_c`: [`crate::datatype::large::unpack_c`].
+    /// `MPI_Unpack_c`: [`crate::datatype::pack_calls::unpack_c`].
     MPI_Unpack_c / PMPI_Unpack_c [comm] (inbuf: *const c_void, insize: i64, position: *mut i64, outbuf: *mut c_void, outcount: i64, datatype: usize, comm: usize)
-    => crate::datatype::large::unpack_c(inbuf, insize, position, outbuf, outcount, datatype, comm)
+    => crate::datatype::pack_calls::unpack_c(inbuf, insize, position, outbuf, outcount, datatype, comm)
 }
 
 crate::ffi::export! {
-    /// `MPI_Pack_size_c`: [`crate::datatype::large::pack_size_c`].
+    /// `MPI_Pack_size_c`: [`crate::datatype::pack_calls::pack_size_c`].
     MPI_Pack_size_c / PMPI_Pack_size_c [comm] (incount: i64, datatype: usize, comm: usize, size: *mut i64)
-    => crate::datatype::large::pack_size_c(incount, datatype, comm, size)
+    => crate::datatype::pack_calls::pack_size_c(incount, datatype, comm, size)
 }
 
 crate::ffi::export! {
-    /// `MPI_Pack_external_c`: [`crate::datatype::large::pack_external_c`].
+    /// `MPI_Pack_external_c`: [`crate::datatype::pack_calls::pack_external_c`].
     MPI_Pack_external_c / PMPI_Pack_external_c (datarep: *const c_char, inbuf: *const c_void, incount: i64, datatype: usize, outbuf: *mut c_void, outsize: i64, position: *mut i64)
-    => crate::datatype::large::pack_external_c(datarep, inbuf, incount, datatype, outbuf, outsize, position)
+    => crate::datatype::pack_calls::pack_external_c(datarep, inbuf, incount, datatype, outbuf, outsize, position)
 }
 
 crate::ffi::export! {
-    /// `MPI_Unpack_external_c`: [`crate::datatype::large::unpack_external_c`].
+    /// `MPI_Unpack_external_c`: [`crate::datatype::pack_calls::unpack_external_c`].
     MPI_Unpack_external_c / PMPI_Unpack_external_c (datarep: *const c_char, inbuf: *const c_void, insize: i64, position: *mut i64, outbuf: *mut c_void, outcount: i64, datatype: usize)
-    => crate::datatype::large::unpack_external_c(datarep, inbuf, insize, position, outbuf, outcount, datatype)
+    => crate::datatype::pack_calls::unpack_external_c(datarep, inbuf, insize, position, outbuf, outcount, datatype)
 }
 
 crate::ffi::export! {
-    /// `MPI_Pack_external_size_c`: [`crate::datatype::large::pack_external_size_c`].
+    /// `MPI_Pack_external_size_c`: [`crate::datatype::pack_calls::pack_external_size_c`].
     MPI_Pack_external_size_c / PMPI_Pack_external_size_c (datarep: *const c_char, incount: i64, datatype: usize, size: *mut i64)
-    => crate::datatype::large::pack_external_size_c(datarep, incount, datatype, size)
+    => crate::datatype::pack_calls::pack_external_size_c(datarep, incount, datatype, size)
 }

@@ -173,7 +173,7 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Error_string`: [`crate::env::errors::error_string`].
     MPI_Error_string / PMPI_Error_string (errorcode: c_int, string: *mut c_char, resultlen: *mut c_int)
-    => crate::env::errors::error_string(errorcode, crate::ffi::args::text_out(string, crate::abi::MPI_MAX_ERROR_STRING as i64)?, crate::ffi::args::out(resultlen))
+    => crate::env::errors::error_string(errorcode, crate::ffi::args::text_out(string, crate::abi::MPI_MAX_ERROR_STRING as i64), crate::ffi::args::out(resultlen))
 }
 
 crate::ffi::export! {

@@ -27,7 +27,7 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Info_get`: [`crate::info::calls::info_get`].
     MPI_Info_get / PMPI_Info_get (info: usize, key: *const c_char, valuelen: c_int, value: *mut c_char, flag: *mut c_int)
-    => crate::info::calls::info_get(info, crate::ffi::args::text(key)?, valuelen, crate::ffi::args::text_out(value, i64::from(valuelen) + 1)?, crate::ffi::args::out(flag))
+    => crate::info::calls::info_get(info, crate::ffi::args::text(key)?, valuelen, crate::ffi::args::text_out(value, i64::from(valuelen) + 1), crate::ffi::args::out(flag))
 }
 
 crate::ffi::export! {
@@ -39,7 +39,7 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Info_get_string`: [`crate::info::calls::info_get_string`].
     MPI_Info_get_string / PMPI_Info_get_string (info: usize, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int)
-    => crate::info::calls::info_get_string(info, crate::ffi::args::text(key)?, crate::ffi::args::out(buflen), crate::ffi::args::text_out(value, i64::from(crate::ffi::args::value(buflen)?).max(0))?, crate::ffi::args::out(flag))
+    => crate::info::calls::info_get_string(info, crate::ffi::args::text(key)?, crate::ffi::args::out(buflen), crate::ffi::args::text_out(value, i64::from(crate::ffi::args::value(buflen)?).max(0)), crate::ffi::args::out(flag))
 }
 
 crate::ffi::export! {
@@ -69,5 +69,5 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Info_get_nthkey`: [`crate::info::calls::info_get_nthkey`].
     MPI_Info_get_nthkey / PMPI_Info_get_nthkey (info: usize, n: c_int, key: *mut c_char)
-    => crate::info::calls::info_get_nthkey(info, n, crate::ffi::args::text_out(key, crate::abi::MPI_MAX_INFO_KEY as i64)?)
+    => crate::info::calls::info_get_nthkey(info, n, crate::ffi::args::text_out(key, crate::abi::MPI_MAX_INFO_KEY as i64))
 }
