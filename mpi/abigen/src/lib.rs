@@ -100,6 +100,10 @@ pub struct Row {
     pub laters: Vec<String>,
     /// `inout=P`: an array the function reads and writes (with `len(P)`).
     pub inouts: Vec<String>,
+    /// `dec(P)=NAME`: argument `P` decoded by `crate::ffi::args::NAME`
+    /// (with `len(P)`'s length as a second argument; `NAME?` if it can
+    /// fail).
+    pub decs: Vec<(String, String)>,
 }
 
 /// One parameter.
@@ -324,6 +328,7 @@ pub fn parse(text: &str) -> Result<Table, String> {
             ptrouts: Vec::new(),
             laters: Vec::new(),
             inouts: Vec::new(),
+            decs: Vec::new(),
         };
         for a in attrs.split_whitespace() {
             match a.split_once('=') {
@@ -342,6 +347,9 @@ pub fn parse(text: &str) -> Result<Table, String> {
                 Some(("ptrout", v)) => row.ptrouts.push(v.into()),
                 Some(("later", v)) => row.laters.push(v.into()),
                 Some(("inout", v)) => row.inouts.push(v.into()),
+                Some((k, v)) if k.starts_with("dec(") && k.ends_with(')') => {
+                    row.decs.push((k[4..k.len() - 1].into(), v.into()));
+                }
                 Some((k, v)) if k.starts_with("len(") && k.ends_with(')') => {
                     row.lens.push((k[4..k.len() - 1].into(), v.into()));
                 }
@@ -358,6 +366,7 @@ pub fn parse(text: &str) -> Result<Table, String> {
             .chain(&row.ptrouts)
             .chain(&row.laters)
             .chain(&row.inouts)
+            .chain(row.decs.iter().map(|(p, _)| p))
         {
             if !row.params.iter().any(|p| p.name == *named) {
                 return Err(at(format!(
@@ -591,6 +600,15 @@ pub fn arg_expr(r: &Row, p: &Param) -> Result<String, String> {
     let args = "crate::ffi::args";
     if r.addrs.contains(n) {
         return Ok(format!("{n} as usize"));
+    }
+    if let Some((_, dec)) = r.decs.iter().find(|(q, _)| q == n) {
+        let (f, q) = dec
+            .strip_suffix('?')
+            .map_or((dec.as_str(), ""), |f| (f, "?"));
+        return Ok(match &len {
+            Some(l) => format!("{args}::{f}({n}, {l}){q}"),
+            None => format!("{args}::{f}({n}){q}"),
+        });
     }
     if r.laters.contains(n) {
         return Ok(format!("{args}::later({n})"));

@@ -1,9 +1,10 @@
 //! Environment: init and finalize, thread levels, versions, time, memory,
 //! the processor name and the predefined attributes.
 
-use std::ffi::{c_char, c_double, c_int, c_void};
+use std::ffi::{c_double, c_int};
 
-use crate::ffi::{put, put_str};
+use crate::ffi::args::{Out, TextOut};
+use crate::ffi::os::AllocBase;
 
 use crate::abi::class::*;
 use crate::abi::*;
@@ -27,27 +28,20 @@ fn library_version() -> String {
 
 /// `MPI_Init`: starts ferry (`FERRY_*` variables apply); the thread
 /// level is `FERRY_THREAD_LEVEL` if set, else `MPI_THREAD_SINGLE`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> Res {
+pub(crate) fn init(_argc: usize, _argv: usize) -> Res {
     state::init(None).map(|_| ())
 }
 
 /// `MPI_Init_thread`: ferry provides every level, so `provided` is the
 /// level asked for.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn init_thread(
-    _argc: *mut c_int,
-    _argv: *mut *mut *mut c_char,
+pub(crate) fn init_thread(
+    _argc: usize,
+    _argv: usize,
     required: c_int,
-    provided: *mut c_int,
+    mut provided: Out<'_, c_int>,
 ) -> Res {
     let rt = state::init(Some(required))?;
-    // SAFETY: `provided` is an out-argument (null is reported).
-    unsafe { put(provided, state::level_value(rt.level)) }
+    provided.set(state::level_value(rt.level))
 }
 
 /// `MPI_Finalize`: collective; ferry's finalize after `MPI_COMM_SELF`'s
@@ -61,41 +55,25 @@ pub(crate) fn finalize() -> Res {
 }
 
 /// `MPI_Initialized`: callable at any time.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn initialized(flag: *mut c_int) -> Res {
-    // SAFETY: out-argument.
-    unsafe { put(flag, c_int::from(state::initialized())) }
+pub(crate) fn initialized(mut flag: Out<'_, c_int>) -> Res {
+    flag.set(c_int::from(state::initialized()))
 }
 
 /// `MPI_Finalized`: callable at any time.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn finalized(flag: *mut c_int) -> Res {
-    // SAFETY: out-argument.
-    unsafe { put(flag, c_int::from(state::finalized())) }
+pub(crate) fn finalized(mut flag: Out<'_, c_int>) -> Res {
+    flag.set(c_int::from(state::finalized()))
 }
 
 /// `MPI_Query_thread`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn query_thread(provided: *mut c_int) -> Res {
+pub(crate) fn query_thread(mut provided: Out<'_, c_int>) -> Res {
     let rt = rt()?;
-    // SAFETY: out-argument.
-    unsafe { put(provided, state::level_value(rt.level)) }
+    provided.set(state::level_value(rt.level))
 }
 
 /// `MPI_Is_thread_main`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn is_thread_main(flag: *mut c_int) -> Res {
+pub(crate) fn is_thread_main(mut flag: Out<'_, c_int>) -> Res {
     let main = rt()?.is_thread_main();
-    // SAFETY: out-argument.
-    unsafe { put(flag, c_int::from(main)) }
+    flag.set(c_int::from(main))
 }
 
 /// `MPI_Abort`: ends the whole job with `errorcode` (ferry has no partial
@@ -109,53 +87,30 @@ pub(crate) fn abort(comm: usize, errorcode: c_int) -> c_int {
 }
 
 /// `MPI_Get_version`: 5.0. Callable at any time.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn get_version(version: *mut c_int, subversion: *mut c_int) -> Res {
-    // SAFETY: out-arguments.
-    unsafe {
-        put(version, MPI_VERSION)?;
-        put(subversion, MPI_SUBVERSION)
+pub(crate) fn get_version(mut version: Out<'_, c_int>, mut subversion: Out<'_, c_int>) -> Res {
+    {
+        version.set(MPI_VERSION)?;
+        subversion.set(MPI_SUBVERSION)
     }
 }
 
 /// `MPI_Get_library_version`. Callable at any time.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn get_library_version(version: *mut c_char, resultlen: *mut c_int) -> Res {
-    // SAFETY: `version` has MPI_MAX_LIBRARY_VERSION_STRING bytes, as the
-    // standard requires; `resultlen` is an out-argument.
-    unsafe {
-        put_str(
-            version,
-            MPI_MAX_LIBRARY_VERSION_STRING,
-            &library_version(),
-            resultlen,
-        )
-    }
+pub(crate) fn get_library_version(mut version: TextOut<'_>, mut resultlen: Out<'_, c_int>) -> Res {
+    version.set(&library_version(), Some(&mut resultlen))
 }
 
 /// `MPI_Abi_get_version`: ABI 1.0. Callable at any time.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn abi_get_version(abi_major: *mut c_int, abi_minor: *mut c_int) -> Res {
-    // SAFETY: out-arguments.
-    unsafe {
-        put(abi_major, MPI_ABI_VERSION)?;
-        put(abi_minor, MPI_ABI_SUBVERSION)
+pub(crate) fn abi_get_version(mut abi_major: Out<'_, c_int>, mut abi_minor: Out<'_, c_int>) -> Res {
+    {
+        abi_major.set(MPI_ABI_VERSION)?;
+        abi_minor.set(MPI_ABI_SUBVERSION)
     }
 }
 
 /// `MPI_Abi_get_info`: a new info object with the sizes of the ABI's
 /// integer types (`mpi_aint_size`, `mpi_count_size`, `mpi_offset_size`,
 /// in bytes). The program frees it with `MPI_Info_free`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn abi_get_info(info: *mut usize) -> Res {
+pub(crate) fn abi_get_info(mut info: Out<'_, usize>) -> Res {
     let mut i = Info::default();
     i.set("mpi_aint_size", &std::mem::size_of::<isize>().to_string())?;
     i.set("mpi_count_size", "8")?;
@@ -163,31 +118,13 @@ pub(crate) unsafe fn abi_get_info(info: *mut usize) -> Res {
     let h = lock(&INFOS)
         .insert(i)
         .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many info objects"))?;
-    // SAFETY: out-argument.
-    unsafe { put(info, h) }
+    info.set(h)
 }
 
 /// `MPI_Get_processor_name`: the host name.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> Res {
-    let host = hostname();
-    // SAFETY: `name` has MPI_MAX_PROCESSOR_NAME bytes (the standard's
-    // requirement); `resultlen` is an out-argument.
-    unsafe { put_str(name, MPI_MAX_PROCESSOR_NAME, &host, resultlen) }
-}
-
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: `buf` is valid for writes of its length; gethostname writes at
-    // most that many bytes.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast::<c_char>(), buf.len()) };
-    if rc != 0 {
-        return "localhost".to_owned();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+pub(crate) fn get_processor_name(mut name: TextOut<'_>, mut resultlen: Out<'_, c_int>) -> Res {
+    let host = crate::ffi::os::hostname();
+    name.set(&host, Some(&mut resultlen))
 }
 
 /// `MPI_Wtime`: seconds on a monotonic clock, from the first call (or
@@ -204,10 +141,7 @@ pub(crate) fn wtick() -> c_double {
 }
 
 /// `MPI_Alloc_mem`: `malloc` (the info is ignored: no memory kinds).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn alloc_mem(size: isize, info: usize, baseptr: *mut c_void) -> Res {
+pub(crate) fn alloc_mem(size: isize, info: usize, mut baseptr: Out<'_, usize>) -> Res {
     let size = usize::try_from(size).map_err(|_| {
         Fail::msg(
             MPI_ERR_ARG,
@@ -219,29 +153,23 @@ pub(crate) unsafe fn alloc_mem(size: isize, info: usize, baseptr: *mut c_void) -
     }
     // SAFETY: plain malloc; one byte at least so that a zero-size
     // request still gets a pointer MPI_Free_mem can free.
-    let p = unsafe { libc::malloc(size.max(1)) };
-    if p.is_null() {
-        return Err(Fail::msg(
+    let p = crate::ffi::os::alloc(size).ok_or_else(|| {
+        Fail::msg(
             MPI_ERR_NO_MEM,
             format!("MPI_Alloc_mem: cannot allocate {size} bytes"),
-        ));
-    }
-    // SAFETY: `baseptr` is really a `void **` out-argument.
-    unsafe { put(baseptr.cast::<*mut c_void>(), p) }
+        )
+    })?;
+    // `baseptr` is really a `void **` (the table's ptrout).
+    baseptr.set(p)
 }
 
 /// `MPI_Free_mem`: frees what `MPI_Alloc_mem` returned, or a buffer
 /// `MPIX_Status_get_buffer` handed over.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn free_mem(base: *mut c_void) -> Res {
-    if crate::mpix::release(base as usize) {
+pub(crate) fn free_mem(base: AllocBase) -> Res {
+    if crate::mpix::release(base.addr()) {
         return Ok(());
     }
-    // SAFETY: `base` came from MPI_Alloc_mem (malloc) and is freed once,
-    // as the standard requires; free(NULL) does nothing.
-    unsafe { libc::free(base) };
+    base.free();
     Ok(())
 }
 
@@ -266,32 +194,9 @@ pub(crate) fn pcontrol(_level: c_int) -> Res {
 /// the same before `MPI_Init`, after it and after `MPI_Finalize`.
 /// Callable before `MPI_Init`; the program frees it with
 /// `MPI_Info_free`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn info_create_env(argc: c_int, argv: *mut *mut c_char, info: *mut usize) -> Res {
+pub(crate) fn info_create_env(_argc: c_int, args: Vec<String>, mut info: Out<'_, usize>) -> Res {
     if info.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null info pointer"));
-    }
-    let n = if argv.is_null() {
-        0
-    } else {
-        usize::try_from(argc).unwrap_or(0)
-    };
-    let mut args = Vec::with_capacity(n);
-    for i in 0..n {
-        // SAFETY: `argv` holds `argc` pointers (the caller's promise,
-        // as main's arguments do).
-        let p = unsafe { argv.add(i).read() };
-        if p.is_null() {
-            break;
-        }
-        // SAFETY: a NUL-terminated argument string.
-        args.push(
-            unsafe { std::ffi::CStr::from_ptr(p) }
-                .to_string_lossy()
-                .into_owned(),
-        );
     }
     let mut i = Info::default();
     // Values an info cannot hold (empty, or longer than
@@ -309,7 +214,7 @@ pub(crate) unsafe fn info_create_env(argc: c_int, argv: *mut *mut c_char, info: 
     if let Ok(dir) = std::env::current_dir() {
         set("wdir", &dir.to_string_lossy());
     }
-    set("host", &hostname());
+    set("host", &crate::ffi::os::hostname());
     set("arch", std::env::consts::ARCH);
     // What the environment says, the same before MPI_Init, after it
     // and after MPI_Finalize: the launcher's job size (PMI_SIZE, which
@@ -333,23 +238,18 @@ pub(crate) unsafe fn info_create_env(argc: c_int, argv: *mut *mut c_char, info: 
     let h = lock(&INFOS)
         .insert(i)
         .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many info objects"))?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(info, h) }
+    info.set(h)
 }
 
 /// `MPI_Get_hw_resource_info` (MPI 4.1): a new, empty info object
 /// (ferry describes no hardware resources through it; Open MPI's is
 /// empty too). The program frees it with `MPI_Info_free`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn get_hw_resource_info(hw_info: *mut usize) -> Res {
+pub(crate) fn get_hw_resource_info(mut hw_info: Out<'_, usize>) -> Res {
     if hw_info.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null info pointer"));
     }
     let h = lock(&INFOS)
         .insert(Info::default())
         .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many info objects"))?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(hw_info, h) }
+    hw_info.set(h)
 }

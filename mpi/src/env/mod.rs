@@ -2,6 +2,5 @@
 //! library, versions, clocks, memory, and errors (codes, classes, strings
 //! and the handlers that raise them).
 
-#[allow(unsafe_code)]
 pub(crate) mod environment;
 pub(crate) mod errors;

@@ -330,3 +330,37 @@ pub(crate) unsafe fn slice_inout<'a, T>(p: *mut T, len: i64) -> Res<&'a mut [T]>
     // values, unaliased during the call (the caller's promise).
     Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
 }
+
+/// `MPI_Free_mem`'s `base`.
+///
+/// # Safety
+/// `base` is null, or what `MPI_Alloc_mem` returned (or a buffer
+/// `MPIX_Status_get_buffer` handed over), not yet freed.
+pub(crate) unsafe fn alloc_base(base: *mut std::ffi::c_void) -> super::os::AllocBase {
+    super::os::AllocBase(base as usize)
+}
+
+/// An array of `len` C strings (`main`'s `argv`): each read up to the
+/// first null entry, lossily as UTF-8; none for a null array.
+///
+/// # Safety
+/// `p` is null or valid for reads of `len` pointers, each null or a
+/// NUL-terminated string.
+pub(crate) unsafe fn c_strings(p: *mut *mut c_char, len: i64) -> Vec<String> {
+    let n = if p.is_null() { 0 } else { length(len) };
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        // SAFETY: `p` holds `len` pointers (the caller's promise).
+        let s = unsafe { p.add(i).read() };
+        if s.is_null() {
+            break;
+        }
+        // SAFETY: a NUL-terminated string (the caller's promise).
+        out.push(
+            unsafe { std::ffi::CStr::from_ptr(s) }
+                .to_string_lossy()
+                .into_owned(),
+        );
+    }
+    out
+}

@@ -32,6 +32,7 @@ pub(crate) mod callbacks;
 mod cell;
 mod exports;
 pub(crate) mod longdouble;
+pub(crate) mod os;
 pub(crate) mod segments;
 
 pub(crate) use cell::mark_main_thread;

@@ -15,13 +15,13 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 crate::ffi::export! {
     /// `MPI_Init`: [`crate::env::environment::init`].
     MPI_Init / PMPI_Init (argc: *mut c_int, argv: *mut *mut *mut c_char)
-    => crate::env::environment::init(argc, argv)
+    => crate::env::environment::init(argc as usize, argv as usize)
 }
 
 crate::ffi::export! {
     /// `MPI_Init_thread`: [`crate::env::environment::init_thread`].
     MPI_Init_thread / PMPI_Init_thread (argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int)
-    => crate::env::environment::init_thread(argc, argv, required, provided)
+    => crate::env::environment::init_thread(argc as usize, argv as usize, required, crate::ffi::args::out(provided))
 }
 
 crate::ffi::export! {
@@ -33,25 +33,25 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Initialized`: [`crate::env::environment::initialized`].
     MPI_Initialized / PMPI_Initialized (flag: *mut c_int)
-    => crate::env::environment::initialized(flag)
+    => crate::env::environment::initialized(crate::ffi::args::out(flag))
 }
 
 crate::ffi::export! {
     /// `MPI_Finalized`: [`crate::env::environment::finalized`].
     MPI_Finalized / PMPI_Finalized (flag: *mut c_int)
-    => crate::env::environment::finalized(flag)
+    => crate::env::environment::finalized(crate::ffi::args::out(flag))
 }
 
 crate::ffi::export! {
     /// `MPI_Query_thread`: [`crate::env::environment::query_thread`].
     MPI_Query_thread / PMPI_Query_thread (provided: *mut c_int)
-    => crate::env::environment::query_thread(provided)
+    => crate::env::environment::query_thread(crate::ffi::args::out(provided))
 }
 
 crate::ffi::export! {
     /// `MPI_Is_thread_main`: [`crate::env::environment::is_thread_main`].
     MPI_Is_thread_main / PMPI_Is_thread_main (flag: *mut c_int)
-    => crate::env::environment::is_thread_main(flag)
+    => crate::env::environment::is_thread_main(crate::ffi::args::out(flag))
 }
 
 crate::ffi::export! {
@@ -75,43 +75,43 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Get_processor_name`: [`crate::env::environment::get_processor_name`].
     MPI_Get_processor_name / PMPI_Get_processor_name (name: *mut c_char, resultlen: *mut c_int)
-    => crate::env::environment::get_processor_name(name, resultlen)
+    => crate::env::environment::get_processor_name(crate::ffi::args::text_out(name, crate::abi::MPI_MAX_PROCESSOR_NAME as i64), crate::ffi::args::out(resultlen))
 }
 
 crate::ffi::export! {
     /// `MPI_Get_version`: [`crate::env::environment::get_version`].
     MPI_Get_version / PMPI_Get_version (version: *mut c_int, subversion: *mut c_int)
-    => crate::env::environment::get_version(version, subversion)
+    => crate::env::environment::get_version(crate::ffi::args::out(version), crate::ffi::args::out(subversion))
 }
 
 crate::ffi::export! {
     /// `MPI_Get_library_version`: [`crate::env::environment::get_library_version`].
     MPI_Get_library_version / PMPI_Get_library_version (version: *mut c_char, resultlen: *mut c_int)
-    => crate::env::environment::get_library_version(version, resultlen)
+    => crate::env::environment::get_library_version(crate::ffi::args::text_out(version, crate::abi::MPI_MAX_LIBRARY_VERSION_STRING as i64), crate::ffi::args::out(resultlen))
 }
 
 crate::ffi::export! {
     /// `MPI_Abi_get_version`: [`crate::env::environment::abi_get_version`].
     MPI_Abi_get_version / PMPI_Abi_get_version (abi_major: *mut c_int, abi_minor: *mut c_int)
-    => crate::env::environment::abi_get_version(abi_major, abi_minor)
+    => crate::env::environment::abi_get_version(crate::ffi::args::out(abi_major), crate::ffi::args::out(abi_minor))
 }
 
 crate::ffi::export! {
     /// `MPI_Abi_get_info`: [`crate::env::environment::abi_get_info`].
     MPI_Abi_get_info / PMPI_Abi_get_info (info: *mut usize)
-    => crate::env::environment::abi_get_info(info)
+    => crate::env::environment::abi_get_info(crate::ffi::args::out(info))
 }
 
 crate::ffi::export! {
     /// `MPI_Info_create_env`: [`crate::env::environment::info_create_env`].
     MPI_Info_create_env / PMPI_Info_create_env (argc: c_int, argv: *mut *mut c_char, info: *mut usize)
-    => crate::env::environment::info_create_env(argc, argv, info)
+    => crate::env::environment::info_create_env(argc, crate::ffi::args::c_strings(argv, i64::from(argc)), crate::ffi::args::out(info))
 }
 
 crate::ffi::export! {
     /// `MPI_Get_hw_resource_info`: [`crate::env::environment::get_hw_resource_info`].
     MPI_Get_hw_resource_info / PMPI_Get_hw_resource_info (hw_info: *mut usize)
-    => crate::env::environment::get_hw_resource_info(hw_info)
+    => crate::env::environment::get_hw_resource_info(crate::ffi::args::out(hw_info))
 }
 
 crate::ffi::export! {
@@ -123,13 +123,13 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Alloc_mem`: [`crate::env::environment::alloc_mem`].
     MPI_Alloc_mem / PMPI_Alloc_mem (size: isize, info: usize, baseptr: *mut c_void)
-    => crate::env::environment::alloc_mem(size, info, baseptr)
+    => crate::env::environment::alloc_mem(size, info, crate::ffi::args::out(baseptr.cast::<usize>()))
 }
 
 crate::ffi::export! {
     /// `MPI_Free_mem`: [`crate::env::environment::free_mem`].
     MPI_Free_mem / PMPI_Free_mem (base: *mut c_void)
-    => crate::env::environment::free_mem(base)
+    => crate::env::environment::free_mem(crate::ffi::args::alloc_base(base))
 }
 
 // ---- Errors
