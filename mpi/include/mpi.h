@@ -456,6 +456,9 @@ int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int
 int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request);
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+int MPI_Cancel(MPI_Request *request);
+
+/* Statuses */
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
 int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
 int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
@@ -463,7 +466,6 @@ int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count
 int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count);
 int MPI_Status_set_cancelled(MPI_Status *status, int flag);
 int MPI_Test_cancelled(const MPI_Status *status, int *flag);
-int MPI_Cancel(MPI_Request *request);
 
 /* Persistent point-to-point */
 int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request);
@@ -642,6 +644,8 @@ int MPI_Buffer_attach_c(void *buffer, MPI_Count size);
 int MPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size);
 int MPI_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size);
 int MPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size);
+
+/* Large-count: statuses */
 int MPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
 int MPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
 
@@ -863,6 +867,9 @@ int PMPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, in
 int PMPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request);
 int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+int PMPI_Cancel(MPI_Request *request);
+
+/* Statuses */
 int PMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
 int PMPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
 int PMPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
@@ -870,7 +877,6 @@ int PMPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int coun
 int PMPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count);
 int PMPI_Status_set_cancelled(MPI_Status *status, int flag);
 int PMPI_Test_cancelled(const MPI_Status *status, int *flag);
-int PMPI_Cancel(MPI_Request *request);
 
 /* Persistent point-to-point */
 int PMPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request);
@@ -1039,6 +1045,8 @@ int PMPI_Buffer_attach_c(void *buffer, MPI_Count size);
 int PMPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size);
 int PMPI_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size);
 int PMPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size);
+
+/* Large-count: statuses */
 int PMPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
 int PMPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
 

@@ -6,8 +6,7 @@
 //! count above `INT_MAX` works as any other:
 //! - point-to-point (here): the int forms' bodies (`send_call`,
 //!   `irecv_call`, `send_init_wide`, `mrecv_call`, ...) called with the 64-bit
-//!   count; `MPI_Get_count_c` and `MPI_Get_elements_c` read the status's
-//!   64-bit byte count;
+//!   count (`MPI_Get_count_c` and `MPI_Get_elements_c` are in `status`);
 //! - the collectives: `coll/api.rs`'s `collective!` defines each
 //!   collective's `_c` forms from the same parser, whose helpers take
 //!   `int`s or `MPI_Count`s and `MPI_Aint`s (the spec holds `usize`
@@ -36,7 +35,7 @@ use ferry::SendMode;
 
 use crate::p2p::bsend::{attach, bsend_call, detach, ibsend_call};
 
-use crate::ffi::{get, put};
+use crate::ffi::put;
 use crate::p2p::commbuf::{comm_attach, comm_detach};
 use crate::p2p::messages::{
     irecv_call, isend_call, recv_call, send_args, send_call, sendrecv_call, sendrecv_replace_call,
@@ -351,23 +350,6 @@ pub(crate) unsafe fn comm_detach_buffer_c(
     let region = comm_detach(comm)?;
     // SAFETY: the caller's out-arguments.
     unsafe { detached(buffer_addr, size, region) }
-}
-
-/// `MPI_Get_count_c`: whole elements in the status's bytes, above
-/// `INT_MAX` too (`MPI_UNDEFINED` if not whole).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn get_count_c(
-    status: *const MpiStatus,
-    datatype: usize,
-    count: *mut i64,
-) -> Res {
-    let ty = rt()?.any_type(datatype)?;
-    // SAFETY: a status the caller filled (null is reported).
-    let s = unsafe { get(status)? };
-    // SAFETY: out-argument.
-    unsafe { put(count, ty.count_of(s.bytes())) }
 }
 
 #[cfg(test)]

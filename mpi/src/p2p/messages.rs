@@ -1,5 +1,5 @@
-//! Point-to-point: the send modes, receives, sendrecv, probes and
-//! `MPI_Get_count`, on any committed datatype.
+//! Point-to-point: the send modes, receives, sendrecv and probes, on any
+//! committed datatype (statuses are read in `status`).
 //!
 //! Contiguous data goes through ferry's raw forms (`isend_raw` /
 //! `irecv_raw`) where it lies: the C program's promise that the buffer
@@ -23,9 +23,9 @@ use crate::datatype::buf::{recv_data, send_data, RecvData, SendData};
 
 use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus};
-use crate::datatype::{count_arg, int_count};
+use crate::datatype::count_arg;
 use crate::error::{Fail, Res};
-use crate::ffi::{get, put, put_status};
+use crate::ffi::{put, put_status};
 use crate::mpix::empty_or_store;
 use crate::request::object::{Report, ReqObj};
 use crate::request::post::Post;
@@ -772,21 +772,4 @@ pub(crate) unsafe fn iprobe(
     }
     // SAFETY: checked non-null; an out-argument.
     unsafe { put(flag, c_int::from(found.is_some())) }
-}
-
-/// `MPI_Get_count`: `MPI_UNDEFINED` when the bytes are not a whole
-/// number of elements (or the count does not fit an `int`).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn get_count(
-    status: *const MpiStatus,
-    datatype: usize,
-    count: *mut c_int,
-) -> Res {
-    let ty = rt()?.any_type(datatype)?;
-    // SAFETY: a status the caller filled (null is reported).
-    let s = unsafe { get(status)? };
-    // SAFETY: out-argument.
-    unsafe { put(count, int_count(ty.count_of(s.bytes()))) }
 }

@@ -17,7 +17,6 @@ pub(crate) mod mprobe;
 pub(crate) mod pair;
 #[allow(unsafe_code)]
 pub(crate) mod persist;
-#[allow(unsafe_code)]
 pub(crate) mod status;
 
 pub(crate) use mprobe::MsgObj;

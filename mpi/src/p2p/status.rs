@@ -1,6 +1,6 @@
-//! Reading and setting statuses: `MPI_Get_elements(_x)`,
-//! `MPI_Status_set_elements(_x)`, `MPI_Status_set_cancelled`,
-//! `MPI_Test_cancelled`. (`MPI_Get_count` is with point-to-point.)
+//! Reading and setting statuses: `MPI_Get_count(_c)`,
+//! `MPI_Get_elements(_x, _c)`, `MPI_Status_set_elements(_x)`,
+//! `MPI_Status_set_cancelled`, `MPI_Test_cancelled`.
 //!
 //! A status keeps the bytes received (`internal[0..2]`) and the cancelled
 //! flag (`internal[2]`); counts in elements are derived from the bytes and
@@ -8,105 +8,78 @@
 
 use std::ffi::c_int;
 
-use crate::ffi::{get, put};
-
 use crate::abi::class::*;
 use crate::abi::MpiStatus;
 use crate::datatype::int_count;
 use crate::error::{Fail, Res};
+use crate::ffi::args::Out;
 use crate::state::rt;
 
-/// Basic elements in the status's bytes, `MPI_UNDEFINED` if not whole.
-fn elements(status: *const MpiStatus, datatype: usize) -> Res<i64> {
+/// `MPI_Get_count`: `MPI_UNDEFINED` if the bytes are not whole elements
+/// of `datatype` (or their number does not fit an `int`).
+pub(crate) fn get_count(status: MpiStatus, datatype: usize, mut count: Out<'_, c_int>) -> Res {
     let ty = rt()?.any_type(datatype)?;
-    // SAFETY: a status the caller filled (null is reported).
-    let s = unsafe { get(status)? };
-    Ok(ty.elements_of(s.bytes()))
+    count.set(int_count(ty.count_of(status.bytes())))
+}
+
+/// `MPI_Get_count_c`.
+pub(crate) fn get_count_c(status: MpiStatus, datatype: usize, mut count: Out<'_, i64>) -> Res {
+    let ty = rt()?.any_type(datatype)?;
+    count.set(ty.count_of(status.bytes()))
+}
+
+/// Basic elements in the status's bytes, `MPI_UNDEFINED` if not whole.
+fn elements(status: &MpiStatus, datatype: usize) -> Res<i64> {
+    let ty = rt()?.any_type(datatype)?;
+    Ok(ty.elements_of(status.bytes()))
 }
 
 /// `MPI_Get_elements`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn get_elements(
-    status: *const MpiStatus,
-    datatype: usize,
-    count: *mut c_int,
-) -> Res {
-    let n = elements(status, datatype)?;
-    // SAFETY: out-argument.
-    unsafe { put(count, int_count(n)) }
+pub(crate) fn get_elements(status: MpiStatus, datatype: usize, mut count: Out<'_, c_int>) -> Res {
+    count.set(int_count(elements(&status, datatype)?))
 }
 
-/// `MPI_Get_elements_x`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn get_elements_x(
-    status: *const MpiStatus,
-    datatype: usize,
-    count: *mut i64,
-) -> Res {
-    let n = elements(status, datatype)?;
-    // SAFETY: out-argument.
-    unsafe { put(count, n) }
+/// `MPI_Get_elements_x` (and `MPI_Get_elements_c`).
+pub(crate) fn get_elements_x(status: MpiStatus, datatype: usize, mut count: Out<'_, i64>) -> Res {
+    count.set(elements(&status, datatype)?)
 }
 
 /// Sets the status's bytes to those of `count` basic elements.
-fn set_elements(status: *mut MpiStatus, datatype: usize, count: i64) -> Res {
+fn set_elements(status: &mut Out<'_, MpiStatus>, datatype: usize, count: i64) -> Res {
     let ty = rt()?.any_type(datatype)?;
     let n = u64::try_from(count)
         .map_err(|_| Fail::msg(MPI_ERR_COUNT, format!("invalid count {count}")))?;
-    // SAFETY: in/out argument (null is reported).
-    let mut s = unsafe { get(status.cast_const())? };
+    let mut s = status.get()?;
     s.set_bytes(ty.layout().bytes_of_elements(n));
-    // SAFETY: as above.
-    unsafe { put(status, s) }
+    status.set(s)
 }
 
 /// `MPI_Status_set_elements`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn status_set_elements(
-    status: *mut MpiStatus,
+pub(crate) fn status_set_elements(
+    mut status: Out<'_, MpiStatus>,
     datatype: usize,
     count: c_int,
 ) -> Res {
-    set_elements(status, datatype, i64::from(count))
+    set_elements(&mut status, datatype, i64::from(count))
 }
 
 /// `MPI_Status_set_elements_x`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn status_set_elements_x(
-    status: *mut MpiStatus,
+pub(crate) fn status_set_elements_x(
+    mut status: Out<'_, MpiStatus>,
     datatype: usize,
     count: i64,
 ) -> Res {
-    set_elements(status, datatype, count)
+    set_elements(&mut status, datatype, count)
 }
 
 /// `MPI_Status_set_cancelled`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn status_set_cancelled(status: *mut MpiStatus, flag: c_int) -> Res {
-    // SAFETY: in/out argument (null is reported).
-    let mut s = unsafe { get(status.cast_const())? };
+pub(crate) fn status_set_cancelled(mut status: Out<'_, MpiStatus>, flag: c_int) -> Res {
+    let mut s = status.get()?;
     s.internal[2] = c_int::from(flag != 0);
-    // SAFETY: as above.
-    unsafe { put(status, s) }
+    status.set(s)
 }
 
 /// `MPI_Test_cancelled`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn test_cancelled(status: *const MpiStatus, flag: *mut c_int) -> Res {
-    // SAFETY: a status the caller filled (null is reported).
-    let s = unsafe { get(status)? };
-    // SAFETY: out-argument.
-    unsafe { put(flag, c_int::from(s.cancelled())) }
+pub(crate) fn test_cancelled(status: MpiStatus, mut flag: Out<'_, c_int>) -> Res {
+    flag.set(c_int::from(status.cancelled()))
 }

@@ -101,51 +101,53 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
-    /// `MPI_Get_count`: [`crate::p2p::messages::get_count`].
+    /// `MPI_Cancel`: [`crate::p2p::persist::cancel`].
+    MPI_Cancel / PMPI_Cancel (request: *mut usize)
+    => crate::p2p::persist::cancel(request)
+}
+
+// ---- Statuses
+
+crate::ffi::export! {
+    /// `MPI_Get_count`: [`crate::p2p::status::get_count`].
     MPI_Get_count / PMPI_Get_count (status: *const MpiStatus, datatype: usize, count: *mut c_int)
-    => crate::p2p::messages::get_count(status, datatype, count)
+    => crate::p2p::status::get_count(crate::ffi::args::value(status)?, datatype, crate::ffi::args::out(count))
 }
 
 crate::ffi::export! {
     /// `MPI_Get_elements`: [`crate::p2p::status::get_elements`].
     MPI_Get_elements / PMPI_Get_elements (status: *const MpiStatus, datatype: usize, count: *mut c_int)
-    => crate::p2p::status::get_elements(status, datatype, count)
+    => crate::p2p::status::get_elements(crate::ffi::args::value(status)?, datatype, crate::ffi::args::out(count))
 }
 
 crate::ffi::export! {
     /// `MPI_Get_elements_x`: [`crate::p2p::status::get_elements_x`].
     MPI_Get_elements_x / PMPI_Get_elements_x (status: *const MpiStatus, datatype: usize, count: *mut i64)
-    => crate::p2p::status::get_elements_x(status, datatype, count)
+    => crate::p2p::status::get_elements_x(crate::ffi::args::value(status)?, datatype, crate::ffi::args::out(count))
 }
 
 crate::ffi::export! {
     /// `MPI_Status_set_elements`: [`crate::p2p::status::status_set_elements`].
     MPI_Status_set_elements / PMPI_Status_set_elements (status: *mut MpiStatus, datatype: usize, count: c_int)
-    => crate::p2p::status::status_set_elements(status, datatype, count)
+    => crate::p2p::status::status_set_elements(crate::ffi::args::out(status), datatype, count)
 }
 
 crate::ffi::export! {
     /// `MPI_Status_set_elements_x`: [`crate::p2p::status::status_set_elements_x`].
     MPI_Status_set_elements_x / PMPI_Status_set_elements_x (status: *mut MpiStatus, datatype: usize, count: i64)
-    => crate::p2p::status::status_set_elements_x(status, datatype, count)
+    => crate::p2p::status::status_set_elements_x(crate::ffi::args::out(status), datatype, count)
 }
 
 crate::ffi::export! {
     /// `MPI_Status_set_cancelled`: [`crate::p2p::status::status_set_cancelled`].
     MPI_Status_set_cancelled / PMPI_Status_set_cancelled (status: *mut MpiStatus, flag: c_int)
-    => crate::p2p::status::status_set_cancelled(status, flag)
+    => crate::p2p::status::status_set_cancelled(crate::ffi::args::out(status), flag)
 }
 
 crate::ffi::export! {
     /// `MPI_Test_cancelled`: [`crate::p2p::status::test_cancelled`].
     MPI_Test_cancelled / PMPI_Test_cancelled (status: *const MpiStatus, flag: *mut c_int)
-    => crate::p2p::status::test_cancelled(status, flag)
-}
-
-crate::ffi::export! {
-    /// `MPI_Cancel`: [`crate::p2p::persist::cancel`].
-    MPI_Cancel / PMPI_Cancel (request: *mut usize)
-    => crate::p2p::persist::cancel(request)
+    => crate::p2p::status::test_cancelled(crate::ffi::args::value(status)?, crate::ffi::args::out(flag))
 }
 
 // ---- Persistent point-to-point
@@ -432,14 +434,16 @@ crate::ffi::export! {
     => crate::p2p::large::comm_detach_buffer_c(comm, buffer_addr, size)
 }
 
+// ---- Large-count: statuses
+
 crate::ffi::export! {
-    /// `MPI_Get_count_c`: [`crate::p2p::large::get_count_c`].
+    /// `MPI_Get_count_c`: [`crate::p2p::status::get_count_c`].
     MPI_Get_count_c / PMPI_Get_count_c (status: *const MpiStatus, datatype: usize, count: *mut i64)
-    => crate::p2p::large::get_count_c(status, datatype, count)
+    => crate::p2p::status::get_count_c(crate::ffi::args::value(status)?, datatype, crate::ffi::args::out(count))
 }
 
 crate::ffi::export! {
     /// `MPI_Get_elements_c`: [`crate::p2p::status::get_elements_x`].
     MPI_Get_elements_c / PMPI_Get_elements_c (status: *const MpiStatus, datatype: usize, count: *mut i64)
-    => crate::p2p::status::get_elements_x(status, datatype, count)
+    => crate::p2p::status::get_elements_x(crate::ffi::args::value(status)?, datatype, crate::ffi::args::out(count))
 }
