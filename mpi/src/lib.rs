@@ -7,24 +7,41 @@
 //! with `mpicc` and `mpiexec`, and which functions are not there yet.
 //!
 //! ## Layout
-//! - [`abi`]: the ABI's constants; [`handle`]: handle encoding and the
-//!   per-kind tables of user objects; [`state`]: the global runtime.
-//! - [`error`]: ferry's errors as MPI error classes; [`errhandler`]: error
-//!   handlers.
-//! - [`datatype`]: predefined and derived datatypes, packing; [`reduce`]:
-//!   which ferry reduction serves a predefined op on a type; [`attr`]:
-//!   attribute keys; [`info`]: `MPI_Info`; [`comm::dims`]: `MPI_Dims_create`.
-//! - `ffi`: every exported function, and all of this crate's `unsafe`:
-//!   the lock-free tables (`cell`), request objects and their completion
-//!   (`req`, `post`, `request`, `multi`), generalized requests (`greq`),
-//!   point-to-point (`p2p`, `pair`, `persist`, `bsend`, `commbuf`,
-//!   `mprobe`), datatypes (`types`, `typearray`, `typedecode`, `buf`,
-//!   `pack`), communicators, groups and attributes, `MPI_Dims_create`
-//!   (`topo`), collectives (`coll/`) and the MPIX extensions (`mpix`).
+//! One module per chapter of the standard, each holding the bodies of its
+//! functions; `ffi` is the boundary.
+//! - `ffi`: the C boundary and this crate's raw-memory mechanisms. Every
+//!   exported function is one row of `mpi/abi/functions.txt`;
+//!   `ferry-mpi-abigen` writes its shim (`ffi/exports/`) and its prototype
+//!   in `include/mpi.h`. A shim catches panics, decodes the arguments
+//!   (`ffi::args`: out-arguments, slices of the lengths the table gives,
+//!   strings, callbacks), calls the body and raises a failure through the
+//!   error handler. Beside it: the lock-free tables (`cell`), segmented
+//!   buffers over the program's memory (`segments`), the C heap and host
+//!   name (`os`), the program's attribute callbacks (`callbacks`), `long
+//!   double` reductions (`longdouble`).
+//! - Chapters: `env` (environment, errors), [`info`], [`attr`]
+//!   (attributes), [`comm`] (groups, communicators, intercommunicators,
+//!   `MPI_Dims_create`), `p2p` (sends, receives, probes, persistent,
+//!   buffered, statuses, large counts), `request` (the request object and
+//!   its completion), [`datatype`] (predefined and derived types,
+//!   constructors, decoding, packing), `coll` (collectives, reductions),
+//!   `mpix` (ferry's extensions).
+//! - Under them: [`abi`] (the ABI's constants and callback types),
+//!   [`handle`] (handle encoding, the per-kind tables), [`state`] (the
+//!   global runtime), [`error`] and [`usererr`] (error classes, codes,
+//!   strings), [`errhandler`], [`reduce`] (which ferry reduction serves a
+//!   predefined op on a type).
 //!
 //! ## Safety
-//! `unsafe` code lives in `ffi` only, each block with a `// SAFETY:`
-//! comment. Every body runs under `catch_unwind`: no panic reaches C.
+//! The crate denies `unsafe`; `ffi` allows it, and so, until their bodies
+//! take checked arguments, do the chapters that still hand raw buffers to
+//! ferry's raw API or complete requests over them: `p2p` (but `status`),
+//! `request`, `coll`, `mpix`, and `datatype`'s `buf` and `pack_calls`.
+//! Their `mod` lines say so (`#[allow(unsafe_code)]`). The checked
+//! chapters (`env`, `info`, `attr`, `comm`, `datatype`'s constructors and
+//! decoding, `p2p::status`) are safe Rust. Every `unsafe` block has a
+//! `// SAFETY:` comment, and every body runs under `catch_unwind`: no
+//! panic reaches C.
 //!
 //! ## Thread safety
 //! Any thread level; see [`state`] for what locks the C layer takes (none
