@@ -526,8 +526,13 @@ fn shim(out: &mut String, r: &Row, checked: bool) -> Result<(), String> {
     }
     let args = args.join(", ");
     let pname = format!("P{}", r.name);
+    // `body=PATH(ARGS)`: the body with leading constant arguments.
+    let (path, lead) = match r.body.split_once('(') {
+        Some((p, a)) => (p, format!("{}, ", a.strip_suffix(')').unwrap_or(a))),
+        None => (r.body.as_str(), String::new()),
+    };
     let _ = writeln!(out, "\ncrate::ffi::export! {{");
-    let _ = writeln!(out, "    /// `{}`: [`crate::{}`].", r.name, r.body);
+    let _ = writeln!(out, "    /// `{}`: [`crate::{path}`].", r.name);
     let on = r.on.as_ref().map(|o| format!(" [{o}]")).unwrap_or_default();
     if r.raw {
         let ret = rust_type(&r.ret)?;
@@ -536,9 +541,9 @@ fn shim(out: &mut String, r: &Row, checked: bool) -> Result<(), String> {
         let _ = writeln!(out, "    {} / {pname}{on} ({params})", r.name);
     }
     if r.fast {
-        let _ = writeln!(out, "    fast crate::{}_fast({args});", r.body);
+        let _ = writeln!(out, "    fast crate::{path}_fast({lead}{args});");
     }
-    let _ = writeln!(out, "    => crate::{}({args})\n}}", r.body);
+    let _ = writeln!(out, "    => crate::{path}({lead}{args})\n}}");
     Ok(())
 }
 

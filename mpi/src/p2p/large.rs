@@ -31,18 +31,14 @@ use crate::abi::class::MPI_ERR_COUNT;
 use crate::abi::MpiStatus;
 use crate::error::{Fail, Res};
 
-use ferry::SendMode;
-
 use crate::p2p::bsend::{attach, bsend_call, detach, ibsend_call};
 
 use crate::ffi::put;
 use crate::p2p::commbuf::{comm_attach, comm_detach};
-use crate::p2p::messages::{
-    irecv_call, isend_call, recv_call, send_args, send_call, sendrecv_call, sendrecv_replace_call,
-};
+use crate::p2p::messages::{irecv_call, recv_call, sendrecv_call, sendrecv_replace_call};
 use crate::p2p::mprobe::{imrecv_call, mrecv_call};
 use crate::p2p::pair::{isendrecv_call, isendrecv_replace_call};
-use crate::p2p::persist::{recv_init_wide, send_init_wide};
+use crate::p2p::persist::recv_init_wide;
 use crate::state::rt;
 
 /// An `MPI_Count` displacement or extent as an `MPI_Aint`.
@@ -53,34 +49,6 @@ pub(crate) fn aint(n: i64) -> Res<isize> {
     isize::try_from(n)
         .map_err(|_| Fail::msg(MPI_ERR_COUNT, format!("{n} does not fit an MPI_Aint")))
 }
-
-/// Defines the `_c` form of a send call `(buf, count, type, dest, tag,
-/// comm[, request])` on its int form's body `$body(SendArgs[, request],
-/// $mode)`.
-macro_rules! send_c {
-    ($name:ident => $body:ident ($($req:ident,)?) $mode:expr) => {
-        #[doc = concat!("`MPI_", stringify!($name), "`: the int form's body with an `MPI_Count` count.")]
-        ///
-        /// # Safety
-        /// The C caller's pointers, valid as the MPI standard says for this function.
-        pub(crate) unsafe fn $name(buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize $(, $req: *mut usize)?) -> Res {
-            // SAFETY: the caller's buffer (and out-argument), as for
-            // the int form.
-            unsafe { $body(send_args!(buf, count, datatype, dest, tag, comm), $($req,)? $mode) }
-        }
-    };
-}
-
-send_c!(send_c => send_call() SendMode::Standard);
-send_c!(ssend_c => send_call() SendMode::Synchronous);
-send_c!(rsend_c => send_call() SendMode::Ready);
-send_c!(isend_c => isend_call(request,) SendMode::Standard);
-send_c!(issend_c => isend_call(request,) SendMode::Synchronous);
-send_c!(irsend_c => isend_call(request,) SendMode::Ready);
-send_c!(send_init_c => send_init_wide(request,) Some(SendMode::Standard));
-send_c!(ssend_init_c => send_init_wide(request,) Some(SendMode::Synchronous));
-send_c!(rsend_init_c => send_init_wide(request,) Some(SendMode::Ready));
-send_c!(bsend_init_c => send_init_wide(request,) None);
 
 /// `MPI_Bsend_c`.
 ///
@@ -355,6 +323,7 @@ pub(crate) unsafe fn comm_detach_buffer_c(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::p2p::messages::send_args;
 
     #[test]
     fn counts_above_int_max_pass_the_shared_bodies_conversions() {

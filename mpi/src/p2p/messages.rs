@@ -106,7 +106,7 @@ macro_rules! send_args {
     ($buf:ident, $count:ident, $datatype:ident, $dest:ident, $tag:ident, $comm:ident) => {
         $crate::p2p::messages::SendArgs {
             buf: $buf,
-            count: i64::from($count),
+            count: $count.into(),
             datatype: $datatype,
             dest: $dest,
             tag: $tag,
@@ -227,200 +227,63 @@ fn send_bytes(c: &Comm, bytes: &[u8], dest: c_int, tag: c_int, mode: SendMode) -
     Ok(())
 }
 
-/// `MPI_Send`. Its fast path: `None` hands the call to [`send`].
+/// The blocking sends' fast path, for every mode (see [`send`]).
 ///
 /// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
+/// `buf` is valid for reads of the message's data during the call.
 #[inline(always)]
 pub(crate) unsafe fn send_fast(
+    mode: SendMode,
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
     tag: c_int,
     comm: usize,
 ) -> Option<Res> {
     // SAFETY: the caller's send buffer.
-    unsafe {
-        send_world(
-            send_args!(buf, count, datatype, dest, tag, comm),
-            SendMode::Standard,
-        )
-    }
+    unsafe { send_world(send_args!(buf, count, datatype, dest, tag, comm), mode) }
 }
 
-/// `MPI_Send`.
+/// `MPI_Send`, `MPI_Ssend` and `MPI_Rsend`, and their `_c` forms: one
+/// body for every mode (the table's rows name the mode; the count is an
+/// `int` or an `MPI_Count`).
 ///
 /// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
+/// `buf` is valid for reads of the message's data during the call.
 pub(crate) unsafe fn send(
+    mode: SendMode,
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
     tag: c_int,
     comm: usize,
 ) -> Res {
     // SAFETY: the caller's send buffer.
-    unsafe {
-        send_call(
-            send_args!(buf, count, datatype, dest, tag, comm),
-            SendMode::Standard,
-        )
-    }
+    unsafe { send_call(send_args!(buf, count, datatype, dest, tag, comm), mode) }
 }
 
-/// `MPI_Ssend`. Its fast path: `None` hands the call to [`ssend`].
+/// `MPI_Isend`, `MPI_Issend` and `MPI_Irsend`, and their `_c` forms.
 ///
 /// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-#[inline(always)]
-pub(crate) unsafe fn ssend_fast(
-    buf: *const c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-) -> Option<Res> {
-    // SAFETY: the caller's send buffer.
-    unsafe {
-        send_world(
-            send_args!(buf, count, datatype, dest, tag, comm),
-            SendMode::Synchronous,
-        )
-    }
-}
-
-/// `MPI_Ssend`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn ssend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-) -> Res {
-    // SAFETY: the caller's send buffer.
-    unsafe {
-        send_call(
-            send_args!(buf, count, datatype, dest, tag, comm),
-            SendMode::Synchronous,
-        )
-    }
-}
-
-/// `MPI_Rsend`. Its fast path: `None` hands the call to [`rsend`].
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-#[inline(always)]
-pub(crate) unsafe fn rsend_fast(
-    buf: *const c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-) -> Option<Res> {
-    // SAFETY: the caller's send buffer.
-    unsafe {
-        send_world(
-            send_args!(buf, count, datatype, dest, tag, comm),
-            SendMode::Ready,
-        )
-    }
-}
-
-/// `MPI_Rsend`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn rsend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-) -> Res {
-    // SAFETY: the caller's send buffer.
-    unsafe {
-        send_call(
-            send_args!(buf, count, datatype, dest, tag, comm),
-            SendMode::Ready,
-        )
-    }
-}
-
-/// `MPI_Isend`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
+/// MPI's rule for a nonblocking send buffer; `request` is an out-argument.
 pub(crate) unsafe fn isend(
+    mode: SendMode,
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
     tag: c_int,
     comm: usize,
     request: *mut usize,
 ) -> Res {
-    // SAFETY: MPI's nonblocking rule for `buf`; `request` out-argument.
+    // SAFETY: forwarded.
     unsafe {
         isend_call(
             send_args!(buf, count, datatype, dest, tag, comm),
             request,
-            SendMode::Standard,
-        )
-    }
-}
-
-/// `MPI_Issend`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn issend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: MPI's nonblocking rule for `buf`; `request` out-argument.
-    unsafe {
-        isend_call(
-            send_args!(buf, count, datatype, dest, tag, comm),
-            request,
-            SendMode::Synchronous,
-        )
-    }
-}
-
-/// `MPI_Irsend`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn irsend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: MPI's nonblocking rule for `buf`; `request` out-argument.
-    unsafe {
-        isend_call(
-            send_args!(buf, count, datatype, dest, tag, comm),
-            request,
-            SendMode::Ready,
+            mode,
         )
     }
 }

@@ -213,95 +213,29 @@ fn check_peer(c: &Comm, rank: c_int) -> Res {
     Ok(())
 }
 
-/// `MPI_Send_init`.
+/// `MPI_Send_init`, `MPI_Ssend_init`, `MPI_Rsend_init` and
+/// `MPI_Bsend_init` (`mode` `None`: each start copies the data into the
+/// attached buffer and completes at once), and their `_c` forms.
 ///
 /// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
+/// `request` is an out-argument; the buffer is the program's (read at each
+/// start).
 pub(crate) unsafe fn send_init(
+    mode: Option<SendMode>,
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
     tag: c_int,
     comm: usize,
     request: *mut usize,
 ) -> Res {
-    // SAFETY: the program's buffer and out-argument.
+    // SAFETY: forwarded.
     unsafe {
         send_init_wide(
             send_args!(buf, count, datatype, dest, tag, comm),
             request,
-            Some(SendMode::Standard),
-        )
-    }
-}
-
-/// `MPI_Ssend_init`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn ssend_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: the program's buffer and out-argument.
-    unsafe {
-        send_init_wide(
-            send_args!(buf, count, datatype, dest, tag, comm),
-            request,
-            Some(SendMode::Synchronous),
-        )
-    }
-}
-
-/// `MPI_Rsend_init`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn rsend_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: the program's buffer and out-argument.
-    unsafe {
-        send_init_wide(
-            send_args!(buf, count, datatype, dest, tag, comm),
-            request,
-            Some(SendMode::Ready),
-        )
-    }
-}
-
-/// `MPI_Bsend_init`: each start copies the data into the attached
-/// buffer and completes at once.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn bsend_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: the program's buffer and out-argument.
-    unsafe {
-        send_init_wide(
-            send_args!(buf, count, datatype, dest, tag, comm),
-            request,
-            None,
+            mode,
         )
     }
 }

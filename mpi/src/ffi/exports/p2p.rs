@@ -15,40 +15,40 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 crate::ffi::export! {
     /// `MPI_Send`: [`crate::p2p::messages::send`].
     MPI_Send / PMPI_Send [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    fast crate::p2p::messages::send_fast(buf, count, datatype, dest, tag, comm);
-    => crate::p2p::messages::send(buf, count, datatype, dest, tag, comm)
+    fast crate::p2p::messages::send_fast(ferry::SendMode::Standard, buf, count, datatype, dest, tag, comm);
+    => crate::p2p::messages::send(ferry::SendMode::Standard, buf, count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
-    /// `MPI_Ssend`: [`crate::p2p::messages::ssend`].
+    /// `MPI_Ssend`: [`crate::p2p::messages::send`].
     MPI_Ssend / PMPI_Ssend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    fast crate::p2p::messages::ssend_fast(buf, count, datatype, dest, tag, comm);
-    => crate::p2p::messages::ssend(buf, count, datatype, dest, tag, comm)
+    fast crate::p2p::messages::send_fast(ferry::SendMode::Synchronous, buf, count, datatype, dest, tag, comm);
+    => crate::p2p::messages::send(ferry::SendMode::Synchronous, buf, count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
-    /// `MPI_Rsend`: [`crate::p2p::messages::rsend`].
+    /// `MPI_Rsend`: [`crate::p2p::messages::send`].
     MPI_Rsend / PMPI_Rsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    fast crate::p2p::messages::rsend_fast(buf, count, datatype, dest, tag, comm);
-    => crate::p2p::messages::rsend(buf, count, datatype, dest, tag, comm)
+    fast crate::p2p::messages::send_fast(ferry::SendMode::Ready, buf, count, datatype, dest, tag, comm);
+    => crate::p2p::messages::send(ferry::SendMode::Ready, buf, count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Isend`: [`crate::p2p::messages::isend`].
     MPI_Isend / PMPI_Isend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::messages::isend(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::messages::isend(ferry::SendMode::Standard, buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
-    /// `MPI_Issend`: [`crate::p2p::messages::issend`].
+    /// `MPI_Issend`: [`crate::p2p::messages::isend`].
     MPI_Issend / PMPI_Issend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::messages::issend(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::messages::isend(ferry::SendMode::Synchronous, buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
-    /// `MPI_Irsend`: [`crate::p2p::messages::irsend`].
+    /// `MPI_Irsend`: [`crate::p2p::messages::isend`].
     MPI_Irsend / PMPI_Irsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::messages::irsend(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::messages::isend(ferry::SendMode::Ready, buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
@@ -155,25 +155,25 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Send_init`: [`crate::p2p::persist::send_init`].
     MPI_Send_init / PMPI_Send_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Standard), buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
-    /// `MPI_Ssend_init`: [`crate::p2p::persist::ssend_init`].
+    /// `MPI_Ssend_init`: [`crate::p2p::persist::send_init`].
     MPI_Ssend_init / PMPI_Ssend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::ssend_init(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Synchronous), buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
-    /// `MPI_Rsend_init`: [`crate::p2p::persist::rsend_init`].
+    /// `MPI_Rsend_init`: [`crate::p2p::persist::send_init`].
     MPI_Rsend_init / PMPI_Rsend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::rsend_init(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Ready), buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
-    /// `MPI_Bsend_init`: [`crate::p2p::persist::bsend_init`].
+    /// `MPI_Bsend_init`: [`crate::p2p::persist::send_init`].
     MPI_Bsend_init / PMPI_Bsend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::bsend_init(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::persist::send_init(None, buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
@@ -285,9 +285,9 @@ crate::ffi::export! {
 // ---- Large-count: point-to-point
 
 crate::ffi::export! {
-    /// `MPI_Send_c`: [`crate::p2p::large::send_c`].
+    /// `MPI_Send_c`: [`crate::p2p::messages::send`].
     MPI_Send_c / PMPI_Send_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    => crate::p2p::large::send_c(buf, count, datatype, dest, tag, comm)
+    => crate::p2p::messages::send(ferry::SendMode::Standard, buf, count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
@@ -297,21 +297,21 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
-    /// `MPI_Ssend_c`: [`crate::p2p::large::ssend_c`].
+    /// `MPI_Ssend_c`: [`crate::p2p::messages::send`].
     MPI_Ssend_c / PMPI_Ssend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    => crate::p2p::large::ssend_c(buf, count, datatype, dest, tag, comm)
+    => crate::p2p::messages::send(ferry::SendMode::Synchronous, buf, count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
-    /// `MPI_Rsend_c`: [`crate::p2p::large::rsend_c`].
+    /// `MPI_Rsend_c`: [`crate::p2p::messages::send`].
     MPI_Rsend_c / PMPI_Rsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    => crate::p2p::large::rsend_c(buf, count, datatype, dest, tag, comm)
+    => crate::p2p::messages::send(ferry::SendMode::Ready, buf, count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
-    /// `MPI_Isend_c`: [`crate::p2p::large::isend_c`].
+    /// `MPI_Isend_c`: [`crate::p2p::messages::isend`].
     MPI_Isend_c / PMPI_Isend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::isend_c(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::messages::isend(ferry::SendMode::Standard, buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
@@ -321,39 +321,39 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
-    /// `MPI_Issend_c`: [`crate::p2p::large::issend_c`].
+    /// `MPI_Issend_c`: [`crate::p2p::messages::isend`].
     MPI_Issend_c / PMPI_Issend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::issend_c(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::messages::isend(ferry::SendMode::Synchronous, buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
-    /// `MPI_Irsend_c`: [`crate::p2p::large::irsend_c`].
+    /// `MPI_Irsend_c`: [`crate::p2p::messages::isend`].
     MPI_Irsend_c / PMPI_Irsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::irsend_c(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::messages::isend(ferry::SendMode::Ready, buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
-    /// `MPI_Send_init_c`: [`crate::p2p::large::send_init_c`].
+    /// `MPI_Send_init_c`: [`crate::p2p::persist::send_init`].
     MPI_Send_init_c / PMPI_Send_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::send_init_c(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Standard), buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
-    /// `MPI_Bsend_init_c`: [`crate::p2p::large::bsend_init_c`].
+    /// `MPI_Bsend_init_c`: [`crate::p2p::persist::send_init`].
     MPI_Bsend_init_c / PMPI_Bsend_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::bsend_init_c(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::persist::send_init(None, buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
-    /// `MPI_Ssend_init_c`: [`crate::p2p::large::ssend_init_c`].
+    /// `MPI_Ssend_init_c`: [`crate::p2p::persist::send_init`].
     MPI_Ssend_init_c / PMPI_Ssend_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::ssend_init_c(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Synchronous), buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
-    /// `MPI_Rsend_init_c`: [`crate::p2p::large::rsend_init_c`].
+    /// `MPI_Rsend_init_c`: [`crate::p2p::persist::send_init`].
     MPI_Rsend_init_c / PMPI_Rsend_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::rsend_init_c(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Ready), buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
