@@ -36,10 +36,10 @@
 //! The crate denies `unsafe`; `ffi` allows it, and so, until their bodies
 //! take checked arguments, do the chapters that still hand raw buffers to
 //! ferry's raw API or complete requests over them: `p2p` (but `status`),
-//! `request`, `coll`, `mpix`, and `datatype`'s `buf` and `pack_calls`.
+//! `request`, `coll`, and `datatype`'s `buf` and `pack_calls`.
 //! Their `mod` lines say so (`#[allow(unsafe_code)]`). The checked
 //! chapters (`env`, `info`, `attr`, `comm`, `datatype`'s constructors and
-//! decoding, `p2p::status`) are safe Rust. Every `unsafe` block has a
+//! decoding, `p2p::status`, `mpix`) are safe Rust. Every `unsafe` block has a
 //! `// SAFETY:` comment, and every body runs under `catch_unwind`: no
 //! panic reaches C.
 //!
@@ -65,7 +65,6 @@ pub mod error;
 mod ffi;
 pub mod handle;
 pub mod info;
-#[allow(unsafe_code)]
 pub(crate) mod mpix;
 pub(crate) mod p2p;
 pub mod reduce;

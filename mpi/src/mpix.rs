@@ -19,7 +19,7 @@
 //! last private ints.
 
 use std::collections::HashMap;
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 use std::sync::Mutex;
 
 use ferry::{Buf, WaitMode};
@@ -27,7 +27,7 @@ use ferry::{Buf, WaitMode};
 use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus};
 use crate::error::{Fail, Res};
-use crate::ffi::{get, put};
+use crate::ffi::args::Out;
 use crate::request::object::ReqObj;
 use crate::request::post::Post;
 use crate::state::{lock, rt, rt_any};
@@ -88,10 +88,7 @@ pub(crate) fn release(ptr: usize) -> bool {
 }
 
 /// `MPIX_Iarecv`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn iarecv(source: c_int, tag: c_int, comm: usize, request: *mut usize) -> Res {
+pub(crate) fn iarecv(source: c_int, tag: c_int, comm: usize, mut request: Out<'_, usize>) -> Res {
     let rt = rt()?;
     let c = rt.comm(comm)?;
     if request.is_null() {
@@ -99,16 +96,12 @@ pub(crate) unsafe fn iarecv(source: c_int, tag: c_int, comm: usize, request: *mu
     }
     let req = c.comm.iarecv(rank_in(source), tag_in(tag))?;
     let h = rt.add_request(ReqObj::active(req, comm, Post::Arecv))?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(request, h) }
+    request.set(h)
 }
 
 /// `MPIX_Arecv`: the status (which must not be `MPI_STATUS_IGNORE`)
 /// carries the buffer.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn arecv(source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus) -> Res {
+pub(crate) fn arecv(source: c_int, tag: c_int, comm: usize, mut status: Out<'_, MpiStatus>) -> Res {
     let rt = rt()?;
     let c = rt.comm(comm)?;
     if status.is_null() {
@@ -119,22 +112,16 @@ pub(crate) unsafe fn arecv(source: c_int, tag: c_int, comm: usize, status: *mut 
     }
     let req = c.comm.iarecv(rank_in(source), tag_in(tag))?;
     let report = crate::request::single::wait_one(&mut ReqObj::active(req, comm, Post::Arecv))?;
-    // SAFETY: checked non-null; a status to fill.
-    unsafe { report.write(status) }
+    report.write_to(&mut status)
 }
 
 /// `MPIX_Status_get_buffer`: the buffer an ARecv handed over (null for
 /// an empty message or a status of another operation). The program
 /// owns it: `MPI_Free_mem` releases it.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn status_get_buffer(status: *const MpiStatus, buf: *mut c_void) -> Res {
-    // SAFETY: a status the caller filled (null is reported).
-    let s = unsafe { get(status)? };
-    let ptr = (s.internal[3] as u32 as usize) | ((s.internal[4] as u32 as usize) << 32);
-    // SAFETY: `buf` is really a `void **` out-argument.
-    unsafe { put(buf.cast::<usize>(), ptr) }
+pub(crate) fn status_get_buffer(status: MpiStatus, mut buf: Out<'_, usize>) -> Res {
+    let ptr = (status.internal[3] as u32 as usize) | ((status.internal[4] as u32 as usize) << 32);
+    // `buf` is really a `void **` (the table's ptrout).
+    buf.set(ptr)
 }
 
 /// `MPIX_Set_wait_mode`: `MPIX_WAIT_SPIN`, `MPIX_WAIT_PASSIVE` (sleep
@@ -159,10 +146,7 @@ pub(crate) fn set_wait_mode(mode: c_int) -> Res {
 
 /// `MPIX_Get_wait_mode`: the mode in force (after `MPI_Init`), or the
 /// one `MPI_Init` will use.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn get_wait_mode(mode: *mut c_int) -> Res {
+pub(crate) fn get_wait_mode(mut mode: Out<'_, c_int>) -> Res {
     let m = match rt_any() {
         Some(rt) => rt.wait_mode,
         None => match chosen_wait_mode() {
@@ -176,28 +160,5 @@ pub(crate) unsafe fn get_wait_mode(mode: *mut c_int) -> Res {
         .iter()
         .find(|(_, w)| *w == m)
         .map_or(2, |(v, _)| *v);
-    // SAFETY: out-argument.
-    unsafe { put(mode, v) }
-}
-
-/// Completes a lent-out check for `MPIX_REQUEST_EMPTY`: the request a
-/// finished operation gets (its post step run now, at once).
-///
-/// # Safety
-/// As for the post step (`Post::run`): the operation's buffers are valid.
-pub(crate) unsafe fn empty_or_store(obj: ReqObj) -> Res<usize> {
-    let rt = rt()?;
-    let crate::request::object::State::Active(req) = &obj.state else {
-        return rt.add_request(obj);
-    };
-    // An ARecv's buffer goes out through its status, which an empty
-    // request has none of.
-    if !req.is_empty() || obj.persistent() || matches!(obj.post, Post::Arecv) {
-        return rt.add_request(obj);
-    }
-    if obj.post.writes_buffers() {
-        let mut obj = obj;
-        crate::request::single::wait_one(&mut obj)?.result?;
-    }
-    Ok(MPIX_REQUEST_EMPTY)
+    mode.set(v)
 }

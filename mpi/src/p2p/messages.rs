@@ -26,9 +26,9 @@ use crate::abi::{rank_in, tag_in, MpiStatus};
 use crate::datatype::count_arg;
 use crate::error::{Fail, Res};
 use crate::ffi::{put, put_status};
-use crate::mpix::empty_or_store;
 use crate::request::object::{Report, ReqObj};
 use crate::request::post::Post;
+use crate::request::single::empty_or_store;
 use crate::request::single::wait_one;
 use crate::state::{rt, Runtime};
 

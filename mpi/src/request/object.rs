@@ -270,6 +270,18 @@ impl Report {
         Report::ok(MpiStatus::EMPTY)
     }
 
+    /// Writes the status into a status argument that must be there
+    /// (`MPIX_Arecv`'s), handing an ARecv's buffer over through it; the
+    /// result.
+    pub(crate) fn write_to(self, out: &mut crate::ffi::args::Out<'_, MpiStatus>) -> Res {
+        let mut status = self.status;
+        if let Some(buf) = self.arecv {
+            crate::mpix::hand_over(&mut status, buf);
+        }
+        out.set(status)?;
+        self.result
+    }
+
     /// Writes the status (unless `MPI_STATUS_IGNORE`), handing an ARecv's
     /// buffer over through it; the result.
     ///

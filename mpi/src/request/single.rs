@@ -102,6 +102,30 @@ pub(crate) fn test_one(obj: &mut ReqObj) -> Res<Option<Report>> {
     }
 }
 
+/// The handle of a request just made: `MPIX_REQUEST_EMPTY` for an
+/// operation that finished inside its call (its post step run now, at
+/// once), else a new table entry.
+///
+/// # Safety
+/// As for the post step (`Post::run`): the operation's buffers are valid.
+pub(crate) unsafe fn empty_or_store(obj: ReqObj) -> Res<usize> {
+    let rt = rt()?;
+    let crate::request::object::State::Active(req) = &obj.state else {
+        return rt.add_request(obj);
+    };
+    // An ARecv's buffer goes out through its status, which an empty
+    // request has none of.
+    if !req.is_empty() || obj.persistent() || matches!(obj.post, crate::request::post::Post::Arecv)
+    {
+        return rt.add_request(obj);
+    }
+    if obj.post.writes_buffers() {
+        let mut obj = obj;
+        wait_one(&mut obj)?.result?;
+    }
+    Ok(crate::mpix::MPIX_REQUEST_EMPTY)
+}
+
 /// `MPI_Wait`.
 ///
 /// # Safety

@@ -15,19 +15,19 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 crate::ffi::export! {
     /// `MPIX_Arecv`: [`crate::mpix::arecv`].
     MPIX_Arecv / PMPIX_Arecv [comm] (source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::mpix::arecv(source, tag, comm, status)
+    => crate::mpix::arecv(source, tag, comm, crate::ffi::args::out(status))
 }
 
 crate::ffi::export! {
     /// `MPIX_Iarecv`: [`crate::mpix::iarecv`].
     MPIX_Iarecv / PMPIX_Iarecv [comm] (source: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::mpix::iarecv(source, tag, comm, request)
+    => crate::mpix::iarecv(source, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPIX_Status_get_buffer`: [`crate::mpix::status_get_buffer`].
     MPIX_Status_get_buffer / PMPIX_Status_get_buffer (status: *const MpiStatus, buf: *mut c_void)
-    => crate::mpix::status_get_buffer(status, buf)
+    => crate::mpix::status_get_buffer(crate::ffi::args::value(status)?, crate::ffi::args::out(buf.cast::<usize>()))
 }
 
 // ---- Wait mode
@@ -41,5 +41,5 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPIX_Get_wait_mode`: [`crate::mpix::get_wait_mode`].
     MPIX_Get_wait_mode / PMPIX_Get_wait_mode (mode: *mut c_int)
-    => crate::mpix::get_wait_mode(mode)
+    => crate::mpix::get_wait_mode(crate::ffi::args::out(mode))
 }
