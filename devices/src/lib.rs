@@ -95,10 +95,14 @@
 //! 3. `shared`, `waiter`, `progress`, `counters`: what a world's handles
 //!    share, the engine's lock and waiting on it, the progress thread,
 //!    the counters.
-//! 4. `comm`, `request`, `raw`, `completion`, `p2p`, `batch`, `persistent`,
-//!    `coll`, `contexts`, `idup`, `create`, `inter`: communicators,
-//!    requests and the operations on them.
-//! 5. `world`, `select`: the world and [`init`], which makes it.
+//! 4. `comm`: communicators.
+//! 5. `request`, `raw`, `completion`, `persistent`, `p2p`, `batch`:
+//!    requests, their completion, and point-to-point operations (the raw
+//!    layer, with all the `unsafe` code, both lends requests their
+//!    borrowed buffers and runs the blocking operations on slices).
+//! 6. `coll`, `contexts`, `create`, `inter`, `idup`: collectives, and the
+//!    communicators made with them (context ids agreed by allreduce).
+//! 7. `world`, `select`: the world and [`init`], which makes it.
 //!
 //! ## Safety
 //! The safe API is sound even when a [`Request`] is leaked with
