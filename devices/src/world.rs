@@ -16,6 +16,9 @@ use crate::group::Group;
 use crate::select::boot::Boot;
 use crate::shared::Shared;
 
+/// Finalize's work on what the handles share: with the world, a floor above
+/// [`Shared`]'s own module, because it runs the drain barrier on a
+/// communicator's context.
 impl Shared {
     fn counters(&self) -> Counters {
         let (engine, waits) = match self.lock() {
