@@ -1,10 +1,13 @@
 //! The bootstrap interface: how a process learns its rank and exchanges
 //! small values (addresses, segment names) with the rest of the job.
 //!
-//! `ferry` implements it over the PMI-1 wire protocol (served by `ferryrun`
-//! or MPICH's Hydra); devices take a `&mut dyn Bootstrap` at setup so that
-//! they need not know which launcher started the job. Core itself only
-//! defines the trait: it does no I/O.
+//! The `ferry-pmi` crate implements it over the PMI-1 and PMI-2 wire
+//! protocols (served by `ferryrun`, MPICH's Hydra or Slurm's `srun
+//! --mpi=pmi2`); `ferry` also has a singleton's in-process one. Devices take
+//! a `&mut dyn Bootstrap` at setup so that they need not know which
+//! launcher started the job. Core itself only defines the trait (and
+//! [`ThreadBoot`], threads of one process standing in for ranks): it does
+//! no I/O.
 
 use crate::envelope::Rank;
 

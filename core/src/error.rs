@@ -123,11 +123,11 @@ pub enum UsageError {
     /// The reduction operation is not defined on this datatype (MPI_ERR_OP), e.g. a bitwise op on floats.
     #[error("reduction {op} is not defined on {}", .datatype.name())]
     OpNotDefined {
-        /// The operation's name, as [`ReduceOp::name`](crate::coll::reduce::ReduceOp::name) gives it.
+        /// The operation's name, as [`ReduceOp::name`](crate::reduction::ReduceOp::name) gives it.
         op: &'static str,
         /// The datatype (a name would make every `Status` carrying an
         /// error 8 bytes bigger, and statuses are moved on every test).
-        datatype: crate::coll::reduce::Datatype,
+        datatype: crate::reduction::Datatype,
     },
     /// The device needed for this is not present or not compiled in.
     #[error("unsupported: {0}")]

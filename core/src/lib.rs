@@ -28,9 +28,32 @@
 //! - [`Engine`]: posting, progress and the completion family.
 //! - [`device`]: the device contract; [`loopback`] implements it in memory.
 //! - [`wire`]: the protocol headers and their validating decoder.
+//! - [`coll`]: collectives as schedules; [`reduction`]: the element types,
+//!   reduction ops and their kernels.
 //! - [`Request`], [`Message`]: generational handles, with `NULL` and `EMPTY`.
 //! - [`Buf`]: owned buffers that move through the engine (soundness under
 //!   `mem::forget`).
+//!
+//! ## Floors
+//! A module uses only modules on its own floor or below it, through
+//! `use crate::…` or a `crate::` path (the crate root's re-exports count as
+//! the module they come from). `ferry-floors` checks it in CI, reading this
+//! list. Bottom first:
+//! 1. `envelope`, `error`, `reduction`: the words every module speaks:
+//!    ranks, tags and contexts; errors; element types and reductions.
+//! 2. `handle`, `buffer`, `status`, `wire`, `config`, `settings`,
+//!    `shared_files`, `bootstrap`: plain values: handles, buffers,
+//!    statuses, the wire headers, the engine's configuration and the
+//!    `FERRY_*` settings, the names of a job's files, the bootstrap's
+//!    contract.
+//! 3. `slab`, `matching`, `auth`, `device`: the engine's stores, tag
+//!    matching, the side channels' authentication, the device contract.
+//! 4. `protocol`, `coll`, `recorder`, `loopback`: what is built on the
+//!    device contract: the protocol table, collective schedules, the
+//!    recording sink and the in-memory device.
+//! 5. `engine`: posting, progress and completion.
+//! 6. `sim`, `testkit`: the simulation harness and the device test kit
+//!    (test-only).
 //!
 //! ## Features
 //! - `__testkit` (test-only, not for users): the simulation network
@@ -63,6 +86,7 @@ pub mod matching;
 pub mod protocol;
 #[cfg(any(test, feature = "__testkit"))]
 pub mod recorder;
+pub mod reduction;
 pub mod settings;
 pub mod shared_files;
 #[cfg(any(test, feature = "__testkit"))]

@@ -33,7 +33,7 @@ use ferry_core::{ContextId, Rank, Status, ANY_SOURCE, PROC_NULL, TAG_UB};
 
 use crate::error::Result;
 use crate::group::Group;
-use crate::world::{Shared, World};
+use crate::shared::Shared;
 
 /// Context ids owned by each communicator: point-to-point, collectives,
 /// and two reserved.
@@ -319,13 +319,6 @@ impl Comm {
     /// group's size on an intercommunicator, else [`Comm::size`].
     pub fn peer_size(&self) -> u32 {
         self.inner.peers.size()
-    }
-
-    /// The world this communicator belongs to.
-    pub fn world(&self) -> World {
-        World {
-            shared: Arc::clone(&self.inner.shared),
-        }
     }
 
     pub(crate) fn shared(&self) -> &Shared {

@@ -24,8 +24,8 @@ use ferry_core::{Buf, Outcount, Status, StatusAny};
 
 use crate::error::{ApiError, Result};
 use crate::request::{Completion, Request};
+use crate::shared::Shared;
 use crate::waiter::block_on;
-use crate::world::Shared;
 
 /// The result of an `any` or `some` call.
 #[derive(Debug)]

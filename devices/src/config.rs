@@ -229,15 +229,6 @@ impl Config {
         Ok(c)
     }
 
-    /// Starts ferry with this configuration; see [`crate::init`].
-    ///
-    /// # Errors
-    /// As for [`crate::init`].
-    pub fn init(self) -> Result<crate::World> {
-        self.check()?;
-        crate::select::init_with(self)
-    }
-
     /// The combinations no single variable can rule out.
     ///
     /// # Errors

@@ -8,7 +8,7 @@
 //! on every member, and the agreement with priority (the lowest parent
 //! context) settles first, but only if someone drives it: a program may
 //! wait on the other one first. So every idup in flight on a process is a
-//! [`Round`] in the pool's registry, and testing or waiting on any of them
+//! [`Round`] in the pool's registry (`contexts/pool.rs`), and testing or waiting on any of them
 //! advances all of them, as a progress engine would.
 //!
 //! The rounds are point-to-point, never collectives on the parent: a
@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use ferry_core::{Rank, Tag};
 
 use crate::comm::{Comm, Hints, CONTEXTS_PER_COMM, IDUP_BRIDGE_TAGS};
-use crate::contexts::{Key, Part, WORDS};
+use crate::contexts::pool::{InFlight, Key, Part, WORDS};
 use crate::error::{ApiError, Result};
 use crate::request::Request;
 
@@ -79,29 +79,14 @@ pub(crate) struct Round {
     settled: bool,
 }
 
-/// The rounds in flight on this process; see the module docs.
-#[derive(Debug, Default)]
-pub(crate) struct Rounds {
-    live: Mutex<Vec<Weak<Mutex<Round>>>>,
-}
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl Rounds {
-    /// Advances every round in flight once. A round another thread is
-    /// advancing is skipped.
-    pub(crate) fn advance_all(&self) {
-        let live: Vec<Arc<Mutex<Round>>> = {
-            let mut v = lock(&self.live);
-            v.retain(|w| w.strong_count() > 0);
-            v.iter().filter_map(Weak::upgrade).collect()
-        };
-        for r in live {
-            if let Ok(mut round) = r.try_lock() {
-                round.advance();
-            }
+impl InFlight for Mutex<Round> {
+    fn try_advance(&self) {
+        if let Ok(mut round) = self.try_lock() {
+            round.advance();
         }
     }
 }
@@ -319,7 +304,7 @@ impl Comm {
             },
         };
         let pool = &self.shared().contexts;
-        let key = pool.enter(self, tag);
+        let key = pool.enter(self.context(), tag);
         let (words, offered) = pool.offer(key, Part::Main);
         let mut round = Round {
             parent: self.clone(),
@@ -334,7 +319,8 @@ impl Comm {
         // On failure, dropping the round gives the mask and the key back.
         round.start(words)?;
         let round = Arc::new(Mutex::new(round));
-        lock(&self.shared().rounds.live).push(Arc::downgrade(&round));
+        let weak: Weak<Mutex<Round>> = Arc::downgrade(&round);
+        self.shared().rounds.register(weak);
         Ok(PendingComm {
             parent: self.clone(),
             hints,

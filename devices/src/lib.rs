@@ -8,7 +8,8 @@
 //! choice of device per peer ([`select`]), configuration ([`config`]) and
 //! waiting ([`waiter`]). The devices themselves are the crates
 //! `ferry-shm`, `ferry-ofi` and `ferry-verbs`; the bootstrap is
-//! `ferry-pmi` and the launcher `ferryrun` is `ferry-launch`.
+//! `ferry-pmi`, the launcher `ferryrun` is `ferry-launch`, and the MPI C
+//! ABI on top of this crate (`libmpi_abi.so`) is `ferry-mpi`.
 //!
 //! ## Quick start
 //! ```
@@ -45,7 +46,7 @@
 //! - **Scoped** ([`Comm::scope`]): nonblocking calls borrow slices; the
 //!   scope completes every request before it returns.
 //! - **Raw** (`unsafe`: [`Comm::isend_raw`], [`Comm::irecv_raw`]): pointers
-//!   and lengths, for zero-overhead callers and a future C ABI.
+//!   and lengths, for zero-overhead callers and the MPI C ABI (`ferry-mpi`).
 //!
 //! Blocking calls ([`Comm::send`], [`Comm::recv`], ...) borrow slices.
 //!
@@ -77,6 +78,31 @@
 //!   or a job spanning nodes, is a typed [`SetupError`], never a panic.
 //!
 //! Configuration: [`Config`] and the `FERRY_*` variables (see [`config`]).
+//!
+//! ## Floors
+//! A module uses only modules on its own floor or below it, through
+//! `use crate::…` or a `crate::` path (the crate root's re-exports count as
+//! the module they come from; an entry such as `select::node` places that
+//! child apart from its parent). `ferry-floors` checks it in CI, reading
+//! this list. Bottom first:
+//! 1. `error`, `config`, `typed`, `group`: the words every module speaks:
+//!    errors, configuration, element types, groups.
+//! 2. `select::node`, `select::boot`, `select::mixed`, `select::shm`,
+//!    `select::ofi`, `select::verbs`, `select::stub`, `select::across`,
+//!    `raw::cell`, `raw::fd`, `contexts::pool`: the parts the world's
+//!    shared state is made of: the devices and the bootstrap, the engine's
+//!    cell, the pool of context ids.
+//! 3. `shared`, `waiter`, `progress`, `counters`: what a world's handles
+//!    share, the engine's lock and waiting on it, the progress thread,
+//!    the counters.
+//! 4. `comm`: communicators.
+//! 5. `request`, `raw`, `completion`, `persistent`, `p2p`, `batch`:
+//!    requests, their completion, and point-to-point operations (the raw
+//!    layer, with all the `unsafe` code, both lends requests their
+//!    borrowed buffers and runs the blocking operations on slices).
+//! 6. `coll`, `contexts`, `create`, `inter`, `idup`: collectives, and the
+//!    communicators made with them (context ids agreed by allreduce).
+//! 7. `world`, `select`: the world and [`init`], which makes it.
 //!
 //! ## Safety
 //! The safe API is sound even when a [`Request`] is leaked with
@@ -128,6 +154,7 @@ pub mod progress;
 mod raw;
 mod request;
 pub mod select;
+mod shared;
 mod typed;
 pub mod waiter;
 mod world;

@@ -82,7 +82,7 @@
 //! a flag, then a kick of its eventfd, which wakes it whether it sleeps,
 //! is on its way to sleep, or is busy (it then sees the flag at the top of
 //! its loop). The thread holds only the lock's part of the world
-//! (`world::Hub`), so the world's last handle is the application's. A fatal
+//! (`shared::Hub`), so the world's last handle is the application's. A fatal
 //! error that tears the engine down (`poison`) kicks the thread, which
 //! finds the engine gone and ends; an error from its own progress call has
 //! no caller to go to, so the thread tears the engine down with it, and
@@ -116,8 +116,8 @@ use rustix::io::Errno;
 use crate::config::{Config, WaitMode};
 use crate::error::{Error, Result};
 use crate::select::node::SleepKind;
+use crate::shared::Hub;
 use crate::waiter::{Role, Slot, SAFETY_NET};
-use crate::world::Hub;
 
 /// The thread's name (`ps -L`, `top -H`, debuggers).
 pub(crate) const THREAD_NAME: &str = "ferry-progress";

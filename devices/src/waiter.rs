@@ -110,9 +110,9 @@ use rustix::event::{epoll, eventfd, EventfdFlags};
 
 use crate::config::{ThreadLevel, WaitMode};
 use crate::error::{ApiError, Error, Result};
-use crate::raw::CellGuard;
+use crate::raw::cell::CellGuard;
 use crate::select::node::{NodeDevice, SleepKind};
-use crate::world::{Hub, Locked, Shared};
+use crate::shared::{Hub, Locked, Shared};
 
 /// The longest single sleep; see the module docs.
 pub(crate) const SAFETY_NET: Duration = Duration::from_secs(1);
@@ -224,7 +224,7 @@ impl Slot {
             SleepKind::Internal | SleepKind::Poll => [None, None],
         };
         for fd in fds.into_iter().flatten() {
-            crate::raw::epoll_add_device_fd(&epoll, fd, DEVICE)
+            crate::raw::fd::epoll_add_device_fd(&epoll, fd, DEVICE)
                 .map_err(|e| Error::os("epoll_ctl(device wait fd)", e))?;
         }
         Ok(Slot { epoll, kick })
@@ -336,7 +336,7 @@ impl Shared {
 
 impl Hub {
     /// Takes the lock (under `Multiple`; below it, the thread level's
-    /// cheaper guard: see [`EngineCell`](crate::raw::EngineCell)). A
+    /// cheaper guard: see [`EngineCell`](crate::raw::cell::EngineCell)). A
     /// poisoned mutex (a panic under it, which ferry never causes) is taken
     /// anyway: the engine's state is consistent between calls.
     ///

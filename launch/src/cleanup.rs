@@ -1,5 +1,5 @@
 //! Job ids: what names a job's shared files, and what the sweep at the end
-//! of a job looks for (see `ferry_shm::names`).
+//! of a job looks for (see `ferry_core::shared_files`).
 
 use std::io::{self, Read};
 

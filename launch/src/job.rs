@@ -28,7 +28,7 @@ use super::cleanup::{new_job_id, new_job_secret};
 use super::relay::{LineRelay, Sink};
 use ferry_core::shared_files;
 use ferry_pmi::server::{PmiJob, PmiServer, ServerEvent};
-use ferry_shm::names::{job_prefix, remove_prefixed};
+use ferry_shm::names::remove_prefixed;
 use ferry_shm::ShmOptions;
 
 /// Time between SIGTERM and SIGKILL when the job is being killed.
@@ -222,25 +222,12 @@ pub fn run(opts: &Options) -> Result<i32, LaunchError> {
     // The ranks inherit this process's environment, so FERRY_SHM_DIR here
     // is the directory they used.
     let shm_dir = ShmOptions::dir_from_source(&|var: &str| std::env::var(var).ok());
-    let ofi_dir = Path::new(shared_files::OFI_SHM_REGION_DIR);
     // The shm device removes its files once every local rank has attached,
     // so its leftovers mean a rank died during setup (or a device bug: the
     // tests fail on this message); libfabric's shm provider cannot unlink
     // the region of a killed process, so those are expected after a kill.
-    let sweeps = [
-        (
-            shm_dir.as_path(),
-            job_prefix(&job.job_id),
-            "leftover shared-memory file(s)",
-        ),
-        (
-            ofi_dir,
-            shared_files::ofi_shm_region_prefix(&job.job_id),
-            "libfabric shm-provider region(s) of killed ranks",
-        ),
-    ];
-    for (dir, prefix, what) in &sweeps {
-        if !sweep(dir, prefix, what, &job.job_id) && code == 0 {
+    for left in shared_files::leftovers(&job.job_id, &shm_dir) {
+        if !sweep(&left.dir, &left.prefix, left.what, &job.job_id) && code == 0 {
             code = 1;
         }
     }

@@ -15,13 +15,14 @@
 //! behaviour.
 //!
 //! ## Dependencies
-//! Of ferry's crates, the PMI crate (the server side of the wire protocol)
-//! and, for one thing, the shm device's: the names of the files a job may
-//! leave in `FERRY_SHM_DIR`, swept at the end of every job
-//! (`ferry_shm::names`), so the sweep always matches what the device
-//! creates; and from `ferry-core`, the prefix of the ofi device's
-//! libfabric shm-provider regions in `/dev/shm`
-//! (`ferry_core::shared_files`), swept the same way.
+//! Of ferry's crates, the PMI crate (the server side of the wire protocol);
+//! from `ferry-core`, the names of the files a job may leave behind, the
+//! shm device's in `FERRY_SHM_DIR` and the ofi device's libfabric
+//! shm-provider regions in `/dev/shm` (`ferry_core::shared_files`, which
+//! both devices name their files with), so the sweep at the end of every
+//! job always matches what the devices create; and from the shm device,
+//! the sweep itself (`ferry_shm::names`) and the segment directory's
+//! setting (`ShmOptions`).
 //!
 //! ## Safety
 //! `unsafe` is denied except in the private `ffi` module: one `pre_exec`

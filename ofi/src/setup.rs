@@ -477,24 +477,19 @@ fn default_eager_size(provider: &str, rxm_buffer: Option<&str>) -> usize {
     buffer.saturating_sub(MAX_HEADER).max(MAX_HEADER)
 }
 
-/// A name for this rank's shm-provider region: the job's prefix
-/// ([`ofi_shm_region_prefix`](ferry_core::shared_files::ofi_shm_region_prefix)),
-/// the rank, the process and 64 random bits (a launcher may reuse a job id;
-/// Hydra's contains a pid). It does not start with `ferry-`: that prefix is
-/// the shm device's. The provider unlinks its region itself when the
-/// endpoint closes; only a killed process leaves one behind, and `ferryrun`
-/// sweeps its job's prefix at the end of the job.
+/// A name for this rank's shm-provider region
+/// ([`ofi_shm_region_name`](ferry_core::shared_files::ofi_shm_region_name)):
+/// the job's prefix, the rank, the process and 64 random bits. The provider
+/// unlinks its region itself when the endpoint closes; only a killed
+/// process leaves one behind, and `ferryrun` sweeps its job's prefix at the
+/// end of the job.
 fn shm_region_name(job: &str, rank: Rank) -> Result<std::ffi::CString, OfiError> {
     use std::hash::{BuildHasher, Hasher};
     let nonce = std::collections::hash_map::RandomState::new()
         .build_hasher()
         .finish();
-    let prefix = ferry_core::shared_files::ofi_shm_region_prefix(job);
-    std::ffi::CString::new(format!(
-        "{prefix}{rank}-{}-{nonce:016x}",
-        std::process::id()
-    ))
-    .map_err(|_| OfiError::BadOption {
+    let name = ferry_core::shared_files::ofi_shm_region_name(job, rank, std::process::id(), nonce);
+    std::ffi::CString::new(name).map_err(|_| OfiError::BadOption {
         var: "job id",
         value: job.to_owned(),
         expected: "no NUL byte",

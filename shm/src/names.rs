@@ -1,16 +1,14 @@
-//! The names of the files the shm device creates, and the sweep that
-//! removes what a job left behind.
+//! The sweep that removes what a job left behind in a directory, by the
+//! names of its files.
 //!
-//! Every file is `ferry-<job id>-<suffix>` in the segment directory
-//! ([`ShmOptions::dir`](crate::ShmOptions::dir), `FERRY_SHM_DIR`): the
-//! segment (`-<64 random bits>`), the node collectives' regions
-//! (`<segment>-c<keyed hash>`) and each rank's wake directory
-//! (`-w<64 random bits>`, mode 0700, holding its wake socket). The job id
-//! is the launcher's 128-bit random id, of fixed length, so one job's
-//! prefix never matches another job's names. The device removes its
-//! segment and wake directories as soon as every local rank has attached;
-//! a rank killed before that leaves them, and the launcher (`ferryrun`)
-//! sweeps them with [`remove_job_files`] at the end of the job.
+//! The names themselves (the segment, the node collectives' regions, each
+//! rank's wake directory: all `ferry-<job id>…` in the segment directory,
+//! [`ShmOptions::dir`](crate::ShmOptions::dir), `FERRY_SHM_DIR`) are
+//! `ferry_core::shared_files`, which the device names its files with and
+//! the launcher (`ferryrun`) takes its list of what to sweep from. The
+//! device removes its segment and wake directories as soon as every local
+//! rank has attached; a rank killed before that leaves them, and the
+//! launcher sweeps them with [`remove_job_files`] at the end of the job.
 //!
 //! The job id is visible to other users (it is in these names), so the
 //! sweep removes only entries owned by this user: another user's file
@@ -20,38 +18,7 @@
 use std::io;
 use std::path::Path;
 
-/// What every file of the device starts with.
-pub const FILE_PREFIX: &str = "ferry-";
-
-/// The prefix of every file of job `job_id`.
-pub fn job_prefix(job_id: &str) -> String {
-    format!("{FILE_PREFIX}{job_id}")
-}
-
-/// The name of a segment of job `job_id`, made unique by `nonce`.
-pub(crate) fn segment_name(job_id: &str, nonce: u64) -> String {
-    format!("{}-{nonce:016x}", job_prefix(job_id))
-}
-
-/// The name of a rank's wake directory, made unique by `hex` (16 random
-/// lowercase hex digits, [`is_wake_hex`]).
-pub(crate) fn wake_dir_name(job_id: &str, hex: &str) -> String {
-    format!("{}-w{hex}", job_prefix(job_id))
-}
-
-/// Whether `s` (read from a peer) can be the random part of a wake
-/// directory's name: exactly 16 lowercase hex digits, so no path.
-pub(crate) fn is_wake_hex(s: &str) -> bool {
-    s.len() == 16
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
-/// Whether `name` (read from a peer, through the bootstrap) can be a segment
-/// name: one of ours, and a plain file name, not a path.
-pub(crate) fn is_segment_name(name: &str) -> bool {
-    !name.contains('/') && name.starts_with(FILE_PREFIX)
-}
+pub use ferry_core::shared_files::{job_prefix, FILE_PREFIX};
 
 /// What [`remove_job_files`] did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -79,8 +46,8 @@ pub fn remove_job_files(dir: &Path, job_id: &str) -> io::Result<Swept> {
 
 /// [`remove_job_files`] for any prefix: removes the entries of `dir` whose
 /// name starts with `prefix` and that this user owns, and lists the others
-/// (`ferryrun` also sweeps the ofi device's shm-provider regions with it,
-/// `ferry_core::shared_files`).
+/// (`ferryrun` sweeps every prefix of `ferry_core::shared_files::leftovers`
+/// with it, the ofi device's shm-provider regions too).
 ///
 /// # Errors
 /// As [`remove_job_files`].
@@ -134,16 +101,7 @@ pub fn remove_prefixed(dir: &Path, prefix: &str) -> io::Result<Swept> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn segment_names_carry_the_job_prefix() {
-        let name = segment_name("abc", 0x1f);
-        assert_eq!(name, "ferry-abc-000000000000001f");
-        assert!(name.starts_with(&job_prefix("abc")));
-        assert!(is_segment_name(&name));
-        assert!(!is_segment_name("ferry-../../etc/passwd"));
-        assert!(!is_segment_name("other-abc"));
-    }
+    use ferry_core::shared_files::wake_dir_name;
 
     #[test]
     fn removes_only_this_jobs_files() {

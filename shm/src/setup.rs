@@ -42,6 +42,7 @@ use std::sync::Arc;
 
 use ferry_core::auth::JobSecret;
 use ferry_core::device::Caps;
+use ferry_core::shared_files;
 use ferry_core::{Bootstrap, Rank};
 
 use crate::device::{Peer, ShmDevice, Wake, NOT_LOCAL, WAKE_TAG};
@@ -49,7 +50,6 @@ use crate::error::ShmError;
 use crate::fastbox::{Lane, CTRL_LEN};
 use crate::ffi::{header_of, Segment};
 use crate::layout::{Geometry, FINGERPRINT, MAGIC, VERSION};
-use crate::names;
 use crate::options::ShmOptions;
 use crate::os::{self, CmaError, Epoll};
 use crate::rdma::Rdma;
@@ -84,7 +84,7 @@ const WAKE_SOCKET: &str = "s";
 
 /// Step 1's wake socket: a private directory with the bound socket in it.
 fn bind_wake(dir: &std::path::Path, job: &str) -> Result<(RemoveDir, OwnedFd, String), ShmError> {
-    let (path, hex) = os::create_wake_dir(dir, |hex| names::wake_dir_name(job, hex))
+    let (path, hex) = os::create_wake_dir(dir, |hex| shared_files::wake_dir_name(job, hex))
         .map_err(ShmError::os("creating the wake directory"))?;
     let guard = RemoveDir(Some(path.clone()));
     let sock = os::wake_socket(&path.join(WAKE_SOCKET))
@@ -159,7 +159,7 @@ fn parse_card(rank: Rank, v: &str) -> Result<PeerCard, ShmError> {
         .ok_or_else(bad)?;
     let wake = it
         .next()
-        .filter(|w| names::is_wake_hex(w))
+        .filter(|w| shared_files::is_wake_hex(w))
         .ok_or_else(bad)?
         .to_owned();
     if it.next().is_some() {
@@ -202,7 +202,7 @@ fn create(
 ) -> Result<(Arc<Segment>, Unlink, String), ShmError> {
     let mut tries = 0;
     let (file, name, path) = loop {
-        let name = names::segment_name(
+        let name = shared_files::segment_name(
             job,
             os::random_u64().map_err(ShmError::os("reading /dev/urandom"))?,
         );
@@ -242,7 +242,7 @@ fn create(
 
 /// A non-creator's part of step 2: map and check the creator's segment.
 fn attach(dir: &std::path::Path, name: &str, nranks: usize) -> Result<Arc<Segment>, ShmError> {
-    if !names::is_segment_name(name) {
+    if !shared_files::is_segment_name(name) {
         return Err(ShmError::Segment(format!("bad segment name {name:?}")));
     }
     let path = dir.join(name);
@@ -310,7 +310,7 @@ fn connect_wakes(
             to.push(None);
             continue;
         }
-        let home = dir.join(names::wake_dir_name(job, &card.wake));
+        let home = dir.join(shared_files::wake_dir_name(job, &card.wake));
         os::check_private_dir(&home).map_err(ShmError::os("checking a peer's wake directory"))?;
         let fd = os::wake_sender(&home.join(WAKE_SOCKET)).map_err(|e| {
             let what = if e.raw_os_error() == Some(libc_emfile()) {

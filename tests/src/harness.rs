@@ -222,7 +222,7 @@ impl Job {
             Some(id) => {
                 let left: Vec<String> = ferry_shm_files()
                     .into_iter()
-                    .filter(|n| n.starts_with(&format!("ferry-{id}")))
+                    .filter(|n| n.starts_with(&ferry_core::shared_files::job_prefix(id)))
                     .collect();
                 assert!(left.is_empty(), "job {id} left {left:?} in /dev/shm\n{f}");
                 // A killed rank's libfabric shm region: ferryrun sweeps it.
@@ -260,7 +260,7 @@ fn new_files(before: &BTreeSet<String>) -> Vec<String> {
 pub fn ferry_shm_files() -> BTreeSet<String> {
     shm_entries()
         .into_iter()
-        .filter(|n| n.starts_with("ferry-"))
+        .filter(|n| n.starts_with(ferry_core::shared_files::FILE_PREFIX))
         .collect()
 }
 

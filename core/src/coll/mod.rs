@@ -17,19 +17,23 @@
 //!
 //! Algorithms are chosen by a [`CollTable`] built once per communicator
 //! ([`tune`]); the builders are in `algo/`, one family per file, and an
-//! intercommunicator's in [`inter`].
+//! intercommunicator's in [`inter`]. The reductions' element types, ops and
+//! kernels are a floor below, in [`reduction`](crate::reduction) (re-exported
+//! here).
 
 mod algo;
 pub mod inter;
-pub mod reduce;
 pub mod schedule;
 pub(crate) mod signature;
 pub mod tune;
 
 use std::sync::Arc;
 
+/// The element types, ops and kernels, at their former path: they live in
+/// [`reduction`](crate::reduction), a floor below.
+pub use crate::reduction as reduce;
+pub use crate::reduction::{fold_in_order, reduce_into, Datatype, ReduceOp, UserOp};
 pub use inter::{build_inter, InterTeam, INTER_IDLE, INTER_ROOT};
-pub use reduce::{fold_in_order, reduce_into, Datatype, ReduceOp, UserOp};
 pub use schedule::{CollKind, Region, Schedule, SlotId, Step, INPUT, OUTPUT};
 pub use signature::{TagSpace, INTER_TAGS};
 pub use tune::{CollTable, CollTuning};

@@ -24,9 +24,9 @@
 //! own receives for the same round are not yet posted.
 
 use crate::buffer::{Buf, ByteStorage};
-use crate::coll::reduce::{Datatype, ReduceOp};
 use crate::envelope::{ContextId, Rank, Tag};
 use crate::error::{Error, Result, UsageError};
+use crate::reduction::{Datatype, ReduceOp};
 
 /// A slot index.
 pub type SlotId = u16;

@@ -179,7 +179,7 @@ pub(crate) fn classify(mine: Tag, found: Tag, space: TagSpace) -> Stray {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coll::reduce::{Datatype, ReduceOp};
+    use crate::reduction::{Datatype, ReduceOp};
 
     fn allreduce() -> Collective {
         Collective::Allreduce {

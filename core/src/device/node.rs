@@ -28,9 +28,9 @@
 //! [`poll`]: NodeCollectives::poll
 //! [`Armed::Pending`]: super::Armed::Pending
 
-use crate::coll::{Datatype, ReduceOp};
 use crate::envelope::Rank;
 use crate::error::Error;
+use crate::reduction::{Datatype, ReduceOp};
 
 /// Which node operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -24,13 +24,13 @@ use super::complete::Standing;
 use super::request::{Kind, Op, Req, SendMode, Spec};
 use super::{Engine, State};
 use crate::buffer::Buf;
-use crate::coll::reduce::reduce_into;
 use crate::coll::schedule::{Region, Schedule, SlotId, SlotState, Step, Window, INPUT, OUTPUT};
 use crate::coll::signature::{self, Stray};
 use crate::device::Device;
 use crate::envelope::{ANY_TAG, PROC_NULL};
 use crate::error::{Error, PeerError, Result, UsageError};
 use crate::handle::Request;
+use crate::reduction::reduce_into;
 use crate::status::Status;
 
 /// Polls of a node step's flags per progress round.

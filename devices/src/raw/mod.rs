@@ -31,15 +31,14 @@
 //! process's memory by itself (RDMA put; the shm device's CMA path only
 //! *reads* peers' memory) cannot be stopped by local teardown.
 
-mod cell;
+pub(crate) mod cell;
+pub(crate) mod fd;
 mod handles;
 mod scope;
 
-pub(crate) use cell::{CellGuard, EngineCell};
 pub use handles::RawRequest;
 pub use scope::{Scope, ScopedRequest};
 
-use std::os::fd::{BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 
 use ferry_core::{Buf, Direct, Lender, LentView, Rank, SendMode, Started, Status, Tag};
@@ -48,9 +47,9 @@ use crate::comm::Comm;
 use crate::error::{Error, Result};
 use crate::p2p::Message;
 use crate::request::{Completion, Request};
+use crate::shared::Shared;
 use crate::typed::{as_bytes, Element};
 use crate::waiter::block_on;
-use crate::world::Shared;
 
 /// Reads memory lent for reading (a send buffer): the caller may read it
 /// meanwhile, so no `&mut` to it is ever made. Private: only [`lend`] makes
@@ -149,26 +148,6 @@ impl<T> std::fmt::Debug for Exclusive<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Exclusive { .. }")
     }
-}
-
-/// Adds a device's wait fd to an epoll set.
-///
-/// The fd is only borrowed for the `epoll_ctl` call, made under the world's
-/// lock while the engine (which owns the device, which owns the fd) exists.
-pub(crate) fn epoll_add_device_fd(epoll: &OwnedFd, fd: i32, data: u64) -> rustix::io::Result<()> {
-    if fd < 0 {
-        return Err(rustix::io::Errno::BADF);
-    }
-    // SAFETY: the fd belongs to the live device (see above) and stays open
-    // for the duration of this call; epoll keeps no borrow of it afterwards
-    // (the kernel drops the registration when the file is closed).
-    let device_fd = unsafe { BorrowedFd::borrow_raw(fd) };
-    rustix::event::epoll::add(
-        epoll,
-        device_fd,
-        rustix::event::epoll::EventData::new_u64(data),
-        rustix::event::epoll::EventFlags::IN,
-    )
 }
 
 /// The engine error to tear the engine down with, if `e` is fatal: a start

@@ -40,7 +40,8 @@ use ferry_pmi::PmiClient;
 
 use crate::config::{Config, DeviceChoice};
 use crate::error::{Result, SetupError};
-use crate::world::{Shared, World};
+use crate::shared::Shared;
+use crate::world::World;
 use boot::{Boot, SingletonBoot};
 pub use node::NodeDevice;
 
@@ -82,7 +83,18 @@ pub fn init() -> Result<World> {
     Config::from_env()?.init()
 }
 
-pub(crate) fn init_with(config: Config) -> Result<World> {
+impl Config {
+    /// Starts ferry with this configuration; see [`init`].
+    ///
+    /// # Errors
+    /// As for [`init`].
+    pub fn init(self) -> Result<World> {
+        self.check()?;
+        init_with(self)
+    }
+}
+
+fn init_with(config: Config) -> Result<World> {
     check_compiled(config.device)?;
     install_subscriber(&config)?;
     let pmi = boot::from_env()?;

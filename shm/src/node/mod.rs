@@ -207,8 +207,12 @@ impl ShmDevice {
             "ferry shm node region v1",
             &[&id.to_le_bytes(), &leader.to_le_bytes()],
         );
-        let hex: String = tag[..16].iter().map(|b| format!("{b:02x}")).collect();
-        self.node.dir.join(format!("{}-c{hex}", self.name))
+        self.node
+            .dir
+            .join(ferry_core::shared_files::node_region_name(
+                &self.name,
+                &tag[..16],
+            ))
     }
 
     /// Wakes every other member that sleeps (no allocation: this runs on

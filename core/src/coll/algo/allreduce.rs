@@ -8,11 +8,11 @@
 //! doubling remains correct for a non-commutative op.
 
 use super::{need, region, source, split, whole, Me};
-use crate::coll::reduce::{Datatype, ReduceOp};
 use crate::coll::schedule::{Builder, Region, SlotId, INPUT, OUTPUT};
 use crate::coll::tune::{prev_pof2, AllreduceAlgo, CollTable};
 use crate::coll::Counts;
 use crate::error::Result;
+use crate::reduction::{Datatype, ReduceOp};
 
 pub(super) fn allreduce(
     b: &mut Builder,

@@ -13,12 +13,12 @@
 use std::sync::Arc;
 
 use super::{allreduce, tree, Me};
-use crate::coll::reduce::Datatype;
 use crate::coll::schedule::{Builder, Region, INPUT, OUTPUT};
 use crate::coll::{NodeTeam, Team};
 use crate::device::{NodeKind, NodeOp};
 use crate::envelope::Rank;
 use crate::error::Result;
+use crate::reduction::Datatype;
 
 /// Can the node algorithms run this collective here?
 ///

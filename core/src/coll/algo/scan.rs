@@ -4,9 +4,9 @@
 //! folds in what lower ranks send as the left operand.
 
 use super::{source, Me};
-use crate::coll::reduce::Datatype;
 use crate::coll::schedule::{Builder, Region, INPUT, OUTPUT};
 use crate::error::Result;
+use crate::reduction::Datatype;
 
 pub(super) fn scan(b: &mut Builder, me: Me, dtype: Datatype, exclusive: bool) -> Result<()> {
     let len = super::same_size(

@@ -2,10 +2,10 @@
 //! scatter + allgather broadcast, binomial reduce.
 
 use super::{need, region, source, split, whole, Me};
-use crate::coll::reduce::Datatype;
 use crate::coll::schedule::{Builder, Region, INPUT, OUTPUT};
 use crate::coll::tune::{BcastAlgo, CollTable};
 use crate::error::Result;
+use crate::reduction::Datatype;
 
 /// Dissemination barrier (Hensgen, Finkel and Manber): ceil(log p) rounds;
 /// in round k each rank signals `r + 2^k` and waits for `r - 2^k`.

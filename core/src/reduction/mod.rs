@@ -1,4 +1,12 @@
-//! Local reductions: `inout[i] = input[i] (op) inout[i]` over byte buffers.
+//! Element types and reductions: [`Datatype`], [`ReduceOp`] (with
+//! [`UserOp`]) and the kernels that apply an op to byte buffers,
+//! `inout[i] = input[i] (op) inout[i]` ([`reduce_into`], [`fold_in_order`]).
+//!
+//! This is a bottom floor of the crate: the device contract's node
+//! collectives ([`device::node`](crate::device::node)), the errors
+//! ([`UsageError::OpNotDefined`]) and the collective schedules
+//! ([`coll`](crate::coll)) all speak of these types, and it uses nothing
+//! of theirs but the error type.
 //!
 //! A reduction collective folds each contribution it receives into its own
 //! buffer with [`reduce_into`]. The buffers arrive from the wire or from the
