@@ -240,6 +240,12 @@ pub fn tag_out(tag: ferry::Tag) -> c_int {
     }
 }
 
+/// `MPIX_REQUEST_EMPTY` (ferry's extension): the request of an operation
+/// that completed inside its initiating call; in the request handles'
+/// range of the ABI, next to `MPI_REQUEST_NULL` (0x180), a value the ABI
+/// leaves unused.
+pub const MPIX_REQUEST_EMPTY: usize = 0x181;
+
 /// The C callback types of the ABI (`mpi.h`'s `typedef`s), as the
 /// exported functions take them.
 pub mod callback {
@@ -273,6 +279,31 @@ pub mod callback {
     /// extra_state)`.
     pub type CommDeleteAttrFn =
         unsafe extern "C" fn(usize, c_int, *mut c_void, *mut c_void) -> c_int;
+
+    /// `MPI_COMM_NULL_COPY_FN` / `MPI_COMM_NULL_DELETE_FN`.
+    pub const NULL_FN: usize = 0;
+    /// `MPI_COMM_DUP_FN`.
+    pub const DUP_FN: usize = 1;
+
+    /// An attribute key's copy callback.
+    #[derive(Debug, Clone, Copy)]
+    pub enum CopyCb {
+        /// `MPI_COMM_NULL_COPY_FN`: a duplicate does not get the attribute.
+        Null,
+        /// `MPI_COMM_DUP_FN`: a duplicate gets the same value.
+        Dup,
+        /// The program's function.
+        Program(CommCopyAttrFn),
+    }
+
+    /// An attribute key's delete callback.
+    #[derive(Debug, Clone, Copy)]
+    pub enum DeleteCb {
+        /// `MPI_COMM_NULL_DELETE_FN`.
+        Null,
+        /// The program's function.
+        Program(CommDeleteAttrFn),
+    }
 }
 
 #[cfg(test)]

@@ -43,6 +43,23 @@
 //! `// SAFETY:` comment, and every body runs under `catch_unwind`: no
 //! panic reaches C.
 //!
+//! ## Floors
+//! A module uses only modules on its own floor or below it (`ferry-floors`
+//! reads this list; `tests/floors/tests/ferry_crates.rs` holds the imports
+//! that still run up, each with its reason, and fails on any other).
+//! Bottom first:
+//! 1. `abi`, `error`, `usererr`, `handle`, `sync`: the ABI's values and
+//!    errors, handle tables, the lock.
+//! 2. `errhandler`: error handlers.
+//! 3. `ffi::args`, `ffi::cell`, `ffi::raw`, `ffi::os`, `ffi::callbacks`,
+//!    `ffi::longdouble`: the raw-memory mechanisms.
+//! 4. `state`, `ffi::lookup`: the runtime and its communicator lookup.
+//! 5. `datatype`, `info`, `attr`, `reduce`: objects the other chapters use.
+//! 6. `comm`, `env`: communicators, groups, the environment.
+//! 7. `request`: request objects and their completion.
+//! 8. `p2p`, `coll`, `mpix`: the operations.
+//! 9. `ffi`: the boundary (the generated shims, the guard, the handlers).
+//!
 //! ## Thread safety
 //! Any thread level; see [`state`] for what locks the C layer takes (none
 //! below `MPI_THREAD_MULTIPLE`).
@@ -70,4 +87,5 @@ pub(crate) mod p2p;
 pub mod reduce;
 pub(crate) mod request;
 pub mod state;
+pub mod sync;
 pub mod usererr;

@@ -18,11 +18,9 @@
 //! `MPI_Alloc_mem`'s `malloc`). The status carries the address in its two
 //! last private ints.
 
-use std::collections::HashMap;
 use std::ffi::c_int;
-use std::sync::Mutex;
 
-use ferry::{Buf, WaitMode};
+use ferry::WaitMode;
 
 use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus};
@@ -30,11 +28,7 @@ use crate::error::{Fail, Res};
 use crate::ffi::args::Out;
 use crate::request::object::ReqObj;
 use crate::request::post::Post;
-use crate::state::{lock, rt, rt_any};
-
-/// `MPIX_REQUEST_EMPTY`: in the request handles' range of the ABI, next to
-/// `MPI_REQUEST_NULL` (0x180), a value the ABI leaves unused.
-pub(crate) const MPIX_REQUEST_EMPTY: usize = 0x181;
+use crate::state::{rt, rt_any};
 
 /// `MPIX_WAIT_SPIN`, `MPIX_WAIT_PASSIVE`, `MPIX_WAIT_HYBRID`.
 const WAIT_MODES: [(c_int, WaitMode); 3] = [
@@ -42,50 +36,6 @@ const WAIT_MODES: [(c_int, WaitMode); 3] = [
     (1, WaitMode::Passive),
     (2, WaitMode::Hybrid),
 ];
-
-/// The buffers handed over, by address.
-static HANDED: Mutex<Option<HashMap<usize, Buf>>> = Mutex::new(None);
-
-/// The wait mode `MPIX_Set_wait_mode` asked for, used by `MPI_Init`.
-static WAIT_MODE: Mutex<Option<WaitMode>> = Mutex::new(None);
-
-/// The wait mode `MPIX_Set_wait_mode` chose, if any.
-pub(crate) fn chosen_wait_mode() -> Option<WaitMode> {
-    *lock(&WAIT_MODE)
-}
-
-/// Hands an ARecv buffer over through `status` (its address in the two
-/// last private ints; null for an empty message).
-pub(crate) fn hand_over(status: &mut MpiStatus, mut buf: Buf) {
-    let len = buf.len();
-    let ptr = if len == 0 {
-        0
-    } else if buf.as_mut_slice().len() == len {
-        buf.as_mut_slice().as_mut_ptr() as usize
-    } else {
-        // Storage that cannot be handed out writable: a copy the program
-        // may write.
-        let mut copy = Buf::from_vec(buf.to_vec());
-        let p = copy.as_mut_slice().as_mut_ptr() as usize;
-        buf = copy;
-        p
-    };
-    if ptr != 0 {
-        lock(&HANDED)
-            .get_or_insert_with(HashMap::new)
-            .insert(ptr, buf);
-    }
-    status.internal[3] = ptr as u32 as c_int;
-    status.internal[4] = (ptr as u64 >> 32) as u32 as c_int;
-}
-
-/// Releases a handed-over buffer; false if `ptr` is not one.
-pub(crate) fn release(ptr: usize) -> bool {
-    lock(&HANDED)
-        .as_mut()
-        .and_then(|m| m.remove(&ptr))
-        .is_some()
-}
 
 /// `MPIX_Iarecv`.
 pub(crate) fn iarecv(source: c_int, tag: c_int, comm: usize, mut request: Out<'_, usize>) -> Res {
@@ -140,7 +90,7 @@ pub(crate) fn set_wait_mode(mode: c_int) -> Res {
         .find(|(v, _)| *v == mode)
         .map(|(_, m)| *m)
         .ok_or_else(|| Fail::msg(MPI_ERR_ARG, format!("invalid wait mode {mode}")))?;
-    *lock(&WAIT_MODE) = Some(m);
+    crate::state::choose_wait_mode(m);
     Ok(())
 }
 
@@ -149,7 +99,7 @@ pub(crate) fn set_wait_mode(mode: c_int) -> Res {
 pub(crate) fn get_wait_mode(mut mode: Out<'_, c_int>) -> Res {
     let m = match rt_any() {
         Some(rt) => rt.wait_mode,
-        None => match chosen_wait_mode() {
+        None => match crate::state::chosen_wait_mode() {
             Some(m) => m,
             None => ferry::Config::from_env()
                 .map(|c| c.wait_mode)

@@ -16,7 +16,7 @@
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use ferry::{Comm, ThreadLevel, World};
@@ -25,7 +25,7 @@ use crate::abi::class::*;
 use crate::abi::*;
 use crate::errhandler::Errh;
 use crate::error::{Fail, Res};
-use crate::ffi::LevelCell;
+use crate::ffi::cell::LevelCell;
 use crate::handle::{Kind, Table};
 use crate::info::Info;
 use crate::request::ReqObj;
@@ -134,12 +134,20 @@ static EPOCH: OnceLock<Instant> = OnceLock::new();
 /// use them before `MPI_Init` (and `MPI_Abi_get_info` makes one).
 pub static INFOS: Mutex<Table<Info>> = Mutex::new(Table::new(Kind::Info));
 
-/// Locks `m`, ignoring poisoning: a panic inside a body is caught and
-/// reported as `MPI_ERR_INTERN`, and every table operation leaves the
-/// table consistent, so a poisoned lock still guards valid data.
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+/// The wait mode `MPIX_Set_wait_mode` asked for, used by `MPI_Init`.
+static WAIT_MODE: Mutex<Option<ferry::WaitMode>> = Mutex::new(None);
+
+/// Records `MPIX_Set_wait_mode`'s choice for `MPI_Init`.
+pub(crate) fn choose_wait_mode(m: ferry::WaitMode) {
+    *lock(&WAIT_MODE) = Some(m);
 }
+
+/// The wait mode `MPIX_Set_wait_mode` chose, if any.
+pub(crate) fn chosen_wait_mode() -> Option<ferry::WaitMode> {
+    *lock(&WAIT_MODE)
+}
+
+pub use crate::sync::lock;
 
 /// The runtime, if `MPI_Init` ran and `MPI_Finalize` did not.
 ///
@@ -211,7 +219,7 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
     }
     let _ = EPOCH.get_or_init(Instant::now);
     let mut config = ferry::Config::from_env()?;
-    if let Some(mode) = crate::mpix::chosen_wait_mode() {
+    if let Some(mode) = chosen_wait_mode() {
         config.wait_mode = mode;
     }
     // MPI_Testany, MPI_Waitany and MPI_Request_get_status_any report the
@@ -224,7 +232,7 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
         None => config.thread_level = ThreadLevel::Single,
     }
     let world = config.init()?;
-    crate::ffi::mark_main_thread();
+    crate::ffi::cell::mark_main_thread();
     let level = world.thread_level();
     let errh = Errh::Fatal;
     let runtime = Runtime {

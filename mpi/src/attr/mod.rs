@@ -14,30 +14,7 @@ use crate::error::{Fail, Res};
 /// The first keyval handed out (above every predefined key of the ABI).
 pub const FIRST: c_int = 0x10000;
 
-/// `MPI_COMM_NULL_COPY_FN` / `MPI_COMM_NULL_DELETE_FN`.
-pub const NULL_FN: usize = 0;
-/// `MPI_COMM_DUP_FN`.
-pub const DUP_FN: usize = 1;
-
-/// A key's copy callback.
-#[derive(Debug, Clone, Copy)]
-pub enum CopyCb {
-    /// `MPI_COMM_NULL_COPY_FN`: a duplicate does not get the attribute.
-    Null,
-    /// `MPI_COMM_DUP_FN`: a duplicate gets the same value.
-    Dup,
-    /// The program's function.
-    Program(crate::abi::callback::CommCopyAttrFn),
-}
-
-/// A key's delete callback.
-#[derive(Debug, Clone, Copy)]
-pub enum DeleteCb {
-    /// `MPI_COMM_NULL_DELETE_FN`.
-    Null,
-    /// The program's function.
-    Program(crate::abi::callback::CommDeleteAttrFn),
-}
+pub use crate::abi::callback::{CopyCb, DeleteCb, DUP_FN, NULL_FN};
 
 /// An attribute key.
 #[derive(Debug, Clone, Copy)]

@@ -17,7 +17,7 @@ use crate::coll::spec::{Deferred, Spec};
 use crate::coll::{in_place, CBuf};
 use crate::datatype::count_arg;
 use crate::error::{Fail, Res};
-use crate::ffi::put;
+use crate::ffi::raw::put;
 use crate::p2p::persist::{create, Kind};
 use crate::request::object::ReqObj;
 use crate::state::{rt, Runtime};

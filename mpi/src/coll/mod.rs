@@ -116,7 +116,7 @@ impl CBuf {
         let len = self.wire_len(Form::Extent { lb, ext })?;
         let start = self.addr.wrapping_add_signed(lb);
         // SAFETY: forwarded; a null start with data is reported.
-        unsafe { crate::ffi::bytes(start as *const u8, len) }
+        unsafe { crate::ffi::raw::bytes(start as *const u8, len) }
     }
 
     /// The data as wire bytes: the program's memory where it lies
@@ -133,7 +133,7 @@ impl CBuf {
                 match unsafe { send_data(self.addr as *const _, self.count, &self.ty)? } {
                     SendData::Raw { ptr, len } => {
                         // SAFETY: forwarded: readable for 'a.
-                        Cow::Borrowed(unsafe { crate::ffi::bytes(ptr, len)? })
+                        Cow::Borrowed(unsafe { crate::ffi::raw::bytes(ptr, len)? })
                     }
                     SendData::Streamed(b) => Cow::Owned(b.to_vec()),
                 },
@@ -174,7 +174,7 @@ impl CBuf {
                 match unsafe { recv_data(self.addr as *mut _, self.count, &self.ty)? } {
                     RecvData::Raw { ptr, len } => {
                         // SAFETY: forwarded: writable and exclusive for 'a.
-                        let direct = unsafe { crate::ffi::bytes_mut(ptr, len)? };
+                        let direct = unsafe { crate::ffi::raw::bytes_mut(ptr, len)? };
                         Ok(Out::Direct(direct))
                     }
                     RecvData::Staged { .. } | RecvData::Streamed(_) => staged(self),
@@ -202,7 +202,7 @@ impl CBuf {
                 let start = self.addr.wrapping_add_signed(lo);
                 // SAFETY: the span of the elements' data, writable by the
                 // caller's promise; a null start is reported.
-                let mem = unsafe { crate::ffi::bytes_mut(start as *mut u8, len)? };
+                let mem = unsafe { crate::ffi::raw::bytes_mut(start as *mut u8, len)? };
                 let need = self.wire_len(Form::Extent { lb, ext })?;
                 if data.len() < need {
                     return Err(Fail::new(

@@ -23,7 +23,7 @@ use crate::abi::class::*;
 use crate::abi::*;
 use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
-use crate::ffi::{get, put};
+use crate::ffi::raw::{get, put};
 use crate::reduce::{is_predefined, predefined_op};
 use crate::state::{rt, Runtime};
 

@@ -22,9 +22,9 @@ use ferry::Buf;
 
 use crate::abi::class::*;
 use crate::datatype::pack::{pack, span, unpack};
+use crate::datatype::segments::segmented;
 use crate::datatype::{Layout, TypeRef};
 use crate::error::{Fail, Res};
-use crate::ffi::segments::segmented;
 
 /// `addr + off` as an address (the ABI passes buffers as pointers; a
 /// datatype's displacements may reach below the pointer).

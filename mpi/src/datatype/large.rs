@@ -10,13 +10,13 @@
 
 use std::ffi::c_int;
 
+use crate::datatype::aint;
 use crate::datatype::typearray::{darray_of, subarray_of, Darray};
 use crate::datatype::typedecode::{contents, envelope, Contents};
 use crate::datatype::types::{contiguous, indexed, resize, structure, vector};
 use crate::datatype::{combiner, count_arg, Recipe};
 use crate::error::Res;
 use crate::ffi::args::{Out, OutSlice};
-use crate::p2p::large::aint;
 
 /// `MPI_Type_contiguous_c`: built from the 64-bit count (one block
 /// when `oldtype` is contiguous, whatever the count).

@@ -18,6 +18,8 @@ pub mod pack;
 pub(crate) mod pack_calls;
 pub mod predefined;
 pub mod recipe;
+#[allow(unsafe_code)]
+pub(crate) mod segments;
 pub(crate) mod typearray;
 pub(crate) mod typedecode;
 pub(crate) mod types;
@@ -237,6 +239,15 @@ impl Runtime {
             .with(|t| t.insert(entry))?
             .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many datatypes"))
     }
+}
+
+/// An `MPI_Count` displacement or extent as an `MPI_Aint`.
+///
+/// # Errors
+/// `MPI_ERR_COUNT` when it does not fit (never on 64-bit targets).
+pub fn aint(n: i64) -> Res<isize> {
+    isize::try_from(n)
+        .map_err(|_| Fail::msg(MPI_ERR_COUNT, format!("{n} does not fit an MPI_Aint")))
 }
 
 /// A count argument as a `usize`.

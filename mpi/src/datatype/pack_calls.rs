@@ -11,7 +11,7 @@ use crate::datatype::buf::{pack_into, unpack_into};
 use crate::abi::class::*;
 use crate::datatype::{count_arg, external};
 use crate::error::{Fail, Res};
-use crate::ffi::{bytes, bytes_mut, cstr, get, put};
+use crate::ffi::raw::{bytes, bytes_mut, cstr, get, put};
 use crate::state::rt;
 
 /// A position within a buffer of `size` bytes (`int`s, or the external

@@ -166,7 +166,7 @@ pub(crate) fn alloc_mem(size: isize, info: usize, mut baseptr: Out<'_, usize>) -
 /// `MPI_Free_mem`: frees what `MPI_Alloc_mem` returned, or a buffer
 /// `MPIX_Status_get_buffer` handed over.
 pub(crate) fn free_mem(base: AllocBase) -> Res {
-    if crate::mpix::release(base.addr()) {
+    if crate::ffi::os::release(base.addr()) {
         return Ok(());
     }
     base.free();

@@ -4,7 +4,6 @@ use std::ffi::c_int;
 use std::sync::Arc;
 
 use crate::ffi::args::{Out, TextOut};
-use crate::ffi::raise;
 
 use crate::abi::class::*;
 use crate::abi::*;
@@ -73,21 +72,6 @@ pub(crate) fn errhandler_free(mut errhandler: Out<'_, usize>) -> Res {
             .map_err(|b| Fail::handle(MPI_ERR_ARG, b, "error handler"))?;
     }
     errhandler.set(MPI_ERRHANDLER_NULL)
-}
-
-/// `MPI_Comm_call_errhandler`: raises `errorcode` on `comm` as an error
-/// of a call would; returns what the handler makes the call return
-/// (`MPI_SUCCESS` when the handler returns, as the standard says).
-pub(crate) fn comm_call_errhandler(comm: usize, errorcode: c_int) -> c_int {
-    let checked = crate::ffi::guard("MPI_Comm_call_errhandler", || {
-        rt()?.comm(comm).map(|_| ()).map_err(|f| f.on(comm))
-    });
-    if checked != MPI_SUCCESS {
-        return checked;
-    }
-    let fail = Fail::new(errorcode, "raised by MPI_Comm_call_errhandler").on(comm);
-    std::panic::catch_unwind(|| raise("MPI_Comm_call_errhandler", fail))
-        .map_or(MPI_ERR_INTERN, |_| MPI_SUCCESS)
 }
 
 /// `MPI_Error_class`: every standard code is its own class; a code the

@@ -92,7 +92,7 @@ pub(crate) unsafe fn out<'a, T>(p: *mut T) -> Out<'a, T> {
 /// `MPI_ERR_ARG` for null.
 pub(crate) unsafe fn value<T: Copy>(p: *const T) -> Res<T> {
     // SAFETY: forwarded.
-    unsafe { super::get(p) }
+    unsafe { super::raw::get(p) }
 }
 
 /// The string an in-argument `const char *` points to.
@@ -104,7 +104,7 @@ pub(crate) unsafe fn value<T: Copy>(p: *const T) -> Res<T> {
 /// `MPI_ERR_ARG` for null or a string that is not UTF-8.
 pub(crate) unsafe fn text<'a>(p: *const c_char) -> Res<&'a str> {
     // SAFETY: forwarded.
-    unsafe { super::cstr(p) }
+    unsafe { super::raw::cstr(p) }
 }
 
 /// An `MPI_Comm_copy_attr_function *` argument: 0 and 1 are the ABI's
@@ -113,8 +113,8 @@ pub(crate) unsafe fn text<'a>(p: *const c_char) -> Res<&'a str> {
 ///
 /// # Safety
 /// `addr` is 0, 1 or the address of a function of that type.
-pub(crate) unsafe fn copy_attr_fn(addr: usize) -> crate::attr::CopyCb {
-    use crate::attr::{CopyCb, DUP_FN, NULL_FN};
+pub(crate) unsafe fn copy_attr_fn(addr: usize) -> crate::abi::callback::CopyCb {
+    use crate::abi::callback::{CopyCb, DUP_FN, NULL_FN};
     match addr {
         NULL_FN => CopyCb::Null,
         DUP_FN => CopyCb::Dup,
@@ -131,8 +131,8 @@ pub(crate) unsafe fn copy_attr_fn(addr: usize) -> crate::attr::CopyCb {
 ///
 /// # Safety
 /// `addr` is 0 or the address of a function of that type.
-pub(crate) unsafe fn delete_attr_fn(addr: usize) -> crate::attr::DeleteCb {
-    use crate::attr::{DeleteCb, NULL_FN};
+pub(crate) unsafe fn delete_attr_fn(addr: usize) -> crate::abi::callback::DeleteCb {
+    use crate::abi::callback::{DeleteCb, NULL_FN};
     match addr {
         NULL_FN => DeleteCb::Null,
         // SAFETY: as in `copy_attr_fn`.
@@ -238,7 +238,7 @@ impl TextOut<'_> {
     pub(crate) fn set(&mut self, s: &str, len: Option<&mut Out<'_, c_int>>) -> Res {
         // SAFETY: `p` is null or valid for `cap` writes (the contract of
         // `text_out`); `put_str` writes at most `cap` bytes.
-        unsafe { super::put_str(self.p, self.cap, s, std::ptr::null_mut())? };
+        unsafe { super::raw::put_str(self.p, self.cap, s, std::ptr::null_mut())? };
         if let Some(len) = len {
             if !len.is_null() {
                 let n = s.len().min(self.cap.saturating_sub(1));

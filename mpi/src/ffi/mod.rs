@@ -17,26 +17,24 @@
 // for Rust callers: nothing outside reaches them through the module path.
 #![allow(unreachable_pub)]
 
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::abi::class::{MPI_ERR_ARG, MPI_ERR_BUFFER, MPI_ERR_INTERN, MPI_SUCCESS};
+use crate::abi::class::{MPI_ERR_INTERN, MPI_SUCCESS};
 
-use crate::abi::{MpiStatus, MPI_COMM_SELF, MPI_COMM_WORLD};
+use crate::abi::{MPI_COMM_SELF, MPI_COMM_WORLD};
 use crate::errhandler::{abort_job, fatal_message, Errh};
 use crate::error::{Fail, Res};
 use crate::state::{lock, rt_any};
 
 pub(crate) mod args;
 pub(crate) mod callbacks;
-mod cell;
+pub(crate) mod cell;
 mod exports;
 pub(crate) mod longdouble;
+mod lookup;
 pub(crate) mod os;
-pub(crate) mod segments;
-
-pub(crate) use cell::mark_main_thread;
-pub use cell::LevelCell;
+pub(crate) mod raw;
 
 /// One exported function: `PMPI_X`, which runs the body, and `MPI_X`,
 /// which calls `PMPI_X` (so a tool that interposes on `MPI_X` reaches the
@@ -206,6 +204,24 @@ fn handler_of(comm: usize) -> (Errh, Option<i32>) {
     (errh, Some(rt.rank))
 }
 
+/// `MPI_Comm_call_errhandler`: raises `errorcode` on `comm` as an error
+/// of a call would; returns what the handler makes the call return
+/// (`MPI_SUCCESS` when the handler returns, as the standard says).
+pub(crate) fn comm_call_errhandler(comm: usize, errorcode: c_int) -> c_int {
+    let checked = guard("MPI_Comm_call_errhandler", || {
+        crate::state::rt()?
+            .comm(comm)
+            .map(|_| ())
+            .map_err(|f| f.on(comm))
+    });
+    if checked != MPI_SUCCESS {
+        return checked;
+    }
+    let fail = Fail::new(errorcode, "raised by MPI_Comm_call_errhandler").on(comm);
+    std::panic::catch_unwind(|| raise("MPI_Comm_call_errhandler", fail))
+        .map_or(MPI_ERR_INTERN, |_| MPI_SUCCESS)
+}
+
 /// Raises `fail` on its communicator; the code the call returns.
 pub(crate) fn raise(call: &str, fail: Fail) -> c_int {
     let comm = fail.comm();
@@ -231,152 +247,4 @@ pub(crate) fn raise(call: &str, fail: Fail) -> c_int {
             fail.class
         }
     }
-}
-
-// ---- Pointer helpers. Each is `unsafe`: the caller vouches that a non-null
-// pointer is valid; nulls are reported, never dereferenced.
-
-/// Writes `v` through the out-argument `p`.
-///
-/// # Safety
-/// `p` is null or valid for a write of `T`.
-///
-/// # Errors
-/// `MPI_ERR_ARG` for null.
-pub(crate) unsafe fn put<T>(p: *mut T, v: T) -> Res {
-    if p.is_null() {
-        return Err(Fail::new(
-            MPI_ERR_ARG,
-            "a null pointer was passed for an output argument",
-        ));
-    }
-    // SAFETY: non-null, and valid for a write (the caller's promise).
-    unsafe { p.write(v) };
-    Ok(())
-}
-
-/// Reads the in-argument `p`.
-///
-/// # Safety
-/// `p` is null or valid for a read of `T`.
-///
-/// # Errors
-/// `MPI_ERR_ARG` for null.
-pub(crate) unsafe fn get<T: Copy>(p: *const T) -> Res<T> {
-    if p.is_null() {
-        return Err(Fail::new(
-            MPI_ERR_ARG,
-            "a null pointer was passed for an argument",
-        ));
-    }
-    // SAFETY: non-null, and valid for a read (the caller's promise).
-    Ok(unsafe { p.read() })
-}
-
-/// Writes a status unless `p` is `MPI_STATUS_IGNORE` (null).
-///
-/// # Safety
-/// `p` is null or valid for a write of an `MPI_Status`.
-pub(crate) unsafe fn put_status(p: *mut MpiStatus, s: MpiStatus) {
-    if !p.is_null() {
-        // SAFETY: non-null, and valid for a write (the caller's promise).
-        unsafe { p.write(s) };
-    }
-}
-
-/// A NUL-terminated C string argument.
-///
-/// # Safety
-/// `p` is null or points to a NUL-terminated string that stays valid and
-/// unchanged for `'a`.
-///
-/// # Errors
-/// `MPI_ERR_ARG` for null or a string that is not UTF-8.
-pub(crate) unsafe fn cstr<'a>(p: *const c_char) -> Res<&'a str> {
-    if p.is_null() {
-        return Err(Fail::new(
-            MPI_ERR_ARG,
-            "a null pointer was passed for a string",
-        ));
-    }
-    // SAFETY: non-null and NUL-terminated (the caller's promise).
-    let s = unsafe { std::ffi::CStr::from_ptr(p) };
-    s.to_str()
-        .map_err(|_| Fail::new(MPI_ERR_ARG, "a string argument is not valid UTF-8"))
-}
-
-/// Copies `s` (cut to `cap - 1` bytes) and a NUL into `buf`, and its length
-/// into `len` if not null.
-///
-/// # Safety
-/// `buf` is null or valid for writes of `cap` bytes; `len` is null or
-/// valid for a write of an `int`.
-///
-/// # Errors
-/// `MPI_ERR_ARG` for a null `buf`.
-pub(crate) unsafe fn put_str(buf: *mut c_char, cap: usize, s: &str, len: *mut c_int) -> Res {
-    if buf.is_null() {
-        return Err(Fail::new(
-            MPI_ERR_ARG,
-            "a null pointer was passed for a string buffer",
-        ));
-    }
-    let n = s.len().min(cap.saturating_sub(1));
-    // SAFETY: `buf` is valid for `cap` bytes and `n < cap`, so `n` bytes
-    // and the NUL fit; `s` cannot overlap memory the program gave us.
-    unsafe {
-        std::ptr::copy_nonoverlapping(s.as_ptr().cast::<c_char>(), buf, n);
-        buf.add(n).write(0);
-    }
-    if !len.is_null() {
-        // SAFETY: non-null, valid for a write (the caller's promise).
-        unsafe { len.write(c_int::try_from(n).unwrap_or(c_int::MAX)) };
-    }
-    Ok(())
-}
-
-/// The bytes of a send buffer.
-///
-/// # Safety
-/// `p` is null or valid for reads of `len` bytes that nobody writes for
-/// `'a`.
-///
-/// # Errors
-/// `MPI_ERR_BUFFER` for null with `len > 0`.
-pub(crate) unsafe fn bytes<'a>(p: *const u8, len: usize) -> Res<&'a [u8]> {
-    if len == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(Fail::new(
-            MPI_ERR_BUFFER,
-            "a null buffer with a non-zero count",
-        ));
-    }
-    // SAFETY: non-null, valid for `len` bytes, unaliased by writers for
-    // 'a (the caller's promise).
-    Ok(unsafe { std::slice::from_raw_parts(p, len) })
-}
-
-/// The bytes of a receive buffer.
-///
-/// # Safety
-/// `p` is null or valid for reads and writes of `len` bytes that nothing
-/// else accesses for `'a`.
-///
-/// # Errors
-/// `MPI_ERR_BUFFER` for null with `len > 0`.
-pub(crate) unsafe fn bytes_mut<'a>(p: *mut u8, len: usize) -> Res<&'a mut [u8]> {
-    if len == 0 {
-        return Ok(&mut []);
-    }
-    if p.is_null() {
-        return Err(Fail::new(
-            MPI_ERR_BUFFER,
-            "a null buffer with a non-zero count",
-        ));
-    }
-    // SAFETY: non-null, valid for `len` bytes, and not accessed by anything
-    // else for 'a (the caller's promise).
-    Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
 }

@@ -1,6 +1,8 @@
 //! What the C library gives the environment chapter: the host name
 //! (`MPI_Get_processor_name`, `MPI_INFO_ENV`'s `host`) and the C heap
-//! that `MPI_Alloc_mem` hands out and `MPI_Free_mem` takes back.
+//! that `MPI_Alloc_mem` hands out and `MPI_Free_mem` takes back; and the
+//! ARecv buffers handed to the program through a status, which
+//! `MPI_Free_mem` takes back too.
 //!
 //! # Contract
 //! An [`AllocBase`] is made only by the boundary's decoder
@@ -9,7 +11,13 @@
 //! `MPIX_Status_get_buffer` handed over, which ferry allocated with the
 //! same heap), freed once.
 
-use std::ffi::{c_char, c_void};
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::{Mutex, MutexGuard};
+
+use ferry::Buf;
+
+use crate::abi::MpiStatus;
 
 /// The host name, `localhost` if the C library cannot tell.
 pub(crate) fn hostname() -> String {
@@ -49,4 +57,41 @@ impl AllocBase {
         // and is freed once (`self` is consumed).
         unsafe { libc::free(self.0 as *mut c_void) };
     }
+}
+
+/// The buffers handed over, by address.
+static HANDED: Mutex<Option<HashMap<usize, Buf>>> = Mutex::new(None);
+
+fn handed() -> MutexGuard<'static, Option<HashMap<usize, Buf>>> {
+    // A panic while the map was held left it whole: insert and remove
+    // are single calls.
+    HANDED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Hands an ARecv buffer over through `status` (its address in the two
+/// last private ints; null for an empty message).
+pub(crate) fn hand_over(status: &mut MpiStatus, mut buf: Buf) {
+    let len = buf.len();
+    let ptr = if len == 0 {
+        0
+    } else if buf.as_mut_slice().len() == len {
+        buf.as_mut_slice().as_mut_ptr() as usize
+    } else {
+        // Storage that cannot be handed out writable: a copy the program
+        // may write.
+        let mut copy = Buf::from_vec(buf.to_vec());
+        let p = copy.as_mut_slice().as_mut_ptr() as usize;
+        buf = copy;
+        p
+    };
+    if ptr != 0 {
+        handed().get_or_insert_with(HashMap::new).insert(ptr, buf);
+    }
+    status.internal[3] = ptr as u32 as c_int;
+    status.internal[4] = (ptr as u64 >> 32) as u32 as c_int;
+}
+
+/// Releases a handed-over buffer; false if `ptr` is not one.
+pub(crate) fn release(ptr: usize) -> bool {
+    handed().as_mut().and_then(|m| m.remove(&ptr)).is_some()
 }

@@ -28,7 +28,7 @@ use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus, MPI_PROC_NULL};
 use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
-use crate::ffi::put;
+use crate::ffi::raw::put;
 use crate::state::{lock, rt, Runtime};
 
 /// `MPI_BSEND_OVERHEAD` (the ABI's value).
@@ -342,7 +342,7 @@ pub(crate) unsafe fn ibsend_call(
     unsafe { bsend_wide(&c.comm, buf, count_arg(count)?, &ty, dest, tag)? };
     // Complete once buffered: MPIX_REQUEST_EMPTY.
     // SAFETY: checked non-null; an out-argument.
-    unsafe { put(request, crate::mpix::MPIX_REQUEST_EMPTY) }
+    unsafe { put(request, crate::abi::MPIX_REQUEST_EMPTY) }
 }
 
 /// `MPI_Ibsend`: complete once the data is buffered (at once).

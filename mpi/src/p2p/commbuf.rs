@@ -20,7 +20,7 @@ use crate::p2p::bsend::{mark, Attached, COMM_BUFS};
 use crate::abi::class::*;
 use crate::abi::MPI_COMM_SELF;
 use crate::error::{Fail, Res};
-use crate::ffi::put;
+use crate::ffi::raw::put;
 use crate::request::object::{ReqObj, State};
 use crate::request::post::Post;
 use crate::state::{lock, rt};

@@ -27,28 +27,18 @@
 
 use std::ffi::{c_int, c_void};
 
-use crate::abi::class::MPI_ERR_COUNT;
 use crate::abi::MpiStatus;
-use crate::error::{Fail, Res};
+use crate::error::Res;
 
 use crate::p2p::bsend::{attach, bsend_call, detach, ibsend_call};
 
-use crate::ffi::put;
+use crate::ffi::raw::put;
 use crate::p2p::commbuf::{comm_attach, comm_detach};
 use crate::p2p::messages::{irecv_call, recv_call, sendrecv_call, sendrecv_replace_call};
 use crate::p2p::mprobe::{imrecv_call, mrecv_call};
 use crate::p2p::pair::{isendrecv_call, isendrecv_replace_call};
 use crate::p2p::persist::recv_init_wide;
 use crate::state::rt;
-
-/// An `MPI_Count` displacement or extent as an `MPI_Aint`.
-///
-/// # Errors
-/// `MPI_ERR_COUNT` when it does not fit (never on 64-bit targets).
-pub(crate) fn aint(n: i64) -> Res<isize> {
-    isize::try_from(n)
-        .map_err(|_| Fail::msg(MPI_ERR_COUNT, format!("{n} does not fit an MPI_Aint")))
-}
 
 /// `MPI_Bsend_c`.
 ///
@@ -323,6 +313,7 @@ pub(crate) unsafe fn comm_detach_buffer_c(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::class::MPI_ERR_COUNT;
     use crate::p2p::messages::send_args;
 
     #[test]
@@ -374,6 +365,7 @@ mod tests {
 
     #[test]
     fn displacements_fit_an_aint_on_64_bit_targets() {
+        use crate::datatype::aint;
         assert_eq!(aint(1 << 40).unwrap(), 1 << 40);
         assert_eq!(aint(-(1 << 40)).unwrap(), -(1 << 40));
         assert_eq!(aint(i64::MAX).unwrap() as i64, i64::MAX);

@@ -25,7 +25,7 @@ use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus};
 use crate::datatype::count_arg;
 use crate::error::{Fail, Res};
-use crate::ffi::{put, put_status};
+use crate::ffi::raw::{put, put_status};
 use crate::request::object::{Report, ReqObj};
 use crate::request::post::Post;
 use crate::request::single::empty_or_store;
@@ -80,7 +80,7 @@ pub(crate) unsafe fn start_recv(
 /// one may name it, else a new table entry.
 fn store_raw(rt: &Runtime, r: ferry::RawRequest, comm: usize) -> Res<usize> {
     if r.is_empty() {
-        return Ok(crate::mpix::MPIX_REQUEST_EMPTY);
+        return Ok(crate::abi::MPIX_REQUEST_EMPTY);
     }
     if let Some(h) = crate::request::direct::encode(rt, r, comm) {
         return Ok(h);

@@ -19,7 +19,7 @@ use crate::abi::class::*;
 use crate::abi::*;
 use crate::datatype::count_arg;
 use crate::error::{Fail, Res};
-use crate::ffi::{bytes_mut, get, put, put_status};
+use crate::ffi::raw::{bytes_mut, get, put, put_status};
 use crate::request::object::{Report, ReqObj};
 use crate::request::post::Post;
 use crate::request::single::wait_one;

@@ -17,7 +17,7 @@ use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus};
 use crate::datatype::count_arg;
 use crate::error::{Fail, Res};
-use crate::ffi::put;
+use crate::ffi::raw::put;
 use crate::p2p::messages::{start_recv, start_send};
 use crate::request::object::{Report, ReqObj, State};
 use crate::request::post::Post;

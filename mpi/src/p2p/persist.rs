@@ -20,7 +20,7 @@ use crate::abi::class::*;
 use crate::abi::MPI_REQUEST_NULL;
 use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
-use crate::ffi::{get, put};
+use crate::ffi::raw::{get, put};
 use crate::p2p::messages::{send_args, start_recv, start_send, SendArgs};
 use crate::request::object::{ReqObj, State};
 use crate::request::post::Post;
@@ -294,7 +294,7 @@ pub(crate) unsafe fn recv_init(
 pub(crate) unsafe fn start(request: *mut usize) -> Res {
     // SAFETY: in-argument (the standard passes a pointer).
     let h = unsafe { get(request.cast_const())? };
-    if h == MPI_REQUEST_NULL || h == crate::mpix::MPIX_REQUEST_EMPTY {
+    if h == MPI_REQUEST_NULL || h == crate::abi::MPIX_REQUEST_EMPTY {
         return Err(Fail::new(
             MPI_ERR_REQUEST,
             "MPI_Start needs a persistent request",
@@ -388,7 +388,7 @@ pub(crate) unsafe fn cancel(request: *mut usize) -> Res {
     if h == MPI_REQUEST_NULL {
         return Err(bad_request(crate::handle::BadHandle::Foreign));
     }
-    if h == crate::mpix::MPIX_REQUEST_EMPTY {
+    if h == crate::abi::MPIX_REQUEST_EMPTY {
         // Complete already: nothing to cancel.
         return Ok(());
     }

@@ -22,7 +22,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use crate::abi::class::*;
 use crate::abi::{MpiStatus, MPI_COMM_SELF};
 use crate::error::{Fail, Res};
-use crate::ffi::put;
+use crate::ffi::raw::put;
 use crate::request::object::{Report, ReqObj, State};
 use crate::request::post::Post;
 use crate::state::{lock, rt};

@@ -18,10 +18,10 @@ use std::ffi::c_int;
 use ferry::{Completion, Outcome, Request};
 
 use crate::abi::class::*;
+use crate::abi::MPIX_REQUEST_EMPTY;
 use crate::abi::{MpiStatus, MPI_COMM_SELF, MPI_REQUEST_NULL, MPI_UNDEFINED};
 use crate::error::{Fail, Res};
-use crate::ffi::put;
-use crate::mpix::MPIX_REQUEST_EMPTY;
+use crate::ffi::raw::put;
 use crate::request::direct;
 use crate::request::object::{finish, Report, ReqObj, State};
 use crate::request::plain::TestAll;
@@ -399,7 +399,7 @@ unsafe fn any_result(
             // SAFETY: forwarded.
             unsafe {
                 put(index, MPI_UNDEFINED)?;
-                crate::ffi::put_status(status, MpiStatus::EMPTY);
+                crate::ffi::raw::put_status(status, MpiStatus::EMPTY);
             }
             Ok(())
         }
@@ -754,12 +754,12 @@ pub(crate) unsafe fn request_get_status_any(
             Some((i, s)) => {
                 put(flag, 1)?;
                 put(index, c_int::try_from(i).unwrap_or(MPI_UNDEFINED))?;
-                crate::ffi::put_status(status, s);
+                crate::ffi::raw::put_status(status, s);
             }
             None if !any_active => {
                 put(flag, 1)?;
                 put(index, MPI_UNDEFINED)?;
-                crate::ffi::put_status(status, MpiStatus::EMPTY);
+                crate::ffi::raw::put_status(status, MpiStatus::EMPTY);
             }
             None => {
                 put(flag, 0)?;

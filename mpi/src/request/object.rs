@@ -276,7 +276,7 @@ impl Report {
     pub(crate) fn write_to(self, out: &mut crate::ffi::args::Out<'_, MpiStatus>) -> Res {
         let mut status = self.status;
         if let Some(buf) = self.arecv {
-            crate::mpix::hand_over(&mut status, buf);
+            crate::ffi::os::hand_over(&mut status, buf);
         }
         out.set(status)?;
         self.result
@@ -294,11 +294,11 @@ impl Report {
                 // Nobody can take the buffer: it goes now.
                 drop(buf);
             } else {
-                crate::mpix::hand_over(&mut status, buf);
+                crate::ffi::os::hand_over(&mut status, buf);
             }
         }
         // SAFETY: forwarded.
-        unsafe { crate::ffi::put_status(out, status) };
+        unsafe { crate::ffi::raw::put_status(out, status) };
         self.result
     }
 }

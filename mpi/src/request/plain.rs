@@ -31,9 +31,9 @@ use ferry::{Completion, RawRequest, Request, Status};
 
 use crate::request::direct;
 
+use crate::abi::MPIX_REQUEST_EMPTY;
 use crate::abi::{MpiStatus, MPI_COMM_SELF, MPI_COMM_WORLD, MPI_REQUEST_NULL};
 use crate::error::{Fail, Res};
-use crate::mpix::MPIX_REQUEST_EMPTY;
 use crate::request::direct::is_direct;
 use crate::request::object::{ReqObj, State};
 use crate::state::Runtime;

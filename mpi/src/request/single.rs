@@ -11,10 +11,10 @@
 use std::ffi::c_int;
 
 use crate::abi::class::*;
+use crate::abi::MPIX_REQUEST_EMPTY;
 use crate::abi::{MpiStatus, MPI_REQUEST_NULL};
 use crate::error::{Fail, Res};
-use crate::ffi::{get, put, put_status};
-use crate::mpix::MPIX_REQUEST_EMPTY;
+use crate::ffi::raw::{get, put, put_status};
 use crate::request::direct;
 use crate::request::object::{finish, Report, ReqObj, State};
 use crate::request::plain::TestAll;
@@ -123,7 +123,7 @@ pub(crate) unsafe fn empty_or_store(obj: ReqObj) -> Res<usize> {
         let mut obj = obj;
         wait_one(&mut obj)?.result?;
     }
-    Ok(crate::mpix::MPIX_REQUEST_EMPTY)
+    Ok(crate::abi::MPIX_REQUEST_EMPTY)
 }
 
 /// `MPI_Wait`.

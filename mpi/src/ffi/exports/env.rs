@@ -153,9 +153,9 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
-    /// `MPI_Comm_call_errhandler`: [`crate::env::errors::comm_call_errhandler`].
+    /// `MPI_Comm_call_errhandler`: [`crate::ffi::comm_call_errhandler`].
     MPI_Comm_call_errhandler / PMPI_Comm_call_errhandler raw (comm: usize, errorcode: c_int) -> c_int
-    => crate::env::errors::comm_call_errhandler(comm, errorcode)
+    => crate::ffi::comm_call_errhandler(comm, errorcode)
 }
 
 crate::ffi::export! {
