@@ -39,7 +39,7 @@
 //! `request`, `coll`, and `datatype`'s `buf` and `pack_calls`.
 //! Their `mod` lines say so (`#[allow(unsafe_code)]`). The checked
 //! chapters (`env`, `info`, `attr`, `comm`, `datatype`'s constructors and
-//! decoding, `p2p::status`, `mpix`) are safe Rust. Every `unsafe` block has a
+//! decoding, `p2p::status`, `request::greq`, `mpix`) are safe Rust. Every `unsafe` block has a
 //! `// SAFETY:` comment, and every body runs under `catch_unwind`: no
 //! panic reaches C.
 //!

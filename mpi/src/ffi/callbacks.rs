@@ -1,6 +1,7 @@
 //! Calls of the program's C callbacks that the standard has the library
-//! make: attribute copy and delete functions. (Error handlers are called
-//! by `ffi::raise`; user reduction functions by the reduction code.)
+//! make: attribute copy and delete functions, and a generalized request's
+//! query, free and cancel functions. (Error handlers are called by
+//! `ffi::raise`; user reduction functions by the reduction code.)
 //!
 //! # Contract
 //! Each function pointer here came through the boundary as the program's
@@ -12,7 +13,34 @@
 
 use std::ffi::{c_int, c_void};
 
-use crate::abi::callback::{CommCopyAttrFn, CommDeleteAttrFn};
+use crate::abi::callback::{
+    CommCopyAttrFn, CommDeleteAttrFn, GrequestCancelFn, GrequestFreeFn, GrequestQueryFn,
+};
+use crate::abi::MpiStatus;
+
+/// Runs a generalized request's query function: its return code and the
+/// status it filled (the empty one to start from).
+pub(crate) fn grequest_query(f: GrequestQueryFn, extra: usize) -> (c_int, MpiStatus) {
+    let mut status = MpiStatus::EMPTY;
+    // SAFETY: the program's `MPI_Grequest_query_function` (the module's
+    // contract), with its extra_state and a local status it may fill.
+    let rc = unsafe { f(extra as *mut c_void, &mut status) };
+    (rc, status)
+}
+
+/// Runs a generalized request's free function (once: the caller's rule).
+pub(crate) fn grequest_free(f: GrequestFreeFn, extra: usize) -> c_int {
+    // SAFETY: the program's `MPI_Grequest_free_function` (the module's
+    // contract), with its extra_state.
+    unsafe { f(extra as *mut c_void) }
+}
+
+/// Runs a generalized request's cancel function.
+pub(crate) fn grequest_cancel(f: GrequestCancelFn, extra: usize, complete: bool) -> c_int {
+    // SAFETY: the program's `MPI_Grequest_cancel_function` (the module's
+    // contract), with its extra_state and whether the request is complete.
+    unsafe { f(extra as *mut c_void, c_int::from(complete)) }
+}
 
 /// Runs an attribute delete callback: its return code.
 pub(crate) fn attr_delete(

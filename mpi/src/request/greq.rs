@@ -16,13 +16,14 @@
 //! registry of their own, not the request table, since another thread may
 //! be blocked on it (its table entry lent out).
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 use std::sync::{Arc, Condvar, Mutex};
 
 use crate::abi::class::*;
 use crate::abi::{MpiStatus, MPI_COMM_SELF};
 use crate::error::{Fail, Res};
-use crate::ffi::raw::put;
+use crate::ffi::args::Out;
+use crate::ffi::callbacks;
 use crate::request::object::{Report, ReqObj, State};
 use crate::request::post::Post;
 use crate::state::{lock, rt};
@@ -84,22 +85,19 @@ fn code(rc: c_int, what: &'static str) -> Res {
 
 impl Callbacks {
     fn query(&self) -> Res<MpiStatus> {
-        let mut status = MpiStatus::EMPTY;
-        if let Some(q) = self.query {
-            // SAFETY: the program's MPI_Grequest_query_function, called
-            // with its extra_state and a status it may fill.
-            let rc = unsafe { q(self.extra as *mut c_void, &mut status) };
-            code(rc, "the generalized request's query_fn failed")?;
-        }
+        let Some(q) = self.query else {
+            return Ok(MpiStatus::EMPTY);
+        };
+        let (rc, status) = callbacks::grequest_query(q, self.extra);
+        code(rc, "the generalized request's query_fn failed")?;
         Ok(status)
     }
 
     fn free(&self) -> Res {
         match self.free {
-            // SAFETY: the program's MPI_Grequest_free_function with its
-            // extra_state; called once.
+            // Called once (the callers' rule).
             Some(f) => code(
-                unsafe { f(self.extra as *mut c_void) },
+                callbacks::grequest_free(f, self.extra),
                 "the generalized request's free_fn failed",
             ),
             None => Ok(()),
@@ -108,10 +106,8 @@ impl Callbacks {
 
     fn cancel(&self, complete: bool) -> Res {
         match self.cancel {
-            // SAFETY: the program's MPI_Grequest_cancel_function with its
-            // extra_state and whether the request is complete.
             Some(c) => code(
-                unsafe { c(self.extra as *mut c_void, c_int::from(complete)) },
+                callbacks::grequest_cancel(c, self.extra, complete),
                 "the generalized request's cancel_fn failed",
             ),
             None => Ok(()),
@@ -198,15 +194,12 @@ pub(crate) fn cancel(h: usize) -> Option<Res> {
 
 /// `MPI_Grequest_start`: a request the program completes with
 /// `MPI_Grequest_complete`; null callbacks are skipped.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn grequest_start(
+pub(crate) fn grequest_start(
     query_fn: Option<QueryFn>,
     free_fn: Option<FreeFn>,
     cancel_fn: Option<CancelFn>,
-    extra_state: *mut c_void,
-    request: *mut usize,
+    extra_state: usize,
+    mut request: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
     if request.is_null() {
@@ -217,7 +210,7 @@ pub(crate) unsafe fn grequest_start(
             query: query_fn,
             free: free_fn,
             cancel: cancel_fn,
-            extra: extra_state as usize,
+            extra: extra_state,
         },
         flags: Mutex::new(Flags::default()),
         completed: Condvar::new(),
@@ -232,8 +225,7 @@ pub(crate) unsafe fn grequest_start(
     };
     let h = rt.add_request(obj)?;
     lock(&GREQS).push((h, shared));
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(request, h) }
+    request.set(h)
 }
 
 /// `MPI_Grequest_complete`: the request is complete; if the program

@@ -5,7 +5,6 @@
 
 #[allow(unsafe_code)]
 pub(crate) mod direct;
-#[allow(unsafe_code)]
 pub(crate) mod greq;
 #[allow(unsafe_code)]
 pub(crate) mod multi;

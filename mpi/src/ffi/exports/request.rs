@@ -90,10 +90,12 @@ crate::ffi::export! {
     => crate::request::multi::request_get_status_some(incount, array_of_requests, outcount, array_of_indices, array_of_statuses)
 }
 
+// ---- Generalized requests
+
 crate::ffi::export! {
     /// `MPI_Grequest_start`: [`crate::request::greq::grequest_start`].
     MPI_Grequest_start / PMPI_Grequest_start (query_fn: Option<GrequestQueryFn>, free_fn: Option<GrequestFreeFn>, cancel_fn: Option<GrequestCancelFn>, extra_state: *mut c_void, request: *mut usize)
-    => crate::request::greq::grequest_start(query_fn, free_fn, cancel_fn, extra_state, request)
+    => crate::request::greq::grequest_start(query_fn, free_fn, cancel_fn, extra_state as usize, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
