@@ -287,14 +287,15 @@ pub(crate) unsafe fn buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -
 ///
 /// # Safety
 /// As for `MPI_Bsend`: the caller's buffers and out-arguments.
-pub(crate) unsafe fn bsend_call(
+pub(crate) unsafe fn bsend(
     buf: *const c_void,
-    count: i64,
+    count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
     tag: c_int,
     comm: usize,
 ) -> Res {
+    let count: i64 = count.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
@@ -303,35 +304,20 @@ pub(crate) unsafe fn bsend_call(
     Ok(())
 }
 
-/// `MPI_Bsend`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn bsend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-) -> Res {
-    // SAFETY: forwarded (the caller's promises).
-    unsafe { bsend_call(buf, count.into(), datatype, dest, tag, comm) }
-}
-
 /// The body of `MPI_Ibsend` and `MPI_Ibsend_c` (whose counts are `MPI_Count`s).
 ///
 /// # Safety
 /// As for `MPI_Ibsend`: the caller's buffers and out-arguments.
-pub(crate) unsafe fn ibsend_call(
+pub(crate) unsafe fn ibsend(
     buf: *const c_void,
-    count: i64,
+    count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
     tag: c_int,
     comm: usize,
     request: *mut usize,
 ) -> Res {
+    let count: i64 = count.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
@@ -343,21 +329,4 @@ pub(crate) unsafe fn ibsend_call(
     // Complete once buffered: MPIX_REQUEST_EMPTY.
     // SAFETY: checked non-null; an out-argument.
     unsafe { put(request, crate::abi::MPIX_REQUEST_EMPTY) }
-}
-
-/// `MPI_Ibsend`: complete once the data is buffered (at once).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn ibsend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: forwarded (the caller's promises).
-    unsafe { ibsend_call(buf, count.into(), datatype, dest, tag, comm, request) }
 }

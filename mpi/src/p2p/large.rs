@@ -1,259 +1,27 @@
-//! MPI 4's large-count (`_c`) functions: each takes `MPI_Count` (and
-//! `MPI_Aint`) where its int form takes `int`.
+//! MPI 4's large-count (`_c`) functions that need a body of their own:
+//! the attached buffers (`MPI_Buffer_attach_c`, `MPI_Comm_attach_buffer_c`
+//! and their detach forms share the int forms' bodies, the size an
+//! `MPI_Count`; the int detach forms give `INT_MAX` for a larger buffer).
 //!
-//! Most share their int form's body, which takes its counts as `i64`
-//! (`count_arg` turns them into the `usize` the layer works in), so a
-//! count above `INT_MAX` works as any other:
-//! - point-to-point (here): the int forms' bodies (`send_call`,
-//!   `irecv_call`, `send_init_wide`, `mrecv_call`, ...) called with the 64-bit
-//!   count (`MPI_Get_count_c` and `MPI_Get_elements_c` are in `status`);
-//! - the collectives: `coll/api.rs`'s `collective!` defines each
-//!   collective's `_c` forms from the same parser, whose helpers take
-//!   `int`s or `MPI_Count`s and `MPI_Aint`s (the spec holds `usize`
-//!   counts and byte offsets);
-//! - the datatype functions ([`types`]): the constructors build the layout
-//!   from the 64-bit values and record a large-count recipe (decoded by
-//!   `MPI_Type_get_envelope_c`/`contents_c`); pack and unpack take 64-bit
-//!   counts, positions and sizes; `Reduce_local_c`;
-//! - the attached buffers (here): `MPI_Buffer_attach_c`,
-//!   `MPI_Comm_attach_buffer_c` and their detach forms share the int
-//!   forms' bodies, the size an `MPI_Count` (the int detach forms give
-//!   `INT_MAX` for a larger buffer).
-//!
-//! The queries `MPI_Type_size_c`, `MPI_Type_get_extent_c`,
-//! `MPI_Type_get_true_extent_c` and `MPI_Get_elements_c` are the `_x`
-//! forms' bodies, which already take `MPI_Count`s (their rows in
-//! `mpi/abi/functions.txt` name those bodies).
+//! Every other `_c` function is its int form's row pointing at the same
+//! body in `mpi/abi/functions.txt`: the point-to-point bodies take their
+//! counts as `impl Into<i64>` (`count_arg` turns them into the `usize`
+//! the layer works in), so a count above `INT_MAX` works as any other;
+//! the collectives' `_c` forms come from the same parser
+//! (`coll/api.rs`'s `collective!`); the datatype constructors and
+//! decoding are in `datatype/large.rs`, packing in `datatype/pack_calls.rs`;
+//! `MPI_Type_size_c`, `MPI_Type_get_extent_c`, `MPI_Type_get_true_extent_c`
+//! and `MPI_Get_elements_c` are the `_x` forms' bodies.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 
-use crate::abi::MpiStatus;
 use crate::error::Res;
 
-use crate::p2p::bsend::{attach, bsend_call, detach, ibsend_call};
+use crate::p2p::bsend::{attach, detach};
 
 use crate::ffi::raw::put;
 use crate::p2p::commbuf::{comm_attach, comm_detach};
-use crate::p2p::messages::{irecv_call, recv_call, sendrecv_call, sendrecv_replace_call};
-use crate::p2p::mprobe::{imrecv_call, mrecv_call};
-use crate::p2p::pair::{isendrecv_call, isendrecv_replace_call};
-use crate::p2p::persist::recv_init_wide;
 use crate::state::rt;
-
-/// `MPI_Bsend_c`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn bsend_c(
-    buf: *const c_void,
-    count: i64,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-) -> Res {
-    // SAFETY: the caller's buffer, as for the int form.
-    unsafe { bsend_call(buf, count, datatype, dest, tag, comm) }
-}
-
-/// `MPI_Ibsend_c`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn ibsend_c(
-    buf: *const c_void,
-    count: i64,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: the caller's buffer and out-argument, as for the int form.
-    unsafe { ibsend_call(buf, count, datatype, dest, tag, comm, request) }
-}
-
-/// `MPI_Irecv_c`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn irecv_c(
-    buf: *mut c_void,
-    count: i64,
-    datatype: usize,
-    source: c_int,
-    tag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: the caller's buffer and out-argument, as for the int form.
-    unsafe { irecv_call(buf, count, datatype, source, tag, comm, request) }
-}
-
-/// `MPI_Recv_init_c`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn recv_init_c(
-    buf: *mut c_void,
-    count: i64,
-    datatype: usize,
-    source: c_int,
-    tag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: the caller's buffer and out-argument, as for the int form.
-    unsafe { recv_init_wide(buf, count, datatype, source, tag, comm, request) }
-}
-
-/// `MPI_Recv_c`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn recv_c(
-    buf: *mut c_void,
-    count: i64,
-    datatype: usize,
-    source: c_int,
-    tag: c_int,
-    comm: usize,
-    status: *mut MpiStatus,
-) -> Res {
-    // SAFETY: the caller's buffer and status, as for the int form.
-    unsafe { recv_call(buf, count, datatype, source, tag, comm, status) }
-}
-
-/// `MPI_Mrecv_c` (errors on `MPI_COMM_SELF`, as the int form's: the
-/// message names no communicator here).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn mrecv_c(
-    buf: *mut c_void,
-    count: i64,
-    datatype: usize,
-    message: *mut usize,
-    status: *mut MpiStatus,
-) -> Res {
-    // SAFETY: the caller's buffer, message and status, as for the int form.
-    unsafe { mrecv_call(buf, count, datatype, message, status) }
-}
-
-/// `MPI_Imrecv_c`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn imrecv_c(
-    buf: *mut c_void,
-    count: i64,
-    datatype: usize,
-    message: *mut usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: the caller's buffer, message and out-argument, as for the int form.
-    unsafe { imrecv_call(buf, count, datatype, message, request) }
-}
-
-/// `MPI_Sendrecv_c`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn sendrecv_c(
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: usize,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: usize,
-    source: c_int,
-    recvtag: c_int,
-    comm: usize,
-    status: *mut MpiStatus,
-) -> Res {
-    // SAFETY: the caller's buffers and status, as for the int form.
-    unsafe {
-        sendrecv_call(
-            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
-            recvtag, comm, status,
-        )
-    }
-}
-
-/// `MPI_Sendrecv_replace_c`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn sendrecv_replace_c(
-    buf: *mut c_void,
-    count: i64,
-    datatype: usize,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: usize,
-    status: *mut MpiStatus,
-) -> Res {
-    // SAFETY: the caller's buffer and status, as for the int form.
-    unsafe {
-        sendrecv_replace_call(
-            buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
-        )
-    }
-}
-
-/// `MPI_Isendrecv_c`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn isendrecv_c(
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: usize,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: usize,
-    source: c_int,
-    recvtag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: the caller's buffers and out-argument, as for the int form.
-    unsafe {
-        isendrecv_call(
-            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
-            recvtag, comm, request,
-        )
-    }
-}
-
-/// `MPI_Isendrecv_replace_c`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn isendrecv_replace_c(
-    buf: *mut c_void,
-    count: i64,
-    datatype: usize,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: the caller's buffer and out-argument, as for the int form.
-    unsafe {
-        isendrecv_replace_call(
-            buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
-        )
-    }
-}
 
 /// `MPI_Buffer_attach_c`: a buffer of an `MPI_Count` size.
 ///
@@ -315,6 +83,7 @@ mod tests {
     use super::*;
     use crate::abi::class::MPI_ERR_COUNT;
     use crate::p2p::messages::send_args;
+    use std::ffi::c_int;
 
     #[test]
     fn counts_above_int_max_pass_the_shared_bodies_conversions() {

@@ -292,15 +292,16 @@ pub(crate) unsafe fn isend(
 ///
 /// # Safety
 /// As for `MPI_Irecv`: the caller's buffers and out-arguments.
-pub(crate) unsafe fn irecv_call(
+pub(crate) unsafe fn irecv(
     buf: *mut c_void,
-    count: i64,
+    count: impl Into<i64>,
     datatype: usize,
     source: c_int,
     tag: c_int,
     comm: usize,
     request: *mut usize,
 ) -> Res {
+    let count: i64 = count.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
@@ -325,23 +326,6 @@ pub(crate) unsafe fn irecv_call(
     let h = unsafe { empty_or_store(ReqObj::active(req, comm, post))? };
     // SAFETY: checked non-null; an out-argument.
     unsafe { put(request, h) }
-}
-
-/// `MPI_Irecv`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn irecv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: usize,
-    source: c_int,
-    tag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: forwarded (the caller's promises).
-    unsafe { irecv_call(buf, count.into(), datatype, source, tag, comm, request) }
 }
 
 /// Receives and waits: the request's report (status and error).
@@ -387,15 +371,16 @@ unsafe fn recv_contiguous(
 ///
 /// # Safety
 /// As for `MPI_Recv`: the caller's buffers and out-arguments.
-pub(crate) unsafe fn recv_call(
+pub(crate) unsafe fn recv(
     buf: *mut c_void,
-    count: i64,
+    count: impl Into<i64>,
     datatype: usize,
     source: c_int,
     tag: c_int,
     comm: usize,
     status: *mut MpiStatus,
 ) -> Res {
+    let count: i64 = count.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
@@ -438,44 +423,27 @@ pub(crate) unsafe fn recv_fast(
     Some(unsafe { recv_contiguous(c, buf.cast::<u8>(), len, source, tag, status) })
 }
 
-/// `MPI_Recv`: a truncated message fills the buffer, sets the status
-/// (count = the buffer's size, `MPI_ERROR` = `MPI_ERR_TRUNCATE`) and
-/// returns `MPI_ERR_TRUNCATE`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn recv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: usize,
-    source: c_int,
-    tag: c_int,
-    comm: usize,
-    status: *mut MpiStatus,
-) -> Res {
-    // SAFETY: forwarded (the caller's promises).
-    unsafe { recv_call(buf, count.into(), datatype, source, tag, comm, status) }
-}
-
 /// The body of `MPI_Sendrecv` and `MPI_Sendrecv_c` (whose counts are `MPI_Count`s).
 ///
 /// # Safety
 /// As for `MPI_Sendrecv`: the caller's buffers and out-arguments.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn sendrecv_call(
+pub(crate) unsafe fn sendrecv(
     sendbuf: *const c_void,
-    sendcount: i64,
+    sendcount: impl Into<i64>,
     sendtype: usize,
     dest: c_int,
     sendtag: c_int,
     recvbuf: *mut c_void,
-    recvcount: i64,
+    recvcount: impl Into<i64>,
     recvtype: usize,
     source: c_int,
     recvtag: c_int,
     comm: usize,
     status: *mut MpiStatus,
 ) -> Res {
+    let sendcount: i64 = sendcount.into();
+    let recvcount: i64 = recvcount.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let (st, rty) = (rt.comm_type(sendtype)?, rt.comm_type(recvtype)?);
@@ -497,52 +465,14 @@ pub(crate) unsafe fn sendrecv_call(
     unsafe { got.write(status) }
 }
 
-/// `MPI_Sendrecv`: the receive is posted first, so two ranks exchanging
-/// with each other never wait on each other's send.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn sendrecv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: usize,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: usize,
-    source: c_int,
-    recvtag: c_int,
-    comm: usize,
-    status: *mut MpiStatus,
-) -> Res {
-    // SAFETY: forwarded (the caller's promises).
-    unsafe {
-        sendrecv_call(
-            sendbuf,
-            sendcount.into(),
-            sendtype,
-            dest,
-            sendtag,
-            recvbuf,
-            recvcount.into(),
-            recvtype,
-            source,
-            recvtag,
-            comm,
-            status,
-        )
-    }
-}
-
 /// The body of `MPI_Sendrecv_replace` and `MPI_Sendrecv_replace_c` (whose counts are `MPI_Count`s).
 ///
 /// # Safety
 /// As for `MPI_Sendrecv_replace`: the caller's buffers and out-arguments.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn sendrecv_replace_call(
+pub(crate) unsafe fn sendrecv_replace(
     buf: *mut c_void,
-    count: i64,
+    count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
     sendtag: c_int,
@@ -551,6 +481,7 @@ pub(crate) unsafe fn sendrecv_replace_call(
     comm: usize,
     status: *mut MpiStatus,
 ) -> Res {
+    let count: i64 = count.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
@@ -568,37 +499,6 @@ pub(crate) unsafe fn sendrecv_replace_call(
     sent?;
     // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
     unsafe { got.write(status) }
-}
-
-/// `MPI_Sendrecv_replace`: the outgoing data is packed aside first.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn sendrecv_replace(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: usize,
-    status: *mut MpiStatus,
-) -> Res {
-    // SAFETY: forwarded (the caller's promises).
-    unsafe {
-        sendrecv_replace_call(
-            buf,
-            count.into(),
-            datatype,
-            dest,
-            sendtag,
-            source,
-            recvtag,
-            comm,
-            status,
-        )
-    }
 }
 
 /// `MPI_Probe`.

@@ -181,13 +181,14 @@ unsafe fn start_unpacked(
 ///
 /// # Safety
 /// As for `MPI_Mrecv`: the caller's buffers and out-arguments.
-pub(crate) unsafe fn mrecv_call(
+pub(crate) unsafe fn mrecv(
     buf: *mut c_void,
-    count: i64,
+    count: impl Into<i64>,
     datatype: usize,
     message: *mut usize,
     status: *mut MpiStatus,
 ) -> Res {
+    let count: i64 = count.into();
     let rt = rt()?;
     let ty = rt.comm_type(datatype)?;
     let n = count_arg(count)?;
@@ -227,32 +228,18 @@ pub(crate) unsafe fn mrecv_call(
     unsafe { report.write(status) }
 }
 
-/// `MPI_Mrecv`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn mrecv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: usize,
-    message: *mut usize,
-    status: *mut MpiStatus,
-) -> Res {
-    // SAFETY: forwarded (the caller's promises).
-    unsafe { mrecv_call(buf, count.into(), datatype, message, status) }
-}
-
 /// The body of `MPI_Imrecv` and `MPI_Imrecv_c` (whose counts are `MPI_Count`s).
 ///
 /// # Safety
 /// As for `MPI_Imrecv`: the caller's buffers and out-arguments.
-pub(crate) unsafe fn imrecv_call(
+pub(crate) unsafe fn imrecv(
     buf: *mut c_void,
-    count: i64,
+    count: impl Into<i64>,
     datatype: usize,
     message: *mut usize,
     request: *mut usize,
 ) -> Res {
+    let count: i64 = count.into();
     let rt = rt()?;
     let ty = rt.comm_type(datatype)?;
     let n = count_arg(count)?;
@@ -268,19 +255,4 @@ pub(crate) unsafe fn imrecv_call(
     let h = rt.add_request(obj)?;
     // SAFETY: checked non-null; an out-argument.
     unsafe { put(request, h) }
-}
-
-/// `MPI_Imrecv`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn imrecv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: usize,
-    message: *mut usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: forwarded (the caller's promises).
-    unsafe { imrecv_call(buf, count.into(), datatype, message, request) }
 }

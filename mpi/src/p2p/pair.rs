@@ -113,20 +113,22 @@ unsafe fn store(
 /// # Safety
 /// As for `MPI_Isendrecv`: the caller's buffers and out-arguments.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn isendrecv_call(
+pub(crate) unsafe fn isendrecv(
     sendbuf: *const c_void,
-    sendcount: i64,
+    sendcount: impl Into<i64>,
     sendtype: usize,
     dest: c_int,
     sendtag: c_int,
     recvbuf: *mut c_void,
-    recvcount: i64,
+    recvcount: impl Into<i64>,
     recvtype: usize,
     source: c_int,
     recvtag: c_int,
     comm: usize,
     request: *mut usize,
 ) -> Res {
+    let sendcount: i64 = sendcount.into();
+    let recvcount: i64 = recvcount.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let (st, rty) = (rt.comm_type(sendtype)?, rt.comm_type(recvtype)?);
@@ -152,51 +154,14 @@ pub(crate) unsafe fn isendrecv_call(
     unsafe { store(comm, send, recv, request) }
 }
 
-/// `MPI_Isendrecv`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn isendrecv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: usize,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: usize,
-    source: c_int,
-    recvtag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: forwarded (the caller's promises).
-    unsafe {
-        isendrecv_call(
-            sendbuf,
-            sendcount.into(),
-            sendtype,
-            dest,
-            sendtag,
-            recvbuf,
-            recvcount.into(),
-            recvtype,
-            source,
-            recvtag,
-            comm,
-            request,
-        )
-    }
-}
-
 /// The body of `MPI_Isendrecv_replace` and `MPI_Isendrecv_replace_c` (whose counts are `MPI_Count`s).
 ///
 /// # Safety
 /// As for `MPI_Isendrecv_replace`: the caller's buffers and out-arguments.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn isendrecv_replace_call(
+pub(crate) unsafe fn isendrecv_replace(
     buf: *mut c_void,
-    count: i64,
+    count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
     sendtag: c_int,
@@ -205,6 +170,7 @@ pub(crate) unsafe fn isendrecv_replace_call(
     comm: usize,
     request: *mut usize,
 ) -> Res {
+    let count: i64 = count.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
@@ -228,36 +194,4 @@ pub(crate) unsafe fn isendrecv_replace_call(
     };
     // SAFETY: checked non-null.
     unsafe { store(comm, send, recv, request) }
-}
-
-/// `MPI_Isendrecv_replace`: the outgoing data is packed aside at the
-/// call, so the receive may land in the buffer at any time.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn isendrecv_replace(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: usize,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: forwarded (the caller's promises).
-    unsafe {
-        isendrecv_replace_call(
-            buf,
-            count.into(),
-            datatype,
-            dest,
-            sendtag,
-            source,
-            recvtag,
-            comm,
-            request,
-        )
-    }
 }

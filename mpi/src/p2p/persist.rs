@@ -244,15 +244,16 @@ pub(crate) unsafe fn send_init(
 ///
 /// # Safety
 /// As for `MPI_Recv_init`: the caller's buffers and out-arguments.
-pub(crate) unsafe fn recv_init_wide(
+pub(crate) unsafe fn recv_init(
     buf: *mut c_void,
-    count: i64,
+    count: impl Into<i64>,
     datatype: usize,
     source: c_int,
     tag: c_int,
     comm: usize,
     request: *mut usize,
 ) -> Res {
+    let count: i64 = count.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
@@ -268,23 +269,6 @@ pub(crate) unsafe fn recv_init_wide(
     // SAFETY: out-argument; the buffer is the program's (written by
     // each activation).
     unsafe { create(comm, c.comm.clone(), kind, request) }
-}
-
-/// `MPI_Recv_init`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn recv_init(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: usize,
-    source: c_int,
-    tag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: forwarded (the caller's promises).
-    unsafe { recv_init_wide(buf, count.into(), datatype, source, tag, comm, request) }
 }
 
 /// `MPI_Start`.

@@ -291,9 +291,9 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
-    /// `MPI_Bsend_c`: [`crate::p2p::large::bsend_c`].
+    /// `MPI_Bsend_c`: [`crate::p2p::bsend::bsend`].
     MPI_Bsend_c / PMPI_Bsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    => crate::p2p::large::bsend_c(buf, count, datatype, dest, tag, comm)
+    => crate::p2p::bsend::bsend(buf, count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
@@ -315,9 +315,9 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
-    /// `MPI_Ibsend_c`: [`crate::p2p::large::ibsend_c`].
+    /// `MPI_Ibsend_c`: [`crate::p2p::bsend::ibsend`].
     MPI_Ibsend_c / PMPI_Ibsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::ibsend_c(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::bsend::ibsend(buf, count, datatype, dest, tag, comm, request)
 }
 
 crate::ffi::export! {
@@ -357,57 +357,57 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
-    /// `MPI_Recv_c`: [`crate::p2p::large::recv_c`].
+    /// `MPI_Recv_c`: [`crate::p2p::messages::recv`].
     MPI_Recv_c / PMPI_Recv_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::p2p::large::recv_c(buf, count, datatype, source, tag, comm, status)
+    => crate::p2p::messages::recv(buf, count, datatype, source, tag, comm, status)
 }
 
 crate::ffi::export! {
-    /// `MPI_Irecv_c`: [`crate::p2p::large::irecv_c`].
+    /// `MPI_Irecv_c`: [`crate::p2p::messages::irecv`].
     MPI_Irecv_c / PMPI_Irecv_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::irecv_c(buf, count, datatype, source, tag, comm, request)
+    => crate::p2p::messages::irecv(buf, count, datatype, source, tag, comm, request)
 }
 
 crate::ffi::export! {
-    /// `MPI_Recv_init_c`: [`crate::p2p::large::recv_init_c`].
+    /// `MPI_Recv_init_c`: [`crate::p2p::persist::recv_init`].
     MPI_Recv_init_c / PMPI_Recv_init_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::recv_init_c(buf, count, datatype, source, tag, comm, request)
+    => crate::p2p::persist::recv_init(buf, count, datatype, source, tag, comm, request)
 }
 
 crate::ffi::export! {
-    /// `MPI_Mrecv_c`: [`crate::p2p::large::mrecv_c`].
+    /// `MPI_Mrecv_c`: [`crate::p2p::mprobe::mrecv`].
     MPI_Mrecv_c / PMPI_Mrecv_c (buf: *mut c_void, count: i64, datatype: usize, message: *mut usize, status: *mut MpiStatus)
-    => crate::p2p::large::mrecv_c(buf, count, datatype, message, status)
+    => crate::p2p::mprobe::mrecv(buf, count, datatype, message, status)
 }
 
 crate::ffi::export! {
-    /// `MPI_Imrecv_c`: [`crate::p2p::large::imrecv_c`].
+    /// `MPI_Imrecv_c`: [`crate::p2p::mprobe::imrecv`].
     MPI_Imrecv_c / PMPI_Imrecv_c (buf: *mut c_void, count: i64, datatype: usize, message: *mut usize, request: *mut usize)
-    => crate::p2p::large::imrecv_c(buf, count, datatype, message, request)
+    => crate::p2p::mprobe::imrecv(buf, count, datatype, message, request)
 }
 
 crate::ffi::export! {
-    /// `MPI_Sendrecv_c`: [`crate::p2p::large::sendrecv_c`].
+    /// `MPI_Sendrecv_c`: [`crate::p2p::messages::sendrecv`].
     MPI_Sendrecv_c / PMPI_Sendrecv_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, source: c_int, recvtag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::p2p::large::sendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+    => crate::p2p::messages::sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
 }
 
 crate::ffi::export! {
-    /// `MPI_Sendrecv_replace_c`: [`crate::p2p::large::sendrecv_replace_c`].
+    /// `MPI_Sendrecv_replace_c`: [`crate::p2p::messages::sendrecv_replace`].
     MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c [comm] (buf: *mut c_void, count: i64, datatype: usize, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::p2p::large::sendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+    => crate::p2p::messages::sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
 }
 
 crate::ffi::export! {
-    /// `MPI_Isendrecv_c`: [`crate::p2p::large::isendrecv_c`].
+    /// `MPI_Isendrecv_c`: [`crate::p2p::pair::isendrecv`].
     MPI_Isendrecv_c / PMPI_Isendrecv_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, source: c_int, recvtag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::isendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
+    => crate::p2p::pair::isendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
 }
 
 crate::ffi::export! {
-    /// `MPI_Isendrecv_replace_c`: [`crate::p2p::large::isendrecv_replace_c`].
+    /// `MPI_Isendrecv_replace_c`: [`crate::p2p::pair::isendrecv_replace`].
     MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c [comm] (buf: *mut c_void, count: i64, datatype: usize, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::large::isendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
+    => crate::p2p::pair::isendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
 }
 
 crate::ffi::export! {
