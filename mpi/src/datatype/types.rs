@@ -64,48 +64,27 @@ pub(crate) fn type_size_x(datatype: usize, mut size: Out<'_, i64>) -> Res {
     size.set(ty.size() as i64)
 }
 
-/// `MPI_Type_get_extent`.
-pub(crate) fn type_get_extent(
+/// `MPI_Type_get_extent` and `MPI_Type_get_true_extent` (`true_extent`),
+/// and their `_x` and `_c` forms: one body, the out-arguments `MPI_Aint`s
+/// or `MPI_Count`s.
+pub(crate) fn type_extent<T: Copy + TryFrom<isize>>(
+    true_extent: bool,
     datatype: usize,
-    mut lb: Out<'_, isize>,
-    mut extent: Out<'_, isize>,
+    mut lb: Out<'_, T>,
+    mut extent: Out<'_, T>,
 ) -> Res {
-    let (l, e) = rt()?.any_type(datatype)?.extent();
-    lb.set(l)?;
-    extent.set(e)
-}
-
-/// `MPI_Type_get_extent_x`.
-pub(crate) fn type_get_extent_x(
-    datatype: usize,
-    mut lb: Out<'_, i64>,
-    mut extent: Out<'_, i64>,
-) -> Res {
-    let (l, e) = rt()?.any_type(datatype)?.extent();
-    lb.set(l as i64)?;
-    extent.set(e as i64)
-}
-
-/// `MPI_Type_get_true_extent`.
-pub(crate) fn type_get_true_extent(
-    datatype: usize,
-    mut true_lb: Out<'_, isize>,
-    mut true_extent: Out<'_, isize>,
-) -> Res {
-    let (l, e) = rt()?.any_type(datatype)?.true_extent();
-    true_lb.set(l)?;
-    true_extent.set(e)
-}
-
-/// `MPI_Type_get_true_extent_x`.
-pub(crate) fn type_get_true_extent_x(
-    datatype: usize,
-    mut true_lb: Out<'_, i64>,
-    mut true_extent: Out<'_, i64>,
-) -> Res {
-    let (l, e) = rt()?.any_type(datatype)?.true_extent();
-    true_lb.set(l as i64)?;
-    true_extent.set(e as i64)
+    let ty = rt()?.any_type(datatype)?;
+    let (l, e) = if true_extent {
+        ty.true_extent()
+    } else {
+        ty.extent()
+    };
+    let out = |v: isize| {
+        T::try_from(v)
+            .map_err(|_| Fail::msg(MPI_ERR_COUNT, format!("{v} does not fit the argument")))
+    };
+    lb.set(out(l)?)?;
+    extent.set(out(e)?)
 }
 
 /// `MPI_Type_get_name`: a predefined type's standard name (or the name

@@ -25,27 +25,27 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
-    /// `MPI_Type_get_extent`: [`crate::datatype::types::type_get_extent`].
+    /// `MPI_Type_get_extent`: [`crate::datatype::types::type_extent`].
     MPI_Type_get_extent / PMPI_Type_get_extent (datatype: usize, lb: *mut isize, extent: *mut isize)
-    => crate::datatype::types::type_get_extent(datatype, crate::ffi::args::out(lb), crate::ffi::args::out(extent))
+    => crate::datatype::types::type_extent(false, datatype, crate::ffi::args::out(lb), crate::ffi::args::out(extent))
 }
 
 crate::ffi::export! {
-    /// `MPI_Type_get_extent_x`: [`crate::datatype::types::type_get_extent_x`].
+    /// `MPI_Type_get_extent_x`: [`crate::datatype::types::type_extent`].
     MPI_Type_get_extent_x / PMPI_Type_get_extent_x (datatype: usize, lb: *mut i64, extent: *mut i64)
-    => crate::datatype::types::type_get_extent_x(datatype, crate::ffi::args::out(lb), crate::ffi::args::out(extent))
+    => crate::datatype::types::type_extent(false, datatype, crate::ffi::args::out(lb), crate::ffi::args::out(extent))
 }
 
 crate::ffi::export! {
-    /// `MPI_Type_get_true_extent`: [`crate::datatype::types::type_get_true_extent`].
+    /// `MPI_Type_get_true_extent`: [`crate::datatype::types::type_extent`].
     MPI_Type_get_true_extent / PMPI_Type_get_true_extent (datatype: usize, true_lb: *mut isize, true_extent: *mut isize)
-    => crate::datatype::types::type_get_true_extent(datatype, crate::ffi::args::out(true_lb), crate::ffi::args::out(true_extent))
+    => crate::datatype::types::type_extent(true, datatype, crate::ffi::args::out(true_lb), crate::ffi::args::out(true_extent))
 }
 
 crate::ffi::export! {
-    /// `MPI_Type_get_true_extent_x`: [`crate::datatype::types::type_get_true_extent_x`].
+    /// `MPI_Type_get_true_extent_x`: [`crate::datatype::types::type_extent`].
     MPI_Type_get_true_extent_x / PMPI_Type_get_true_extent_x (datatype: usize, true_lb: *mut i64, true_extent: *mut i64)
-    => crate::datatype::types::type_get_true_extent_x(datatype, crate::ffi::args::out(true_lb), crate::ffi::args::out(true_extent))
+    => crate::datatype::types::type_extent(true, datatype, crate::ffi::args::out(true_lb), crate::ffi::args::out(true_extent))
 }
 
 crate::ffi::export! {
@@ -293,15 +293,15 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
-    /// `MPI_Type_get_extent_c`: [`crate::datatype::types::type_get_extent_x`].
+    /// `MPI_Type_get_extent_c`: [`crate::datatype::types::type_extent`].
     MPI_Type_get_extent_c / PMPI_Type_get_extent_c (datatype: usize, lb: *mut i64, extent: *mut i64)
-    => crate::datatype::types::type_get_extent_x(datatype, crate::ffi::args::out(lb), crate::ffi::args::out(extent))
+    => crate::datatype::types::type_extent(false, datatype, crate::ffi::args::out(lb), crate::ffi::args::out(extent))
 }
 
 crate::ffi::export! {
-    /// `MPI_Type_get_true_extent_c`: [`crate::datatype::types::type_get_true_extent_x`].
+    /// `MPI_Type_get_true_extent_c`: [`crate::datatype::types::type_extent`].
     MPI_Type_get_true_extent_c / PMPI_Type_get_true_extent_c (datatype: usize, true_lb: *mut i64, true_extent: *mut i64)
-    => crate::datatype::types::type_get_true_extent_x(datatype, crate::ffi::args::out(true_lb), crate::ffi::args::out(true_extent))
+    => crate::datatype::types::type_extent(true, datatype, crate::ffi::args::out(true_lb), crate::ffi::args::out(true_extent))
 }
 
 crate::ffi::export! {
