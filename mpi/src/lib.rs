@@ -36,13 +36,13 @@
 //! The crate denies `unsafe`; `ffi` allows it, and so, until their bodies
 //! take checked arguments, do the modules that still hand the program's
 //! buffers to ferry's raw API or complete requests over them: `p2p` (but
-//! `status`), `request` (but `greq`), `coll`, and `datatype`'s `buf`,
-//! `segments` and `pack_calls`. Their `mod` lines say so
-//! (`#[allow(unsafe_code)]`). The checked chapters (`env`, `info`,
+//! `status` and `probe`), `request` (but `greq`), `coll`, and
+//! `datatype`'s `buf`, `segments` and `pack_calls`. Their `mod` lines say
+//! so (`#[allow(unsafe_code)]`). The checked chapters (`env`, `info`,
 //! `attr`, `comm`, `datatype`'s constructors and decoding, `p2p::status`,
-//! `request::greq`, `mpix`) are safe Rust. Every `unsafe` block has a
-//! `// SAFETY:` comment, and every body runs under `catch_unwind`: no
-//! panic reaches C.
+//! `p2p::probe`, `request::greq`, `mpix`) are safe Rust. Every `unsafe`
+//! block has a `// SAFETY:` comment, and every body runs under
+//! `catch_unwind`: no panic reaches C.
 //!
 //! ## Floors
 //! A module uses only modules on its own floor or below it (`ferry-floors`

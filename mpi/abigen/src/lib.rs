@@ -638,9 +638,10 @@ pub fn arg_expr(r: &Row, p: &Param) -> Result<String, String> {
         ("const char *" | "const char []", _, _, None) => format!("{args}::text({n})?"),
         ("char *" | "char []", _, _, Some(l)) => format!("{args}::text_out({n}, {l})"),
         ("MPI_Status *", _, _, None) if r.inouts.contains(n) => format!("{args}::out({n})"),
-        ("MPI_Status *" | "MPI_Status []", _, _, _) => {
+        ("MPI_Status *", _, _, None) => format!("{args}::status_out({n})"),
+        ("MPI_Status []", _, _, _) => {
             return Err(format!(
-                "`{t} {n}`: a status may be MPI_STATUS(ES)_IGNORE; checked sections have no decoder for it yet"
+                "`{t} {n}`: an array of statuses may be MPI_STATUSES_IGNORE; checked sections have no decoder for it yet"
             ));
         }
         (_, _, _, _) if t.contains("void") || t.contains("char") => {

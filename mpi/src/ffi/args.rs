@@ -14,7 +14,8 @@
 //! safe constructor), so every raw access in this crate's checked chapters
 //! goes through a pointer and a length the caller vouched for.
 //!
-//! Write-only views ([`Out`], [`OutSlice`], [`TextOut`], [`Later`])
+//! Write-only views ([`Out`], [`OutSlice`], [`StatusOut`], [`TextOut`],
+//! [`Later`])
 //! exist because out-arguments may point to memory the program never
 //! initialized: no `&mut T` is ever made to it.
 
@@ -22,6 +23,7 @@ use std::ffi::{c_char, c_int};
 use std::marker::PhantomData;
 
 use crate::abi::class::MPI_ERR_ARG;
+use crate::abi::MpiStatus;
 use crate::error::{Fail, Res};
 
 /// An out-argument (or in-out argument) `T *`.
@@ -78,6 +80,35 @@ impl<T: Copy> Out<'_, T> {
 /// a `T` for the call.
 pub(crate) unsafe fn out<'a, T>(p: *mut T) -> Out<'a, T> {
     Out {
+        p,
+        _call: PhantomData,
+    }
+}
+
+/// A status out-argument: null is `MPI_STATUS_IGNORE`.
+#[derive(Debug)]
+pub(crate) struct StatusOut<'a> {
+    p: *mut MpiStatus,
+    _call: PhantomData<&'a mut MpiStatus>,
+}
+
+impl StatusOut<'_> {
+    /// Writes `s` unless the program passed `MPI_STATUS_IGNORE`.
+    pub(crate) fn set(&mut self, s: MpiStatus) {
+        if !self.p.is_null() {
+            // SAFETY: non-null, valid for a write (the contract of
+            // `status_out`).
+            unsafe { self.p.write(s) };
+        }
+    }
+}
+
+/// `p` as a status out-argument.
+///
+/// # Safety
+/// `p` is null or valid for a write of an `MPI_Status` for the call.
+pub(crate) unsafe fn status_out<'a>(p: *mut MpiStatus) -> StatusOut<'a> {
+    StatusOut {
         p,
         _call: PhantomData,
     }

@@ -500,39 +500,3 @@ pub(crate) unsafe fn sendrecv_replace(
     // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
     unsafe { got.write(status) }
 }
-
-/// `MPI_Probe`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn probe(source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus) -> Res {
-    let c = rt()?.comm(comm)?;
-    let s = c.comm.probe(rank_in(source), tag_in(tag))?;
-    // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-    unsafe { put_status(status, MpiStatus::from_ferry(&s)) };
-    Ok(())
-}
-
-/// `MPI_Iprobe`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn iprobe(
-    source: c_int,
-    tag: c_int,
-    comm: usize,
-    flag: *mut c_int,
-    status: *mut MpiStatus,
-) -> Res {
-    let c = rt()?.comm(comm)?;
-    if flag.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "a null flag pointer"));
-    }
-    let found = c.comm.iprobe(rank_in(source), tag_in(tag))?;
-    if let Some(s) = &found {
-        // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-        unsafe { put_status(status, MpiStatus::from_ferry(s)) };
-    }
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(flag, c_int::from(found.is_some())) }
-}

@@ -17,6 +17,7 @@ pub(crate) mod mprobe;
 pub(crate) mod pair;
 #[allow(unsafe_code)]
 pub(crate) mod persist;
+pub(crate) mod probe;
 pub(crate) mod status;
 
 pub(crate) use mprobe::MsgObj;

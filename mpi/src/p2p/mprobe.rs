@@ -11,7 +11,7 @@
 //! into an owned buffer only, so `MPI_Imrecv` (and any non-contiguous
 //! datatype) stages it and copies out on completion.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 
 use crate::datatype::buf::{recv_data, staged, RecvData};
 
@@ -46,7 +46,12 @@ fn proc_null_status() -> MpiStatus {
 }
 
 /// Stores a probed message; its handle.
-fn store(rt: &Runtime, msg: ferry::Message, status: ferry::Status, comm: usize) -> Res<usize> {
+pub(crate) fn store(
+    rt: &Runtime,
+    msg: ferry::Message,
+    status: ferry::Status,
+    comm: usize,
+) -> Res<usize> {
     if msg.is_no_proc() {
         return Ok(MPI_MESSAGE_NO_PROC);
     }
@@ -86,64 +91,6 @@ unsafe fn take(rt: &Runtime, message: *mut usize) -> Res<Option<MsgObj>> {
     // SAFETY: forwarded.
     unsafe { put(message, MPI_MESSAGE_NULL)? };
     Ok(obj)
-}
-
-/// `MPI_Mprobe`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn mprobe(
-    source: c_int,
-    tag: c_int,
-    comm: usize,
-    message: *mut usize,
-    status: *mut MpiStatus,
-) -> Res {
-    let rt = rt()?;
-    let c = rt.comm(comm)?;
-    if message.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "a null message pointer"));
-    }
-    let (m, s) = c.comm.mprobe(rank_in(source), tag_in(tag))?;
-    let h = store(rt, m, s, comm)?;
-    // SAFETY: checked non-null; status is IGNORE or valid.
-    unsafe {
-        put(message, h)?;
-        put_status(status, MpiStatus::from_ferry(&s));
-    }
-    Ok(())
-}
-
-/// `MPI_Improbe`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn improbe(
-    source: c_int,
-    tag: c_int,
-    comm: usize,
-    flag: *mut c_int,
-    message: *mut usize,
-    status: *mut MpiStatus,
-) -> Res {
-    let rt = rt()?;
-    let c = rt.comm(comm)?;
-    if message.is_null() || flag.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "a null flag or message pointer"));
-    }
-    match c.comm.improbe(rank_in(source), tag_in(tag))? {
-        Some((m, s)) => {
-            let h = store(rt, m, s, comm)?;
-            // SAFETY: checked non-null; status is IGNORE or valid.
-            unsafe {
-                put(message, h)?;
-                put_status(status, MpiStatus::from_ferry(&s));
-                put(flag, 1)
-            }
-        }
-        // SAFETY: checked non-null.
-        None => unsafe { put(flag, 0) },
-    }
 }
 
 /// Starts the receive of a matched message into a staging vector, or a

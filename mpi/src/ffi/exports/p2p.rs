@@ -89,21 +89,35 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
-    /// `MPI_Probe`: [`crate::p2p::messages::probe`].
-    MPI_Probe / PMPI_Probe [comm] (source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::p2p::messages::probe(source, tag, comm, status)
-}
-
-crate::ffi::export! {
-    /// `MPI_Iprobe`: [`crate::p2p::messages::iprobe`].
-    MPI_Iprobe / PMPI_Iprobe [comm] (source: c_int, tag: c_int, comm: usize, flag: *mut c_int, status: *mut MpiStatus)
-    => crate::p2p::messages::iprobe(source, tag, comm, flag, status)
-}
-
-crate::ffi::export! {
     /// `MPI_Cancel`: [`crate::p2p::persist::cancel`].
     MPI_Cancel / PMPI_Cancel (request: *mut usize)
     => crate::p2p::persist::cancel(request)
+}
+
+// ---- Probes
+
+crate::ffi::export! {
+    /// `MPI_Probe`: [`crate::p2p::probe::probe`].
+    MPI_Probe / PMPI_Probe [comm] (source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus)
+    => crate::p2p::probe::probe(source, tag, comm, crate::ffi::args::status_out(status))
+}
+
+crate::ffi::export! {
+    /// `MPI_Iprobe`: [`crate::p2p::probe::iprobe`].
+    MPI_Iprobe / PMPI_Iprobe [comm] (source: c_int, tag: c_int, comm: usize, flag: *mut c_int, status: *mut MpiStatus)
+    => crate::p2p::probe::iprobe(source, tag, comm, crate::ffi::args::out(flag), crate::ffi::args::status_out(status))
+}
+
+crate::ffi::export! {
+    /// `MPI_Mprobe`: [`crate::p2p::probe::mprobe`].
+    MPI_Mprobe / PMPI_Mprobe [comm] (source: c_int, tag: c_int, comm: usize, message: *mut usize, status: *mut MpiStatus)
+    => crate::p2p::probe::mprobe(source, tag, comm, crate::ffi::args::out(message), crate::ffi::args::status_out(status))
+}
+
+crate::ffi::export! {
+    /// `MPI_Improbe`: [`crate::p2p::probe::improbe`].
+    MPI_Improbe / PMPI_Improbe [comm] (source: c_int, tag: c_int, comm: usize, flag: *mut c_int, message: *mut usize, status: *mut MpiStatus)
+    => crate::p2p::probe::improbe(source, tag, comm, crate::ffi::args::out(flag), crate::ffi::args::out(message), crate::ffi::args::status_out(status))
 }
 
 // ---- Statuses
@@ -256,19 +270,7 @@ crate::ffi::export! {
     => crate::p2p::bsend::ibsend(buf, count, datatype, dest, tag, comm, request)
 }
 
-// ---- Matched probe
-
-crate::ffi::export! {
-    /// `MPI_Mprobe`: [`crate::p2p::mprobe::mprobe`].
-    MPI_Mprobe / PMPI_Mprobe [comm] (source: c_int, tag: c_int, comm: usize, message: *mut usize, status: *mut MpiStatus)
-    => crate::p2p::mprobe::mprobe(source, tag, comm, message, status)
-}
-
-crate::ffi::export! {
-    /// `MPI_Improbe`: [`crate::p2p::mprobe::improbe`].
-    MPI_Improbe / PMPI_Improbe [comm] (source: c_int, tag: c_int, comm: usize, flag: *mut c_int, message: *mut usize, status: *mut MpiStatus)
-    => crate::p2p::mprobe::improbe(source, tag, comm, flag, message, status)
-}
+// ---- Matched receives
 
 crate::ffi::export! {
     /// `MPI_Mrecv`: [`crate::p2p::mprobe::mrecv`].
