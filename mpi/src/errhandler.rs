@@ -1,7 +1,7 @@
 //! Error handlers: the three predefined ones and the program's own
 //! (`MPI_Comm_create_errhandler`), and what raising an error does.
 //!
-//! Calling a user handler is C code, so it happens in `ffi::errors`; this
+//! Calling a user handler is C code, so it happens in `ffi::raise`; this
 //! module decides what to do and formats the fatal message.
 
 use std::ffi::c_int;

@@ -109,7 +109,7 @@ pub struct Runtime {
     /// Names the program gave predefined datatypes.
     pub type_names: LevelCell<Vec<(usize, String)>>,
     /// Requests the program freed whose post step is still to run
-    /// (`ffi/orphan.rs`).
+    /// (`request/orphan.rs`).
     pub(crate) orphans: LevelCell<Vec<ReqObj>>,
     /// Error handlers the program made (and handles `get_errhandler` gave).
     pub errhandlers: Mutex<Table<Errh>>,

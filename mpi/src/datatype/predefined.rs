@@ -337,7 +337,7 @@ mod tests {
         for p in ALL {
             assert_eq!(lookup(p.handle).unwrap(), p);
             assert!(p.size > 0, "{}", p.name);
-            // The world fast path (ffi/p2p.rs `plain_world`) multiplies a
+            // The world fast path (p2p/messages.rs `plain_world`) multiplies a
             // c_int count by the size without an overflow check.
             assert!(p.size <= 64, "{}", p.name);
         }

@@ -7,7 +7,7 @@
 //! standard defines a start: the buffer's current contents are sent (a
 //! non-contiguous one packed at that moment), a receive unpacks on
 //! completion. Completing an activation leaves the request inactive under
-//! the same handle (`req.rs`). Persistent collectives (`coll/persistent.rs`)
+//! the same handle (`request/object.rs`). Persistent collectives (`coll/api.rs`)
 //! keep their own kind here.
 
 use std::ffi::{c_int, c_void};

@@ -4,7 +4,7 @@
 //! requests, how to start it again.
 //!
 //! Completing a request is split in two so that the completion calls
-//! (`request.rs`) can run ferry's own multiple-completion functions over
+//! (`single.rs`, `multi.rs`) can run ferry's own multiple-completion functions over
 //! many requests at once: ferry completes the [`State::Active`] operation,
 //! then [`finish`] runs the request's [`Post`] step on the completion.
 
