@@ -32,6 +32,19 @@
 //!   and reports a violation as [`PeerError::Protocol`].
 //! - **Framing.** The receiver sees the same header and payload boundaries
 //!   ([`Incoming::header`], [`Incoming::payload`]).
+//! - **Size limits are the engine's.** The engine never passes `send` a
+//!   header longer than [`MAX_HEADER`](crate::wire::MAX_HEADER) nor a payload
+//!   longer than the peer's [`Caps::max_payload`]: its protocol table clamps
+//!   the eager limit and the fragment size to `max_payload`
+//!   ([`ProtocolTable`](crate::protocol::ProtocolTable)), and every header
+//!   it builds is encoded into a `[u8; MAX_HEADER]`. A device may rely on
+//!   this: the network and shared-memory devices check it only with
+//!   `debug_assert!`, not again on the hot path of a release build. A
+//!   caller that breaks it gets a panic in a debug build,
+//!   and in a release build whatever the device's memory-safety bounds make
+//!   of it. (The conformance kit sends packets at both limits, which must
+//!   arrive whole; the simulated network still refuses a longer payload, so
+//!   that an engine test would catch the engine breaking the clause.)
 //!
 //! # Memory and RDMA
 //! [`Device::register`] takes a [`Buf`] *by value*: the device owns the

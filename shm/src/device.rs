@@ -361,16 +361,13 @@ impl Device for ShmDevice {
         if let Some(e) = self.peer_error(dest) {
             return Err(e);
         }
-        if payload.len() > self.caps.max_payload {
-            return Err(UsageError::MessageTooLarge {
-                len: payload.len(),
-                max: self.caps.max_payload,
-            }
-            .into());
-        }
-        if header.len() > MAX_HEADER {
-            return Err(Error::Internal("packet header longer than MAX_HEADER"));
-        }
+        // The engine's limits (the device contract's *Size limits*); a
+        // cell that is too small all the same is refused by `cell::encode`.
+        debug_assert!(header.len() <= MAX_HEADER, "header past MAX_HEADER");
+        debug_assert!(
+            payload.len() <= self.caps.max_payload,
+            "payload past max_payload"
+        );
         if header.len() + payload.len() <= self.fb_cap {
             if let Some(sleeps) = self.fb_send(dest, header, payload) {
                 if sleeps {

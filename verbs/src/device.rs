@@ -505,16 +505,14 @@ impl Device for VerbsDevice {
     #[inline]
     fn send(&mut self, peer: Rank, header: &[u8], payload: &[u8]) -> Result<Sent, Error> {
         let i = self.peer_index(peer)?;
-        if payload.len() > self.caps.max_payload {
-            return Err(UsageError::MessageTooLarge {
-                len: payload.len(),
-                max: self.caps.max_payload,
-            }
-            .into());
-        }
-        if header.len() > MAX_HEADER {
-            return Err(Error::Internal("packet header longer than MAX_HEADER"));
-        }
+        // The engine's limits (the device contract's *Size limits*): the
+        // immediate's header length and the send slots rely on them (a
+        // slot refuses a longer packet all the same: `Slab::write`).
+        debug_assert!(header.len() <= MAX_HEADER, "header past MAX_HEADER");
+        debug_assert!(
+            payload.len() <= self.caps.max_payload,
+            "payload past max_payload"
+        );
         self.alive(i)?;
         if !self.peers[i].up {
             self.start_connect(i)?;
@@ -557,7 +555,8 @@ impl Device for VerbsDevice {
             }
             // Slot `s` is free (popped from the free list: no send in flight
             // reads it) and holds `max_payload + MAX_HEADER >= total` bytes
-            // (checked above); it is not touched again until its completion
+            // (the contract's *Size limits*; `write` checks it again, as
+            // memory safety needs); it is not touched again until its completion
             // returns it to the free list.
             Some(s) => match self.send.slab.write(s, header, payload) {
                 Some(len) => post.slot(
