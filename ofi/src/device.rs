@@ -444,46 +444,6 @@ impl OfiDevice {
             drop(self.regions.deregister(mem));
         }
     }
-
-    #[allow(clippy::too_many_arguments)]
-    fn rma(
-        &mut self,
-        dir: RdmaDir,
-        peer: Rank,
-        local: MemHandle,
-        remote: RemoteKey,
-        len: usize,
-        token: OpToken,
-    ) -> Result<Sent, Error> {
-        if !self.caps.rdma(dir) {
-            return Err(DeviceError::Unsupported(dir.name()).into());
-        }
-        let addr = self.peer_addr(peer)?;
-        let l = self.regions.local(local, len)?;
-        if len == 0 {
-            self.done.push_back((token, Ok(())));
-            return Ok(Sent::Done);
-        }
-        let Some(slot) = self.take_rma_slot()? else {
-            return Ok(Sent::Busy);
-        };
-        let r = self.post_rma(slot, dir, l, len, addr, remote);
-        match r {
-            Ok(true) => {
-                self.rma_ops[slot] = Some((token, peer, local));
-                Ok(Sent::Done)
-            }
-            Ok(false) => {
-                self.rma_free.push(slot);
-                self.make_room()?;
-                Ok(Sent::Busy)
-            }
-            Err(f) => {
-                self.rma_free.push(slot);
-                Err(self.post_error(peer, f))
-            }
-        }
-    }
 }
 
 impl Device for OfiDevice {
@@ -539,26 +499,43 @@ impl Device for OfiDevice {
         self.regions.deregister(mem)
     }
 
-    fn get(
+    fn rdma(
         &mut self,
-        peer: Rank,
-        remote: RemoteKey,
-        local: MemHandle,
-        len: usize,
-        token: OpToken,
-    ) -> Result<Sent, Error> {
-        self.rma(RdmaDir::Get, peer, local, remote, len, token)
-    }
-
-    fn put(
-        &mut self,
+        dir: RdmaDir,
         peer: Rank,
         local: MemHandle,
         remote: RemoteKey,
         len: usize,
         token: OpToken,
     ) -> Result<Sent, Error> {
-        self.rma(RdmaDir::Put, peer, local, remote, len, token)
+        if !self.caps.rdma(dir) {
+            return Err(DeviceError::Unsupported(dir.name()).into());
+        }
+        let addr = self.peer_addr(peer)?;
+        let l = self.regions.local(local, len)?;
+        if len == 0 {
+            self.done.push_back((token, Ok(())));
+            return Ok(Sent::Done);
+        }
+        let Some(slot) = self.take_rma_slot()? else {
+            return Ok(Sent::Busy);
+        };
+        let r = self.post_rma(slot, dir, l, len, addr, remote);
+        match r {
+            Ok(true) => {
+                self.rma_ops[slot] = Some((token, peer, local));
+                Ok(Sent::Done)
+            }
+            Ok(false) => {
+                self.rma_free.push(slot);
+                self.make_room()?;
+                Ok(Sent::Busy)
+            }
+            Err(f) => {
+                self.rma_free.push(slot);
+                Err(self.post_error(peer, f))
+            }
+        }
     }
 
     fn progress<S: Sink>(&mut self, sink: &mut S) -> Result<usize, Error> {

@@ -432,69 +432,6 @@ impl VerbsDevice {
         }
         1
     }
-
-    fn rdma(
-        &mut self,
-        peer: Rank,
-        local: MemHandle,
-        remote: RemoteKey,
-        len: usize,
-        token: OpToken,
-        dir: RdmaDir,
-    ) -> Result<Sent, Error> {
-        let i = self.peer_index(peer)?;
-        self.alive(i)?;
-        let l = self.registry.local(local).ok_or(UsageError::StaleHandle)?;
-        if len > l.len {
-            return Err(UsageError::LengthMismatch(
-                "verbs: RDMA longer than the local registration",
-            )
-            .into());
-        }
-        let Ok(rkey) = u32::try_from(remote.key) else {
-            return Err(PeerError::Protocol {
-                rank: peer,
-                what: "verbs: remote key wider than 32 bits",
-            }
-            .into());
-        };
-        if len == 0 {
-            self.ready.push_back(token);
-            return Ok(Sent::Done);
-        }
-        if !self.peers[i].up {
-            self.start_connect(i)?;
-            return Ok(Sent::Busy);
-        }
-        if self.peers[i].sq_free == 0 {
-            return Ok(Sent::Busy);
-        }
-        // Behind the sends before it on the QP.
-        self.ring();
-        let op = RdmaOp {
-            token,
-            dir,
-            peer: i,
-            local: l.addr,
-            lkey: l.lkey,
-            remote: remote.addr,
-            rkey,
-            len,
-            posted: 0,
-            in_flight: 0,
-            error: None,
-        };
-        Ok(
-            if self
-                .ops
-                .start(op, &mut self.peers, &self.failures, self.max_msg)?
-            {
-                Sent::Done
-            } else {
-                Sent::Busy
-            },
-        )
-    }
 }
 
 impl Device for VerbsDevice {
@@ -599,26 +536,67 @@ impl Device for VerbsDevice {
         self.registry.deregister(mem)
     }
 
-    fn get(
+    fn rdma(
         &mut self,
-        peer: Rank,
-        remote: RemoteKey,
-        local: MemHandle,
-        len: usize,
-        token: OpToken,
-    ) -> Result<Sent, Error> {
-        self.rdma(peer, local, remote, len, token, RdmaDir::Get)
-    }
-
-    fn put(
-        &mut self,
+        dir: RdmaDir,
         peer: Rank,
         local: MemHandle,
         remote: RemoteKey,
         len: usize,
         token: OpToken,
     ) -> Result<Sent, Error> {
-        self.rdma(peer, local, remote, len, token, RdmaDir::Put)
+        let i = self.peer_index(peer)?;
+        self.alive(i)?;
+        let l = self.registry.local(local).ok_or(UsageError::StaleHandle)?;
+        if len > l.len {
+            return Err(UsageError::LengthMismatch(
+                "verbs: RDMA longer than the local registration",
+            )
+            .into());
+        }
+        let Ok(rkey) = u32::try_from(remote.key) else {
+            return Err(PeerError::Protocol {
+                rank: peer,
+                what: "verbs: remote key wider than 32 bits",
+            }
+            .into());
+        };
+        if len == 0 {
+            self.ready.push_back(token);
+            return Ok(Sent::Done);
+        }
+        if !self.peers[i].up {
+            self.start_connect(i)?;
+            return Ok(Sent::Busy);
+        }
+        if self.peers[i].sq_free == 0 {
+            return Ok(Sent::Busy);
+        }
+        // Behind the sends before it on the QP.
+        self.ring();
+        let op = RdmaOp {
+            token,
+            dir,
+            peer: i,
+            local: l.addr,
+            lkey: l.lkey,
+            remote: remote.addr,
+            rkey,
+            len,
+            posted: 0,
+            in_flight: 0,
+            error: None,
+        };
+        Ok(
+            if self
+                .ops
+                .start(op, &mut self.peers, &self.failures, self.max_msg)?
+            {
+                Sent::Done
+            } else {
+                Sent::Busy
+            },
+        )
     }
 
     #[inline]
