@@ -17,11 +17,11 @@ use crate::transfers::{InFlight, Transfers};
 
 /// The libfabric device. See the crate docs.
 ///
-/// Its state, one concern per part: the peers ([`Peers`]), the send and
-/// receive buffers ([`SendBufs`], [`RecvBufs`]), the RMA operations in
-/// flight ([`Transfers`]), the completion queue's contexts and stash
-/// ([`Completions`]), the liveness sockets ([`Watch`]), the registrations
-/// ([`Registrations`]) and the fabric itself.
+/// Its state, one concern per part: the peers (`Peers`), the send and
+/// receive buffers (`SendBufs`, `RecvBufs`), the RMA operations in
+/// flight (`Transfers`), the completion queue's contexts and stash
+/// (`Completions`), the liveness sockets (`Watch`), the registrations
+/// (`Registrations`) and the fabric itself.
 #[derive(Debug)]
 pub struct OfiDevice {
     pub(crate) rank: Rank,

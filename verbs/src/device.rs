@@ -34,14 +34,14 @@ use ferry_core::device::{PeerFailures, RdmaDir};
 
 /// The verbs device. See the crate docs.
 ///
-/// Its state, one concern per part: the peers and their QPs ([`Peer`],
-/// found through [`PeerIndex`], their health in `failures`), the UD
-/// endpoint of the connection handshakes ([`Endpoint`], with the
-/// handshakes in progress in [`Connecting`]), registrations
-/// ([`Registry`]), send and receive buffers ([`SendPool`], [`RecvPool`]),
-/// RDMA operations ([`Ops`]), keepalives and the wait set ([`Liveness`],
-/// with the observer ring in [`Observer`]), the CQ ([`Completions`]),
-/// held sends ([`Doorbell`]) and the sizes setup chose ([`Limits`]).
+/// Its state, one concern per part: the peers and their QPs (`Peer`,
+/// found through `PeerIndex`, their health in `failures`), the UD
+/// endpoint of the connection handshakes (`Endpoint`, with the
+/// handshakes in progress in `Connecting`), registrations
+/// (`Registry`), send and receive buffers (`SendPool`, `RecvPool`),
+/// RDMA operations (`Ops`), keepalives and the wait set (`Liveness`,
+/// with the observer ring in `Observer`), the CQ (`Completions`),
+/// held sends (`Doorbell`) and the sizes setup chose (`Limits`).
 #[derive(Debug)]
 pub struct VerbsDevice {
     // Field order is destruction order (verbs children before parents):
