@@ -32,22 +32,38 @@
 //!   and reports a violation as [`PeerError::Protocol`].
 //! - **Framing.** The receiver sees the same header and payload boundaries
 //!   ([`Incoming::header`], [`Incoming::payload`]).
+//! - **Size limits are the engine's.** The engine never passes `send` a
+//!   header longer than [`MAX_HEADER`](crate::wire::MAX_HEADER) nor a payload
+//!   longer than the peer's [`Caps::max_payload`]: its protocol table clamps
+//!   the eager limit and the fragment size to `max_payload`
+//!   ([`ProtocolTable`](crate::protocol::ProtocolTable)), and every header
+//!   it builds is encoded into a `[u8; MAX_HEADER]`. A device may rely on
+//!   this: the network and shared-memory devices check it only with
+//!   `debug_assert!`, not again on the hot path of a release build. A
+//!   caller that breaks it gets a panic in a debug build,
+//!   and in a release build whatever the device's memory-safety bounds make
+//!   of it. (The conformance kit sends packets at both limits, which must
+//!   arrive whole; the simulated network still refuses a longer payload, so
+//!   that an engine test would catch the engine breaking the clause.)
 //!
 //! # Memory and RDMA
 //! [`Device::register`] takes a [`Buf`] *by value*: the device owns the
 //! memory for as long as it is registered and gives it back from
 //! [`Device::deregister`]. A device may therefore keep raw pointers into it.
 //! Registration returns a [`RemoteKey`] the engine sends to the peer.
-//! - [`Device::get`] reads `len` bytes of a peer's region into a local
-//!   registered region; [`Device::put`] writes a local region into a peer's.
-//!   Both may return [`Sent::Busy`]. Completion is reported once through
-//!   [`Sink::rdma_done`] with the caller's [`OpToken`].
+//! - [`Device::rdma`] moves `len` bytes between a local registered region
+//!   and a peer's, in the direction [`RdmaDir`] names: a get reads the
+//!   peer's region into the local one, a put writes the local one into the
+//!   peer's. A device implements the one method; [`Device::get`] and
+//!   [`Device::put`] are spellings of it. It may return [`Sent::Busy`].
+//!   Completion is reported once through [`Sink::rdma_done`] with the
+//!   caller's [`OpToken`].
 //! - **Visibility.** When `rdma_done` reports a `put` complete, the data is
 //!   visible at the target before any packet the initiator sends afterwards
 //!   arrives there (so a FIN after the put is safe). A `get`'s data is in the
 //!   local region when `rdma_done` reports it.
 //! - A device without RDMA (see [`Caps`]) returns
-//!   [`DeviceError::Unsupported`] from `get`/`put`; the engine never calls
+//!   [`DeviceError::Unsupported`] from `rdma` in that direction; the engine never calls
 //!   them then (it picks the fragmented protocol).
 //!
 //! # Progress: [`Device::progress`]
@@ -89,8 +105,8 @@
 //! - `Sent::Done` keeps its meaning: the caller's slices are free at once
 //!   (a device copies what it holds).
 //! - Order is kept: a held packet goes out before anything later to the
-//!   same peer, including `get` and `put`.
-//! - Nothing held can wait on itself: `progress`, `arm`, `get`, `put` and
+//!   same peer, including an `rdma`.
+//! - Nothing held can wait on itself: `progress`, `arm`, `rdma` and
 //!   `batch_end` post what is held first, so a caller that waits inside a
 //!   batch still makes progress.
 //! - Batches nest; the outermost `batch_end` posts. A held packet the
@@ -275,10 +291,28 @@ pub trait Device {
     /// handle).
     fn deregister(&mut self, mem: MemHandle) -> Option<Buf>;
 
-    /// Reads `len` bytes at `remote` on `peer` into the start of `local`.
+    /// Moves `len` bytes between the start of `local` and `remote` on
+    /// `peer`: [`RdmaDir::Get`] reads the peer's region into `local`,
+    /// [`RdmaDir::Put`] writes `local` into the peer's region.
     ///
     /// # Errors
     /// A device failure or an unsupported operation.
+    fn rdma(
+        &mut self,
+        dir: RdmaDir,
+        peer: Rank,
+        local: MemHandle,
+        remote: RemoteKey,
+        len: usize,
+        token: OpToken,
+    ) -> Result<Sent, Error>;
+
+    /// Reads `len` bytes at `remote` on `peer` into the start of `local`:
+    /// [`Device::rdma`] with [`RdmaDir::Get`].
+    ///
+    /// # Errors
+    /// As [`Device::rdma`].
+    #[inline]
     fn get(
         &mut self,
         peer: Rank,
@@ -286,12 +320,16 @@ pub trait Device {
         local: MemHandle,
         len: usize,
         token: OpToken,
-    ) -> Result<Sent, Error>;
+    ) -> Result<Sent, Error> {
+        self.rdma(RdmaDir::Get, peer, local, remote, len, token)
+    }
 
-    /// Writes the first `len` bytes of `local` to `remote` on `peer`.
+    /// Writes the first `len` bytes of `local` to `remote` on `peer`:
+    /// [`Device::rdma`] with [`RdmaDir::Put`].
     ///
     /// # Errors
-    /// A device failure or an unsupported operation.
+    /// As [`Device::rdma`].
+    #[inline]
     fn put(
         &mut self,
         peer: Rank,
@@ -299,7 +337,9 @@ pub trait Device {
         remote: RemoteKey,
         len: usize,
         token: OpToken,
-    ) -> Result<Sent, Error>;
+    ) -> Result<Sent, Error> {
+        self.rdma(RdmaDir::Put, peer, local, remote, len, token)
+    }
 
     /// Reports events to `sink` without blocking; returns how many.
     ///

@@ -297,39 +297,6 @@ impl Loopback {
         self.secret_counter = self.secret_counter.wrapping_add(0x9E37_79B9_7F4A_7C15);
         mix(self.secret_counter) | 1
     }
-
-    /// `get` or `put`: copies at once, reports on the next `progress`.
-    fn rdma(
-        &mut self,
-        dir: RdmaDir,
-        peer: Rank,
-        local: MemHandle,
-        remote: RemoteKey,
-        len: usize,
-        token: OpToken,
-    ) -> Result<Sent, Error> {
-        self.check_peer(peer)?;
-        if !self.caps.rdma(dir) {
-            return Err(DeviceError::Unsupported(dir.name()).into());
-        }
-        let local = Endpoint {
-            key: local.0,
-            secret: None,
-            access: dir.local_access(),
-        };
-        let remote = Endpoint {
-            key: remote.addr,
-            secret: Some(remote.key),
-            access: dir.remote_access(),
-        };
-        let (src, dst) = match dir {
-            RdmaDir::Get => (remote, local),
-            RdmaDir::Put => (local, remote),
-        };
-        let result = rdma_copy(&mut self.regions, src, dst, len);
-        self.completions.push_back((token, result));
-        Ok(Sent::Done)
-    }
 }
 
 impl Device for Loopback {
@@ -379,26 +346,37 @@ impl Device for Loopback {
         self.regions.remove(mem.0).map(|region| region.buf)
     }
 
-    fn get(
+    /// Copies at once, reports on the next `progress`.
+    fn rdma(
         &mut self,
-        peer: Rank,
-        remote: RemoteKey,
-        local: MemHandle,
-        len: usize,
-        token: OpToken,
-    ) -> Result<Sent, Error> {
-        self.rdma(RdmaDir::Get, peer, local, remote, len, token)
-    }
-
-    fn put(
-        &mut self,
+        dir: RdmaDir,
         peer: Rank,
         local: MemHandle,
         remote: RemoteKey,
         len: usize,
         token: OpToken,
     ) -> Result<Sent, Error> {
-        self.rdma(RdmaDir::Put, peer, local, remote, len, token)
+        self.check_peer(peer)?;
+        if !self.caps.rdma(dir) {
+            return Err(DeviceError::Unsupported(dir.name()).into());
+        }
+        let local = Endpoint {
+            key: local.0,
+            secret: None,
+            access: dir.local_access(),
+        };
+        let remote = Endpoint {
+            key: remote.addr,
+            secret: Some(remote.key),
+            access: dir.remote_access(),
+        };
+        let (src, dst) = match dir {
+            RdmaDir::Get => (remote, local),
+            RdmaDir::Put => (local, remote),
+        };
+        let result = rdma_copy(&mut self.regions, src, dst, len);
+        self.completions.push_back((token, result));
+        Ok(Sent::Done)
     }
 
     fn progress<S: Sink>(&mut self, sink: &mut S) -> Result<usize, Error> {

@@ -47,18 +47,9 @@ impl Device for Hostile {
     fn deregister(&mut self, mem: ferry_core::device::MemHandle) -> Option<Buf> {
         self.inner.deregister(mem)
     }
-    fn get(
+    fn rdma(
         &mut self,
-        _: Rank,
-        _: ferry_core::wire::RemoteKey,
-        _: ferry_core::device::MemHandle,
-        _: usize,
-        _: OpToken,
-    ) -> Result<ferry_core::device::Sent, Error> {
-        Ok(ferry_core::device::Sent::Done)
-    }
-    fn put(
-        &mut self,
+        _: ferry_core::device::RdmaDir,
         _: Rank,
         _: ferry_core::device::MemHandle,
         _: ferry_core::wire::RemoteKey,

@@ -1,82 +1,43 @@
 //! [`OfiDevice`] and its [`Device`] implementation: the send and progress
 //! paths, waiting, and peer failure.
 
-use std::collections::VecDeque;
-use std::sync::Arc;
-
-use ferry_core::device::{Access, Armed, Caps, Device, MemHandle, OpToken, Sent, Sink};
+use ferry_core::device::{Access, Armed, Caps, Device, MemHandle, OpToken, RdmaDir, Sent, Sink};
 use ferry_core::wire::{RemoteKey, MAX_HEADER};
-use ferry_core::{Buf, DeviceError, Error, PeerError, Rank, UsageError};
+use ferry_core::{Buf, DeviceError, Error, PeerError, Rank};
 
-use crate::cq::{Contexts, Op};
-use crate::eager::{self, Bounce, Held, OfiIncoming, Returned, HELLO};
-use crate::ffi::{Addr, CqRead, Done, Fabric, Fail, Mr};
-use crate::liveness::Liveness;
-use crate::rma::Regions;
+use crate::buffers::{RecvBufs, SendBufs};
+use crate::cq::{Completions, Op};
+use crate::eager::{self, Bounce, Held, HELLO};
+use crate::failure::Watch;
+use crate::ffi::{Addr, CqRead, Done, Fabric, Fail};
+use crate::peers::Peers;
+use crate::rma::Registrations;
 use crate::sys;
-
-use ferry_core::device::{PeerFailures, RdmaDir};
-
-/// Completions read outside `progress` are kept at most this many.
-const STASH_MAX: usize = 4096;
-/// `progress` checks the liveness sockets once per this many calls.
-const LIVENESS_EVERY: u32 = 1024;
+use crate::transfers::{InFlight, Transfers};
 
 /// The libfabric device. See the crate docs.
+///
+/// Its state, one concern per part: the peers (`Peers`), the send and
+/// receive buffers (`SendBufs`, `RecvBufs`), the RMA operations in
+/// flight (`Transfers`), the completion queue's contexts and stash
+/// (`Completions`), the liveness sockets (`Watch`), the registrations
+/// (`Registrations`) and the fabric itself.
 #[derive(Debug)]
 pub struct OfiDevice {
     pub(crate) rank: Rank,
     pub(crate) caps: Caps,
     pub(crate) provider: String,
-    /// AV address by job rank (`FI_ADDR_UNSPEC` for ranks not on this device).
-    pub(crate) addrs: Vec<Addr>,
-    pub(crate) seq_out: Vec<u16>,
-    pub(crate) seq_in: Vec<u16>,
-    /// Each rank's health, and the failures not yet reported.
-    pub(crate) failures: PeerFailures,
-    /// Ranks whose setup hello arrived.
-    pub(crate) hellos: Vec<bool>,
-    pub(crate) inject_size: usize,
-    pub(crate) scratch: Vec<u8>,
-    /// Send buffers by slot, the free slots, and each busy slot's peer.
-    pub(crate) send_bufs: Vec<Bounce>,
-    pub(crate) send_free: Vec<usize>,
-    pub(crate) send_peer: Vec<Rank>,
-    /// Posted receive buffers by slot, and the empty slots.
-    pub(crate) slots: Vec<Option<Bounce>>,
-    pub(crate) empty: Vec<usize>,
-    pub(crate) free: Vec<Bounce>,
-    pub(crate) returned: Arc<Returned>,
-    pub(crate) held: Vec<Held>,
-    pub(crate) allocated: usize,
-    pub(crate) max_buffers: usize,
-    pub(crate) max_parked: usize,
-    pub(crate) buf_size: usize,
-    pub(crate) mr_local: bool,
     /// The provider moves data only inside our calls (`FI_PROGRESS_MANUAL`).
     pub(crate) manual_progress: bool,
-    pub(crate) ctx: Contexts,
-    /// In-flight RMA by slot: the token, the peer, the local region.
-    pub(crate) rma_ops: Vec<Option<(OpToken, Rank, MemHandle)>>,
-    /// Regions deregistered while an RMA on them was in flight: released
-    /// when the last one completes (the provider may still write them).
-    pub(crate) zombies: Vec<MemHandle>,
-    pub(crate) rma_free: Vec<usize>,
-    /// RDMA completions decided without the provider (zero-length).
-    pub(crate) done: VecDeque<(OpToken, Result<(), Error>)>,
-    /// Successful completions read by `send`/`get`/`put` while making room.
-    pub(crate) stash: VecDeque<Done>,
-    pub(crate) entries: Vec<Done>,
-    pub(crate) liveness: Option<Liveness>,
-    /// Connections the liveness setup refused (each one logged).
-    pub(crate) liveness_refused: usize,
-    pub(crate) dead: Vec<Rank>,
-    pub(crate) calls: u32,
-    pub(crate) check_now: bool,
+    pub(crate) peers: Peers,
+    pub(crate) sends: SendBufs,
+    pub(crate) recvs: RecvBufs,
+    pub(crate) transfers: Transfers,
+    pub(crate) cq: Completions,
+    pub(crate) watch: Watch,
     // Dropped in this order after `Drop::drop` closed the endpoint: the
     // registrations (their MRs), then the fabric's AV, CQ and domain.
-    pub(crate) regions: Regions,
-    pub(crate) bounce_mrs: Vec<Mr>,
+    pub(crate) mem: Registrations,
     pub(crate) fabric: Fabric,
 }
 
@@ -84,14 +45,6 @@ pub struct OfiDevice {
 /// to complete before it closes the endpoint anyway (a dead peer's never
 /// complete).
 const QUIESCE: std::time::Duration = std::time::Duration::from_millis(200);
-
-impl OfiDevice {
-    /// Whether one of this rank's RMA operations has not completed yet.
-    #[inline]
-    fn rma_in_flight(&self) -> bool {
-        self.rma_free.len() < self.rma_ops.len()
-    }
-}
 
 impl Drop for OfiDevice {
     fn drop(&mut self) {
@@ -121,7 +74,7 @@ impl OfiDevice {
     fn quiesce(&mut self) {
         let deadline = std::time::Instant::now() + QUIESCE;
         let mut sink = Discard;
-        while (self.send_free.len() < self.send_bufs.len() || self.rma_in_flight())
+        while (self.sends.in_flight() || self.transfers.in_flight())
             && std::time::Instant::now() < deadline
         {
             if self.progress(&mut sink).is_err() {
@@ -144,123 +97,81 @@ impl OfiDevice {
 
     /// Live memory registrations (diagnostics and leak checks).
     pub fn registrations(&self) -> usize {
-        self.regions.live()
+        self.mem.live()
     }
 
     /// Receive buffers handed to the engine and not yet returned.
     pub fn parked_buffers(&self) -> usize {
-        self.returned.parked()
+        self.recvs.parked()
     }
 
     /// Free send buffers right now.
     pub fn free_send_buffers(&self) -> usize {
-        self.send_free.len()
+        self.sends.free_count()
     }
 
-    fn peer_addr(&self, peer: Rank) -> Result<Addr, Error> {
-        let Some(&a) = usize::try_from(peer).ok().and_then(|p| self.addrs.get(p)) else {
-            return Err(UsageError::InvalidRank {
-                rank: peer,
-                size: self.addrs.len() as u32,
-            }
-            .into());
-        };
-        if a == sys::FI_ADDR_UNSPEC {
-            return Err(DeviceError::Unsupported("ofi: peer is not on this device").into());
-        }
-        if let Some(error) = self.failures.error(peer as usize) {
-            return Err(error);
-        }
-        Ok(a)
-    }
-
-    /// Reads completions while a post is refused, so that the provider
-    /// progresses (manual progress) and our send buffers come back: an
-    /// EAGAIN answered by retrying without reading the CQ can deadlock.
+    /// Reads completions while a post is refused (see
+    /// [`Completions::read_aside`]): the provider progresses and send
+    /// buffers come back.
     #[cold]
     fn make_room(&mut self) -> Result<(), Error> {
-        if self.stash.len() >= STASH_MAX {
-            return Ok(());
-        }
-        let mut entries = std::mem::take(&mut self.entries);
-        let r = self.fabric.cq_read(&mut entries);
-        for e in entries.drain(..) {
-            match self.ctx.classify(e.ctx) {
-                Op::Send(i) => self.send_free.push(i),
-                _ => self.stash.push_back(e),
-            }
-        }
-        self.entries = entries;
-        // An error entry stays at the head of the CQ for `progress`.
-        r.map(|_| ()).map_err(Error::from)
+        let sends = &mut self.sends;
+        self.cq
+            .read_aside(&mut self.fabric, |i| sends.give_back(i))
+            .map_err(Error::from)
     }
 
     /// A free send buffer, or `None` (back-pressure).
     #[inline]
     fn take_send_buf(&mut self) -> Result<Option<usize>, Error> {
-        if let Some(i) = self.send_free.pop() {
+        if let Some(i) = self.sends.take() {
             return Ok(Some(i));
         }
         self.make_room()?;
-        Ok(self.send_free.pop())
+        Ok(self.sends.take())
     }
 
     /// A free RMA slot, or `None` (back-pressure).
     fn take_rma_slot(&mut self) -> Result<Option<usize>, Error> {
-        if let Some(i) = self.rma_free.pop() {
+        if let Some(i) = self.transfers.take() {
             return Ok(Some(i));
         }
         self.make_room()?;
-        Ok(self.rma_free.pop())
+        Ok(self.transfers.take())
     }
 
     /// A receive buffer: a free or returned one, or a new one while under
     /// the cap.
     fn take_bounce(&mut self) -> Result<Option<Bounce>, Fail> {
-        if self.free.is_empty() {
-            self.returned.drain_into(&mut self.free);
-        }
-        if let Some(b) = self.free.pop() {
+        if let Some(b) = self.recvs.reuse() {
             return Ok(Some(b));
         }
-        if self.allocated >= self.max_buffers {
+        if !self.recvs.may_allocate() {
             return Ok(None);
         }
-        let b = self.new_bounce(u64::from(sys::FI_RECV))?;
-        self.allocated += 1;
+        let size = self.recvs.buf_size();
+        let b = self
+            .mem
+            .new_bounce(&mut self.fabric, size, u64::from(sys::FI_RECV))?;
+        self.recvs.allocated_one();
         Ok(Some(b))
-    }
-
-    /// Allocates (and registers, under FI_MR_LOCAL) one buffer.
-    pub(crate) fn new_bounce(&mut self, access: u64) -> Result<Bounce, Fail> {
-        let mem = vec![0u8; self.buf_size].into_boxed_slice();
-        let mut desc = 0;
-        if self.mr_local {
-            let key = self.regions.requested_key();
-            let mr = self.fabric.mr_reg(mem.as_ptr(), mem.len(), access, key)?;
-            desc = mr.desc as usize;
-            self.bounce_mrs.push(mr);
-        }
-        Ok(Bounce { mem, desc })
     }
 
     /// Posts a receive buffer into every empty slot (as far as buffers and
     /// the provider allow).
     pub(crate) fn replenish(&mut self) -> Result<(), Error> {
-        while let Some(&i) = self.empty.last() {
+        while let Some(i) = self.recvs.next_empty() {
             let Some(b) = self.take_bounce()? else {
                 break;
             };
             match self.post_recv(i, b) {
-                Ok(None) => {
-                    self.empty.pop();
-                }
+                Ok(None) => {}
                 Ok(Some(b)) => {
-                    self.free.push(b);
+                    self.recvs.recycle(b);
                     break;
                 }
                 Err((f, b)) => {
-                    self.free.push(b);
+                    self.recvs.recycle(b);
                     return Err(f.into());
                 }
             }
@@ -279,11 +190,8 @@ impl OfiDevice {
         header: &[u8],
         payload: &[u8],
     ) -> Result<Sent, Error> {
-        let (h, total) = (header.len(), header.len() + payload.len());
-        if total <= self.inject_size {
-            self.scratch[..h].copy_from_slice(header);
-            self.scratch[h..total].copy_from_slice(payload);
-            return match self.fabric.tinject(&self.scratch[..total], addr, tag) {
+        if let Some(bytes) = self.sends.inject(header, payload) {
+            return match self.fabric.tinject(bytes, addr, tag) {
                 Ok(true) => Ok(Sent::Done),
                 Ok(false) => {
                     self.make_room()?;
@@ -295,22 +203,20 @@ impl OfiDevice {
         let Some(slot) = self.take_send_buf()? else {
             return Ok(Sent::Busy);
         };
-        let b = &mut self.send_bufs[slot];
-        b.mem[..h].copy_from_slice(header);
-        b.mem[h..total].copy_from_slice(payload);
+        let total = self.sends.fill(slot, header, payload);
         let r = self.post_send(slot, total, addr, tag);
         match r {
             Ok(true) => {
-                self.send_peer[slot] = peer;
+                self.sends.posted(slot, peer);
                 Ok(Sent::Done)
             }
             Ok(false) => {
-                self.send_free.push(slot);
+                self.sends.give_back(slot);
                 self.make_room()?;
                 Ok(Sent::Busy)
             }
             Err(f) => {
-                self.send_free.push(slot);
+                self.sends.give_back(slot);
                 Err(self.post_error(peer, f))
             }
         }
@@ -318,30 +224,28 @@ impl OfiDevice {
 
     /// Sends setup's hello to `peer` (opening the provider's connection).
     pub(crate) fn send_hello(&mut self, peer: Rank) -> Result<Sent, Error> {
-        let addr = self.peer_addr(peer)?;
+        let addr = self.peers.addr(peer)?;
         self.post(addr, peer, eager::tag(self.rank, 0, 0) | HELLO, &[], &[])
     }
 
     /// Handles one successful completion; returns the events reported.
     fn complete<S: Sink>(&mut self, e: &Done, sink: &mut S) -> usize {
-        match self.ctx.classify(e.ctx) {
+        match self.cq.classify(e.ctx) {
             Op::Recv(i) => {
-                let Some(b) = self.slots.get_mut(i).and_then(Option::take) else {
+                let Some(b) = self.recvs.take_posted(i) else {
                     tracing::warn!(slot = i, "ofi: receive completion for an empty slot");
                     return 0;
                 };
-                self.empty.push(i);
                 self.arrived(b, e.len, e.tag, sink)
             }
             Op::Send(i) => {
-                self.send_free.push(i);
+                self.sends.give_back(i);
                 0
             }
-            Op::Rma(i) => match self.rma_ops.get_mut(i).and_then(Option::take) {
-                Some((token, _, mem)) => {
-                    self.rma_free.push(i);
-                    self.release_zombie(mem);
-                    sink.rdma_done(token, Ok(()));
+            Op::Rma(i) => match self.transfers.finish(i) {
+                Some(op) => {
+                    self.release_zombie(op.mem);
+                    sink.rdma_done(op.token, Ok(()));
                     1
                 }
                 None => 0,
@@ -355,37 +259,33 @@ impl OfiDevice {
     fn arrived<S: Sink>(&mut self, b: Bounce, len: usize, tag: u64, sink: &mut S) -> usize {
         let (from, seq, header_len) = eager::untag(tag);
         let from = from as Rank;
-        let known = self
-            .addrs
-            .get(from as usize)
-            .is_some_and(|&a| a != sys::FI_ADDR_UNSPEC);
-        if !known {
+        if !self.peers.is_known(from) {
             tracing::warn!(
                 rank = self.rank,
                 from,
                 "ofi: packet from an unknown rank dropped"
             );
-            self.free.push(b);
+            self.recvs.recycle(b);
             return 0;
         }
         if tag & HELLO != 0 {
-            self.hellos[from as usize] = true;
-            self.free.push(b);
+            self.peers.hello_from(from);
+            self.recvs.recycle(b);
             return 0;
         }
         if header_len > MAX_HEADER || header_len > len || len > b.mem.len() {
             let what = "ofi packet with a bad header length";
             self.fail(from, PeerError::Protocol { rank: from, what }.into());
-            self.free.push(b);
+            self.recvs.recycle(b);
             return 0;
         }
-        if !self.failures.is_alive(from as usize) {
-            self.free.push(b);
+        if !self.peers.is_alive(from) {
+            self.recvs.recycle(b);
             return 0;
         }
         let payload_len = len - header_len;
-        if seq != self.seq_in[from as usize] {
-            self.held.push(Held {
+        if seq != self.peers.seq_in(from) {
+            self.recvs.hold(Held {
                 from,
                 seq,
                 bounce: b,
@@ -396,16 +296,7 @@ impl OfiDevice {
         }
         self.deliver(from, b, header_len, payload_len, sink);
         let mut n = 1;
-        while !self.held.is_empty() {
-            let want = self.seq_in[from as usize];
-            let Some(pos) = self
-                .held
-                .iter()
-                .position(|h| h.from == from && h.seq == want)
-            else {
-                break;
-            };
-            let h = self.held.swap_remove(pos);
+        while let Some(h) = self.recvs.take_held(from, self.peers.seq_in(from)) {
             self.deliver(from, h.bounce, h.header_len, h.payload_len, sink);
             n += 1;
         }
@@ -421,67 +312,14 @@ impl OfiDevice {
         payload_len: usize,
         sink: &mut S,
     ) {
-        let s = &mut self.seq_in[from as usize];
-        *s = s.wrapping_add(1);
-        let packet = OfiIncoming {
-            bounce: Some(bounce),
-            header_len,
-            payload_len,
-            free: &mut self.free,
-            returned: &self.returned,
-            max_parked: self.max_parked,
-        };
-        sink.packet(from, packet);
+        self.peers.delivered(from);
+        sink.packet(from, self.recvs.incoming(bounce, header_len, payload_len));
     }
 
     /// Releases a deregistered region once no RMA on it is in flight.
     pub(crate) fn release_zombie(&mut self, mem: MemHandle) {
-        if self.zombies.is_empty() || self.rma_ops.iter().flatten().any(|op| op.2 == mem) {
-            return;
-        }
-        if let Some(pos) = self.zombies.iter().position(|&z| z == mem) {
-            self.zombies.swap_remove(pos);
-            drop(self.regions.deregister(mem));
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn rma(
-        &mut self,
-        dir: RdmaDir,
-        peer: Rank,
-        local: MemHandle,
-        remote: RemoteKey,
-        len: usize,
-        token: OpToken,
-    ) -> Result<Sent, Error> {
-        if !self.caps.rdma(dir) {
-            return Err(DeviceError::Unsupported(dir.name()).into());
-        }
-        let addr = self.peer_addr(peer)?;
-        let l = self.regions.local(local, len)?;
-        if len == 0 {
-            self.done.push_back((token, Ok(())));
-            return Ok(Sent::Done);
-        }
-        let Some(slot) = self.take_rma_slot()? else {
-            return Ok(Sent::Busy);
-        };
-        let r = self.post_rma(slot, dir, l, len, addr, remote);
-        match r {
-            Ok(true) => {
-                self.rma_ops[slot] = Some((token, peer, local));
-                Ok(Sent::Done)
-            }
-            Ok(false) => {
-                self.rma_free.push(slot);
-                self.make_room()?;
-                Ok(Sent::Busy)
-            }
-            Err(f) => {
-                self.rma_free.push(slot);
-                Err(self.post_error(peer, f))
-            }
+        if self.transfers.unbury(mem) {
+            drop(self.mem.deregister(mem));
         }
     }
 }
@@ -493,22 +331,18 @@ impl Device for OfiDevice {
 
     #[inline]
     fn send(&mut self, peer: Rank, header: &[u8], payload: &[u8]) -> Result<Sent, Error> {
-        let addr = self.peer_addr(peer)?;
-        if header.len() > MAX_HEADER {
-            return Err(Error::Internal("packet header longer than MAX_HEADER"));
-        }
-        if payload.len() > self.caps.max_payload {
-            return Err(UsageError::MessageTooLarge {
-                len: payload.len(),
-                max: self.caps.max_payload,
-            }
-            .into());
-        }
-        let tag = eager::tag(self.rank, self.seq_out[peer as usize], header.len());
+        let addr = self.peers.addr(peer)?;
+        // The engine's limits (the device contract's *Size limits*): the
+        // tag's 7-bit header length and the send buffers rely on them.
+        debug_assert!(header.len() <= MAX_HEADER, "header past MAX_HEADER");
+        debug_assert!(
+            payload.len() <= self.caps.max_payload,
+            "payload past max_payload"
+        );
+        let tag = eager::tag(self.rank, self.peers.seq_out(peer), header.len());
         let sent = self.post(addr, peer, tag, header, payload)?;
         if sent == Sent::Done {
-            let s = &mut self.seq_out[peer as usize];
-            *s = s.wrapping_add(1);
+            self.peers.sent(peer);
         }
         Ok(sent)
     }
@@ -519,11 +353,11 @@ impl Device for OfiDevice {
         buf: Buf,
         access: Access,
     ) -> Result<(MemHandle, RemoteKey), (Error, Buf)> {
-        self.regions.register(&mut self.fabric, buf, access)
+        self.mem.register(&mut self.fabric, buf, access)
     }
 
     fn deregister(&mut self, mem: MemHandle) -> Option<Buf> {
-        if self.rma_ops.iter().flatten().any(|op| op.2 == mem) {
+        if self.transfers.uses(mem) {
             // Only after a failure does the engine give up on a transfer
             // still in flight: the provider may yet write the buffer, so it
             // stays registered and owned here until the operation ends.
@@ -531,34 +365,54 @@ impl Device for OfiDevice {
                 rank = self.rank,
                 "ofi: deregistering a region with an RMA in flight"
             );
-            if !self.zombies.contains(&mem) {
-                self.zombies.push(mem);
-            }
+            self.transfers.bury(mem);
             return None;
         }
-        self.regions.deregister(mem)
+        self.mem.deregister(mem)
     }
 
-    fn get(
+    fn rdma(
         &mut self,
-        peer: Rank,
-        remote: RemoteKey,
-        local: MemHandle,
-        len: usize,
-        token: OpToken,
-    ) -> Result<Sent, Error> {
-        self.rma(RdmaDir::Get, peer, local, remote, len, token)
-    }
-
-    fn put(
-        &mut self,
+        dir: RdmaDir,
         peer: Rank,
         local: MemHandle,
         remote: RemoteKey,
         len: usize,
         token: OpToken,
     ) -> Result<Sent, Error> {
-        self.rma(RdmaDir::Put, peer, local, remote, len, token)
+        if !self.caps.rdma(dir) {
+            return Err(DeviceError::Unsupported(dir.name()).into());
+        }
+        let addr = self.peers.addr(peer)?;
+        let l = self.mem.local(local, len)?;
+        if len == 0 {
+            self.transfers.done_now(token);
+            return Ok(Sent::Done);
+        }
+        let Some(slot) = self.take_rma_slot()? else {
+            return Ok(Sent::Busy);
+        };
+        let r = self.post_rma(slot, dir, l, len, addr, remote);
+        match r {
+            Ok(true) => {
+                let op = InFlight {
+                    token,
+                    peer,
+                    mem: local,
+                };
+                self.transfers.started(slot, op);
+                Ok(Sent::Done)
+            }
+            Ok(false) => {
+                self.transfers.give_back(slot);
+                self.make_room()?;
+                Ok(Sent::Busy)
+            }
+            Err(f) => {
+                self.transfers.give_back(slot);
+                Err(self.post_error(peer, f))
+            }
+        }
     }
 
     fn progress<S: Sink>(&mut self, sink: &mut S) -> Result<usize, Error> {
@@ -567,66 +421,62 @@ impl Device for OfiDevice {
         // ping-pong's reply, typically) goes first, and `fi_trecv` stays
         // off the critical path. Posted receives run short by at most one
         // call's worth.
-        if !self.empty.is_empty() {
+        if self.recvs.has_empty() {
             self.replenish()?;
         }
         let mut events = 0;
-        while let Some((token, r)) = self.done.pop_front() {
+        while let Some((token, r)) = self.transfers.pop_done() {
             sink.rdma_done(token, r);
             events += 1;
         }
-        while let Some(e) = self.stash.pop_front() {
+        while let Some(e) = self.cq.pop_stashed() {
             events += self.complete(&e, sink);
         }
         let mut drained = false;
         for _ in 0..4 {
-            let mut entries = std::mem::take(&mut self.entries);
-            let r = self.fabric.cq_read(&mut entries);
+            let (mut entries, r) = self.cq.read(&mut self.fabric);
             let n = match r {
                 Ok(CqRead::Entries(n)) => n,
                 Ok(CqRead::Error) => {
-                    self.entries = entries;
+                    self.cq.give_back(entries);
                     events += self.complete_err(sink)?;
                     continue;
                 }
                 Err(f) => {
-                    self.entries = entries;
+                    self.cq.give_back(entries);
                     return Err(f.into());
                 }
             };
             for e in entries.drain(..) {
                 events += self.complete(&e, sink);
             }
-            let full = n == crate::ffi::CQ_BATCH;
-            self.entries = entries;
-            if !full {
+            self.cq.give_back(entries);
+            if n != crate::ffi::CQ_BATCH {
                 drained = true;
                 break;
             }
         }
-        self.calls = self.calls.wrapping_add(1);
-        if self.check_now || self.calls % LIVENESS_EVERY == 0 {
-            self.check_now = false;
+        if self.watch.due() {
             self.check_liveness();
         }
         // Deaths are reported once the CQ is drained, so that what a dead
         // peer sent before dying is delivered first.
-        if drained && self.failures.has_unreported() {
+        if drained && self.peers.has_unreported() {
             events += self.report_failures(sink);
         }
         Ok(events)
     }
 
     fn arm(&mut self) -> Result<Armed, Error> {
-        if !self.done.is_empty() || !self.stash.is_empty() || self.failures.has_unreported() {
+        if self.transfers.has_done() || self.cq.has_stashed() || self.peers.has_unreported() {
             return Ok(Armed::Pending);
         }
         // A message that finds no posted receive raises no completion, so
         // no wake-up: post them all before sleeping, and poll if none can
         // be posted (every buffer handed out).
-        if !self.empty.is_empty() {
+        if self.recvs.has_empty() {
             self.replenish()?;
-            if self.empty.len() == self.slots.len() {
+            if self.recvs.none_posted() {
                 return Ok(Armed::Pending);
             }
         }
@@ -644,7 +494,7 @@ impl Device for OfiDevice {
 
     fn disarm(&mut self) {
         // The wake-up may have been a peer's death.
-        self.check_now = true;
+        self.watch.soon();
     }
 
     /// Under manual progress an RMA transfer's bytes move only inside
@@ -653,14 +503,11 @@ impl Device for OfiDevice {
     /// (osu_bw's C loop, 5 alternating pairs).
     #[inline]
     fn driving(&self) -> bool {
-        self.manual_progress && self.rma_in_flight()
+        self.manual_progress && self.transfers.in_flight()
     }
 
     fn wait_fd(&self) -> Option<i32> {
         self.fabric.wait_fd()?;
-        match &self.liveness {
-            Some(l) => Some(l.fd()),
-            None => self.fabric.wait_fd(),
-        }
+        self.watch.fd().or_else(|| self.fabric.wait_fd())
     }
 }

@@ -9,14 +9,78 @@ use crate::cq::{is_dead, op_error, Op};
 use crate::device::OfiDevice;
 use crate::eager;
 use crate::ffi::Fail;
+use crate::liveness::Liveness;
 use crate::sys;
+use crate::transfers::InFlight;
+
+/// `progress` checks the liveness sockets once per this many calls.
+const LIVENESS_EVERY: u32 = 1024;
+
+/// The liveness sockets (one idle TCP connection per pair of ranks, which
+/// the kernel closes when a process dies) and when to look at them.
+#[derive(Debug, Default)]
+pub(crate) struct Watch {
+    liveness: Option<Liveness>,
+    /// Connections the liveness setup refused (each one logged).
+    refused: usize,
+    /// The ranks whose connection closed, found by the last look.
+    dead: Vec<Rank>,
+    /// `progress` calls so far (wrapping).
+    calls: u32,
+    /// Look at the next `progress` (a wake-up may have been a death).
+    check_now: bool,
+}
+
+impl Watch {
+    /// Watches through `liveness`; setup refused `refused` connections.
+    pub(crate) fn set(&mut self, liveness: Liveness, refused: usize) {
+        self.liveness = Some(liveness);
+        self.refused = refused;
+    }
+
+    /// Counts a `progress` call: whether it should look at the sockets.
+    #[inline]
+    pub(crate) fn due(&mut self) -> bool {
+        self.calls = self.calls.wrapping_add(1);
+        if self.check_now || self.calls % LIVENESS_EVERY == 0 {
+            self.check_now = false;
+            return true;
+        }
+        false
+    }
+
+    /// Look at the next `progress`.
+    pub(crate) fn soon(&mut self) {
+        self.check_now = true;
+    }
+
+    /// The epoll set of the sockets (and the CQ's fd), if watching.
+    pub(crate) fn fd(&self) -> Option<i32> {
+        self.liveness.as_ref().map(Liveness::fd)
+    }
+
+    /// Reports each rank whose connection closed to `dead`.
+    pub(crate) fn poll(&mut self, mut dead: impl FnMut(Rank)) {
+        let Some(l) = &mut self.liveness else {
+            return;
+        };
+        l.poll(&mut self.dead);
+        while let Some(r) = self.dead.pop() {
+            dead(r);
+        }
+    }
+
+    /// Connections the liveness setup refused.
+    #[cfg(test)]
+    pub(crate) fn refused(&self) -> usize {
+        self.refused
+    }
+}
 
 impl OfiDevice {
     /// Marks `peer` failed (reported once the CQ is drained).
     pub(crate) fn fail(&mut self, peer: Rank, error: Error) {
-        if let Ok(p) = usize::try_from(peer) {
-            self.failures.fail(p, error);
-        }
+        self.peers.fail(peer, error);
     }
 
     /// The error for a failed post towards `peer`.
@@ -36,11 +100,10 @@ impl OfiDevice {
             return Ok(0);
         };
         let code = e.err;
-        match self.ctx.classify(e.op_context as usize) {
+        match self.cq.classify(e.op_context as usize) {
             Op::Recv(i) => {
-                if let Some(b) = self.slots.get_mut(i).and_then(Option::take) {
-                    self.free.push(b);
-                    self.empty.push(i);
+                if let Some(b) = self.recvs.take_posted(i) {
+                    self.recvs.recycle(b);
                 }
                 if code == sys::FI_ETRUNC as i32 {
                     let from = eager::untag(e.tag).0 as Rank;
@@ -52,19 +115,17 @@ impl OfiDevice {
                 Ok(0)
             }
             Op::Send(i) => {
-                self.send_free.push(i);
-                let peer = self.send_peer[i];
+                self.sends.give_back(i);
+                let peer = self.sends.peer(i);
                 tracing::warn!(rank = self.rank, peer, code, %text, "ofi: send failed");
                 let err = self.failed_op_error(peer, "ofi send", code);
                 self.fail(peer, err);
                 Ok(0)
             }
             Op::Rma(i) => {
-                let Some((token, peer, mem)) = self.rma_ops.get_mut(i).and_then(Option::take)
-                else {
+                let Some(InFlight { token, peer, mem }) = self.transfers.finish(i) else {
                     return Ok(0);
                 };
-                self.rma_free.push(i);
                 self.release_zombie(mem);
                 tracing::warn!(rank = self.rank, peer, code, %text, "ofi: rma failed");
                 let err = self.failed_op_error(peer, "ofi rma", code);
@@ -92,7 +153,7 @@ impl OfiDevice {
         let dead = is_dead(code)
             || code == sys::FI_ECANCELED as i32
             || matches!(
-                self.failures.error(peer as usize),
+                self.peers.error(peer),
                 Some(Error::Peer(PeerError::Died { .. }))
             );
         if dead {
@@ -105,22 +166,18 @@ impl OfiDevice {
     /// Tells the sink about failures not yet reported, once each.
     pub(crate) fn report_failures<S: Sink>(&mut self, sink: &mut S) -> usize {
         let mut events = 0;
-        while let Some((p, error)) = self.failures.take_unreported() {
-            self.held.retain(|h| h.from != p as Rank);
+        while let Some((p, error)) = self.peers.take_unreported() {
+            self.recvs.drop_held_from(p);
             tracing::warn!(rank = self.rank, peer = p, %error, "ofi peer failed");
-            sink.peer_failed(p as Rank, error);
+            sink.peer_failed(p, error);
             events += 1;
         }
         events
     }
 
     pub(crate) fn check_liveness(&mut self) {
-        let Some(l) = &mut self.liveness else {
-            return;
-        };
-        l.poll(&mut self.dead);
-        while let Some(r) = self.dead.pop() {
-            self.fail(r, PeerError::Died { rank: r }.into());
-        }
+        let peers = &mut self.peers;
+        self.watch
+            .poll(|r| peers.fail(r, PeerError::Died { rank: r }.into()));
     }
 }

@@ -146,6 +146,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod buffers;
 mod cq;
 mod device;
 mod eager;
@@ -155,10 +156,12 @@ mod failure;
 mod ffi;
 mod info;
 mod liveness;
+mod peers;
 mod rma;
 mod setup;
 #[cfg(test)]
 mod tests;
+mod transfers;
 
 use ffi::sys;
 

@@ -38,8 +38,98 @@ use ferry_core::device::{Access, MemHandle};
 use ferry_core::wire::RemoteKey;
 use ferry_core::{Buf, Error, UsageError};
 
-use crate::ffi::{Fabric, Mr};
+use crate::eager::Bounce;
+use crate::ffi::{Fabric, Fail, Mr};
 use crate::sys;
+
+/// All the device registers: the engine's regions, and the MRs of its own
+/// eager buffers where the provider needs local descriptors (FI_MR_LOCAL).
+/// Dropped before the fabric (its domain), after the endpoint closed.
+#[derive(Debug)]
+pub(crate) struct Registrations {
+    regions: Regions,
+    /// The MRs of the eager send and receive buffers (FI_MR_LOCAL only),
+    /// kept until the device goes.
+    bounce_mrs: Vec<Mr>,
+    /// The provider demands local descriptors (FI_MR_LOCAL).
+    mr_local: bool,
+}
+
+impl Registrations {
+    /// For a provider with this `mr_mode`; `rma`: whether the engine's
+    /// regions are registered at all (FI_RMA).
+    pub(crate) fn new(mr_mode: u64, rma: bool) -> Registrations {
+        Registrations {
+            regions: Regions::new(mr_mode, rma),
+            bounce_mrs: Vec::new(),
+            mr_local: mr_mode & u64::from(sys::FI_MR_LOCAL) != 0,
+        }
+    }
+
+    /// Whether the provider demands local descriptors (tests).
+    #[cfg(test)]
+    pub(crate) fn mr_local(&self) -> bool {
+        self.mr_local
+    }
+
+    /// Allocates (and registers, under FI_MR_LOCAL) one eager buffer of
+    /// `size` bytes for `access`.
+    pub(crate) fn new_bounce(
+        &mut self,
+        fabric: &mut Fabric,
+        size: usize,
+        access: u64,
+    ) -> Result<Bounce, Fail> {
+        let mem = vec![0u8; size].into_boxed_slice();
+        let mut desc = 0;
+        if self.mr_local {
+            let key = self.regions.requested_key();
+            let mr = fabric.mr_reg(mem.as_ptr(), mem.len(), access, key)?;
+            desc = mr.desc as usize;
+            self.bounce_mrs.push(mr);
+        }
+        Ok(Bounce { mem, desc })
+    }
+
+    /// Registers an engine's buffer; see [`Regions::register`].
+    #[allow(clippy::result_large_err)]
+    pub(crate) fn register(
+        &mut self,
+        fabric: &mut Fabric,
+        buf: Buf,
+        access: Access,
+    ) -> Result<(MemHandle, RemoteKey), (Error, Buf)> {
+        self.regions.register(fabric, buf, access)
+    }
+
+    /// Ends a registration; see [`Regions::deregister`].
+    pub(crate) fn deregister(&mut self, mem: MemHandle) -> Option<Buf> {
+        self.regions.deregister(mem)
+    }
+
+    /// The local side of a transfer; see [`Regions::local`].
+    #[inline]
+    pub(crate) fn local(&mut self, mem: MemHandle, len: usize) -> Result<Local, Error> {
+        self.regions.local(mem, len)
+    }
+
+    /// Live registrations of the engine's regions.
+    pub(crate) fn live(&self) -> usize {
+        self.regions.live()
+    }
+
+    /// Live registrations that are copies of read-only memory (tests).
+    #[cfg(test)]
+    pub(crate) fn copies(&self) -> usize {
+        self.regions.copies()
+    }
+
+    /// MRs of the device's own buffers (tests).
+    #[cfg(test)]
+    pub(crate) fn bounce_mrs(&self) -> usize {
+        self.bounce_mrs.len()
+    }
+}
 
 #[derive(Debug)]
 struct Region {

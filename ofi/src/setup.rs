@@ -1,21 +1,23 @@
 //! [`OfiDevice::new`]: choosing the provider, opening the endpoint, and
 //! exchanging addresses through the bootstrap KVS.
 
-use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::Duration;
 
-use ferry_core::device::{Caps, PeerFailures};
+use ferry_core::device::Caps;
 use ferry_core::wire::MAX_HEADER;
 use ferry_core::{Bootstrap, Rank};
 
-use crate::cq::Contexts;
+use crate::buffers::{RecvBufs, SendBufs};
+use crate::cq::Completions;
 use crate::device::OfiDevice;
-use crate::eager::{Returned, MAX_RANKS};
+use crate::eager::MAX_RANKS;
 use crate::error::OfiError;
+use crate::failure::Watch;
 use crate::ffi::Fabric;
 use crate::liveness::{random_32, Listener, Liveness};
-use crate::rma::Regions;
+use crate::peers::Peers;
+use crate::rma::Registrations;
+use crate::transfers::Transfers;
 use crate::{info, sys, OfiOptions};
 use ferry_core::auth::handshake::Gate;
 use ferry_core::auth::{job_secret, publish_secret};
@@ -194,44 +196,14 @@ impl OfiDevice {
                 wait_fd: fabric.wait_fd().is_some(),
             },
             provider,
-            addrs: vec![sys::FI_ADDR_UNSPEC; size as usize],
-            seq_out: vec![0; size as usize],
-            seq_in: vec![0; size as usize],
-            failures: PeerFailures::new(size as usize),
-            hellos: vec![false; size as usize],
-            inject_size,
-            scratch: vec![0; inject_size],
-            send_bufs: Vec::with_capacity(send),
-            send_free: (0..send).rev().collect(),
-            send_peer: vec![0; send],
-            slots: (0..recv).map(|_| None).collect(),
-            empty: (0..recv).rev().collect(),
-            // Room for every buffer the device may make (`max_buffers`):
-            // returning one to this list must never allocate.
-            free: Vec::with_capacity(recv + opts.max_parked + recv),
-            returned: Arc::new(Returned::default()),
-            // A held (early) packet sits in a posted buffer: at most `recv`.
-            held: Vec::with_capacity(recv),
-            allocated: 0,
-            max_buffers: recv + opts.max_parked + recv,
-            max_parked: opts.max_parked,
-            buf_size,
-            mr_local,
             manual_progress,
-            ctx: Contexts::new(recv, send, RMA_SLOTS),
-            rma_ops: vec![None; RMA_SLOTS],
-            rma_free: (0..RMA_SLOTS).rev().collect(),
-            zombies: Vec::new(),
-            done: VecDeque::new(),
-            stash: VecDeque::new(),
-            entries: Vec::with_capacity(crate::ffi::CQ_BATCH),
-            liveness: None,
-            liveness_refused: 0,
-            dead: Vec::new(),
-            calls: 0,
-            check_now: false,
-            regions: Regions::new(mr_mode, mine.rma),
-            bounce_mrs: Vec::new(),
+            peers: Peers::new(size as usize),
+            sends: SendBufs::new(inject_size, send),
+            recvs: RecvBufs::new(recv, opts.max_parked, buf_size),
+            transfers: Transfers::new(RMA_SLOTS),
+            cq: Completions::new(recv, send, RMA_SLOTS),
+            watch: Watch::default(),
+            mem: Registrations::new(mr_mode, mine.rma),
             fabric,
         };
         let mut rma = mine.rma;
@@ -248,7 +220,8 @@ impl OfiDevice {
             } else {
                 Published::decode(p, &boot.get(&format!("ferry-ofi-addr-{p}"))?)?
             };
-            dev.addrs[p as usize] = dev.fabric.av_insert(&theirs.addr)?;
+            let addr = dev.fabric.av_insert(&theirs.addr)?;
+            dev.peers.set_addr(p, addr);
             rma &= theirs.rma;
             dev.caps.max_payload = dev.caps.max_payload.min(theirs.max_payload);
             if p != rank {
@@ -260,8 +233,11 @@ impl OfiDevice {
         dev.caps.rdma_get = rma;
         dev.caps.rdma_put = rma;
         for _ in 0..send {
-            let b = dev.new_bounce(u64::from(sys::FI_SEND))?;
-            dev.send_bufs.push(b);
+            let size = dev.recvs.buf_size();
+            let b = dev
+                .mem
+                .new_bounce(&mut dev.fabric, size, u64::from(sys::FI_SEND))?;
+            dev.sends.add(b);
         }
         dev.replenish().map_err(OfiError::PostReceives)?;
         if let Some(l) = listener {
@@ -284,8 +260,7 @@ impl OfiDevice {
                 &mut gate,
                 Duration::from_secs(60),
             )?;
-            dev.liveness = Some(liveness);
-            dev.liveness_refused = refused;
+            dev.watch.set(liveness, refused);
         }
         dev.handshake(peers, Duration::from_secs(60))?;
         // Nobody sends a packet before everyone has all its hellos, so the
@@ -351,14 +326,14 @@ impl OfiDevice {
             if let Some(e) = err.or(progressed.err()) {
                 return Err(OfiError::Handshake(e.to_string()));
             }
-            if to_send.is_empty() && peers.iter().all(|&p| self.hellos[p as usize]) {
+            if to_send.is_empty() && peers.iter().all(|&p| self.peers.has_hello(p)) {
                 return self.warm_up_rma(&mut sink, limit);
             }
             if start.elapsed() > limit {
                 let missing: Vec<Rank> = peers
                     .iter()
                     .copied()
-                    .filter(|&p| !self.hellos[p as usize])
+                    .filter(|&p| !self.peers.has_hello(p))
                     .collect();
                 return Err(OfiError::Handshake(format!(
                     "no hello within {limit:?} from ranks {missing:?}"
@@ -382,11 +357,12 @@ impl OfiDevice {
             return Ok(());
         }
         let fail = |e: ferry_core::Error| OfiError::Handshake(format!("RMA warm-up: {e}"));
-        let me = self.rank as usize;
-        let restore = self.addrs[me];
+        let me = self.rank;
+        let restore = self.peers.stored_addr(me);
         if restore == sys::FI_ADDR_UNSPEC {
             let name = self.fabric.name()?;
-            self.addrs[me] = self.fabric.av_insert(&name)?;
+            let addr = self.fabric.av_insert(&name)?;
+            self.peers.set_addr(me, addr);
         }
         let result = (|| {
             let (src, key) = self
@@ -430,7 +406,7 @@ impl OfiDevice {
         })();
         // The AV entry stays (AV_TABLE entries cannot be reused); only the
         // rank's reachability is restored.
-        self.addrs[me] = restore;
+        self.peers.set_addr(me, restore);
         result
     }
 }

@@ -65,17 +65,13 @@ fn drive(devs: &mut [OfiDevice], sinks: &mut [Recorder], done: impl Fn(&[Recorde
                 .iter()
                 .map(|d| {
                     (
-                        d.held.len(),
-                        d.empty.len(),
-                        d.free.len(),
-                        d.allocated,
-                        d.returned.parked(),
-                        d.seq_in.clone(),
-                        d.stash.len(),
+                        d.recvs.counts(),
+                        d.peers.seq_in_all().to_vec(),
+                        d.cq.stashed(),
                     )
                 })
                 .collect();
-            panic!("timed out; (packets, rdma, failures) per rank: {counts:?}; (held, empty, free, allocated, parked, seq_in, stash): {state:?}");
+            panic!("timed out; (packets, rdma, failures) per rank: {counts:?}; ((held, empty, free, allocated, parked), seq_in, stash): {state:?}");
         }
     }
 }
@@ -335,7 +331,7 @@ fn a_device_without_self_in_its_peers() {
         OfiDevice::new(boot, &[1 - r], opts("tcp;ofi_rxm")).unwrap()
     });
     // Nobody else connected to the liveness listeners.
-    assert_eq!(devs[0].liveness_refused + devs[1].liveness_refused, 0);
+    assert_eq!(devs[0].watch.refused() + devs[1].watch.refused(), 0);
     let mut sinks = recorders(2, false);
     send_retry(&mut devs, &mut sinks, 0, 1, b"over the network", &[7; 3000]);
     drive(&mut devs, &mut sinks, |s| s[1].packets().len() == 1);

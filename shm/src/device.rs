@@ -228,31 +228,6 @@ impl ShmDevice {
         self.failures.fail(p as usize, error);
     }
 
-    /// `get` or `put` by CMA: starts the copy, reported by a later
-    /// `progress`.
-    fn rdma(
-        &mut self,
-        dir: RdmaDir,
-        peer: Rank,
-        local: MemHandle,
-        remote: RemoteKey,
-        len: usize,
-        token: OpToken,
-    ) -> Result<Sent, Error> {
-        if !self.caps.rdma(dir) {
-            return Err(DeviceError::Unsupported(dir.name()).into());
-        }
-        let p = self.local_index(peer)?;
-        if let Some(e) = self.peer_error(p) {
-            return Err(e);
-        }
-        let pid = self.peers[p as usize].pid;
-        let who = (p, peer, pid);
-        self.rdma
-            .start(&self.seg, who, remote, local, len, token, dir);
-        Ok(Sent::Done)
-    }
-
     /// Hands one arrived cell to the sink, after the fastbox packets its
     /// sender sent before it (or rejects it). Returns the packets delivered.
     #[inline]
@@ -361,16 +336,13 @@ impl Device for ShmDevice {
         if let Some(e) = self.peer_error(dest) {
             return Err(e);
         }
-        if payload.len() > self.caps.max_payload {
-            return Err(UsageError::MessageTooLarge {
-                len: payload.len(),
-                max: self.caps.max_payload,
-            }
-            .into());
-        }
-        if header.len() > MAX_HEADER {
-            return Err(Error::Internal("packet header longer than MAX_HEADER"));
-        }
+        // The engine's limits (the device contract's *Size limits*); a
+        // cell that is too small all the same is refused by `cell::encode`.
+        debug_assert!(header.len() <= MAX_HEADER, "header past MAX_HEADER");
+        debug_assert!(
+            payload.len() <= self.caps.max_payload,
+            "payload past max_payload"
+        );
         if header.len() + payload.len() <= self.fb_cap {
             if let Some(sleeps) = self.fb_send(dest, header, payload) {
                 if sleeps {
@@ -418,26 +390,28 @@ impl Device for ShmDevice {
         self.rdma.deregister(&self.seg, mem)
     }
 
-    fn get(
+    /// By CMA: starts the copy, reported by a later `progress`.
+    fn rdma(
         &mut self,
-        peer: Rank,
-        remote: RemoteKey,
-        local: MemHandle,
-        len: usize,
-        token: OpToken,
-    ) -> Result<Sent, Error> {
-        self.rdma(RdmaDir::Get, peer, local, remote, len, token)
-    }
-
-    fn put(
-        &mut self,
+        dir: RdmaDir,
         peer: Rank,
         local: MemHandle,
         remote: RemoteKey,
         len: usize,
         token: OpToken,
     ) -> Result<Sent, Error> {
-        self.rdma(RdmaDir::Put, peer, local, remote, len, token)
+        if !self.caps.rdma(dir) {
+            return Err(DeviceError::Unsupported(dir.name()).into());
+        }
+        let p = self.local_index(peer)?;
+        if let Some(e) = self.peer_error(p) {
+            return Err(e);
+        }
+        let pid = self.peers[p as usize].pid;
+        let who = (p, peer, pid);
+        self.rdma
+            .start(&self.seg, who, remote, local, len, token, dir);
+        Ok(Sent::Done)
     }
 
     #[inline]

@@ -61,6 +61,61 @@ fn rto(tries: u32) -> Duration {
         .min(RTO_MAX)
 }
 
+/// The connections being made: the peers with a handshake in progress,
+/// how long one may take, and the RC QPs made so far.
+#[derive(Debug)]
+pub(crate) struct Connecting {
+    /// Peers with a handshake in progress (indices into `peers`).
+    pending: Vec<u32>,
+    /// How long a handshake may take (`FERRY_VERBS_CONNECT_MS`).
+    timeout: Duration,
+    /// RC QPs made so far (the loopback pair counts two).
+    qps: u32,
+}
+
+impl Connecting {
+    /// Handshakes of at most `timeout`.
+    pub(crate) fn new(timeout: Duration) -> Connecting {
+        Connecting {
+            pending: Vec::new(),
+            timeout,
+            qps: 0,
+        }
+    }
+
+    /// When a handshake started now must be done.
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.timeout
+    }
+
+    /// Peer `i` started a handshake.
+    fn start(&mut self, i: usize) {
+        self.pending.push(i as u32);
+    }
+
+    /// Peer `i`'s handshake ended.
+    fn end(&mut self, i: usize) {
+        self.pending.retain(|&j| j as usize != i);
+    }
+
+    /// Whether a handshake is in progress.
+    #[inline]
+    pub(crate) fn any(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Counts `n` new RC QPs; returns the total.
+    fn add_qps(&mut self, n: u32) -> u32 {
+        self.qps += n;
+        self.qps
+    }
+
+    /// RC QPs made so far.
+    pub(crate) fn qps(&self) -> u32 {
+        self.qps
+    }
+}
+
 impl VerbsDevice {
     /// Starts connecting to peer `i` (its first use). `Ok` = the
     /// handshake is under way (or done, for this rank itself); the caller
@@ -84,7 +139,7 @@ impl VerbsDevice {
         } = &mut self.peers[i].link
         {
             if bounded {
-                *deadline = Some(Instant::now() + self.connect_timeout);
+                *deadline = Some(self.connecting.deadline());
             }
             return Ok(());
         }
@@ -100,9 +155,9 @@ impl VerbsDevice {
                     psn,
                     tries: 1,
                     next: now + rto(1),
-                    deadline: bounded.then(|| now + self.connect_timeout),
+                    deadline: bounded.then(|| self.connecting.deadline()),
                 };
-                self.pending.push(i as u32);
+                self.connecting.start(i);
                 self.send_handshake(i, Kind::Request, psn);
             })
         };
@@ -119,23 +174,24 @@ impl VerbsDevice {
     /// loopback pair), grows the receive pool by the peer's chunk, and
     /// moves the QP to INIT. Returns its starting PSN.
     fn new_rc_qp(&mut self, i: usize, qps: u32) -> Result<u32, Error> {
-        if self.recv.chunks() >= self.max_connected as usize {
+        if self.recv.chunks() >= self.limits.max_connected() as usize {
             return Err(DeviceError::Os {
                 what: "verbs: more connected peers than the SRQ holds (see FERRY_VERBS_CREDITS)",
                 code: libc::ENOSPC,
             }
             .into());
         }
-        self.qps += qps;
+        let qps = self.connecting.add_qps(qps);
+        let sq_depth = self.limits.sq_depth();
         let needed = UD_CQE
-            .saturating_add(self.qps.saturating_mul(self.sq_depth))
-            .saturating_add((self.recv.chunks() as u32 + 1).saturating_mul(self.per_peer));
-        self.cq.ensure(needed, self.max_cqe)?;
+            .saturating_add(qps.saturating_mul(sq_depth))
+            .saturating_add((self.recv.chunks() as u32 + 1).saturating_mul(self.limits.per_peer()));
+        self.cq.ensure(needed, self.limits.max_cqe())?;
         self.recv.grow(&self.pd).map_err(crate::error::into_core)?;
         let (q, psn) = self.qp_in_init(i)?;
         let p = &mut self.peers[i];
         p.qp = Some(q);
-        p.sq_free = self.sq_depth;
+        p.sq_free = sq_depth;
         Ok(psn)
     }
 
@@ -144,15 +200,15 @@ impl VerbsDevice {
     fn qp_in_init(&mut self, i: usize) -> Result<(Qp, u32), Error> {
         let mut q = crate::setup::create_rc_qp(
             &self.pd,
-            &self.cq.cq,
-            &self.recv.srq,
-            self.sq_depth,
-            self.max_inline as u32,
+            self.cq.cq(),
+            self.recv.srq(),
+            self.limits.sq_depth(),
+            self.limits.max_inline() as u32,
         )
         .map_err(crate::error::into_core)?;
         qp::to_init(&mut q, self.sel.port).map_err(crate::error::into_core)?;
         let psn = qp::initial_psn(self.rank, q.num());
-        self.qpn_peer.insert(q.num(), i as u32);
+        self.index.bind_qpn(q.num(), i);
         Ok((q, psn))
     }
 
@@ -160,7 +216,7 @@ impl VerbsDevice {
     fn connect_self(&mut self, i: usize) -> Result<(), Error> {
         let a_psn = self.new_rc_qp(i, 2)?;
         let (mut b, b_psn) = self.qp_in_init(i)?;
-        let me = self.ud.me.port;
+        let me = self.ud.me().port;
         let p = &mut self.peers[i];
         let Some(a) = p.qp.as_mut() else {
             return Err(Error::Internal("verbs: loopback QP missing"));
@@ -195,7 +251,7 @@ impl VerbsDevice {
             kind,
             from: self.rank,
             to: self.peers[i].rank,
-            from_nonce: self.ud.me.nonce,
+            from_nonce: self.ud.me().nonce,
             to_nonce: addr.nonce,
             qpn: q.num(),
             psn,
@@ -233,14 +289,14 @@ impl VerbsDevice {
                 Ok(())
             }
             (Kind::Request, Link::Idle) => self.new_rc_qp(i, 1).and_then(|psn| {
-                let deadline = Instant::now() + self.connect_timeout;
-                self.pending.push(i as u32);
+                let deadline = self.connecting.deadline();
+                self.connecting.start(i);
                 self.accept(i, psn, remote, deadline)
             }),
             // Simultaneous connects: the lower rank's request wins; the
             // higher rank answers it with the QP it asked with.
             (Kind::Request, Link::Asking { psn, deadline, .. }) if self.rank > msg.from => {
-                let deadline = deadline.unwrap_or_else(|| Instant::now() + self.connect_timeout);
+                let deadline = deadline.unwrap_or_else(|| self.connecting.deadline());
                 self.accept(i, psn, remote, deadline)
             }
             (Kind::Request, Link::Accepted { psn, answers, .. }) if answers == msg.qpn => {
@@ -307,7 +363,7 @@ impl VerbsDevice {
         let p = &mut self.peers[i];
         p.link = Link::Up;
         p.up = true;
-        self.pending.retain(|&j| j as usize != i);
+        self.connecting.end(i);
         tracing::debug!(rank = self.rank, peer = p.rank, "verbs: connected");
     }
 
@@ -316,8 +372,8 @@ impl VerbsDevice {
     pub(crate) fn handshake_timers(&mut self) {
         let now = Instant::now();
         let mut k = 0;
-        while k < self.pending.len() {
-            let i = self.pending[k] as usize;
+        while k < self.connecting.pending.len() {
+            let i = self.connecting.pending[k] as usize;
             k += 1;
             let link = self.peers[i].link;
             let expired = match link {
@@ -333,7 +389,7 @@ impl VerbsDevice {
                 }
                 self.peers[i].link = Link::Idle;
                 k -= 1;
-                self.pending.swap_remove(k);
+                self.connecting.pending.swap_remove(k);
                 continue;
             }
             if let Link::Asking {
@@ -358,7 +414,8 @@ impl VerbsDevice {
 
     /// The earliest handshake timer (for the sleeper's wake-up).
     pub(crate) fn next_handshake_timer(&self) -> Option<Instant> {
-        self.pending
+        self.connecting
+            .pending
             .iter()
             .filter_map(|&i| self.peers[i as usize].link.next_timer())
             .min()

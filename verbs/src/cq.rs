@@ -34,8 +34,10 @@ pub(crate) const BATCH: usize = 32;
 /// The CQ and its channel.
 pub(crate) struct Completions {
     // Field order is drop order: the CQ before its channel.
-    pub(crate) cq: Cq,
+    cq: Cq,
     channel: Channel,
+    /// What `progress` polls into, reused (taken while it is handled).
+    batch: Vec<Completion>,
     wc: Vec<sys::ibv_wc>,
     /// Completions polled by `arm`, delivered by the next `poll`.
     stash: Vec<Completion>,
@@ -63,7 +65,13 @@ impl Completions {
             wc: wc_array(BATCH),
             stash: Vec::with_capacity(BATCH),
             armed: false,
+            batch: Vec::with_capacity(BATCH),
         })
+    }
+
+    /// The CQ (for creating QPs on it).
+    pub(crate) fn cq(&self) -> &Cq {
+        &self.cq
     }
 
     /// Grows the CQ to hold at least `needed` entries (doubling, up to
@@ -118,6 +126,21 @@ impl Completions {
             with_imm: wc.wc_flags & sys::ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0,
         }));
         Ok(())
+    }
+
+    /// Polls (as [`Completions::poll`]) into the reused batch, which it
+    /// returns: hand it back with [`Completions::give_back`].
+    #[inline]
+    pub(crate) fn poll_batch(&mut self) -> (Vec<Completion>, Result<(), FfiError>) {
+        let mut batch = std::mem::take(&mut self.batch);
+        let r = self.poll(&mut batch);
+        (batch, r)
+    }
+
+    /// The batch [`Completions::poll_batch`] returned.
+    #[inline]
+    pub(crate) fn give_back(&mut self, batch: Vec<Completion>) {
+        self.batch = batch;
     }
 
     /// Requests an event, then re-polls: `Ok(true)` = something is pending

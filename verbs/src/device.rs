@@ -1,25 +1,25 @@
 //! [`VerbsDevice`] and its [`Device`] implementation: the send and progress
 //! hot paths, RDMA, waiting, and peer failure.
 
-use std::collections::{HashMap, VecDeque};
-
 use ferry_core::device::{Access, Armed, Caps, Device, MemHandle, OpToken, Sent, Sink};
 use ferry_core::wire::{RemoteKey, MAX_HEADER};
-use ferry_core::{Buf, DeviceError, Error, PeerError, Rank, UsageError};
+use ferry_core::{Buf, Error, PeerError, Rank, UsageError};
 
-use crate::connect::Link;
+use crate::connect::Connecting;
 use crate::context::Selected;
 use crate::cq::{Completion, Completions};
-use crate::credits::Credits;
 use crate::doorbell::Doorbell;
-use crate::ffi::slab::Slab;
-use crate::ffi::{sys, Pd, Qp, SendOp};
+use crate::ffi::{sys, Pd, SendOp};
 use crate::handshake::{Endpoint, UD_RECV_TAG, UD_SEND_TAG};
 use crate::imm::Imm;
+use crate::limits::Limits;
 use crate::liveness::Liveness;
 use crate::mr::Registry;
+use crate::observe::Observer;
 use crate::options::VerbsOptions;
+use crate::peers::{Peer, PeerIndex};
 use crate::rdma::{Ops, RdmaOp, RDMA_TAG};
+use crate::sends::SendPool;
 use crate::srq::{RecvPool, VerbsIncoming, RECV_TAG};
 
 /// Work-request id tags (top byte); the low 32 bits carry a slot or op index.
@@ -32,36 +32,16 @@ const TAG_MASK: u64 = 0xff << 56;
 
 use ferry_core::device::{PeerFailures, RdmaDir};
 
-/// One peer of the device: connected on first use (`connect.rs`).
-#[derive(Debug)]
-pub(crate) struct Peer {
-    pub(crate) rank: Rank,
-    /// The QP this rank sends on (`None` until the peer is first used).
-    pub(crate) qp: Option<Qp>,
-    /// For this rank itself: the receiving end of the loopback pair (owned
-    /// here so that it lives exactly as long as the sending end).
-    pub(crate) loop_rx: Option<Qp>,
-    /// Connected both ways: sends may go (the one test on the fast path).
-    pub(crate) up: bool,
-    /// A keepalive probe is in flight.
-    pub(crate) probing: bool,
-    pub(crate) credits: Credits,
-    /// Send-queue slots free on `qp` (unsignaled work requests hold theirs
-    /// until a later signaled one completes: `signal.rs`).
-    pub(crate) sq_free: u32,
-    /// Unsignaled work requests posted since the last signaled one.
-    pub(crate) unsig: u32,
-    pub(crate) link: Link,
-}
-
-/// The registered send buffers.
-#[derive(Debug)]
-pub(crate) struct SendPool {
-    pub(crate) slab: Slab,
-    pub(crate) free: Vec<u32>,
-}
-
 /// The verbs device. See the crate docs.
+///
+/// Its state, one concern per part: the peers and their QPs (`Peer`,
+/// found through `PeerIndex`, their health in `failures`), the UD
+/// endpoint of the connection handshakes (`Endpoint`, with the
+/// handshakes in progress in `Connecting`), registrations
+/// (`Registry`), send and receive buffers (`SendPool`, `RecvPool`),
+/// RDMA operations (`Ops`), keepalives and the wait set (`Liveness`,
+/// with the observer ring in `Observer`), the CQ (`Completions`),
+/// held sends (`Doorbell`) and the sizes setup chose (`Limits`).
 #[derive(Debug)]
 pub struct VerbsDevice {
     // Field order is destruction order (verbs children before parents):
@@ -79,49 +59,20 @@ pub struct VerbsDevice {
     pub(crate) sel: Selected,
     pub(crate) opts: VerbsOptions,
     pub(crate) rank: Rank,
-    /// Job rank → index into `peers` (`u32::MAX`: not a peer).
-    pub(crate) index_of: Vec<u32>,
-    /// Local QP number → index into `peers`.
-    pub(crate) qpn_peer: HashMap<u32, u32>,
     pub(crate) caps: Caps,
-    /// Packets up to this many bytes (header + payload) go inline.
-    pub(crate) max_inline: usize,
-    /// Largest RDMA work request (the port's `max_msg_sz`); longer
-    /// transfers are split (`rdma.rs`).
-    pub(crate) max_msg: usize,
-    /// Send-queue depth of each RC QP.
-    pub(crate) sq_depth: u32,
-    /// Signal one small inline send in this many (`signal.rs`).
-    pub(crate) signal_every: u32,
-    /// Receive buffers (and CQ entries) per connected peer: `C + RESERVE`.
-    pub(crate) per_peer: u32,
-    /// Connections the SRQ has room for.
-    pub(crate) max_connected: u32,
-    /// The device's largest CQ.
-    pub(crate) max_cqe: u32,
-    /// RC QPs made so far (the loopback pair counts two).
-    pub(crate) qps: u32,
-    /// Peers with a handshake in progress (indices into `peers`).
-    pub(crate) pending: Vec<u32>,
-    /// How long a handshake may take (`FERRY_VERBS_CONNECT_MS`).
-    pub(crate) connect_timeout: std::time::Duration,
-    pub(crate) ops: Ops,
-    /// Zero-length transfers, completed at the next `progress`.
-    pub(crate) ready: VecDeque<OpToken>,
-    pub(crate) batch: Vec<Completion>,
+    pub(crate) limits: Limits,
+    pub(crate) index: PeerIndex,
     /// Each peer's health (by index into `peers`), and the failures not
     /// yet reported.
     pub(crate) failures: PeerFailures,
+    /// Explicit credit messages may be due (`flush_credits`).
     pub(crate) credits_due: bool,
-    /// The observer ring needs (re)connecting (`observe.rs`).
-    pub(crate) rewatch: bool,
-    /// Down notices to send: (peer index, the rank that died).
-    pub(crate) notices: VecDeque<(u32, Rank)>,
+    pub(crate) connecting: Connecting,
+    pub(crate) observer: Observer,
+    pub(crate) ops: Ops,
     /// Sends held by an open batch (`doorbell.rs`).
     pub(crate) doorbell: Doorbell,
 }
-
-pub(crate) const NOT_PEER: u32 = u32::MAX;
 
 /// What a device holds, for measurements ([`VerbsDevice::footprint`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,7 +106,7 @@ impl VerbsDevice {
 
     /// The largest header + payload sent inline (`IBV_SEND_INLINE`).
     pub fn max_inline(&self) -> usize {
-        self.max_inline
+        self.limits.max_inline()
     }
 
     /// Whether `addr` lies in the eager receive buffers: an ARecv buffer
@@ -169,10 +120,10 @@ impl VerbsDevice {
     pub fn footprint(&self) -> Footprint {
         Footprint {
             connected: self.peers.iter().filter(|p| p.qp.is_some()).count(),
-            qps: self.qps as usize + 1,
+            qps: self.connecting.qps() as usize + 1,
             cq_entries: self.cq.entries(),
-            srq_posted: self.recv.chunks() * self.per_peer as usize,
-            registered_bytes: self.send.slab.registered_bytes()
+            srq_posted: self.recv.chunks() * self.limits.per_peer() as usize,
+            registered_bytes: self.send.registered_bytes()
                 + self.recv.registered_bytes()
                 + self.ud.registered_bytes(),
             address_handles: self.ud.ah_count(),
@@ -201,7 +152,7 @@ impl VerbsDevice {
 
     /// Handshake datagrams dropped as malformed, stale or misaddressed.
     pub fn dropped_datagrams(&self) -> u64 {
-        self.ud.dropped
+        self.ud.dropped()
     }
 
     /// Data messages this rank may still send to `peer` before it must wait
@@ -223,18 +174,9 @@ impl VerbsDevice {
         (s.hits, s.misses)
     }
 
+    #[inline]
     pub(crate) fn peer_index(&self, peer: Rank) -> Result<usize, Error> {
-        let size = self.index_of.len() as u32;
-        let i = usize::try_from(peer)
-            .ok()
-            .and_then(|p| self.index_of.get(p).copied())
-            .ok_or(UsageError::InvalidRank { rank: peer, size })?;
-        if i == NOT_PEER {
-            return Err(
-                DeviceError::Unsupported("verbs: rank is not a peer of this device").into(),
-            );
-        }
-        Ok(i as usize)
+        self.index.of_rank(peer)
     }
 
     /// Sends explicit credit messages where due and possible.
@@ -299,7 +241,7 @@ impl VerbsDevice {
     /// datagram send finished).
     #[cold]
     fn complete_ud(&mut self, c: &Completion) {
-        match self.ud.complete(c, self.rank, &self.index_of) {
+        match self.ud.complete(c, self.rank, self.index.by_rank()) {
             Ok(Some((i, msg))) => self.on_handshake(i, msg),
             Ok(None) => {}
             Err(e) => {
@@ -322,11 +264,10 @@ impl VerbsDevice {
             }
             _ => {}
         }
-        let Some(&pi) = self.qpn_peer.get(&c.qp_num) else {
+        let Some(pi) = self.index.of_qpn(c.qp_num) else {
             tracing::error!(qpn = c.qp_num, "verbs completion for an unknown QP");
             return 0;
         };
-        let pi = pi as usize;
         let ok = c.status == sys::ibv_wc_status::IBV_WC_SUCCESS;
         if c.wr_id & TAG_MASK == crate::signal::UNSIG_TAG {
             // Only a flushed unsignaled send completes on its own; its slot
@@ -345,9 +286,7 @@ impl VerbsDevice {
         }
         match c.wr_id & TAG_MASK {
             SEND_BUF_TAG => {
-                if index < self.send.slab.count() {
-                    self.send.free.push(index);
-                }
+                self.send.give_back(index);
                 0
             }
             PROBE_TAG => {
@@ -373,11 +312,10 @@ impl VerbsDevice {
             tracing::error!(index, "verbs receive completion for an unknown buffer");
             return 0;
         };
-        let Some(&pi) = self.qpn_peer.get(&c.qp_num) else {
+        let Some(pi) = self.index.of_qpn(c.qp_num) else {
             self.recv.recycle(slot);
             return 0;
         };
-        let pi = pi as usize;
         if c.status != sys::ibv_wc_status::IBV_WC_SUCCESS {
             self.recv.recycle(slot);
             self.wc_failed(pi, c.status);
@@ -432,15 +370,118 @@ impl VerbsDevice {
         }
         1
     }
+}
+
+impl Device for VerbsDevice {
+    fn caps(&self, _peer: Rank) -> &Caps {
+        &self.caps
+    }
+
+    #[inline]
+    fn send(&mut self, peer: Rank, header: &[u8], payload: &[u8]) -> Result<Sent, Error> {
+        let i = self.peer_index(peer)?;
+        // The engine's limits (the device contract's *Size limits*): the
+        // immediate's header length and the send slots rely on them (a
+        // slot refuses a longer packet all the same: `Slab::write`).
+        debug_assert!(header.len() <= MAX_HEADER, "header past MAX_HEADER");
+        debug_assert!(
+            payload.len() <= self.caps.max_payload,
+            "payload past max_payload"
+        );
+        self.alive(i)?;
+        if !self.peers[i].up {
+            self.start_connect(i)?;
+            return Ok(Sent::Busy);
+        }
+        if self.doorbell.must_ring_before(i) {
+            self.ring();
+            self.alive(i)?;
+        }
+        let p = &mut self.peers[i];
+        let Some(qp) = p.qp.as_mut() else {
+            return Err(Error::Internal("verbs: a peer up without a QP"));
+        };
+        if p.sq_free == 0 || !p.credits.take() {
+            return Ok(Sent::Busy);
+        }
+        let total = header.len() + payload.len();
+        let slot = if total <= self.limits.max_inline() {
+            None
+        } else if let Some(s) = self.send.take() {
+            Some(s)
+        } else {
+            p.credits.untake();
+            return Ok(Sent::Busy);
+        };
+        let owed = p.credits.take_owed();
+        let imm = Imm::data(header.len(), owed);
+        let unsig = p.unsig;
+        let post = self.doorbell.route(i, qp);
+        let r = match slot {
+            // Inline: the provider (or the batch's chain) copies the bytes
+            // during the call, and the send may go unsignaled (`signal.rs`).
+            None if crate::signal::may_skip(p.unsig, p.sq_free, self.limits.signal_every()) => {
+                p.unsig += 1;
+                post.inline(crate::signal::UNSIG_TAG, imm, [header, payload], false)
+            }
+            None => {
+                let covers = crate::signal::covers(&mut p.unsig);
+                post.inline(INLINE_TAG | covers, imm, [header, payload], true)
+            }
+            // Slot `s` is free (popped from the free list: no send in flight
+            // reads it) and holds `max_payload + MAX_HEADER >= total` bytes
+            // (the contract's *Size limits*; `write` checks it again, as
+            // memory safety needs); it is not touched again until its completion
+            // returns it to the free list.
+            Some(s) => match self.send.write(s, header, payload) {
+                Some(len) => post.slot(
+                    SEND_BUF_TAG | crate::signal::covers(&mut p.unsig) | u64::from(s),
+                    SendOp::SendImm(imm),
+                    self.send.slab(),
+                    s,
+                    len,
+                ),
+                None => Err(crate::ffi::FfiError::Missing("a send longer than its slot")),
+            },
+        };
+        match r {
+            Ok(()) => {
+                p.sq_free -= 1;
+                Ok(Sent::Done)
+            }
+            Err(e) => {
+                p.unsig = unsig;
+                p.credits.untake();
+                p.credits.restore_owed(owed);
+                if let Some(s) = slot {
+                    self.send.give_back(s);
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    fn register(
+        &mut self,
+        _peer: Rank,
+        buf: Buf,
+        access: Access,
+    ) -> Result<(MemHandle, RemoteKey), (Error, Buf)> {
+        self.registry.register(&self.pd, buf, access)
+    }
+
+    fn deregister(&mut self, mem: MemHandle) -> Option<Buf> {
+        self.registry.deregister(mem)
+    }
 
     fn rdma(
         &mut self,
+        dir: RdmaDir,
         peer: Rank,
         local: MemHandle,
         remote: RemoteKey,
         len: usize,
         token: OpToken,
-        dir: RdmaDir,
     ) -> Result<Sent, Error> {
         let i = self.peer_index(peer)?;
         self.alive(i)?;
@@ -459,7 +500,7 @@ impl VerbsDevice {
             .into());
         };
         if len == 0 {
-            self.ready.push_back(token);
+            self.ops.complete_now(token);
             return Ok(Sent::Done);
         }
         if !self.peers[i].up {
@@ -487,7 +528,7 @@ impl VerbsDevice {
         Ok(
             if self
                 .ops
-                .start(op, &mut self.peers, &self.failures, self.max_msg)?
+                .start(op, &mut self.peers, &self.failures, self.limits.max_msg())?
             {
                 Sent::Done
             } else {
@@ -495,172 +536,47 @@ impl VerbsDevice {
             },
         )
     }
-}
-
-impl Device for VerbsDevice {
-    fn caps(&self, _peer: Rank) -> &Caps {
-        &self.caps
-    }
-
-    #[inline]
-    fn send(&mut self, peer: Rank, header: &[u8], payload: &[u8]) -> Result<Sent, Error> {
-        let i = self.peer_index(peer)?;
-        if payload.len() > self.caps.max_payload {
-            return Err(UsageError::MessageTooLarge {
-                len: payload.len(),
-                max: self.caps.max_payload,
-            }
-            .into());
-        }
-        if header.len() > MAX_HEADER {
-            return Err(Error::Internal("packet header longer than MAX_HEADER"));
-        }
-        self.alive(i)?;
-        if !self.peers[i].up {
-            self.start_connect(i)?;
-            return Ok(Sent::Busy);
-        }
-        if self.doorbell.must_ring_before(i) {
-            self.ring();
-            self.alive(i)?;
-        }
-        let p = &mut self.peers[i];
-        let Some(qp) = p.qp.as_mut() else {
-            return Err(Error::Internal("verbs: a peer up without a QP"));
-        };
-        if p.sq_free == 0 || !p.credits.take() {
-            return Ok(Sent::Busy);
-        }
-        let total = header.len() + payload.len();
-        let slot = if total <= self.max_inline {
-            None
-        } else if let Some(s) = self.send.free.pop() {
-            Some(s)
-        } else {
-            p.credits.untake();
-            return Ok(Sent::Busy);
-        };
-        let owed = p.credits.take_owed();
-        let imm = Imm::data(header.len(), owed);
-        let unsig = p.unsig;
-        let post = self.doorbell.route(i, qp);
-        let r = match slot {
-            // Inline: the provider (or the batch's chain) copies the bytes
-            // during the call, and the send may go unsignaled (`signal.rs`).
-            None if crate::signal::may_skip(p.unsig, p.sq_free, self.signal_every) => {
-                p.unsig += 1;
-                post.inline(crate::signal::UNSIG_TAG, imm, [header, payload], false)
-            }
-            None => {
-                let covers = crate::signal::covers(&mut p.unsig);
-                post.inline(INLINE_TAG | covers, imm, [header, payload], true)
-            }
-            // Slot `s` is free (popped from the free list: no send in flight
-            // reads it) and holds `max_payload + MAX_HEADER >= total` bytes
-            // (checked above); it is not touched again until its completion
-            // returns it to the free list.
-            Some(s) => match self.send.slab.write(s, header, payload) {
-                Some(len) => post.slot(
-                    SEND_BUF_TAG | crate::signal::covers(&mut p.unsig) | u64::from(s),
-                    SendOp::SendImm(imm),
-                    &self.send.slab,
-                    s,
-                    len,
-                ),
-                None => Err(crate::ffi::FfiError::Missing("a send longer than its slot")),
-            },
-        };
-        match r {
-            Ok(()) => {
-                p.sq_free -= 1;
-                Ok(Sent::Done)
-            }
-            Err(e) => {
-                p.unsig = unsig;
-                p.credits.untake();
-                p.credits.restore_owed(owed);
-                if let Some(s) = slot {
-                    self.send.free.push(s);
-                }
-                Err(e.into())
-            }
-        }
-    }
-
-    fn register(
-        &mut self,
-        _peer: Rank,
-        buf: Buf,
-        access: Access,
-    ) -> Result<(MemHandle, RemoteKey), (Error, Buf)> {
-        self.registry.register(&self.pd, buf, access)
-    }
-
-    fn deregister(&mut self, mem: MemHandle) -> Option<Buf> {
-        self.registry.deregister(mem)
-    }
-
-    fn get(
-        &mut self,
-        peer: Rank,
-        remote: RemoteKey,
-        local: MemHandle,
-        len: usize,
-        token: OpToken,
-    ) -> Result<Sent, Error> {
-        self.rdma(peer, local, remote, len, token, RdmaDir::Get)
-    }
-
-    fn put(
-        &mut self,
-        peer: Rank,
-        local: MemHandle,
-        remote: RemoteKey,
-        len: usize,
-        token: OpToken,
-    ) -> Result<Sent, Error> {
-        self.rdma(peer, local, remote, len, token, RdmaDir::Put)
-    }
 
     #[inline]
     fn progress<S: Sink>(&mut self, sink: &mut S) -> Result<usize, Error> {
-        if let Some(e) = self.recv.failed {
+        if let Some(e) = self.recv.failed() {
             return Err(e.into());
         }
         self.ring();
         let mut events = 0;
-        while let Some(token) = self.ready.pop_front() {
+        while let Some(token) = self.ops.pop_ready() {
             sink.rdma_done(token, Ok(()));
             events += 1;
         }
-        let mut batch = std::mem::take(&mut self.batch);
-        let polled = self.cq.poll(&mut batch);
+        let (batch, polled) = self.cq.poll_batch();
         for c in &batch {
             events += self.complete(c, sink);
         }
-        self.batch = batch;
+        self.cq.give_back(batch);
         polled?;
         if self.credits_due {
             self.flush_credits()?;
         }
         if self.ops.has_unposted() {
             let mut done = Vec::new();
-            self.ops
-                .resume(&mut self.peers, &self.failures, self.max_msg, |t, r| {
-                    done.push((t, r))
-                });
+            self.ops.resume(
+                &mut self.peers,
+                &self.failures,
+                self.limits.max_msg(),
+                |t, r| done.push((t, r)),
+            );
             for (t, r) in done {
                 sink.rdma_done(t, r);
                 events += 1;
             }
         }
-        if !self.pending.is_empty() && self.live.handshake_due() {
+        if self.connecting.any() && self.live.handshake_due() {
             self.handshake_timers();
         }
-        if self.rewatch {
+        if self.observer.rewatch_due() {
             self.watch_ring();
         }
-        if !self.notices.is_empty() {
+        if self.observer.notices_due() {
             self.flush_notices();
         }
         if self.live.due() {
@@ -686,7 +602,7 @@ impl Device for VerbsDevice {
 
     fn arm(&mut self) -> Result<Armed, Error> {
         self.ring();
-        if !self.ready.is_empty() || self.failures.has_unreported() || self.recv.failed.is_some() {
+        if self.ops.has_ready() || self.failures.has_unreported() || self.recv.failed().is_some() {
             return Ok(Armed::Pending);
         }
         if self.live.arm(self.next_handshake_timer())? {

@@ -147,7 +147,7 @@ impl VerbsDevice {
         let (error, unposted) = refused;
         for wr_id in unposted {
             if wr_id & (0xff << 56) == SEND_BUF_TAG {
-                self.send.free.push(wr_id as u32);
+                self.send.give_back(wr_id as u32);
             }
         }
         self.fail(i, error);

@@ -21,7 +21,7 @@ impl VerbsDevice {
     /// Marks peer `i` failed (reported once by `progress`).
     pub(crate) fn fail(&mut self, i: usize, error: Error) {
         if self.failures.fail(i, error) {
-            self.rewatch = self.observing();
+            self.observer.rewatch_after_failure();
             let peer = self.peers[i].rank;
             tracing::warn!(rank = self.rank, peer, %error, "verbs peer failed");
         }
@@ -69,7 +69,7 @@ impl VerbsDevice {
                 ),
                 AsyncEvent::Fatal(code) => (Some(None), code),
                 AsyncEvent::QpFailed { qpn, event } => {
-                    let peer = self.qpn_peer.get(&qpn).map(|&i| i as usize);
+                    let peer = self.index.of_qpn(qpn);
                     (peer.map(Some), event)
                 }
                 AsyncEvent::PortActive(_) | AsyncEvent::Other(_) => (None, 0),

@@ -51,11 +51,11 @@ pub(crate) struct Endpoint {
     send: Slab,
     send_free: Vec<u32>,
     /// This rank's published address (its nonce identifies the instance).
-    pub(crate) me: UdAddr,
+    me: UdAddr,
     /// Every peer's published address, by peer index.
     table: Vec<UdAddr>,
     /// Datagrams dropped as malformed, stale or misaddressed.
-    pub(crate) dropped: u64,
+    dropped: u64,
 }
 
 /// A nonce for this device instance.
@@ -143,6 +143,16 @@ impl Endpoint {
             ep.repost(i)?;
         }
         Ok(ep)
+    }
+
+    /// This rank's published address.
+    pub(crate) fn me(&self) -> &UdAddr {
+        &self.me
+    }
+
+    /// Datagrams dropped as malformed, stale or misaddressed.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped
     }
 
     /// The peers' addresses, by peer index (read at setup).

@@ -121,14 +121,17 @@ mod ffi;
 /// libibverbs).
 use ferry_verbs_wire::imm;
 mod handshake;
+mod limits;
 mod liveness;
 mod mr;
 mod observe;
 mod options;
 mod pagemap;
+mod peers;
 mod qp;
 mod rcache;
 mod rdma;
+mod sends;
 mod setup;
 mod signal;
 mod srq;
@@ -151,7 +154,7 @@ pub use device::{Footprint, VerbsDevice};
 /// large jobs; see `qp.rs`).
 pub fn peer_state_bytes() -> (usize, usize, usize) {
     (
-        std::mem::size_of::<device::Peer>(),
+        std::mem::size_of::<peers::Peer>(),
         std::mem::size_of::<ferry_verbs_wire::connect::UdAddr>(),
         std::mem::size_of::<Option<ffi::Ah>>(),
     )

@@ -28,6 +28,8 @@
 //! a node and verbs across (`FERRY_DEVICE=auto`), it covers the off-node
 //! ranks each rank reaches through verbs.
 
+use std::collections::VecDeque;
+
 use ferry_core::{PeerError, Rank};
 use ferry_verbs_wire::connect::{ConnectMsg, Kind};
 
@@ -37,10 +39,51 @@ use crate::device::VerbsDevice;
 /// Copies of each down notice.
 const COPIES: usize = 2;
 
+/// The observer ring's state: whether it runs, whether it needs
+/// (re)connecting, and the down notices still to send.
+#[derive(Debug)]
+pub(crate) struct Observer {
+    /// Keepalives are on (`FERRY_VERBS_KEEPALIVE_MS` > 0): the ring runs.
+    enabled: bool,
+    /// The ring needs (re)connecting.
+    rewatch: bool,
+    /// Down notices to send: (peer index, the rank that died).
+    notices: VecDeque<(u32, Rank)>,
+}
+
+impl Observer {
+    /// `enabled`: keepalives are on; `watch`: connect the ring at the
+    /// first `progress` (there is a remote peer to watch).
+    pub(crate) fn new(enabled: bool, watch: bool) -> Observer {
+        Observer {
+            enabled,
+            rewatch: enabled && watch,
+            notices: VecDeque::new(),
+        }
+    }
+
+    /// Whether the ring needs (re)connecting.
+    #[inline]
+    pub(crate) fn rewatch_due(&self) -> bool {
+        self.rewatch
+    }
+
+    /// A peer failed: the ring may have lost this rank's successor.
+    pub(crate) fn rewatch_after_failure(&mut self) {
+        self.rewatch = self.enabled;
+    }
+
+    /// Whether down notices wait to be sent.
+    #[inline]
+    pub(crate) fn notices_due(&self) -> bool {
+        !self.notices.is_empty()
+    }
+}
+
 impl VerbsDevice {
     /// Whether the observer ring runs (keepalives on, a remote peer).
     pub(crate) fn observing(&self) -> bool {
-        self.opts.keepalive_ms > 0
+        self.observer.enabled
     }
 
     /// The peer this rank observes: the next live remote peer after it in
@@ -57,7 +100,7 @@ impl VerbsDevice {
     /// `progress`, and after a failure).
     #[cold]
     pub(crate) fn watch_ring(&mut self) {
-        self.rewatch = false;
+        self.observer.rewatch = false;
         if let Some(i) = self.successor() {
             if self.peers[i].link == Link::Idle {
                 let _ = self.begin_connect(i, false);
@@ -86,7 +129,7 @@ impl VerbsDevice {
         for _ in 0..COPIES {
             for (j, p) in self.peers.iter().enumerate() {
                 if p.rank != dead && p.rank != self.rank && self.failures.is_alive(j) {
-                    self.notices.push_back((j as u32, dead));
+                    self.observer.notices.push_back((j as u32, dead));
                 }
             }
         }
@@ -95,17 +138,17 @@ impl VerbsDevice {
 
     /// Sends queued down notices while the UD endpoint has send slots.
     pub(crate) fn flush_notices(&mut self) {
-        while let Some(&(j, dead)) = self.notices.front() {
+        while let Some(&(j, dead)) = self.observer.notices.front() {
             let j = j as usize;
             let Some(addr) = self.ud.addr(j) else {
-                self.notices.pop_front();
+                self.observer.notices.pop_front();
                 continue;
             };
             let msg = ConnectMsg {
                 kind: Kind::Down { rank: dead },
                 from: self.rank,
                 to: self.peers[j].rank,
-                from_nonce: self.ud.me.nonce,
+                from_nonce: self.ud.me().nonce,
                 to_nonce: addr.nonce,
                 qpn: 0,
                 psn: 0,
@@ -116,7 +159,7 @@ impl VerbsDevice {
                 Ok(false) => return,
                 Err(e) => tracing::warn!(error = %e, "verbs: down notice not sent"),
             }
-            self.notices.pop_front();
+            self.observer.notices.pop_front();
         }
     }
 

@@ -9,13 +9,15 @@
 //! engine hears of the operation once, when the last chunk completed (or
 //! when a chunk failed and nothing of it is still in flight).
 
+use std::collections::VecDeque;
+
 use ferry_core::device::OpToken;
 use ferry_core::{DeviceError, Error};
 
 use ferry_core::device::{PeerFailures, RdmaDir};
 
-use crate::device::Peer;
 use crate::ffi::{SendOp, Sge};
+use crate::peers::Peer;
 
 /// Work-request id tag of RDMA chunks (top byte); low 32 bits: op index.
 pub(crate) const RDMA_TAG: u64 = 4 << 56;
@@ -59,6 +61,8 @@ pub(crate) struct Ops {
     free: Vec<u32>,
     /// Operations with chunks still to post.
     unposted: Vec<u32>,
+    /// Zero-length transfers, completed at the next `progress`.
+    ready: VecDeque<OpToken>,
 }
 
 impl Ops {
@@ -169,6 +173,22 @@ impl Ops {
 
     pub(crate) fn has_unposted(&self) -> bool {
         !self.unposted.is_empty()
+    }
+
+    /// A transfer with nothing to move: complete at the next `progress`.
+    pub(crate) fn complete_now(&mut self, token: OpToken) {
+        self.ready.push_back(token);
+    }
+
+    /// The next transfer completed without the hardware.
+    #[inline]
+    pub(crate) fn pop_ready(&mut self) -> Option<OpToken> {
+        self.ready.pop_front()
+    }
+
+    /// Whether a transfer completed without the hardware waits.
+    pub(crate) fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
     }
 }
 

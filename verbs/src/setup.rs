@@ -3,26 +3,27 @@
 //! `qp.rs`). No RC QP is made here: peers are connected on first use
 //! (`connect.rs`).
 
-use std::collections::{HashMap, VecDeque};
-
 use ferry_core::device::{Caps, PeerFailures};
 use ferry_core::wire::MAX_HEADER;
 use ferry_core::{Bootstrap, Rank};
 use ferry_verbs_wire::connect::UdAddr;
 
-use crate::connect::Link;
+use crate::connect::{Connecting, Link};
 use crate::context;
 use crate::cq::Completions;
 use crate::credits::{Credits, RESERVE};
-use crate::device::{Peer, SendPool, VerbsDevice, NOT_PEER};
+use crate::device::VerbsDevice;
 use crate::error::VerbsError;
-use crate::ffi::slab::Slab;
 use crate::ffi::{sys, Cq, Pd, Qp, Srq};
 use crate::handshake::{Endpoint, UD_CQE};
+use crate::limits::Limits;
 use crate::liveness::Liveness;
+use crate::observe::Observer;
 use crate::options::VerbsOptions;
+use crate::peers::{Peer, PeerIndex};
 use crate::qp;
 use crate::rdma::Ops;
+use crate::sends::SendPool;
 use crate::srq::RecvPool;
 
 /// Inline sizes asked for, largest first (providers refuse what they cannot
@@ -148,20 +149,17 @@ impl VerbsDevice {
             .then(|| std::time::Duration::from_millis(u64::from(opts.keepalive_ms)));
         let live = Liveness::new(cq.channel_fd(), sel.ctx.async_fd()?, keepalive)?;
         let recv = RecvPool::new(&pd, srq_cap, per_peer, eager)?;
-        let send = SendPool {
-            slab: Slab::new(&pd, eager, opts.send_bufs, 0)?,
-            free: (0..opts.send_bufs).rev().collect(),
-        };
-        let max_inline = probe_inline(&pd, &cq.cq, &recv.srq, sq_depth)?;
+        let send = SendPool::new(&pd, eager, opts.send_bufs)?;
+        let max_inline = probe_inline(&pd, cq.cq(), recv.srq(), sq_depth)?;
 
         // The UD endpoint: publish its address, barrier, read the peers'.
-        let mut ud = Endpoint::new(&pd, &cq.cq, &sel, rank, peers.len())?;
-        boot.put(&qp::port_key(rank), &ud.me.encode())?;
+        let mut ud = Endpoint::new(&pd, cq.cq(), &sel, rank, peers.len())?;
+        boot.put(&qp::port_key(rank), &ud.me().encode())?;
         boot.barrier()?;
         let mut table = Vec::with_capacity(peers.len());
         for &p in peers {
             let addr = if p == rank {
-                ud.me
+                *ud.me()
             } else {
                 let s = boot.get(&qp::port_key(p))?;
                 UdAddr::decode(&s).map_err(|e| VerbsError::BadPeerAddress {
@@ -173,23 +171,19 @@ impl VerbsDevice {
         }
         ud.set_table(table);
 
-        let mut index_of = vec![NOT_PEER; size as usize];
+        let index = PeerIndex::new(size as usize, peers);
         let list: Vec<Peer> = peers
             .iter()
-            .enumerate()
-            .map(|(i, &p)| {
-                index_of[p as usize] = i as u32;
-                Peer {
-                    rank: p,
-                    qp: None,
-                    loop_rx: None,
-                    up: false,
-                    probing: false,
-                    credits: Credits::new(credits),
-                    sq_free: 0,
-                    unsig: 0,
-                    link: Link::Idle,
-                }
+            .map(|&p| Peer {
+                rank: p,
+                qp: None,
+                loop_rx: None,
+                up: false,
+                probing: false,
+                credits: Credits::new(credits),
+                sq_free: 0,
+                unsig: 0,
+                link: Link::Idle,
             })
             .collect();
         let max_inline = (max_inline as usize).min(eager);
@@ -213,11 +207,18 @@ impl VerbsDevice {
             "verbs device ready (connections are made on first use)"
         );
         let registry = crate::mr::Registry::new(opts.rcache);
-        let max_msg = sel.port_attr.max_msg_sz as usize;
-        let signal_every = opts.signal_every.max(1);
+        let limits = Limits::new(
+            max_inline,
+            sel.port_attr.max_msg_sz as usize,
+            sq_depth,
+            opts.signal_every,
+            per_peer,
+            max_connected,
+            max_cqe,
+        );
         let connect_timeout = std::time::Duration::from_millis(u64::from(opts.connect_ms));
         // The observer ring (`observe.rs`) starts at the first `progress`.
-        let opts_keepalive = opts.keepalive_ms > 0 && list.iter().any(|p| p.rank != rank);
+        let observer = Observer::new(opts.keepalive_ms > 0, list.iter().any(|p| p.rank != rank));
         Ok(VerbsDevice {
             failures: PeerFailures::new(list.len()),
             peers: list,
@@ -231,25 +232,13 @@ impl VerbsDevice {
             sel,
             opts,
             rank,
-            index_of,
-            qpn_peer: HashMap::new(),
             caps,
-            max_inline,
-            max_msg,
-            sq_depth,
-            signal_every,
-            per_peer,
-            max_connected,
-            max_cqe,
-            qps: 0,
-            pending: Vec::new(),
-            connect_timeout,
-            ops: Ops::default(),
-            ready: VecDeque::new(),
-            batch: Vec::with_capacity(crate::cq::BATCH),
+            limits,
+            index,
             credits_due: false,
-            rewatch: opts_keepalive,
-            notices: VecDeque::new(),
+            connecting: Connecting::new(connect_timeout),
+            observer,
+            ops: Ops::default(),
             doorbell: crate::doorbell::Doorbell::new(max_inline),
         })
     }

@@ -40,7 +40,7 @@ pub(crate) const RECV_TAG: u64 = 5 << 56;
 /// The SRQ and its buffers.
 #[derive(Debug)]
 pub(crate) struct RecvPool {
-    pub(crate) srq: Srq,
+    srq: Srq,
     /// One slab per chunk.
     slabs: Vec<Slab>,
     /// Slots per chunk (half posted, half spare).
@@ -49,7 +49,7 @@ pub(crate) struct RecvPool {
     spare: Vec<u32>,
     returns: Returns,
     /// Set when a repost failed inside a drop (reported by `progress`).
-    pub(crate) failed: Option<FfiError>,
+    failed: Option<FfiError>,
 }
 
 impl RecvPool {
@@ -71,6 +71,17 @@ impl RecvPool {
             returns: Arc::default(),
             failed: None,
         })
+    }
+
+    /// The SRQ (for creating QPs on it).
+    pub(crate) fn srq(&self) -> &Srq {
+        &self.srq
+    }
+
+    /// A repost that failed inside a drop, if any (`progress` reports it).
+    #[inline]
+    pub(crate) fn failed(&self) -> Option<FfiError> {
+        self.failed
     }
 
     /// Adds one chunk: registers it and posts half of its slots.

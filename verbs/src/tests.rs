@@ -479,13 +479,13 @@ fn rdma_longer_than_max_msg_is_chunked_and_completes_once() {
         return;
     }
     let mut devs = devices(2, small());
-    eprintln!("port max_msg_sz: {} bytes", devs[0].max_msg);
+    eprintln!("port max_msg_sz: {} bytes", devs[0].limits.max_msg());
     let len = 20 << 20;
     let src: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
-    for max_msg in [devs[1].max_msg, 64 << 10] {
+    for max_msg in [devs[1].limits.max_msg(), 64 << 10] {
         let mut sink = Recorder::default();
-        devs[1].max_msg = max_msg;
-        devs[0].max_msg = max_msg;
+        devs[1].limits.set_max_msg(max_msg);
+        devs[0].limits.set_max_msg(max_msg);
         let (hs, key) = devs[0]
             .register(1, Buf::from_vec(src.clone()), Access::RemoteRead)
             .unwrap();

@@ -112,20 +112,9 @@ impl Device for SimDevice {
         self.net.borrow_mut().deregister(self.rank, mem)
     }
 
-    fn get(
+    fn rdma(
         &mut self,
-        peer: Rank,
-        remote: RemoteKey,
-        local: MemHandle,
-        len: usize,
-        token: OpToken,
-    ) -> Result<Sent, Error> {
-        let mut net = self.net.borrow_mut();
-        net.start_rdma(self.rank, peer, RdmaDir::Get, local, remote, len, token)
-    }
-
-    fn put(
-        &mut self,
+        dir: RdmaDir,
         peer: Rank,
         local: MemHandle,
         remote: RemoteKey,
@@ -133,7 +122,7 @@ impl Device for SimDevice {
         token: OpToken,
     ) -> Result<Sent, Error> {
         let mut net = self.net.borrow_mut();
-        net.start_rdma(self.rank, peer, RdmaDir::Put, local, remote, len, token)
+        net.start_rdma(self.rank, peer, dir, local, remote, len, token)
     }
 
     fn progress<S: Sink>(&mut self, sink: &mut S) -> Result<usize, Error> {

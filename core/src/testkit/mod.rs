@@ -22,7 +22,7 @@
 //! | [`Caps`](crate::Caps) per peer | [`caps_match_the_device`] |
 //! | *Peers*, *Order*, *Framing* | [`packets_arrive_in_order_from_every_sender_including_self`] |
 //! | *Buffered* | [`a_sent_packet_is_buffered`] |
-//! | packet limits | [`oversized_packets_and_unknown_ranks_are_refused`] |
+//! | *Size limits*, unknown ranks | [`packets_at_the_limits_arrive_and_unknown_ranks_are_refused`] |
 //! | *Back-pressure* | [`back_pressure_is_busy_and_recovers_in_order`] |
 //! | *Progress* returns the events it reported | [`progress_counts_what_it_reports`] |
 //! | *Progress*: `into_payload` | [`into_payload_hands_over_a_buffer_that_outlives_the_device`] |
@@ -46,8 +46,8 @@ use std::time::{Duration, Instant};
 pub use packets::{
     a_sent_packet_is_buffered, back_pressure_is_busy_and_recovers_in_order, caps_match_the_device,
     into_payload_hands_over_a_buffer_that_outlives_the_device,
-    oversized_packets_and_unknown_ranks_are_refused,
-    packets_arrive_in_order_from_every_sender_including_self, progress_counts_what_it_reports,
+    packets_arrive_in_order_from_every_sender_including_self,
+    packets_at_the_limits_arrive_and_unknown_ranks_are_refused, progress_counts_what_it_reports,
 };
 pub use rdma::{
     deregister_gives_the_buffer_back_once, get_and_put_move_the_bytes,
@@ -290,7 +290,7 @@ macro_rules! device_contract_tests {
             caps_match_the_device,
             packets_arrive_in_order_from_every_sender_including_self,
             a_sent_packet_is_buffered,
-            oversized_packets_and_unknown_ranks_are_refused,
+            packets_at_the_limits_arrive_and_unknown_ranks_are_refused,
             back_pressure_is_busy_and_recovers_in_order,
             progress_counts_what_it_reports,
             into_payload_hands_over_a_buffer_that_outlives_the_device,

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use ferry_core::device::{Access, Armed, Caps, Device, MemHandle, OpToken, Sent, Sink};
+use ferry_core::device::{Access, Armed, Caps, Device, MemHandle, OpToken, RdmaDir, Sent, Sink};
 use ferry_core::sim::{NetConfig, Network, Sim, SimDevice};
 use ferry_core::wire::RemoteKey;
 use ferry_core::{
@@ -162,25 +162,16 @@ impl Device for Wrapped {
     fn deregister(&mut self, mem: MemHandle) -> Option<Buf> {
         self.inner.deregister(mem)
     }
-    fn get(
+    fn rdma(
         &mut self,
-        peer: Rank,
-        remote: RemoteKey,
-        local: MemHandle,
-        len: usize,
-        token: OpToken,
-    ) -> Result<Sent> {
-        self.inner.get(peer, remote, local, len, token)
-    }
-    fn put(
-        &mut self,
+        dir: RdmaDir,
         peer: Rank,
         local: MemHandle,
         remote: RemoteKey,
         len: usize,
         token: OpToken,
     ) -> Result<Sent> {
-        self.inner.put(peer, local, remote, len, token)
+        self.inner.rdma(dir, peer, local, remote, len, token)
     }
     fn progress<S: Sink>(&mut self, sink: &mut S) -> Result<usize> {
         self.inner.progress(sink)

@@ -10,7 +10,7 @@
 //! a lookup. Both devices are progressed on every call, the node device
 //! first (its latency is the lower one, so it is the one not to delay).
 
-use ferry_core::device::{Access, Armed, Caps, Device, MemHandle, OpToken, Sent, Sink};
+use ferry_core::device::{Access, Armed, Caps, Device, MemHandle, OpToken, RdmaDir, Sent, Sink};
 use ferry_core::wire::RemoteKey;
 use ferry_core::{Buf, Error, Rank};
 
@@ -151,25 +151,9 @@ impl<L: Device, N: Device> Device for Mixed<L, N> {
         }
     }
 
-    fn get(
+    fn rdma(
         &mut self,
-        peer: Rank,
-        remote: RemoteKey,
-        local: MemHandle,
-        len: usize,
-        token: OpToken,
-    ) -> Result<Sent, Error> {
-        match (self.route(peer)?, split(local)) {
-            (Route::Node, (Route::Node, mem)) => self.node.get(peer, remote, mem, len, token),
-            (Route::Net, (Route::Net, mem)) => self.net.get(peer, remote, mem, len, token),
-            _ => Err(Error::Internal(
-                "get with a registration of the other device",
-            )),
-        }
-    }
-
-    fn put(
-        &mut self,
+        dir: RdmaDir,
         peer: Rank,
         local: MemHandle,
         remote: RemoteKey,
@@ -177,11 +161,12 @@ impl<L: Device, N: Device> Device for Mixed<L, N> {
         token: OpToken,
     ) -> Result<Sent, Error> {
         match (self.route(peer)?, split(local)) {
-            (Route::Node, (Route::Node, mem)) => self.node.put(peer, mem, remote, len, token),
-            (Route::Net, (Route::Net, mem)) => self.net.put(peer, mem, remote, len, token),
-            _ => Err(Error::Internal(
-                "put with a registration of the other device",
-            )),
+            (Route::Node, (Route::Node, mem)) => self.node.rdma(dir, peer, mem, remote, len, token),
+            (Route::Net, (Route::Net, mem)) => self.net.rdma(dir, peer, mem, remote, len, token),
+            _ => Err(Error::Internal(match dir {
+                RdmaDir::Get => "get with a registration of the other device",
+                RdmaDir::Put => "put with a registration of the other device",
+            })),
         }
     }
 

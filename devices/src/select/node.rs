@@ -5,7 +5,7 @@
 //! `NETMOD_INLINE`): no `dyn` dispatch on the hot path. The device is chosen
 //! once, at init.
 
-use ferry_core::device::{Access, Armed, Caps, Device, MemHandle, OpToken, Sent, Sink};
+use ferry_core::device::{Access, Armed, Caps, Device, MemHandle, OpToken, RdmaDir, Sent, Sink};
 use ferry_core::loopback::Loopback;
 use ferry_core::wire::RemoteKey;
 use ferry_core::{Buf, Error, Rank};
@@ -175,27 +175,16 @@ impl Device for NodeDevice {
     }
 
     #[inline]
-    fn get(
+    fn rdma(
         &mut self,
-        peer: Rank,
-        remote: RemoteKey,
-        local: MemHandle,
-        len: usize,
-        token: OpToken,
-    ) -> Result<Sent, Error> {
-        each!(self, d => d.get(peer, remote, local, len, token))
-    }
-
-    #[inline]
-    fn put(
-        &mut self,
+        dir: RdmaDir,
         peer: Rank,
         local: MemHandle,
         remote: RemoteKey,
         len: usize,
         token: OpToken,
     ) -> Result<Sent, Error> {
-        each!(self, d => d.put(peer, local, remote, len, token))
+        each!(self, d => d.rdma(dir, peer, local, remote, len, token))
     }
 
     #[inline]

@@ -3,15 +3,21 @@
 //! (the slot is free, the length fits the buffer) and states the invariant
 //! of the device's bookkeeping that keeps the memory alive and untouched
 //! until the completion is read:
-//! - a posted receive buffer lives in `slots[i]` until `complete` or
-//!   `complete_err` takes it, after reading slot `i`'s completion;
-//! - a send buffer is off `send_free` from `take_send_buf` until its
-//!   completion puts it back, and `send_bufs` never shrinks;
+//! - a posted receive buffer lives in its slot of [`RecvBufs`] until
+//!   `complete` or `complete_err` takes it, after reading slot `i`'s
+//!   completion;
+//! - a send buffer is off the free list of [`SendBufs`] from
+//!   `take_send_buf` until its completion puts it back, and the buffers
+//!   never shrink;
 //! - an RMA's local region stays registered until the RMA completes:
-//!   `deregister` turns a region with an RMA in flight into a zombie,
-//!   released by `release_zombie` at the completion;
+//!   `deregister` turns a region with an RMA in flight into a zombie
+//!   ([`Transfers`]), released by `release_zombie` at the completion;
 //! - the endpoint is closed (`Drop for OfiDevice`) before any of these
 //!   buffers is freed, and the contexts live as long as the device.
+//!
+//! [`RecvBufs`]: crate::buffers::RecvBufs
+//! [`SendBufs`]: crate::buffers::SendBufs
+//! [`Transfers`]: crate::transfers::Transfers
 
 use std::ffi::c_void;
 
@@ -33,7 +39,7 @@ fn invalid(what: &'static str) -> Fail {
 
 impl OfiDevice {
     /// Posts `b` as the receive of empty slot `i`: `Ok(None)` when posted
-    /// (`b` now lives in `slots[i]`), `Ok(Some(b))` on `-FI_EAGAIN`.
+    /// (`b` now lives in slot `i`), `Ok(Some(b))` on `-FI_EAGAIN`.
     ///
     /// # Errors
     /// The provider's failure, or a slot that is not empty, with `b` back.
@@ -43,19 +49,19 @@ impl OfiDevice {
         i: usize,
         mut b: Bounce,
     ) -> Result<Option<Bounce>, (Fail, Bounce)> {
-        if !matches!(self.slots.get(i), Some(None)) {
+        if !self.recvs.is_empty_slot(i) {
             return Err((invalid("fi_trecv: receive slot busy or unknown"), b));
         }
-        let ctx = self.ctx.recv(i);
+        let ctx = self.cq.recv_ctx(i);
         let (ptr, len, desc) = (b.mem.as_mut_ptr(), b.mem.len(), b.desc as *mut c_void);
-        // SAFETY: `b` moves into `slots[i]` below (a `Box` does not move its
+        // SAFETY: `b` moves into slot `i` below (a `Box` does not move its
         // heap block) and stays there until slot `i`'s completion is read
         // (module docs); ctx is slot i's context, unused while the slot is
         // empty; desc is the buffer's MR descriptor or NULL.
         let r = unsafe { self.fabric.trecv(ptr, len, desc, TAG_MASK, ctx) };
         match r {
             Ok(true) => {
-                self.slots[i] = Some(b);
+                self.recvs.posted(i, b);
                 Ok(None)
             }
             Ok(false) => Ok(Some(b)),
@@ -75,22 +81,22 @@ impl OfiDevice {
         addr: Addr,
         tag: u64,
     ) -> Result<bool, Fail> {
-        let Some(b) = self.send_bufs.get(slot) else {
+        let Some(b) = self.sends.buf(slot) else {
             return Err(invalid("fi_tsend: unknown send buffer"));
         };
         if len > b.mem.len() {
             return Err(invalid("fi_tsend: longer than the send buffer"));
         }
         let (ptr, desc) = (b.mem.as_ptr(), b.desc as *mut c_void);
-        let ctx = self.ctx.send(slot);
+        let ctx = self.cq.send_ctx(slot);
         // SAFETY: send buffer `slot` is off the free list until its
-        // completion and `send_bufs` never shrinks (module docs); ctx is
+        // completion and the send buffers never shrink (module docs); ctx is
         // that slot's context.
         unsafe { self.fabric.tsend(ptr, len, desc, addr, tag, ctx) }
     }
 
     /// Starts `dir` on RMA slot `slot` (free, taken by the caller) between
-    /// `local` (checked for `len` by `Regions::local`) and the peer's
+    /// `local` (checked for `len` by `Registrations::local`) and the peer's
     /// `remote`: `Ok(false)` on `-FI_EAGAIN`.
     ///
     /// # Errors
@@ -104,7 +110,7 @@ impl OfiDevice {
         addr: Addr,
         remote: RemoteKey,
     ) -> Result<bool, Fail> {
-        let ctx = self.ctx.rma(slot);
+        let ctx = self.cq.rma_ctx(slot);
         // SAFETY: the local region is registered and stays so until the RMA
         // completes (a deregistration meanwhile makes it a zombie; module
         // docs); ctx belongs to a free RMA slot, held until its completion.

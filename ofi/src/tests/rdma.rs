@@ -60,13 +60,13 @@ fn demands_local_registration_and_the_device_follows() {
     );
     let mut devs = devices(2, opts(PROVIDER), "mrmodes");
     for d in &devs {
-        assert!(d.mr_local);
-        assert!(d.send_bufs.iter().all(|b| b.desc != 0), "send buffers");
+        assert!(d.mem.mr_local());
+        assert!(d.sends.bufs().iter().all(|b| b.desc != 0), "send buffers");
         assert!(
-            d.slots.iter().flatten().all(|b| b.desc != 0),
+            d.recvs.posted_bufs().all(|b| b.desc != 0),
             "posted receive buffers"
         );
-        assert!(!d.bounce_mrs.is_empty());
+        assert!(d.mem.bounce_mrs() > 0);
     }
     let buf = Buf::from(vec![5u8; 100_000]);
     let addr = buf.as_slice().as_ptr() as u64;
@@ -138,7 +138,7 @@ pub(super) fn read_only_memory_is_a_source(provider: &str) {
     let (src, key) = devs[0].register(1, ro(), Access::RemoteRead).unwrap();
     // Only a provider that pins pages for writing needs the copy.
     let pins = provider == PROVIDER;
-    assert_eq!(devs[0].regions.copies(), usize::from(pins));
+    assert_eq!(devs[0].mem.copies(), usize::from(pins));
     let (dst, _) = devs[1]
         .register(0, Buf::zeroed(RODATA_LEN).unwrap(), Access::LocalWrite)
         .unwrap();
@@ -168,7 +168,7 @@ pub(super) fn read_only_memory_is_a_source(provider: &str) {
         .register(0, Buf::zeroed(RODATA_LEN).unwrap(), Access::RemoteWrite)
         .unwrap();
     let (local, _) = devs[0].register(1, ro(), Access::LocalRead).unwrap();
-    assert_eq!(devs[0].regions.copies(), usize::from(pins));
+    assert_eq!(devs[0].mem.copies(), usize::from(pins));
     rma_retry(
         &mut devs,
         &mut sinks,
@@ -186,7 +186,7 @@ pub(super) fn read_only_memory_is_a_source(provider: &str) {
     assert!(devs[1].deregister(target).unwrap().as_slice() == &RODATA[..]);
     assert!(devs[0].deregister(local).is_some());
     assert_eq!(devs[0].registrations() + devs[1].registrations(), 0);
-    assert_eq!(devs[0].regions.copies(), 0);
+    assert_eq!(devs[0].mem.copies(), 0);
 }
 
 /// Scattered bytes (a segmented [`Buf`]): no address range to register.

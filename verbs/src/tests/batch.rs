@@ -49,7 +49,7 @@ fn a_batch_holds_its_sends_until_it_ends_and_they_arrive_in_order() {
     }
     let mut devs = devices(2, roomy());
     let mut sinks = recorders(2);
-    let free = devs[0].send.free.len();
+    let free = devs[0].send.free_count();
     devs[0].batch_begin();
     devs[0].batch_begin(); // nested: only the outer end posts
     let n = 20;
@@ -78,7 +78,7 @@ fn a_batch_holds_its_sends_until_it_ends_and_they_arrive_in_order() {
     assert_in_order(&sinks[1], 0, n, &devs[0]);
     // Every slab slot comes back through its completion.
     let start = Instant::now();
-    while devs[0].send.free.len() < free {
+    while devs[0].send.free_count() < free {
         devs[0].progress(&mut sinks[0]).unwrap();
         assert!(start.elapsed() < DEADLINE, "slab slots not returned");
     }
@@ -168,13 +168,13 @@ fn a_refused_chain_fails_only_its_peer_and_returns_its_slots() {
     }
     let mut devs = devices(3, roomy());
     let mut sinks = recorders(3);
-    let free = devs[0].send.free.len();
+    let free = devs[0].send.free_count();
     devs[0].batch_begin();
     for i in 0..6 {
         let (h, p) = packet(&devs[0], i);
         assert_eq!(devs[0].send(1, &h, &p).unwrap(), Sent::Done);
     }
-    assert_eq!(devs[0].send.free.len(), free - 3, "three slab sends held");
+    assert_eq!(devs[0].send.free_count(), free - 3, "three slab sends held");
     // The QP leaves RTS under the held chain (as if the connection broke
     // between hold and post): a QP in RESET refuses a post.
     let qp = devs[0].peers[1].qp.as_mut().unwrap();
@@ -184,7 +184,11 @@ fn a_refused_chain_fails_only_its_peer_and_returns_its_slots() {
         .unwrap();
     devs[0].batch_end().unwrap();
     assert_eq!(devs[0].doorbell.held(), 0);
-    assert_eq!(devs[0].send.free.len(), free, "the refused slots came back");
+    assert_eq!(
+        devs[0].send.free_count(),
+        free,
+        "the refused slots came back"
+    );
     devs[0].progress(&mut sinks[0]).unwrap();
     let failed: Vec<Rank> = sinks[0].failures().iter().map(|f| f.0).collect();
     assert_eq!(

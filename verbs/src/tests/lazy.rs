@@ -188,7 +188,7 @@ fn corrupted_and_stale_datagrams_are_dropped() {
         kind: Kind::Request,
         from: 0,
         to: 1,
-        from_nonce: devs[0].ud.me.nonce,
+        from_nonce: devs[0].ud.me().nonce,
         to_nonce: devs[1].ud.addr(1).unwrap().nonce,
         qpn: 0x123,
         psn: 7,
