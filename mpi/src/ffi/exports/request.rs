@@ -73,21 +73,21 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
-    /// `MPI_Request_get_status_all`: [`crate::request::multi::request_get_status_all`].
+    /// `MPI_Request_get_status_all`: [`crate::request::multi::get_status::request_get_status_all`].
     MPI_Request_get_status_all / PMPI_Request_get_status_all (count: c_int, array_of_requests: *const usize, flag: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::request::multi::request_get_status_all(count, array_of_requests, flag, array_of_statuses)
+    => crate::request::multi::get_status::request_get_status_all(count, array_of_requests, flag, array_of_statuses)
 }
 
 crate::ffi::export! {
-    /// `MPI_Request_get_status_any`: [`crate::request::multi::request_get_status_any`].
+    /// `MPI_Request_get_status_any`: [`crate::request::multi::get_status::request_get_status_any`].
     MPI_Request_get_status_any / PMPI_Request_get_status_any (count: c_int, array_of_requests: *const usize, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus)
-    => crate::request::multi::request_get_status_any(count, array_of_requests, index, flag, status)
+    => crate::request::multi::get_status::request_get_status_any(count, array_of_requests, index, flag, status)
 }
 
 crate::ffi::export! {
-    /// `MPI_Request_get_status_some`: [`crate::request::multi::request_get_status_some`].
+    /// `MPI_Request_get_status_some`: [`crate::request::multi::get_status::request_get_status_some`].
     MPI_Request_get_status_some / PMPI_Request_get_status_some (incount: c_int, array_of_requests: *const usize, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::request::multi::request_get_status_some(incount, array_of_requests, outcount, array_of_indices, array_of_statuses)
+    => crate::request::multi::get_status::request_get_status_some(incount, array_of_requests, outcount, array_of_indices, array_of_statuses)
 }
 
 // ---- Generalized requests
