@@ -22,8 +22,8 @@
 //! - Chapters: `env` (environment, errors), [`info`], [`attr`]
 //!   (attributes), [`comm`] (groups, communicators, intercommunicators,
 //!   `MPI_Dims_create`), `p2p` (sends, receives, probes, persistent,
-//!   buffered, statuses, large counts), `request` (the request object and
-//!   its completion), [`datatype`] (predefined and derived types,
+//!   buffered, statuses, large counts), `request` (what a handle names, the
+//!   request object, the one completion path), [`datatype`] (predefined and derived types,
 //!   constructors, decoding, packing), `coll` (collectives, reductions),
 //!   `mpix` (ferry's extensions).
 //! - Under them: [`abi`] (the ABI's constants and callback types),
@@ -35,12 +35,13 @@
 //! ## Safety
 //! The crate denies `unsafe`; `ffi` allows it, and so, until their bodies
 //! take checked arguments, do the modules that still hand the program's
-//! buffers to ferry's raw API or complete requests over them: `p2p` (but
-//! `status` and `probe`), `request` (but `greq`), `coll`, and
-//! `datatype`'s `buf`, `segments` and `pack_calls`. Their `mod` lines say
-//! so (`#[allow(unsafe_code)]`). The checked chapters (`env`, `info`,
-//! `attr`, `comm`, `datatype`'s constructors and decoding, `p2p::status`,
-//! `p2p::probe`, `request::greq`, `mpix`) are safe Rust. Every `unsafe`
+//! buffers to ferry's raw API: `p2p` (but `status` and `probe`), `coll`,
+//! `datatype`'s `buf`, `segments` and `pack_calls`, and `request::post`
+//! (a completed operation's copy into the program's buffers). Their `mod`
+//! lines say so (`#[allow(unsafe_code)]`). The checked chapters (`env`,
+//! `info`, `attr`, `comm`, `datatype`'s constructors and decoding,
+//! `p2p::status`, `p2p::probe`, `request` but `post`, `mpix`) are safe
+//! Rust. Every `unsafe`
 //! block has a `// SAFETY:` comment, and every body runs under
 //! `catch_unwind`: no panic reaches C.
 //!

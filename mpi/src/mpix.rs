@@ -61,7 +61,7 @@ pub(crate) fn arecv(source: c_int, tag: c_int, comm: usize, mut status: Out<'_, 
         ));
     }
     let req = c.comm.iarecv(rank_in(source), tag_in(tag))?;
-    let report = crate::request::single::wait_one(&mut ReqObj::active(req, comm, Post::Arecv))?;
+    let report = ReqObj::active(req, comm, Post::Arecv).wait()?;
     report.write_to(&mut status)
 }
 

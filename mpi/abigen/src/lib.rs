@@ -639,11 +639,8 @@ pub fn arg_expr(r: &Row, p: &Param) -> Result<String, String> {
         ("char *" | "char []", _, _, Some(l)) => format!("{args}::text_out({n}, {l})"),
         ("MPI_Status *", _, _, None) if r.inouts.contains(n) => format!("{args}::out({n})"),
         ("MPI_Status *", _, _, None) => format!("{args}::status_out({n})"),
-        ("MPI_Status []", _, _, _) => {
-            return Err(format!(
-                "`{t} {n}`: an array of statuses may be MPI_STATUSES_IGNORE; checked sections have no decoder for it yet"
-            ));
-        }
+        // MPI_STATUSES_IGNORE is null: an optional out-array.
+        ("MPI_Status []", _, _, Some(l)) => format!("{args}::opt_slice_out({n}, {l})"),
         (_, _, _, _) if t.contains("void") || t.contains("char") => {
             return Err(format!(
                 "`{t} {n}`: say what it is with addr={n} or ptrout={n}"

@@ -74,7 +74,7 @@ macro_rules! collective {
             // (for the start, and for a result copied out at once).
             let h = unsafe {
                 let (req, post) = spec.start($c)?;
-                crate::request::single::empty_or_store(ReqObj::active(req, $comm, post))?
+                crate::request::handle::store(ReqObj::active(req, $comm, post))?
             };
             // SAFETY: checked non-null; an out-argument.
             unsafe { put(request, h) }

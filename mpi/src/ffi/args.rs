@@ -93,6 +93,11 @@ pub(crate) struct StatusOut<'a> {
 }
 
 impl StatusOut<'_> {
+    /// Whether the program passed `MPI_STATUS_IGNORE`.
+    pub(crate) fn is_ignore(&self) -> bool {
+        self.p.is_null()
+    }
+
     /// Writes `s` unless the program passed `MPI_STATUS_IGNORE`.
     pub(crate) fn set(&mut self, s: MpiStatus) {
         if !self.p.is_null() {
@@ -247,6 +252,20 @@ pub(crate) unsafe fn slice_out<'a, T>(p: *mut T, len: i64) -> Res<OutSlice<'a, T
     Ok(OutSlice {
         p,
         len: n,
+        _call: PhantomData,
+    })
+}
+
+/// An out-array `T P[]` of `len` entries that may be null: an array of
+/// statuses (`MPI_STATUSES_IGNORE`), or one the function writes only when
+/// it has something to write, whose body checks it then.
+///
+/// # Safety
+/// `p` is null or valid for writes of `len` `T`s for the call.
+pub(crate) unsafe fn opt_slice_out<'a, T>(p: *mut T, len: i64) -> Option<OutSlice<'a, T>> {
+    (!p.is_null()).then(|| OutSlice {
+        p,
+        len: length(len),
         _call: PhantomData,
     })
 }

@@ -6,9 +6,9 @@
 //! stays valid until completion is MPI's own rule for nonblocking calls.
 //! On a communicator whose ranks are the job's, `MPI_Isend` and
 //! `MPI_Irecv` keep only the operation's engine handle (`State::Raw`,
-//! completed by `plain.rs`), the shortest path a small message can take;
+//! completed in place by `request/batch.rs`), the shortest path a small message can take;
 //! on `MPI_COMM_WORLD` below `MPI_THREAD_MULTIPLE` that handle is the
-//! `MPI_Request` itself, with no table entry (`direct.rs`).
+//! `MPI_Request` itself, with no table entry (`request/handle.rs`).
 //! Other data is packed first or received into a staging vector and
 //! unpacked by the request's post step (`buf.rs`). `MPI_PROC_NULL`,
 //! `MPI_ANY_SOURCE` and `MPI_ANY_TAG` pass through to ferry, which gives
@@ -28,8 +28,6 @@ use crate::error::{Fail, Res};
 use crate::ffi::raw::{put, put_status};
 use crate::request::object::{Report, ReqObj};
 use crate::request::post::Post;
-use crate::request::single::empty_or_store;
-use crate::request::single::wait_one;
 use crate::state::{rt, Runtime};
 
 /// Starts a nonblocking send of resolved data.
@@ -76,13 +74,13 @@ pub(crate) unsafe fn start_recv(
 }
 
 /// The handle of a raw operation just started: `MPIX_REQUEST_EMPTY` if it
-/// completed inside its call, else a direct handle (`direct.rs`) where
+/// completed inside its call, else a direct handle (`request/handle.rs`) where
 /// one may name it, else a new table entry.
 fn store_raw(rt: &Runtime, r: ferry::RawRequest, comm: usize) -> Res<usize> {
     if r.is_empty() {
         return Ok(crate::abi::MPIX_REQUEST_EMPTY);
     }
-    if let Some(h) = crate::request::direct::encode(rt, r, comm) {
+    if let Some(h) = crate::request::handle::encode(rt, r, comm) {
         return Ok(h);
     }
     rt.add_request(ReqObj::raw(r, comm))
@@ -142,7 +140,7 @@ pub(crate) unsafe fn isend_call(a: SendArgs, request: *mut usize, mode: SendMode
     // SAFETY: forwarded.
     let req = unsafe { start_send(&c.comm, data, a.dest, a.tag, mode)? };
     // SAFETY: no post step: nothing is written.
-    let h = unsafe { empty_or_store(ReqObj::active(req, a.comm, Post::None))? };
+    let h = crate::request::handle::store(ReqObj::active(req, a.comm, Post::None))?;
     // SAFETY: checked non-null; an out-argument.
     unsafe { put(request, h) }
 }
@@ -212,7 +210,7 @@ pub(crate) unsafe fn send_call(a: SendArgs, mode: SendMode) -> Res {
     }
     // SAFETY: as above: the send completes before this returns.
     let s = unsafe { start_send(&c.comm, data, a.dest, a.tag, mode)? };
-    wait_one(&mut ReqObj::active(s, a.comm, Post::None))?.result
+    ReqObj::active(s, a.comm, Post::None).wait()?.result
 }
 
 /// A blocking send of `bytes` in `mode`.
@@ -323,7 +321,7 @@ pub(crate) unsafe fn irecv(
     // SAFETY: MPI's nonblocking rule for `buf`.
     let (req, post) = unsafe { start_recv(&c.comm, target, source, tag)? };
     // SAFETY: the receive buffer, valid as above.
-    let h = unsafe { empty_or_store(ReqObj::active(req, comm, post))? };
+    let h = crate::request::handle::store(ReqObj::active(req, comm, post))?;
     // SAFETY: checked non-null; an out-argument.
     unsafe { put(request, h) }
 }
@@ -341,7 +339,7 @@ unsafe fn recv_wait(
 ) -> Res<Report> {
     // SAFETY: forwarded; the request completes before this returns.
     let (req, post) = unsafe { start_recv(c, target, source, tag)? };
-    wait_one(&mut ReqObj::active(req, comm, post))
+    ReqObj::active(req, comm, post).wait()
 }
 
 /// A blocking receive of contiguous bytes into `ptr`, its status written
@@ -396,7 +394,7 @@ pub(crate) unsafe fn recv(
         staged => unsafe { recv_wait(comm, &c.comm, staged, source, tag)? },
     };
     // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-    unsafe { report.write(status) }
+    report.write_status(&mut unsafe { crate::ffi::args::status_out(status) })
 }
 
 /// `MPI_Recv`: a truncated message fills the buffer, sets the status
@@ -458,11 +456,11 @@ pub(crate) unsafe fn sendrecv(
     let mut r = ReqObj::active(r, comm, post);
     // SAFETY: as above.
     let s = unsafe { start_send(&c.comm, data, dest, sendtag, SendMode::Standard) };
-    let sent = s.and_then(|s| wait_one(&mut ReqObj::active(s, comm, Post::None)));
-    let got = wait_one(&mut r)?;
+    let sent = s.and_then(|s| ReqObj::active(s, comm, Post::None).wait());
+    let got = r.wait()?;
     sent?.result?;
     // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-    unsafe { got.write(status) }
+    got.write_status(&mut unsafe { crate::ffi::args::status_out(status) })
 }
 
 /// The body of `MPI_Sendrecv_replace` and `MPI_Sendrecv_replace_c` (whose counts are `MPI_Count`s).
@@ -495,8 +493,8 @@ pub(crate) unsafe fn sendrecv_replace(
     let (r, post) = unsafe { start_recv(&c.comm, target, source, recvtag)? };
     let mut r = ReqObj::active(r, comm, post);
     let sent = c.comm.send(&outgoing, rank_in(dest), tag_in(sendtag));
-    let got = wait_one(&mut r)?;
+    let got = r.wait()?;
     sent?;
     // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-    unsafe { got.write(status) }
+    got.write_status(&mut unsafe { crate::ffi::args::status_out(status) })
 }

@@ -22,7 +22,6 @@ use crate::error::{Fail, Res};
 use crate::ffi::raw::{bytes_mut, get, put, put_status};
 use crate::request::object::{Report, ReqObj};
 use crate::request::post::Post;
-use crate::request::single::wait_one;
 use crate::state::{rt, Runtime};
 
 /// A matched message.
@@ -169,10 +168,10 @@ pub(crate) unsafe fn mrecv(
             }
         }
         // SAFETY: as above.
-        _ => wait_one(&mut unsafe { start_unpacked(obj, buf, n, &ty)? })?,
+        _ => unsafe { start_unpacked(obj, buf, n, &ty)? }.wait()?,
     };
     // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-    unsafe { report.write(status) }
+    report.write_status(&mut unsafe { crate::ffi::args::status_out(status) })
 }
 
 /// The body of `MPI_Imrecv` and `MPI_Imrecv_c` (whose counts are `MPI_Count`s).

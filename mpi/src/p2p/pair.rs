@@ -21,7 +21,6 @@ use crate::ffi::raw::put;
 use crate::p2p::messages::{start_recv, start_send};
 use crate::request::object::{Report, ReqObj, State};
 use crate::request::post::Post;
-use crate::request::single::{test_one, wait_one};
 use crate::state::rt;
 
 /// The two halves of an `MPI_Isendrecv`, and their reports once done.
@@ -37,10 +36,10 @@ impl Pair {
     /// Tests the halves not complete yet; the status once both are.
     pub(crate) fn poll(&mut self) -> Res<Option<MpiStatus>> {
         if self.sent.is_none() {
-            self.sent = test_one(&mut self.send)?;
+            self.sent = self.send.test()?;
         }
         if self.got.is_none() {
-            self.got = test_one(&mut self.recv)?;
+            self.got = self.recv.test()?;
         }
         Ok(self.status())
     }
@@ -48,10 +47,10 @@ impl Pair {
     /// Waits for both halves (the status is then [`Pair::poll`]'s).
     pub(crate) fn wait(&mut self) -> Res {
         if self.sent.is_none() {
-            self.sent = Some(wait_one(&mut self.send)?);
+            self.sent = Some(self.send.wait()?);
         }
         if self.got.is_none() {
-            self.got = Some(wait_one(&mut self.recv)?);
+            self.got = Some(self.recv.wait()?);
         }
         Ok(())
     }

@@ -22,9 +22,9 @@ use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
 use crate::ffi::raw::{get, put};
 use crate::p2p::messages::{send_args, start_recv, start_send, SendArgs};
+use crate::request::handle::{give_back, lend};
 use crate::request::object::{ReqObj, State};
 use crate::request::post::Post;
-use crate::request::single::{bad_request, give_back, lend};
 use crate::state::rt;
 
 /// How to start a persistent request again.
@@ -327,54 +327,4 @@ pub(crate) unsafe fn startall(count: c_int, array_of_requests: *mut usize) -> Re
     };
     // The batch is the world's engine's, whichever communicator opens it.
     rt.world_comm.comm.batch(start_each)?
-}
-
-/// Cancels a request's pending operation (`MPI_Cancel`): a receive that
-/// has not matched completes cancelled; anything else goes on.
-pub(crate) fn cancel_handle(h: usize) -> Res {
-    if let Some(r) = crate::request::greq::cancel(h) {
-        return r;
-    }
-    let rt = rt()?;
-    // (Cancelling a stale engine handle does nothing: a direct one is
-    // checked first.)
-    let obj = match crate::request::direct::decode(h) {
-        Some(r) => crate::request::direct::lend_live(rt, r),
-        None => lend(rt, h),
-    };
-    let obj = match obj {
-        Ok(o) => o,
-        Err(f) => {
-            // Another thread is completing it (MULTIPLE): cancel through its
-            // registered canceller.
-            if let Some(c) = crate::request::waiting::canceller(h) {
-                return c.cancel().map_err(Fail::from);
-            }
-            return Err(f);
-        }
-    };
-    let r = match &obj.state {
-        State::Active(req) => req.cancel().map_err(|e| Fail::from(e).on(obj.comm)),
-        State::Pair(p) => p.cancel().map_err(|f| f.on(obj.comm)),
-        _ => Ok(()),
-    };
-    give_back(rt, h, obj)?;
-    r
-}
-
-/// `MPI_Cancel`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn cancel(request: *mut usize) -> Res {
-    // SAFETY: in-argument (the standard passes a pointer).
-    let h = unsafe { get(request.cast_const())? };
-    if h == MPI_REQUEST_NULL {
-        return Err(bad_request(crate::handle::BadHandle::Foreign));
-    }
-    if h == crate::abi::MPIX_REQUEST_EMPTY {
-        // Complete already: nothing to cancel.
-        return Ok(());
-    }
-    cancel_handle(h)
 }

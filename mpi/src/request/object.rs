@@ -4,16 +4,20 @@
 //! requests, how to start it again.
 //!
 //! Completing a request is split in two so that the completion calls
-//! (`single.rs`, `multi.rs`) can run ferry's own multiple-completion functions over
+//! (`batch.rs`) can run ferry's own multiple-completion functions over
 //! many requests at once: ferry completes the [`State::Active`] operation,
-//! then [`finish`] runs the request's [`Post`] step on the completion.
+//! then [`finish`](crate::request::post::finish) runs the request's
+//! [`Post`] step on the completion. [`ReqObj::wait`], [`ReqObj::test`] and
+//! [`ReqObj::peek`] complete (or look at) one object on its own, blocking
+//! in ferry on what it waits for.
 
-use ferry::{Completion, Request};
+use ferry::Request;
 
 use crate::abi::MpiStatus;
 use crate::error::{Fail, Res};
 
-use crate::request::post::Post;
+use crate::ffi::args::StatusOut;
+use crate::request::post::{finish, Post};
 
 /// A request: see the module docs.
 #[derive(Debug)]
@@ -36,7 +40,7 @@ pub(crate) enum State {
     /// A ferry operation in flight.
     Active(Request),
     /// A contiguous send or receive on a communicator with job ranks, in
-    /// flight, known by its engine handle alone: `plain.rs` completes arrays
+    /// flight, known by its engine handle alone: `batch.rs` completes arrays
     /// of them without a ferry `Request`. Every other path takes requests
     /// out of the table through [`ReqObj::promote`], which makes it
     /// `Active`, so no other code ever sees this state.
@@ -217,9 +221,90 @@ impl ReqObj {
         }
     }
 
+    /// Completes the object, blocking until it is complete (in ferry on
+    /// its operation, or on each half of a pair).
+    pub(crate) fn wait(&mut self) -> Res<Report> {
+        match &mut self.state {
+            State::Active(req) => {
+                let done = req.wait().map_err(|e| Fail::from(e).on(self.comm))?;
+                Ok(finish(self, done))
+            }
+            State::Ready(_) => Ok(self.complete_ready().unwrap_or_else(Report::empty)),
+            State::Inactive => Ok(Report::empty()),
+            State::Raw(_) => Err(unpromoted(self.comm)),
+            State::Pair(p) => {
+                // Blocks in ferry on each half rather than polling.
+                p.wait().map_err(|f| f.on(self.comm))?;
+                self.poll_pending()?;
+                Ok(self.complete_ready().unwrap_or_else(Report::empty))
+            }
+            State::Greq(g) => {
+                g.wait();
+                Ok(self.complete_ready().unwrap_or_else(Report::empty))
+            }
+            State::Idup(_) | State::Flush(_) => {
+                while self.poll_pending()? {
+                    std::thread::yield_now();
+                }
+                Ok(self.complete_ready().unwrap_or_else(Report::empty))
+            }
+        }
+    }
+
+    /// Tests the object: its report if it completed.
+    pub(crate) fn test(&mut self) -> Res<Option<Report>> {
+        match &mut self.state {
+            State::Active(req) => match req.test().map_err(|e| Fail::from(e).on(self.comm))? {
+                Some(done) => Ok(Some(finish(self, done))),
+                None => Ok(None),
+            },
+            State::Ready(_) => Ok(self.complete_ready()),
+            State::Inactive => Ok(Some(Report::empty())),
+            State::Raw(_) => Err(unpromoted(self.comm)),
+            State::Idup(_) | State::Pair(_) | State::Greq(_) | State::Flush(_) => {
+                if self.poll_pending()? {
+                    return Ok(None);
+                }
+                Ok(self.complete_ready())
+            }
+        }
+    }
+
+    /// The status of the object if it is complete, without ending it. One
+    /// with a post step is completed in ferry (so that its data is in the
+    /// program's buffer when the flag says complete) and kept as
+    /// [`State::Ready`] until a completion call reports it.
+    pub(crate) fn peek(&mut self) -> Res<Option<MpiStatus>> {
+        match &mut self.state {
+            State::Active(req) if !self.post.writes_buffers() => {
+                let s = req.get_status().map_err(|e| Fail::from(e).on(self.comm))?;
+                Ok(s.map(|s| MpiStatus::from_ferry(&s)))
+            }
+            State::Active(req) => match req.test().map_err(|e| Fail::from(e).on(self.comm))? {
+                Some(done) => {
+                    let report = finish(self, done);
+                    self.state = State::Ready(report.status);
+                    Ok(Some(report.status))
+                }
+                None => Ok(None),
+            },
+            State::Ready(s) => Ok(Some(*s)),
+            State::Inactive => Ok(Some(MpiStatus::EMPTY)),
+            State::Raw(_) => Err(unpromoted(self.comm)),
+            State::Idup(_) | State::Flush(_) => {
+                Ok((!self.poll_pending()?).then_some(MpiStatus::EMPTY))
+            }
+            State::Pair(_) => match self.poll_pending()? {
+                true => Ok(None),
+                false => self.peek(),
+            },
+            State::Greq(g) => g.query().map_err(|f| f.on(self.comm)),
+        }
+    }
+
     /// After a completion: a persistent request becomes inactive; any other
     /// is spent (its handle is freed by the caller).
-    fn end_activation(&mut self) {
+    pub(crate) fn end_activation(&mut self) {
         self.state = State::Inactive;
         self.post = Post::None;
     }
@@ -283,39 +368,16 @@ impl Report {
     }
 
     /// Writes the status (unless `MPI_STATUS_IGNORE`), handing an ARecv's
-    /// buffer over through it; the result.
-    ///
-    /// # Safety
-    /// `out` is null or valid for a write of an `MPI_Status`.
-    pub(crate) unsafe fn write(self, out: *mut MpiStatus) -> Res {
+    /// buffer over through it (dropped with an ignored status: nobody can
+    /// take it); the result.
+    pub(crate) fn write_status(self, out: &mut StatusOut<'_>) -> Res {
         let mut status = self.status;
         if let Some(buf) = self.arecv {
-            if out.is_null() {
-                // Nobody can take the buffer: it goes now.
-                drop(buf);
-            } else {
+            if !out.is_ignore() {
                 crate::ffi::os::hand_over(&mut status, buf);
             }
         }
-        // SAFETY: forwarded.
-        unsafe { crate::ffi::raw::put_status(out, status) };
+        out.set(status);
         self.result
     }
-}
-
-/// Runs the post step of an active request that ferry completed with `c`,
-/// and ends its activation: the request's report.
-pub(crate) fn finish(obj: &mut ReqObj, c: Completion) -> Report {
-    let comm = obj.comm;
-    let post = std::mem::replace(&mut obj.post, Post::None);
-    obj.end_activation();
-    let mut report = Report::of(&c.status, comm);
-    // SAFETY: the post step writes into the program's buffers of this
-    // operation, which MPI's rule for nonblocking calls keeps valid and
-    // untouched until this completion.
-    if let Err(f) = unsafe { post.run(c, &mut report) } {
-        report.status.error = f.class;
-        report.result = report.result.and(Err(f.on(comm)));
-    }
-    report
 }

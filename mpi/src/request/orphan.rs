@@ -12,7 +12,8 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::request::object::{finish, ReqObj, State};
+use crate::request::object::{ReqObj, State};
+use crate::request::post::finish;
 
 use crate::error::Res;
 use crate::state::{rt, Runtime};

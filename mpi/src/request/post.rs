@@ -4,7 +4,7 @@ use ferry::Completion;
 
 use crate::datatype::buf::Unpack;
 use crate::error::{Fail, Res};
-use crate::request::object::Report;
+use crate::request::object::{Report, ReqObj};
 
 /// A request's post step; see [`Post::run`].
 #[derive(Debug)]
@@ -60,4 +60,21 @@ impl Post {
             }
         }
     }
+}
+
+/// Runs the post step of an active request that ferry completed with `c`,
+/// and ends its activation: the request's report.
+pub(crate) fn finish(obj: &mut ReqObj, c: Completion) -> Report {
+    let comm = obj.comm;
+    let post = std::mem::replace(&mut obj.post, Post::None);
+    obj.end_activation();
+    let mut report = Report::of(&c.status, comm);
+    // SAFETY: the post step writes into the program's buffers of this
+    // operation, which MPI's rule for nonblocking calls keeps valid and
+    // untouched until this completion.
+    if let Err(f) = unsafe { post.run(c, &mut report) } {
+        report.status.error = f.class;
+        report.result = report.result.and(Err(f.on(comm)));
+    }
+    report
 }

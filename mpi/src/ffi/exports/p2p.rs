@@ -88,12 +88,6 @@ crate::ffi::export! {
     => crate::p2p::pair::isendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
 }
 
-crate::ffi::export! {
-    /// `MPI_Cancel`: [`crate::p2p::persist::cancel`].
-    MPI_Cancel / PMPI_Cancel (request: *mut usize)
-    => crate::p2p::persist::cancel(request)
-}
-
 // ---- Probes
 
 crate::ffi::export! {

@@ -13,81 +13,87 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 // ---- Requests
 
 crate::ffi::export! {
-    /// `MPI_Wait`: [`crate::request::single::wait`].
+    /// `MPI_Wait`: [`crate::request::complete::wait`].
     MPI_Wait / PMPI_Wait (request: *mut usize, status: *mut MpiStatus)
-    => crate::request::single::wait(request, status)
+    => crate::request::complete::wait(crate::ffi::args::out(request), crate::ffi::args::status_out(status))
 }
 
 crate::ffi::export! {
-    /// `MPI_Test`: [`crate::request::single::test`].
+    /// `MPI_Test`: [`crate::request::complete::test`].
     MPI_Test / PMPI_Test (request: *mut usize, flag: *mut c_int, status: *mut MpiStatus)
-    => crate::request::single::test(request, flag, status)
+    => crate::request::complete::test(crate::ffi::args::out(request), crate::ffi::args::out(flag), crate::ffi::args::status_out(status))
 }
 
 crate::ffi::export! {
-    /// `MPI_Waitall`: [`crate::request::multi::waitall`].
+    /// `MPI_Waitall`: [`crate::request::complete::waitall`].
     MPI_Waitall / PMPI_Waitall (count: c_int, array_of_requests: *mut usize, array_of_statuses: *mut MpiStatus)
-    => crate::request::multi::waitall(count, array_of_requests, array_of_statuses)
+    => crate::request::complete::waitall(count, crate::ffi::args::slice_inout(array_of_requests, i64::from(count))?, crate::ffi::args::opt_slice_out(array_of_statuses, i64::from(count)))
 }
 
 crate::ffi::export! {
-    /// `MPI_Testall`: [`crate::request::multi::testall`].
+    /// `MPI_Testall`: [`crate::request::complete::testall`].
     MPI_Testall / PMPI_Testall (count: c_int, array_of_requests: *mut usize, flag: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::request::multi::testall(count, array_of_requests, flag, array_of_statuses)
+    => crate::request::complete::testall(count, crate::ffi::args::slice_inout(array_of_requests, i64::from(count))?, crate::ffi::args::out(flag), crate::ffi::args::opt_slice_out(array_of_statuses, i64::from(count)))
 }
 
 crate::ffi::export! {
-    /// `MPI_Waitany`: [`crate::request::multi::waitany`].
+    /// `MPI_Waitany`: [`crate::request::complete::waitany`].
     MPI_Waitany / PMPI_Waitany (count: c_int, array_of_requests: *mut usize, index: *mut c_int, status: *mut MpiStatus)
-    => crate::request::multi::waitany(count, array_of_requests, index, status)
+    => crate::request::complete::waitany(count, crate::ffi::args::slice_inout(array_of_requests, i64::from(count))?, crate::ffi::args::out(index), crate::ffi::args::status_out(status))
 }
 
 crate::ffi::export! {
-    /// `MPI_Testany`: [`crate::request::multi::testany`].
+    /// `MPI_Testany`: [`crate::request::complete::testany`].
     MPI_Testany / PMPI_Testany (count: c_int, array_of_requests: *mut usize, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus)
-    => crate::request::multi::testany(count, array_of_requests, index, flag, status)
+    => crate::request::complete::testany(count, crate::ffi::args::slice_inout(array_of_requests, i64::from(count))?, crate::ffi::args::out(index), crate::ffi::args::out(flag), crate::ffi::args::status_out(status))
 }
 
 crate::ffi::export! {
-    /// `MPI_Waitsome`: [`crate::request::multi::waitsome`].
+    /// `MPI_Waitsome`: [`crate::request::complete::waitsome`].
     MPI_Waitsome / PMPI_Waitsome (incount: c_int, array_of_requests: *mut usize, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::request::multi::waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses)
+    => crate::request::complete::waitsome(incount, crate::ffi::args::slice_inout(array_of_requests, i64::from(incount))?, crate::ffi::args::out(outcount), crate::ffi::args::opt_slice_out(array_of_indices, i64::from(incount)), crate::ffi::args::opt_slice_out(array_of_statuses, i64::from(incount)))
 }
 
 crate::ffi::export! {
-    /// `MPI_Testsome`: [`crate::request::multi::testsome`].
+    /// `MPI_Testsome`: [`crate::request::complete::testsome`].
     MPI_Testsome / PMPI_Testsome (incount: c_int, array_of_requests: *mut usize, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::request::multi::testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses)
+    => crate::request::complete::testsome(incount, crate::ffi::args::slice_inout(array_of_requests, i64::from(incount))?, crate::ffi::args::out(outcount), crate::ffi::args::opt_slice_out(array_of_indices, i64::from(incount)), crate::ffi::args::opt_slice_out(array_of_statuses, i64::from(incount)))
 }
 
 crate::ffi::export! {
-    /// `MPI_Request_free`: [`crate::request::single::request_free`].
+    /// `MPI_Request_free`: [`crate::request::cancel::request_free`].
     MPI_Request_free / PMPI_Request_free (request: *mut usize)
-    => crate::request::single::request_free(request)
+    => crate::request::cancel::request_free(crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
-    /// `MPI_Request_get_status`: [`crate::request::single::request_get_status`].
+    /// `MPI_Cancel`: [`crate::request::cancel::cancel`].
+    MPI_Cancel / PMPI_Cancel (request: *mut usize)
+    => crate::request::cancel::cancel(crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Request_get_status`: [`crate::request::get_status::request_get_status`].
     MPI_Request_get_status / PMPI_Request_get_status (request: usize, flag: *mut c_int, status: *mut MpiStatus)
-    => crate::request::single::request_get_status(request, flag, status)
+    => crate::request::get_status::request_get_status(request, crate::ffi::args::out(flag), crate::ffi::args::status_out(status))
 }
 
 crate::ffi::export! {
-    /// `MPI_Request_get_status_all`: [`crate::request::multi::get_status::request_get_status_all`].
+    /// `MPI_Request_get_status_all`: [`crate::request::get_status::request_get_status_all`].
     MPI_Request_get_status_all / PMPI_Request_get_status_all (count: c_int, array_of_requests: *const usize, flag: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::request::multi::get_status::request_get_status_all(count, array_of_requests, flag, array_of_statuses)
+    => crate::request::get_status::request_get_status_all(count, crate::ffi::args::slice(array_of_requests, i64::from(count))?, crate::ffi::args::out(flag), crate::ffi::args::opt_slice_out(array_of_statuses, i64::from(count)))
 }
 
 crate::ffi::export! {
-    /// `MPI_Request_get_status_any`: [`crate::request::multi::get_status::request_get_status_any`].
+    /// `MPI_Request_get_status_any`: [`crate::request::get_status::request_get_status_any`].
     MPI_Request_get_status_any / PMPI_Request_get_status_any (count: c_int, array_of_requests: *const usize, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus)
-    => crate::request::multi::get_status::request_get_status_any(count, array_of_requests, index, flag, status)
+    => crate::request::get_status::request_get_status_any(count, crate::ffi::args::slice(array_of_requests, i64::from(count))?, crate::ffi::args::out(index), crate::ffi::args::out(flag), crate::ffi::args::status_out(status))
 }
 
 crate::ffi::export! {
-    /// `MPI_Request_get_status_some`: [`crate::request::multi::get_status::request_get_status_some`].
+    /// `MPI_Request_get_status_some`: [`crate::request::get_status::request_get_status_some`].
     MPI_Request_get_status_some / PMPI_Request_get_status_some (incount: c_int, array_of_requests: *const usize, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::request::multi::get_status::request_get_status_some(incount, array_of_requests, outcount, array_of_indices, array_of_statuses)
+    => crate::request::get_status::request_get_status_some(incount, crate::ffi::args::slice(array_of_requests, i64::from(incount))?, crate::ffi::args::out(outcount), crate::ffi::args::opt_slice_out(array_of_indices, i64::from(incount)), crate::ffi::args::opt_slice_out(array_of_statuses, i64::from(incount)))
 }
 
 // ---- Generalized requests

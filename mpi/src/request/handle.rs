@@ -1,6 +1,13 @@
-//! Direct request handles: a raw operation (`State::Raw`) on
-//! `MPI_COMM_WORLD`, below `MPI_THREAD_MULTIPLE`, is named by its engine
-//! handle itself instead of by a request-table entry.
+//! What an `MPI_Request` handle names ([`ReqHandle`]): nothing
+//! (`MPI_REQUEST_NULL`), an operation complete at its start
+//! (`MPIX_REQUEST_EMPTY`), an engine operation named directly, or an entry
+//! of the request table; and lending the object behind one handle to a
+//! call that works on it ([`lend`], [`give_back`]).
+//!
+//! # Direct handles
+//! A raw operation (`State::Raw`) on `MPI_COMM_WORLD`, below
+//! `MPI_THREAD_MULTIPLE`, is named by its engine handle itself instead of
+//! by a request-table entry.
 //!
 //! A windowed stream of small messages starts and completes one request
 //! per message. A table entry costs each of them an insert, two lookups
@@ -9,7 +16,7 @@
 //! already checks its own handles (index and generation), so the table
 //! adds nothing a direct handle lacks.
 //!
-//! # Encoding
+//! ## Encoding
 //! ```text
 //!  63  62      56 55               24 23             0
 //! +---+----------+-------------------+----------------+
@@ -22,7 +29,7 @@
 //! a communicator is expected). An operation whose engine index does not
 //! fit in 24 bits gets a table entry instead.
 //!
-//! # Why these conditions
+//! ## Why these conditions
 //! - `MPI_COMM_WORLD` only: errors are raised on the request's
 //!   communicator, which a direct handle cannot carry; it is always the
 //!   world's.
@@ -30,15 +37,15 @@
 //!   request this one is waiting on, which the table's lending detects
 //!   (`BadHandle::Busy`) and `waiting.rs` relies on.
 //!
-//! # Staleness
+//! ## Staleness
 //! A completed request's handle is set to `MPI_REQUEST_NULL`; a copy the
 //! program kept names an engine slot whose generation has moved on, so
 //! the engine reports it stale (`MPI_ERR_REQUEST`), as the table would.
-//! Every general completion path lends a direct request as a promoted
-//! [`ReqObj`] ([`lend`]) and gives it back with [`give_back`], which hands
-//! a pending operation back to its handle rather than freeing it.
+//! A direct request is lent as a promoted [`ReqObj`] and given back with
+//! [`give_back`], which hands a pending operation back to its handle
+//! rather than freeing it.
 //!
-//! # A handle listed twice
+//! ## A handle listed twice
 //! The table lends an entry once, so an array that lists a request twice
 //! finds it `Busy` and fails before anything completes. A call over an
 //! array of direct handles checks the same with [`Seen`]: one stamp per
@@ -48,10 +55,104 @@ use ferry::RawRequest;
 
 use crate::request::object::{ReqObj, State};
 
-use crate::abi::class::MPI_ERR_INTERN;
-use crate::abi::MPI_COMM_WORLD;
+use crate::abi::class::{MPI_ERR_INTERN, MPI_ERR_REQUEST};
+use crate::abi::{MPIX_REQUEST_EMPTY, MPI_COMM_WORLD, MPI_REQUEST_NULL};
 use crate::error::{Fail, Res};
-use crate::state::Runtime;
+use crate::state::{rt, Runtime};
+
+/// What a request handle names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReqHandle {
+    /// `MPI_REQUEST_NULL`.
+    Null,
+    /// `MPIX_REQUEST_EMPTY`: complete, with the empty status, and no object.
+    Empty,
+    /// An engine operation named by its engine handle (see the module docs).
+    Direct(RawRequest),
+    /// An entry of the request table.
+    Table(usize),
+}
+
+impl ReqHandle {
+    /// What `h` names.
+    #[inline]
+    pub(crate) fn of(h: usize) -> ReqHandle {
+        match h {
+            MPI_REQUEST_NULL => ReqHandle::Null,
+            MPIX_REQUEST_EMPTY => ReqHandle::Empty,
+            _ => match decode(h) {
+                Some(r) => ReqHandle::Direct(r),
+                None => ReqHandle::Table(h),
+            },
+        }
+    }
+
+    /// True for a handle without an object (null or EMPTY).
+    #[inline]
+    pub(crate) fn is_trivial(h: usize) -> bool {
+        h == MPI_REQUEST_NULL || h == MPIX_REQUEST_EMPTY
+    }
+}
+
+/// A bad request handle as a failure.
+pub(crate) fn bad_request(b: crate::handle::BadHandle) -> Fail {
+    Fail::handle(MPI_ERR_REQUEST, b, "request")
+}
+
+/// Lends the object behind request `h` (a table entry, whose handle stays
+/// reserved, or a direct request promoted); it goes back with
+/// [`give_back`].
+///
+/// # Errors
+/// `MPI_ERR_REQUEST` for a bad, busy or trivial handle.
+#[inline]
+pub(crate) fn lend(rt: &Runtime, h: usize) -> Res<ReqObj> {
+    if let Some(r) = decode(h) {
+        return Ok(lend_direct(rt, r));
+    }
+    let mut obj = rt.requests.with(|t| t.lend(h))?.map_err(bad_request)?;
+    obj.promote(rt);
+    Ok(obj)
+}
+
+/// Gives a lent request back: kept under its handle if it is pending or
+/// persistent, freed otherwise. True if it was freed (the program's handle
+/// becomes `MPI_REQUEST_NULL`).
+#[inline]
+pub(crate) fn give_back(rt: &Runtime, h: usize, obj: ReqObj) -> Res<bool> {
+    if is_direct(h) {
+        return give_back_direct(obj);
+    }
+    let spent = obj.inactive() && !obj.persistent();
+    if spent {
+        rt.requests.with(|t| t.release(h))?;
+        drop(obj);
+    } else {
+        rt.requests.with(|t| t.restore(h, obj))?;
+    }
+    Ok(spent)
+}
+
+/// The handle of a request just made: `MPIX_REQUEST_EMPTY` for an
+/// operation that finished inside its call (its post step run now, at
+/// once), else a new table entry.
+pub(crate) fn store(obj: ReqObj) -> Res<usize> {
+    let rt = rt()?;
+    let State::Active(req) = &obj.state else {
+        return rt.add_request(obj);
+    };
+    // An ARecv's buffer goes out through its status, which an empty
+    // request has none of.
+    if !req.is_empty() || obj.persistent() || matches!(obj.post, crate::request::post::Post::Arecv)
+    {
+        return rt.add_request(obj);
+    }
+    if obj.post.writes_buffers() {
+        let mut obj = obj;
+        obj.wait()?.result?;
+    }
+    Ok(MPIX_REQUEST_EMPTY)
+}
 
 const DIRECT_BIT: usize = 1 << 63;
 const INDEX_BITS: u32 = 24;
@@ -99,21 +200,21 @@ pub(crate) fn is_direct(h: usize) -> bool {
 
 /// A direct request as the object a table entry would hold, promoted to an
 /// ordinary ferry request, for the general completion paths. It must go
-/// back through [`give_back`]: dropping it frees the operation.
-pub(crate) fn lend(rt: &Runtime, r: RawRequest) -> ReqObj {
+/// back through [`give_back_direct`]: dropping it frees the operation.
+pub(crate) fn lend_direct(rt: &Runtime, r: RawRequest) -> ReqObj {
     let mut obj = ReqObj::raw(r, MPI_COMM_WORLD);
     obj.promote(rt);
     obj
 }
 
-/// [`lend`], for a call that would not notice a stale handle itself
+/// [`lend_direct`], for a call that would not notice a stale handle itself
 /// (`MPI_Request_free`, `MPI_Cancel`: freeing or cancelling a stale
 /// engine handle does nothing).
 ///
 /// # Errors
 /// `MPI_ERR_REQUEST` for a stale handle.
 pub(crate) fn lend_live(rt: &Runtime, r: RawRequest) -> Res<ReqObj> {
-    let obj = lend(rt, r);
+    let obj = lend_direct(rt, r);
     let checked = match &obj.state {
         State::Active(req) => req.get_status().map(drop),
         _ => Ok(()),
@@ -123,7 +224,7 @@ pub(crate) fn lend_live(rt: &Runtime, r: RawRequest) -> Res<ReqObj> {
         Err(e) => {
             // Not dropped: a live operation (failing for another reason,
             // a finalized world) stays named by the program's handle.
-            give_back(obj)?;
+            give_back_direct(obj)?;
             Err(Fail::from(e).on(MPI_COMM_WORLD))
         }
     }
@@ -136,7 +237,7 @@ pub(crate) fn lend_live(rt: &Runtime, r: RawRequest) -> Res<ReqObj> {
 /// # Errors
 /// `MPI_ERR_INTERN` if a pending direct request had become something else
 /// than a ferry operation (no general path does that).
-pub(crate) fn give_back(obj: ReqObj) -> Res<bool> {
+pub(crate) fn give_back_direct(obj: ReqObj) -> Res<bool> {
     if obj.inactive() {
         return Ok(true);
     }
