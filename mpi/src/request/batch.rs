@@ -100,6 +100,11 @@ pub(crate) fn in_status(comm: usize) -> Fail {
 pub(crate) trait Statuses {
     /// Writes entry `i`'s status.
     fn put(&mut self, i: usize, s: MpiStatus);
+    /// Writes entry `i`'s status from ferry's (converted only if it is
+    /// written: most calls ignore their statuses).
+    fn put_ferry(&mut self, i: usize, s: &Status) {
+        self.put(i, MpiStatus::from_ferry(s));
+    }
     /// Writes entry `i`'s report (one status argument hands an ARecv's
     /// buffer over through it); its result.
     fn put_report(&mut self, i: usize, r: Report) -> Res {
@@ -113,6 +118,13 @@ impl Statuses for Option<OutSlice<'_, MpiStatus>> {
     fn put(&mut self, i: usize, s: MpiStatus) {
         if let Some(out) = self {
             out.set(i, s);
+        }
+    }
+
+    #[inline]
+    fn put_ferry(&mut self, i: usize, s: &Status) {
+        if let Some(out) = self {
+            out.set(i, MpiStatus::from_ferry(s));
         }
     }
 }
@@ -303,7 +315,7 @@ impl<'a> Batch<'a> {
             if let (Some(e), None) = (st.error, &failed) {
                 failed = Some((i, e));
             }
-            statuses.put(i, MpiStatus::from_ferry(st));
+            statuses.put_ferry(i, st);
         };
         let s = &mut *self.s;
         let world = &self.rt.world_comm.comm;
