@@ -27,10 +27,10 @@
 #      the verbs device on Soft-RoCE in a QEMU VM (ci/verbs.sh);
 #   7. a short fuzz run of every decoder of peer-supplied bytes (cargo fuzz),
 #      the side-channel handshake's included;
-#   8. a smoke run of the criterion benches (tiny measurement time), so they never rot.
+#   8. a smoke run of the criterion benches (each benchmark run once), so they never rot.
 #
 # Env: FERRY_CI_SKIP_FUZZ=1 / FERRY_CI_SKIP_BENCH=1 skip steps 7 / 8;
-# FERRY_FUZZ_SECONDS sets the time per fuzz target (default 20; two targets
+# FERRY_FUZZ_SECONDS sets the time per fuzz target (default 10; two targets
 # run at a time).
 # Any failing command prints the line and the command (ci_fail_trap).
 set -euo pipefail
@@ -87,8 +87,10 @@ export CARGO_PROFILE_RELEASE_LTO=false
 export CARGO_INCREMENTAL=0
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 # The same for the release-built tests, CI's longest single build (2 min
-# 46 s cold on a fresh machine with the release profile's debug = 1).
+# 46 s cold on a fresh machine with the release profile's debug = 1), and
+# for the benches' profile, so the bench smoke run reuses those builds.
 export CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
+export CARGO_PROFILE_BENCH_DEBUG=line-tables-only
 
 step "format"
 cargo fmt --all -- --check
@@ -96,8 +98,12 @@ cargo fmt --all -- --check
 step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The code behind the features (ferry's ofi/verbs/mixed wiring, the feature
-# test instantiations) is only compiled with them.
-cargo clippy -p ferry -p ferry-tests -p ferry-bench --features ofi,verbs --all-targets --locked -- -D warnings
+# test instantiations) is only compiled with them; the device crates' own
+# tests too. One lint of all of it here: ci/ofi.sh and ci/verbs.sh skip
+# theirs (FERRY_OFI_SKIP_CLIPPY, FERRY_VERBS_SKIP_CLIPPY below).
+cargo clippy -p ferry -p ferry-tests -p ferry-bench -p ferry-ofi -p ferry-verbs \
+  --features ferry/ofi,ferry/verbs,ferry-tests/ofi,ferry-tests/verbs,ferry-bench/ofi,ferry-bench/verbs \
+  --all-targets --locked -- -D warnings
 # And without any device: the stub modules, and the typed errors they return.
 cargo clippy -p ferry --no-default-features --all-targets --locked -- -D warnings
 
@@ -155,7 +161,7 @@ step "mpi4py 4.1 built from its sdist with ferry's mpicc: import, a 4-rank progr
 bash ci/mpi4py-test.sh
 
 step "ofi device: tcp;ofi_rxm and shm providers"
-bash ci/ofi.sh
+FERRY_OFI_SKIP_CLIPPY=1 bash ci/ofi.sh
 
 step "MPI ABI library on the ofi device: C tests on 2 and 4 ranks (tcp;ofi_rxm)"
 FERRY_MPI_TEST_OFI=only bash ci/mpi-test.sh
@@ -171,7 +177,7 @@ step "Slurm: srun --mpi=pmi2 (PMI-2) on a one-node cluster, conformance suite on
 bash ci/slurm.sh
 
 step "verbs device: Soft-RoCE in a QEMU VM"
-bash ci/verbs.sh
+FERRY_VERBS_SKIP_CLIPPY=1 bash ci/verbs.sh
 
 if [ "${FERRY_CI_SKIP_FUZZ:-0}" != 1 ]; then
   step "fuzz smoke run (every decoder of peer-supplied bytes)"
@@ -180,9 +186,10 @@ fi
 
 if [ "${FERRY_CI_SKIP_BENCH:-0}" != 1 ]; then
   step "bench smoke run"
-  for bench in engine shm_queue sim_protocol reduce; do
-    cargo bench -p ferry-bench --bench "$bench" --locked -- --warm-up-time 0.05 --measurement-time 0.1 --sample-size 10
-  done
+  # Criterion's --test runs each benchmark once: they build and run, which
+  # is what a smoke run is for (the measurements are ci/compare.sh's and
+  # benches/instr's).
+  cargo bench -p ferry-bench --locked --bench engine --bench shm_queue --bench sim_protocol --bench reduce -- --test
 fi
 
 step_table
