@@ -50,13 +50,14 @@
 //! reads this list; `tests/floors/tests/ferry_crates.rs` holds the imports
 //! that still run up, each with its reason, and fails on any other).
 //! Bottom first:
-//! 1. `abi`, `error`, `usererr`, `handle`, `sync`: the ABI's values and
-//!    errors, handle tables, the lock.
+//! 1. `abi`, `error`, `usererr`, `handle`, `sync`, `info` (but `calls`):
+//!    the ABI's values and errors, handle tables, the lock, info objects.
 //! 2. `errhandler`: error handlers.
 //! 3. `ffi::args`, `ffi::cell`, `ffi::raw`, `ffi::os`, `ffi::callbacks`,
 //!    `ffi::longdouble`: the raw-memory mechanisms.
 //! 4. `state`, `ffi::lookup`: the runtime and its communicator lookup.
-//! 5. `datatype`, `info`, `attr`, `reduce`: objects the other chapters use.
+//! 5. `datatype`, `info::calls`, `attr`, `reduce`: objects the other
+//!    chapters use, and the info calls.
 //! 6. `comm`, `env`: communicators, groups, the environment.
 //! 7. `request`: request objects and their completion.
 //! 8. `p2p`, `coll`, `mpix`: the operations.

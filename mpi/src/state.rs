@@ -6,6 +6,11 @@
 //! `MPI_Finalize` finalizes the ferry world inside it, after which every
 //! ferry call reports `Finalized`.
 //!
+//! The chapters keep their own objects (requests, datatypes, ops, keyvals,
+//! messages, the attached buffer) in [`ChapterCell`]s of their own: made at
+//! the runtime's thread level on first use, so this floor names none of
+//! the types above it.
+//!
 //! Locks: `MPI_COMM_WORLD` and `MPI_COMM_SELF` are fields, reached with no
 //! lock. User objects are in per-kind [`Table`]s, each in a `LevelCell`
 //! (`ffi/cell.rs`): below `MPI_THREAD_MULTIPLE` a table is reached with no
@@ -28,7 +33,6 @@ use crate::error::{Fail, Res};
 use crate::ffi::cell::LevelCell;
 use crate::handle::{Kind, Table};
 use crate::info::Info;
-use crate::request::ReqObj;
 
 /// A communicator and what MPI attaches to it.
 #[derive(Debug)]
@@ -92,25 +96,10 @@ pub struct Runtime {
     pub self_comm: CommObj,
     /// Communicators the program made.
     pub comms: LevelCell<Table<Arc<CommObj>>>,
-    /// Requests in flight (and inactive persistent ones).
-    pub(crate) requests: LevelCell<Table<ReqObj>>,
-    /// Derived datatypes.
-    pub types: LevelCell<Table<crate::datatype::TypeEntry>>,
-    /// User reduction ops.
-    pub ops: LevelCell<Table<crate::coll::reduction::UserOpObj>>,
     /// Groups the program holds.
     pub groups: LevelCell<Table<ferry::Group>>,
-    /// Attribute keys (`MPI_Comm_create_keyval`), by `keyval - FIRST`.
-    pub keyvals: LevelCell<Vec<crate::attr::Keyval>>,
-    /// Messages taken by `MPI_Mprobe` / `MPI_Improbe`.
-    pub messages: LevelCell<Table<crate::p2p::MsgObj>>,
-    /// The attached buffer of buffered mode.
-    pub(crate) bsend: LevelCell<Option<crate::p2p::bsend::Attached>>,
     /// Names the program gave predefined datatypes.
     pub type_names: LevelCell<Vec<(usize, String)>>,
-    /// Requests the program freed whose post step is still to run
-    /// (`request/orphan.rs`).
-    pub(crate) orphans: LevelCell<Vec<ReqObj>>,
     /// Error handlers the program made (and handles `get_errhandler` gave).
     pub errhandlers: Mutex<Table<Errh>>,
     /// The thread level in force.
@@ -130,9 +119,6 @@ static FINALIZED: AtomicBool = AtomicBool::new(false);
 /// Serialises `MPI_Init` against itself (two threads calling it at once).
 static INIT_LOCK: Mutex<()> = Mutex::new(());
 static EPOCH: OnceLock<Instant> = OnceLock::new();
-/// Info objects: outside the runtime, because the standard lets programs
-/// use them before `MPI_Init` (and `MPI_Abi_get_info` makes one).
-pub static INFOS: Mutex<Table<Info>> = Mutex::new(Table::new(Kind::Info));
 
 /// The wait mode `MPIX_Set_wait_mode` asked for, used by `MPI_Init`.
 static WAIT_MODE: Mutex<Option<ferry::WaitMode>> = Mutex::new(None);
@@ -253,15 +239,8 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
         },
         world: Mutex::new(Some(world)),
         comms: LevelCell::new(Table::new(Kind::Comm), level),
-        requests: LevelCell::new(Table::new(Kind::Request), level),
-        orphans: LevelCell::new(Vec::new(), level),
-        types: LevelCell::new(Table::new(Kind::Datatype), level),
         type_names: LevelCell::new(Vec::new(), level),
-        messages: LevelCell::new(Table::new(Kind::Message), level),
         groups: LevelCell::new(Table::new(Kind::Group), level),
-        ops: LevelCell::new(Table::new(Kind::Op), level),
-        keyvals: LevelCell::new(Vec::new(), level),
-        bsend: LevelCell::new(None, level),
         errhandlers: Mutex::new(Table::new(Kind::Errhandler)),
     };
     RUNTIME
@@ -278,8 +257,12 @@ impl Runtime {
     /// # Errors
     /// Finalized twice, or ferry's finalize failed.
     pub fn finalize(&self) -> Res {
-        // Buffered messages go out before the world does.
-        crate::p2p::bsend::detach_all(self)?;
+        // What the chapters must do while the world still works (buffered
+        // messages go out).
+        let before: Vec<_> = lock(&BEFORE_FINALIZE).clone();
+        for step in before {
+            step(self)?;
+        }
         let world = lock(&self.world).take();
         let Some(world) = world else {
             return Err(Fail::new(MPI_ERR_OTHER, "MPI_Finalize called twice"));
@@ -289,15 +272,10 @@ impl Runtime {
         // Drop after the world: a pending request's drop would otherwise
         // free its operation inside an engine that is about to go anyway.
         // The tables are taken out first and dropped outside their cells.
-        let requests = self
-            .requests
-            .with(|t| std::mem::replace(t, Table::new(Kind::Request)))?;
-        drop(requests);
-        drop(self.orphans.with(std::mem::take)?);
-        drop(
-            self.messages
-                .with(|t| std::mem::replace(t, Table::new(Kind::Message)))?,
-        );
+        let emptied: Vec<_> = lock(&EMPTIED_AT_FINALIZE).clone();
+        for cell in emptied {
+            cell.empty()?;
+        }
         let comms = self
             .comms
             .with(|t| std::mem::replace(t, Table::new(Kind::Comm)))?;
@@ -333,17 +311,91 @@ impl Runtime {
             .with(|t| t.get(handle).map(Arc::clone))?
             .map_err(fail)
     }
+}
 
-    /// Stores a new request; its handle.
-    ///
-    /// # Errors
-    /// `MPI_ERR_INTERN` if the table is full (16 Mi requests in flight).
-    #[inline]
-    pub(crate) fn add_request(&self, obj: ReqObj) -> Res<usize> {
-        self.requests
-            .with(|t| t.insert(obj))?
-            .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many requests in flight"))
+/// A chapter's objects in the runtime (a table of requests, of datatypes,
+/// ...): a `LevelCell` made at the runtime's thread level the first time a
+/// call reaches it. The chapter owns the static (`static REQUESTS:
+/// ChapterCell<Table<ReqObj>>`) and reaches it through a `Runtime` method
+/// of its own, so this floor does not name the chapter's types.
+pub(crate) struct ChapterCell<T: 'static> {
+    cell: OnceLock<LevelCell<T>>,
+    init: fn() -> T,
+    /// Emptied (the old value dropped) after the world finalizes.
+    emptied_at_finalize: bool,
+}
+
+impl<T: Send + 'static> ChapterCell<T> {
+    /// A cell whose value starts as `init()` and stays for the process.
+    pub(crate) const fn new(init: fn() -> T) -> ChapterCell<T> {
+        ChapterCell {
+            cell: OnceLock::new(),
+            init,
+            emptied_at_finalize: false,
+        }
     }
+
+    /// A cell emptied (back to `init()`, the old value dropped) after
+    /// `MPI_Finalize` finalizes the world: what holds ferry operations,
+    /// whose drop would otherwise free them inside an engine about to go.
+    pub(crate) const fn emptied_at_finalize(init: fn() -> T) -> ChapterCell<T> {
+        ChapterCell {
+            cell: OnceLock::new(),
+            init,
+            emptied_at_finalize: true,
+        }
+    }
+
+    /// The cell, made at `rt`'s thread level on first use.
+    #[inline]
+    pub(crate) fn of(&'static self, rt: &Runtime) -> &'static LevelCell<T> {
+        match self.cell.get() {
+            Some(c) => c,
+            None => self.make(rt),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn make(&'static self, rt: &Runtime) -> &'static LevelCell<T> {
+        self.cell.get_or_init(|| {
+            if self.emptied_at_finalize {
+                lock(&EMPTIED_AT_FINALIZE).push(self);
+            }
+            LevelCell::new((self.init)(), rt.level)
+        })
+    }
+}
+
+/// A cell [`Runtime::finalize`] empties.
+trait Emptied: Sync {
+    fn empty(&self) -> Res;
+}
+
+impl<T: Send + 'static> Emptied for ChapterCell<T> {
+    fn empty(&self) -> Res {
+        if let Some(c) = self.cell.get() {
+            // Taken out first and dropped outside the cell.
+            let old = c.with(|v| std::mem::replace(v, (self.init)()))?;
+            drop(old);
+        }
+        Ok(())
+    }
+}
+
+static EMPTIED_AT_FINALIZE: Mutex<Vec<&'static dyn Emptied>> = Mutex::new(Vec::new());
+
+/// A chapter's step at `MPI_Finalize`.
+type FinalizeStep = fn(&Runtime) -> Res;
+
+/// What chapters must do at `MPI_Finalize` before the world finalizes.
+static BEFORE_FINALIZE: Mutex<Vec<FinalizeStep>> = Mutex::new(Vec::new());
+
+/// Has `MPI_Finalize` run `step` while the world still works (a chapter
+/// registers once, when it first holds something to finish: the attached
+/// buffer's messages).
+pub(crate) fn before_finalize(step: FinalizeStep) {
+    lock(&BEFORE_FINALIZE).push(step);
 }
 
 /// A communicator found by [`Runtime::comm`].

@@ -23,7 +23,7 @@ use crate::state::{lock, rt, CommObj, Runtime};
 
 /// The keyval `k`'s callbacks.
 fn key(rt: &Runtime, k: c_int) -> Res<Keyval> {
-    rt.keyvals.with(|t| index(k, t).map(|i| t[i]))?
+    rt.keyvals().with(|t| index(k, t).map(|i| t[i]))?
 }
 
 /// A callback's failure: its code is the call's error.
@@ -106,7 +106,7 @@ pub(crate) fn comm_create_keyval(
         extra: extra_state,
         freed: false,
     };
-    let k = rt.keyvals.with(|t| {
+    let k = rt.keyvals().with(|t| {
         t.push(kv);
         keyval_of(t.len() - 1)
     })??;
@@ -124,7 +124,7 @@ pub(crate) fn comm_free_keyval(mut comm_keyval: Out<'_, c_int>) -> Res {
             format!("{k} is a predefined or invalid key and cannot be freed"),
         ));
     }
-    rt.keyvals.with(|t| {
+    rt.keyvals().with(|t| {
         let i = index(k, t)?;
         if t[i].freed {
             return Err(Fail::msg(

@@ -10,11 +10,22 @@ use std::ffi::c_int;
 
 use crate::abi::class::*;
 use crate::error::{Fail, Res};
+use crate::state::ChapterCell;
 
 /// The first keyval handed out (above every predefined key of the ABI).
 pub const FIRST: c_int = 0x10000;
 
 pub use crate::abi::callback::{CopyCb, DeleteCb, DUP_FN, NULL_FN};
+
+/// Attribute keys (`MPI_Comm_create_keyval`), by `keyval - FIRST`.
+static KEYVALS: ChapterCell<Vec<Keyval>> = ChapterCell::new(Vec::new);
+
+impl crate::state::Runtime {
+    /// The attribute keys the program made.
+    pub(crate) fn keyvals(&self) -> &'static crate::ffi::cell::LevelCell<Vec<Keyval>> {
+        KEYVALS.of(self)
+    }
+}
 
 /// An attribute key.
 #[derive(Debug, Clone, Copy)]

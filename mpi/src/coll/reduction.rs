@@ -23,16 +23,29 @@ use crate::abi::class::*;
 use crate::abi::*;
 use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
+use crate::ffi::cell::LevelCell;
 use crate::ffi::raw::{get, put};
+use crate::handle::{Kind, Table};
 use crate::reduce::{is_predefined, predefined_op};
+use crate::state::ChapterCell;
 use crate::state::{rt, Runtime};
 
 /// `MPI_User_function`.
 pub(crate) use crate::abi::callback::UserFn;
 
+/// User reduction ops.
+static OPS: ChapterCell<Table<UserOpObj>> = ChapterCell::new(|| Table::new(Kind::Op));
+
+impl Runtime {
+    /// The program's reduction ops.
+    pub(crate) fn ops(&self) -> &'static LevelCell<Table<UserOpObj>> {
+        OPS.of(self)
+    }
+}
+
 /// A user op (`MPI_Op_create`).
 #[derive(Debug, Clone, Copy)]
-pub struct UserOpObj {
+pub(crate) struct UserOpObj {
     /// The `MPI_User_function *`.
     func: UserFn,
     commutative: bool,
@@ -148,7 +161,7 @@ pub(crate) fn resolve(rt: &Runtime, op: usize, ty: &TypeRef, datatype: usize) ->
         });
     }
     let user = rt
-        .ops
+        .ops()
         .with(|t| t.get(op).copied())?
         .map_err(|b| Fail::handle(MPI_ERR_OP, b, "reduction operation"))?;
     let layout = ty.layout();
@@ -195,7 +208,7 @@ pub(crate) unsafe fn op_create(user_fn: Option<UserFn>, commute: c_int, op: *mut
         return Err(Fail::new(MPI_ERR_ARG, "a null op pointer"));
     }
     let h = rt
-        .ops
+        .ops()
         .with(|t| {
             t.insert(UserOpObj {
                 func,
@@ -219,7 +232,7 @@ pub(crate) unsafe fn op_free(op: *mut usize) -> Res {
     if is_predefined(h) {
         return Err(Fail::new(MPI_ERR_OP, "a predefined op cannot be freed"));
     }
-    rt.ops
+    rt.ops()
         .with(|t| t.remove(h))?
         .map_err(|b| Fail::handle(MPI_ERR_OP, b, "reduction operation"))?;
     // SAFETY: as above.
@@ -236,7 +249,7 @@ pub(crate) unsafe fn op_commutative(op: usize, commute: *mut c_int) -> Res {
         !matches!(op, MPI_REPLACE | MPI_NO_OP)
     } else {
         rt()?
-            .ops
+            .ops()
             .with(|t| t.get(op).map(|u| u.commutative))?
             .map_err(|b| Fail::handle(MPI_ERR_OP, b, "reduction operation"))?
     };

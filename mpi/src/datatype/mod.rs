@@ -36,6 +36,9 @@ pub use recipe::{combiner, Recipe, TypeArg};
 
 use crate::abi::class::*;
 use crate::error::{Fail, Res};
+use crate::ffi::cell::LevelCell;
+use crate::handle::{Kind, Table};
+use crate::state::ChapterCell;
 use crate::state::Runtime;
 
 /// A derived datatype's table entry.
@@ -156,7 +159,15 @@ fn bad_type(what: &'static str) -> Fail {
     Fail::new(MPI_ERR_TYPE, what)
 }
 
+/// Derived datatypes.
+static TYPES: ChapterCell<Table<TypeEntry>> = ChapterCell::new(|| Table::new(Kind::Datatype));
+
 impl Runtime {
+    /// The derived datatypes.
+    pub(crate) fn types(&self) -> &'static LevelCell<Table<TypeEntry>> {
+        TYPES.of(self)
+    }
+
     /// The datatype `handle` names, committed or not (queries and
     /// constructors).
     ///
@@ -166,7 +177,7 @@ impl Runtime {
         if let Some(p) = predefined(handle) {
             return Ok(TypeRef::Pre(p));
         }
-        self.types
+        self.types()
             .with(|t| {
                 t.get(handle)
                     .map(|e| TypeRef::Derived(Arc::clone(&e.layout)))
@@ -192,7 +203,7 @@ impl Runtime {
     /// the predefined case inlines into every call.
     #[inline(never)]
     fn derived_comm_type(&self, handle: usize) -> Res<TypeRef> {
-        self.types
+        self.types()
             .with(|t| match t.get(handle) {
                 Ok(e) if e.committed => Ok(TypeRef::Derived(Arc::clone(&e.layout))),
                 Ok(_) => Err(bad_type(
@@ -211,7 +222,7 @@ impl Runtime {
         if let Some(p) = predefined(handle) {
             return Ok(TypeArg::Named(p));
         }
-        self.types
+        self.types()
             .with(|t| t.get(handle).map(|e| TypeArg::Derived(e.clone())))?
             .map_err(|b| Fail::handle(MPI_ERR_TYPE, b, "datatype"))
     }
@@ -235,7 +246,7 @@ impl Runtime {
     /// # Errors
     /// `MPI_ERR_INTERN` if the table is full.
     pub fn insert_type(&self, entry: TypeEntry) -> Res<usize> {
-        self.types
+        self.types()
             .with(|t| t.insert(entry))?
             .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many datatypes"))
     }

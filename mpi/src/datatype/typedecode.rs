@@ -99,7 +99,7 @@ pub(crate) fn contents(datatype: usize, out: &mut Contents<'_>) -> Res {
                 // Undo the handles already made: the call failed.
                 for (h, t) in handles.iter().zip(&r.types) {
                     if matches!(t, TypeArg::Derived(_)) {
-                        let _ = rt.types.with(|tb| tb.remove(*h).map(drop));
+                        let _ = rt.types().with(|tb| tb.remove(*h).map(drop));
                     }
                 }
                 return Err(f);

@@ -107,7 +107,7 @@ pub(crate) fn type_get_name(
             })?
             .unwrap_or_else(|| p.name.to_owned()),
         None => rt
-            .types
+            .types()
             .with(|t| t.get(datatype).map(|e| e.name.clone()))?
             .map_err(|b| Fail::handle(MPI_ERR_TYPE, b, "datatype"))?,
     };
@@ -132,7 +132,7 @@ pub(crate) fn type_set_name(datatype: usize, type_name: &str) -> Res {
                 None => n.push((datatype, name)),
             });
     }
-    rt.types
+    rt.types()
         .with(|t| t.get_mut(datatype).map(|e| e.name = name))?
         .map_err(|b| Fail::handle(MPI_ERR_TYPE, b, "datatype"))
 }
@@ -499,7 +499,7 @@ pub(crate) fn type_commit(datatype: Out<'_, usize>) -> Res {
     if predefined(h).is_some() {
         return Ok(());
     }
-    rt.types
+    rt.types()
         .with(|t| t.get_mut(h).map(|e| e.committed = true))?
         .map_err(|b| Fail::handle(MPI_ERR_TYPE, b, "datatype"))
 }
@@ -516,7 +516,7 @@ pub(crate) fn type_free(mut datatype: Out<'_, usize>) -> Res {
         ));
     }
     let entry = rt
-        .types
+        .types()
         .with(|t| t.remove(h))?
         .map_err(|b| Fail::handle(MPI_ERR_TYPE, b, "datatype"))?;
     drop(entry);

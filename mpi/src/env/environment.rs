@@ -10,8 +10,9 @@ use crate::abi::class::*;
 use crate::abi::*;
 use crate::error::{Fail, Res};
 use crate::info::Info;
+use crate::info::INFOS;
 use crate::state;
-use crate::state::{lock, rt, INFOS};
+use crate::state::{lock, rt};
 
 /// The library's version string (`MPI_Get_library_version`).
 fn library_version() -> String {

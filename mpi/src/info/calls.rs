@@ -7,8 +7,9 @@ use crate::ffi::args::{Out, TextOut};
 use crate::abi::class::*;
 use crate::abi::{MPI_INFO_ENV, MPI_INFO_NULL};
 use crate::error::{Fail, Res};
+use crate::info::INFOS;
 use crate::info::{check_key, Info};
-use crate::state::{lock, INFOS};
+use crate::sync::lock;
 
 fn bad_info(b: crate::handle::BadHandle) -> Fail {
     Fail::handle(MPI_ERR_INFO, b, "info object")

@@ -3,6 +3,11 @@
 use crate::abi::class::*;
 use crate::abi::{MPI_MAX_INFO_KEY, MPI_MAX_INFO_VAL};
 use crate::error::{Fail, Res};
+use crate::handle::{Kind, Table};
+
+/// Info objects: outside the runtime, because the standard lets programs
+/// use them before `MPI_Init` (and `MPI_Abi_get_info` makes one).
+pub static INFOS: std::sync::Mutex<Table<Info>> = std::sync::Mutex::new(Table::new(Kind::Info));
 
 /// An info object. Keys keep the order they were first set in, which is
 /// the order `MPI_Info_get_nthkey` reports.

@@ -28,7 +28,9 @@ use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus, MPI_PROC_NULL};
 use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
+use crate::ffi::cell::LevelCell;
 use crate::ffi::raw::put;
+use crate::state::ChapterCell;
 use crate::state::{lock, rt, Runtime};
 
 /// `MPI_BSEND_OVERHEAD` (the ABI's value).
@@ -158,7 +160,7 @@ pub(crate) unsafe fn bsend_wide(
             return unsafe { place(a, c, buf, count, ty, len, dest, tag) };
         }
     }
-    rt.bsend.with(|slot| {
+    rt.bsend().with(|slot| {
         let a = slot.as_mut().ok_or_else(|| {
             Fail::new(
                 MPI_ERR_BUFFER,
@@ -223,15 +225,15 @@ unsafe fn place(
 /// Detaches the buffer, waiting for its messages: `(address, size)`, or
 /// `None` if none was attached.
 pub(crate) fn detach(rt: &Runtime) -> Res<Option<(usize, usize)>> {
-    let Some(mut a) = rt.bsend.with(Option::take)? else {
+    let Some(mut a) = rt.bsend().with(Option::take)? else {
         return Ok(None);
     };
     a.flush();
     Ok(Some(a.region()))
 }
 
-/// At `MPI_Finalize`: the process's buffer and every communicator's are
-/// flushed and detached.
+/// At `MPI_Finalize` (see [`detach_at_finalize`]): the process's buffer
+/// and every communicator's are flushed and detached.
 pub(crate) fn detach_all(rt: &Runtime) -> Res {
     detach(rt)?;
     let bufs = std::mem::take(&mut *lock(&COMM_BUFS));
@@ -241,11 +243,29 @@ pub(crate) fn detach_all(rt: &Runtime) -> Res {
     Ok(())
 }
 
+/// The process's attached buffer (`MPI_Buffer_attach`).
+static BSEND: ChapterCell<Option<Attached>> = ChapterCell::new(|| None);
+
+impl Runtime {
+    /// The process's attached buffer, if any.
+    pub(crate) fn bsend(&self) -> &'static LevelCell<Option<Attached>> {
+        BSEND.of(self)
+    }
+}
+
+/// Has `MPI_Finalize` flush and detach every attached buffer (registered
+/// with the first one).
+pub(crate) fn detach_at_finalize() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| crate::state::before_finalize(detach_all));
+}
+
 /// `MPI_Buffer_attach(_c)`: the process's buffer of `size` bytes.
 pub(crate) fn attach(buffer: *mut c_void, size: i64) -> Res {
     let rt = rt()?;
     let a = Attached::new(buffer, size)?;
-    rt.bsend.with(|slot| {
+    detach_at_finalize();
+    rt.bsend().with(|slot| {
         if slot.is_some() {
             return Err(Fail::new(
                 MPI_ERR_BUFFER,

@@ -40,7 +40,7 @@ impl Flush {
     pub(crate) fn done(&self) -> Res<bool> {
         match *self {
             Flush::Process(mark) => rt()?
-                .bsend
+                .bsend()
                 .with(|slot| slot.as_mut().is_none_or(|a| a.flushed(mark))),
             Flush::Comm(k, mark) => Ok(lock(&COMM_BUFS)
                 .iter_mut()
@@ -85,7 +85,7 @@ pub(crate) fn freed(c: &Comm) {
 /// `MPI_Buffer_flush`: waits until the messages buffered in the
 /// process's buffer are sent (nothing to do with none attached).
 pub(crate) fn buffer_flush() -> Res {
-    rt()?.bsend.with(|slot| {
+    rt()?.bsend().with(|slot| {
         if let Some(a) = slot.as_mut() {
             a.flush();
         }
@@ -109,6 +109,7 @@ pub(crate) fn comm_attach(comm: usize, buffer: *mut c_void, size: i64) -> Res {
     let c = rt()?.comm(comm)?;
     let a = Attached::new(buffer, size)?;
     let key = c.comm.context();
+    crate::p2p::bsend::detach_at_finalize();
     let mut bufs = lock(&COMM_BUFS);
     if bufs.iter().any(|(k, _)| *k == key) {
         return Err(Fail::new(

@@ -19,5 +19,3 @@ pub(crate) mod pair;
 pub(crate) mod persist;
 pub(crate) mod probe;
 pub(crate) mod status;
-
-pub(crate) use mprobe::MsgObj;

@@ -19,14 +19,29 @@ use crate::abi::class::*;
 use crate::abi::*;
 use crate::datatype::count_arg;
 use crate::error::{Fail, Res};
+use crate::ffi::cell::LevelCell;
 use crate::ffi::raw::{bytes_mut, get, put, put_status};
+use crate::handle::{Kind, Table};
 use crate::request::object::{Report, ReqObj};
 use crate::request::post::Post;
+use crate::state::ChapterCell;
 use crate::state::{rt, Runtime};
+
+/// Messages taken by `MPI_Mprobe` / `MPI_Improbe` (their engine entries go
+/// with the world).
+static MESSAGES: ChapterCell<Table<MsgObj>> =
+    ChapterCell::emptied_at_finalize(|| Table::new(Kind::Message));
+
+impl Runtime {
+    /// The messages taken and not yet received.
+    pub(crate) fn messages(&self) -> &'static LevelCell<Table<MsgObj>> {
+        MESSAGES.of(self)
+    }
+}
 
 /// A matched message.
 #[derive(Debug)]
-pub struct MsgObj {
+pub(crate) struct MsgObj {
     msg: ferry::Message,
     /// The communicator's handle (for errors).
     comm: usize,
@@ -54,7 +69,7 @@ pub(crate) fn store(
     if msg.is_no_proc() {
         return Ok(MPI_MESSAGE_NO_PROC);
     }
-    rt.messages
+    rt.messages()
         .with(|t| {
             t.insert(MsgObj {
                 msg,
@@ -82,7 +97,7 @@ unsafe fn take(rt: &Runtime, message: *mut usize) -> Res<Option<MsgObj>> {
             ))
         }
         h => Some(
-            rt.messages
+            rt.messages()
                 .with(|t| t.remove(h))?
                 .map_err(|b| Fail::handle(MPI_ERR_REQUEST, b, "message"))?,
         ),

@@ -198,7 +198,7 @@ impl<'a> Batch<'a> {
         s.reqs.clear();
         s.comms.clear();
         s.done.clear();
-        let taken = match in_place && rt.requests.unlocked() {
+        let taken = match in_place && rt.requests().unlocked() {
             true => take_in_place(rt, handles, s),
             false => None,
         };
@@ -450,7 +450,7 @@ impl<'a> Batch<'a> {
         } = self;
         match (taken, complete) {
             (Taken::Lent, _) => settle_lent(rt, handles, s),
-            (_, true) => rt.requests.with(|t| {
+            (_, true) => rt.requests().with(|t| {
                 for h in handles.iter_mut() {
                     if let ReqHandle::Table(h) = ReqHandle::of(*h) {
                         drop(t.remove(h));
@@ -458,7 +458,7 @@ impl<'a> Batch<'a> {
                     *h = MPI_REQUEST_NULL;
                 }
             }),
-            (_, false) => rt.requests.with(|t| put_back_in_place(t, handles, s)),
+            (_, false) => rt.requests().with(|t| put_back_in_place(t, handles, s)),
         }
     }
 }
@@ -467,7 +467,7 @@ impl<'a> Batch<'a> {
 /// plain and of one mode (the caller checked the thread level). `None`
 /// otherwise, nothing taken.
 fn take_in_place(rt: &Runtime, handles: &[usize], s: &mut Scratch) -> Option<Taken> {
-    let taken = rt.requests.with(|t| {
+    let taken = rt.requests().with(|t| {
         // First a look, so that only the mode's own vector is filled.
         let mut mode = None;
         s.seen.begin();
@@ -552,7 +552,7 @@ enum Op {
 fn lend_all(rt: &'static Runtime, handles: &[usize], s: &mut Scratch) -> Res {
     let (objs, seen) = (&mut s.objs, &mut s.seen);
     seen.begin();
-    rt.requests.with(|t| {
+    rt.requests().with(|t| {
         for (i, &h) in handles.iter().enumerate() {
             let lent = match ReqHandle::of(h) {
                 ReqHandle::Null => {
@@ -611,7 +611,7 @@ fn settle_lent(rt: &Runtime, handles: &mut [usize], s: &mut Scratch) -> Res {
     }
     let objs = &mut s.objs;
     let mut direct_failed = Ok(());
-    rt.requests.with(|t| {
+    rt.requests().with(|t| {
         for (h, o) in handles.iter_mut().zip(objs.drain(..)) {
             let Some(o) = o else { continue };
             match ReqHandle::of(*h) {

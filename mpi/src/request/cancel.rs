@@ -26,7 +26,7 @@ pub(crate) fn request_free(mut request: Out<'_, usize>) -> Res {
     };
     let mut obj = match ReqHandle::of(h) {
         ReqHandle::Direct(r) => lend_live(rt, r)?,
-        _ => rt.requests.with(|t| t.remove(h))?.map_err(bad_request)?,
+        _ => rt.requests().with(|t| t.remove(h))?.map_err(bad_request)?,
     };
     obj.promote(rt);
     if let State::Greq(g) = &obj.state {

@@ -110,7 +110,7 @@ pub(crate) fn lend(rt: &Runtime, h: usize) -> Res<ReqObj> {
     if let Some(r) = decode(h) {
         return Ok(lend_direct(rt, r));
     }
-    let mut obj = rt.requests.with(|t| t.lend(h))?.map_err(bad_request)?;
+    let mut obj = rt.requests().with(|t| t.lend(h))?.map_err(bad_request)?;
     obj.promote(rt);
     Ok(obj)
 }
@@ -125,10 +125,10 @@ pub(crate) fn give_back(rt: &Runtime, h: usize, obj: ReqObj) -> Res<bool> {
     }
     let spent = obj.inactive() && !obj.persistent();
     if spent {
-        rt.requests.with(|t| t.release(h))?;
+        rt.requests().with(|t| t.release(h))?;
         drop(obj);
     } else {
-        rt.requests.with(|t| t.restore(h, obj))?;
+        rt.requests().with(|t| t.restore(h, obj))?;
     }
     Ok(spent)
 }
@@ -164,7 +164,7 @@ const UNUSED_MASK: usize = 0x7f << 56;
 /// one (see the module docs); `None` for a table entry.
 #[inline]
 pub(crate) fn encode(rt: &Runtime, r: RawRequest, comm: usize) -> Option<usize> {
-    if comm != MPI_COMM_WORLD || !rt.requests.unlocked() {
+    if comm != MPI_COMM_WORLD || !rt.requests().unlocked() {
         return None;
     }
     pack(r)

@@ -18,3 +18,40 @@ pub(crate) mod post;
 pub(crate) mod waiting;
 
 pub(crate) use object::ReqObj;
+
+use crate::abi::class::MPI_ERR_INTERN;
+use crate::error::{Fail, Res};
+use crate::ffi::cell::LevelCell;
+use crate::handle::{Kind, Table};
+use crate::state::{ChapterCell, Runtime};
+
+/// Requests in flight (and inactive persistent ones).
+static REQUESTS: ChapterCell<Table<ReqObj>> =
+    ChapterCell::emptied_at_finalize(|| Table::new(Kind::Request));
+
+/// Requests the program freed whose post step is still to run (`orphan.rs`).
+static ORPHANS: ChapterCell<Vec<ReqObj>> = ChapterCell::emptied_at_finalize(Vec::new);
+
+impl Runtime {
+    /// The request table.
+    #[inline]
+    pub(crate) fn requests(&self) -> &'static LevelCell<Table<ReqObj>> {
+        REQUESTS.of(self)
+    }
+
+    /// The orphaned requests.
+    pub(crate) fn orphans(&self) -> &'static LevelCell<Vec<ReqObj>> {
+        ORPHANS.of(self)
+    }
+
+    /// Stores a new request; its handle.
+    ///
+    /// # Errors
+    /// `MPI_ERR_INTERN` if the table is full (16 Mi requests in flight).
+    #[inline]
+    pub(crate) fn add_request(&self, obj: ReqObj) -> Res<usize> {
+        self.requests()
+            .with(|t| t.insert(obj))?
+            .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many requests in flight"))
+    }
+}

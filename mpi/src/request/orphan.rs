@@ -40,7 +40,7 @@ pub(crate) fn adopt(rt: &Runtime, mut obj: ReqObj) -> Res {
         drop(obj);
         return Ok(());
     }
-    rt.orphans.with(|o| o.push(obj))?;
+    rt.orphans().with(|o| o.push(obj))?;
     COUNT.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }
@@ -61,7 +61,7 @@ fn poll_orphans() {
     let Ok(rt) = rt() else {
         return;
     };
-    let taken = rt.orphans.with(std::mem::take).unwrap_or_default();
+    let taken = rt.orphans().with(std::mem::take).unwrap_or_default();
     let mut pending = Vec::with_capacity(taken.len());
     for mut obj in taken {
         let done = match &mut obj.state {
@@ -94,5 +94,5 @@ fn poll_orphans() {
             None => pending.push(obj),
         }
     }
-    let _ = rt.orphans.with(|o| o.append(&mut pending));
+    let _ = rt.orphans().with(|o| o.append(&mut pending));
 }

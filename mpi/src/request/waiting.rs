@@ -40,7 +40,7 @@ pub(crate) fn enter<'a>(
     rt: &Runtime,
     entries: impl Iterator<Item = (usize, &'a Request)>,
 ) -> Option<Waiting> {
-    if rt.requests.unlocked() {
+    if rt.requests().unlocked() {
         return None;
     }
     let mut w = lock(&WAITING);

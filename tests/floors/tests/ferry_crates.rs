@@ -47,14 +47,6 @@ const MPI_KNOWN: &[(&str, &str)] = &[
     ("request/object.rs", "crate::p2p::commbuf::Flush"),
     ("request/post.rs", "crate::coll::Piece"),
     ("request/post.rs", "crate::coll::copy_out"),
-    ("state.rs", "crate::coll::reduction::UserOpObj"),
-    ("state.rs", "crate::attr::Keyval"),
-    ("state.rs", "crate::p2p::MsgObj"),
-    ("state.rs", "crate::p2p::bsend::Attached"),
-    ("state.rs", "crate::p2p::bsend::detach_all"),
-    ("state.rs", "crate::info::Info"),
-    ("state.rs", "crate::request::ReqObj"),
-    ("state.rs", "crate::datatype::TypeEntry"),
 ];
 
 #[test]
