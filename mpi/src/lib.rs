@@ -60,7 +60,8 @@
 //!    chapters use, and the info calls.
 //! 6. `comm`, `env`: communicators, groups, the environment.
 //! 7. `request`: request objects and their completion.
-//! 8. `p2p`, `coll`, `mpix`: the operations.
+//! 8. `p2p`, `coll`, `mpix`, `comm::idup`: the operations, and the
+//!    communicator call that makes a request.
 //! 9. `ffi`: the boundary (the generated shims, the guard, the handlers).
 //!
 //! ## Thread safety

@@ -391,6 +391,24 @@ type FinalizeStep = fn(&Runtime) -> Res;
 /// What chapters must do at `MPI_Finalize` before the world finalizes.
 static BEFORE_FINALIZE: Mutex<Vec<FinalizeStep>> = Mutex::new(Vec::new());
 
+/// What chapters do when the program frees a communicator.
+static ON_COMM_FREE: Mutex<Vec<fn(&Comm)>> = Mutex::new(Vec::new());
+
+/// Has `MPI_Comm_free` (and `MPI_Comm_disconnect`) run `hook` on the
+/// communicator it frees (a chapter registers once, when it first keeps
+/// something per communicator: an attached buffer).
+pub(crate) fn on_comm_free(hook: fn(&Comm)) {
+    lock(&ON_COMM_FREE).push(hook);
+}
+
+/// Runs the [`on_comm_free`] hooks on `c`, which the program frees.
+pub(crate) fn comm_freed(c: &Comm) {
+    let hooks: Vec<_> = lock(&ON_COMM_FREE).clone();
+    for hook in hooks {
+        hook(c);
+    }
+}
+
 /// Has `MPI_Finalize` run `step` while the world still works (a chapter
 /// registers once, when it first holds something to finish: the attached
 /// buffer's messages).

@@ -240,12 +240,22 @@ pub(crate) struct Piece {
     pub(crate) form: Form,
 }
 
+impl crate::request::post::CopyOut for Vec<Piece> {
+    /// Copies a completed nonblocking collective's result out.
+    fn copy_out(&self, data: &[u8]) -> Res {
+        // SAFETY: the pieces' buffers are writable and untouched by
+        // anything else (MPI's rule for a nonblocking collective's output
+        // until it completes; `Post::run`'s contract).
+        unsafe { copy_out(data, self) }
+    }
+}
+
 /// Copies a completed nonblocking collective's result out.
 ///
 /// # Safety
 /// The pieces' buffers are writable and untouched by anything else (MPI's
 /// rule for a nonblocking collective's output until it completes).
-pub(crate) unsafe fn copy_out(data: &[u8], pieces: &[Piece]) -> Res {
+unsafe fn copy_out(data: &[u8], pieces: &[Piece]) -> Res {
     for p in pieces {
         let len = p.buf.wire_len(p.form)?;
         let part = data.get(p.off..p.off + len).ok_or_else(|| {

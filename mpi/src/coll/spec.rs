@@ -177,7 +177,7 @@ fn post(pieces: Vec<Piece>) -> Post {
     if pieces.is_empty() {
         Post::None
     } else {
-        Post::Coll(pieces.into_boxed_slice())
+        Post::Coll(Box::new(pieces))
     }
 }
 

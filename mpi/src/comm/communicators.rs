@@ -18,18 +18,16 @@ use crate::attr::calls::{copy_all, delete_all};
 use crate::abi::class::*;
 use crate::abi::*;
 use crate::comm::group::group_of;
-use crate::comm::idup::Idup;
 use crate::error::{Fail, Res};
-use crate::ffi::args::{Later, Out, TextOut};
+use crate::ffi::args::{Out, TextOut};
 use crate::info::Info;
-use crate::request::object::{ReqObj, State};
 use crate::state::{lock, rt, CommObj, Runtime};
 
 /// The info key of the `REQUEST_EMPTY` proposal.
 pub(crate) const RECV_MAY_BE_EMPTY: &str = "mpi_recv_req_may_be_empty";
 
 /// The hints an info object asks for, starting from `base`.
-fn hints_of(info: &Info, base: Hints) -> Hints {
+pub(crate) fn hints_of(info: &Info, base: Hints) -> Hints {
     let mut h = base;
     if let Some(v) = info.get(RECV_MAY_BE_EMPTY) {
         h.recv_may_be_empty = v.trim().eq_ignore_ascii_case("true");
@@ -107,55 +105,6 @@ pub(crate) fn comm_dup(comm: usize, mut newcomm: Out<'_, usize>) -> Res {
 /// (`mpi_recv_req_may_be_empty` among them).
 pub(crate) fn comm_dup_with_info(comm: usize, info: usize, mut newcomm: Out<'_, usize>) -> Res {
     dup(comm, Some(info), &mut newcomm)
-}
-
-/// `MPI_Comm_idup` and `MPI_Comm_idup_with_info` (`info` `Some`):
-/// `newcomm` is written when the request completes.
-fn idup(
-    comm: usize,
-    info: Option<usize>,
-    newcomm: Later<usize>,
-    request: &mut Out<'_, usize>,
-) -> Res {
-    let rt = rt()?;
-    let c = rt.comm_counted(comm)?;
-    if newcomm.is_null() || request.is_null() {
-        return Err(Fail::new(
-            MPI_ERR_ARG,
-            "a null communicator or request pointer",
-        ));
-    }
-    let info = match info {
-        Some(MPI_INFO_NULL) => Some(Info::default()),
-        Some(h) => Some(crate::info::calls::read(h)?),
-        None => None,
-    };
-    let hints = info
-        .as_ref()
-        .map_or(c.comm.hints(), |i| hints_of(i, c.comm.hints()));
-    let attrs = copy_all(rt, comm, &c)?;
-    let pending = c.comm.idup_with_hints(hints)?;
-    let obj = ReqObj {
-        state: State::Idup(Box::new(Idup::new(pending, newcomm, &c, attrs, info))),
-        ..ReqObj::ready(MpiStatus::EMPTY, comm)
-    };
-    let h = rt.add_request(obj)?;
-    request.set(h)
-}
-
-/// `MPI_Comm_idup`: `newcomm` is written when the request completes.
-pub(crate) fn comm_idup(comm: usize, newcomm: Later<usize>, mut request: Out<'_, usize>) -> Res {
-    idup(comm, None, newcomm, &mut request)
-}
-
-/// `MPI_Comm_idup_with_info`: as `MPI_Comm_idup` with the given hints.
-pub(crate) fn comm_idup_with_info(
-    comm: usize,
-    info: usize,
-    newcomm: Later<usize>,
-    mut request: Out<'_, usize>,
-) -> Res {
-    idup(comm, Some(info), newcomm, &mut request)
 }
 
 /// `MPI_Comm_split`: collective; `MPI_UNDEFINED` as the color gives
@@ -292,7 +241,7 @@ pub(crate) fn comm_free(mut comm: Out<'_, usize>) -> Res {
     let c = rt.comm_arc(h)?;
     delete_all(rt, h, &c).map_err(|f| f.on(h))?;
     // A buffer attached to it is flushed and detached (MPI 4.1).
-    crate::p2p::commbuf::freed(&c.comm);
+    crate::state::comm_freed(&c.comm);
     let obj = rt
         .comms
         .with(|t| t.remove(h))?

@@ -18,10 +18,10 @@ use ferry::Comm;
 use crate::p2p::bsend::{mark, Attached, COMM_BUFS};
 
 use crate::abi::class::*;
-use crate::abi::MPI_COMM_SELF;
+use crate::abi::{MpiStatus, MPI_COMM_SELF};
 use crate::error::{Fail, Res};
 use crate::ffi::raw::put;
-use crate::request::object::{ReqObj, State};
+use crate::request::object::{Polled, ReqObj, State};
 use crate::request::post::Post;
 use crate::state::{lock, rt};
 
@@ -34,19 +34,20 @@ pub(crate) enum Flush {
     Comm(u32, u64),
 }
 
-impl Flush {
-    /// True once the messages buffered before the call are sent (or the
-    /// buffer was detached, which waited for them).
-    pub(crate) fn done(&self) -> Res<bool> {
-        match *self {
+impl Polled for Flush {
+    /// Complete once the messages buffered before the call are sent (or
+    /// the buffer was detached, which waited for them).
+    fn poll(&mut self) -> Res<Option<MpiStatus>> {
+        let done = match *self {
             Flush::Process(mark) => rt()?
                 .bsend()
-                .with(|slot| slot.as_mut().is_none_or(|a| a.flushed(mark))),
-            Flush::Comm(k, mark) => Ok(lock(&COMM_BUFS)
+                .with(|slot| slot.as_mut().is_none_or(|a| a.flushed(mark)))?,
+            Flush::Comm(k, mark) => lock(&COMM_BUFS)
                 .iter_mut()
                 .find(|(c, _)| *c == k)
-                .is_none_or(|(_, a)| a.flushed(mark))),
-        }
+                .is_none_or(|(_, a)| a.flushed(mark)),
+        };
+        Ok(done.then_some(MpiStatus::EMPTY))
     }
 }
 
@@ -59,7 +60,7 @@ unsafe fn flush_request(flush: Flush, comm: usize, request: *mut usize) -> Res {
         return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
     }
     let obj = ReqObj {
-        state: State::Flush(Box::new(flush)),
+        state: State::Polled(Box::new(flush)),
         comm,
         post: Post::None,
         persist: None,
@@ -69,7 +70,8 @@ unsafe fn flush_request(flush: Flush, comm: usize, request: *mut usize) -> Res {
     unsafe { put(request, h) }
 }
 
-/// Flushes and detaches the buffer of a communicator being freed.
+/// Flushes and detaches the buffer of a communicator being freed (an
+/// `on_comm_free` hook, registered with the first communicator buffer).
 pub(crate) fn freed(c: &Comm) {
     let taken = {
         let mut bufs = lock(&COMM_BUFS);
@@ -110,6 +112,8 @@ pub(crate) fn comm_attach(comm: usize, buffer: *mut c_void, size: i64) -> Res {
     let a = Attached::new(buffer, size)?;
     let key = c.comm.context();
     crate::p2p::bsend::detach_at_finalize();
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| crate::state::on_comm_free(freed));
     let mut bufs = lock(&COMM_BUFS);
     if bufs.iter().any(|(k, _)| *k == key) {
         return Err(Fail::new(

@@ -19,7 +19,7 @@ use crate::datatype::count_arg;
 use crate::error::{Fail, Res};
 use crate::ffi::raw::put;
 use crate::p2p::messages::{start_recv, start_send};
-use crate::request::object::{Report, ReqObj, State};
+use crate::request::object::{Polled, Report, ReqObj, State};
 use crate::request::post::Post;
 use crate::state::rt;
 
@@ -32,9 +32,9 @@ pub(crate) struct Pair {
     got: Option<Report>,
 }
 
-impl Pair {
+impl Polled for Pair {
     /// Tests the halves not complete yet; the status once both are.
-    pub(crate) fn poll(&mut self) -> Res<Option<MpiStatus>> {
+    fn poll(&mut self) -> Res<Option<MpiStatus>> {
         if self.sent.is_none() {
             self.sent = self.send.test()?;
         }
@@ -44,19 +44,24 @@ impl Pair {
         Ok(self.status())
     }
 
-    /// Waits for both halves (the status is then [`Pair::poll`]'s).
-    pub(crate) fn wait(&mut self) -> Res {
+    /// Waits for both halves, blocking in ferry on each.
+    fn wait(&mut self) -> Res<MpiStatus> {
         if self.sent.is_none() {
             self.sent = Some(self.send.wait()?);
         }
         if self.got.is_none() {
             self.got = Some(self.recv.wait()?);
         }
-        Ok(())
+        self.status().ok_or_else(|| {
+            Fail::new(
+                crate::abi::class::MPI_ERR_INTERN,
+                "internal error (please report): a sendrecv pair without both reports",
+            )
+        })
     }
 
     /// Cancels both halves (what has completed stays complete).
-    pub(crate) fn cancel(&self) -> Res {
+    fn cancel(&self) -> Res {
         for half in [&self.send, &self.recv] {
             if let State::Active(req) = &half.state {
                 req.cancel().map_err(Fail::from)?;
@@ -65,6 +70,14 @@ impl Pair {
         Ok(())
     }
 
+    /// Its receive half may have a post step of its own.
+    fn outlives_free(&self) -> bool {
+        true
+    }
+}
+
+impl Pair {
+    /// The pair's status once both halves reported.
     fn status(&self) -> Option<MpiStatus> {
         let (Some(sent), Some(got)) = (&self.sent, &self.got) else {
             return None;
@@ -97,7 +110,7 @@ unsafe fn store(
         got: None,
     };
     let obj = ReqObj {
-        state: State::Pair(Box::new(pair)),
+        state: State::Polled(Box::new(pair)),
         comm,
         post: Post::None,
         persist: None,

@@ -23,7 +23,7 @@ use crate::error::{Fail, Res};
 use crate::ffi::raw::{get, put};
 use crate::p2p::messages::{send_args, start_recv, start_send, SendArgs};
 use crate::request::handle::{give_back, lend};
-use crate::request::object::{ReqObj, State};
+use crate::request::object::{ReqObj, Restart, State};
 use crate::request::post::Post;
 use crate::state::rt;
 
@@ -59,6 +59,15 @@ pub(crate) enum Kind {
     Coll(Box<crate::coll::Deferred>),
 }
 
+impl Restart for Persist {
+    fn start(&self) -> Res<(State, Post)> {
+        // SAFETY: the request's buffers are the program's, valid from a
+        // start until the activation completes (MPI's rule for persistent
+        // requests, `MPI_Start`'s contract).
+        unsafe { self.issue() }
+    }
+}
+
 impl Persist {
     /// A persistent request of `kind` on `comm`.
     pub(crate) fn new(comm: Comm, kind: Kind) -> Persist {
@@ -70,7 +79,7 @@ impl Persist {
     /// # Safety
     /// The request's buffers are valid as MPI requires from a start until
     /// the activation completes.
-    unsafe fn start(&self) -> Res<(State, Post)> {
+    unsafe fn issue(&self) -> Res<(State, Post)> {
         let c = &self.comm;
         match &self.kind {
             Kind::Send {
@@ -144,8 +153,7 @@ unsafe fn start_obj(obj: &mut ReqObj) -> Res {
             "the persistent request is already active",
         ));
     }
-    // SAFETY: forwarded.
-    let (state, post) = unsafe { p.start() }.map_err(|f| f.on(obj.comm))?;
+    let (state, post) = p.start().map_err(|f| f.on(obj.comm))?;
     obj.state = state;
     obj.post = post;
     Ok(())

@@ -63,7 +63,7 @@ pub(crate) fn cancel_handle(h: usize) -> Res {
     };
     let r = match &obj.state {
         State::Active(req) => req.cancel().map_err(|e| Fail::from(e).on(obj.comm)),
-        State::Pair(p) => p.cancel().map_err(|f| f.on(obj.comm)),
+        State::Polled(p) => p.cancel().map_err(|f| f.on(obj.comm)),
         _ => Ok(()),
     };
     give_back(rt, h, obj)?;

@@ -31,7 +31,45 @@ pub(crate) struct ReqObj {
     /// What to do with the completion of the current activation.
     pub(crate) post: Post,
     /// How to start the request again (persistent requests only).
-    pub(crate) persist: Option<Box<crate::p2p::persist::Persist>>,
+    pub(crate) persist: Option<Box<dyn Restart>>,
+}
+
+/// How a persistent request starts again: the chapter that made it
+/// (point-to-point, collectives) describes its operation.
+pub(crate) trait Restart: std::fmt::Debug + Send {
+    /// Starts the operation anew: its state and post step. Its buffers
+    /// are the program's, valid by MPI's rule for persistent requests.
+    fn start(&self) -> Res<(State, Post)>;
+}
+
+/// A request the C layer completes itself, with no single ferry operation
+/// behind it (`MPI_Comm_idup`, `MPI_Isendrecv`, a buffer flush): polled by
+/// the completion calls until it is done. The chapter that made it
+/// implements this.
+pub(crate) trait Polled: std::fmt::Debug + Send {
+    /// Advances it once: its status when it is complete.
+    fn poll(&mut self) -> Res<Option<MpiStatus>>;
+
+    /// Blocks until it is complete (by default, polling).
+    fn wait(&mut self) -> Res<MpiStatus> {
+        loop {
+            if let Some(s) = self.poll()? {
+                return Ok(s);
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// `MPI_Cancel` on it (by default nothing: it goes on).
+    fn cancel(&self) -> Res {
+        Ok(())
+    }
+
+    /// True if, freed by the program while pending, it must still be
+    /// polled to its end (a post step of its own to run).
+    fn outlives_free(&self) -> bool {
+        false
+    }
 }
 
 /// Where a request's operation is.
@@ -51,17 +89,11 @@ pub(crate) enum State {
     Ready(MpiStatus),
     /// A persistent request that is not started (or completed since).
     Inactive,
-    /// `MPI_Comm_idup` in progress: polled until its communicator exists.
-    Idup(Box<crate::comm::idup::Idup>),
-    /// `MPI_Isendrecv(_replace)`: a send and a receive, polled until both
-    /// complete.
-    Pair(Box<crate::p2p::pair::Pair>),
+    /// A request the C layer completes itself ([`Polled`]).
+    Polled(Box<dyn Polled>),
     /// A generalized request (`MPI_Grequest_start`): complete once the
     /// program calls `MPI_Grequest_complete`.
     Greq(Box<crate::request::greq::Greq>),
-    /// `MPI_Buffer_iflush` / `MPI_Comm_iflush_buffer`: polled until the
-    /// buffer has no message in flight.
-    Flush(Box<crate::p2p::commbuf::Flush>),
 }
 
 impl ReqObj {
@@ -178,42 +210,22 @@ impl ReqObj {
         }
     }
 
-    /// Polls a request the C layer completes itself once: an
-    /// `MPI_Comm_idup`, `MPI_Isendrecv` or buffer flush that is done becomes
-    /// [`State::Ready`]; a generalized request is pending until the program
-    /// completes it. True if it is still pending.
+    /// Polls a request the C layer completes itself ([`State::Polled`])
+    /// once: done, it becomes [`State::Ready`]; a generalized request is
+    /// pending until the program completes it. True if it is still
+    /// pending.
     pub(crate) fn poll_pending(&mut self) -> Res<bool> {
-        let d = match &mut self.state {
-            State::Idup(d) => d,
-            State::Pair(p) => {
-                return match p.poll() {
-                    Ok(Some(status)) => {
-                        self.state = State::Ready(status);
-                        Ok(false)
-                    }
-                    Ok(None) => Ok(true),
-                    Err(f) => {
-                        self.end_activation();
-                        Err(f.on(self.comm))
-                    }
-                };
-            }
+        let p = match &mut self.state {
+            State::Polled(p) => p,
             State::Greq(g) => return Ok(!g.is_complete()),
-            State::Flush(f) => {
-                if !f.done().map_err(|e| e.on(self.comm))? {
-                    return Ok(true);
-                }
-                self.state = State::Ready(MpiStatus::EMPTY);
-                return Ok(false);
-            }
             _ => return Ok(false),
         };
-        match d.poll() {
-            Ok(true) => {
-                self.state = State::Ready(MpiStatus::EMPTY);
+        match p.poll() {
+            Ok(Some(status)) => {
+                self.state = State::Ready(status);
                 Ok(false)
             }
-            Ok(false) => Ok(true),
+            Ok(None) => Ok(true),
             Err(f) => {
                 self.end_activation();
                 Err(f.on(self.comm))
@@ -232,20 +244,19 @@ impl ReqObj {
             State::Ready(_) => Ok(self.complete_ready().unwrap_or_else(Report::empty)),
             State::Inactive => Ok(Report::empty()),
             State::Raw(_) => Err(unpromoted(self.comm)),
-            State::Pair(p) => {
-                // Blocks in ferry on each half rather than polling.
-                p.wait().map_err(|f| f.on(self.comm))?;
-                self.poll_pending()?;
+            State::Polled(p) => {
+                // (An `MPI_Isendrecv` blocks in ferry on each half.)
+                match p.wait() {
+                    Ok(status) => self.state = State::Ready(status),
+                    Err(f) => {
+                        self.end_activation();
+                        return Err(f.on(self.comm));
+                    }
+                }
                 Ok(self.complete_ready().unwrap_or_else(Report::empty))
             }
             State::Greq(g) => {
                 g.wait();
-                Ok(self.complete_ready().unwrap_or_else(Report::empty))
-            }
-            State::Idup(_) | State::Flush(_) => {
-                while self.poll_pending()? {
-                    std::thread::yield_now();
-                }
                 Ok(self.complete_ready().unwrap_or_else(Report::empty))
             }
         }
@@ -261,7 +272,7 @@ impl ReqObj {
             State::Ready(_) => Ok(self.complete_ready()),
             State::Inactive => Ok(Some(Report::empty())),
             State::Raw(_) => Err(unpromoted(self.comm)),
-            State::Idup(_) | State::Pair(_) | State::Greq(_) | State::Flush(_) => {
+            State::Polled(_) | State::Greq(_) => {
                 if self.poll_pending()? {
                     return Ok(None);
                 }
@@ -291,10 +302,7 @@ impl ReqObj {
             State::Ready(s) => Ok(Some(*s)),
             State::Inactive => Ok(Some(MpiStatus::EMPTY)),
             State::Raw(_) => Err(unpromoted(self.comm)),
-            State::Idup(_) | State::Flush(_) => {
-                Ok((!self.poll_pending()?).then_some(MpiStatus::EMPTY))
-            }
-            State::Pair(_) => match self.poll_pending()? {
+            State::Polled(_) => match self.poll_pending()? {
                 true => Ok(None),
                 false => self.peek(),
             },

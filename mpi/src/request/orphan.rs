@@ -32,8 +32,8 @@ pub(crate) fn adopt(rt: &Runtime, mut obj: ReqObj) -> Res {
     obj.make_one_shot();
     let keep = match &obj.state {
         State::Active(_) => obj.post.writes_buffers(),
-        // Its receive half may have a post step of its own.
-        State::Pair(_) => true,
+        // (An `MPI_Isendrecv`'s receive half may have a post step of its own.)
+        State::Polled(p) => p.outlives_free(),
         _ => false,
     };
     if !keep {
@@ -75,7 +75,7 @@ fn poll_orphans() {
                     continue;
                 }
             },
-            State::Pair(_) => match obj.poll_pending() {
+            State::Polled(_) => match obj.poll_pending() {
                 Ok(true) => None,
                 // Done (its halves finished their post steps) or failed.
                 Ok(false) | Err(_) => {

@@ -6,6 +6,16 @@ use crate::datatype::buf::Unpack;
 use crate::error::{Fail, Res};
 use crate::request::object::{Report, ReqObj};
 
+/// How a nonblocking collective's result reaches the program's buffers
+/// (the collectives chapter describes it).
+pub(crate) trait CopyOut: std::fmt::Debug + Send {
+    /// Copies the result, `data`, out. The buffers are the program's,
+    /// valid and untouched by anything else by MPI's rule for a
+    /// nonblocking collective's output until it completes (the caller's
+    /// [`Post::run`] contract).
+    fn copy_out(&self, data: &[u8]) -> Res;
+}
+
 /// A request's post step; see [`Post::run`].
 #[derive(Debug)]
 pub(crate) enum Post {
@@ -16,7 +26,7 @@ pub(crate) enum Post {
     Unpack(Box<Unpack>),
     /// A nonblocking collective: copy the result out of the completion's
     /// vector into the program's buffers.
-    Coll(Box<[crate::coll::Piece]>),
+    Coll(Box<dyn CopyOut>),
     /// An ARecv (`MPIX_Iarecv`): hand the library's buffer over through
     /// the status.
     Arecv,
@@ -51,8 +61,7 @@ impl Post {
             }
             Post::Coll(pieces) => {
                 let out = c.into_vec::<u8>().map_err(Fail::from)?;
-                // SAFETY: forwarded (the collective's output buffers).
-                unsafe { crate::coll::copy_out(&out, &pieces) }
+                pieces.copy_out(&out)
             }
             Post::Arecv => {
                 report.arecv = c.into_buf();

@@ -123,15 +123,15 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
-    /// `MPI_Comm_idup`: [`crate::comm::communicators::comm_idup`].
+    /// `MPI_Comm_idup`: [`crate::comm::idup::comm_idup`].
     MPI_Comm_idup / PMPI_Comm_idup [comm] (comm: usize, newcomm: *mut usize, request: *mut usize)
-    => crate::comm::communicators::comm_idup(comm, crate::ffi::args::later(newcomm), crate::ffi::args::out(request))
+    => crate::comm::idup::comm_idup(comm, crate::ffi::args::later(newcomm), crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
-    /// `MPI_Comm_idup_with_info`: [`crate::comm::communicators::comm_idup_with_info`].
+    /// `MPI_Comm_idup_with_info`: [`crate::comm::idup::comm_idup_with_info`].
     MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info [comm] (comm: usize, info: usize, newcomm: *mut usize, request: *mut usize)
-    => crate::comm::communicators::comm_idup_with_info(comm, info, crate::ffi::args::later(newcomm), crate::ffi::args::out(request))
+    => crate::comm::idup::comm_idup_with_info(comm, info, crate::ffi::args::later(newcomm), crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
