@@ -268,11 +268,23 @@ fn some_result(
     }
 }
 
-/// The body of `MPI_Waitsome` (`Block::Wait`) and `MPI_Testsome`.
-fn some(block: Block, incount: c_int, requests: &mut [usize], mut out: SomeOut<'_>) -> Res {
+/// `MPI_Waitsome` (`Block::Wait`) and `MPI_Testsome`.
+pub(crate) fn some(
+    block: Block,
+    incount: c_int,
+    array_of_requests: &mut [usize],
+    outcount: Out<'_, c_int>,
+    array_of_indices: Option<OutSlice<'_, c_int>>,
+    array_of_statuses: Option<OutSlice<'_, MpiStatus>>,
+) -> Res {
+    let mut out = SomeOut {
+        outcount,
+        indices: array_of_indices,
+        statuses: array_of_statuses,
+    };
     non_null(&out.outcount, "a null outcount pointer")?;
     count_of(incount)?;
-    batch::with(requests, false, |b| {
+    batch::with(array_of_requests, false, |b| {
         let first = b.first_comm();
         loop {
             let pending = b.advance_pending()?;
@@ -298,36 +310,4 @@ fn some(block: Block, incount: c_int, requests: &mut [usize], mut out: SomeOut<'
             return some_result(b, pending, done, &mut out);
         }
     })
-}
-
-/// `MPI_Waitsome`.
-pub(crate) fn waitsome(
-    incount: c_int,
-    array_of_requests: &mut [usize],
-    outcount: Out<'_, c_int>,
-    array_of_indices: Option<OutSlice<'_, c_int>>,
-    array_of_statuses: Option<OutSlice<'_, MpiStatus>>,
-) -> Res {
-    let out = SomeOut {
-        outcount,
-        indices: array_of_indices,
-        statuses: array_of_statuses,
-    };
-    some(Block::Wait, incount, array_of_requests, out)
-}
-
-/// `MPI_Testsome`.
-pub(crate) fn testsome(
-    incount: c_int,
-    array_of_requests: &mut [usize],
-    outcount: Out<'_, c_int>,
-    array_of_indices: Option<OutSlice<'_, c_int>>,
-    array_of_statuses: Option<OutSlice<'_, MpiStatus>>,
-) -> Res {
-    let out = SomeOut {
-        outcount,
-        indices: array_of_indices,
-        statuses: array_of_statuses,
-    };
-    some(Block::Test, incount, array_of_requests, out)
 }

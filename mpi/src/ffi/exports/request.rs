@@ -49,15 +49,15 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
-    /// `MPI_Waitsome`: [`crate::request::complete::waitsome`].
+    /// `MPI_Waitsome`: [`crate::request::complete::some`].
     MPI_Waitsome / PMPI_Waitsome (incount: c_int, array_of_requests: *mut usize, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::request::complete::waitsome(incount, crate::ffi::args::slice_inout(array_of_requests, i64::from(incount))?, crate::ffi::args::out(outcount), crate::ffi::args::opt_slice_out(array_of_indices, i64::from(incount)), crate::ffi::args::opt_slice_out(array_of_statuses, i64::from(incount)))
+    => crate::request::complete::some(crate::request::batch::Block::Wait, incount, crate::ffi::args::slice_inout(array_of_requests, i64::from(incount))?, crate::ffi::args::out(outcount), crate::ffi::args::opt_slice_out(array_of_indices, i64::from(incount)), crate::ffi::args::opt_slice_out(array_of_statuses, i64::from(incount)))
 }
 
 crate::ffi::export! {
-    /// `MPI_Testsome`: [`crate::request::complete::testsome`].
+    /// `MPI_Testsome`: [`crate::request::complete::some`].
     MPI_Testsome / PMPI_Testsome (incount: c_int, array_of_requests: *mut usize, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MpiStatus)
-    => crate::request::complete::testsome(incount, crate::ffi::args::slice_inout(array_of_requests, i64::from(incount))?, crate::ffi::args::out(outcount), crate::ffi::args::opt_slice_out(array_of_indices, i64::from(incount)), crate::ffi::args::opt_slice_out(array_of_statuses, i64::from(incount)))
+    => crate::request::complete::some(crate::request::batch::Block::Test, incount, crate::ffi::args::slice_inout(array_of_requests, i64::from(incount))?, crate::ffi::args::out(outcount), crate::ffi::args::opt_slice_out(array_of_indices, i64::from(incount)), crate::ffi::args::opt_slice_out(array_of_statuses, i64::from(incount)))
 }
 
 crate::ffi::export! {
