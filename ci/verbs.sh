@@ -20,7 +20,7 @@
 #      nothing), then ferry-ofi's device tests on it (FERRY_OFI_RDMA_REQUIRE=1:
 #      they fail instead of skipping, and fail if FI_MR_LOCAL is no longer
 #      demanded), then the conformance suite (tests/tests/conformance_ofi_verbs.rs,
-#      2 and 4 ranks through ferryrun). FI_UNIVERSE_SIZE=64: rxm sizes its
+#      4 ranks through ferryrun). FI_UNIVERSE_SIZE=64: rxm sizes its
 #      completion queue for that many peers, and the default 256 is past
 #      rxe's max_cqe (ofi/src/lib.rs);
 #   6. last, the device test that takes the port down (ip link set dummy0

@@ -3,7 +3,11 @@
 //! (FI_MR_LOCAL, with FI_MR_PROV_KEY, FI_MR_VIRT_ADDR and FI_MR_ALLOCATED),
 //! so the device's registration of its eager buffers and of rendezvous
 //! regions, and the provider's keys and virtual addresses, carry every
-//! message. Every body through `ferryrun` with 2 and 4 ranks.
+//! message. Every body through `ferryrun` with 4 ranks: each rank has
+//! three peers, so every registration path runs several times over, and
+//! the 2-rank runs (which add no provider path: the tcp;ofi_rxm and
+//! verbs device suites run both sizes) would cost CI's emulated VM about
+//! a minute of job start-ups.
 //!
 //! It needs an RDMA device, so it needs the `verbs` feature as well as
 //! `ofi`: CI runs it inside the Soft-RoCE VM (`rxe0`) through
@@ -18,6 +22,6 @@ ferry_tests::conformance_suite!(
         ("FERRY_DEVICE", "ofi"),
         ("FERRY_OFI_PROVIDER", "verbs;ofi_rxm")
     ],
-    ranks = [2, 4],
+    ranks = [4],
     expect = [("rdma_get", true), ("drives_transfers", true)],
 );
