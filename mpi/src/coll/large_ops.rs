@@ -102,14 +102,14 @@ fn slot_of(f: UserFnC) -> Result<usize, Fail> {
 }
 
 /// `MPI_Op_create_c`: an op whose function takes `MPI_Count *len`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn op_create_c(user_fn: Option<UserFnC>, commute: c_int, op: *mut usize) -> Res {
+pub(crate) fn op_create_c(
+    user_fn: Option<UserFnC>,
+    commute: c_int,
+    op: crate::ffi::args::Out<'_, usize>,
+) -> Res {
     let f = user_fn.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null user function"))?;
     let i = slot_of(f)?;
-    // SAFETY: the slot's trampoline; the caller's out-argument.
-    unsafe { op_create(Some(TRAMPOLINES[i]), commute, op) }
+    op_create(Some(TRAMPOLINES[i]), commute, op)
 }
 
 #[cfg(test)]

@@ -23,8 +23,8 @@ use crate::abi::class::*;
 use crate::abi::*;
 use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
+use crate::ffi::args::Out;
 use crate::ffi::cell::LevelCell;
-use crate::ffi::raw::{get, put};
 use crate::handle::{Kind, Table};
 use crate::reduce::{is_predefined, predefined_op};
 use crate::state::ChapterCell;
@@ -198,10 +198,7 @@ pub(crate) fn resolve(rt: &Runtime, op: usize, ty: &TypeRef, datatype: usize) ->
 }
 
 /// `MPI_Op_create`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn op_create(user_fn: Option<UserFn>, commute: c_int, op: *mut usize) -> Res {
+pub(crate) fn op_create(user_fn: Option<UserFn>, commute: c_int, mut op: Out<'_, usize>) -> Res {
     let rt = rt()?;
     let func = user_fn.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null user function"))?;
     if op.is_null() {
@@ -216,35 +213,26 @@ pub(crate) unsafe fn op_create(user_fn: Option<UserFn>, commute: c_int, op: *mut
             })
         })?
         .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many ops"))?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(op, h) }
+    op.set(h)
 }
 
 /// `MPI_Op_free`: the handle becomes `MPI_OP_NULL`; reductions in
 /// flight keep the function.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn op_free(op: *mut usize) -> Res {
+pub(crate) fn op_free(mut op: Out<'_, usize>) -> Res {
     let rt = rt()?;
-    // SAFETY: in/out argument.
-    let h = unsafe { get(op.cast_const())? };
+    let h = op.get()?;
     if is_predefined(h) {
         return Err(Fail::new(MPI_ERR_OP, "a predefined op cannot be freed"));
     }
     rt.ops()
         .with(|t| t.remove(h))?
         .map_err(|b| Fail::handle(MPI_ERR_OP, b, "reduction operation"))?;
-    // SAFETY: as above.
-    unsafe { put(op, MPI_OP_NULL) }
+    op.set(MPI_OP_NULL)
 }
 
 /// `MPI_Op_commutative`: every predefined op but `MPI_REPLACE` and
 /// `MPI_NO_OP` is commutative; a user op as created.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn op_commutative(op: usize, commute: *mut c_int) -> Res {
+pub(crate) fn op_commutative(op: usize, mut commute: Out<'_, c_int>) -> Res {
     let c = if is_predefined(op) {
         !matches!(op, MPI_REPLACE | MPI_NO_OP)
     } else {
@@ -253,8 +241,7 @@ pub(crate) unsafe fn op_commutative(op: usize, commute: *mut c_int) -> Res {
             .with(|t| t.get(op).map(|u| u.commutative))?
             .map_err(|b| Fail::handle(MPI_ERR_OP, b, "reduction operation"))?
     };
-    // SAFETY: out-argument.
-    unsafe { put(commute, c_int::from(c)) }
+    commute.set(c_int::from(c))
 }
 
 /// `MPI_Reduce_local(_c)`.

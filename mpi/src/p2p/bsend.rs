@@ -277,32 +277,6 @@ pub(crate) fn attach(buffer: *mut c_void, size: i64) -> Res {
     })?
 }
 
-/// `MPI_Buffer_attach`: `MPI_BUFFER_AUTOMATIC` lets each buffered
-/// message take memory of its own.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn buffer_attach(buffer: *mut c_void, size: c_int) -> Res {
-    attach(buffer, size.into())
-}
-
-/// `MPI_Buffer_detach`: waits until the buffered messages are sent;
-/// gives back the buffer's address (`MPI_BUFFER_AUTOMATIC` if that was
-/// attached) and size. With no buffer attached: a null address, size 0.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> Res {
-    let rt = rt()?;
-    let (addr, len) = detach(rt)?.unwrap_or((0, 0));
-    // SAFETY: `buffer_addr` is really a `void **` out-argument (the
-    // standard's binding); `size` is an out-argument.
-    unsafe {
-        put(buffer_addr.cast::<usize>(), addr)?;
-        put(size, c_int::try_from(len).unwrap_or(c_int::MAX))
-    }
-}
-
 /// The body of `MPI_Bsend` and `MPI_Bsend_c` (whose counts are `MPI_Count`s).
 ///
 /// # Safety

@@ -20,7 +20,7 @@ use crate::p2p::bsend::{mark, Attached, COMM_BUFS};
 use crate::abi::class::*;
 use crate::abi::{MpiStatus, MPI_COMM_SELF};
 use crate::error::{Fail, Res};
-use crate::ffi::raw::put;
+use crate::ffi::args::Out;
 use crate::request::object::{Polled, ReqObj, State};
 use crate::request::post::Post;
 use crate::state::{lock, rt};
@@ -52,10 +52,7 @@ impl Polled for Flush {
 }
 
 /// Stores a nonblocking flush's request and writes its handle.
-///
-/// # Safety
-/// `request` is null or valid for a write.
-unsafe fn flush_request(flush: Flush, comm: usize, request: *mut usize) -> Res {
+fn flush_request(flush: Flush, comm: usize, mut request: Out<'_, usize>) -> Res {
     if request.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
     }
@@ -66,8 +63,7 @@ unsafe fn flush_request(flush: Flush, comm: usize, request: *mut usize) -> Res {
         persist: None,
     };
     let h = rt()?.add_request(obj)?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(request, h) }
+    request.set(h)
 }
 
 /// Flushes and detaches the buffer of a communicator being freed (an
@@ -96,14 +92,47 @@ pub(crate) fn buffer_flush() -> Res {
 
 /// `MPI_Buffer_iflush`: a request complete once the messages in the
 /// process's buffer are sent.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn buffer_iflush(request: *mut usize) -> Res {
+pub(crate) fn buffer_iflush(request: Out<'_, usize>) -> Res {
     rt()?;
     let mark = mark();
-    // SAFETY: out-argument.
-    unsafe { flush_request(Flush::Process(mark), MPI_COMM_SELF, request) }
+    flush_request(Flush::Process(mark), MPI_COMM_SELF, request)
+}
+
+/// A size out-argument: an `int` (`INT_MAX` if larger) or an `MPI_Count`.
+pub(crate) trait SizeArg: Copy {
+    /// `len` as this type.
+    fn of_len(len: usize) -> Self;
+}
+
+impl SizeArg for c_int {
+    fn of_len(len: usize) -> c_int {
+        c_int::try_from(len).unwrap_or(c_int::MAX)
+    }
+}
+
+impl SizeArg for i64 {
+    fn of_len(len: usize) -> i64 {
+        i64::try_from(len).unwrap_or(i64::MAX)
+    }
+}
+
+/// `MPI_Buffer_attach(_c)`: the process's buffer of `size` bytes;
+/// `MPI_BUFFER_AUTOMATIC` lets each buffered message take memory of its
+/// own.
+pub(crate) fn buffer_attach(buffer: usize, size: impl Into<i64>) -> Res {
+    crate::p2p::bsend::attach(buffer as *mut c_void, size.into())
+}
+
+/// `MPI_Buffer_detach(_c)`: waits until the buffered messages are sent;
+/// gives back the buffer's address (`MPI_BUFFER_AUTOMATIC` if that was
+/// attached) and size. With no buffer attached: a null address, size 0.
+pub(crate) fn buffer_detach<S: SizeArg>(
+    mut buffer_addr: Out<'_, usize>,
+    mut size: Out<'_, S>,
+) -> Res {
+    let (addr, len) = crate::p2p::bsend::detach(rt()?)?.unwrap_or((0, 0));
+    buffer_addr.set(addr)?;
+    size.set(S::of_len(len))
 }
 
 /// `MPI_Comm_attach_buffer(_c)`: `comm`'s buffer of `size` bytes.
@@ -145,34 +174,24 @@ pub(crate) fn comm_detach(comm: usize) -> Res<(usize, usize)> {
     })
 }
 
-/// `MPI_Comm_attach_buffer`: a buffer (or `MPI_BUFFER_AUTOMATIC`) for
-/// the buffered sends on `comm`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_attach_buffer(comm: usize, buffer: *mut c_void, size: c_int) -> Res {
-    comm_attach(comm, buffer, size.into())
+/// `MPI_Comm_attach_buffer(_c)`: a buffer (or `MPI_BUFFER_AUTOMATIC`)
+/// for the buffered sends on `comm`.
+pub(crate) fn comm_attach_buffer(comm: usize, buffer: usize, size: impl Into<i64>) -> Res {
+    comm_attach(comm, buffer as *mut c_void, size.into())
 }
 
-/// `MPI_Comm_detach_buffer`: waits until its messages are sent; gives
+/// `MPI_Comm_detach_buffer(_c)`: waits until its messages are sent; gives
 /// back the address (`MPI_BUFFER_AUTOMATIC` if that was attached) and
-/// size (`INT_MAX` if larger). With none attached: a null address,
-/// size 0.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_detach_buffer(
+/// size (`INT_MAX` if larger, for the `int` form). With none attached: a
+/// null address, size 0.
+pub(crate) fn comm_detach_buffer<S: SizeArg>(
     comm: usize,
-    buffer_addr: *mut c_void,
-    size: *mut c_int,
+    mut buffer_addr: Out<'_, usize>,
+    mut size: Out<'_, S>,
 ) -> Res {
     let (addr, len) = comm_detach(comm)?;
-    // SAFETY: `buffer_addr` is really a `void **` out-argument (the
-    // standard's binding); `size` is an out-argument.
-    unsafe {
-        put(buffer_addr.cast::<usize>(), addr)?;
-        put(size, c_int::try_from(len).unwrap_or(c_int::MAX))
-    }
+    buffer_addr.set(addr)?;
+    size.set(S::of_len(len))
 }
 
 /// `MPI_Comm_flush_buffer`: waits until the messages buffered in
@@ -189,13 +208,9 @@ pub(crate) fn comm_flush_buffer(comm: usize) -> Res {
 
 /// `MPI_Comm_iflush_buffer`: a request complete once the messages in
 /// `comm`'s buffer are sent.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_iflush_buffer(comm: usize, request: *mut usize) -> Res {
+pub(crate) fn comm_iflush_buffer(comm: usize, request: Out<'_, usize>) -> Res {
     let c = rt()?.comm(comm)?;
     let key = c.comm.context();
     let mark = mark();
-    // SAFETY: out-argument.
-    unsafe { flush_request(Flush::Comm(key, mark), comm, request) }
+    flush_request(Flush::Comm(key, mark), comm, request)
 }

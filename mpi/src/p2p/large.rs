@@ -1,89 +1,21 @@
-//! MPI 4's large-count (`_c`) functions that need a body of their own:
-//! the attached buffers (`MPI_Buffer_attach_c`, `MPI_Comm_attach_buffer_c`
-//! and their detach forms share the int forms' bodies, the size an
-//! `MPI_Count`; the int detach forms give `INT_MAX` for a larger buffer).
-//!
-//! Every other `_c` function is its int form's row pointing at the same
-//! body in `mpi/abi/functions.txt`: the point-to-point bodies take their
-//! counts as `impl Into<i64>` (`count_arg` turns them into the `usize`
-//! the layer works in), so a count above `INT_MAX` works as any other;
-//! the collectives' `_c` forms come from the same parser
-//! (`coll/api.rs`'s `collective!`); the datatype constructors and
-//! decoding are in `datatype/large.rs`, packing in `datatype/pack_calls.rs`;
-//! `MPI_Type_size_c`, `MPI_Type_get_extent_c`, `MPI_Type_get_true_extent_c`
-//! and `MPI_Get_elements_c` are the `_x` forms' bodies.
+//! The large-count (`_c`) forms of point-to-point, tested: every `_c`
+//! function is its int form's row pointing at the same body in
+//! `mpi/abi/functions.txt`. The point-to-point bodies take their counts as
+//! `impl Into<i64>` (`count_arg` turns them into the `usize` the layer
+//! works in), so a count above `INT_MAX` works as any other; the attached
+//! buffers' sizes likewise (`p2p::commbuf`; the int detach forms give
+//! `INT_MAX` for a larger buffer); the collectives' `_c` forms come from
+//! the same parser (`coll/api.rs`'s `collective!`); the datatype
+//! constructors and decoding are in `datatype/large.rs`, packing in
+//! `datatype/pack_calls.rs`; `MPI_Type_size_c`, `MPI_Type_get_extent_c`,
+//! `MPI_Type_get_true_extent_c` and `MPI_Get_elements_c` are the `_x`
+//! forms' bodies.
 
-use std::ffi::c_void;
-
-use crate::error::Res;
-
-use crate::p2p::bsend::{attach, detach};
-
-use crate::ffi::raw::put;
-use crate::p2p::commbuf::{comm_attach, comm_detach};
-use crate::state::rt;
-
-/// `MPI_Buffer_attach_c`: a buffer of an `MPI_Count` size.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn buffer_attach_c(buffer: *mut c_void, size: i64) -> Res {
-    attach(buffer, size)
-}
-
-/// Writes a detached buffer's address and size.
-///
-/// # Safety
-/// `buffer_addr` is really a `void **` out-argument (the standard's
-/// binding); `size` is an out-argument.
-unsafe fn detached(buffer_addr: *mut c_void, size: *mut i64, (addr, len): (usize, usize)) -> Res {
-    // SAFETY: the caller's out-arguments; a size is at most isize::MAX.
-    unsafe {
-        put(buffer_addr.cast::<usize>(), addr)?;
-        put(size, len as i64)
-    }
-}
-
-/// `MPI_Buffer_detach_c`: as `MPI_Buffer_detach`, the size an
-/// `MPI_Count`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn buffer_detach_c(buffer_addr: *mut c_void, size: *mut i64) -> Res {
-    let region = detach(rt()?)?.unwrap_or((0, 0));
-    // SAFETY: the caller's out-arguments.
-    unsafe { detached(buffer_addr, size, region) }
-}
-
-/// `MPI_Comm_attach_buffer_c` (MPI 4.1): a buffer of an `MPI_Count`
-/// size.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_attach_buffer_c(comm: usize, buffer: *mut c_void, size: i64) -> Res {
-    comm_attach(comm, buffer, size)
-}
-
-/// `MPI_Comm_detach_buffer_c` (MPI 4.1): the size an `MPI_Count`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn comm_detach_buffer_c(
-    comm: usize,
-    buffer_addr: *mut c_void,
-    size: *mut i64,
-) -> Res {
-    let region = comm_detach(comm)?;
-    // SAFETY: the caller's out-arguments.
-    unsafe { detached(buffer_addr, size, region) }
-}
-
-#[cfg(test)]
 mod tests {
-    use super::*;
     use crate::abi::class::MPI_ERR_COUNT;
     use crate::p2p::messages::send_args;
     use std::ffi::c_int;
+    use std::ffi::c_void;
 
     #[test]
     fn counts_above_int_max_pass_the_shared_bodies_conversions() {

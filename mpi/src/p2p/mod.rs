@@ -5,10 +5,9 @@
 
 #[allow(unsafe_code)]
 pub(crate) mod bsend;
-#[allow(unsafe_code)]
 pub(crate) mod commbuf;
-#[allow(unsafe_code)]
-pub(crate) mod large;
+#[cfg(test)]
+mod large;
 #[allow(unsafe_code)]
 pub(crate) mod messages;
 #[allow(unsafe_code)]

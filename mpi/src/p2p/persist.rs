@@ -20,7 +20,8 @@ use crate::abi::class::*;
 use crate::abi::MPI_REQUEST_NULL;
 use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
-use crate::ffi::raw::{get, put};
+use crate::ffi::args::Out;
+use crate::ffi::raw::put;
 use crate::p2p::messages::{send_args, start_recv, start_send, SendArgs};
 use crate::request::handle::{give_back, lend};
 use crate::request::object::{ReqObj, Restart, State};
@@ -136,11 +137,9 @@ impl Persist {
     }
 }
 
-/// Starts the lent persistent request `obj`.
-///
-/// # Safety
-/// As for [`Persist::start`].
-unsafe fn start_obj(obj: &mut ReqObj) -> Res {
+/// Starts the lent persistent request `obj` (its buffers the program's,
+/// by MPI's rule for persistent requests: [`Restart::start`]).
+fn start_obj(obj: &mut ReqObj) -> Res {
     let Some(p) = obj.persist.as_deref() else {
         return Err(Fail::new(
             MPI_ERR_REQUEST,
@@ -280,12 +279,8 @@ pub(crate) unsafe fn recv_init(
 }
 
 /// `MPI_Start`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn start(request: *mut usize) -> Res {
-    // SAFETY: in-argument (the standard passes a pointer).
-    let h = unsafe { get(request.cast_const())? };
+pub(crate) fn start(request: Out<'_, usize>) -> Res {
+    let h = request.get()?;
     if h == MPI_REQUEST_NULL || h == crate::abi::MPIX_REQUEST_EMPTY {
         return Err(Fail::new(
             MPI_ERR_REQUEST,
@@ -294,9 +289,7 @@ pub(crate) unsafe fn start(request: *mut usize) -> Res {
     }
     let rt = rt()?;
     let mut obj = lend(rt, h)?;
-    // SAFETY: the request's buffers, by MPI's rule for persistent
-    // requests.
-    let r = unsafe { start_obj(&mut obj) };
+    let r = start_obj(&mut obj);
     give_back(rt, h, obj)?;
     r
 }
@@ -304,30 +297,20 @@ pub(crate) unsafe fn start(request: *mut usize) -> Res {
 /// `MPI_Startall`: starts each in order; stops at the first failure.
 /// The sends go to the device as one batch (`Comm::batch`: one doorbell
 /// for a window of persistent sends on verbs).
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn startall(count: c_int, array_of_requests: *mut usize) -> Res {
-    let n = count_arg(count)?;
-    if n == 0 {
+pub(crate) fn startall(count: c_int, array_of_requests: &[usize]) -> Res {
+    if count_arg(count)? == 0 {
         return Ok(());
-    }
-    if array_of_requests.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "a null request array"));
     }
     let rt = rt()?;
     let start_each = || -> Res {
-        for i in 0..n {
-            // SAFETY: the caller's array of `count` handles.
-            let h = unsafe { array_of_requests.add(i).read() };
+        for (i, &h) in array_of_requests.iter().enumerate() {
             let mut obj = lend(rt, h).map_err(|f| {
                 Fail::msg(
                     MPI_ERR_REQUEST,
                     format!("request {i} of the array: {}", f.what),
                 )
             })?;
-            // SAFETY: as for MPI_Start.
-            let r = unsafe { start_obj(&mut obj) };
+            let r = start_obj(&mut obj);
             give_back(rt, h, obj)?;
             r?;
         }

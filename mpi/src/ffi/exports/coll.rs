@@ -323,20 +323,28 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Op_create`: [`crate::coll::reduction::op_create`].
     MPI_Op_create / PMPI_Op_create (user_fn: Option<UserFn>, commute: c_int, op: *mut usize)
-    => crate::coll::reduction::op_create(user_fn, commute, op)
+    => crate::coll::reduction::op_create(user_fn, commute, crate::ffi::args::out(op))
 }
 
 crate::ffi::export! {
     /// `MPI_Op_free`: [`crate::coll::reduction::op_free`].
     MPI_Op_free / PMPI_Op_free (op: *mut usize)
-    => crate::coll::reduction::op_free(op)
+    => crate::coll::reduction::op_free(crate::ffi::args::out(op))
 }
 
 crate::ffi::export! {
     /// `MPI_Op_commutative`: [`crate::coll::reduction::op_commutative`].
     MPI_Op_commutative / PMPI_Op_commutative (op: usize, commute: *mut c_int)
-    => crate::coll::reduction::op_commutative(op, commute)
+    => crate::coll::reduction::op_commutative(op, crate::ffi::args::out(commute))
 }
+
+crate::ffi::export! {
+    /// `MPI_Op_create_c`: [`crate::coll::large_ops::op_create_c`].
+    MPI_Op_create_c / PMPI_Op_create_c (user_fn: Option<UserFnC>, commute: c_int, op: *mut usize)
+    => crate::coll::large_ops::op_create_c(user_fn, commute, crate::ffi::args::out(op))
+}
+
+// ---- Local reductions
 
 crate::ffi::export! {
     /// `MPI_Reduce_local`: [`crate::coll::reduction::reduce_local`].
@@ -635,12 +643,6 @@ crate::ffi::export! {
 }
 
 // ---- Large-count: reductions
-
-crate::ffi::export! {
-    /// `MPI_Op_create_c`: [`crate::coll::large_ops::op_create_c`].
-    MPI_Op_create_c / PMPI_Op_create_c (user_fn: Option<UserFnC>, commute: c_int, op: *mut usize)
-    => crate::coll::large_ops::op_create_c(user_fn, commute, op)
-}
 
 crate::ffi::export! {
     /// `MPI_Reduce_local_c`: [`crate::coll::large_ops::reduce_local_c`].

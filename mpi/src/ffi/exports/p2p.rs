@@ -190,30 +190,32 @@ crate::ffi::export! {
     => crate::p2p::persist::recv_init(buf, count, datatype, source, tag, comm, request)
 }
 
+// ---- Starting persistent requests
+
 crate::ffi::export! {
     /// `MPI_Start`: [`crate::p2p::persist::start`].
     MPI_Start / PMPI_Start (request: *mut usize)
-    => crate::p2p::persist::start(request)
+    => crate::p2p::persist::start(crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Startall`: [`crate::p2p::persist::startall`].
     MPI_Startall / PMPI_Startall (count: c_int, array_of_requests: *mut usize)
-    => crate::p2p::persist::startall(count, array_of_requests)
+    => crate::p2p::persist::startall(count, crate::ffi::args::slice(array_of_requests, i64::from(count))?)
 }
 
 // ---- Buffered mode
 
 crate::ffi::export! {
-    /// `MPI_Buffer_attach`: [`crate::p2p::bsend::buffer_attach`].
+    /// `MPI_Buffer_attach`: [`crate::p2p::commbuf::buffer_attach`].
     MPI_Buffer_attach / PMPI_Buffer_attach (buffer: *mut c_void, size: c_int)
-    => crate::p2p::bsend::buffer_attach(buffer, size)
+    => crate::p2p::commbuf::buffer_attach(buffer as usize, size)
 }
 
 crate::ffi::export! {
-    /// `MPI_Buffer_detach`: [`crate::p2p::bsend::buffer_detach`].
+    /// `MPI_Buffer_detach`: [`crate::p2p::commbuf::buffer_detach`].
     MPI_Buffer_detach / PMPI_Buffer_detach (buffer_addr: *mut c_void, size: *mut c_int)
-    => crate::p2p::bsend::buffer_detach(buffer_addr, size)
+    => crate::p2p::commbuf::buffer_detach(crate::ffi::args::out(buffer_addr.cast::<usize>()), crate::ffi::args::out(size))
 }
 
 crate::ffi::export! {
@@ -225,19 +227,19 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Buffer_iflush`: [`crate::p2p::commbuf::buffer_iflush`].
     MPI_Buffer_iflush / PMPI_Buffer_iflush (request: *mut usize)
-    => crate::p2p::commbuf::buffer_iflush(request)
+    => crate::p2p::commbuf::buffer_iflush(crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_attach_buffer`: [`crate::p2p::commbuf::comm_attach_buffer`].
     MPI_Comm_attach_buffer / PMPI_Comm_attach_buffer [comm] (comm: usize, buffer: *mut c_void, size: c_int)
-    => crate::p2p::commbuf::comm_attach_buffer(comm, buffer, size)
+    => crate::p2p::commbuf::comm_attach_buffer(comm, buffer as usize, size)
 }
 
 crate::ffi::export! {
     /// `MPI_Comm_detach_buffer`: [`crate::p2p::commbuf::comm_detach_buffer`].
     MPI_Comm_detach_buffer / PMPI_Comm_detach_buffer [comm] (comm: usize, buffer_addr: *mut c_void, size: *mut c_int)
-    => crate::p2p::commbuf::comm_detach_buffer(comm, buffer_addr, size)
+    => crate::p2p::commbuf::comm_detach_buffer(comm, crate::ffi::args::out(buffer_addr.cast::<usize>()), crate::ffi::args::out(size))
 }
 
 crate::ffi::export! {
@@ -249,8 +251,34 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Comm_iflush_buffer`: [`crate::p2p::commbuf::comm_iflush_buffer`].
     MPI_Comm_iflush_buffer / PMPI_Comm_iflush_buffer [comm] (comm: usize, request: *mut usize)
-    => crate::p2p::commbuf::comm_iflush_buffer(comm, request)
+    => crate::p2p::commbuf::comm_iflush_buffer(comm, crate::ffi::args::out(request))
 }
+
+crate::ffi::export! {
+    /// `MPI_Buffer_attach_c`: [`crate::p2p::commbuf::buffer_attach`].
+    MPI_Buffer_attach_c / PMPI_Buffer_attach_c (buffer: *mut c_void, size: i64)
+    => crate::p2p::commbuf::buffer_attach(buffer as usize, size)
+}
+
+crate::ffi::export! {
+    /// `MPI_Buffer_detach_c`: [`crate::p2p::commbuf::buffer_detach`].
+    MPI_Buffer_detach_c / PMPI_Buffer_detach_c (buffer_addr: *mut c_void, size: *mut i64)
+    => crate::p2p::commbuf::buffer_detach(crate::ffi::args::out(buffer_addr.cast::<usize>()), crate::ffi::args::out(size))
+}
+
+crate::ffi::export! {
+    /// `MPI_Comm_attach_buffer_c`: [`crate::p2p::commbuf::comm_attach_buffer`].
+    MPI_Comm_attach_buffer_c / PMPI_Comm_attach_buffer_c [comm] (comm: usize, buffer: *mut c_void, size: i64)
+    => crate::p2p::commbuf::comm_attach_buffer(comm, buffer as usize, size)
+}
+
+crate::ffi::export! {
+    /// `MPI_Comm_detach_buffer_c`: [`crate::p2p::commbuf::comm_detach_buffer`].
+    MPI_Comm_detach_buffer_c / PMPI_Comm_detach_buffer_c [comm] (comm: usize, buffer_addr: *mut c_void, size: *mut i64)
+    => crate::p2p::commbuf::comm_detach_buffer(comm, crate::ffi::args::out(buffer_addr.cast::<usize>()), crate::ffi::args::out(size))
+}
+
+// ---- Buffered sends
 
 crate::ffi::export! {
     /// `MPI_Bsend`: [`crate::p2p::bsend::bsend`].
@@ -404,30 +432,6 @@ crate::ffi::export! {
     /// `MPI_Isendrecv_replace_c`: [`crate::p2p::pair::isendrecv_replace`].
     MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c [comm] (buf: *mut c_void, count: i64, datatype: usize, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: usize, request: *mut usize)
     => crate::p2p::pair::isendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
-}
-
-crate::ffi::export! {
-    /// `MPI_Buffer_attach_c`: [`crate::p2p::large::buffer_attach_c`].
-    MPI_Buffer_attach_c / PMPI_Buffer_attach_c (buffer: *mut c_void, size: i64)
-    => crate::p2p::large::buffer_attach_c(buffer, size)
-}
-
-crate::ffi::export! {
-    /// `MPI_Buffer_detach_c`: [`crate::p2p::large::buffer_detach_c`].
-    MPI_Buffer_detach_c / PMPI_Buffer_detach_c (buffer_addr: *mut c_void, size: *mut i64)
-    => crate::p2p::large::buffer_detach_c(buffer_addr, size)
-}
-
-crate::ffi::export! {
-    /// `MPI_Comm_attach_buffer_c`: [`crate::p2p::large::comm_attach_buffer_c`].
-    MPI_Comm_attach_buffer_c / PMPI_Comm_attach_buffer_c [comm] (comm: usize, buffer: *mut c_void, size: i64)
-    => crate::p2p::large::comm_attach_buffer_c(comm, buffer, size)
-}
-
-crate::ffi::export! {
-    /// `MPI_Comm_detach_buffer_c`: [`crate::p2p::large::comm_detach_buffer_c`].
-    MPI_Comm_detach_buffer_c / PMPI_Comm_detach_buffer_c [comm] (comm: usize, buffer_addr: *mut c_void, size: *mut i64)
-    => crate::p2p::large::comm_detach_buffer_c(comm, buffer_addr, size)
 }
 
 // ---- Large-count: statuses
