@@ -93,9 +93,10 @@ macro_rules! collective {
                 crate::info::calls::check(info)?;
             }
             let spec: Spec = $parse?;
-            // SAFETY: out-argument; the buffers are the program's, used
-            // at each start.
-            unsafe { create($comm, $c.clone(), Kind::Coll(Box::new(Deferred(spec))), request) }
+            // SAFETY: `request` is the caller's out-argument (the buffers
+            // the spec names are the program's, used at each start).
+            let request = unsafe { crate::ffi::args::out(request) };
+            create($comm, $c.clone(), Kind::Coll(Box::new(Deferred(spec))), request)
         }
     };
 }

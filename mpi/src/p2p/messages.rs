@@ -112,6 +112,7 @@ macro_rules! send_args {
         }
     };
 }
+#[cfg(test)]
 pub(crate) use send_args;
 
 /// The shared body of `MPI_Isend`, `MPI_Issend` and `MPI_Irsend`.

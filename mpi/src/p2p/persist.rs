@@ -21,8 +21,7 @@ use crate::abi::MPI_REQUEST_NULL;
 use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
 use crate::ffi::args::Out;
-use crate::ffi::raw::put;
-use crate::p2p::messages::{send_args, start_recv, start_send, SendArgs};
+use crate::p2p::messages::{start_recv, start_send};
 use crate::request::handle::{give_back, lend};
 use crate::request::object::{ReqObj, Restart, State};
 use crate::request::post::Post;
@@ -159,10 +158,7 @@ fn start_obj(obj: &mut ReqObj) -> Res {
 }
 
 /// Stores a new inactive persistent request; writes its handle.
-///
-/// # Safety
-/// `request` is an out-argument.
-pub(crate) unsafe fn create(comm: usize, c: Comm, kind: Kind, request: *mut usize) -> Res {
+pub(crate) fn create(comm: usize, c: Comm, kind: Kind, mut request: Out<'_, usize>) -> Res {
     if request.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
     }
@@ -173,36 +169,7 @@ pub(crate) unsafe fn create(comm: usize, c: Comm, kind: Kind, request: *mut usiz
         persist: Some(Box::new(Persist::new(c, kind))),
     };
     let h = rt()?.add_request(obj)?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(request, h) }
-}
-
-/// The `*_init` sends (`mode` `None`: buffered).
-///
-/// # Safety
-/// `request` is an out-argument; the buffer is the program's (read at each
-/// start).
-pub(crate) unsafe fn send_init_wide(
-    a: SendArgs,
-    request: *mut usize,
-    mode: Option<SendMode>,
-) -> Res {
-    let rt = rt()?;
-    let c = rt.comm(a.comm)?;
-    let ty = rt.comm_type(a.datatype)?;
-    let count = count_arg(a.count)?;
-    // Argument errors now rather than at the first start.
-    check_peer(&c.comm, a.dest)?;
-    let kind = Kind::Send {
-        buf: a.buf as usize,
-        count,
-        ty,
-        dest: a.dest,
-        tag: a.tag,
-        mode,
-    };
-    // SAFETY: forwarded.
-    unsafe { create(a.comm, c.comm.clone(), kind, request) }
+    request.set(h)
 }
 
 /// A rank argument that ferry will accept (or `PROC_NULL` / `ANY_SOURCE`).
@@ -222,60 +189,59 @@ fn check_peer(c: &Comm, rank: c_int) -> Res {
 
 /// `MPI_Send_init`, `MPI_Ssend_init`, `MPI_Rsend_init` and
 /// `MPI_Bsend_init` (`mode` `None`: each start copies the data into the
-/// attached buffer and completes at once), and their `_c` forms.
-///
-/// # Safety
-/// `request` is an out-argument; the buffer is the program's (read at each
-/// start).
-pub(crate) unsafe fn send_init(
+/// attached buffer and completes at once), and their `_c` forms. The
+/// buffer is the program's, read at each start.
+pub(crate) fn send_init(
     mode: Option<SendMode>,
-    buf: *const c_void,
+    buf: usize,
     count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
     tag: c_int,
     comm: usize,
-    request: *mut usize,
+    request: Out<'_, usize>,
 ) -> Res {
-    // SAFETY: forwarded.
-    unsafe {
-        send_init_wide(
-            send_args!(buf, count, datatype, dest, tag, comm),
-            request,
-            mode,
-        )
-    }
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    let count = count_arg(count.into())?;
+    // Argument errors now rather than at the first start.
+    check_peer(&c.comm, dest)?;
+    let kind = Kind::Send {
+        buf,
+        count,
+        ty,
+        dest,
+        tag,
+        mode,
+    };
+    create(comm, c.comm.clone(), kind, request)
 }
 
-/// The body of `MPI_Recv_init` and `MPI_Recv_init_c` (whose counts are `MPI_Count`s).
-///
-/// # Safety
-/// As for `MPI_Recv_init`: the caller's buffers and out-arguments.
-pub(crate) unsafe fn recv_init(
-    buf: *mut c_void,
+/// `MPI_Recv_init` and `MPI_Recv_init_c`. The buffer is the program's,
+/// written by each activation.
+pub(crate) fn recv_init(
+    buf: usize,
     count: impl Into<i64>,
     datatype: usize,
     source: c_int,
     tag: c_int,
     comm: usize,
-    request: *mut usize,
+    request: Out<'_, usize>,
 ) -> Res {
-    let count: i64 = count.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
-    let count = count_arg(count)?;
+    let count = count_arg(count.into())?;
     check_peer(&c.comm, source)?;
     let kind = Kind::Recv {
-        buf: buf as usize,
+        buf,
         count,
         ty,
         source,
         tag,
     };
-    // SAFETY: out-argument; the buffer is the program's (written by
-    // each activation).
-    unsafe { create(comm, c.comm.clone(), kind, request) }
+    create(comm, c.comm.clone(), kind, request)
 }
 
 /// `MPI_Start`.

@@ -163,34 +163,62 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Send_init`: [`crate::p2p::persist::send_init`].
     MPI_Send_init / PMPI_Send_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(Some(ferry::SendMode::Standard), buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Standard), buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ssend_init`: [`crate::p2p::persist::send_init`].
     MPI_Ssend_init / PMPI_Ssend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(Some(ferry::SendMode::Synchronous), buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Synchronous), buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Rsend_init`: [`crate::p2p::persist::send_init`].
     MPI_Rsend_init / PMPI_Rsend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(Some(ferry::SendMode::Ready), buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Ready), buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Bsend_init`: [`crate::p2p::persist::send_init`].
     MPI_Bsend_init / PMPI_Bsend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(None, buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::persist::send_init(None, buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Recv_init`: [`crate::p2p::persist::recv_init`].
     MPI_Recv_init / PMPI_Recv_init [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::recv_init(buf, count, datatype, source, tag, comm, request)
+    => crate::p2p::persist::recv_init(buf as usize, count, datatype, source, tag, comm, crate::ffi::args::out(request))
 }
 
-// ---- Starting persistent requests
+crate::ffi::export! {
+    /// `MPI_Send_init_c`: [`crate::p2p::persist::send_init`].
+    MPI_Send_init_c / PMPI_Send_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Standard), buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Bsend_init_c`: [`crate::p2p::persist::send_init`].
+    MPI_Bsend_init_c / PMPI_Bsend_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
+    => crate::p2p::persist::send_init(None, buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Ssend_init_c`: [`crate::p2p::persist::send_init`].
+    MPI_Ssend_init_c / PMPI_Ssend_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Synchronous), buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Rsend_init_c`: [`crate::p2p::persist::send_init`].
+    MPI_Rsend_init_c / PMPI_Rsend_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Ready), buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Recv_init_c`: [`crate::p2p::persist::recv_init`].
+    MPI_Recv_init_c / PMPI_Recv_init_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize)
+    => crate::p2p::persist::recv_init(buf as usize, count, datatype, source, tag, comm, crate::ffi::args::out(request))
+}
 
 crate::ffi::export! {
     /// `MPI_Start`: [`crate::p2p::persist::start`].
@@ -357,30 +385,6 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
-    /// `MPI_Send_init_c`: [`crate::p2p::persist::send_init`].
-    MPI_Send_init_c / PMPI_Send_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(Some(ferry::SendMode::Standard), buf, count, datatype, dest, tag, comm, request)
-}
-
-crate::ffi::export! {
-    /// `MPI_Bsend_init_c`: [`crate::p2p::persist::send_init`].
-    MPI_Bsend_init_c / PMPI_Bsend_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(None, buf, count, datatype, dest, tag, comm, request)
-}
-
-crate::ffi::export! {
-    /// `MPI_Ssend_init_c`: [`crate::p2p::persist::send_init`].
-    MPI_Ssend_init_c / PMPI_Ssend_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(Some(ferry::SendMode::Synchronous), buf, count, datatype, dest, tag, comm, request)
-}
-
-crate::ffi::export! {
-    /// `MPI_Rsend_init_c`: [`crate::p2p::persist::send_init`].
-    MPI_Rsend_init_c / PMPI_Rsend_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(Some(ferry::SendMode::Ready), buf, count, datatype, dest, tag, comm, request)
-}
-
-crate::ffi::export! {
     /// `MPI_Recv_c`: [`crate::p2p::messages::recv`].
     MPI_Recv_c / PMPI_Recv_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus)
     => crate::p2p::messages::recv(buf, count, datatype, source, tag, comm, status)
@@ -390,12 +394,6 @@ crate::ffi::export! {
     /// `MPI_Irecv_c`: [`crate::p2p::messages::irecv`].
     MPI_Irecv_c / PMPI_Irecv_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize)
     => crate::p2p::messages::irecv(buf, count, datatype, source, tag, comm, request)
-}
-
-crate::ffi::export! {
-    /// `MPI_Recv_init_c`: [`crate::p2p::persist::recv_init`].
-    MPI_Recv_init_c / PMPI_Recv_init_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::recv_init(buf, count, datatype, source, tag, comm, request)
 }
 
 crate::ffi::export! {
