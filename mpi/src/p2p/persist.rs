@@ -187,6 +187,32 @@ fn check_peer(c: &Comm, rank: c_int) -> Res {
     Ok(())
 }
 
+/// The arguments a persistent point-to-point init names its operation
+/// by: the buffer's address, count and datatype, the peer and the tag.
+struct Op {
+    buf: usize,
+    count: i64,
+    datatype: usize,
+    peer: c_int,
+    tag: c_int,
+}
+
+/// Checks an init's arguments now rather than at the first start, and
+/// stores the inactive request `kind` makes of them.
+fn init(
+    op: Op,
+    comm: usize,
+    request: Out<'_, usize>,
+    kind: impl FnOnce(Op, usize, TypeRef) -> Kind,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(op.datatype)?;
+    let count = count_arg(op.count)?;
+    check_peer(&c.comm, op.peer)?;
+    create(comm, c.comm.clone(), kind(op, count, ty), request)
+}
+
 /// `MPI_Send_init`, `MPI_Ssend_init`, `MPI_Rsend_init` and
 /// `MPI_Bsend_init` (`mode` `None`: each start copies the data into the
 /// attached buffer and completes at once), and their `_c` forms. The
@@ -201,21 +227,22 @@ pub(crate) fn send_init(
     comm: usize,
     request: Out<'_, usize>,
 ) -> Res {
-    let rt = rt()?;
-    let c = rt.comm(comm)?;
-    let ty = rt.comm_type(datatype)?;
-    let count = count_arg(count.into())?;
-    // Argument errors now rather than at the first start.
-    check_peer(&c.comm, dest)?;
-    let kind = Kind::Send {
+    let count = count.into();
+    let op = Op {
         buf,
         count,
-        ty,
-        dest,
+        datatype,
+        peer: dest,
         tag,
-        mode,
     };
-    create(comm, c.comm.clone(), kind, request)
+    init(op, comm, request, |op, count, ty| Kind::Send {
+        buf: op.buf,
+        count,
+        ty,
+        dest: op.peer,
+        tag: op.tag,
+        mode,
+    })
 }
 
 /// `MPI_Recv_init` and `MPI_Recv_init_c`. The buffer is the program's,
@@ -229,19 +256,21 @@ pub(crate) fn recv_init(
     comm: usize,
     request: Out<'_, usize>,
 ) -> Res {
-    let rt = rt()?;
-    let c = rt.comm(comm)?;
-    let ty = rt.comm_type(datatype)?;
-    let count = count_arg(count.into())?;
-    check_peer(&c.comm, source)?;
-    let kind = Kind::Recv {
+    let count = count.into();
+    let op = Op {
         buf,
         count,
-        ty,
-        source,
+        datatype,
+        peer: source,
         tag,
     };
-    create(comm, c.comm.clone(), kind, request)
+    init(op, comm, request, |op, count, ty| Kind::Recv {
+        buf: op.buf,
+        count,
+        ty,
+        source: op.peer,
+        tag: op.tag,
+    })
 }
 
 /// `MPI_Start`.
