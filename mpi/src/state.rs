@@ -7,7 +7,7 @@
 //! ferry call reports `Finalized`.
 //!
 //! The chapters keep their own objects (requests, datatypes, ops, keyvals,
-//! messages, the attached buffer) in [`ChapterCell`]s of their own: made at
+//! messages, the attached buffer) in `ChapterCell`s of their own: made at
 //! the runtime's thread level on first use, so this floor names none of
 //! the types above it.
 //!

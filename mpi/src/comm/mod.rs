@@ -1,4 +1,4 @@
-//! Groups, contexts and communicators (MPI 4.1 chapter 7), and process
+//! Groups, contexts and communicators (MPI 4.1 chapter 7; `MPI_Comm_idup` in `idup`, a floor up: it makes a request), and process
 //! topologies (chapter 8: `MPI_Dims_create`, `MPI_Topo_test`).
 
 pub(crate) mod communicators;

@@ -8,7 +8,7 @@
 //!
 //! A flush waits until every message buffered so far is sent; the buffer
 //! stays attached. The nonblocking forms return a request
-//! ([`State::Flush`]) that the completion calls poll until the messages
+//! (a [`Polled`] one, `State::Polled`) that the completion calls poll until the messages
 //! buffered before the call are sent (later ones do not hold it back).
 
 use std::ffi::{c_int, c_void};

@@ -3,7 +3,7 @@
 //! one request, complete when both are. Its status is the receive's; a
 //! failed send makes the status's error, and the completion's, its class.
 //!
-//! The request is [`State::Pair`]: `MPI_Wait` blocks in ferry on each
+//! The request is a [`Polled`] one (`State::Polled`): `MPI_Wait` blocks in ferry on each
 //! half; the other completion calls poll it (`ReqObj::poll_pending`), and
 //! `MPI_Cancel` cancels both halves.
 
