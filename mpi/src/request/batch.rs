@@ -585,6 +585,10 @@ fn lend_all(rt: &'static Runtime, handles: &[usize], s: &mut Scratch) -> Res {
                             _ => {}
                         }
                     }
+                    // (One request: the single-request calls' own message.)
+                    if handles.len() == 1 {
+                        return Err(bad_request(b));
+                    }
                     return Err(Fail::msg(
                         MPI_ERR_REQUEST,
                         format!("request {i} of the array: {}", bad_request(b).what),
