@@ -15,14 +15,20 @@
 //! never take each other's messages, ranks that disagree on a call find out,
 //! and the collective context keeps them apart from user traffic.
 //!
-//! Algorithms are chosen by a [`CollTable`] built once per communicator
-//! ([`tune`]); the builders are in `algo/`, one family per file, and an
+//! Which path a call takes is decided once, here: [`plan`] ([`route`])
+//! answers [`Route::Node`] (one node operation through shared memory, on a
+//! communicator that lives on one node) or [`Route::Schedule`]; the
+//! builders' node and hierarchical algorithms follow the same rule. Within
+//! a schedule, point-to-point algorithms are chosen by a [`CollTable`]
+//! built once per communicator ([`tune`]); the builders are in `algo/`,
+//! one family per file, and an
 //! intercommunicator's in [`inter`]. The reductions' element types, ops and
 //! kernels are a floor below, in [`reduction`](crate::reduction) (re-exported
 //! here).
 
 mod algo;
 pub mod inter;
+pub mod route;
 pub mod schedule;
 pub(crate) mod signature;
 pub mod tune;
@@ -34,6 +40,7 @@ use std::sync::Arc;
 pub use crate::reduction as reduce;
 pub use crate::reduction::{fold_in_order, reduce_into, Datatype, ReduceOp, UserOp};
 pub use inter::{build_inter, InterTeam, INTER_IDLE, INTER_ROOT};
+pub use route::{plan, Route};
 pub use schedule::{CollKind, Region, Schedule, SlotId, Step, INPUT, OUTPUT};
 pub use signature::{TagSpace, INTER_TAGS};
 pub use tune::{CollTable, CollTuning};

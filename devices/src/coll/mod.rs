@@ -35,7 +35,7 @@ mod persistent;
 
 use crate::typed::Origin;
 
-use ferry_core::coll::{build, Collective, Counts};
+use ferry_core::coll::{build, Collective, Counts, Route};
 use ferry_core::Buf;
 
 use crate::comm::Comm;
@@ -65,7 +65,7 @@ impl Comm {
         // layout, set up or not, at each one.
         if !persistent {
             let lens = (input.as_ref().map(Buf::len), output.as_ref().map(Buf::len));
-            if let Some(op) = self.single_node_op(&coll, lens.0, lens.1)? {
+            if let Route::Node(op) = self.route(&coll, lens.0, lens.1)? {
                 c.next_tag();
                 let mut g = c.shared.lock()?;
                 let started = g.engine()?.start_node_coll(op, input, output)?;

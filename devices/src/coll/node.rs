@@ -1,21 +1,25 @@
-//! Setting up a communicator's node collectives: on its first collective,
-//! every member learns which node each member is on (an allgather of node
-//! names: the lowest job rank of each node), and the members of each node
-//! attach a shared region (the leader creates it, a barrier, the others
-//! open it, a barrier, the leader removes its name). Afterwards barrier,
-//! bcast, reduce and allreduce go through shared memory on the node and
-//! point-to-point between nodes only (`ferry_core::coll`'s node
-//! algorithms).
+//! Node collectives on the `ferry` side: setting up a communicator's node
+//! layout, and the blocking fast path.
 //!
-//! The decision to set up depends only on what every member shares (the
-//! device kind and the communicator size), never on this node, so either
-//! every member runs the setup's collectives or none does.
+//! Set-up: on its first collective, every member learns which node each
+//! member is on (an allgather of node names: the lowest job rank of each
+//! node), and the members of each node attach a shared region (the leader
+//! creates it, a barrier, the others open it, a barrier, the leader removes
+//! its name). The decision to set up depends only on what every member
+//! shares (the device kind and the communicator size), never on this node,
+//! so either every member runs the set-up's collectives or none does.
+//!
+//! Routing: `ferry` does not decide which path a call takes. It asks
+//! core's [`plan`] ([`Comm::route`]) with the layout and its buffer
+//! lengths, and does what it says: a [`Route::Node`] of a blocking call is
+//! polled here with the caller's slices (`node_fast`: no schedule, no
+//! request, no allocation); everything else goes to core's builders,
+//! whose node and hierarchical algorithms follow the same rule.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use ferry_core::coll::{Collective, NodeTeam};
-use ferry_core::device::{NodeKind, NodeOp};
+use ferry_core::coll::{plan, Collective, NodeTeam, Route};
 use ferry_core::Device;
 
 use crate::comm::Comm;
@@ -113,65 +117,22 @@ impl Comm {
 const FLAG_LOOKS: u32 = 16;
 
 impl Comm {
-    /// The node operation `coll` becomes on a communicator that lives on
-    /// one node (barrier, bcast, reduce and allreduce with buffers of
-    /// consistent lengths), given this rank's input and output lengths;
-    /// `None` if it goes through a schedule instead (which then reports
-    /// any error in the arguments precisely).
+    /// Where `coll` goes, given this rank's input and output lengths: the
+    /// one routing decision, core's [`plan`] (a node operation on a
+    /// communicator that lives on one node, or a schedule).
     #[inline]
-    pub(crate) fn single_node_op(
+    pub(crate) fn route(
         &self,
         coll: &Collective,
         input: Option<usize>,
         output: Option<usize>,
-    ) -> Result<Option<NodeOp>> {
-        if self
-            .inner
-            .node_setup
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
-            return Ok(None);
-        }
+    ) -> Result<Route> {
         // Borrowed, not cloned: two atomic reference-count updates less on
         // every call.
-        let Some(Some(nt)) = self.inner.node.get() else {
-            return Ok(None);
-        };
-        if nt.nodes.len() != 1 {
-            return Ok(None);
-        }
-        let (kind, root, op) = match coll {
-            Collective::Barrier => (NodeKind::Barrier, 0, None),
-            Collective::Bcast { root } => (NodeKind::Bcast, *root, None),
-            Collective::Reduce { root, op, dtype } => {
-                (NodeKind::Reduce, *root, Some((op.clone(), *dtype)))
-            }
-            Collective::Allreduce { op, dtype } => {
-                (NodeKind::Allreduce, 0, Some((op.clone(), *dtype)))
-            }
-            _ => return Ok(None),
-        };
-        if root >= self.size() {
-            return Ok(None);
-        }
-        if let Some((op, dtype)) = &op {
-            op.check(*dtype)?;
-        }
-        let is_root = self.rank() as u32 == root;
-        let out = output.unwrap_or(0);
-        let len = match kind {
-            NodeKind::Barrier => 0,
-            NodeKind::Reduce if !is_root => input.unwrap_or(0),
-            _ => out,
-        };
-        let elem = op.as_ref().map_or(1, |(_, d)| d.size().max(1));
-        let bad_input = input.is_some_and(|i| i != len);
-        let bad_output = matches!(kind, NodeKind::Bcast | NodeKind::Allreduce) && out != len
-            || kind == NodeKind::Reduce && is_root && out != len;
-        if bad_input || bad_output || len % elem != 0 {
-            return Ok(None);
-        }
-        Ok(Some(NodeOp::new(nt.region, kind, len, root, op)))
+        let node = self.inner.node.get().and_then(Option::as_deref);
+        let size = self.size();
+        let rank = u32::try_from(self.rank()).unwrap_or(size);
+        Ok(plan(node, rank, size, coll, input, output)?)
     }
 
     /// The blocking barrier, bcast, reduce and allreduce of a communicator
@@ -195,8 +156,7 @@ impl Comm {
             self.node_team()?;
         }
         let output_len = output.as_deref().map(<[u8]>::len);
-        let Some(mut node_op) = self.single_node_op(coll, input.map(<[u8]>::len), output_len)?
-        else {
+        let Route::Node(mut node_op) = self.route(coll, input.map(<[u8]>::len), output_len)? else {
             return Ok(false);
         };
         // Every call takes a sequence number, whichever way it goes, so
