@@ -8,7 +8,7 @@
 //!   the caller's slices (no schedule, no allocation); the others run it as
 //!   a one-step schedule ([`build`](super::build) writes the same step).
 //! - [`Route::Schedule`]: anything else, built by [`build`](super::build),
-//!   whose builders ask [`path`] (the same rule) whether to use the node
+//!   whose builders ask `path` (the same rule) whether to use the node
 //!   region: hierarchically across nodes, or not at all.
 //!
 //! The answer depends only on what every member knows (the layout, the
@@ -17,8 +17,11 @@
 //! length that does not match) route to a schedule, whose builder reports
 //! them precisely; an op the datatype does not support is an error here.
 
-use super::{Collective, NodeTeam};
+use super::schedule::{Builder, Region, Schedule, INPUT, OUTPUT};
+use super::{Collective, NodeTeam, Team};
+use crate::buffer::Buf;
 use crate::device::{NodeKind, NodeOp};
+use crate::envelope::Tag;
 use crate::error::Result;
 
 /// Where a collective call goes; see the module docs.
@@ -120,6 +123,38 @@ pub fn plan(
         return Ok(Route::Schedule);
     }
     Ok(Route::Node(NodeOp::new(nt.region, kind, len, root, op)))
+}
+
+/// The one-step schedule of a [`Route::Node`] (a nonblocking or
+/// persistent call): `op` on the caller's buffers, whose lengths [`plan`]
+/// checked. Its tag is the call's signature, so that a member whose
+/// different arguments sent it down a schedule is found out.
+pub(crate) fn node_schedule(
+    team: &Team,
+    tag: Tag,
+    coll: &Collective,
+    op: NodeOp,
+    input: Option<Buf>,
+    output: Option<Buf>,
+) -> Result<Schedule> {
+    let len = op.len;
+    // Where results land: nothing for a barrier or a reduce's non-root.
+    let out_len = match op.kind {
+        NodeKind::Barrier => 0,
+        NodeKind::Reduce if op.root != team.rank => 0,
+        _ => len,
+    };
+    let mut b = Builder::new(
+        super::algo::kind_of(coll),
+        (team.context, team.size),
+        tag,
+        team.job_ranks.clone(),
+        input,
+        output,
+    );
+    let input = b.has(INPUT).then(|| Region::whole(INPUT, len));
+    b.node(op, input, Region::whole(OUTPUT, out_len))?;
+    b.finish()
 }
 
 #[cfg(test)]

@@ -1,9 +1,13 @@
 //! Node collectives: barrier, bcast, reduce and allreduce among the ranks
 //! of one node through flags and buffers in shared memory, not messages
 //! (MPICH's POSIX release/gather, Open MPI's xhc). A device that shares
-//! memory with its node's ranks offers them through [`Device::node`]; the
-//! engine's schedules run them as one step ([`Step::Node`]), and the `ferry`
-//! crate's blocking collectives poll them directly.
+//! memory with its node's ranks offers them through [`Device::node`].
+//! Which calls use them is decided in one place, core's routing
+//! ([`plan`](crate::coll::plan)); the engine's schedules run them as one
+//! step ([`Step::Node`]), a nonblocking call on a one-node communicator as a
+//! request without a schedule (`engine/node_coll.rs`), and the `ferry`
+//! crate's blocking collectives poll them directly with the caller's
+//! slices.
 //!
 //! # The contract
 //! - A *region* serves one communicator's members on this node, named by an

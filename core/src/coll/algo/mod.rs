@@ -129,7 +129,7 @@ pub(super) fn build(
     b.finish()
 }
 
-pub(super) fn kind_of(coll: &Collective) -> CollKind {
+pub(crate) fn kind_of(coll: &Collective) -> CollKind {
     match coll {
         Collective::Barrier => CollKind::Barrier,
         Collective::Bcast { .. } => CollKind::Bcast,
