@@ -5,8 +5,10 @@
 //! - [`Route::Node`]: the communicator lives on one node and the call is a
 //!   barrier, bcast, reduce or allreduce with consistent buffers: it is one
 //!   [`NodeOp`] through the node region. The blocking form polls it with
-//!   the caller's slices (no schedule, no allocation); the others run it as
-//!   a one-step schedule ([`build`](super::build) writes the same step).
+//!   the caller's slices (no schedule, no allocation); the nonblocking one
+//!   is a request without a schedule
+//!   ([`Engine::start_collective`](crate::Engine::start_collective)); a
+//!   persistent one is a one-step schedule ([`build`](super::build)).
 //! - [`Route::Schedule`]: anything else, built by [`build`](super::build),
 //!   whose builders ask `path` (the same rule) whether to use the node
 //!   region: hierarchically across nodes, or not at all.
