@@ -44,7 +44,10 @@
 //! member that has mapped it adds one to the header's `joined` word, and
 //! the one that makes it count every member but the leader removes the
 //! file's name. A leader freeing the communicator removes the name only if
-//! no operation ran on the region (then no member will ever open it).
+//! no operation ran on the region (then no member will ever open it) or a
+//! member died; a leader whose operation finds a member dead removes it
+//! then too. A member waiting to open a region fails its operation when
+//! any member has died.
 //!
 //! [`Segment::take_sleeper`]: crate::ffi::Segment::take_sleeper
 
