@@ -120,37 +120,59 @@ fn the_node_layout_takes_node_steps_and_heads_talk_point_to_point() {
     );
 }
 
-/// The nonblocking node collectives that skip the schedule
-/// (`Engine::start_node_coll`): they complete with the right result, one
-/// freed while pending is still driven to its end (so the members' next
-/// operation on the region is not stalled), and the last member to arrive
-/// completes inside its call (`REQUEST_EMPTY`).
+/// The nonblocking node collectives of a communicator on one node
+/// (`Engine::start_collective`, routed to one node step): they complete
+/// with the right result, one freed while pending is still driven to its
+/// end (so the members' next operation on the region is not stalled), and
+/// the last member to arrive completes inside its call (`REQUEST_EMPTY`).
 #[test]
-fn node_requests_without_a_schedule_complete_and_survive_a_free() {
-    use ferry_core::coll::{Datatype, ReduceOp};
-    use ferry_core::device::{NodeKind, NodeOp};
+fn single_node_requests_complete_and_survive_a_free() {
+    use ferry_core::coll::{plan, CollTable, Collective, Datatype, ReduceOp, Route, Step};
+    use ferry_core::device::NodeKind;
     use ferry_core::{Buf, Request};
     let n = 4u32;
     let mut job = Job::with_nodes(n, n, 7, CollTuning::default());
+    let table = CollTable::new(n, CollTuning::default());
     let elems = 3;
     let value = |r: u32, i: usize| (r as i64 + 1) * 10 + i as i64;
     let input =
         |r: u32| -> Vec<u8> { (0..elems).flat_map(|i| value(r, i).to_le_bytes()).collect() };
-    let allreduce = || {
-        NodeOp::new(
-            1,
-            NodeKind::Allreduce,
-            elems * 8,
-            0,
-            Some((ReduceOp::Sum, Datatype::I64)),
-        )
+    let allreduce = || Collective::Allreduce {
+        op: ReduceOp::Sum,
+        dtype: Datatype::I64,
     };
+    // The route, and the one-step schedule it becomes.
+    let team = job.team(0);
+    let route = plan(team.node.as_deref(), 0, n, &allreduce(), Some(24), Some(24)).unwrap();
+    assert!(matches!(route, Route::Node(op) if op.kind == NodeKind::Allreduce && op.len == 24));
+    let sched = ferry_core::coll::build(
+        &team,
+        0,
+        &table,
+        allreduce(),
+        Some(Buf::from(input(0))),
+        Some(Buf::from(vec![0u8; elems * 8])),
+    )
+    .unwrap();
+    let nodes = sched
+        .steps()
+        .iter()
+        .filter(|s| matches!(s, Step::Node { .. }));
+    assert_eq!(nodes.count(), 1);
+    assert!(sched
+        .steps()
+        .iter()
+        .all(|s| matches!(s, Step::Node { .. } | Step::Fence)));
     let mut reqs: Vec<Request> = Vec::new();
     for r in 0..n - 1 {
+        let team = job.team(r);
         let started = job
             .sim
             .engine(r as i32)
-            .start_node_coll(
+            .start_collective(
+                &team,
+                &table,
+                1,
                 allreduce(),
                 Some(Buf::from(input(r))),
                 Some(Buf::from(vec![0u8; elems * 8])),
@@ -171,10 +193,14 @@ fn node_requests_without_a_schedule_complete_and_survive_a_free() {
     }
     // Rank 1 frees its pending request; the operation must still run.
     job.sim.engine(1).free(&mut reqs[1]).unwrap();
+    let team = job.team(n - 1);
     let last = job
         .sim
         .engine(n as i32 - 1)
-        .start_node_coll(
+        .start_collective(
+            &team,
+            &table,
+            1,
             allreduce(),
             Some(Buf::from(input(n - 1))),
             Some(Buf::from(vec![0u8; elems * 8])),
@@ -204,10 +230,10 @@ fn node_requests_without_a_schedule_complete_and_survive_a_free() {
     // Every member, rank 1 included, can run the next operation.
     let mut barriers: Vec<Request> = (0..n)
         .map(|r| {
-            let op = NodeOp::new(1, NodeKind::Barrier, 0, 0, None);
+            let team = job.team(r);
             job.sim
                 .engine(r as i32)
-                .start_node_coll(op, None, None)
+                .start_collective(&team, &table, 2, Collective::Barrier, None, None)
                 .unwrap()
                 .request
         })

@@ -66,6 +66,26 @@ pub(crate) struct Hub {
     pub(crate) span: tracing::Span,
 }
 
+/// Where the job's ranks are: the job ranks on this node, in order (this
+/// rank included), and the node of every job rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JobNodes {
+    /// The job ranks on this node, in order (this rank included).
+    pub(crate) local: Vec<Rank>,
+    /// For every job rank, its node's name: the lowest job rank on it.
+    pub(crate) name_of: Vec<Rank>,
+}
+
+impl JobNodes {
+    /// A job of one rank.
+    pub(crate) fn singleton() -> JobNodes {
+        JobNodes {
+            local: vec![0],
+            name_of: vec![0],
+        }
+    }
+}
+
 /// Shared by a world's handles; see the module docs.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -85,6 +105,9 @@ pub(crate) struct Shared {
     pub(crate) finalized: AtomicBool,
     /// The job ranks on this node, in order (`split_type(Shared)`).
     pub(crate) node_ranks: Vec<Rank>,
+    /// For every job rank, its node's name: the lowest job rank on it (a
+    /// communicator's node layout, without asking the members).
+    pub(crate) node_names: Vec<Rank>,
     /// The context ids free on this process.
     pub(crate) contexts: ContextPool,
     /// The `idup` agreements in flight (`idup.rs`).
@@ -99,8 +122,12 @@ impl Shared {
         config: Config,
         boot: Boot,
         span: tracing::Span,
-        node_ranks: Vec<Rank>,
+        nodes: JobNodes,
     ) -> Shared {
+        let JobNodes {
+            local: node_ranks,
+            name_of: node_names,
+        } = nodes;
         let shared_cpus = crate::waiter::oversubscribed(node_ranks.len());
         let yield_every = if shared_cpus {
             crate::waiter::YIELD_EVERY_OVERSUBSCRIBED
@@ -154,6 +181,7 @@ impl Shared {
             boot: Mutex::new(boot),
             finalized: AtomicBool::new(false),
             node_ranks,
+            node_names,
             contexts: ContextPool::default(),
             rounds: Rounds::default(),
             progress: Mutex::new(None),

@@ -2,11 +2,18 @@
 //!
 //! A collective call is turned into a [`Schedule`] by [`build`]: rounds of
 //! sends and receives on the communicator's collective context, plus local
-//! reductions and copies. The engine runs it from its progress
-//! ([`Engine::start_coll`](crate::Engine::start_coll), or
-//! [`Engine::coll_init`](crate::Engine::coll_init) for a persistent one that
-//! [`Engine::start`](crate::Engine::start) runs again), and completes a
-//! request of the same kind as point-to-point ones.
+//! reductions and copies. The engine runs it from its progress and
+//! completes a request of the same kind as point-to-point ones. The
+//! `ferry` crate hands the engine the call's description and buffers in one
+//! call, [`Engine::start_collective`](crate::Engine::start_collective) (or
+//! [`Engine::collective_init`](crate::Engine::collective_init) for a
+//! persistent one that [`Engine::start`](crate::Engine::start) runs again),
+//! which routes, builds and starts it; [`Engine::start_coll`] and
+//! [`Engine::coll_init`] take a schedule built elsewhere (an
+//! intercommunicator's, [`build_inter`]).
+//!
+//! [`Engine::start_coll`]: crate::Engine::start_coll
+//! [`Engine::coll_init`]: crate::Engine::coll_init
 //!
 //! Counts here are in bytes; the `ferry` crate multiplies element counts by
 //! the element size. Each call's messages carry the call's `tag` (its
@@ -15,14 +22,20 @@
 //! never take each other's messages, ranks that disagree on a call find out,
 //! and the collective context keeps them apart from user traffic.
 //!
-//! Algorithms are chosen by a [`CollTable`] built once per communicator
-//! ([`tune`]); the builders are in `algo/`, one family per file, and an
+//! Which path a call takes is decided once, here: [`plan`] ([`route`])
+//! answers [`Route::Node`] (one node operation through shared memory, on a
+//! communicator that lives on one node) or [`Route::Schedule`]; the
+//! builders' node and hierarchical algorithms follow the same rule. Within
+//! a schedule, point-to-point algorithms are chosen by a [`CollTable`]
+//! built once per communicator ([`tune`]); the builders are in `algo/`,
+//! one family per file, and an
 //! intercommunicator's in [`inter`]. The reductions' element types, ops and
 //! kernels are a floor below, in [`reduction`](crate::reduction) (re-exported
 //! here).
 
 mod algo;
 pub mod inter;
+pub mod route;
 pub mod schedule;
 pub(crate) mod signature;
 pub mod tune;
@@ -34,6 +47,7 @@ use std::sync::Arc;
 pub use crate::reduction as reduce;
 pub use crate::reduction::{fold_in_order, reduce_into, Datatype, ReduceOp, UserOp};
 pub use inter::{build_inter, InterTeam, INTER_IDLE, INTER_ROOT};
+pub use route::{plan, Route};
 pub use schedule::{CollKind, Region, Schedule, SlotId, Step, INPUT, OUTPUT};
 pub use signature::{TagSpace, INTER_TAGS};
 pub use tune::{CollTable, CollTuning};
@@ -56,6 +70,22 @@ pub struct Team {
     /// How the members sit on nodes, when this rank's node runs node
     /// collectives for the communicator (`None`: point-to-point only).
     pub node: Option<Arc<NodeTeam>>,
+}
+
+impl Team {
+    /// [`plan`] for this team, from the call's buffers.
+    ///
+    /// # Errors
+    /// As for [`plan`].
+    pub fn plan(
+        &self,
+        coll: &Collective,
+        input: Option<&Buf>,
+        output: Option<&Buf>,
+    ) -> Result<Route> {
+        let (i, o) = (input.map(Buf::len), output.map(Buf::len));
+        plan(self.node.as_deref(), self.rank, self.size, coll, i, o)
+    }
 }
 
 /// A communicator's layout over nodes, for the node and hierarchical
@@ -199,8 +229,9 @@ impl Counts {
     }
 }
 
-/// Builds the schedule of one collective call; `tag` is the call's
-/// sequence number on the communicator (only its low bits are kept).
+/// Builds the schedule of one collective call, routed by [`plan`] (a
+/// [`Route::Node`] is a one-step schedule); `tag` is the call's sequence
+/// number on the communicator (only its low bits are kept).
 ///
 /// # Errors
 /// [`UsageError::InvalidRank`] for a root outside the communicator,
@@ -215,11 +246,36 @@ pub fn build(
     input: Option<Buf>,
     output: Option<Buf>,
 ) -> Result<Schedule> {
-    let signature = signature::Signature::of(
-        &coll,
-        team.size,
-        input.as_ref().map(Buf::len),
-        output.as_ref().map(Buf::len),
-    );
-    algo::build(team, signature.tag(tag), table, coll, input, output)
+    match team.plan(&coll, input.as_ref(), output.as_ref())? {
+        Route::Node(op) => {
+            let tag = signature_tag(team, tag, &coll, input.as_ref(), output.as_ref());
+            route::node_schedule(team, tag, &coll, op, input, output)
+        }
+        Route::Schedule => build_routed(team, tag, table, coll, input, output),
+    }
+}
+
+/// [`build`] of a call [`plan`] routed to [`Route::Schedule`].
+pub(crate) fn build_routed(
+    team: &Team,
+    tag: Tag,
+    table: &CollTable,
+    coll: Collective,
+    input: Option<Buf>,
+    output: Option<Buf>,
+) -> Result<Schedule> {
+    let tag = signature_tag(team, tag, &coll, input.as_ref(), output.as_ref());
+    algo::build(team, tag, table, coll, input, output)
+}
+
+/// The call's tag: its sequence number and signature.
+fn signature_tag(
+    team: &Team,
+    tag: Tag,
+    coll: &Collective,
+    input: Option<&Buf>,
+    output: Option<&Buf>,
+) -> Tag {
+    let (i, o) = (input.map(Buf::len), output.map(Buf::len));
+    signature::Signature::of(coll, team.size, i, o).tag(tag)
 }

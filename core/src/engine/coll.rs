@@ -409,10 +409,13 @@ impl<D: Device> Engine<D> {
                         .get_mut(op as usize)
                         .ok_or(Error::Internal("node step out of range"))?;
                     let (src, dst) = match input {
-                        Some(input) => {
+                        Some(input) if output.len > 0 => {
                             let (src, dst) = two_regions(&mut sched.slots, input, output)?;
                             (Some(src), dst)
                         }
+                        // Nothing lands here (a reduce's non-root), whatever
+                        // the output slot.
+                        Some(input) => (Some(region(&sched.slots, input)?), &mut [][..]),
                         None => (None, region_mut(&mut sched.slots, output)?),
                     };
                     // A few looks at the flags: the other members usually
@@ -674,6 +677,19 @@ fn region_mut(slots: &mut [SlotState], r: Region) -> Result<&mut [u8]> {
             .as_mut_slice()
             .get_mut(r.offset..r.offset + r.len)
             .ok_or(Error::Internal("collective region leaves its slot")),
+        _ => Err(Error::Internal("node step on a lent or absent slot")),
+    }
+}
+
+/// The bytes of one region.
+fn region(slots: &[SlotState], r: Region) -> Result<&[u8]> {
+    match slots.get(r.slot as usize) {
+        Some(SlotState::Idle(w)) => w
+            .buf
+            .as_slice()
+            .get(r.offset..r.offset + r.len)
+            .ok_or(Error::Internal("collective region leaves its slot")),
+        _ if r.len == 0 => Ok(&[]),
         _ => Err(Error::Internal("node step on a lent or absent slot")),
     }
 }

@@ -10,6 +10,12 @@
 //!   [`Request::start`]; the request keeps its vector, reached between runs
 //!   with [`Request::with_buf`] / [`Request::with_buf_mut`].
 //!
+//! Every form hands core the call's description and buffers: core routes
+//! it (node operation or schedule, `ferry_core::coll::plan`) and starts it
+//! in one call (`Engine::start_collective`, `Engine::collective_init`);
+//! only a blocking call routed to a node operation is polled here, with the
+//! caller's slices (`node.rs`).
+//!
 //! Counts are in elements. A collective that completed inside its call (on
 //! a communicator of one) returns `REQUEST_EMPTY`. Every member must call
 //! the same collectives in the same order (MPI's rule); the engine tells
@@ -35,7 +41,7 @@ mod persistent;
 
 use crate::typed::Origin;
 
-use ferry_core::coll::{build, Collective, Counts};
+use ferry_core::coll::{Collective, Counts};
 use ferry_core::Buf;
 
 use crate::comm::Comm;
@@ -43,8 +49,9 @@ use crate::error::Result;
 use crate::request::Request;
 
 impl Comm {
-    /// Builds and starts one collective (persistent: builds it and returns
-    /// the inactive request).
+    /// Starts one collective (persistent: builds it and returns the
+    /// inactive request): core routes, builds and starts it in one call
+    /// ([`Engine::start_collective`](ferry_core::Engine::start_collective)).
     pub(crate) fn coll_start(
         &self,
         coll: Collective,
@@ -56,43 +63,29 @@ impl Comm {
         let c = &self.inner;
         if self.is_inter() {
             let sched = self.inter_schedule(coll, input, output)?;
-            return self.run_schedule(sched, origin, persistent);
-        }
-        // No node set-up here: it synchronizes the members, which a
-        // nonblocking or persistent collective's start must not (a
-        // blocking collective sets it up first, in `node_fast`). Every
-        // member calls collectives in the same order, so all see the same
-        // layout, set up or not, at each one.
-        if !persistent {
-            let lens = (input.as_ref().map(Buf::len), output.as_ref().map(Buf::len));
-            if let Some(op) = self.single_node_op(&coll, lens.0, lens.1)? {
-                c.next_tag();
-                let mut g = c.shared.lock()?;
-                let started = g.engine()?.start_node_coll(op, input, output)?;
-                drop(g);
-                return Ok(Request::coll_started(self, started, origin));
+            let mut g = c.shared.lock()?;
+            let engine = g.engine()?;
+            if persistent {
+                let handle = engine.coll_init(sched);
+                return Ok(Request::new(self, handle, origin));
             }
+            let started = engine.start_coll(sched)?;
+            drop(g);
+            return Ok(Request::coll_started(self, started, origin));
         }
+        // The first collective of any form sets the node layout up: it
+        // waits for nobody (`node.rs`). Every member calls collectives in
+        // the same order, so all have it from the same one on.
+        self.set_up_node_once()?;
         let tag = c.next_tag();
-        let sched = build(&c.team(), tag, &c.table, coll, input, output)?;
-        self.run_schedule(sched, origin, persistent)
-    }
-
-    /// Starts a built schedule (persistent: returns the inactive request).
-    fn run_schedule(
-        &self,
-        sched: ferry_core::coll::Schedule,
-        origin: Origin,
-        persistent: bool,
-    ) -> Result<Request> {
-        let c = &self.inner;
+        let team = c.team();
         let mut g = c.shared.lock()?;
         let engine = g.engine()?;
         if persistent {
-            let handle = engine.coll_init(sched);
+            let handle = engine.collective_init(&team, &c.table, tag, coll, input, output)?;
             return Ok(Request::new(self, handle, origin));
         }
-        let started = engine.start_coll(sched)?;
+        let started = engine.start_collective(&team, &c.table, tag, coll, input, output)?;
         drop(g);
         Ok(Request::coll_started(self, started, origin))
     }

@@ -1,45 +1,53 @@
-//! Setting up a communicator's node collectives: on its first collective,
-//! every member learns which node each member is on (an allgather of node
-//! names: the lowest job rank of each node), and the members of each node
-//! attach a shared region (the leader creates it, a barrier, the others
-//! open it, a barrier, the leader removes its name). Afterwards barrier,
-//! bcast, reduce and allreduce go through shared memory on the node and
-//! point-to-point between nodes only (`ferry_core::coll`'s node
-//! algorithms).
+//! Node collectives on the `ferry` side: setting up a communicator's node
+//! layout, and the blocking fast path.
 //!
-//! The decision to set up depends only on what every member shares (the
-//! device kind and the communicator size), never on this node, so either
-//! every member runs the setup's collectives or none does.
+//! Set-up: the first collective of any form (blocking, nonblocking,
+//! persistent) sets the layout up without waiting for anybody: every
+//! member works out which node each member is on from what the launch told
+//! every rank (`Shared::node_names`: each job rank's node, named by its
+//! lowest job rank), and the members of each node attach a shared region:
+//! the leader creates it, the others open it when an operation on it first
+//! polls (the device's contract, `ferry_core::device::NodeCollectives`).
+//! So a nonblocking first collective takes the node path too. The decision
+//! to set up depends only on what every member shares (the device kind,
+//! the configuration and the communicator size), never on this node, so
+//! every member makes the same one.
+//!
+//! Routing: `ferry` does not decide which path a call takes. It asks
+//! core's [`plan`] ([`Comm::route`]) with the layout and its buffer
+//! lengths, and does what it says: a [`Route::Node`] of a blocking call is
+//! polled here with the caller's slices (`node_fast`: no schedule, no
+//! request, no allocation); everything else goes to core's builders,
+//! whose node and hierarchical algorithms follow the same rule.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use ferry_core::coll::{Collective, NodeTeam};
-use ferry_core::device::{NodeKind, NodeOp};
+use ferry_core::coll::{plan, Collective, NodeTeam, Route};
 use ferry_core::Device;
 
 use crate::comm::Comm;
 use crate::error::Result;
-use crate::typed::{as_bytes, as_bytes_mut};
 use crate::waiter::block_on;
 
 impl Comm {
-    /// The communicator's node layout, setting it up on first use
-    /// (collective: every member calls this in its first collective).
-    pub(crate) fn node_team(&self) -> Result<Option<Arc<NodeTeam>>> {
+    /// Sets the communicator's node layout up on its first collective
+    /// (every member calls this in its first collective, whatever its
+    /// form). It never waits for the other members, so a nonblocking
+    /// collective may do it.
+    #[inline]
+    pub(crate) fn set_up_node_once(&self) -> Result<()> {
+        if self.inner.node.get().is_none() {
+            self.node_team()?;
+        }
+        Ok(())
+    }
+
+    /// The communicator's node layout, setting it up on first use.
+    fn node_team(&self) -> Result<Option<Arc<NodeTeam>>> {
         if let Some(n) = self.inner.node.get() {
             return Ok(n.clone());
         }
-        // Relaxed: only this thread reads it meanwhile (a collective on one
-        // communicator runs on one thread at a time).
-        self.inner
-            .node_setup
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-        let team = self.set_up_node();
-        self.inner
-            .node_setup
-            .store(false, std::sync::atomic::Ordering::Relaxed);
-        let team = team?;
+        let team = self.set_up_node()?;
         // Two threads racing here would be two concurrent collectives on
         // one communicator, which MPI forbids: the first one wins.
         Ok(self.inner.node.get_or_init(|| team).clone())
@@ -56,14 +64,15 @@ impl Comm {
         if !capable || !self.shared().config.coll_node || n < 2 || self.rank() < 0 {
             return Ok(None);
         }
-        let shared = self.shared();
-        let my_node = shared.node_ranks.first().copied().unwrap_or(shared.rank);
-        let mut names = vec![0i32; n];
-        self.coll_borrowed(
-            Collective::Allgather { v: None },
-            Some(as_bytes(&[my_node])),
-            Some(as_bytes_mut(&mut names)),
-        )?;
+        // Every member knows every job rank's node from the launch (the
+        // same data everywhere): no need to ask the others.
+        let names_of = &self.shared().node_names;
+        let names: Vec<i32> = (0..n as ferry_core::Rank)
+            .map(|r| {
+                let j = self.job_rank(r)?;
+                Ok(names_of.get(j as usize).copied().unwrap_or(j))
+            })
+            .collect::<Result<_>>()?;
         let mut distinct: Vec<i32> = names.clone();
         distinct.sort_unstable();
         distinct.dedup();
@@ -80,25 +89,15 @@ impl Comm {
             .iter()
             .map(|&r| self.job_rank(r as ferry_core::Rank))
             .collect::<Result<_>>()?;
-        let attach = mine.len() >= 2;
         let leader = mine.first() == Some(&(self.rank() as u32));
         let region = self.inner.region();
-        let step = |open: bool| -> Result<()> {
-            if attach && leader != open {
-                let mut g = self.shared().lock()?;
-                let dev = g.engine()?.device_mut().node();
-                if let Some(dev) = dev {
-                    dev.attach(region, &members, leader)?;
-                }
-            }
-            self.coll_borrowed(Collective::Barrier, None, None)
-        };
-        step(false)?;
-        step(true)?;
-        if attach && leader {
+        if mine.len() >= 2 {
+            // The leader creates the region; the others open it now or,
+            // if it is not there yet, in a later poll of an operation on
+            // it: nobody waits here.
             let mut g = self.shared().lock()?;
             if let Some(dev) = g.engine()?.device_mut().node() {
-                dev.attached(region);
+                dev.attach(region, &members, leader)?;
             }
         }
         Ok(Some(Arc::new(NodeTeam {
@@ -113,65 +112,22 @@ impl Comm {
 const FLAG_LOOKS: u32 = 16;
 
 impl Comm {
-    /// The node operation `coll` becomes on a communicator that lives on
-    /// one node (barrier, bcast, reduce and allreduce with buffers of
-    /// consistent lengths), given this rank's input and output lengths;
-    /// `None` if it goes through a schedule instead (which then reports
-    /// any error in the arguments precisely).
+    /// Where `coll` goes, given this rank's input and output lengths: the
+    /// one routing decision, core's [`plan`] (a node operation on a
+    /// communicator that lives on one node, or a schedule).
     #[inline]
-    pub(crate) fn single_node_op(
+    pub(crate) fn route(
         &self,
         coll: &Collective,
         input: Option<usize>,
         output: Option<usize>,
-    ) -> Result<Option<NodeOp>> {
-        if self
-            .inner
-            .node_setup
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
-            return Ok(None);
-        }
+    ) -> Result<Route> {
         // Borrowed, not cloned: two atomic reference-count updates less on
         // every call.
-        let Some(Some(nt)) = self.inner.node.get() else {
-            return Ok(None);
-        };
-        if nt.nodes.len() != 1 {
-            return Ok(None);
-        }
-        let (kind, root, op) = match coll {
-            Collective::Barrier => (NodeKind::Barrier, 0, None),
-            Collective::Bcast { root } => (NodeKind::Bcast, *root, None),
-            Collective::Reduce { root, op, dtype } => {
-                (NodeKind::Reduce, *root, Some((op.clone(), *dtype)))
-            }
-            Collective::Allreduce { op, dtype } => {
-                (NodeKind::Allreduce, 0, Some((op.clone(), *dtype)))
-            }
-            _ => return Ok(None),
-        };
-        if root >= self.size() {
-            return Ok(None);
-        }
-        if let Some((op, dtype)) = &op {
-            op.check(*dtype)?;
-        }
-        let is_root = self.rank() as u32 == root;
-        let out = output.unwrap_or(0);
-        let len = match kind {
-            NodeKind::Barrier => 0,
-            NodeKind::Reduce if !is_root => input.unwrap_or(0),
-            _ => out,
-        };
-        let elem = op.as_ref().map_or(1, |(_, d)| d.size().max(1));
-        let bad_input = input.is_some_and(|i| i != len);
-        let bad_output = matches!(kind, NodeKind::Bcast | NodeKind::Allreduce) && out != len
-            || kind == NodeKind::Reduce && is_root && out != len;
-        if bad_input || bad_output || len % elem != 0 {
-            return Ok(None);
-        }
-        Ok(Some(NodeOp::new(nt.region, kind, len, root, op)))
+        let node = self.inner.node.get().and_then(Option::as_deref);
+        let size = self.size();
+        let rank = u32::try_from(self.rank()).unwrap_or(size);
+        Ok(plan(node, rank, size, coll, input, output)?)
     }
 
     /// The blocking barrier, bcast, reduce and allreduce of a communicator
@@ -189,14 +145,9 @@ impl Comm {
             // Its groups' members need not share a node region: a schedule.
             return Ok(false);
         }
-        // A blocking collective may synchronize: the first one sets the
-        // node layout up.
-        if self.inner.node.get().is_none() && !self.inner.node_setup.load(Ordering::Relaxed) {
-            self.node_team()?;
-        }
+        self.set_up_node_once()?;
         let output_len = output.as_deref().map(<[u8]>::len);
-        let Some(mut node_op) = self.single_node_op(coll, input.map(<[u8]>::len), output_len)?
-        else {
+        let Route::Node(mut node_op) = self.route(coll, input.map(<[u8]>::len), output_len)? else {
             return Ok(false);
         };
         // Every call takes a sequence number, whichever way it goes, so

@@ -40,7 +40,7 @@ use ferry_pmi::PmiClient;
 
 use crate::config::{Config, DeviceChoice};
 use crate::error::{Result, SetupError};
-use crate::shared::Shared;
+use crate::shared::{JobNodes, Shared};
 use crate::world::World;
 use boot::{Boot, SingletonBoot};
 pub use node::NodeDevice;
@@ -103,11 +103,11 @@ fn init_with(config: Config) -> Result<World> {
     if let Some(pmi) = &pmi {
         tracing::debug!(version = ?pmi.version(), job = pmi.job_id(), "launched by a PMI server");
     }
-    let (engine, boot, local_ranks) = match pmi {
-        None => (singleton(&config)?, Boot::Singleton, vec![0]),
+    let (engine, boot, nodes) = match pmi {
+        None => (singleton(&config)?, Boot::Singleton, JobNodes::singleton()),
         Some(mut pmi) => {
-            let (engine, local_ranks) = launched(&config, &mut pmi)?;
-            (engine, Boot::Pmi(Some(pmi)), local_ranks)
+            let (engine, nodes) = launched(&config, &mut pmi)?;
+            (engine, Boot::Pmi(Some(pmi)), nodes)
         }
     };
     tracing::debug!(
@@ -116,7 +116,7 @@ fn init_with(config: Config) -> Result<World> {
         "ferry initialised"
     );
     drop(entered);
-    let shared = Shared::new(engine, config, boot, span, local_ranks);
+    let shared = Shared::new(engine, config, boot, span, nodes);
     // Once the world is whole: if the thread cannot start, dropping it
     // tears everything down like any other failed init.
     shared.start_progress()?;
@@ -196,8 +196,8 @@ fn host_key(rank: Rank) -> String {
     format!("ferry-host-{rank}")
 }
 
-/// The job ranks on this node, in order (this rank included).
-fn local_ranks<B: Bootstrap + ?Sized>(boot: &mut B) -> Result<Vec<Rank>> {
+/// Every rank's host (its node), from the bootstrap's key-value space.
+fn local_ranks<B: Bootstrap + ?Sized>(boot: &mut B) -> Result<JobNodes> {
     let me = boot.rank();
     let mut mine = host_id();
     if let Some(k) = ranks_per_node()? {
@@ -205,19 +205,31 @@ fn local_ranks<B: Bootstrap + ?Sized>(boot: &mut B) -> Result<Vec<Rank>> {
     }
     boot.put(&host_key(me), &mine)?;
     boot.barrier()?;
-    let mut local = Vec::new();
+    let mut hosts: Vec<String> = Vec::with_capacity(boot.size() as usize);
     for r in 0..boot.size() as Rank {
-        if r == me || boot.get(&host_key(r))? == mine {
-            local.push(r);
-        }
+        hosts.push(if r == me {
+            mine.clone()
+        } else {
+            boot.get(&host_key(r))?
+        });
     }
-    Ok(local)
+    let local = (0..boot.size() as Rank)
+        .filter(|&r| hosts[r as usize] == mine)
+        .collect();
+    let mut first: std::collections::HashMap<&str, Rank> = std::collections::HashMap::new();
+    let name_of = hosts
+        .iter()
+        .enumerate()
+        .map(|(r, h)| *first.entry(h.as_str()).or_insert(r as Rank))
+        .collect();
+    Ok(JobNodes { local, name_of })
 }
 
 /// The engine, and the job ranks on this node.
-fn launched(config: &Config, boot: &mut PmiClient) -> Result<(Engine<NodeDevice>, Vec<Rank>)> {
+fn launched(config: &Config, boot: &mut PmiClient) -> Result<(Engine<NodeDevice>, JobNodes)> {
     let (rank, size) = (boot.rank(), boot.size());
-    let local = local_ranks(boot)?;
+    let nodes = local_ranks(boot)?;
+    let local = &nodes.local;
     let remote = size as usize - local.len();
     tracing::debug!(rank, size, local = local.len(), "ranks grouped by node");
     let device = match config.device {
@@ -229,11 +241,11 @@ fn launched(config: &Config, boot: &mut PmiClient) -> Result<(Engine<NodeDevice>
             .into())
         }
         DeviceChoice::Loopback => NodeDevice::Loopback(Loopback::new(rank)),
-        DeviceChoice::Auto if remote > 0 => across_nodes(&mut *boot, &local)?,
+        DeviceChoice::Auto if remote > 0 => across_nodes(&mut *boot, local)?,
         DeviceChoice::Shm if remote > 0 => {
             return Err(SetupError::NetworkDeviceNeeded { remote, size }.into())
         }
-        DeviceChoice::Auto | DeviceChoice::Shm => shm::node_device(&mut *boot, &local)?,
+        DeviceChoice::Auto | DeviceChoice::Shm => shm::node_device(&mut *boot, local)?,
         DeviceChoice::Ofi | DeviceChoice::Verbs => {
             let all: Vec<Rank> = (0..size as Rank).collect();
             net_device(config.device, &mut *boot, &all)?
@@ -241,7 +253,7 @@ fn launched(config: &Config, boot: &mut PmiClient) -> Result<(Engine<NodeDevice>
     };
     Ok((
         Engine::new(rank, size, device, config.engine.clone())?,
-        local,
+        nodes,
     ))
 }
 

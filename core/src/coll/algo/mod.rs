@@ -15,8 +15,9 @@ mod node;
 mod scan;
 mod tree;
 
+use super::route;
 use super::schedule::{length_error, Builder, CollKind, Region, Schedule, SlotId, INPUT, OUTPUT};
-use super::{CollTable, Collective, Datatype, ReduceOp, Team};
+use super::{CollTable, Collective, Datatype, NodeTeam, ReduceOp, Team};
 use crate::buffer::Buf;
 use crate::envelope::Tag;
 use crate::error::{Result, UsageError};
@@ -71,7 +72,7 @@ pub(super) fn build(
         output,
     );
     match coll {
-        Collective::Barrier => match node::usable(team, true) {
+        Collective::Barrier => match node_layout(team, &coll) {
             Some(nt) => node::barrier(&mut b, team, me, nt)?,
             None => tree::barrier(&mut b, me)?,
         },
@@ -80,29 +81,30 @@ pub(super) fn build(
             if !b.has(OUTPUT) {
                 return Err(length_error("bcast needs its buffer"));
             }
-            match node::usable(team, true) {
+            match node_layout(team, &coll) {
                 Some(nt) if me.n > 1 => node::bcast(&mut b, team, me, nt, root)?,
                 _ => tree::bcast(&mut b, me, table, root)?,
             }
         }
-        Collective::Reduce { root, op, dtype } => {
+        Collective::Reduce {
+            root,
+            ref op,
+            dtype,
+        } => {
             let root = check_root(root, me)?;
-            let commutative = op.is_commutative();
-            set_op(&mut b, op, dtype)?;
+            set_op(&mut b, op.clone(), dtype)?;
             let len = tree::check_reduce(&b, me, root, dtype)?;
-            match node::usable(team, commutative) {
-                Some(nt) if commutative => {
-                    node::reduce(&mut b, team, me, nt, Some(root), len, dtype)?
-                }
-                _ => tree::reduce(&mut b, me, root, dtype)?,
+            match node_layout(team, &coll) {
+                Some(nt) => node::reduce(&mut b, team, me, nt, Some(root), len, dtype)?,
+                None => tree::reduce(&mut b, me, root, dtype)?,
             }
         }
-        Collective::Allreduce { op, dtype } => {
+        Collective::Allreduce { ref op, dtype } => {
             set_op(&mut b, op.clone(), dtype)?;
             let len = allreduce::check(&b, dtype)?;
-            match node::usable(team, op.is_commutative()) {
+            match node_layout(team, &coll) {
                 Some(nt) if me.n > 1 => node::reduce(&mut b, team, me, nt, None, len, dtype)?,
-                _ => allreduce::allreduce(&mut b, me, table, &op, dtype)?,
+                _ => allreduce::allreduce(&mut b, me, table, op, dtype)?,
             }
         }
         Collective::ReduceScatter { counts, op, dtype } => {
@@ -127,7 +129,7 @@ pub(super) fn build(
     b.finish()
 }
 
-pub(super) fn kind_of(coll: &Collective) -> CollKind {
+pub(crate) fn kind_of(coll: &Collective) -> CollKind {
     match coll {
         Collective::Barrier => CollKind::Barrier,
         Collective::Bcast { .. } => CollKind::Bcast,
@@ -140,6 +142,15 @@ pub(super) fn kind_of(coll: &Collective) -> CollKind {
         Collective::ReduceScatter { .. } => CollKind::ReduceScatter,
         Collective::Scan { .. } => CollKind::Scan,
         Collective::Exscan { .. } => CollKind::Exscan,
+    }
+}
+
+/// The layout, if the node algorithms run `coll` on this team (the
+/// routing rule, [`route::path`]).
+fn node_layout<'a>(team: &'a Team, coll: &Collective) -> Option<&'a NodeTeam> {
+    match route::path(team.node.as_deref(), coll) {
+        route::Path::Single(nt) | route::Path::Hierarchical(nt) => Some(nt),
+        route::Path::PointToPoint => None,
     }
 }
 

@@ -8,7 +8,8 @@
 //!
 //! Reductions across nodes reorder operands (each node reduces its own
 //! ranks first), so a non-commutative op takes the point-to-point
-//! algorithms instead: [`usable`] says when these apply.
+//! algorithms instead: the routing rule (`route.rs`, `path`) says when
+//! these apply.
 
 use std::sync::Arc;
 
@@ -19,18 +20,6 @@ use crate::device::{NodeKind, NodeOp};
 use crate::envelope::Rank;
 use crate::error::Result;
 use crate::reduction::Datatype;
-
-/// Can the node algorithms run this collective here?
-///
-/// The answer depends only on what every member knows (the layout, the
-/// op), never on this rank's node: every member must take the same
-/// algorithm. A rank alone on its node skips the node steps.
-pub(super) fn usable(team: &Team, commutative: bool) -> Option<&NodeTeam> {
-    let nt = team.node.as_deref()?;
-    let shared = nt.nodes.iter().any(|m| m.len() >= 2);
-    let single = nt.nodes.len() == 1;
-    (shared && (single || commutative)).then_some(nt)
-}
 
 /// Where I sit: my node's members, my index among them, and the heads.
 struct Layout<'a> {
