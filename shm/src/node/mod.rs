@@ -44,10 +44,7 @@
 //! member that has mapped it adds one to the header's `joined` word, and
 //! the one that makes it count every member but the leader removes the
 //! file's name. A leader freeing the communicator removes the name only if
-//! no operation ran on the region (then no member will ever open it) or a
-//! member died; a leader whose operation finds a member dead removes it
-//! then too. A member waiting to open a region fails its operation when
-//! any member has died.
+//! no operation ran on the region (then no member will ever open it).
 //!
 //! [`Segment::take_sleeper`]: crate::ffi::Segment::take_sleeper
 
