@@ -306,11 +306,7 @@ impl ShmDevice {
         };
         for i in from..to.min(a.local.len()) {
             if !self.failures.is_alive(a.local[i] as usize) {
-                let dead = a.ranks[i];
-                // A member that died may never open the region: its
-                // leader removes the name now, as nobody will.
-                self.attached(w.region);
-                return Err(PeerError::Died { rank: dead }.into());
+                return Err(PeerError::Died { rank: a.ranks[i] }.into());
             }
         }
         if !self.node.waits.contains(&w) {
@@ -332,16 +328,9 @@ impl ShmDevice {
                 false => Err(missing(id)),
             };
         };
-        // A member that died fails the operations waiting here (its leader,
-        // which would never create the region, or another, whose failure
-        // fails the operation anyway).
-        let not_yet = |me: &Self, j: &Joining| match j
-            .local
-            .iter()
-            .position(|&l| !me.failures.is_alive(l as usize))
-        {
-            None => Ok(false),
-            Some(i) => Err(PeerError::Died { rank: j.ranks[i] }.into()),
+        let not_yet = |me: &Self, j: &Joining| match me.failures.is_alive(j.local[0] as usize) {
+            true => Ok(false),
+            false => Err(PeerError::Died { rank: j.ranks[0] }.into()),
         };
         let file = match crate::os::open_segment_file(&j.path) {
             Ok(f) => f,
@@ -447,13 +436,9 @@ impl NodeCollectives for ShmDevice {
 
     fn detach(&mut self, id: u64) {
         // The leader's name goes with it only if no operation ran on the
-        // region (then no member will ever open it) or a member died (then
-        // every operation on it fails). Otherwise every member runs those
-        // operations too, and the last to open it removes it.
-        let failures = &self.failures;
-        let unused = self.node.regions.get(&id).is_some_and(|a| {
-            a.next == 0 || a.local.iter().any(|&l| !failures.is_alive(l as usize))
-        });
+        // region: then no member will ever open it. Otherwise every member
+        // runs those operations too, and the last to open it removes it.
+        let unused = self.node.regions.get(&id).is_some_and(|a| a.next == 0);
         match self.node.regions.get_mut(&id) {
             Some(a) if !unused => {
                 // Dropping it must not remove the name either.
