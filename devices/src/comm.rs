@@ -87,8 +87,11 @@ pub(crate) struct CommInner {
     /// The context block to give back on drop (`None` for world and self).
     block: Option<u32>,
     /// The layout over nodes for node collectives, set up by the first
-    /// collective of any form (`None` inside: point-to-point only).
+    /// collective (`None` inside: point-to-point only).
     pub(crate) node: std::sync::OnceLock<Option<Arc<NodeTeam>>>,
+    /// Set while the node layout is being set up (its own collectives run
+    /// point-to-point).
+    pub(crate) node_setup: std::sync::atomic::AtomicBool,
 }
 
 /// What makes a communicator an intercommunicator.
@@ -272,6 +275,7 @@ impl Comm {
                 hints,
                 block,
                 node: std::sync::OnceLock::new(),
+                node_setup: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }

@@ -11,14 +11,10 @@
 //!
 //! # The contract
 //! - A *region* serves one communicator's members on this node, named by an
-//!   id the members agree on (its collective context). [`attach`] never
-//!   waits for the other members: the leader (the first member) creates
-//!   the region; any other member may attach before the leader has, and
-//!   the device then opens the region when it appears (from a [`poll`] of
-//!   an operation on it, or from its progress), [`reserve`] numbering
-//!   operations meanwhile and [`poll`] reporting them not done. The device
-//!   removes whatever name others open the region by once every member
-//!   has opened it; [`attached`] removes it at once.
+//!   id the members agree on (its collective context). [`attach`] is
+//!   collective over them: the leader creates the region, then (after a
+//!   barrier the caller runs) the others open it, then (after another)
+//!   [`attached`] lets the leader remove its name.
 //! - Every member runs the same operations on a region in the same order
 //!   (MPI's rule for collectives). [`reserve`] takes an operation's
 //!   sequence numbers in that order, at its start; [`poll`] advances it

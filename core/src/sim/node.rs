@@ -59,7 +59,7 @@ impl NodeCollectives for SimDevice {
         &self.node.local
     }
 
-    fn attach(&mut self, id: u64, members: &[Rank], _leader: bool) -> Result<(), Error> {
+    fn attach(&mut self, id: u64, members: &[Rank], leader: bool) -> Result<(), Error> {
         let first = *members
             .first()
             .ok_or(Error::Internal("node region without members"))?;
@@ -69,14 +69,20 @@ impl NodeCollectives for SimDevice {
             .ok_or(Error::Internal("node region without this rank"))?;
         let mut net = self.network().borrow_mut();
         let key = (id, first);
-        // Whoever comes first makes the region: attaching never waits for
-        // the leader (the contract's order-free attach).
-        let region = net.node_regions.entry(key).or_insert_with(|| SimRegion {
-            members: members.to_vec(),
-            ops: BTreeMap::new(),
-        });
-        if region.members != members {
-            return Err(Error::Internal("sim node region different"));
+        if leader {
+            net.node_regions.insert(
+                key,
+                SimRegion {
+                    members: members.to_vec(),
+                    ops: BTreeMap::new(),
+                },
+            );
+        } else if net
+            .node_regions
+            .get(&key)
+            .is_none_or(|r| r.members != members)
+        {
+            return Err(Error::Internal("sim node region missing or different"));
         }
         drop(net);
         self.node.attached.insert(id, (first, me, 0));

@@ -73,10 +73,11 @@ impl Comm {
             drop(g);
             return Ok(Request::coll_started(self, started, origin));
         }
-        // The first collective of any form sets the node layout up: it
-        // waits for nobody (`node.rs`). Every member calls collectives in
-        // the same order, so all have it from the same one on.
-        self.set_up_node_once()?;
+        // No node set-up here: it synchronizes the members, which a
+        // nonblocking or persistent collective's start must not (a
+        // blocking collective sets it up first, in `node_fast`). Every
+        // member calls collectives in the same order, so all see the same
+        // layout, set up or not, at each one.
         let tag = c.next_tag();
         let team = c.team();
         let mut g = c.shared.lock()?;

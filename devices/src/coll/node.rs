@@ -1,17 +1,14 @@
 //! Node collectives on the `ferry` side: setting up a communicator's node
 //! layout, and the blocking fast path.
 //!
-//! Set-up: the first collective of any form (blocking, nonblocking,
-//! persistent) sets the layout up without waiting for anybody: every
-//! member works out which node each member is on from what the launch told
-//! every rank (`Shared::node_names`: each job rank's node, named by its
-//! lowest job rank), and the members of each node attach a shared region:
-//! the leader creates it, the others open it when an operation on it first
-//! polls (the device's contract, `ferry_core::device::NodeCollectives`).
-//! So a nonblocking first collective takes the node path too. The decision
-//! to set up depends only on what every member shares (the device kind,
-//! the configuration and the communicator size), never on this node, so
-//! every member makes the same one.
+//! Set-up: on its first collective, every member works out which node each
+//! member is on from what the launch told every rank (`Shared::node_names`:
+//! each job rank's node, named by its lowest job rank), without asking the
+//! others, and the members of each node attach a shared region (the leader
+//! creates it, a barrier, the others open it, a barrier, the leader removes
+//! its name). The decision to set up depends only on what every member
+//! shares (the device kind and the communicator size), never on this node,
+//! so either every member runs the set-up's collectives or none does.
 //!
 //! Routing: `ferry` does not decide which path a call takes. It asks
 //! core's [`plan`] ([`Comm::route`]) with the layout and its buffer
@@ -20,6 +17,7 @@
 //! request, no allocation); everything else goes to core's builders,
 //! whose node and hierarchical algorithms follow the same rule.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use ferry_core::coll::{plan, Collective, NodeTeam, Route};
@@ -30,24 +28,22 @@ use crate::error::Result;
 use crate::waiter::block_on;
 
 impl Comm {
-    /// Sets the communicator's node layout up on its first collective
-    /// (every member calls this in its first collective, whatever its
-    /// form). It never waits for the other members, so a nonblocking
-    /// collective may do it.
-    #[inline]
-    pub(crate) fn set_up_node_once(&self) -> Result<()> {
-        if self.inner.node.get().is_none() {
-            self.node_team()?;
-        }
-        Ok(())
-    }
-
-    /// The communicator's node layout, setting it up on first use.
-    fn node_team(&self) -> Result<Option<Arc<NodeTeam>>> {
+    /// The communicator's node layout, setting it up on first use
+    /// (collective: every member calls this in its first collective).
+    pub(crate) fn node_team(&self) -> Result<Option<Arc<NodeTeam>>> {
         if let Some(n) = self.inner.node.get() {
             return Ok(n.clone());
         }
-        let team = self.set_up_node()?;
+        // Relaxed: only this thread reads it meanwhile (a collective on one
+        // communicator runs on one thread at a time).
+        self.inner
+            .node_setup
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let team = self.set_up_node();
+        self.inner
+            .node_setup
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        let team = team?;
         // Two threads racing here would be two concurrent collectives on
         // one communicator, which MPI forbids: the first one wins.
         Ok(self.inner.node.get_or_init(|| team).clone())
@@ -89,15 +85,25 @@ impl Comm {
             .iter()
             .map(|&r| self.job_rank(r as ferry_core::Rank))
             .collect::<Result<_>>()?;
+        let attach = mine.len() >= 2;
         let leader = mine.first() == Some(&(self.rank() as u32));
         let region = self.inner.region();
-        if mine.len() >= 2 {
-            // The leader creates the region; the others open it now or,
-            // if it is not there yet, in a later poll of an operation on
-            // it: nobody waits here.
+        let step = |open: bool| -> Result<()> {
+            if attach && leader != open {
+                let mut g = self.shared().lock()?;
+                let dev = g.engine()?.device_mut().node();
+                if let Some(dev) = dev {
+                    dev.attach(region, &members, leader)?;
+                }
+            }
+            self.coll_borrowed(Collective::Barrier, None, None)
+        };
+        step(false)?;
+        step(true)?;
+        if attach && leader {
             let mut g = self.shared().lock()?;
             if let Some(dev) = g.engine()?.device_mut().node() {
-                dev.attach(region, &members, leader)?;
+                dev.attached(region);
             }
         }
         Ok(Some(Arc::new(NodeTeam {
@@ -145,7 +151,11 @@ impl Comm {
             // Its groups' members need not share a node region: a schedule.
             return Ok(false);
         }
-        self.set_up_node_once()?;
+        // A blocking collective may synchronize: the first one sets the
+        // node layout up.
+        if self.inner.node.get().is_none() && !self.inner.node_setup.load(Ordering::Relaxed) {
+            self.node_team()?;
+        }
         let output_len = output.as_deref().map(<[u8]>::len);
         let Route::Node(mut node_op) = self.route(coll, input.map(<[u8]>::len), output_len)? else {
             return Ok(false);

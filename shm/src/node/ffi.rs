@@ -4,8 +4,7 @@
 //! # Layout
 //! One page-aligned mapping per region, for `m` members and slots of `s`
 //! bytes (a multiple of 64):
-//! - line 0: the header (magic, members, slot size, and how many members
-//!   other than the creator have mapped it);
+//! - line 0: the header (magic, members, slot size);
 //! - lines `1 ..= m`: member `i`'s words: `arrive`, `done` and the two
 //!   `meta` words (one per parity), then [`INLINE`] bytes per parity for
 //!   chunks that small. Only member `i` writes its line, so one 64-byte
@@ -75,32 +74,16 @@ impl Region {
     }
 
     /// Maps a region another member created, checking its header.
-    /// [`io::ErrorKind::WouldBlock`] while its creator has yet to size it
-    /// or write its header.
     pub(crate) fn open(file: &File, members: usize, slot: usize) -> io::Result<Region> {
-        let need =
-            Self::bytes(members, slot).ok_or_else(|| io::Error::other("region too large"))?;
-        let not_yet = || io::Error::new(io::ErrorKind::WouldBlock, "node region not ready");
-        if file.metadata()?.len() < need as u64 {
-            return Err(not_yet());
-        }
         let r = Self::over(MmapRaw::map_raw(file)?, members, slot)?;
         // Acquire: pairs with the Release in `create`.
-        if r.word(0).load(Ordering::Acquire) != MAGIC {
-            return Err(not_yet());
-        }
-        let ok = r.word(1).load(Ordering::Relaxed) == members as u64
+        let ok = r.word(0).load(Ordering::Acquire) == MAGIC
+            && r.word(1).load(Ordering::Relaxed) == members as u64
             && r.word(2).load(Ordering::Relaxed) == slot as u64;
         if !ok {
             return Err(io::Error::other("node region header does not match"));
         }
         Ok(r)
-    }
-
-    /// How many members other than the creator have mapped the region
-    /// (each adds one once, in [`Region::joined`]'s `fetch_add`).
-    pub(crate) fn joined(&self) -> &AtomicU64 {
-        self.word(3)
     }
 
     fn over(map: MmapRaw, members: usize, slot: usize) -> io::Result<Region> {
@@ -115,8 +98,8 @@ impl Region {
     }
 
     fn word(&self, i: usize) -> &AtomicU64 {
-        assert!(i < 4);
-        // SAFETY: the header's four words lie in line 0, inside the
+        assert!(i < 3);
+        // SAFETY: the header's three words lie in line 0, inside the
         // mapping (`over` checked its length) and 8-byte aligned (the base
         // is page-aligned); atomics make concurrent access by other
         // processes race-free; the reference borrows `self`, which owns the

@@ -35,17 +35,6 @@
 //! consumer half), so a change that lands between the poll and the sleep
 //! either is seen there or finds the flag raised and signals.
 //!
-//! # Attaching
-//! Nobody waits for anybody: the leader (the members' first) creates the
-//! region file, sizes it and writes the header's magic last (Release);
-//! every other member opens it when an operation on it first polls
-//! (retrying until the leader, which runs the same operation, has created
-//! it), meanwhile numbering the operations issued on it like the others. A
-//! member that has mapped it adds one to the header's `joined` word, and
-//! the one that makes it count every member but the leader removes the
-//! file's name. A leader freeing the communicator removes the name only if
-//! no operation ran on the region (then no member will ever open it).
-//!
 //! [`Segment::take_sleeper`]: crate::ffi::Segment::take_sleeper
 
 #[allow(unsafe_code)]
@@ -117,19 +106,6 @@ impl Drop for Attached {
     }
 }
 
-/// A region this rank is to open once its leader has created it (see
-/// `attach`): every operation issued meanwhile is numbered, and its polls
-/// try to open the region first.
-#[derive(Debug)]
-struct Joining {
-    me: usize,
-    local: Vec<u32>,
-    ranks: Vec<Rank>,
-    /// The last sequence number reserved.
-    next: u64,
-    path: PathBuf,
-}
-
 /// Which counter a wait is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Counter {
@@ -151,8 +127,6 @@ struct Wait {
 #[derive(Debug)]
 pub(crate) struct Nodes {
     regions: rustc_hash::FxHashMap<u64, Attached>,
-    /// Regions whose leader has not created them yet.
-    joining: rustc_hash::FxHashMap<u64, Joining>,
     waits: Vec<Wait>,
     /// Where region files go, and the segment name they extend.
     pub(crate) dir: PathBuf,
@@ -174,7 +148,6 @@ impl Nodes {
     pub(crate) fn new(dir: PathBuf, key: ferry_core::auth::JobSecret) -> Nodes {
         Nodes {
             regions: rustc_hash::FxHashMap::default(),
-            joining: rustc_hash::FxHashMap::default(),
             // Room for the waits of a few operations outstanding at once,
             // so recording one never allocates on a collective's path.
             waits: Vec::with_capacity(16),
@@ -185,23 +158,19 @@ impl Nodes {
 
     /// True if no recorded wait is satisfied: the sleep check of `arm`.
     /// Each counter is read with an AcqRel RMW (see the module docs).
-    /// A region still to open with operations issued on it has no flag to
-    /// wait on: not quiet (the waiter polls until it opens, which its
-    /// leader's part in the same operation does).
     pub(crate) fn quiet(&self) -> bool {
-        self.joining.values().all(|j| j.next == 0)
-            && self.waits.iter().all(|w| {
-                let Some(a) = self.regions.get(&w.region) else {
-                    return true;
-                };
-                let reached =
-                    |i: usize| counter(&a.region, w.which, i).fetch_add(0, AcqRel) >= w.at_least;
-                let ready = match w.who {
-                    Some(i) => reached(i),
-                    None => (0..a.local.len()).all(reached),
-                };
-                !ready
-            })
+        self.waits.iter().all(|w| {
+            let Some(a) = self.regions.get(&w.region) else {
+                return true;
+            };
+            let reached =
+                |i: usize| counter(&a.region, w.which, i).fetch_add(0, AcqRel) >= w.at_least;
+            let ready = match w.who {
+                Some(i) => reached(i),
+                None => (0..a.local.len()).all(reached),
+            };
+            !ready
+        })
     }
 }
 
@@ -217,24 +186,6 @@ fn chunks(op: &NodeOp) -> u64 {
     }
 }
 
-/// Removes a region's name (logged if it fails).
-fn remove_name(path: &std::path::Path) {
-    if let Err(e) = std::fs::remove_file(path) {
-        tracing::warn!(error = %e, path = %path.display(), "could not remove a node region's name");
-    }
-}
-
-/// An OS error about a node region, logged.
-fn os_error(what: &'static str) -> impl Fn(std::io::Error) -> Error {
-    move |e: std::io::Error| {
-        tracing::error!(error = %e, what, "node collective region");
-        Error::Device(ferry_core::DeviceError::Os {
-            what,
-            code: e.raw_os_error().unwrap_or(0),
-        })
-    }
-}
-
 fn missing(id: u64) -> Error {
     tracing::error!(
         region = id,
@@ -245,20 +196,17 @@ fn missing(id: u64) -> Error {
 
 impl ShmDevice {
     /// The region's file: the context id alone is not unique on a node
-    /// (a split gives disjoint communicators one context), with the
-    /// members' job ranks it is (even while the name of an earlier
-    /// communicator of the same context and leader lingers, waiting for a
-    /// member that has yet to open it).
-    /// `<segment name>-c<keyed hash of the id and the members>`: the
+    /// (a split gives disjoint communicators one context), the leader's
+    /// job rank with it is.
+    /// `<segment name>-c<keyed hash of the id and the leader>`: the
     /// segment's prefix (so `ferryrun`'s sweep finds it), and 128 bits
     /// nobody without the node's key can compute (the segment's name is
     /// visible in the directory while the job sets up; this is not).
-    fn region_path(&self, id: u64, members: &[Rank]) -> PathBuf {
-        let ranks: Vec<u8> = members.iter().flat_map(|r| r.to_le_bytes()).collect();
-        let tag = self
-            .node
-            .key
-            .mac("ferry shm node region v2", &[&id.to_le_bytes(), &ranks]);
+    fn region_path(&self, id: u64, leader: Rank) -> PathBuf {
+        let tag = self.node.key.mac(
+            "ferry shm node region v1",
+            &[&id.to_le_bytes(), &leader.to_le_bytes()],
+        );
         self.node
             .dir
             .join(ferry_core::shared_files::node_region_name(
@@ -315,55 +263,6 @@ impl ShmDevice {
         Ok(false)
     }
 
-    /// Opens a region still to join if its leader has created it: true
-    /// once attached.
-    ///
-    /// # Errors
-    /// The region is in neither map, its file is not ours or does not
-    /// match, or its leader died before creating it.
-    fn try_join(&mut self, id: u64) -> Result<bool, Error> {
-        let Some(j) = self.node.joining.get(&id) else {
-            return match self.node.regions.contains_key(&id) {
-                true => Ok(true),
-                false => Err(missing(id)),
-            };
-        };
-        let not_yet = |me: &Self, j: &Joining| match me.failures.is_alive(j.local[0] as usize) {
-            true => Ok(false),
-            false => Err(PeerError::Died { rank: j.ranks[0] }.into()),
-        };
-        let file = match crate::os::open_segment_file(&j.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return not_yet(self, j),
-            Err(e) => return Err(os_error("opening a node region")(e)),
-        };
-        crate::os::check_own_file(&file, &j.path).map_err(os_error("checking a node region"))?;
-        let region = match Region::open(&file, j.local.len(), SLOT) {
-            Ok(r) => r,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return not_yet(self, j),
-            Err(e) => return Err(os_error("mapping a node region")(e)),
-        };
-        // AcqRel: the members' opens are ordered before the last one's
-        // removal of the name (an RMW chain).
-        let before = region.joined().fetch_add(1, AcqRel);
-        let j = self.node.joining.remove(&id).ok_or_else(|| missing(id))?;
-        if before + 2 >= j.local.len() as u64 {
-            // Every member other than the leader has it open: nobody needs
-            // the name any more.
-            remove_name(&j.path);
-        }
-        let attached = Attached {
-            region,
-            me: j.me,
-            local: j.local,
-            ranks: j.ranks,
-            next: j.next,
-            path: None,
-        };
-        self.node.regions.insert(id, attached);
-        Ok(true)
-    }
-
     /// The wait `w` (if recorded) is over.
     fn passed(&mut self, w: Wait) {
         self.node.waits.retain(|x| *x != w);
@@ -376,6 +275,15 @@ impl NodeCollectives for ShmDevice {
     }
 
     fn attach(&mut self, id: u64, members: &[Rank], leader: bool) -> Result<(), Error> {
+        let os = |what: &'static str| {
+            move |e: std::io::Error| {
+                tracing::error!(error = %e, what, "node collective region");
+                Error::Device(ferry_core::DeviceError::Os {
+                    what,
+                    code: e.raw_os_error().unwrap_or(0),
+                })
+            }
+        };
         let local = members
             .iter()
             .map(|&r| {
@@ -393,27 +301,19 @@ impl NodeCollectives for ShmDevice {
             .iter()
             .position(|&r| r == self.rank)
             .ok_or(Error::Internal("node region without this rank"))?;
-        if members.is_empty() {
-            return Err(Error::Internal("node region without members"));
-        }
-        let path = self.region_path(id, members);
-        if !leader {
-            // Opened when an operation on it first polls (its leader then
-            // runs it too, so creates the region, if it has not already).
-            let joining = Joining {
-                me,
-                local,
-                ranks: members.to_vec(),
-                next: 0,
-                path,
-            };
-            self.node.joining.insert(id, joining);
-            return Ok(());
-        }
-        let file =
-            crate::os::create_segment_file(&path).map_err(os_error("creating a node region"))?;
-        let region = Region::create(&file, members.len(), SLOT)
-            .map_err(os_error("mapping a node region"))?;
+        let first = *members
+            .first()
+            .ok_or(Error::Internal("node region without members"))?;
+        let path = self.region_path(id, first);
+        let region = if leader {
+            let file =
+                crate::os::create_segment_file(&path).map_err(os("creating a node region"))?;
+            Region::create(&file, members.len(), SLOT).map_err(os("mapping a node region"))?
+        } else {
+            let file = crate::os::open_segment_file(&path).map_err(os("opening a node region"))?;
+            crate::os::check_own_file(&file, &path).map_err(os("checking a node region"))?;
+            Region::open(&file, members.len(), SLOT).map_err(os("mapping a node region"))?
+        };
         self.node.regions.insert(
             id,
             Attached {
@@ -422,7 +322,7 @@ impl NodeCollectives for ShmDevice {
                 local,
                 ranks: members.to_vec(),
                 next: 0,
-                path: Some(path),
+                path: leader.then_some(path),
             },
         );
         Ok(())
@@ -430,43 +330,32 @@ impl NodeCollectives for ShmDevice {
 
     fn attached(&mut self, id: u64) {
         if let Some(path) = self.node.regions.get_mut(&id).and_then(|a| a.path.take()) {
-            remove_name(&path);
+            if let Err(e) = std::fs::remove_file(&path) {
+                tracing::warn!(error = %e, path = %path.display(), "could not remove a node region's name");
+            }
         }
     }
 
     fn detach(&mut self, id: u64) {
-        // The leader's name goes with it only if no operation ran on the
-        // region: then no member will ever open it. Otherwise every member
-        // runs those operations too, and the last to open it removes it.
-        let unused = self.node.regions.get(&id).is_some_and(|a| a.next == 0);
-        match self.node.regions.get_mut(&id) {
-            Some(a) if !unused => {
-                // Dropping it must not remove the name either.
-                a.path = None;
-            }
-            _ => self.attached(id),
-        }
+        self.attached(id);
         self.node.regions.remove(&id);
-        self.node.joining.remove(&id);
         self.node.waits.retain(|w| w.region != id);
     }
 
     fn has(&self, id: u64) -> bool {
-        self.node.regions.contains_key(&id) || self.node.joining.contains_key(&id)
+        self.node.regions.contains_key(&id)
     }
 
     fn reserve(&mut self, op: &mut NodeOp) -> Result<(), Error> {
-        let next = match self.node.regions.get_mut(&op.region) {
-            Some(a) => &mut a.next,
-            None => match self.node.joining.get_mut(&op.region) {
-                Some(j) => &mut j.next,
-                None => return Err(missing(op.region)),
-            },
-        };
-        op.seq = *next + 1;
+        let a = self
+            .node
+            .regions
+            .get_mut(&op.region)
+            .ok_or_else(|| missing(op.region))?;
+        op.seq = a.next + 1;
         op.chunk = 0;
         op.phase = 0;
-        *next += chunks(op);
+        a.next += chunks(op);
         Ok(())
     }
 
@@ -484,13 +373,7 @@ impl NodeCollectives for ShmDevice {
             let parity = (s % 2) as usize;
             let start = (op.chunk as usize * cb).min(op.len);
             let end = (start + cb).min(op.len);
-            let Some(a) = self.node.regions.get(&id) else {
-                // Not open yet: its leader has yet to create it.
-                if self.try_join(id)? {
-                    continue;
-                }
-                return Ok(false);
-            };
+            let a = self.node.regions.get(&id).ok_or_else(|| missing(id))?;
             let (me, m) = (a.me, a.local.len());
             let root = op.root as usize;
             let r = &a.region;

@@ -580,37 +580,6 @@ fn persistent_more(c: &Comm, len: usize) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A communicator whose first collective is nonblocking still takes the
-/// node path (its node set-up waits for nobody): on shared memory alone,
-/// with the node collectives on, an `iallreduce` on a fresh communicator
-/// sends no message.
-fn first_nonblocking_on_the_node(ctx: &Ctx) -> Result<(), Failure> {
-    let c = &ctx.comm;
-    let node_off = std::env::var("FERRY_COLL_NODE").is_ok_and(|v| v == "0");
-    if ctx.size < 2 || ctx.world.counters().device != "shm" || node_off {
-        return Ok(());
-    }
-    let d = c.dup()?;
-    let sent = |w: &ferry::World| {
-        let e = w.counters().engine;
-        e.eager_sent + e.rndv_get_sent + e.rndv_put_sent + e.rndv_frag_sent
-    };
-    let before = sent(&ctx.world);
-    let mut r = d.iallreduce(vec![i64::from(ctx.rank) + 1; 3], &Op::sum())?;
-    let got = r.wait()?.into_vec::<i64>()?;
-    let after = sent(&ctx.world);
-    let n = i64::from(ctx.size);
-    ensure!(got == vec![n * (n + 1) / 2; 3], "first iallreduce: {got:?}");
-    ensure!(
-        after == before,
-        "a communicator's first collective, an iallreduce, went through the node region ({} messages sent)",
-        after - before
-    );
-    drop(d);
-    c.barrier()?;
-    Ok(())
-}
-
 /// The whole collective conformance body.
 ///
 /// # Errors
@@ -626,7 +595,6 @@ pub fn collectives(ctx: &Ctx) -> Outcome {
         persistent_more(c, len)?;
     }
     mismatch(ctx)?;
-    first_nonblocking_on_the_node(ctx)?;
     // Empty request: a communicator of one completes inside the call.
     let me_only = ctx.world.self_comm();
     let r = me_only.iallreduce(vec![1i64, 2], &Op::sum())?;
