@@ -66,26 +66,6 @@ pub(crate) struct Hub {
     pub(crate) span: tracing::Span,
 }
 
-/// Where the job's ranks are: the job ranks on this node, in order (this
-/// rank included), and the node of every job rank.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct JobNodes {
-    /// The job ranks on this node, in order (this rank included).
-    pub(crate) local: Vec<Rank>,
-    /// For every job rank, its node's name: the lowest job rank on it.
-    pub(crate) name_of: Vec<Rank>,
-}
-
-impl JobNodes {
-    /// A job of one rank.
-    pub(crate) fn singleton() -> JobNodes {
-        JobNodes {
-            local: vec![0],
-            name_of: vec![0],
-        }
-    }
-}
-
 /// Shared by a world's handles; see the module docs.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -122,9 +102,9 @@ impl Shared {
         config: Config,
         boot: Boot,
         span: tracing::Span,
-        nodes: JobNodes,
+        nodes: crate::select::JobNodes,
     ) -> Shared {
-        let JobNodes {
+        let crate::select::JobNodes {
             local: node_ranks,
             name_of: node_names,
         } = nodes;

@@ -40,7 +40,7 @@ use ferry_pmi::PmiClient;
 
 use crate::config::{Config, DeviceChoice};
 use crate::error::{Result, SetupError};
-use crate::shared::{JobNodes, Shared};
+use crate::shared::Shared;
 use crate::world::World;
 use boot::{Boot, SingletonBoot};
 pub use node::NodeDevice;
@@ -194,6 +194,26 @@ fn ranks_per_node() -> Result<Option<u32>> {
 
 fn host_key(rank: Rank) -> String {
     format!("ferry-host-{rank}")
+}
+
+/// Where the job's ranks are: the job ranks on this node, in order (this
+/// rank included), and the node of every job rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JobNodes {
+    /// The job ranks on this node, in order (this rank included).
+    pub(crate) local: Vec<Rank>,
+    /// For every job rank, its node's name: the lowest job rank on it.
+    pub(crate) name_of: Vec<Rank>,
+}
+
+impl JobNodes {
+    /// A job of one rank.
+    pub(crate) fn singleton() -> JobNodes {
+        JobNodes {
+            local: vec![0],
+            name_of: vec![0],
+        }
+    }
 }
 
 /// Every rank's host (its node), from the bootstrap's key-value space.
