@@ -85,9 +85,6 @@ pub(crate) struct Shared {
     pub(crate) finalized: AtomicBool,
     /// The job ranks on this node, in order (`split_type(Shared)`).
     pub(crate) node_ranks: Vec<Rank>,
-    /// For every job rank, its node's name: the lowest job rank on it (a
-    /// communicator's node layout, without asking the members).
-    pub(crate) node_names: Vec<Rank>,
     /// The context ids free on this process.
     pub(crate) contexts: ContextPool,
     /// The `idup` agreements in flight (`idup.rs`).
@@ -102,12 +99,8 @@ impl Shared {
         config: Config,
         boot: Boot,
         span: tracing::Span,
-        nodes: crate::select::JobNodes,
+        node_ranks: Vec<Rank>,
     ) -> Shared {
-        let crate::select::JobNodes {
-            local: node_ranks,
-            name_of: node_names,
-        } = nodes;
         let shared_cpus = crate::waiter::oversubscribed(node_ranks.len());
         let yield_every = if shared_cpus {
             crate::waiter::YIELD_EVERY_OVERSUBSCRIBED
@@ -161,7 +154,6 @@ impl Shared {
             boot: Mutex::new(boot),
             finalized: AtomicBool::new(false),
             node_ranks,
-            node_names,
             contexts: ContextPool::default(),
             rounds: Rounds::default(),
             progress: Mutex::new(None),

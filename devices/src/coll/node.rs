@@ -1,10 +1,9 @@
 //! Node collectives on the `ferry` side: setting up a communicator's node
 //! layout, and the blocking fast path.
 //!
-//! Set-up: on its first collective, every member works out which node each
-//! member is on from what the launch told every rank (`Shared::node_names`:
-//! each job rank's node, named by its lowest job rank), without asking the
-//! others, and the members of each node attach a shared region (the leader
+//! Set-up: on its first collective, every member learns which node each
+//! member is on (an allgather of node names: the lowest job rank of each
+//! node), and the members of each node attach a shared region (the leader
 //! creates it, a barrier, the others open it, a barrier, the leader removes
 //! its name). The decision to set up depends only on what every member
 //! shares (the device kind and the communicator size), never on this node,
@@ -25,6 +24,7 @@ use ferry_core::Device;
 
 use crate::comm::Comm;
 use crate::error::Result;
+use crate::typed::{as_bytes, as_bytes_mut};
 use crate::waiter::block_on;
 
 impl Comm {
@@ -60,15 +60,14 @@ impl Comm {
         if !capable || !self.shared().config.coll_node || n < 2 || self.rank() < 0 {
             return Ok(None);
         }
-        // Every member knows every job rank's node from the launch (the
-        // same data everywhere): no need to ask the others.
-        let names_of = &self.shared().node_names;
-        let names: Vec<i32> = (0..n as ferry_core::Rank)
-            .map(|r| {
-                let j = self.job_rank(r)?;
-                Ok(names_of.get(j as usize).copied().unwrap_or(j))
-            })
-            .collect::<Result<_>>()?;
+        let shared = self.shared();
+        let my_node = shared.node_ranks.first().copied().unwrap_or(shared.rank);
+        let mut names = vec![0i32; n];
+        self.coll_borrowed(
+            Collective::Allgather { v: None },
+            Some(as_bytes(&[my_node])),
+            Some(as_bytes_mut(&mut names)),
+        )?;
         let mut distinct: Vec<i32> = names.clone();
         distinct.sort_unstable();
         distinct.dedup();

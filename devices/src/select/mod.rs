@@ -103,11 +103,11 @@ fn init_with(config: Config) -> Result<World> {
     if let Some(pmi) = &pmi {
         tracing::debug!(version = ?pmi.version(), job = pmi.job_id(), "launched by a PMI server");
     }
-    let (engine, boot, nodes) = match pmi {
-        None => (singleton(&config)?, Boot::Singleton, JobNodes::singleton()),
+    let (engine, boot, local_ranks) = match pmi {
+        None => (singleton(&config)?, Boot::Singleton, vec![0]),
         Some(mut pmi) => {
-            let (engine, nodes) = launched(&config, &mut pmi)?;
-            (engine, Boot::Pmi(Some(pmi)), nodes)
+            let (engine, local_ranks) = launched(&config, &mut pmi)?;
+            (engine, Boot::Pmi(Some(pmi)), local_ranks)
         }
     };
     tracing::debug!(
@@ -116,7 +116,7 @@ fn init_with(config: Config) -> Result<World> {
         "ferry initialised"
     );
     drop(entered);
-    let shared = Shared::new(engine, config, boot, span, nodes);
+    let shared = Shared::new(engine, config, boot, span, local_ranks);
     // Once the world is whole: if the thread cannot start, dropping it
     // tears everything down like any other failed init.
     shared.start_progress()?;
@@ -196,28 +196,8 @@ fn host_key(rank: Rank) -> String {
     format!("ferry-host-{rank}")
 }
 
-/// Where the job's ranks are: the job ranks on this node, in order (this
-/// rank included), and the node of every job rank.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct JobNodes {
-    /// The job ranks on this node, in order (this rank included).
-    pub(crate) local: Vec<Rank>,
-    /// For every job rank, its node's name: the lowest job rank on it.
-    pub(crate) name_of: Vec<Rank>,
-}
-
-impl JobNodes {
-    /// A job of one rank.
-    pub(crate) fn singleton() -> JobNodes {
-        JobNodes {
-            local: vec![0],
-            name_of: vec![0],
-        }
-    }
-}
-
-/// Every rank's host (its node), from the bootstrap's key-value space.
-fn local_ranks<B: Bootstrap + ?Sized>(boot: &mut B) -> Result<JobNodes> {
+/// The job ranks on this node, in order (this rank included).
+fn local_ranks<B: Bootstrap + ?Sized>(boot: &mut B) -> Result<Vec<Rank>> {
     let me = boot.rank();
     let mut mine = host_id();
     if let Some(k) = ranks_per_node()? {
@@ -225,31 +205,19 @@ fn local_ranks<B: Bootstrap + ?Sized>(boot: &mut B) -> Result<JobNodes> {
     }
     boot.put(&host_key(me), &mine)?;
     boot.barrier()?;
-    let mut hosts: Vec<String> = Vec::with_capacity(boot.size() as usize);
+    let mut local = Vec::new();
     for r in 0..boot.size() as Rank {
-        hosts.push(if r == me {
-            mine.clone()
-        } else {
-            boot.get(&host_key(r))?
-        });
+        if r == me || boot.get(&host_key(r))? == mine {
+            local.push(r);
+        }
     }
-    let local = (0..boot.size() as Rank)
-        .filter(|&r| hosts[r as usize] == mine)
-        .collect();
-    let mut first: std::collections::HashMap<&str, Rank> = std::collections::HashMap::new();
-    let name_of = hosts
-        .iter()
-        .enumerate()
-        .map(|(r, h)| *first.entry(h.as_str()).or_insert(r as Rank))
-        .collect();
-    Ok(JobNodes { local, name_of })
+    Ok(local)
 }
 
 /// The engine, and the job ranks on this node.
-fn launched(config: &Config, boot: &mut PmiClient) -> Result<(Engine<NodeDevice>, JobNodes)> {
+fn launched(config: &Config, boot: &mut PmiClient) -> Result<(Engine<NodeDevice>, Vec<Rank>)> {
     let (rank, size) = (boot.rank(), boot.size());
-    let nodes = local_ranks(boot)?;
-    let local = &nodes.local;
+    let local = local_ranks(boot)?;
     let remote = size as usize - local.len();
     tracing::debug!(rank, size, local = local.len(), "ranks grouped by node");
     let device = match config.device {
@@ -261,11 +229,11 @@ fn launched(config: &Config, boot: &mut PmiClient) -> Result<(Engine<NodeDevice>
             .into())
         }
         DeviceChoice::Loopback => NodeDevice::Loopback(Loopback::new(rank)),
-        DeviceChoice::Auto if remote > 0 => across_nodes(&mut *boot, local)?,
+        DeviceChoice::Auto if remote > 0 => across_nodes(&mut *boot, &local)?,
         DeviceChoice::Shm if remote > 0 => {
             return Err(SetupError::NetworkDeviceNeeded { remote, size }.into())
         }
-        DeviceChoice::Auto | DeviceChoice::Shm => shm::node_device(&mut *boot, local)?,
+        DeviceChoice::Auto | DeviceChoice::Shm => shm::node_device(&mut *boot, &local)?,
         DeviceChoice::Ofi | DeviceChoice::Verbs => {
             let all: Vec<Rank> = (0..size as Rank).collect();
             net_device(config.device, &mut *boot, &all)?
@@ -273,7 +241,7 @@ fn launched(config: &Config, boot: &mut PmiClient) -> Result<(Engine<NodeDevice>
     };
     Ok((
         Engine::new(rank, size, device, config.engine.clone())?,
-        nodes,
+        local,
     ))
 }
 
