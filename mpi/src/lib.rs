@@ -75,7 +75,6 @@
 
 pub mod abi;
 pub mod attr;
-#[allow(unsafe_code)]
 pub(crate) mod coll;
 pub mod comm;
 pub mod datatype;

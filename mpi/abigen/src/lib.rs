@@ -641,6 +641,9 @@ pub fn arg_expr(r: &Row, p: &Param) -> Result<String, String> {
         ("MPI_Status *", _, _, None) => format!("{args}::status_out({n})"),
         // MPI_STATUSES_IGNORE is null: an optional out-array.
         ("MPI_Status []", _, _, Some(l)) => format!("{args}::opt_slice_out({n}, {l})"),
+        // The program's data: a buffer token (`ffi::args::SendBuf`).
+        ("const void *", _, _, None) => format!("{args}::send_buf({n})"),
+        ("void *", _, _, None) => format!("{args}::recv_buf({n})"),
         (_, _, _, _) if t.contains("void") || t.contains("char") => {
             return Err(format!(
                 "`{t} {n}`: say what it is with addr={n} or ptrout={n}"

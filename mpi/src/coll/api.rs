@@ -6,7 +6,7 @@
 //! Arguments that matter only at the root are only read there (a
 //! non-root may pass anything for them, as the standard allows).
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use ferry::Comm;
 
@@ -14,10 +14,10 @@ use crate::abi::class::*;
 use crate::abi::MPI_INFO_NULL;
 use crate::coll::reduction::resolve;
 use crate::coll::spec::{Deferred, Spec};
-use crate::coll::{in_place, CBuf};
+use crate::coll::{CBuf, Mem};
 use crate::datatype::count_arg;
 use crate::error::{Fail, Res};
-use crate::ffi::raw::put;
+use crate::ffi::args::{CommArray, Out, RecvBuf, SendBuf};
 use crate::p2p::persist::{create, Kind};
 use crate::request::object::ReqObj;
 use crate::state::{rt, Runtime};
@@ -44,48 +44,31 @@ macro_rules! collective {
     (@forms $doc:expr, $name:ident, $iname:ident, $init:ident
      ($($arg:ident : $ty:ty),*) [$comm:ident] |$rt:ident, $c:ident| $parse:expr) => {
         #[doc = concat!("`MPI_", stringify!($name), "`: ", $doc)]
-        ///
-        /// # Safety
-        /// The C caller's pointers, valid as the MPI standard says for this function.
         #[allow(clippy::too_many_arguments)]
-        pub(crate) unsafe fn $name($($arg: $ty),*) -> Res {
+        pub(crate) fn $name($($arg: $ty),*) -> Res {
             let $rt: &Runtime = rt()?;
             let held = $rt.comm($comm)?;
             let $c: &Comm = &held.comm;
             let spec: Spec = $parse?;
-            // SAFETY: the program's buffers, valid for this blocking call.
-            unsafe { spec.run($c) }
+            spec.run($c)
         }
 
         #[doc = concat!("`MPI_", stringify!($iname), "`: the nonblocking form; the result is copied out when the request completes.")]
-        ///
-        /// # Safety
-        /// The C caller's pointers, valid as the MPI standard says for this function.
         #[allow(clippy::too_many_arguments)]
-        pub(crate) unsafe fn $iname($($arg: $ty),*, request: *mut usize) -> Res {
+        pub(crate) fn $iname($($arg: $ty),*, mut request: Out<'_, usize>) -> Res {
             let $rt: &Runtime = rt()?;
             let held = $rt.comm($comm)?;
             let $c: &Comm = &held.comm;
-            if request.is_null() {
-                return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
-            }
+            crate::p2p::messages::check_request(&request)?;
             let spec: Spec = $parse?;
-            // SAFETY: MPI's rule for nonblocking collectives' buffers
-            // (for the start, and for a result copied out at once).
-            let h = unsafe {
-                let (req, post) = spec.start($c)?;
-                crate::request::handle::store(ReqObj::active(req, $comm, post))?
-            };
-            // SAFETY: checked non-null; an out-argument.
-            unsafe { put(request, h) }
+            let (req, post) = spec.start($c)?;
+            let h = crate::request::handle::store(ReqObj::active(req, $comm, post))?;
+            request.set(h)
         }
 
         #[doc = concat!("`MPI_", stringify!($init), "`: the persistent form (MPI 4.0); each `MPI_Start` runs it anew on the buffers' current contents.")]
-        ///
-        /// # Safety
-        /// The C caller's pointers, valid as the MPI standard says for this function.
         #[allow(clippy::too_many_arguments)]
-        pub(crate) unsafe fn $init($($arg: $ty),*, info: usize, request: *mut usize) -> Res {
+        pub(crate) fn $init($($arg: $ty),*, info: usize, request: Out<'_, usize>) -> Res {
             let $rt: &Runtime = rt()?;
             let held = $rt.comm($comm)?;
             let $c: &Comm = &held.comm;
@@ -93,9 +76,6 @@ macro_rules! collective {
                 crate::info::calls::check(info)?;
             }
             let spec: Spec = $parse?;
-            // SAFETY: `request` is the caller's out-argument (the buffers
-            // the spec names are the program's, used at each start).
-            let request = unsafe { crate::ffi::args::out(request) };
             create($comm, $c.clone(), Kind::Coll(Box::new(Deferred(spec))), request)
         }
     };
@@ -112,12 +92,8 @@ macro_rules! large_ty {
 }
 
 /// A buffer argument (the datatype must be committed).
-fn cbuf(rt: &Runtime, addr: *const c_void, count: usize, datatype: usize) -> Res<CBuf> {
-    Ok(CBuf {
-        addr: addr as usize,
-        count,
-        ty: rt.comm_type(datatype)?,
-    })
+fn cbuf(rt: &Runtime, buf: impl Into<Mem>, count: usize, datatype: usize) -> Res<CBuf> {
+    Ok(CBuf::new(buf, count, rt.comm_type(datatype)?))
 }
 
 /// `count` elements per member, for `n` members (`c.peer_size()` for a
@@ -173,8 +149,8 @@ fn root_of(root: c_int, c: &Comm) -> Res<(Part, i32)> {
 }
 
 /// `MPI_IN_PLACE` on an intercommunicator, which MPI leaves erroneous.
-fn inter_in_place(c: &Comm, p: *const c_void) -> Res {
-    if c.is_inter() && in_place(p) {
+fn inter_in_place(c: &Comm, p: SendBuf) -> Res {
+    if c.is_inter() && p.is_in_place() {
         return Err(Fail::new(
             MPI_ERR_ARG,
             "MPI_IN_PLACE is not valid on an intercommunicator",
@@ -185,12 +161,12 @@ fn inter_in_place(c: &Comm, p: *const c_void) -> Res {
 
 /// An empty buffer: an intercommunicator root's unused side.
 fn none_of(rt: &Runtime, datatype: usize) -> Res<CBuf> {
-    cbuf(rt, std::ptr::null(), 0, datatype)
+    cbuf(rt, SendBuf::NONE, 0, datatype)
 }
 
 /// `MPI_IN_PLACE` where only the root may pass it.
-fn not_in_place(p: *const c_void) -> Res {
-    if in_place(p) {
+fn not_in_place(p: SendBuf) -> Res {
+    if p.is_in_place() {
         return Err(Fail::new(
             MPI_ERR_BUFFER,
             "MPI_IN_PLACE is only valid at the root here",
@@ -201,16 +177,8 @@ fn not_in_place(p: *const c_void) -> Res {
 
 /// One entry per member of `n` (see [`times`]): an `int`, or a `_c`
 /// form's `MPI_Count` or `MPI_Aint`.
-///
-/// # Safety
-/// `p` is null or valid for `n` entries.
-unsafe fn per_member<'a, T>(p: *const T, n: u32, what: &'static str) -> Res<&'a [T]> {
-    let n = n as usize;
-    if p.is_null() {
-        return Err(Fail::msg(MPI_ERR_ARG, format!("a null {what} array")));
-    }
-    // SAFETY: valid for one int per member (the caller's promise).
-    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+fn per_member<'a, T>(p: CommArray<'a, T>, n: u32, what: &'static str) -> Res<&'a [T]> {
+    p.entries(n as usize, what)
 }
 
 /// The blocks of a v-variant: `counts[i]` elements at `base` plus
@@ -218,12 +186,13 @@ unsafe fn per_member<'a, T>(p: *const T, n: u32, what: &'static str) -> Res<&'a 
 /// (`int`s, or a `_c` form's `MPI_Count`s and `MPI_Aint`s).
 fn blocks<C: Copy + Into<i64>, D: Copy + TryInto<isize>>(
     rt: &Runtime,
-    base: *const c_void,
+    base: impl Into<Mem>,
     counts: &[C],
     displs: &[D],
     types: &[usize],
     bytes: bool,
 ) -> Res<Vec<CBuf>> {
+    let base = base.into();
     let mut out = Vec::with_capacity(counts.len());
     for (i, (&n, &d)) in counts.iter().zip(displs).enumerate() {
         let t = types[if types.len() == 1 { 0 } else { i }];
@@ -234,25 +203,14 @@ fn blocks<C: Copy + Into<i64>, D: Copy + TryInto<isize>>(
             .ok()
             .and_then(|d: isize| d.checked_mul(unit))
             .ok_or_else(|| Fail::new(MPI_ERR_ARG, "a displacement overflows"))?;
-        out.push(CBuf {
-            addr: (base as usize).wrapping_add_signed(off),
-            count: count_arg(n)?,
-            ty,
-        });
+        out.push(CBuf::new(base.offset(off), count_arg(n)?, ty));
     }
     Ok(out)
 }
 
 /// A datatype array of one per rank the call's ranks name.
-///
-/// # Safety
-/// `p` is null or valid for `c.peer_size()` handles.
-unsafe fn types<'a>(p: *const usize, c: &Comm) -> Res<&'a [usize]> {
-    if p.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "a null datatype array"));
-    }
-    // SAFETY: valid for one handle per member (the caller's promise).
-    Ok(unsafe { std::slice::from_raw_parts(p, c.peer_size() as usize) })
+fn types<'a>(p: CommArray<'a, usize>, c: &Comm) -> Res<&'a [usize]> {
+    p.entries(c.peer_size() as usize, "datatype")
 }
 
 collective! { "waits until every member has entered."
@@ -264,7 +222,7 @@ collective! { "waits until every member has entered."
 collective! { "the root's buffer to every member."
     bcast, ibcast, bcast_init
     large bcast_c, ibcast_c, bcast_init_c
-    (buffer: *mut c_void, count: c_int => i64, datatype: usize, root: c_int, comm: usize) [comm]
+    (buffer: RecvBuf, count: c_int => i64, datatype: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         if part == Part::Idle { return Ok(Spec::Idle); }
         Ok(Spec::Bcast { buf: cbuf(rt, buffer, count_arg(count)?, datatype)?, root })
@@ -274,13 +232,13 @@ collective! { "the root's buffer to every member."
 collective! { "every member's block into the root's buffer, by rank; `MPI_IN_PLACE` at the root."
     gather, igather, gather_init
     large gather_c, igather_c, gather_init_c
-    (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int => i64, recvtype: usize, root: c_int, comm: usize) [comm]
+    (sendbuf: SendBuf, sendcount: c_int => i64, sendtype: usize, recvbuf: RecvBuf, recvcount: c_int => i64, recvtype: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         let at_root = part == Part::Root;
         if part == Part::Idle { return Ok(Spec::Idle); }
         if !at_root { not_in_place(sendbuf)?; }
         inter_in_place(c, sendbuf)?;
-        let send = if in_place(sendbuf) { None }
+        let send = if sendbuf.is_in_place() { None }
             else if at_root && c.is_inter() { Some(none_of(rt, recvtype)?) }
             else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
         let recv = if at_root { Some(cbuf(rt, recvbuf, times(recvcount, c.peer_size())?, recvtype)?) } else { None };
@@ -291,18 +249,17 @@ collective! { "every member's block into the root's buffer, by rank; `MPI_IN_PLA
 collective! { "blocks of their own sizes and places at the root; `MPI_IN_PLACE` at the root."
     gatherv, igatherv, gatherv_init
     large gatherv_c, igatherv_c, gatherv_init_c
-    (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int => *const i64, displs: *const c_int => *const isize, recvtype: usize, root: c_int, comm: usize) [comm]
+    (sendbuf: SendBuf, sendcount: c_int => i64, sendtype: usize, recvbuf: RecvBuf, recvcounts: CommArray<'_, c_int> => CommArray<'_, i64>, displs: CommArray<'_, c_int> => CommArray<'_, isize>, recvtype: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         let at_root = part == Part::Root;
         if part == Part::Idle { return Ok(Spec::Idle); }
         if !at_root { not_in_place(sendbuf)?; }
         inter_in_place(c, sendbuf)?;
-        let send = if in_place(sendbuf) { None }
+        let send = if sendbuf.is_in_place() { None }
             else if at_root && c.is_inter() { Some(none_of(rt, recvtype)?) }
             else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
         let recv = if at_root {
-            // SAFETY: the root's arrays of one entry per member.
-            let (n, d) = unsafe { (per_member(recvcounts, c.peer_size(), "count")?, per_member(displs, c.peer_size(), "displacement")?) };
+            let (n, d) = (per_member(recvcounts, c.peer_size(), "count")?, per_member(displs, c.peer_size(), "displacement")?);
             Some(blocks(rt, recvbuf, n, d, &[recvtype], false)?)
         } else {
             None
@@ -314,14 +271,14 @@ collective! { "blocks of their own sizes and places at the root; `MPI_IN_PLACE` 
 collective! { "block `i` of the root's buffer to member `i`; `MPI_IN_PLACE` as the root's `recvbuf`."
     scatter, iscatter, scatter_init
     large scatter_c, iscatter_c, scatter_init_c
-    (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int => i64, recvtype: usize, root: c_int, comm: usize) [comm]
+    (sendbuf: SendBuf, sendcount: c_int => i64, sendtype: usize, recvbuf: RecvBuf, recvcount: c_int => i64, recvtype: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         let at_root = part == Part::Root;
         if part == Part::Idle { return Ok(Spec::Idle); }
-        if !at_root { not_in_place(recvbuf)?; }
-        inter_in_place(c, recvbuf)?;
+        if !at_root { not_in_place(recvbuf.input())?; }
+        inter_in_place(c, recvbuf.input())?;
         let send = if at_root { Some(cbuf(rt, sendbuf, times(sendcount, c.peer_size())?, sendtype)?) } else { None };
-        let recv = if in_place(recvbuf) { None }
+        let recv = if recvbuf.input().is_in_place() { None }
             else if at_root && c.is_inter() { Some(none_of(rt, sendtype)?) }
             else { Some(cbuf(rt, recvbuf, count_arg(recvcount)?, recvtype)?) };
         Ok(Spec::Scatter { send, recv, root })
@@ -331,20 +288,19 @@ collective! { "block `i` of the root's buffer to member `i`; `MPI_IN_PLACE` as t
 collective! { "blocks of their own sizes and places from the root; `MPI_IN_PLACE` as the root's `recvbuf`."
     scatterv, iscatterv, scatterv_init
     large scatterv_c, iscatterv_c, scatterv_init_c
-    (sendbuf: *const c_void, sendcounts: *const c_int => *const i64, displs: *const c_int => *const isize, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int => i64, recvtype: usize, root: c_int, comm: usize) [comm]
+    (sendbuf: SendBuf, sendcounts: CommArray<'_, c_int> => CommArray<'_, i64>, displs: CommArray<'_, c_int> => CommArray<'_, isize>, sendtype: usize, recvbuf: RecvBuf, recvcount: c_int => i64, recvtype: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         let at_root = part == Part::Root;
         if part == Part::Idle { return Ok(Spec::Idle); }
-        if !at_root { not_in_place(recvbuf)?; }
-        inter_in_place(c, recvbuf)?;
+        if !at_root { not_in_place(recvbuf.input())?; }
+        inter_in_place(c, recvbuf.input())?;
         let send = if at_root {
-            // SAFETY: the root's arrays of one entry per member.
-            let (n, d) = unsafe { (per_member(sendcounts, c.peer_size(), "count")?, per_member(displs, c.peer_size(), "displacement")?) };
+            let (n, d) = (per_member(sendcounts, c.peer_size(), "count")?, per_member(displs, c.peer_size(), "displacement")?);
             Some(blocks(rt, sendbuf, n, d, &[sendtype], false)?)
         } else {
             None
         };
-        let recv = if in_place(recvbuf) { None }
+        let recv = if recvbuf.input().is_in_place() { None }
             else if at_root && c.is_inter() { Some(none_of(rt, sendtype)?) }
             else { Some(cbuf(rt, recvbuf, count_arg(recvcount)?, recvtype)?) };
         Ok(Spec::Scatterv { send, recv, root })
@@ -354,10 +310,10 @@ collective! { "blocks of their own sizes and places from the root; `MPI_IN_PLACE
 collective! { "every member's block into every member's buffer; `MPI_IN_PLACE`."
     allgather, iallgather, allgather_init
     large allgather_c, iallgather_c, allgather_init_c
-    (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int => i64, recvtype: usize, comm: usize) [comm]
+    (sendbuf: SendBuf, sendcount: c_int => i64, sendtype: usize, recvbuf: RecvBuf, recvcount: c_int => i64, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
-        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
+        let send = if sendbuf.is_in_place() { None } else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
         Ok(Spec::Allgather { send, recv: cbuf(rt, recvbuf, times(recvcount, c.peer_size())?, recvtype)? })
     })()
 }
@@ -365,12 +321,11 @@ collective! { "every member's block into every member's buffer; `MPI_IN_PLACE`."
 collective! { "blocks of their own sizes and places at every member; `MPI_IN_PLACE`."
     allgatherv, iallgatherv, allgatherv_init
     large allgatherv_c, iallgatherv_c, allgatherv_init_c
-    (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int => *const i64, displs: *const c_int => *const isize, recvtype: usize, comm: usize) [comm]
+    (sendbuf: SendBuf, sendcount: c_int => i64, sendtype: usize, recvbuf: RecvBuf, recvcounts: CommArray<'_, c_int> => CommArray<'_, i64>, displs: CommArray<'_, c_int> => CommArray<'_, isize>, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
-        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
-        // SAFETY: arrays of one entry per member.
-        let (n, d) = unsafe { (per_member(recvcounts, c.peer_size(), "count")?, per_member(displs, c.peer_size(), "displacement")?) };
+        let send = if sendbuf.is_in_place() { None } else { Some(cbuf(rt, sendbuf, count_arg(sendcount)?, sendtype)?) };
+        let (n, d) = (per_member(recvcounts, c.peer_size(), "count")?, per_member(displs, c.peer_size(), "displacement")?);
         Ok(Spec::Allgatherv { send, recv: blocks(rt, recvbuf, n, d, &[recvtype], false)? })
     })()
 }
@@ -378,10 +333,10 @@ collective! { "blocks of their own sizes and places at every member; `MPI_IN_PLA
 collective! { "block `j` of member `i` to block `i` of member `j`; `MPI_IN_PLACE`."
     alltoall, ialltoall, alltoall_init
     large alltoall_c, ialltoall_c, alltoall_init_c
-    (sendbuf: *const c_void, sendcount: c_int => i64, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int => i64, recvtype: usize, comm: usize) [comm]
+    (sendbuf: SendBuf, sendcount: c_int => i64, sendtype: usize, recvbuf: RecvBuf, recvcount: c_int => i64, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
-        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, times(sendcount, c.peer_size())?, sendtype)?) };
+        let send = if sendbuf.is_in_place() { None } else { Some(cbuf(rt, sendbuf, times(sendcount, c.peer_size())?, sendtype)?) };
         Ok(Spec::Alltoall { send, recv: cbuf(rt, recvbuf, times(recvcount, c.peer_size())?, recvtype)? })
     })()
 }
@@ -389,18 +344,16 @@ collective! { "block `j` of member `i` to block `i` of member `j`; `MPI_IN_PLACE
 collective! { "blocks of their own sizes and places both ways; `MPI_IN_PLACE` (the data then comes from `recvbuf`)."
     alltoallv, ialltoallv, alltoallv_init
     large alltoallv_c, ialltoallv_c, alltoallv_init_c
-    (sendbuf: *const c_void, sendcounts: *const c_int => *const i64, sdispls: *const c_int => *const isize, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int => *const i64, rdispls: *const c_int => *const isize, recvtype: usize, comm: usize) [comm]
+    (sendbuf: SendBuf, sendcounts: CommArray<'_, c_int> => CommArray<'_, i64>, sdispls: CommArray<'_, c_int> => CommArray<'_, isize>, sendtype: usize, recvbuf: RecvBuf, recvcounts: CommArray<'_, c_int> => CommArray<'_, i64>, rdispls: CommArray<'_, c_int> => CommArray<'_, isize>, recvtype: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
-        let send = if in_place(sendbuf) {
+        let send = if sendbuf.is_in_place() {
             None
         } else {
-            // SAFETY: arrays of one entry per member.
-            let (n, d) = unsafe { (per_member(sendcounts, c.peer_size(), "count")?, per_member(sdispls, c.peer_size(), "displacement")?) };
+            let (n, d) = (per_member(sendcounts, c.peer_size(), "count")?, per_member(sdispls, c.peer_size(), "displacement")?);
             Some(blocks(rt, sendbuf, n, d, &[sendtype], false)?)
         };
-        // SAFETY: as above.
-        let (n, d) = unsafe { (per_member(recvcounts, c.peer_size(), "count")?, per_member(rdispls, c.peer_size(), "displacement")?) };
+        let (n, d) = (per_member(recvcounts, c.peer_size(), "count")?, per_member(rdispls, c.peer_size(), "displacement")?);
         Ok(Spec::Alltoallv { send, recv: blocks(rt, recvbuf, n, d, &[recvtype], false)? })
     })()
 }
@@ -408,18 +361,16 @@ collective! { "blocks of their own sizes and places both ways; `MPI_IN_PLACE` (t
 collective! { "as `MPI_Alltoallv` with a datatype per block and displacements in bytes."
     alltoallw, ialltoallw, alltoallw_init
     large alltoallw_c, ialltoallw_c, alltoallw_init_c
-    (sendbuf: *const c_void, sendcounts: *const c_int => *const i64, sdispls: *const c_int => *const isize, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const c_int => *const i64, rdispls: *const c_int => *const isize, recvtypes: *const usize, comm: usize) [comm]
+    (sendbuf: SendBuf, sendcounts: CommArray<'_, c_int> => CommArray<'_, i64>, sdispls: CommArray<'_, c_int> => CommArray<'_, isize>, sendtypes: CommArray<'_, usize>, recvbuf: RecvBuf, recvcounts: CommArray<'_, c_int> => CommArray<'_, i64>, rdispls: CommArray<'_, c_int> => CommArray<'_, isize>, recvtypes: CommArray<'_, usize>, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
-        let send = if in_place(sendbuf) {
+        let send = if sendbuf.is_in_place() {
             None
         } else {
-            // SAFETY: arrays of one entry per member.
-            let (n, d, t) = unsafe { (per_member(sendcounts, c.peer_size(), "count")?, per_member(sdispls, c.peer_size(), "displacement")?, types(sendtypes, c)?) };
+            let (n, d, t) = (per_member(sendcounts, c.peer_size(), "count")?, per_member(sdispls, c.peer_size(), "displacement")?, types(sendtypes, c)?);
             Some(blocks(rt, sendbuf, n, d, t, true)?)
         };
-        // SAFETY: as above.
-        let (n, d, t) = unsafe { (per_member(recvcounts, c.peer_size(), "count")?, per_member(rdispls, c.peer_size(), "displacement")?, types(recvtypes, c)?) };
+        let (n, d, t) = (per_member(recvcounts, c.peer_size(), "count")?, per_member(rdispls, c.peer_size(), "displacement")?, types(recvtypes, c)?);
         Ok(Spec::Alltoallv { send, recv: blocks(rt, recvbuf, n, d, t, true)? })
     })()
 }
@@ -427,7 +378,7 @@ collective! { "as `MPI_Alltoallv` with a datatype per block and displacements in
 collective! { "the members' buffers reduced into the root's; `MPI_IN_PLACE` at the root."
     reduce, ireduce, reduce_init
     large reduce_c, ireduce_c, reduce_init_c
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int => i64, datatype: usize, op: usize, root: c_int, comm: usize) [comm]
+    (sendbuf: SendBuf, recvbuf: RecvBuf, count: c_int => i64, datatype: usize, op: usize, root: c_int, comm: usize) [comm]
     |rt, c| root_of(root, c).and_then(|(part, root)| {
         let at_root = part == Part::Root;
         if part == Part::Idle { return Ok(Spec::Idle); }
@@ -437,7 +388,7 @@ collective! { "the members' buffers reduced into the root's; `MPI_IN_PLACE` at t
         let ty = rt.comm_type(datatype)?;
         let red = resolve(rt, op, &ty, datatype)?;
         // An intercommunicator's root contributes nothing.
-        let send = if in_place(sendbuf) || (at_root && c.is_inter()) { None } else { Some(cbuf(rt, sendbuf, n, datatype)?) };
+        let send = if sendbuf.is_in_place() || (at_root && c.is_inter()) { None } else { Some(cbuf(rt, sendbuf, n, datatype)?) };
         let recv = if at_root { Some(cbuf(rt, recvbuf, n, datatype)?) } else { None };
         Ok(Spec::Reduce { send, recv, red, root })
     })
@@ -446,13 +397,13 @@ collective! { "the members' buffers reduced into the root's; `MPI_IN_PLACE` at t
 collective! { "the members' buffers reduced into every member's; `MPI_IN_PLACE`."
     allreduce, iallreduce, allreduce_init
     large allreduce_c, iallreduce_c, allreduce_init_c
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
+    (sendbuf: SendBuf, recvbuf: RecvBuf, count: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         inter_in_place(c, sendbuf)?;
         let n = count_arg(count)?;
         let ty = rt.comm_type(datatype)?;
         let red = resolve(rt, op, &ty, datatype)?;
-        let send = if in_place(sendbuf) { None } else { Some(cbuf(rt, sendbuf, n, datatype)?) };
+        let send = if sendbuf.is_in_place() { None } else { Some(cbuf(rt, sendbuf, n, datatype)?) };
         Ok(Spec::Allreduce { send, recv: cbuf(rt, recvbuf, n, datatype)?, red })
     })()
 }
@@ -460,12 +411,12 @@ collective! { "the members' buffers reduced into every member's; `MPI_IN_PLACE`.
 collective! { "a reduction whose block `i` goes to member `i`; `MPI_IN_PLACE` (input from `recvbuf`)."
     reduce_scatter_block, ireduce_scatter_block, reduce_scatter_block_init
     large reduce_scatter_block_c, ireduce_scatter_block_c, reduce_scatter_block_init_c
-    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
+    (sendbuf: SendBuf, recvbuf: RecvBuf, recvcount: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         let ty = rt.comm_type(datatype)?;
         let red = resolve(rt, op, &ty, datatype)?;
         inter_in_place(c, sendbuf)?;
-        let src = if in_place(sendbuf) { recvbuf.cast_const() } else { sendbuf };
+        let src = if sendbuf.is_in_place() { recvbuf.input() } else { sendbuf };
         let input = cbuf(rt, src, times(recvcount, c.size())?, datatype)?;
         let recv = cbuf(rt, recvbuf, count_arg(recvcount)?, datatype)?;
         Ok(Spec::ReduceScatter { input, recv, counts: Vec::new(), red, block: true })
@@ -475,16 +426,15 @@ collective! { "a reduction whose block `i` goes to member `i`; `MPI_IN_PLACE` (i
 collective! { "a reduction whose block `i`, `recvcounts[i]` long, goes to member `i`; `MPI_IN_PLACE`."
     reduce_scatter, ireduce_scatter, reduce_scatter_init
     large reduce_scatter_c, ireduce_scatter_c, reduce_scatter_init_c
-    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int => *const i64, datatype: usize, op: usize, comm: usize) [comm]
+    (sendbuf: SendBuf, recvbuf: RecvBuf, recvcounts: CommArray<'_, c_int> => CommArray<'_, i64>, datatype: usize, op: usize, comm: usize) [comm]
     |rt, c| (|| -> Res<Spec> {
         let ty = rt.comm_type(datatype)?;
         let red = resolve(rt, op, &ty, datatype)?;
         inter_in_place(c, sendbuf)?;
-        // SAFETY: an array of one entry per local member.
-        let n = unsafe { per_member(recvcounts, c.size(), "count")? };
+        let n = per_member(recvcounts, c.size(), "count")?;
         let counts = n.iter().map(|&k| count_arg(k)).collect::<Res<Vec<usize>>>()?;
         let total: usize = counts.iter().sum();
-        let src = if in_place(sendbuf) { recvbuf.cast_const() } else { sendbuf };
+        let src = if sendbuf.is_in_place() { recvbuf.input() } else { sendbuf };
         let input = cbuf(rt, src, total, datatype)?;
         let recv = cbuf(rt, recvbuf, counts[c.rank() as usize], datatype)?;
         let bytes = counts.iter().map(|k| k * red.unit).collect();
@@ -495,22 +445,22 @@ collective! { "a reduction whose block `i`, `recvcounts[i]` long, goes to member
 collective! { "member `i` gets the reduction of members `0..=i`; `MPI_IN_PLACE`."
     scan, iscan, scan_init
     large scan_c, iscan_c, scan_init_c
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
+    (sendbuf: SendBuf, recvbuf: RecvBuf, count: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
     |rt, _c| scan_spec(rt, sendbuf, recvbuf, count, datatype, op, false)
 }
 
 collective! { "member `i > 0` gets the reduction of members `0..i` (member 0's buffer is left as it was); `MPI_IN_PLACE`."
     exscan, iexscan, exscan_init
     large exscan_c, iexscan_c, exscan_init_c
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
+    (sendbuf: SendBuf, recvbuf: RecvBuf, count: c_int => i64, datatype: usize, op: usize, comm: usize) [comm]
     |rt, _c| scan_spec(rt, sendbuf, recvbuf, count, datatype, op, true)
 }
 
 /// The spec of `MPI_Scan` / `MPI_Exscan`.
 fn scan_spec(
     rt: &Runtime,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
+    sendbuf: SendBuf,
+    recvbuf: RecvBuf,
     count: impl Into<i64>,
     datatype: usize,
     op: usize,
@@ -519,7 +469,7 @@ fn scan_spec(
     let n = count_arg(count)?;
     let ty = rt.comm_type(datatype)?;
     let red = resolve(rt, op, &ty, datatype)?;
-    let send = if in_place(sendbuf) {
+    let send = if sendbuf.is_in_place() {
         None
     } else {
         Some(cbuf(rt, sendbuf, n, datatype)?)

@@ -22,13 +22,13 @@ pub(crate) mod spec;
 
 use std::borrow::Cow;
 
-use crate::datatype::buf::{recv_data, send_data, RecvData, SendData};
+use crate::datatype::buf::{bytes, bytes_mut, unpack_into};
 
 use crate::abi::class::*;
-use crate::abi::MPI_IN_PLACE;
 use crate::datatype::pack::unpack_extent;
 use crate::datatype::TypeRef;
 use crate::error::{Fail, Res};
+use crate::ffi::args::{RecvBuf, SendBuf};
 
 pub(crate) use spec::Deferred;
 
@@ -46,20 +46,46 @@ pub(crate) enum Form {
     },
 }
 
-/// A C buffer argument.
+/// The program's memory behind a [`CBuf`]: an input (`sendbuf`) or an
+/// output (`recvbuf`, which an `MPI_IN_PLACE` call reads too).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Mem {
+    /// Read only.
+    In(SendBuf),
+    /// Written (and read where the call reads it too).
+    Out(RecvBuf),
+}
+
+impl From<SendBuf> for Mem {
+    fn from(b: SendBuf) -> Mem {
+        Mem::In(b)
+    }
+}
+
+impl From<RecvBuf> for Mem {
+    fn from(b: RecvBuf) -> Mem {
+        Mem::Out(b)
+    }
+}
+
+impl Mem {
+    /// The memory `off` bytes on.
+    pub(crate) fn offset(self, off: isize) -> Mem {
+        match self {
+            Mem::In(b) => Mem::In(b.offset(off)),
+            Mem::Out(b) => Mem::Out(b.offset(off)),
+        }
+    }
+}
+
+/// A C buffer argument: the program's buffer, count and datatype.
 #[derive(Debug, Clone)]
 pub(crate) struct CBuf {
-    /// The buffer's address (`MPI_BOTTOM` is 0).
-    pub(crate) addr: usize,
+    mem: Mem,
     /// Elements.
     pub(crate) count: usize,
     /// Their datatype.
     pub(crate) ty: TypeRef,
-}
-
-/// True if `p` is `MPI_IN_PLACE`.
-pub(crate) fn in_place(p: *const std::ffi::c_void) -> bool {
-    p as usize == MPI_IN_PLACE
 }
 
 /// Where a collective writes wire bytes for a buffer.
@@ -82,6 +108,34 @@ impl Out<'_> {
 }
 
 impl CBuf {
+    /// `count` elements of `ty` in the program's buffer `buf`.
+    pub(crate) fn new(buf: impl Into<Mem>, count: usize, ty: TypeRef) -> CBuf {
+        CBuf {
+            mem: buf.into(),
+            count,
+            ty,
+        }
+    }
+
+    /// The memory, read.
+    fn readable(&self) -> SendBuf {
+        match self.mem {
+            Mem::In(b) => b,
+            Mem::Out(b) => b.input(),
+        }
+    }
+
+    /// The memory, written.
+    fn writable(&self) -> Res<RecvBuf> {
+        match self.mem {
+            Mem::Out(b) => Ok(b),
+            Mem::In(_) => Err(Fail::new(
+                MPI_ERR_INTERN,
+                "internal error (please report): a collective writes a send buffer",
+            )),
+        }
+    }
+
     /// Element `k` on (by extent), `count` of them.
     pub(crate) fn at(&self, k: usize, count: usize) -> Res<CBuf> {
         let (_, ext) = self.ty.extent();
@@ -89,11 +143,7 @@ impl CBuf {
             .ok()
             .and_then(|k| k.checked_mul(ext))
             .ok_or_else(|| Fail::new(MPI_ERR_COUNT, "a displacement overflows"))?;
-        Ok(CBuf {
-            addr: self.addr.wrapping_add_signed(off),
-            count,
-            ty: self.ty.clone(),
-        })
+        Ok(CBuf::new(self.mem.offset(off), count, self.ty.clone()))
     }
 
     /// Wire bytes of the data.
@@ -107,103 +157,63 @@ impl CBuf {
         }
     }
 
-    /// The extent-form bytes in memory, `[addr + lb, + count * extent)`.
-    ///
-    /// # Safety
-    /// The program's buffer spans `count` extents (MPI's rule for a buffer
-    /// of `count` elements) and is readable for `'a`.
-    unsafe fn extent_slice<'a>(&self, lb: isize, ext: usize) -> Res<&'a [u8]> {
-        let len = self.wire_len(Form::Extent { lb, ext })?;
-        let start = self.addr.wrapping_add_signed(lb);
-        // SAFETY: forwarded; a null start with data is reported.
-        unsafe { crate::ffi::raw::bytes(start as *const u8, len) }
-    }
-
     /// The data as wire bytes: the program's memory where it lies
-    /// contiguous, a packed copy otherwise.
-    ///
-    /// # Safety
-    /// The buffer is readable for `'a` (during a blocking call).
-    pub(crate) unsafe fn input<'a>(&self, form: Form) -> Res<Cow<'a, [u8]>> {
+    /// contiguous, a packed copy otherwise (read during the call).
+    pub(crate) fn input<'a>(&self, form: Form) -> Res<Cow<'a, [u8]>> {
+        let len = self.wire_len(form)?;
         match form {
-            // SAFETY: forwarded.
-            Form::Extent { lb, ext } => Ok(Cow::Borrowed(unsafe { self.extent_slice(lb, ext)? })),
-            // SAFETY: forwarded.
-            Form::Packed => Ok(
-                match unsafe { send_data(self.addr as *const _, self.count, &self.ty)? } {
-                    SendData::Raw { ptr, len } => {
-                        // SAFETY: forwarded: readable for 'a.
-                        Cow::Borrowed(unsafe { crate::ffi::raw::bytes(ptr, len)? })
-                    }
-                    SendData::Streamed(b) => Cow::Owned(b.to_vec()),
-                },
-            ),
+            // `[addr + lb, + count * extent)`: the program's buffer spans
+            // `count` extents (MPI's rule for a buffer of `count` elements).
+            Form::Extent { lb, .. } => Ok(Cow::Borrowed(bytes(self.readable().offset(lb), len)?)),
+            Form::Packed => match self.ty.contiguous_from(self.count) {
+                Some(off) => Ok(Cow::Borrowed(bytes(self.readable().offset(off), len)?)),
+                None => {
+                    let mut v = vec![0u8; len];
+                    crate::datatype::buf::pack_into(self.readable(), self.count, &self.ty, &mut v)?;
+                    Ok(Cow::Owned(v))
+                }
+            },
         }
     }
 
     /// An owned copy of the wire bytes.
-    ///
-    /// # Safety
-    /// The buffer is readable during the call.
-    pub(crate) unsafe fn to_vec(&self, form: Form) -> Res<Vec<u8>> {
-        // SAFETY: forwarded; the borrow ends in this call.
-        Ok(unsafe { self.input(form)? }.into_owned())
+    pub(crate) fn to_vec(&self, form: Form) -> Res<Vec<u8>> {
+        Ok(self.input(form)?.into_owned())
     }
 
-    /// Where wire bytes for the buffer go: its own memory where the data
-    /// lies contiguous, else a staging vector (holding the buffer's current
-    /// data if `prefill`: an in-place input).
-    ///
-    /// # Safety
-    /// The buffer is writable, and touched by nothing else, for `'a`.
-    pub(crate) unsafe fn output<'a>(&self, form: Form, prefill: bool) -> Res<Out<'a>> {
-        let staged = |me: &CBuf| -> Res<Out<'a>> {
-            let v = if prefill {
-                // SAFETY: forwarded.
-                unsafe { me.to_vec(form)? }
-            } else {
-                vec![0u8; me.wire_len(form)?]
-            };
-            Ok(Out::Staged(v))
+    /// Where wire bytes for the buffer go during the call: its own memory
+    /// where the data lies contiguous, else a staging vector (holding the
+    /// buffer's current data if `prefill`: an in-place input).
+    pub(crate) fn output<'a>(&self, form: Form, prefill: bool) -> Res<Out<'a>> {
+        let contiguous = match form {
+            Form::Packed => self.ty.contiguous_from(self.count),
+            Form::Extent { .. } => None,
         };
-        match form {
-            Form::Extent { .. } => staged(self),
-            Form::Packed => {
-                // SAFETY: forwarded: writable and exclusive for 'a; a
-                // segmented buffer made here is dropped unused.
-                match unsafe { recv_data(self.addr as *mut _, self.count, &self.ty)? } {
-                    RecvData::Raw { ptr, len } => {
-                        // SAFETY: forwarded: writable and exclusive for 'a.
-                        let direct = unsafe { crate::ffi::raw::bytes_mut(ptr, len)? };
-                        Ok(Out::Direct(direct))
-                    }
-                    RecvData::Staged { .. } | RecvData::Streamed(_) => staged(self),
-                }
-            }
+        if let Some(off) = contiguous {
+            let len = self.wire_len(form)?;
+            return Ok(Out::Direct(bytes_mut(self.writable()?.offset(off), len)?));
         }
+        let v = if prefill {
+            self.to_vec(form)?
+        } else {
+            vec![0u8; self.wire_len(form)?]
+        };
+        Ok(Out::Staged(v))
     }
 
     /// Writes wire bytes (at most the buffer's) into the buffer.
-    ///
-    /// # Safety
-    /// The buffer is writable, and touched by nothing else, during the
-    /// call.
-    pub(crate) unsafe fn write(&self, form: Form, data: &[u8]) -> Res {
+    pub(crate) fn write(&self, form: Form, data: &[u8]) -> Res {
+        let buf = self.writable()?;
         match form {
-            // SAFETY: forwarded.
-            Form::Packed => unsafe {
-                crate::datatype::buf::unpack_into(data, self.addr as *mut _, self.count, &self.ty)
-            },
-            Form::Extent { lb, ext } => {
+            Form::Packed => unpack_into(data, buf, self.count, &self.ty),
+            Form::Extent { .. } => {
                 let layout = self.ty.layout();
                 let Some((lo, len)) = crate::datatype::pack::span(&layout, self.count)? else {
                     return Ok(());
                 };
-                let start = self.addr.wrapping_add_signed(lo);
-                // SAFETY: the span of the elements' data, writable by the
-                // caller's promise; a null start is reported.
-                let mem = unsafe { crate::ffi::raw::bytes_mut(start as *mut u8, len)? };
-                let need = self.wire_len(Form::Extent { lb, ext })?;
+                // The span of the elements' data.
+                let mem = bytes_mut(buf.offset(lo), len)?;
+                let need = self.wire_len(form)?;
                 if data.len() < need {
                     return Err(Fail::new(
                         MPI_ERR_INTERN,
@@ -219,14 +229,10 @@ impl CBuf {
 
 impl Out<'_> {
     /// Writes a staged result into `buf` (direct output is there already).
-    ///
-    /// # Safety
-    /// As for [`CBuf::write`].
-    pub(crate) unsafe fn finish(self, buf: &CBuf, form: Form) -> Res {
+    pub(crate) fn finish(self, buf: &CBuf, form: Form) -> Res {
         match self {
             Out::Direct(_) => Ok(()),
-            // SAFETY: forwarded.
-            Out::Staged(v) => unsafe { buf.write(form, &v) },
+            Out::Staged(v) => buf.write(form, &v),
         }
     }
 }
@@ -241,21 +247,16 @@ pub(crate) struct Piece {
 }
 
 impl crate::request::post::CopyOut for Vec<Piece> {
-    /// Copies a completed nonblocking collective's result out.
+    /// Copies a completed nonblocking collective's result out (the pieces'
+    /// buffers are the program's, untouched by anything else until now:
+    /// MPI's rule for a nonblocking collective's output).
     fn copy_out(&self, data: &[u8]) -> Res {
-        // SAFETY: the pieces' buffers are writable and untouched by
-        // anything else (MPI's rule for a nonblocking collective's output
-        // until it completes; `Post::run`'s contract).
-        unsafe { copy_out(data, self) }
+        copy_out(data, self)
     }
 }
 
 /// Copies a completed nonblocking collective's result out.
-///
-/// # Safety
-/// The pieces' buffers are writable and untouched by anything else (MPI's
-/// rule for a nonblocking collective's output until it completes).
-unsafe fn copy_out(data: &[u8], pieces: &[Piece]) -> Res {
+fn copy_out(data: &[u8], pieces: &[Piece]) -> Res {
     for p in pieces {
         let len = p.buf.wire_len(p.form)?;
         let part = data.get(p.off..p.off + len).ok_or_else(|| {
@@ -264,8 +265,7 @@ unsafe fn copy_out(data: &[u8], pieces: &[Piece]) -> Res {
                 "a collective's result is shorter than expected",
             )
         })?;
-        // SAFETY: forwarded.
-        unsafe { p.buf.write(p.form, part)? };
+        p.buf.write(p.form, part)?;
     }
     Ok(())
 }

@@ -12,7 +12,7 @@
 //! known at run time, hence `ferry::Op::on_bytes` with an opaque datatype
 //! of that size (ferry then splits work at element boundaries only).
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use ferry::ferry_core::coll::{reduce_into, Datatype, ReduceOp, UserOp};
 use ferry::Op;
@@ -23,7 +23,7 @@ use crate::abi::class::*;
 use crate::abi::*;
 use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
-use crate::ffi::args::Out;
+use crate::ffi::args::{Out, RecvBuf, SendBuf};
 use crate::ffi::cell::LevelCell;
 use crate::handle::{Kind, Table};
 use crate::reduce::{is_predefined, predefined_op};
@@ -115,23 +115,15 @@ fn call_user(
     while done < total {
         let k = (total - done).min(c_int::MAX as usize);
         let at = done * unit;
-        let mut len = k as c_int;
-        let mut dt = datatype;
-        let inp = input[at..]
-            .as_ptr()
-            .wrapping_offset(-base)
-            .cast_mut()
-            .cast::<c_void>();
-        let io = inout[at..]
-            .as_mut_ptr()
-            .wrapping_offset(-base)
-            .cast::<c_void>();
-        // SAFETY: `f` is the program's `MPI_User_function`; the standard
-        // lets it read `len` elements of `datatype` at `inp` and write them
-        // at `io`, whose data lie within `input` and `inout` from element
-        // `done` on (displaced by `base`, the datatype's own first
-        // displacement); `len` and `dt` are locals.
-        unsafe { f(inp, io, &mut len, &mut dt) };
+        crate::ffi::callbacks::user_fn(
+            f,
+            &input[at..],
+            &mut inout[at..],
+            base,
+            unit,
+            k as c_int,
+            datatype,
+        );
         done += k;
     }
 }
@@ -244,49 +236,22 @@ pub(crate) fn op_commutative(op: usize, mut commute: Out<'_, c_int>) -> Res {
     commute.set(c_int::from(c))
 }
 
-/// `MPI_Reduce_local(_c)`.
-///
-/// # Safety
-/// The program's buffers hold `count` elements each, for the call.
-pub(crate) unsafe fn reduce_local_wide(
-    inbuf: *const c_void,
-    inoutbuf: *mut c_void,
-    count: i64,
+/// `MPI_Reduce_local` and `MPI_Reduce_local_c`: `inoutbuf = inbuf (op)
+/// inoutbuf` on `count` elements.
+pub(crate) fn reduce_local(
+    inbuf: SendBuf,
+    inoutbuf: RecvBuf,
+    count: impl Into<i64>,
     datatype: usize,
     op: usize,
 ) -> Res {
     let rt = rt()?;
     let ty = rt.comm_type(datatype)?;
     let red = resolve(rt, op, &ty, datatype)?;
-    let n = count_arg(count)?;
-    let input = CBuf {
-        addr: inbuf as usize,
-        count: n,
-        ty: ty.clone(),
-    };
-    let inout = CBuf {
-        addr: inoutbuf as usize,
-        count: n,
-        ty,
-    };
-    // SAFETY: the program's buffers of `count` elements, for the call.
-    let (i, mut io) = unsafe { (input.to_vec(red.form)?, inout.to_vec(red.form)?) };
+    let n = count_arg(count.into())?;
+    let input = CBuf::new(inbuf, n, ty.clone());
+    let inout = CBuf::new(inoutbuf, n, ty);
+    let (i, mut io) = (input.to_vec(red.form)?, inout.to_vec(red.form)?);
     reduce_into(&red.op, red.dtype, &i, &mut io)?;
-    // SAFETY: as above.
-    unsafe { inout.write(red.form, &io) }
-}
-
-/// `MPI_Reduce_local`: `inoutbuf = inbuf (op) inoutbuf`.
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
-pub(crate) unsafe fn reduce_local(
-    inbuf: *const c_void,
-    inoutbuf: *mut c_void,
-    count: c_int,
-    datatype: usize,
-    op: usize,
-) -> Res {
-    // SAFETY: the program's buffers of `count` elements, for the call.
-    unsafe { reduce_local_wide(inbuf, inoutbuf, count.into(), datatype, op) }
+    inout.write(red.form, &io)
 }

@@ -105,12 +105,8 @@ pub(crate) struct Deferred(pub(crate) Spec);
 
 impl Deferred {
     /// Starts one activation.
-    ///
-    /// # Safety
-    /// As for [`Spec::start`].
-    pub(crate) unsafe fn start(&self, c: &Comm) -> Res<(State, Post)> {
-        // SAFETY: forwarded.
-        let (req, post) = unsafe { self.0.start(c)? };
+    pub(crate) fn start(&self, c: &Comm) -> Res<(State, Post)> {
+        let (req, post) = self.0.start(c)?;
         Ok((State::Active(req), post))
     }
 }
@@ -130,14 +126,10 @@ fn layout(blocks: &[CBuf]) -> Res<(Vec<usize>, Vec<usize>, usize)> {
 }
 
 /// The blocks packed in rank order.
-///
-/// # Safety
-/// The blocks are readable during the call.
-unsafe fn pack_all(blocks: &[CBuf]) -> Res<Vec<u8>> {
+fn pack_all(blocks: &[CBuf]) -> Res<Vec<u8>> {
     let mut out = Vec::new();
     for b in blocks {
-        // SAFETY: forwarded.
-        out.extend_from_slice(&unsafe { b.input(P)? });
+        out.extend_from_slice(&b.input(P)?);
     }
     Ok(out)
 }
@@ -182,16 +174,11 @@ fn post(pieces: Vec<Piece>) -> Post {
 }
 
 impl Spec {
-    /// Runs a blocking collective.
-    ///
-    /// # Safety
-    /// The buffers are valid as MPI requires for the duration of the call.
-    pub(crate) unsafe fn run(&self, c: &Comm) -> Res {
+    /// Runs a blocking collective (the buffers are the program's, valid
+    /// for the call; each output is written by ferry before `finish`
+    /// copies a staged one back).
+    pub(crate) fn run(&self, c: &Comm) -> Res {
         let me = c.rank() as usize;
-        // SAFETY: every buffer below is the program's, valid for the call by
-        // the caller's promise; each output is written by ferry before
-        // `finish` copies a staged one back.
-        unsafe {
             match self {
                 Spec::Barrier => c.barrier()?,
                 Spec::Idle => c.bcast::<u8>(&mut [], ferry::PROC_NULL)?,
@@ -377,23 +364,15 @@ impl Spec {
                     out.finish(recv, red.form)?;
                 }
             }
-        }
-        Ok(())
+                Ok(())
     }
 
     /// Starts the collective on ferry's owned forms: the request, and the
-    /// post step that copies its result out.
-    ///
-    /// # Safety
-    /// The input buffers are readable during the call; the output buffers
-    /// stay valid, and untouched by the program, until the request
-    /// completes (MPI's rule for nonblocking collectives).
-    pub(crate) unsafe fn start(&self, c: &Comm) -> Res<(Request, Post)> {
+    /// post step that copies its result out (the inputs are read during
+    /// this call; the outputs are written only by the post step, at
+    /// completion: MPI's rule for nonblocking collectives).
+    pub(crate) fn start(&self, c: &Comm) -> Res<(Request, Post)> {
         let me = c.rank() as usize;
-        // SAFETY: the inputs below are read during this call (the caller's
-        // promise); outputs are only written by the post step, at
-        // completion.
-        unsafe {
             Ok(match self {
                 Spec::Barrier => (c.ibarrier()?, Post::None),
                 Spec::Idle => (c.ibcast(Vec::<u8>::new(), ferry::PROC_NULL)?, Post::None),
@@ -579,6 +558,5 @@ impl Spec {
                     }
                 }
             })
-        }
-    }
+            }
 }

@@ -15,16 +15,27 @@
 //! ([`RecvData::Staged`]). The program's memory is reached through its
 //! span (`datatype::pack::span`): one slice from the least to the greatest
 //! byte the elements touch.
+//!
+//! # Contract
+//! This is the crate's one module (with `segments`) that reaches a
+//! program's data buffers. It takes them only as the tokens a generated
+//! shim made of the C arguments ([`SendBuf`], [`RecvBuf`]: the program's
+//! promise for that argument, see `ffi::args`), with the count and
+//! datatype of the same call, and hands out what it made of them only in
+//! forms a chapter cannot forge ([`SendData`] and [`RecvData`] keep their
+//! pointers private; ferry's raw calls are started here). So every body
+//! that moves a program's data is safe Rust.
 
-use std::ffi::c_void;
+use std::ffi::c_int;
 
-use ferry::Buf;
+use ferry::{Buf, Comm, SendMode};
 
 use crate::abi::class::*;
 use crate::datatype::pack::{pack, span, unpack};
 use crate::datatype::segments::segmented;
 use crate::datatype::{Layout, TypeRef};
 use crate::error::{Fail, Res};
+use crate::ffi::args::{RecvBuf, SendBuf};
 
 /// `addr + off` as an address (the ABI passes buffers as pointers; a
 /// datatype's displacements may reach below the pointer).
@@ -51,75 +62,139 @@ fn located(buf: usize, count: usize, layout: &Layout) -> Res<Option<(usize, usiz
     }
 }
 
+/// The program's contiguous bytes, as a chapter holds them: it cannot
+/// make one, nor reach the pointer.
+#[derive(Debug)]
+pub(crate) struct Raw<P> {
+    ptr: P,
+    len: usize,
+}
+
+impl<P> Raw<P> {
+    /// Length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
 /// Data to send.
 #[derive(Debug)]
 pub(crate) enum SendData {
     /// The program's own bytes.
-    Raw {
-        /// Start.
-        ptr: *const u8,
-        /// Length.
-        len: usize,
-    },
+    Raw(Raw<*const u8>),
     /// The program's scattered bytes, gathered into an eager packet or
     /// fragment by fragment.
     Streamed(Buf),
 }
 
 impl SendData {
-    /// The bytes, if they are one slice (not `Streamed`).
-    ///
-    /// # Safety
-    /// For `Raw`, the program's buffer is valid for reads while the
-    /// slice lives.
-    pub(crate) unsafe fn slice(&self) -> Option<&[u8]> {
+    /// The bytes, if they are one slice (not `Streamed`). The program's
+    /// buffer is readable while the call that passed it runs.
+    pub(crate) fn slice(&self) -> Option<&[u8]> {
         match self {
-            SendData::Raw { len: 0, .. } => Some(&[]),
+            SendData::Raw(Raw { len: 0, .. }) => Some(&[]),
             // SAFETY: non-null with a non-zero length (checked when made),
-            // valid for reads (the caller's promise).
-            SendData::Raw { ptr, len } => Some(unsafe { std::slice::from_raw_parts(*ptr, *len) }),
+            // valid for reads (the token's promise) during the call that
+            // holds `self`.
+            SendData::Raw(r) => Some(unsafe { std::slice::from_raw_parts(r.ptr, r.len) }),
             SendData::Streamed(_) => None,
         }
     }
 
     /// The bytes as a vector of their own (for data that must be set
     /// aside: a buffered send, a send-receive in one buffer).
-    ///
-    /// # Safety
-    /// The program's buffer is valid for reads during the call.
-    pub(crate) unsafe fn into_vec(self) -> Vec<u8> {
+    pub(crate) fn into_vec(self) -> Vec<u8> {
         match self {
             SendData::Streamed(b) => b.to_vec(),
-            // SAFETY: forwarded.
-            raw => unsafe { raw.slice() }
-                .map(<[u8]>::to_vec)
-                .unwrap_or_default(),
+            raw => raw.slice().map(<[u8]>::to_vec).unwrap_or_default(),
         }
+    }
+
+    /// Starts a nonblocking send.
+    ///
+    /// # Errors
+    /// What ferry reports for the rank, tag or communicator.
+    pub(crate) fn start(self, c: &Comm, dest: c_int, tag: c_int, mode: SendMode) -> Res<ferry::Request> {
+        let (dest, tag) = (crate::abi::rank_in(dest), crate::abi::tag_in(tag));
+        Ok(match self {
+            // SAFETY: null only with no bytes; the program's buffer stays
+            // valid and unwritten until the send completes (the token's
+            // promise: MPI's rule for a send buffer).
+            SendData::Raw(r) => unsafe { c.isend_raw(r.ptr, r.len, dest, tag, mode)? },
+            SendData::Streamed(b) => c.isend_buf(b, None, dest, tag, mode)?,
+        })
     }
 }
 
-/// Resolves a send buffer.
+impl SendData {
+    /// `len` bytes of a buffer the program gave the library (an attached
+    /// buffer for buffered sends), to send from where they lie: the
+    /// caller keeps them untouched until the send completes.
+    ///
+    /// # Errors
+    /// `MPI_ERR_BUFFER` for null with bytes.
+    pub(crate) fn attached(buf: RecvBuf, len: usize) -> Res<SendData> {
+        let ptr = buf.addr() as *const u8;
+        if ptr.is_null() && len > 0 {
+            return Err(null_buffer());
+        }
+        Ok(SendData::Raw(Raw { ptr, len }))
+    }
+}
+
+impl Raw<*const u8> {
+    /// Starts a nonblocking send kept as ferry's bare engine handle
+    /// (`MPI_Isend` on a communicator of the job's ranks).
+    ///
+    /// # Errors
+    /// As [`SendData::start`].
+    pub(crate) fn start_request(self, c: &Comm, dest: c_int, tag: c_int, mode: SendMode) -> Res<ferry::RawRequest> {
+        let (dest, tag) = (crate::abi::rank_in(dest), crate::abi::tag_in(tag));
+        // SAFETY: as in `SendData::start`; the request is completed by a
+        // completion call, or promoted (see `ReqObj::promote`).
+        Ok(unsafe { c.isend_raw_request(self.ptr, self.len, dest, tag, mode)? })
+    }
+}
+
+/// `len` bytes of the program's input buffer `buf` as a slice, for the
+/// call that passed it.
 ///
-/// # Safety
-/// `buf` is valid for reads of the data `count` elements of `ty` describe
-/// (MPI's rule for a send buffer) during this call, and, for
-/// `Raw` and `Streamed` data, until the send completes.
+/// # Errors
+/// `MPI_ERR_BUFFER` for null with `len > 0`.
+pub(crate) fn bytes<'a>(buf: SendBuf, len: usize) -> Res<&'a [u8]> {
+    // SAFETY: the token's promise: readable for the data its call
+    // describes, `len` bytes from `buf` (a contiguous run the caller
+    // computed from the call's count and datatype), during the call.
+    unsafe { crate::ffi::raw::bytes(buf.addr() as *const u8, len) }
+}
+
+/// `len` bytes of the program's output buffer `buf` as a slice, for the
+/// call that passed it.
+///
+/// # Errors
+/// As [`bytes`].
+pub(crate) fn bytes_mut<'a>(buf: RecvBuf, len: usize) -> Res<&'a mut [u8]> {
+    // SAFETY: as in `bytes`, for writes, touched by nothing else.
+    unsafe { crate::ffi::raw::bytes_mut(buf.addr() as *mut u8, len) }
+}
+
+/// Resolves a send buffer: `count` elements of `ty` at `buf`.
 ///
 /// # Errors
 /// `MPI_ERR_BUFFER` for a null buffer with data; `MPI_ERR_COUNT` for an
 /// overflowing size.
-pub(crate) unsafe fn send_data(buf: *const c_void, count: usize, ty: &TypeRef) -> Res<SendData> {
+pub(crate) fn send_data(buf: SendBuf, count: usize, ty: &TypeRef) -> Res<SendData> {
     let len = ty.bytes(count as i64)?;
     if let Some(off) = ty.contiguous_from(count) {
-        let ptr = offset(buf as usize, off) as *const u8;
+        let ptr = offset(buf.addr(), off) as *const u8;
         if ptr.is_null() && len > 0 {
             return Err(null_buffer());
         }
-        return Ok(SendData::Raw { ptr, len });
+        return Ok(SendData::Raw(Raw { ptr, len }));
     }
-    // SAFETY: forwarded; read only.
+    // SAFETY: the token's promise (read only).
     Ok(SendData::Streamed(unsafe {
-        segmented(buf, count, ty, false)?
+        segmented(buf.addr(), count, ty, false)?
     }))
 }
 
@@ -141,17 +216,14 @@ pub(crate) struct Unpack {
 
 impl Unpack {
     /// Copies packed `data` into the program's buffer (a short message
-    /// fills a prefix).
-    ///
-    /// # Safety
-    /// The span is valid for writes, and accessed by nothing else, for the
-    /// duration of the call (MPI's rule for a receive buffer until the
-    /// operation completes).
-    pub(crate) unsafe fn run(&self, data: &[u8]) {
+    /// fills a prefix). Run when the receive it belongs to completes: the
+    /// buffer is the program's receive buffer, writable and touched by
+    /// nothing else until then (the token's promise it was made from).
+    pub(crate) fn run(&self, data: &[u8]) {
         if self.len == 0 {
             return;
         }
-        // SAFETY: the caller's promise; `start` is non-null (checked when
+        // SAFETY: the promise above; `start` is non-null (checked when
         // the span was located).
         let mem = unsafe { std::slice::from_raw_parts_mut(self.start as *mut u8, self.len) };
         if self.contiguous {
@@ -167,12 +239,7 @@ impl Unpack {
 #[derive(Debug)]
 pub(crate) enum RecvData {
     /// Into the program's bytes.
-    Raw {
-        /// Start.
-        ptr: *mut u8,
-        /// Capacity.
-        len: usize,
-    },
+    Raw(Raw<*mut u8>),
     /// Into a staging vector of `len` bytes, then [`Unpack::run`].
     Staged {
         /// Capacity.
@@ -184,28 +251,91 @@ pub(crate) enum RecvData {
     Streamed(Buf),
 }
 
-/// Resolves a receive buffer.
-///
-/// # Safety
-/// For `Streamed` data (what a non-contiguous `ty` gives), `buf` is
-/// valid for writes of the elements' data, and accessed by nothing else,
-/// until the receive completes (MPI's rule for a receive buffer); ferry
-/// writes it only until then.
-///
-/// # Errors
-/// As for [`send_data`].
-pub(crate) unsafe fn recv_data(buf: *mut c_void, count: usize, ty: &TypeRef) -> Res<RecvData> {
-    let len = ty.bytes(count as i64)?;
-    if let Some(off) = ty.contiguous_from(count) {
-        let ptr = offset(buf as usize, off) as *mut u8;
+impl RecvData {
+    /// Starts a nonblocking receive: the request, and the unpacking its
+    /// completion must run (a staged receive).
+    ///
+    /// # Errors
+    /// What ferry reports for the rank, tag or communicator.
+    pub(crate) fn start(self, c: &Comm, source: c_int, tag: c_int) -> Res<(ferry::Request, Option<Unpack>)> {
+        let (source, tag) = (crate::abi::rank_in(source), crate::abi::tag_in(tag));
+        Ok(match self {
+            // SAFETY: null only with no bytes; the program's buffer stays
+            // writable and untouched by anything else until the receive
+            // completes (the token's promise).
+            RecvData::Raw(r) => (unsafe { c.irecv_raw(r.ptr, r.len, source, tag)? }, None),
+            RecvData::Staged { len, unpack } => (c.irecv(vec![0u8; len], source, tag)?, Some(unpack)),
+            RecvData::Streamed(b) => (c.irecv_buf(b, None, source, tag)?, None),
+        })
+    }
+}
+
+impl Raw<*mut u8> {
+    /// The receive buffer of `MPI_Recv`'s fast path: `len` bytes at `buf`.
+    ///
+    /// # Errors
+    /// `MPI_ERR_BUFFER` for null with bytes.
+    pub(crate) fn new(buf: RecvBuf, len: usize) -> Res<Self> {
+        let ptr = buf.addr() as *mut u8;
         if ptr.is_null() && len > 0 {
             return Err(null_buffer());
         }
-        return Ok(RecvData::Raw { ptr, len });
+        Ok(Raw { ptr, len })
     }
-    // SAFETY: forwarded.
+
+    /// The bytes, for the call that passed the buffer (a blocking receive
+    /// into them).
+    ///
+    /// # Errors
+    /// `MPI_ERR_BUFFER` for null with bytes (never: checked when made).
+    pub(crate) fn bytes(&mut self) -> Res<&mut [u8]> {
+        // SAFETY: writable and untouched by anything else during the
+        // call (the token's promise).
+        unsafe { crate::ffi::raw::bytes_mut(self.ptr, self.len) }
+    }
+
+    /// Receives, blocking, into these bytes.
+    ///
+    /// # Errors
+    /// What ferry reports for the rank, tag or communicator.
+    pub(crate) fn recv(self, c: &Comm, source: c_int, tag: c_int) -> Res<ferry::Status> {
+        let (source, tag) = (crate::abi::rank_in(source), crate::abi::tag_in(tag));
+        // SAFETY: null only with no bytes; writable and untouched by
+        // anything else during this call, which returns once the receive
+        // is complete.
+        Ok(unsafe { c.recv_raw(self.ptr, self.len, source, tag)? })
+    }
+
+    /// Starts a nonblocking receive kept as ferry's bare engine handle
+    /// (`MPI_Irecv` on a communicator of the job's ranks).
+    ///
+    /// # Errors
+    /// As [`Raw::recv`].
+    pub(crate) fn start_request(self, c: &Comm, source: c_int, tag: c_int) -> Res<ferry::RawRequest> {
+        let (source, tag) = (crate::abi::rank_in(source), crate::abi::tag_in(tag));
+        // SAFETY: the token's promise until the receive completes; the
+        // request is completed by a completion call, or promoted.
+        Ok(unsafe { c.irecv_raw_request(self.ptr, self.len, source, tag)? })
+    }
+}
+
+/// Resolves a receive buffer: `count` elements of `ty` at `buf`.
+///
+/// # Errors
+/// As for [`send_data`].
+pub(crate) fn recv_data(buf: RecvBuf, count: usize, ty: &TypeRef) -> Res<RecvData> {
+    let len = ty.bytes(count as i64)?;
+    if let Some(off) = ty.contiguous_from(count) {
+        let ptr = offset(buf.addr(), off) as *mut u8;
+        if ptr.is_null() && len > 0 {
+            return Err(null_buffer());
+        }
+        return Ok(RecvData::Raw(Raw { ptr, len }));
+    }
+    // SAFETY: the token's promise: writable, and touched by nothing else,
+    // until the receive completes; ferry writes it only until then.
     Ok(RecvData::Streamed(unsafe {
-        segmented(buf, count, ty, true)?
+        segmented(buf.addr(), count, ty, true)?
     }))
 }
 
@@ -214,10 +344,10 @@ pub(crate) unsafe fn recv_data(buf: *mut c_void, count: usize, ty: &TypeRef) -> 
 ///
 /// # Errors
 /// As for [`send_data`].
-pub(crate) fn staged(buf: *mut c_void, count: usize, ty: &TypeRef) -> Res<RecvData> {
+pub(crate) fn staged(buf: RecvBuf, count: usize, ty: &TypeRef) -> Res<RecvData> {
     let len = ty.bytes(count as i64)?;
     let layout = ty.layout();
-    let (start, span_len, origin) = located(buf as usize, count, &layout)?.unwrap_or((0, 0, 0));
+    let (start, span_len, origin) = located(buf.addr(), count, &layout)?.unwrap_or((0, 0, 0));
     Ok(RecvData::Staged {
         len,
         unpack: Unpack {
@@ -234,31 +364,21 @@ pub(crate) fn staged(buf: *mut c_void, count: usize, ty: &TypeRef) -> Res<RecvDa
 /// Packs `count` elements at `buf` into `out` (which holds at least
 /// `count * size` bytes): `MPI_Pack`.
 ///
-/// # Safety
+/// # Errors
 /// As for [`send_data`].
-pub(crate) unsafe fn pack_into(
-    buf: *const c_void,
-    count: usize,
-    ty: &TypeRef,
-    out: &mut [u8],
-) -> Res {
+pub(crate) fn pack_into(buf: SendBuf, count: usize, ty: &TypeRef, out: &mut [u8]) -> Res {
     let len = ty.bytes(count as i64)?;
     if let Some(off) = ty.contiguous_from(count) {
         if len > 0 {
-            let ptr = offset(buf as usize, off) as *const u8;
-            if ptr.is_null() {
-                return Err(null_buffer());
-            }
-            // SAFETY: non-null and readable for `len` bytes (the caller's
-            // promise); `out` is a distinct slice.
-            out[..len].copy_from_slice(unsafe { std::slice::from_raw_parts(ptr, len) });
+            let data = bytes(buf.offset(off), len)?;
+            out[..len].copy_from_slice(data);
         }
         return Ok(());
     }
     let layout = ty.layout();
-    if let Some((start, span_len, origin)) = located(buf as usize, count, &layout)? {
-        // SAFETY: the span is the bytes the elements' data covers, readable
-        // by the caller's promise.
+    if let Some((start, span_len, origin)) = located(buf.addr(), count, &layout)? {
+        // SAFETY: the span is the bytes the elements' data covers,
+        // readable by the token's promise.
         let mem = unsafe { std::slice::from_raw_parts(start as *const u8, span_len) };
         pack(mem, origin, &layout, count, out);
     }
@@ -267,22 +387,20 @@ pub(crate) unsafe fn pack_into(
 
 /// Unpacks `data` into `count` elements at `buf`: `MPI_Unpack`.
 ///
-/// # Safety
-/// `buf` is valid for writes of the elements' data and accessed by nothing
-/// else during the call.
-pub(crate) unsafe fn unpack_into(data: &[u8], buf: *mut c_void, count: usize, ty: &TypeRef) -> Res {
-    // SAFETY: forwarded; a segmented buffer is written in this call only.
-    match unsafe { recv_data(buf, count, ty)? } {
-        RecvData::Raw { ptr, len } => {
-            let n = len.min(data.len());
+/// # Errors
+/// As for [`send_data`].
+pub(crate) fn unpack_into(data: &[u8], buf: RecvBuf, count: usize, ty: &TypeRef) -> Res {
+    match recv_data(buf, count, ty)? {
+        RecvData::Raw(r) => {
+            let n = r.len.min(data.len());
             if n > 0 {
                 // SAFETY: non-null, writable for `len >= n` bytes (the
-                // caller's promise); `data` is the program's other buffer.
-                unsafe { std::ptr::copy(data.as_ptr(), ptr, n) };
+                // token's promise); `data` may be the program's other
+                // buffer, so no slice is made of both (`copy`).
+                unsafe { std::ptr::copy(data.as_ptr(), r.ptr, n) };
             }
         }
-        // SAFETY: forwarded.
-        RecvData::Staged { unpack, .. } => unsafe { unpack.run(data) },
+        RecvData::Staged { unpack, .. } => unpack.run(data),
         RecvData::Streamed(mut b) => {
             let n = b.len().min(data.len());
             b.write_at(0, &data[..n]);

@@ -14,7 +14,6 @@ pub mod derived;
 pub mod external;
 pub(crate) mod large;
 pub mod pack;
-#[allow(unsafe_code)]
 pub(crate) mod pack_calls;
 pub mod predefined;
 pub mod recipe;

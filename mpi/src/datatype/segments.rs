@@ -13,7 +13,6 @@
 //! start (a walk over one element's blocks).
 
 use std::cell::Cell;
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use ferry::{Buf, Segments};
@@ -64,7 +63,7 @@ pub(crate) struct TypeSegments {
 /// `MPI_ERR_COUNT` when the elements' span overflows; `MPI_ERR_BUFFER` for
 /// a null buffer with data.
 pub(crate) unsafe fn segmented(
-    buf: *const c_void,
+    buf: usize,
     count: usize,
     ty: &TypeRef,
     writable: bool,
@@ -77,7 +76,7 @@ pub(crate) unsafe fn segmented(
     let (start, span_len, origin) = match span(&layout, count)? {
         None => (0, 0, 0),
         Some((lo, span_len)) => {
-            let start = (buf as usize).wrapping_add_signed(lo);
+            let start = buf.wrapping_add_signed(lo);
             if start == 0 {
                 return Err(crate::datatype::buf::null_buffer());
             }
@@ -336,7 +335,7 @@ mod tests {
         let mut want = vec![0u8; count * layout.size];
         pack(&mem[..span_len], -lo, &layout, count, &mut want);
         // SAFETY: `mem` outlives `buf` and is only read.
-        let buf = unsafe { segmented(mem.as_ptr().cast(), count, &ty, false).unwrap() };
+        let buf = unsafe { segmented(mem.as_ptr() as usize, count, &ty, false).unwrap() };
         for piece in [1, 3, 4, 7, 24, want.len()] {
             let mut got = vec![0u8; want.len()];
             for at in (0..want.len()).step_by(piece) {
@@ -369,7 +368,7 @@ mod tests {
             let base = mem.as_ptr().wrapping_offset(-lo);
             // SAFETY: the span starts at `mem`, which outlives `buf` and
             // is only read.
-            let buf = unsafe { segmented(base.cast(), count, &ty, false).unwrap() };
+            let buf = unsafe { segmented(base as usize, count, &ty, false).unwrap() };
             for piece in [1, 3, 4, 5, 8, 11, 40] {
                 let mut got = vec![0u8; want.len()];
                 for at in (0..want.len()).step_by(piece) {
@@ -387,7 +386,7 @@ mod tests {
         let mut mem = vec![0xEEu8; 4 * 8];
         let count = 2;
         // SAFETY: `mem` outlives `buf`, which alone writes it meanwhile.
-        let mut buf = unsafe { segmented(mem.as_mut_ptr().cast(), count, &ty, true).unwrap() };
+        let mut buf = unsafe { segmented(mem.as_mut_ptr() as usize, count, &ty, true).unwrap() };
         let data: Vec<u8> = (1..=16).collect();
         buf.write_at(0, &data[..6]);
         buf.write_at(6, &data[6..]);
@@ -407,7 +406,7 @@ mod tests {
     fn no_data_needs_no_memory() {
         let ty = vector(2, 1, 3);
         // SAFETY: nothing is read.
-        let buf = unsafe { segmented(std::ptr::null(), 0, &ty, false).unwrap() };
+        let buf = unsafe { segmented(0, 0, &ty, false).unwrap() };
         assert_eq!(buf.len(), 0);
     }
 }

@@ -414,3 +414,133 @@ pub(crate) unsafe fn c_strings(p: *mut *mut c_char, len: i64) -> Vec<String> {
     }
     out
 }
+
+/// A program's input data buffer, `const void *P` (a send buffer, a
+/// collective's `sendbuf`, `MPI_Pack`'s `inbuf`): the address the program
+/// passed, with MPI's promise about it.
+///
+/// A body hands it to `datatype::buf` (the one module that reads program
+/// buffers) with the count and datatype the same call passed; it may keep
+/// it as long as the standard keeps the buffer the library's (a
+/// nonblocking call: until the request completes; a persistent one: until
+/// the request is freed). It may be `MPI_IN_PLACE` or `MPI_BOTTOM`, which
+/// only a body can tell apart from a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SendBuf {
+    addr: usize,
+}
+
+/// A program's output data buffer, `void *P` (a receive buffer, a
+/// collective's `recvbuf`, `MPI_Unpack`'s `outbuf`): as [`SendBuf`], for
+/// writes. Where the function's description also reads it (an
+/// `MPI_IN_PLACE` collective, `MPI_Sendrecv_replace`), it is read as
+/// [`RecvBuf::input`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RecvBuf {
+    addr: usize,
+}
+
+impl SendBuf {
+    /// No buffer: an argument a member does not use, of no data (never
+    /// read: a zero-length buffer yields no bytes).
+    pub(crate) const NONE: SendBuf = SendBuf { addr: 0 };
+
+    /// The address (`MPI_BOTTOM` is 0).
+    pub(crate) fn addr(self) -> usize {
+        self.addr
+    }
+
+    /// Whether the program passed `MPI_IN_PLACE`.
+    pub(crate) fn is_in_place(self) -> bool {
+        self.addr == crate::abi::MPI_IN_PLACE
+    }
+
+    /// The buffer `off` bytes on (an element of a collective's buffer, a
+    /// displacement the program gave): still the program's buffer, under
+    /// the same promise.
+    pub(crate) fn offset(self, off: isize) -> SendBuf {
+        SendBuf {
+            addr: self.addr.wrapping_add_signed(off),
+        }
+    }
+}
+
+impl RecvBuf {
+    /// The address (`MPI_BOTTOM` is 0).
+    pub(crate) fn addr(self) -> usize {
+        self.addr
+    }
+
+    /// As [`SendBuf::offset`].
+    pub(crate) fn offset(self, off: isize) -> RecvBuf {
+        RecvBuf {
+            addr: self.addr.wrapping_add_signed(off),
+        }
+    }
+
+    /// The same buffer read as input: for the functions whose description
+    /// reads it too (an `MPI_IN_PLACE` collective's data, the buffer of
+    /// `MPI_Sendrecv_replace`), where the program initialized it.
+    pub(crate) fn input(self) -> SendBuf {
+        SendBuf { addr: self.addr }
+    }
+}
+
+/// `p` as an input data buffer.
+///
+/// # Safety
+/// `p` is `MPI_IN_PLACE`, or null, or valid for the reads the function's
+/// description makes of the data its count and datatype arguments
+/// describe, for as long as the standard says (the call; a nonblocking
+/// call's operation; a persistent request's life).
+pub(crate) unsafe fn send_buf(p: *const std::ffi::c_void) -> SendBuf {
+    SendBuf { addr: p as usize }
+}
+
+/// `p` as an output data buffer.
+///
+/// # Safety
+/// As [`send_buf`], for writes, and accessed by nothing else meanwhile
+/// (reads too where the function's description reads it).
+pub(crate) unsafe fn recv_buf(p: *mut std::ffi::c_void) -> RecvBuf {
+    RecvBuf { addr: p as usize }
+}
+
+/// An in-array `const T P[]` with one entry per member of the call's
+/// communicator (a v-collective's counts, displacements and datatypes):
+/// its length is the communicator's, which only the body knows.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CommArray<'a, T> {
+    p: *const T,
+    _call: PhantomData<&'a [T]>,
+}
+
+impl<'a, T> CommArray<'a, T> {
+    /// The array as the `n` entries the function's description gives it
+    /// (one per member: the body passes the size it means).
+    ///
+    /// # Errors
+    /// `MPI_ERR_ARG` for null (`what` names the array).
+    pub(crate) fn entries(self, n: usize, what: &str) -> Res<&'a [T]> {
+        if self.p.is_null() {
+            return Err(Fail::msg(MPI_ERR_ARG, format!("a null {what} array")));
+        }
+        // SAFETY: non-null, valid for reads of one entry per member of the
+        // call's communicator, unchanged for the call (the contract of
+        // `comm_array`); the body passes that member count.
+        Ok(unsafe { std::slice::from_raw_parts(self.p, n) })
+    }
+}
+
+/// `p` as an array of one entry per member of the call's communicator.
+///
+/// # Safety
+/// `p` is null or valid for reads of as many `T`s as the function's
+/// description gives it (one per member the body counts), unchanged for
+/// the call.
+pub(crate) unsafe fn comm_array<'a, T>(p: *const T) -> CommArray<'a, T> {
+    CommArray {
+        p,
+        _call: PhantomData,
+    }
+}

@@ -1,7 +1,8 @@
 //! Calls of the program's C callbacks that the standard has the library
 //! make: attribute copy and delete functions, and a generalized request's
-//! query, free and cancel functions. (Error handlers are called by
-//! `ffi::raise`; user reduction functions by the reduction code.)
+//! query, free and cancel functions, and user reduction functions
+//! (`MPI_Op_create`'s; the large-count ones through the trampolines of
+//! `large_user_fn`). (Error handlers are called by `ffi::raise`.)
 //!
 //! # Contract
 //! Each function pointer here came through the boundary as the program's
@@ -14,7 +15,7 @@
 use std::ffi::{c_int, c_void};
 
 use crate::abi::callback::{
-    CommCopyAttrFn, CommDeleteAttrFn, GrequestCancelFn, GrequestFreeFn, GrequestQueryFn,
+    CommCopyAttrFn, CommDeleteAttrFn, GrequestCancelFn, GrequestFreeFn, GrequestQueryFn, UserFn,
 };
 use crate::abi::MpiStatus;
 
@@ -80,4 +81,34 @@ pub(crate) fn attr_copy(
         )
     };
     (rc, new_value, flag != 0)
+}
+
+/// Runs a user reduction function: `inout = input (op) inout` on `len`
+/// elements of datatype `dt` whose displacement 0 lies `base` bytes before
+/// each slice's start (the function computes its own addresses).
+///
+/// # Panics
+/// If the elements' data (`len` elements of `unit` bytes from `base`
+/// on) does not fit either slice: the caller sized them, so this is a bug,
+/// caught before the call.
+pub(crate) fn user_fn(
+    f: UserFn,
+    input: &[u8],
+    inout: &mut [u8],
+    base: isize,
+    unit: usize,
+    len: c_int,
+    dt: usize,
+) {
+    let need = unit * usize::try_from(len).unwrap_or(0);
+    assert!(need <= input.len() && need <= inout.len(), "a reduction's data overruns its buffers");
+    let (mut len, mut dt) = (len, dt);
+    let inp = input.as_ptr().wrapping_offset(-base).cast_mut().cast::<c_void>();
+    let io = inout.as_mut_ptr().wrapping_offset(-base).cast::<c_void>();
+    // SAFETY: the program's `MPI_User_function` (the module's contract);
+    // the standard lets it read `len` elements of `dt` at `inp` and write
+    // them at `io`, whose data lie within `input` and `inout` (displaced
+    // by `base`, the datatype's own first displacement; checked above);
+    // `len` and `dt` are locals.
+    unsafe { f(inp, io, &mut len, &mut dt) };
 }

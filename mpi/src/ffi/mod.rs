@@ -31,6 +31,7 @@ pub(crate) mod args;
 pub(crate) mod callbacks;
 pub(crate) mod cell;
 mod exports;
+pub(crate) mod large_user_fn;
 pub(crate) mod longdouble;
 mod lookup;
 pub(crate) mod os;

@@ -1,32 +1,11 @@
-//! Raw pointer helpers for the chapters that still take C pointers (the
-//! unchecked sections of `mpi/abi/functions.txt`) and for the decoders of
-//! `args`. Each is `unsafe`: the caller vouches that a non-null pointer is
+//! Raw pointer helpers for the decoders of `args` and the buffer module
+//! (`datatype::buf`). Each is `unsafe`: the caller vouches that a non-null pointer is
 //! valid; nulls are reported, never dereferenced.
 
 use std::ffi::{c_char, c_int};
 
 use crate::abi::class::{MPI_ERR_ARG, MPI_ERR_BUFFER};
-use crate::abi::MpiStatus;
 use crate::error::{Fail, Res};
-
-/// Writes `v` through the out-argument `p`.
-///
-/// # Safety
-/// `p` is null or valid for a write of `T`.
-///
-/// # Errors
-/// `MPI_ERR_ARG` for null.
-pub(crate) unsafe fn put<T>(p: *mut T, v: T) -> Res {
-    if p.is_null() {
-        return Err(Fail::new(
-            MPI_ERR_ARG,
-            "a null pointer was passed for an output argument",
-        ));
-    }
-    // SAFETY: non-null, and valid for a write (the caller's promise).
-    unsafe { p.write(v) };
-    Ok(())
-}
 
 /// Reads the in-argument `p`.
 ///
@@ -44,17 +23,6 @@ pub(crate) unsafe fn get<T: Copy>(p: *const T) -> Res<T> {
     }
     // SAFETY: non-null, and valid for a read (the caller's promise).
     Ok(unsafe { p.read() })
-}
-
-/// Writes a status unless `p` is `MPI_STATUS_IGNORE` (null).
-///
-/// # Safety
-/// `p` is null or valid for a write of an `MPI_Status`.
-pub(crate) unsafe fn put_status(p: *mut MpiStatus, s: MpiStatus) {
-    if !p.is_null() {
-        // SAFETY: non-null, and valid for a write (the caller's promise).
-        unsafe { p.write(s) };
-    }
 }
 
 /// A NUL-terminated C string argument.

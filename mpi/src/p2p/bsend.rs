@@ -15,21 +15,21 @@
 //! buffered sends on it before the process's buffer; those are kept here
 //! by the communicator's context id.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use ferry::{Comm, Request, SendMode};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::datatype::buf::{pack_into, send_data};
+use crate::datatype::buf::{bytes_mut, pack_into, send_data, SendData};
 
 use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus, MPI_PROC_NULL};
 use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
+use crate::ffi::args::{Out, RecvBuf, SendBuf};
 use crate::ffi::cell::LevelCell;
-use crate::ffi::raw::put;
 use crate::state::ChapterCell;
 use crate::state::{lock, rt, Runtime};
 
@@ -61,8 +61,8 @@ pub(crate) static COMM_BUFS: Mutex<Vec<(u32, Attached)>> = Mutex::new(Vec::new()
 /// The attached buffer and the messages in flight from it.
 #[derive(Debug)]
 pub(crate) struct Attached {
-    /// `(address, size)`; `None` for `MPI_BUFFER_AUTOMATIC`.
-    region: Option<(usize, usize)>,
+    /// The memory and its size; `None` for `MPI_BUFFER_AUTOMATIC`.
+    region: Option<(RecvBuf, usize)>,
     /// In flight, by offset: `(offset, reserved bytes, request, number)`.
     pending: Vec<(usize, usize, Request, u64)>,
 }
@@ -70,11 +70,11 @@ pub(crate) struct Attached {
 impl Attached {
     /// The buffer `MPI_Buffer_attach(buffer, size)` (or a communicator's
     /// attach) describes.
-    pub(crate) fn new(buffer: *mut c_void, size: impl Into<i64>) -> Res<Attached> {
+    pub(crate) fn new(buffer: RecvBuf, size: impl Into<i64>) -> Res<Attached> {
         let size = size.into();
         let size = usize::try_from(size)
             .map_err(|_| Fail::msg(MPI_ERR_ARG, format!("invalid buffer size {size}")))?;
-        let region = match buffer as usize {
+        let region = match buffer.addr() {
             AUTOMATIC => None,
             0 if size > 0 => {
                 return Err(Fail::new(
@@ -82,7 +82,7 @@ impl Attached {
                     "a null buffer with a non-zero size",
                 ))
             }
-            b => Some((b, size)),
+            _ => Some((buffer, size)),
         };
         Ok(Attached {
             region,
@@ -92,7 +92,7 @@ impl Attached {
 
     /// `(address, size)` as detach gives them back.
     pub(crate) fn region(&self) -> (usize, usize) {
-        self.region.unwrap_or((AUTOMATIC, 0))
+        self.region.map_or((AUTOMATIC, 0), |(b, size)| (b.addr(), size))
     }
 
     /// Waits until every message in flight is sent (a failure has no
@@ -136,12 +136,9 @@ impl Attached {
 
 /// A buffered send of `count` elements at `buf`: copied out, sent, and
 /// complete. The status of its (completed) request.
-///
-/// # Safety
-/// `buf` is readable for the data during the call.
-pub(crate) unsafe fn bsend_wide(
+pub(crate) fn bsend_wide(
     c: &Comm,
-    buf: *const c_void,
+    buf: SendBuf,
     count: usize,
     ty: &TypeRef,
     dest: c_int,
@@ -152,12 +149,10 @@ pub(crate) unsafe fn bsend_wide(
     if dest == MPI_PROC_NULL {
         return Ok(MpiStatus::EMPTY);
     }
-    let (dest, tag) = (rank_in(dest), tag_in(tag));
     {
         let mut bufs = lock(&COMM_BUFS);
         if let Some((_, a)) = bufs.iter_mut().find(|(k, _)| *k == c.context()) {
-            // SAFETY: forwarded.
-            return unsafe { place(a, c, buf, count, ty, len, dest, tag) };
+            return place(a, c, buf, count, ty, len, dest, tag);
         }
     }
     rt.bsend().with(|slot| {
@@ -167,31 +162,26 @@ pub(crate) unsafe fn bsend_wide(
                 "a buffered send with no buffer attached (MPI_Buffer_attach)",
             )
         })?;
-        // SAFETY: forwarded.
-        unsafe { place(a, c, buf, count, ty, len, dest, tag) }
+        place(a, c, buf, count, ty, len, dest, tag)
     })?
 }
 
 /// Copies a buffered message into `a` and sends it from there.
-///
-/// # Safety
-/// As for [`bsend`].
 #[allow(clippy::too_many_arguments)]
-unsafe fn place(
+fn place(
     a: &mut Attached,
     c: &Comm,
-    buf: *const c_void,
+    buf: SendBuf,
     count: usize,
     ty: &TypeRef,
     len: usize,
-    dest: ferry::Rank,
-    tag: ferry::Tag,
+    dest: c_int,
+    tag: c_int,
 ) -> Res<MpiStatus> {
     a.reap();
     let Some((base, size)) = a.region else {
-        // SAFETY: forwarded.
-        let v = unsafe { send_data(buf, count, ty)?.into_vec() };
-        let req = c.isend(v, dest, tag)?;
+        let v = send_data(buf, count, ty)?.into_vec();
+        let req = c.isend(v, rank_in(dest), tag_in(tag))?;
         a.pending.push((0, 0, req, number()));
         return Ok(MpiStatus::EMPTY);
     };
@@ -205,18 +195,12 @@ unsafe fn place(
                 ),
             )
         })?;
-    let at = (base + off) as *mut u8;
-    if len > 0 {
-        // SAFETY: `[off, off + len)` lies in the attached buffer (fit)
-        // and no message in flight uses it; the program gave the buffer
-        // to MPI until it detaches it.
-        let out = unsafe { std::slice::from_raw_parts_mut(at, len) };
-        // SAFETY: forwarded.
-        unsafe { pack_into(buf, count, ty, out)? };
-    }
-    // SAFETY: as above: the bytes stay untouched until the send
-    // completes (detach waits for it).
-    let req = unsafe { c.isend_raw(at, len, dest, tag, SendMode::Standard)? };
+    // `[off, off + len)` lies in the attached buffer (fit) and no message
+    // in flight uses it; the program gave the buffer to MPI until it
+    // detaches it, and detaching waits for the send.
+    let at = base.offset(off as isize);
+    pack_into(buf, count, ty, bytes_mut(at, len)?)?;
+    let req = SendData::attached(at, len)?.start(c, dest, tag, SendMode::Standard)?;
     let i = a.pending.partition_point(|p| p.0 < off);
     a.pending.insert(i, (off, need, req, number()));
     Ok(MpiStatus::EMPTY)
@@ -261,7 +245,7 @@ pub(crate) fn detach_at_finalize() {
 }
 
 /// `MPI_Buffer_attach(_c)`: the process's buffer of `size` bytes.
-pub(crate) fn attach(buffer: *mut c_void, size: i64) -> Res {
+pub(crate) fn attach(buffer: RecvBuf, size: i64) -> Res {
     let rt = rt()?;
     let a = Attached::new(buffer, size)?;
     detach_at_finalize();
@@ -278,11 +262,8 @@ pub(crate) fn attach(buffer: *mut c_void, size: i64) -> Res {
 }
 
 /// The body of `MPI_Bsend` and `MPI_Bsend_c` (whose counts are `MPI_Count`s).
-///
-/// # Safety
-/// As for `MPI_Bsend`: the caller's buffers and out-arguments.
-pub(crate) unsafe fn bsend(
-    buf: *const c_void,
+pub(crate) fn bsend(
+    buf: SendBuf,
     count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
@@ -293,34 +274,26 @@ pub(crate) unsafe fn bsend(
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
-    // SAFETY: the send buffer, read during this call.
-    unsafe { bsend_wide(&c.comm, buf, count_arg(count)?, &ty, dest, tag)? };
+    bsend_wide(&c.comm, buf, count_arg(count)?, &ty, dest, tag)?;
     Ok(())
 }
 
 /// The body of `MPI_Ibsend` and `MPI_Ibsend_c` (whose counts are `MPI_Count`s).
-///
-/// # Safety
-/// As for `MPI_Ibsend`: the caller's buffers and out-arguments.
-pub(crate) unsafe fn ibsend(
-    buf: *const c_void,
+pub(crate) fn ibsend(
+    buf: SendBuf,
     count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
     tag: c_int,
     comm: usize,
-    request: *mut usize,
+    mut request: Out<'_, usize>,
 ) -> Res {
     let count: i64 = count.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
-    if request.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
-    }
-    // SAFETY: the send buffer, read during this call.
-    unsafe { bsend_wide(&c.comm, buf, count_arg(count)?, &ty, dest, tag)? };
+    crate::p2p::messages::check_request(&request)?;
+    bsend_wide(&c.comm, buf, count_arg(count)?, &ty, dest, tag)?;
     // Complete once buffered: MPIX_REQUEST_EMPTY.
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(request, crate::abi::MPIX_REQUEST_EMPTY) }
+    request.set(crate::abi::MPIX_REQUEST_EMPTY)
 }

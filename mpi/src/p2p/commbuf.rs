@@ -11,7 +11,7 @@
 //! (a [`Polled`] one, `State::Polled`) that the completion calls poll until the messages
 //! buffered before the call are sent (later ones do not hold it back).
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use ferry::Comm;
 
@@ -20,7 +20,7 @@ use crate::p2p::bsend::{mark, Attached, COMM_BUFS};
 use crate::abi::class::*;
 use crate::abi::{MpiStatus, MPI_COMM_SELF};
 use crate::error::{Fail, Res};
-use crate::ffi::args::Out;
+use crate::ffi::args::{Out, RecvBuf};
 use crate::request::object::{Polled, ReqObj, State};
 use crate::request::post::Post;
 use crate::state::{lock, rt};
@@ -119,8 +119,8 @@ impl SizeArg for i64 {
 /// `MPI_Buffer_attach(_c)`: the process's buffer of `size` bytes;
 /// `MPI_BUFFER_AUTOMATIC` lets each buffered message take memory of its
 /// own.
-pub(crate) fn buffer_attach(buffer: usize, size: impl Into<i64>) -> Res {
-    crate::p2p::bsend::attach(buffer as *mut c_void, size.into())
+pub(crate) fn buffer_attach(buffer: RecvBuf, size: impl Into<i64>) -> Res {
+    crate::p2p::bsend::attach(buffer, size.into())
 }
 
 /// `MPI_Buffer_detach(_c)`: waits until the buffered messages are sent;
@@ -136,7 +136,7 @@ pub(crate) fn buffer_detach<S: SizeArg>(
 }
 
 /// `MPI_Comm_attach_buffer(_c)`: `comm`'s buffer of `size` bytes.
-pub(crate) fn comm_attach(comm: usize, buffer: *mut c_void, size: i64) -> Res {
+pub(crate) fn comm_attach(comm: usize, buffer: RecvBuf, size: i64) -> Res {
     let c = rt()?.comm(comm)?;
     let a = Attached::new(buffer, size)?;
     let key = c.comm.context();
@@ -176,8 +176,8 @@ pub(crate) fn comm_detach(comm: usize) -> Res<(usize, usize)> {
 
 /// `MPI_Comm_attach_buffer(_c)`: a buffer (or `MPI_BUFFER_AUTOMATIC`)
 /// for the buffered sends on `comm`.
-pub(crate) fn comm_attach_buffer(comm: usize, buffer: usize, size: impl Into<i64>) -> Res {
-    comm_attach(comm, buffer as *mut c_void, size.into())
+pub(crate) fn comm_attach_buffer(comm: usize, buffer: RecvBuf, size: impl Into<i64>) -> Res {
+    comm_attach(comm, buffer, size.into())
 }
 
 /// `MPI_Comm_detach_buffer(_c)`: waits until its messages are sent; gives

@@ -15,62 +15,29 @@
 //! them MPI's meaning (a receive from `MPI_PROC_NULL` completes at once
 //! with source `MPI_PROC_NULL`, tag `MPI_ANY_TAG`, count 0).
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use ferry::{Comm, SendMode};
 
-use crate::datatype::buf::{recv_data, send_data, RecvData, SendData};
+use crate::datatype::buf::{recv_data, send_data, Raw, RecvData, SendData};
 
-use crate::abi::class::*;
-use crate::abi::{rank_in, tag_in, MpiStatus};
+use crate::abi::MpiStatus;
 use crate::datatype::count_arg;
 use crate::error::{Fail, Res};
-use crate::ffi::raw::{put, put_status};
+use crate::ffi::args::{Out, RecvBuf, SendBuf, StatusOut};
 use crate::request::object::{Report, ReqObj};
 use crate::request::post::Post;
 use crate::state::{rt, Runtime};
 
-/// Starts a nonblocking send of resolved data.
-///
-/// # Safety
-/// `Raw` data stays valid for reads, and unwritten, until the request
-/// completes (MPI's rule for nonblocking sends).
-pub(crate) unsafe fn start_send(
-    c: &Comm,
-    data: SendData,
-    dest: c_int,
-    tag: c_int,
-    mode: SendMode,
-) -> Res<ferry::Request> {
-    let (dest, tag) = (rank_in(dest), tag_in(tag));
-    Ok(match data {
-        // SAFETY: forwarded; null only with no bytes.
-        SendData::Raw { ptr, len } => unsafe { c.isend_raw(ptr, len, dest, tag, mode)? },
-        SendData::Streamed(b) => c.isend_buf(b, None, dest, tag, mode)?,
-    })
-}
-
 /// Starts a nonblocking receive; the request and its post step.
-///
-/// # Safety
-/// `Raw` memory, and a staged receive's span, stay valid for writes and
-/// untouched by anything else until the request completes.
-pub(crate) unsafe fn start_recv(
+pub(crate) fn start_recv(
     c: &Comm,
     target: RecvData,
     source: c_int,
     tag: c_int,
 ) -> Res<(ferry::Request, Post)> {
-    let (source, tag) = (rank_in(source), tag_in(tag));
-    Ok(match target {
-        // SAFETY: forwarded; null only with no bytes.
-        RecvData::Raw { ptr, len } => (unsafe { c.irecv_raw(ptr, len, source, tag)? }, Post::None),
-        RecvData::Staged { len, unpack } => (
-            c.irecv(vec![0u8; len], source, tag)?,
-            Post::Unpack(Box::new(unpack)),
-        ),
-        RecvData::Streamed(b) => (c.irecv_buf(b, None, source, tag)?, Post::None),
-    })
+    let (req, unpack) = target.start(c, source, tag)?;
+    Ok((req, unpack.map_or(Post::None, |u| Post::Unpack(Box::new(u)))))
 }
 
 /// The handle of a raw operation just started: `MPIX_REQUEST_EMPTY` if it
@@ -86,64 +53,16 @@ fn store_raw(rt: &Runtime, r: ferry::RawRequest, comm: usize) -> Res<usize> {
     rt.add_request(ReqObj::raw(r, comm))
 }
 
-/// The arguments every MPI send call begins with: `buf, count, datatype,
-/// dest, tag, comm`, as the program passed them (the count widened: an
-/// `int`, or a `_c` form's `MPI_Count`).
-#[derive(Clone, Copy)]
-pub(crate) struct SendArgs {
-    pub(crate) buf: *const c_void,
-    pub(crate) count: i64,
-    pub(crate) datatype: usize,
-    pub(crate) dest: c_int,
-    pub(crate) tag: c_int,
-    pub(crate) comm: usize,
-}
-
-/// Gathers a send call's leading arguments into a [`SendArgs`].
-macro_rules! send_args {
-    ($buf:ident, $count:ident, $datatype:ident, $dest:ident, $tag:ident, $comm:ident) => {
-        $crate::p2p::messages::SendArgs {
-            buf: $buf,
-            count: $count.into(),
-            datatype: $datatype,
-            dest: $dest,
-            tag: $tag,
-            comm: $comm,
-        }
-    };
-}
-#[cfg(test)]
-pub(crate) use send_args;
-
-/// The shared body of `MPI_Isend`, `MPI_Issend` and `MPI_Irsend`.
-///
-/// # Safety
-/// MPI's rule for a nonblocking send buffer; `request` is an out-argument.
-pub(crate) unsafe fn isend_call(a: SendArgs, request: *mut usize, mode: SendMode) -> Res {
-    let rt = rt()?;
-    let c = rt.comm(a.comm)?;
-    let ty = rt.comm_type(a.datatype)?;
+/// Reports a null request pointer before an operation starts, so nothing
+/// is left running without a handle.
+pub(crate) fn check_request(request: &Out<'_, usize>) -> Res {
     if request.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+        return Err(Fail::new(
+            crate::abi::class::MPI_ERR_ARG,
+            "a null request pointer",
+        ));
     }
-    // SAFETY: forwarded.
-    let data = match unsafe { send_data(a.buf, count_arg(a.count)?, &ty)? } {
-        SendData::Raw { ptr, len } if c.comm.has_job_ranks() => {
-            let (dest, tag) = (rank_in(a.dest), tag_in(a.tag));
-            // SAFETY: forwarded; the request is completed by a completion
-            // call, or promoted (see `ReqObj::promote`).
-            let r = unsafe { c.comm.isend_raw_request(ptr, len, dest, tag, mode)? };
-            // SAFETY: checked non-null; an out-argument.
-            return unsafe { put(request, store_raw(rt, r, a.comm)?) };
-        }
-        data => data,
-    };
-    // SAFETY: forwarded.
-    let req = unsafe { start_send(&c.comm, data, a.dest, a.tag, mode)? };
-    // SAFETY: no post step: nothing is written.
-    let h = crate::request::handle::store(ReqObj::active(req, a.comm, Post::None))?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(request, h) }
+    Ok(())
 }
 
 /// The bytes of `count` elements of `datatype` when the blocking calls'
@@ -157,67 +76,24 @@ fn plain_world(
     rt: &Runtime,
     comm: usize,
     datatype: usize,
-    count: c_int,
-    buf: *const c_void,
+    count: i64,
+    buf: usize,
 ) -> Option<(&Comm, usize)> {
-    if comm != crate::abi::MPI_COMM_WORLD || buf.is_null() {
+    if comm != crate::abi::MPI_COMM_WORLD || buf == 0 {
         return None;
     }
     let size = crate::datatype::dense(datatype)?.size;
     // A predefined type's size is at most 64 bytes (a unit test checks
     // it), so a non-negative c_int count times it stays far below
     // isize::MAX: no overflow check.
-    let count = usize::try_from(count).ok()?;
+    let count = usize::try_from(c_int::try_from(count).ok()?).ok()?;
     Some((&rt.world_comm.comm, count * size))
-}
-
-/// The blocking sends' fast path (the table's `fast`): `plain_world`'s
-/// case straight to ferry's slice call, under one guard, with none of the
-/// general body's intermediate values (the communicator and datatype
-/// references, the resolved buffer). osu_latency's `MPI_Send` takes it.
-///
-/// # Safety
-/// `buf` is valid for reads of the message's data during the call.
-#[inline(always)]
-unsafe fn send_world(a: SendArgs, mode: SendMode) -> Option<Res> {
-    // Not initialized or finalized: the general path reports it.
-    let rt = rt().ok()?;
-    let (c, len) = plain_world(
-        rt,
-        a.comm,
-        a.datatype,
-        c_int::try_from(a.count).ok()?,
-        a.buf,
-    )?;
-    // SAFETY: non-null (checked), and valid for reads of the message's
-    // `len` bytes during the call (the caller's promise).
-    let bytes = unsafe { std::slice::from_raw_parts(a.buf.cast::<u8>(), len) };
-    Some(send_bytes(c, bytes, a.dest, a.tag, mode))
-}
-
-/// The general body of the blocking sends.
-///
-/// # Safety
-/// `buf` is valid for reads of the message's data during the call.
-pub(crate) unsafe fn send_call(a: SendArgs, mode: SendMode) -> Res {
-    let rt = rt()?;
-    let c = rt.comm(a.comm)?;
-    let ty = rt.comm_type(a.datatype)?;
-    // SAFETY: the send buffer, read during this call only.
-    let data = unsafe { send_data(a.buf, count_arg(a.count)?, &ty)? };
-    // SAFETY: as above; the slice lives until the send completes here.
-    if let Some(bytes) = unsafe { data.slice() } {
-        return send_bytes(&c.comm, bytes, a.dest, a.tag, mode);
-    }
-    // SAFETY: as above: the send completes before this returns.
-    let s = unsafe { start_send(&c.comm, data, a.dest, a.tag, mode)? };
-    ReqObj::active(s, a.comm, Post::None).wait()?.result
 }
 
 /// A blocking send of `bytes` in `mode`.
 #[inline(always)]
 fn send_bytes(c: &Comm, bytes: &[u8], dest: c_int, tag: c_int, mode: SendMode) -> Res {
-    let (dest, tag) = (rank_in(dest), tag_in(tag));
+    let (dest, tag) = (crate::abi::rank_in(dest), crate::abi::tag_in(tag));
     match mode {
         SendMode::Synchronous => c.ssend(bytes, dest, tag)?,
         SendMode::Ready => c.rsend(bytes, dest, tag)?,
@@ -226,251 +102,195 @@ fn send_bytes(c: &Comm, bytes: &[u8], dest: c_int, tag: c_int, mode: SendMode) -
     Ok(())
 }
 
-/// The blocking sends' fast path, for every mode (see [`send`]).
-///
-/// # Safety
-/// `buf` is valid for reads of the message's data during the call.
+/// The blocking sends' fast path (the table's `fast`): `plain_world`'s
+/// case straight to ferry's slice call, under one guard, with none of the
+/// general body's intermediate values (the communicator and datatype
+/// references, the resolved buffer). osu_latency's `MPI_Send` takes it.
 #[inline(always)]
-pub(crate) unsafe fn send_fast(
+pub(crate) fn send_fast(
     mode: SendMode,
-    buf: *const c_void,
+    buf: SendBuf,
     count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
     tag: c_int,
     comm: usize,
 ) -> Option<Res> {
-    // SAFETY: the caller's send buffer.
-    unsafe { send_world(send_args!(buf, count, datatype, dest, tag, comm), mode) }
+    // Not initialized or finalized: the general path reports it.
+    let rt = rt().ok()?;
+    let (c, len) = plain_world(rt, comm, datatype, count.into(), buf.addr())?;
+    Some(crate::datatype::buf::bytes(buf, len).and_then(|b| send_bytes(c, b, dest, tag, mode)))
 }
 
 /// `MPI_Send`, `MPI_Ssend` and `MPI_Rsend`, and their `_c` forms: one
 /// body for every mode (the table's rows name the mode; the count is an
 /// `int` or an `MPI_Count`).
-///
-/// # Safety
-/// `buf` is valid for reads of the message's data during the call.
-pub(crate) unsafe fn send(
+pub(crate) fn send(
     mode: SendMode,
-    buf: *const c_void,
+    buf: SendBuf,
     count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
     tag: c_int,
     comm: usize,
 ) -> Res {
-    // SAFETY: the caller's send buffer.
-    unsafe { send_call(send_args!(buf, count, datatype, dest, tag, comm), mode) }
-}
-
-/// `MPI_Isend`, `MPI_Issend` and `MPI_Irsend`, and their `_c` forms.
-///
-/// # Safety
-/// MPI's rule for a nonblocking send buffer; `request` is an out-argument.
-pub(crate) unsafe fn isend(
-    mode: SendMode,
-    buf: *const c_void,
-    count: impl Into<i64>,
-    datatype: usize,
-    dest: c_int,
-    tag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    // SAFETY: forwarded.
-    unsafe {
-        isend_call(
-            send_args!(buf, count, datatype, dest, tag, comm),
-            request,
-            mode,
-        )
-    }
-}
-
-/// The body of `MPI_Irecv` and `MPI_Irecv_c` (whose counts are `MPI_Count`s).
-///
-/// # Safety
-/// As for `MPI_Irecv`: the caller's buffers and out-arguments.
-pub(crate) unsafe fn irecv(
-    buf: *mut c_void,
-    count: impl Into<i64>,
-    datatype: usize,
-    source: c_int,
-    tag: c_int,
-    comm: usize,
-    request: *mut usize,
-) -> Res {
-    let count: i64 = count.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
-    if request.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+    let data = send_data(buf, count_arg(count.into())?, &ty)?;
+    if let Some(bytes) = data.slice() {
+        return send_bytes(&c.comm, bytes, dest, tag, mode);
     }
-    // SAFETY: MPI's nonblocking rule for `buf`.
-    let target = match unsafe { recv_data(buf, count_arg(count)?, &ty)? } {
-        RecvData::Raw { ptr, len } if c.comm.has_job_ranks() => {
-            let (source, tag) = (rank_in(source), tag_in(tag));
-            // SAFETY: MPI's nonblocking rule for `buf`; the request is
-            // completed by a completion call, or promoted.
-            let r = unsafe { c.comm.irecv_raw_request(ptr, len, source, tag)? };
-            // SAFETY: checked non-null; an out-argument.
-            return unsafe { put(request, store_raw(rt, r, comm)?) };
+    let s = data.start(&c.comm, dest, tag, mode)?;
+    ReqObj::active(s, comm, Post::None).wait()?.result
+}
+
+/// `MPI_Isend`, `MPI_Issend` and `MPI_Irsend`, and their `_c` forms.
+pub(crate) fn isend(
+    mode: SendMode,
+    buf: SendBuf,
+    count: impl Into<i64>,
+    datatype: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: usize,
+    mut request: Out<'_, usize>,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    check_request(&request)?;
+    let data = match send_data(buf, count_arg(count.into())?, &ty)? {
+        SendData::Raw(raw) if c.comm.has_job_ranks() => {
+            let r = raw.start_request(&c.comm, dest, tag, mode)?;
+            return request.set(store_raw(rt, r, comm)?);
+        }
+        data => data,
+    };
+    let req = data.start(&c.comm, dest, tag, mode)?;
+    let h = crate::request::handle::store(ReqObj::active(req, comm, Post::None))?;
+    request.set(h)
+}
+
+/// The body of `MPI_Irecv` and `MPI_Irecv_c` (whose counts are `MPI_Count`s).
+pub(crate) fn irecv(
+    buf: RecvBuf,
+    count: impl Into<i64>,
+    datatype: usize,
+    source: c_int,
+    tag: c_int,
+    comm: usize,
+    mut request: Out<'_, usize>,
+) -> Res {
+    let rt = rt()?;
+    let c = rt.comm(comm)?;
+    let ty = rt.comm_type(datatype)?;
+    check_request(&request)?;
+    let target = match recv_data(buf, count_arg(count.into())?, &ty)? {
+        RecvData::Raw(raw) if c.comm.has_job_ranks() => {
+            let r = raw.start_request(&c.comm, source, tag)?;
+            return request.set(store_raw(rt, r, comm)?);
         }
         target => target,
     };
-    // SAFETY: MPI's nonblocking rule for `buf`.
-    let (req, post) = unsafe { start_recv(&c.comm, target, source, tag)? };
-    // SAFETY: the receive buffer, valid as above.
+    let (req, post) = start_recv(&c.comm, target, source, tag)?;
     let h = crate::request::handle::store(ReqObj::active(req, comm, post))?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(request, h) }
+    request.set(h)
 }
 
 /// Receives and waits: the request's report (status and error).
-///
-/// # Safety
-/// `buf` is valid for the received data's writes during the call.
-unsafe fn recv_wait(
-    comm: usize,
-    c: &Comm,
-    target: RecvData,
-    source: c_int,
-    tag: c_int,
-) -> Res<Report> {
-    // SAFETY: forwarded; the request completes before this returns.
-    let (req, post) = unsafe { start_recv(c, target, source, tag)? };
+fn recv_wait(comm: usize, c: &Comm, target: RecvData, source: c_int, tag: c_int) -> Res<Report> {
+    let (req, post) = start_recv(c, target, source, tag)?;
     ReqObj::active(req, comm, post).wait()
 }
 
-/// A blocking receive of contiguous bytes into `ptr`, its status written
-/// to `status` (which may be `MPI_STATUS_IGNORE`): no request object and
-/// no post step.
-///
-/// # Safety
-/// `ptr` is valid for writes of `len` bytes during the call, or null with
-/// none; `status` is null or valid for a write.
+/// A blocking receive of contiguous bytes, its status written to
+/// `status` (which may be `MPI_STATUS_IGNORE`): no request object and no
+/// post step.
 #[inline(always)]
-unsafe fn recv_contiguous(
+fn recv_contiguous(
     c: &Comm,
-    ptr: *mut u8,
-    len: usize,
+    raw: Raw<*mut u8>,
     source: c_int,
     tag: c_int,
-    status: *mut MpiStatus,
+    status: &mut StatusOut<'_>,
 ) -> Res {
-    // SAFETY: forwarded (the call returns once the receive is complete).
-    let s = unsafe { c.recv_raw(ptr, len, rank_in(source), tag_in(tag))? };
-    // SAFETY: forwarded.
-    unsafe { put_status(status, MpiStatus::from_ferry(&s)) };
+    let s = raw.recv(c, source, tag)?;
+    status.set(MpiStatus::from_ferry(&s));
     s.error.map_or(Ok(()), |e| Err(Fail::from(e)))
 }
 
 /// The body of `MPI_Recv` and `MPI_Recv_c` (whose counts are `MPI_Count`s).
-///
-/// # Safety
-/// As for `MPI_Recv`: the caller's buffers and out-arguments.
-pub(crate) unsafe fn recv(
-    buf: *mut c_void,
+pub(crate) fn recv(
+    buf: RecvBuf,
     count: impl Into<i64>,
     datatype: usize,
     source: c_int,
     tag: c_int,
     comm: usize,
-    status: *mut MpiStatus,
+    mut status: StatusOut<'_>,
 ) -> Res {
-    let count: i64 = count.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
-    // SAFETY: the caller's receive buffer; the receive completes
-    // before this returns.
-    let report = match unsafe { recv_data(buf, count_arg(count)?, &ty)? } {
-        RecvData::Raw { ptr, len } => {
-            // SAFETY: the caller's receive buffer and status, for the
-            // duration of the call.
-            return unsafe { recv_contiguous(&c.comm, ptr, len, source, tag, status) };
-        }
-        // SAFETY: as above.
-        staged => unsafe { recv_wait(comm, &c.comm, staged, source, tag)? },
+    let report = match recv_data(buf, count_arg(count.into())?, &ty)? {
+        RecvData::Raw(raw) => return recv_contiguous(&c.comm, raw, source, tag, &mut status),
+        staged => recv_wait(comm, &c.comm, staged, source, tag)?,
     };
-    // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-    report.write_status(&mut unsafe { crate::ffi::args::status_out(status) })
+    report.write_status(&mut status)
 }
 
 /// `MPI_Recv`: a truncated message fills the buffer, sets the status
 /// (count = the buffer's size, `MPI_ERROR` = `MPI_ERR_TRUNCATE`) and
 /// returns `MPI_ERR_TRUNCATE`. Its fast path: `None` hands the call to [`recv`].
-///
-/// # Safety
-/// The C caller's pointers, valid as the MPI standard says for this function.
 #[inline(always)]
-pub(crate) unsafe fn recv_fast(
-    buf: *mut c_void,
+pub(crate) fn recv_fast(
+    buf: RecvBuf,
     count: c_int,
     datatype: usize,
     source: c_int,
     tag: c_int,
     comm: usize,
-    status: *mut MpiStatus,
+    mut status: StatusOut<'_>,
 ) -> Option<Res> {
-    // The fast path (as `send_world`'s); osu_latency's `MPI_Recv`.
+    // The fast path (as `send_fast`'s); osu_latency's `MPI_Recv`.
     let rt = rt().ok()?;
-    let (c, len) = plain_world(rt, comm, datatype, count, buf.cast_const())?;
-    // SAFETY: the caller's receive buffer, non-null (checked), for the
-    // duration of the call; `status` is MPI_STATUS_IGNORE or writable.
-    Some(unsafe { recv_contiguous(c, buf.cast::<u8>(), len, source, tag, status) })
+    let (c, len) = plain_world(rt, comm, datatype, count.into(), buf.addr())?;
+    Some(Raw::new(buf, len).and_then(|raw| recv_contiguous(c, raw, source, tag, &mut status)))
 }
 
 /// The body of `MPI_Sendrecv` and `MPI_Sendrecv_c` (whose counts are `MPI_Count`s).
-///
-/// # Safety
-/// As for `MPI_Sendrecv`: the caller's buffers and out-arguments.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn sendrecv(
-    sendbuf: *const c_void,
+pub(crate) fn sendrecv(
+    sendbuf: SendBuf,
     sendcount: impl Into<i64>,
     sendtype: usize,
     dest: c_int,
     sendtag: c_int,
-    recvbuf: *mut c_void,
+    recvbuf: RecvBuf,
     recvcount: impl Into<i64>,
     recvtype: usize,
     source: c_int,
     recvtag: c_int,
     comm: usize,
-    status: *mut MpiStatus,
+    mut status: StatusOut<'_>,
 ) -> Res {
-    let sendcount: i64 = sendcount.into();
-    let recvcount: i64 = recvcount.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let (st, rty) = (rt.comm_type(sendtype)?, rt.comm_type(recvtype)?);
-    // SAFETY: the caller's receive buffer; the receive completes
-    // before this returns.
-    let target = unsafe { recv_data(recvbuf, count_arg(recvcount)?, &rty)? };
-    // SAFETY: both buffers are the caller's for the duration of the
-    // call, and both requests complete before it returns.
-    let data = unsafe { send_data(sendbuf, count_arg(sendcount)?, &st)? };
-    // SAFETY: as above.
-    let (r, post) = unsafe { start_recv(&c.comm, target, source, recvtag)? };
+    let target = recv_data(recvbuf, count_arg(recvcount.into())?, &rty)?;
+    let data = send_data(sendbuf, count_arg(sendcount.into())?, &st)?;
+    let (r, post) = start_recv(&c.comm, target, source, recvtag)?;
     let mut r = ReqObj::active(r, comm, post);
-    // SAFETY: as above.
-    let s = unsafe { start_send(&c.comm, data, dest, sendtag, SendMode::Standard) };
+    let s = data.start(&c.comm, dest, sendtag, SendMode::Standard);
     let sent = s.and_then(|s| ReqObj::active(s, comm, Post::None).wait());
     let got = r.wait()?;
     sent?.result?;
-    // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-    got.write_status(&mut unsafe { crate::ffi::args::status_out(status) })
+    got.write_status(&mut status)
 }
 
 /// The body of `MPI_Sendrecv_replace` and `MPI_Sendrecv_replace_c` (whose counts are `MPI_Count`s).
-///
-/// # Safety
-/// As for `MPI_Sendrecv_replace`: the caller's buffers and out-arguments.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn sendrecv_replace(
-    buf: *mut c_void,
+pub(crate) fn sendrecv_replace(
+    buf: RecvBuf,
     count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
@@ -478,24 +298,21 @@ pub(crate) unsafe fn sendrecv_replace(
     source: c_int,
     recvtag: c_int,
     comm: usize,
-    status: *mut MpiStatus,
+    mut status: StatusOut<'_>,
 ) -> Res {
-    let count: i64 = count.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
-    let n = count_arg(count)?;
-    // SAFETY: the caller's buffer, read here before the receive starts.
-    let outgoing = unsafe { send_data(buf.cast_const(), n, &ty)?.into_vec() };
-    // SAFETY: MPI's rule for the buffer until the receive completes.
-    let target = unsafe { recv_data(buf, n, &ty)? };
-    // SAFETY: the caller's buffer for the duration of the call; the
-    // receive completes before this returns.
-    let (r, post) = unsafe { start_recv(&c.comm, target, source, recvtag)? };
+    let n = count_arg(count.into())?;
+    // Read before the receive starts: the buffer is the message too.
+    let outgoing = send_data(buf.input(), n, &ty)?.into_vec();
+    let target = recv_data(buf, n, &ty)?;
+    let (r, post) = start_recv(&c.comm, target, source, recvtag)?;
     let mut r = ReqObj::active(r, comm, post);
-    let sent = c.comm.send(&outgoing, rank_in(dest), tag_in(sendtag));
+    let sent = c
+        .comm
+        .send(&outgoing, crate::abi::rank_in(dest), crate::abi::tag_in(sendtag));
     let got = r.wait()?;
     sent?;
-    // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-    got.write_status(&mut unsafe { crate::ffi::args::status_out(status) })
+    got.write_status(&mut status)
 }

@@ -11,7 +11,6 @@
 //! into an owned buffer only, so `MPI_Imrecv` (and any non-contiguous
 //! datatype) stages it and copies out on completion.
 
-use std::ffi::c_void;
 
 use crate::datatype::buf::{recv_data, staged, RecvData};
 
@@ -20,7 +19,7 @@ use crate::abi::*;
 use crate::datatype::count_arg;
 use crate::error::{Fail, Res};
 use crate::ffi::cell::LevelCell;
-use crate::ffi::raw::{bytes_mut, get, put, put_status};
+use crate::ffi::args::{Out, RecvBuf, StatusOut};
 use crate::handle::{Kind, Table};
 use crate::request::object::{Report, ReqObj};
 use crate::request::post::Post;
@@ -82,13 +81,8 @@ pub(crate) fn store(
 
 /// Takes the message `message` names out of the table (the program's
 /// handle becomes `MPI_MESSAGE_NULL`); `None` for `MPI_MESSAGE_NO_PROC`.
-///
-/// # Safety
-/// `message` is an in/out argument.
-unsafe fn take(rt: &Runtime, message: *mut usize) -> Res<Option<MsgObj>> {
-    // SAFETY: forwarded.
-    let h = unsafe { get(message.cast_const())? };
-    let obj = match h {
+fn take(rt: &Runtime, message: &mut Out<'_, usize>) -> Res<Option<MsgObj>> {
+    let obj = match message.get()? {
         MPI_MESSAGE_NO_PROC => None,
         MPI_MESSAGE_NULL => {
             return Err(Fail::new(
@@ -102,27 +96,20 @@ unsafe fn take(rt: &Runtime, message: *mut usize) -> Res<Option<MsgObj>> {
                 .map_err(|b| Fail::handle(MPI_ERR_REQUEST, b, "message"))?,
         ),
     };
-    // SAFETY: forwarded.
-    unsafe { put(message, MPI_MESSAGE_NULL)? };
+    message.set(MPI_MESSAGE_NULL)?;
     Ok(obj)
 }
 
 /// Starts the receive of a matched message into a staging vector, or a
 /// segmented buffer over the program's memory (large non-contiguous
 /// data); the request object.
-///
-/// # Safety
-/// MPI's rule for a receive buffer: `buf` is valid for writes of the
-/// elements' data, and untouched by anything else, until the receive
-/// completes.
-unsafe fn start_unpacked(
+fn start_unpacked(
     obj: MsgObj,
-    buf: *mut c_void,
+    buf: RecvBuf,
     count: usize,
     ty: &crate::datatype::TypeRef,
 ) -> Res<ReqObj> {
-    // SAFETY: forwarded.
-    let (started, post) = match unsafe { recv_data(buf, count, ty)? } {
+    let (started, post) = match recv_data(buf, count, ty)? {
         RecvData::Streamed(b) => (obj.msg.irecv_buf(b, None), Post::None),
         _ => {
             let RecvData::Staged { len, unpack } = staged(buf, count, ty)? else {
@@ -139,35 +126,27 @@ unsafe fn start_unpacked(
 }
 
 /// The body of `MPI_Mrecv` and `MPI_Mrecv_c` (whose counts are `MPI_Count`s).
-///
-/// # Safety
-/// As for `MPI_Mrecv`: the caller's buffers and out-arguments.
-pub(crate) unsafe fn mrecv(
-    buf: *mut c_void,
+pub(crate) fn mrecv(
+    buf: RecvBuf,
     count: impl Into<i64>,
     datatype: usize,
-    message: *mut usize,
-    status: *mut MpiStatus,
+    mut message: Out<'_, usize>,
+    mut status: StatusOut<'_>,
 ) -> Res {
     let count: i64 = count.into();
     let rt = rt()?;
     let ty = rt.comm_type(datatype)?;
     let n = count_arg(count)?;
-    // SAFETY: in/out argument.
-    let Some(obj) = (unsafe { take(rt, message)? }) else {
-        // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-        unsafe { put_status(status, proc_null_status()) };
+    let Some(obj) = take(rt, &mut message)? else {
+        status.set(proc_null_status());
         return Ok(());
     };
-    // SAFETY: the caller's receive buffer; the receive completes
-    // before this returns.
-    let report = match unsafe { recv_data(buf, n, &ty)? } {
-        RecvData::Raw { ptr, len } => {
+    let report = match recv_data(buf, n, &ty)? {
+        RecvData::Raw(mut raw) => {
             let comm = obj.comm;
             let probed = obj.probed;
-            // SAFETY: the caller's receive buffer for the call.
-            let slice = unsafe { bytes_mut(ptr, len)? };
-            match obj.msg.recv(slice) {
+            let len = raw.len();
+            match obj.msg.recv(raw.bytes()?) {
                 Ok(s) => Report::ok(MpiStatus::from_ferry(&s)),
                 Err(e) => {
                     let f = Fail::from(e).on(comm);
@@ -182,38 +161,28 @@ pub(crate) unsafe fn mrecv(
                 }
             }
         }
-        // SAFETY: as above.
-        _ => unsafe { start_unpacked(obj, buf, n, &ty)? }.wait()?,
+        _ => start_unpacked(obj, buf, n, &ty)?.wait()?,
     };
-    // SAFETY: MPI_STATUS_IGNORE (null) or a status to fill.
-    report.write_status(&mut unsafe { crate::ffi::args::status_out(status) })
+    report.write_status(&mut status)
 }
 
 /// The body of `MPI_Imrecv` and `MPI_Imrecv_c` (whose counts are `MPI_Count`s).
-///
-/// # Safety
-/// As for `MPI_Imrecv`: the caller's buffers and out-arguments.
-pub(crate) unsafe fn imrecv(
-    buf: *mut c_void,
+pub(crate) fn imrecv(
+    buf: RecvBuf,
     count: impl Into<i64>,
     datatype: usize,
-    message: *mut usize,
-    request: *mut usize,
+    mut message: Out<'_, usize>,
+    mut request: Out<'_, usize>,
 ) -> Res {
     let count: i64 = count.into();
     let rt = rt()?;
     let ty = rt.comm_type(datatype)?;
     let n = count_arg(count)?;
-    if request.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
-    }
-    // SAFETY: in/out argument.
-    let obj = match unsafe { take(rt, message)? } {
-        // SAFETY: MPI's rule for a nonblocking receive buffer.
-        Some(m) => unsafe { start_unpacked(m, buf, n, &ty)? },
+    crate::p2p::messages::check_request(&request)?;
+    let obj = match take(rt, &mut message)? {
+        Some(m) => start_unpacked(m, buf, n, &ty)?,
         None => ReqObj::ready(proc_null_status(), MPI_COMM_SELF),
     };
     let h = rt.add_request(obj)?;
-    // SAFETY: checked non-null; an out-argument.
-    unsafe { put(request, h) }
+    request.set(h)
 }

@@ -7,7 +7,7 @@
 //! half; the other completion calls poll it (`ReqObj::poll_pending`), and
 //! `MPI_Cancel` cancels both halves.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use ferry::SendMode;
 
@@ -17,8 +17,8 @@ use crate::abi::class::*;
 use crate::abi::{rank_in, tag_in, MpiStatus};
 use crate::datatype::count_arg;
 use crate::error::{Fail, Res};
-use crate::ffi::raw::put;
-use crate::p2p::messages::{start_recv, start_send};
+use crate::ffi::args::{Out, RecvBuf, SendBuf};
+use crate::p2p::messages::{check_request, start_recv};
 use crate::request::object::{Polled, Report, ReqObj, State};
 use crate::request::post::Post;
 use crate::state::rt;
@@ -94,14 +94,11 @@ impl Pair {
 }
 
 /// Stores the pair's request and writes its handle.
-///
-/// # Safety
-/// `request` is null or valid for a write.
-unsafe fn store(
+fn store(
     comm: usize,
     send: ferry::Request,
     recv: (ferry::Request, Post),
-    request: *mut usize,
+    request: &mut Out<'_, usize>,
 ) -> Res {
     let pair = Pair {
         send: ReqObj::active(send, comm, Post::None),
@@ -116,63 +113,44 @@ unsafe fn store(
         persist: None,
     };
     let h = rt()?.add_request(obj)?;
-    // SAFETY: the caller's out-argument (null is reported).
-    unsafe { put(request, h) }
+    request.set(h)
 }
 
 /// The body of `MPI_Isendrecv` and `MPI_Isendrecv_c` (whose counts are `MPI_Count`s).
-///
-/// # Safety
-/// As for `MPI_Isendrecv`: the caller's buffers and out-arguments.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn isendrecv(
-    sendbuf: *const c_void,
+pub(crate) fn isendrecv(
+    sendbuf: SendBuf,
     sendcount: impl Into<i64>,
     sendtype: usize,
     dest: c_int,
     sendtag: c_int,
-    recvbuf: *mut c_void,
+    recvbuf: RecvBuf,
     recvcount: impl Into<i64>,
     recvtype: usize,
     source: c_int,
     recvtag: c_int,
     comm: usize,
-    request: *mut usize,
+    mut request: Out<'_, usize>,
 ) -> Res {
-    let sendcount: i64 = sendcount.into();
-    let recvcount: i64 = recvcount.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let (st, rty) = (rt.comm_type(sendtype)?, rt.comm_type(recvtype)?);
-    if request.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
-    }
-    // SAFETY: MPI's rule for a nonblocking receive buffer.
-    let target = unsafe { recv_data(recvbuf, count_arg(recvcount)?, &rty)? };
-    // SAFETY: MPI's rule for nonblocking buffers: both stay valid and
-    // untouched until the request completes.
-    let data = unsafe { send_data(sendbuf, count_arg(sendcount)?, &st)? };
-    // SAFETY: as above.
-    let recv = unsafe { start_recv(&c.comm, target, source, recvtag)? };
-    // SAFETY: as above.
-    let send = match unsafe { start_send(&c.comm, data, dest, sendtag, SendMode::Standard) } {
+    check_request(&request)?;
+    let target = recv_data(recvbuf, count_arg(recvcount.into())?, &rty)?;
+    let data = send_data(sendbuf, count_arg(sendcount.into())?, &st)?;
+    let recv = start_recv(&c.comm, target, source, recvtag)?;
+    let send = match data.start(&c.comm, dest, sendtag, SendMode::Standard) {
         Ok(s) => s,
         Err(f) => {
             let _ = recv.0.cancel();
             return Err(f);
         }
     };
-    // SAFETY: checked non-null.
-    unsafe { store(comm, send, recv, request) }
+    store(comm, send, recv, &mut request)
 }
 
 /// The body of `MPI_Isendrecv_replace` and `MPI_Isendrecv_replace_c` (whose counts are `MPI_Count`s).
-///
-/// # Safety
-/// As for `MPI_Isendrecv_replace`: the caller's buffers and out-arguments.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn isendrecv_replace(
-    buf: *mut c_void,
+pub(crate) fn isendrecv_replace(
+    buf: RecvBuf,
     count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
@@ -180,23 +158,17 @@ pub(crate) unsafe fn isendrecv_replace(
     source: c_int,
     recvtag: c_int,
     comm: usize,
-    request: *mut usize,
+    mut request: Out<'_, usize>,
 ) -> Res {
-    let count: i64 = count.into();
     let rt = rt()?;
     let c = rt.comm(comm)?;
     let ty = rt.comm_type(datatype)?;
-    if request.is_null() {
-        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
-    }
-    let n = count_arg(count)?;
-    // SAFETY: the caller's buffer, read here before the receive starts.
-    let outgoing = unsafe { send_data(buf.cast_const(), n, &ty)?.into_vec() };
-    // SAFETY: MPI's rule for the buffer until the receive completes.
-    let target = unsafe { recv_data(buf, n, &ty)? };
-    // SAFETY: MPI's rule for a nonblocking buffer: valid and untouched
-    // until the request completes.
-    let recv = unsafe { start_recv(&c.comm, target, source, recvtag)? };
+    check_request(&request)?;
+    let n = count_arg(count.into())?;
+    // Read before the receive starts: the buffer is the message too.
+    let outgoing = send_data(buf.input(), n, &ty)?.into_vec();
+    let target = recv_data(buf, n, &ty)?;
+    let recv = start_recv(&c.comm, target, source, recvtag)?;
     let send = match c.comm.isend(outgoing, rank_in(dest), tag_in(sendtag)) {
         Ok(s) => s,
         Err(e) => {
@@ -204,6 +176,5 @@ pub(crate) unsafe fn isendrecv_replace(
             return Err(Fail::from(e));
         }
     };
-    // SAFETY: checked non-null.
-    unsafe { store(comm, send, recv, request) }
+    store(comm, send, recv, &mut request)
 }

@@ -10,7 +10,7 @@
 //! the same handle (`request/object.rs`). Persistent collectives (`coll/api.rs`)
 //! keep their own kind here.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use ferry::{Comm, SendMode};
 
@@ -20,8 +20,8 @@ use crate::abi::class::*;
 use crate::abi::MPI_REQUEST_NULL;
 use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
-use crate::ffi::args::Out;
-use crate::p2p::messages::{start_recv, start_send};
+use crate::ffi::args::{Out, RecvBuf, SendBuf};
+use crate::p2p::messages::start_recv;
 use crate::request::handle::{give_back, lend};
 use crate::request::object::{ReqObj, Restart, State};
 use crate::request::post::Post;
@@ -40,7 +40,7 @@ pub(crate) struct Persist {
 pub(crate) enum Kind {
     /// A send in `mode`, or buffered.
     Send {
-        buf: usize,
+        buf: SendBuf,
         count: usize,
         ty: TypeRef,
         dest: c_int,
@@ -49,7 +49,7 @@ pub(crate) enum Kind {
     },
     /// A receive.
     Recv {
-        buf: usize,
+        buf: RecvBuf,
         count: usize,
         ty: TypeRef,
         source: c_int,
@@ -61,10 +61,7 @@ pub(crate) enum Kind {
 
 impl Restart for Persist {
     fn start(&self) -> Res<(State, Post)> {
-        // SAFETY: the request's buffers are the program's, valid from a
-        // start until the activation completes (MPI's rule for persistent
-        // requests, `MPI_Start`'s contract).
-        unsafe { self.issue() }
+        self.issue()
     }
 }
 
@@ -74,12 +71,11 @@ impl Persist {
         Persist { comm, kind }
     }
 
-    /// Issues one activation: the new state and post step.
-    ///
-    /// # Safety
-    /// The request's buffers are valid as MPI requires from a start until
-    /// the activation completes.
-    unsafe fn issue(&self) -> Res<(State, Post)> {
+    /// Issues one activation: the new state and post step. The buffers
+    /// are the program's, valid from a start until the activation
+    /// completes (MPI's rule for persistent requests: the tokens'
+    /// promise).
+    fn issue(&self) -> Res<(State, Post)> {
         let c = &self.comm;
         match &self.kind {
             Kind::Send {
@@ -90,10 +86,7 @@ impl Persist {
                 tag,
                 mode: Some(mode),
             } => {
-                // SAFETY: forwarded.
-                let data = unsafe { send_data(*buf as *const c_void, *count, ty)? };
-                // SAFETY: forwarded.
-                let req = unsafe { start_send(c, data, *dest, *tag, *mode)? };
+                let req = send_data(*buf, *count, ty)?.start(c, *dest, *tag, *mode)?;
                 Ok((State::Active(req), Post::None))
             }
             Kind::Send {
@@ -104,17 +97,7 @@ impl Persist {
                 tag,
                 mode: None,
             } => {
-                // SAFETY: forwarded.
-                let status = unsafe {
-                    crate::p2p::bsend::bsend_wide(
-                        c,
-                        *buf as *const c_void,
-                        *count,
-                        ty,
-                        *dest,
-                        *tag,
-                    )?
-                };
+                let status = crate::p2p::bsend::bsend_wide(c, *buf, *count, ty, *dest, *tag)?;
                 Ok((State::Ready(status), Post::None))
             }
             Kind::Recv {
@@ -124,14 +107,11 @@ impl Persist {
                 source,
                 tag,
             } => {
-                // SAFETY: forwarded (valid until the activation completes).
-                let target = unsafe { recv_data(*buf as *mut c_void, *count, ty)? };
-                // SAFETY: forwarded.
-                let (req, post) = unsafe { start_recv(c, target, *source, *tag)? };
+                let target = recv_data(*buf, *count, ty)?;
+                let (req, post) = start_recv(c, target, *source, *tag)?;
                 Ok((State::Active(req), post))
             }
-            // SAFETY: forwarded.
-            Kind::Coll(d) => unsafe { d.start(c) },
+            Kind::Coll(d) => d.start(c),
         }
     }
 }
@@ -188,9 +168,8 @@ fn check_peer(c: &Comm, rank: c_int) -> Res {
 }
 
 /// The arguments a persistent point-to-point init names its operation
-/// by: the buffer's address, count and datatype, the peer and the tag.
+/// by (beside the buffer): count and datatype, the peer and the tag.
 struct Op {
-    buf: usize,
     count: i64,
     datatype: usize,
     peer: c_int,
@@ -219,7 +198,7 @@ fn init(
 /// buffer is the program's, read at each start.
 pub(crate) fn send_init(
     mode: Option<SendMode>,
-    buf: usize,
+    buf: SendBuf,
     count: impl Into<i64>,
     datatype: usize,
     dest: c_int,
@@ -229,14 +208,13 @@ pub(crate) fn send_init(
 ) -> Res {
     let count = count.into();
     let op = Op {
-        buf,
         count,
         datatype,
         peer: dest,
         tag,
     };
     init(op, comm, request, |op, count, ty| Kind::Send {
-        buf: op.buf,
+        buf,
         count,
         ty,
         dest: op.peer,
@@ -248,7 +226,7 @@ pub(crate) fn send_init(
 /// `MPI_Recv_init` and `MPI_Recv_init_c`. The buffer is the program's,
 /// written by each activation.
 pub(crate) fn recv_init(
-    buf: usize,
+    buf: RecvBuf,
     count: impl Into<i64>,
     datatype: usize,
     source: c_int,
@@ -258,14 +236,13 @@ pub(crate) fn recv_init(
 ) -> Res {
     let count = count.into();
     let op = Op {
-        buf,
         count,
         datatype,
         peer: source,
         tag,
     };
     init(op, comm, request, |op, count, ty| Kind::Recv {
-        buf: op.buf,
+        buf,
         count,
         ty,
         source: op.peer,

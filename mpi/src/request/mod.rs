@@ -13,7 +13,6 @@ pub(crate) mod greq;
 pub(crate) mod handle;
 pub(crate) mod object;
 pub(crate) mod orphan;
-#[allow(unsafe_code)]
 pub(crate) mod post;
 pub(crate) mod waiting;
 

@@ -39,13 +39,11 @@ impl Post {
         matches!(self, Post::Unpack(_) | Post::Coll(_))
     }
 
-    /// Runs the step on the completion, adjusting the report.
-    ///
-    /// # Safety
-    /// The program's buffers this step writes are valid and untouched by
-    /// anything else (MPI's rule for a nonblocking operation until it
-    /// completes).
-    pub(crate) unsafe fn run(self, c: Completion, report: &mut Report) -> Res {
+    /// Runs the step on the completion, adjusting the report. The
+    /// program's buffers it writes are valid and untouched by anything
+    /// else until now (MPI's rule for a nonblocking operation until it
+    /// completes: the promise of the tokens they were made from).
+    pub(crate) fn run(self, c: Completion, report: &mut Report) -> Res {
         match self {
             Post::None => {
                 // Hands a raw operation's loan record back to ferry.
@@ -55,8 +53,7 @@ impl Post {
             Post::Unpack(u) => {
                 let got = c.status.bytes;
                 let staged = c.into_vec::<u8>().map_err(Fail::from)?;
-                // SAFETY: forwarded (the receive buffer of this operation).
-                unsafe { u.run(&staged[..got.min(staged.len())]) };
+                u.run(&staged[..got.min(staged.len())]);
                 Ok(())
             }
             Post::Coll(pieces) => {
@@ -78,10 +75,7 @@ pub(crate) fn finish(obj: &mut ReqObj, c: Completion) -> Report {
     let post = std::mem::replace(&mut obj.post, Post::None);
     obj.end_activation();
     let mut report = Report::of(&c.status, comm);
-    // SAFETY: the post step writes into the program's buffers of this
-    // operation, which MPI's rule for nonblocking calls keeps valid and
-    // untouched until this completion.
-    if let Err(f) = unsafe { post.run(c, &mut report) } {
+    if let Err(f) = post.run(c, &mut report) {
         report.status.error = f.class;
         report.result = report.result.and(Err(f.on(comm)));
     }

@@ -21,301 +21,301 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Bcast`: [`crate::coll::api::bcast`].
     MPI_Bcast / PMPI_Bcast [comm] (buffer: *mut c_void, count: c_int, datatype: usize, root: c_int, comm: usize)
-    => crate::coll::api::bcast(buffer, count, datatype, root, comm)
+    => crate::coll::api::bcast(crate::ffi::args::recv_buf(buffer), count, datatype, root, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Gather`: [`crate::coll::api::gather`].
     MPI_Gather / PMPI_Gather [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize)
-    => crate::coll::api::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+    => crate::coll::api::gather(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Gatherv`: [`crate::coll::api::gatherv`].
     MPI_Gatherv / PMPI_Gatherv [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: usize, root: c_int, comm: usize)
-    => crate::coll::api::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+    => crate::coll::api::gatherv(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, root, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Scatter`: [`crate::coll::api::scatter`].
     MPI_Scatter / PMPI_Scatter [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize)
-    => crate::coll::api::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+    => crate::coll::api::scatter(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Scatterv`: [`crate::coll::api::scatterv`].
     MPI_Scatterv / PMPI_Scatterv [comm] (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize)
-    => crate::coll::api::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
+    => crate::coll::api::scatterv(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(displs), sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Allgather`: [`crate::coll::api::allgather`].
     MPI_Allgather / PMPI_Allgather [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize)
-    => crate::coll::api::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+    => crate::coll::api::allgather(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Allgatherv`: [`crate::coll::api::allgatherv`].
     MPI_Allgatherv / PMPI_Allgatherv [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: usize, comm: usize)
-    => crate::coll::api::allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+    => crate::coll::api::allgatherv(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Alltoall`: [`crate::coll::api::alltoall`].
     MPI_Alltoall / PMPI_Alltoall [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize)
-    => crate::coll::api::alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+    => crate::coll::api::alltoall(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Alltoallv`: [`crate::coll::api::alltoallv`].
     MPI_Alltoallv / PMPI_Alltoallv [comm] (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: usize, comm: usize)
-    => crate::coll::api::alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+    => crate::coll::api::alltoallv(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), recvtype, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Alltoallw`: [`crate::coll::api::alltoallw`].
     MPI_Alltoallw / PMPI_Alltoallw [comm] (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const usize, comm: usize)
-    => crate::coll::api::alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+    => crate::coll::api::alltoallw(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), crate::ffi::args::comm_array(sendtypes), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), crate::ffi::args::comm_array(recvtypes), comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Reduce`: [`crate::coll::api::reduce`].
     MPI_Reduce / PMPI_Reduce [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, root: c_int, comm: usize)
-    => crate::coll::api::reduce(sendbuf, recvbuf, count, datatype, op, root, comm)
+    => crate::coll::api::reduce(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, root, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Allreduce`: [`crate::coll::api::allreduce`].
     MPI_Allreduce / PMPI_Allreduce [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize)
-    => crate::coll::api::allreduce(sendbuf, recvbuf, count, datatype, op, comm)
+    => crate::coll::api::allreduce(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Reduce_scatter_block`: [`crate::coll::api::reduce_scatter_block`].
     MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: usize, op: usize, comm: usize)
-    => crate::coll::api::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm)
+    => crate::coll::api::reduce_scatter_block(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), recvcount, datatype, op, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Reduce_scatter`: [`crate::coll::api::reduce_scatter`].
     MPI_Reduce_scatter / PMPI_Reduce_scatter [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: usize, op: usize, comm: usize)
-    => crate::coll::api::reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm)
+    => crate::coll::api::reduce_scatter(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), datatype, op, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Scan`: [`crate::coll::api::scan`].
     MPI_Scan / PMPI_Scan [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize)
-    => crate::coll::api::scan(sendbuf, recvbuf, count, datatype, op, comm)
+    => crate::coll::api::scan(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Exscan`: [`crate::coll::api::exscan`].
     MPI_Exscan / PMPI_Exscan [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize)
-    => crate::coll::api::exscan(sendbuf, recvbuf, count, datatype, op, comm)
+    => crate::coll::api::exscan(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Ibarrier`: [`crate::coll::api::ibarrier`].
     MPI_Ibarrier / PMPI_Ibarrier [comm] (comm: usize, request: *mut usize)
-    => crate::coll::api::ibarrier(comm, request)
+    => crate::coll::api::ibarrier(comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ibcast`: [`crate::coll::api::ibcast`].
     MPI_Ibcast / PMPI_Ibcast [comm] (buffer: *mut c_void, count: c_int, datatype: usize, root: c_int, comm: usize, request: *mut usize)
-    => crate::coll::api::ibcast(buffer, count, datatype, root, comm, request)
+    => crate::coll::api::ibcast(crate::ffi::args::recv_buf(buffer), count, datatype, root, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Igather`: [`crate::coll::api::igather`].
     MPI_Igather / PMPI_Igather [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize, request: *mut usize)
-    => crate::coll::api::igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+    => crate::coll::api::igather(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Igatherv`: [`crate::coll::api::igatherv`].
     MPI_Igatherv / PMPI_Igatherv [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: usize, root: c_int, comm: usize, request: *mut usize)
-    => crate::coll::api::igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request)
+    => crate::coll::api::igatherv(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, root, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Iscatter`: [`crate::coll::api::iscatter`].
     MPI_Iscatter / PMPI_Iscatter [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize, request: *mut usize)
-    => crate::coll::api::iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+    => crate::coll::api::iscatter(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Iscatterv`: [`crate::coll::api::iscatterv`].
     MPI_Iscatterv / PMPI_Iscatterv [comm] (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize, request: *mut usize)
-    => crate::coll::api::iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+    => crate::coll::api::iscatterv(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(displs), sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Iallgather`: [`crate::coll::api::iallgather`].
     MPI_Iallgather / PMPI_Iallgather [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+    => crate::coll::api::iallgather(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Iallgatherv`: [`crate::coll::api::iallgatherv`].
     MPI_Iallgatherv / PMPI_Iallgatherv [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request)
+    => crate::coll::api::iallgatherv(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ialltoall`: [`crate::coll::api::ialltoall`].
     MPI_Ialltoall / PMPI_Ialltoall [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+    => crate::coll::api::ialltoall(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ialltoallv`: [`crate::coll::api::ialltoallv`].
     MPI_Ialltoallv / PMPI_Ialltoallv [comm] (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request)
+    => crate::coll::api::ialltoallv(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), recvtype, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ialltoallw`: [`crate::coll::api::ialltoallw`].
     MPI_Ialltoallw / PMPI_Ialltoallw [comm] (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const usize, comm: usize, request: *mut usize)
-    => crate::coll::api::ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request)
+    => crate::coll::api::ialltoallw(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), crate::ffi::args::comm_array(sendtypes), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), crate::ffi::args::comm_array(recvtypes), comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ireduce`: [`crate::coll::api::ireduce`].
     MPI_Ireduce / PMPI_Ireduce [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, root: c_int, comm: usize, request: *mut usize)
-    => crate::coll::api::ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request)
+    => crate::coll::api::ireduce(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, root, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Iallreduce`: [`crate::coll::api::iallreduce`].
     MPI_Iallreduce / PMPI_Iallreduce [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request)
+    => crate::coll::api::iallreduce(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ireduce_scatter_block`: [`crate::coll::api::ireduce_scatter_block`].
     MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: usize, op: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request)
+    => crate::coll::api::ireduce_scatter_block(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), recvcount, datatype, op, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ireduce_scatter`: [`crate::coll::api::ireduce_scatter`].
     MPI_Ireduce_scatter / PMPI_Ireduce_scatter [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: usize, op: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request)
+    => crate::coll::api::ireduce_scatter(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), datatype, op, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Iscan`: [`crate::coll::api::iscan`].
     MPI_Iscan / PMPI_Iscan [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::iscan(sendbuf, recvbuf, count, datatype, op, comm, request)
+    => crate::coll::api::iscan(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Iexscan`: [`crate::coll::api::iexscan`].
     MPI_Iexscan / PMPI_Iexscan [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::iexscan(sendbuf, recvbuf, count, datatype, op, comm, request)
+    => crate::coll::api::iexscan(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Barrier_init`: [`crate::coll::api::barrier_init`].
     MPI_Barrier_init / PMPI_Barrier_init [comm] (comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::barrier_init(comm, info, request)
+    => crate::coll::api::barrier_init(comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Bcast_init`: [`crate::coll::api::bcast_init`].
     MPI_Bcast_init / PMPI_Bcast_init [comm] (buffer: *mut c_void, count: c_int, datatype: usize, root: c_int, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::bcast_init(buffer, count, datatype, root, comm, info, request)
+    => crate::coll::api::bcast_init(crate::ffi::args::recv_buf(buffer), count, datatype, root, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Gather_init`: [`crate::coll::api::gather_init`].
     MPI_Gather_init / PMPI_Gather_init [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::gather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+    => crate::coll::api::gather_init(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Gatherv_init`: [`crate::coll::api::gatherv_init`].
     MPI_Gatherv_init / PMPI_Gatherv_init [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: usize, root: c_int, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request)
+    => crate::coll::api::gatherv_init(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, root, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Scatter_init`: [`crate::coll::api::scatter_init`].
     MPI_Scatter_init / PMPI_Scatter_init [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::scatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+    => crate::coll::api::scatter_init(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Scatterv_init`: [`crate::coll::api::scatterv_init`].
     MPI_Scatterv_init / PMPI_Scatterv_init [comm] (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, root: c_int, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+    => crate::coll::api::scatterv_init(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(displs), sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Allgather_init`: [`crate::coll::api::allgather_init`].
     MPI_Allgather_init / PMPI_Allgather_init [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+    => crate::coll::api::allgather_init(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Allgatherv_init`: [`crate::coll::api::allgatherv_init`].
     MPI_Allgatherv_init / PMPI_Allgatherv_init [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request)
+    => crate::coll::api::allgatherv_init(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Alltoall_init`: [`crate::coll::api::alltoall_init`].
     MPI_Alltoall_init / PMPI_Alltoall_init [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+    => crate::coll::api::alltoall_init(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Alltoallv_init`: [`crate::coll::api::alltoallv_init`].
     MPI_Alltoallv_init / PMPI_Alltoallv_init [comm] (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request)
+    => crate::coll::api::alltoallv_init(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), recvtype, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Alltoallw_init`: [`crate::coll::api::alltoallw_init`].
     MPI_Alltoallw_init / PMPI_Alltoallw_init [comm] (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request)
+    => crate::coll::api::alltoallw_init(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), crate::ffi::args::comm_array(sendtypes), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), crate::ffi::args::comm_array(recvtypes), comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Reduce_init`: [`crate::coll::api::reduce_init`].
     MPI_Reduce_init / PMPI_Reduce_init [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, root: c_int, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request)
+    => crate::coll::api::reduce_init(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, root, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Allreduce_init`: [`crate::coll::api::allreduce_init`].
     MPI_Allreduce_init / PMPI_Allreduce_init [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+    => crate::coll::api::allreduce_init(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Reduce_scatter_block_init`: [`crate::coll::api::reduce_scatter_block_init`].
     MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: usize, op: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request)
+    => crate::coll::api::reduce_scatter_block_init(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), recvcount, datatype, op, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Reduce_scatter_init`: [`crate::coll::api::reduce_scatter_init`].
     MPI_Reduce_scatter_init / PMPI_Reduce_scatter_init [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: usize, op: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request)
+    => crate::coll::api::reduce_scatter_init(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), datatype, op, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Scan_init`: [`crate::coll::api::scan_init`].
     MPI_Scan_init / PMPI_Scan_init [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+    => crate::coll::api::scan_init(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Exscan_init`: [`crate::coll::api::exscan_init`].
     MPI_Exscan_init / PMPI_Exscan_init [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: usize, op: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+    => crate::coll::api::exscan_init(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm, info, crate::ffi::args::out(request))
 }
 
 // ---- Reduction operations
@@ -349,7 +349,7 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Reduce_local`: [`crate::coll::reduction::reduce_local`].
     MPI_Reduce_local / PMPI_Reduce_local (inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: usize, op: usize)
-    => crate::coll::reduction::reduce_local(inbuf, inoutbuf, count, datatype, op)
+    => crate::coll::reduction::reduce_local(crate::ffi::args::send_buf(inbuf), crate::ffi::args::recv_buf(inoutbuf), count, datatype, op)
 }
 
 // ---- Large-count: collectives
@@ -357,295 +357,295 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Allgather_c`: [`crate::coll::api::allgather_c`].
     MPI_Allgather_c / PMPI_Allgather_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, comm: usize)
-    => crate::coll::api::allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+    => crate::coll::api::allgather_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Allgather_init_c`: [`crate::coll::api::allgather_init_c`].
     MPI_Allgather_init_c / PMPI_Allgather_init_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+    => crate::coll::api::allgather_init_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Allgatherv_c`: [`crate::coll::api::allgatherv_c`].
     MPI_Allgatherv_c / PMPI_Allgatherv_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const isize, recvtype: usize, comm: usize)
-    => crate::coll::api::allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+    => crate::coll::api::allgatherv_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Allgatherv_init_c`: [`crate::coll::api::allgatherv_init_c`].
     MPI_Allgatherv_init_c / PMPI_Allgatherv_init_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const isize, recvtype: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request)
+    => crate::coll::api::allgatherv_init_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Allreduce_c`: [`crate::coll::api::allreduce_c`].
     MPI_Allreduce_c / PMPI_Allreduce_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, comm: usize)
-    => crate::coll::api::allreduce_c(sendbuf, recvbuf, count, datatype, op, comm)
+    => crate::coll::api::allreduce_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Allreduce_init_c`: [`crate::coll::api::allreduce_init_c`].
     MPI_Allreduce_init_c / PMPI_Allreduce_init_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+    => crate::coll::api::allreduce_init_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Alltoall_c`: [`crate::coll::api::alltoall_c`].
     MPI_Alltoall_c / PMPI_Alltoall_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, comm: usize)
-    => crate::coll::api::alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+    => crate::coll::api::alltoall_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Alltoall_init_c`: [`crate::coll::api::alltoall_init_c`].
     MPI_Alltoall_init_c / PMPI_Alltoall_init_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+    => crate::coll::api::alltoall_init_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Alltoallv_c`: [`crate::coll::api::alltoallv_c`].
     MPI_Alltoallv_c / PMPI_Alltoallv_c [comm] (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtype: usize, comm: usize)
-    => crate::coll::api::alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+    => crate::coll::api::alltoallv_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), recvtype, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Alltoallv_init_c`: [`crate::coll::api::alltoallv_init_c`].
     MPI_Alltoallv_init_c / PMPI_Alltoallv_init_c [comm] (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtype: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request)
+    => crate::coll::api::alltoallv_init_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), recvtype, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Alltoallw_c`: [`crate::coll::api::alltoallw_c`].
     MPI_Alltoallw_c / PMPI_Alltoallw_c [comm] (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtypes: *const usize, comm: usize)
-    => crate::coll::api::alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+    => crate::coll::api::alltoallw_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), crate::ffi::args::comm_array(sendtypes), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), crate::ffi::args::comm_array(recvtypes), comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Alltoallw_init_c`: [`crate::coll::api::alltoallw_init_c`].
     MPI_Alltoallw_init_c / PMPI_Alltoallw_init_c [comm] (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtypes: *const usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request)
+    => crate::coll::api::alltoallw_init_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), crate::ffi::args::comm_array(sendtypes), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), crate::ffi::args::comm_array(recvtypes), comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Bcast_c`: [`crate::coll::api::bcast_c`].
     MPI_Bcast_c / PMPI_Bcast_c [comm] (buffer: *mut c_void, count: i64, datatype: usize, root: c_int, comm: usize)
-    => crate::coll::api::bcast_c(buffer, count, datatype, root, comm)
+    => crate::coll::api::bcast_c(crate::ffi::args::recv_buf(buffer), count, datatype, root, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Bcast_init_c`: [`crate::coll::api::bcast_init_c`].
     MPI_Bcast_init_c / PMPI_Bcast_init_c [comm] (buffer: *mut c_void, count: i64, datatype: usize, root: c_int, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::bcast_init_c(buffer, count, datatype, root, comm, info, request)
+    => crate::coll::api::bcast_init_c(crate::ffi::args::recv_buf(buffer), count, datatype, root, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Exscan_c`: [`crate::coll::api::exscan_c`].
     MPI_Exscan_c / PMPI_Exscan_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, comm: usize)
-    => crate::coll::api::exscan_c(sendbuf, recvbuf, count, datatype, op, comm)
+    => crate::coll::api::exscan_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Exscan_init_c`: [`crate::coll::api::exscan_init_c`].
     MPI_Exscan_init_c / PMPI_Exscan_init_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+    => crate::coll::api::exscan_init_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Gather_c`: [`crate::coll::api::gather_c`].
     MPI_Gather_c / PMPI_Gather_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, root: c_int, comm: usize)
-    => crate::coll::api::gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+    => crate::coll::api::gather_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Gather_init_c`: [`crate::coll::api::gather_init_c`].
     MPI_Gather_init_c / PMPI_Gather_init_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, root: c_int, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+    => crate::coll::api::gather_init_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Gatherv_c`: [`crate::coll::api::gatherv_c`].
     MPI_Gatherv_c / PMPI_Gatherv_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const isize, recvtype: usize, root: c_int, comm: usize)
-    => crate::coll::api::gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+    => crate::coll::api::gatherv_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, root, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Gatherv_init_c`: [`crate::coll::api::gatherv_init_c`].
     MPI_Gatherv_init_c / PMPI_Gatherv_init_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const isize, recvtype: usize, root: c_int, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::gatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request)
+    => crate::coll::api::gatherv_init_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, root, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Iallgather_c`: [`crate::coll::api::iallgather_c`].
     MPI_Iallgather_c / PMPI_Iallgather_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+    => crate::coll::api::iallgather_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Iallgatherv_c`: [`crate::coll::api::iallgatherv_c`].
     MPI_Iallgatherv_c / PMPI_Iallgatherv_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const isize, recvtype: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request)
+    => crate::coll::api::iallgatherv_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Iallreduce_c`: [`crate::coll::api::iallreduce_c`].
     MPI_Iallreduce_c / PMPI_Iallreduce_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+    => crate::coll::api::iallreduce_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ialltoall_c`: [`crate::coll::api::ialltoall_c`].
     MPI_Ialltoall_c / PMPI_Ialltoall_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+    => crate::coll::api::ialltoall_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ialltoallv_c`: [`crate::coll::api::ialltoallv_c`].
     MPI_Ialltoallv_c / PMPI_Ialltoallv_c [comm] (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtype: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request)
+    => crate::coll::api::ialltoallv_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), recvtype, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ialltoallw_c`: [`crate::coll::api::ialltoallw_c`].
     MPI_Ialltoallw_c / PMPI_Ialltoallw_c [comm] (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtypes: *const usize, comm: usize, request: *mut usize)
-    => crate::coll::api::ialltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request)
+    => crate::coll::api::ialltoallw_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), crate::ffi::args::comm_array(sendtypes), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), crate::ffi::args::comm_array(recvtypes), comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ibcast_c`: [`crate::coll::api::ibcast_c`].
     MPI_Ibcast_c / PMPI_Ibcast_c [comm] (buffer: *mut c_void, count: i64, datatype: usize, root: c_int, comm: usize, request: *mut usize)
-    => crate::coll::api::ibcast_c(buffer, count, datatype, root, comm, request)
+    => crate::coll::api::ibcast_c(crate::ffi::args::recv_buf(buffer), count, datatype, root, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Iexscan_c`: [`crate::coll::api::iexscan_c`].
     MPI_Iexscan_c / PMPI_Iexscan_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+    => crate::coll::api::iexscan_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Igather_c`: [`crate::coll::api::igather_c`].
     MPI_Igather_c / PMPI_Igather_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, root: c_int, comm: usize, request: *mut usize)
-    => crate::coll::api::igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+    => crate::coll::api::igather_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Igatherv_c`: [`crate::coll::api::igatherv_c`].
     MPI_Igatherv_c / PMPI_Igatherv_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const isize, recvtype: usize, root: c_int, comm: usize, request: *mut usize)
-    => crate::coll::api::igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request)
+    => crate::coll::api::igatherv_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, root, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ireduce_c`: [`crate::coll::api::ireduce_c`].
     MPI_Ireduce_c / PMPI_Ireduce_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, root: c_int, comm: usize, request: *mut usize)
-    => crate::coll::api::ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request)
+    => crate::coll::api::ireduce_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, root, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ireduce_scatter_c`: [`crate::coll::api::ireduce_scatter_c`].
     MPI_Ireduce_scatter_c / PMPI_Ireduce_scatter_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: usize, op: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request)
+    => crate::coll::api::ireduce_scatter_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), datatype, op, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ireduce_scatter_block_c`: [`crate::coll::api::ireduce_scatter_block_c`].
     MPI_Ireduce_scatter_block_c / PMPI_Ireduce_scatter_block_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: usize, op: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request)
+    => crate::coll::api::ireduce_scatter_block_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), recvcount, datatype, op, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Iscan_c`: [`crate::coll::api::iscan_c`].
     MPI_Iscan_c / PMPI_Iscan_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, comm: usize, request: *mut usize)
-    => crate::coll::api::iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+    => crate::coll::api::iscan_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Iscatter_c`: [`crate::coll::api::iscatter_c`].
     MPI_Iscatter_c / PMPI_Iscatter_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, root: c_int, comm: usize, request: *mut usize)
-    => crate::coll::api::iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+    => crate::coll::api::iscatter_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Iscatterv_c`: [`crate::coll::api::iscatterv_c`].
     MPI_Iscatterv_c / PMPI_Iscatterv_c [comm] (sendbuf: *const c_void, sendcounts: *const i64, displs: *const isize, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, root: c_int, comm: usize, request: *mut usize)
-    => crate::coll::api::iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+    => crate::coll::api::iscatterv_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(displs), sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Reduce_c`: [`crate::coll::api::reduce_c`].
     MPI_Reduce_c / PMPI_Reduce_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, root: c_int, comm: usize)
-    => crate::coll::api::reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm)
+    => crate::coll::api::reduce_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, root, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Reduce_init_c`: [`crate::coll::api::reduce_init_c`].
     MPI_Reduce_init_c / PMPI_Reduce_init_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, root: c_int, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request)
+    => crate::coll::api::reduce_init_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, root, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Reduce_scatter_c`: [`crate::coll::api::reduce_scatter_c`].
     MPI_Reduce_scatter_c / PMPI_Reduce_scatter_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: usize, op: usize, comm: usize)
-    => crate::coll::api::reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm)
+    => crate::coll::api::reduce_scatter_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), datatype, op, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Reduce_scatter_block_c`: [`crate::coll::api::reduce_scatter_block_c`].
     MPI_Reduce_scatter_block_c / PMPI_Reduce_scatter_block_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: usize, op: usize, comm: usize)
-    => crate::coll::api::reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm)
+    => crate::coll::api::reduce_scatter_block_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), recvcount, datatype, op, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Reduce_scatter_block_init_c`: [`crate::coll::api::reduce_scatter_block_init_c`].
     MPI_Reduce_scatter_block_init_c / PMPI_Reduce_scatter_block_init_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: usize, op: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request)
+    => crate::coll::api::reduce_scatter_block_init_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), recvcount, datatype, op, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Reduce_scatter_init_c`: [`crate::coll::api::reduce_scatter_init_c`].
     MPI_Reduce_scatter_init_c / PMPI_Reduce_scatter_init_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: usize, op: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::reduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request)
+    => crate::coll::api::reduce_scatter_init_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), datatype, op, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Scan_c`: [`crate::coll::api::scan_c`].
     MPI_Scan_c / PMPI_Scan_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, comm: usize)
-    => crate::coll::api::scan_c(sendbuf, recvbuf, count, datatype, op, comm)
+    => crate::coll::api::scan_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Scan_init_c`: [`crate::coll::api::scan_init_c`].
     MPI_Scan_init_c / PMPI_Scan_init_c [comm] (sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: usize, op: usize, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+    => crate::coll::api::scan_init_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Scatter_c`: [`crate::coll::api::scatter_c`].
     MPI_Scatter_c / PMPI_Scatter_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, root: c_int, comm: usize)
-    => crate::coll::api::scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+    => crate::coll::api::scatter_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Scatter_init_c`: [`crate::coll::api::scatter_init_c`].
     MPI_Scatter_init_c / PMPI_Scatter_init_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, root: c_int, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+    => crate::coll::api::scatter_init_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm, info, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Scatterv_c`: [`crate::coll::api::scatterv_c`].
     MPI_Scatterv_c / PMPI_Scatterv_c [comm] (sendbuf: *const c_void, sendcounts: *const i64, displs: *const isize, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, root: c_int, comm: usize)
-    => crate::coll::api::scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
+    => crate::coll::api::scatterv_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(displs), sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Scatterv_init_c`: [`crate::coll::api::scatterv_init_c`].
     MPI_Scatterv_init_c / PMPI_Scatterv_init_c [comm] (sendbuf: *const c_void, sendcounts: *const i64, displs: *const isize, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, root: c_int, comm: usize, info: usize, request: *mut usize)
-    => crate::coll::api::scatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+    => crate::coll::api::scatterv_init_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(displs), sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, root, comm, info, crate::ffi::args::out(request))
 }
 
 // ---- Large-count: reductions
 
 crate::ffi::export! {
-    /// `MPI_Reduce_local_c`: [`crate::coll::large_ops::reduce_local_c`].
+    /// `MPI_Reduce_local_c`: [`crate::coll::reduction::reduce_local`].
     MPI_Reduce_local_c / PMPI_Reduce_local_c (inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, datatype: usize, op: usize)
-    => crate::coll::large_ops::reduce_local_c(inbuf, inoutbuf, count, datatype, op)
+    => crate::coll::reduction::reduce_local(crate::ffi::args::send_buf(inbuf), crate::ffi::args::recv_buf(inoutbuf), count, datatype, op)
 }

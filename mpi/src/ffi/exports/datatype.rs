@@ -185,37 +185,37 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Pack`: [`crate::datatype::pack_calls::pack`].
     MPI_Pack / PMPI_Pack [comm] (inbuf: *const c_void, incount: c_int, datatype: usize, outbuf: *mut c_void, outsize: c_int, position: *mut c_int, comm: usize)
-    => crate::datatype::pack_calls::pack(inbuf, incount, datatype, outbuf, outsize, position, comm)
+    => crate::datatype::pack_calls::pack(crate::ffi::args::send_buf(inbuf), incount, datatype, crate::ffi::args::recv_buf(outbuf), outsize, crate::ffi::args::out(position), comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Unpack`: [`crate::datatype::pack_calls::unpack`].
     MPI_Unpack / PMPI_Unpack [comm] (inbuf: *const c_void, insize: c_int, position: *mut c_int, outbuf: *mut c_void, outcount: c_int, datatype: usize, comm: usize)
-    => crate::datatype::pack_calls::unpack(inbuf, insize, position, outbuf, outcount, datatype, comm)
+    => crate::datatype::pack_calls::unpack(crate::ffi::args::send_buf(inbuf), insize, crate::ffi::args::out(position), crate::ffi::args::recv_buf(outbuf), outcount, datatype, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Pack_size`: [`crate::datatype::pack_calls::pack_size`].
     MPI_Pack_size / PMPI_Pack_size [comm] (incount: c_int, datatype: usize, comm: usize, size: *mut c_int)
-    => crate::datatype::pack_calls::pack_size(incount, datatype, comm, size)
+    => crate::datatype::pack_calls::pack_size(incount, datatype, comm, crate::ffi::args::out(size))
 }
 
 crate::ffi::export! {
     /// `MPI_Pack_external`: [`crate::datatype::pack_calls::pack_external`].
     MPI_Pack_external / PMPI_Pack_external (datarep: *const c_char, inbuf: *const c_void, incount: c_int, datatype: usize, outbuf: *mut c_void, outsize: isize, position: *mut isize)
-    => crate::datatype::pack_calls::pack_external(datarep, inbuf, incount, datatype, outbuf, outsize, position)
+    => crate::datatype::pack_calls::pack_external(crate::ffi::args::text(datarep)?, crate::ffi::args::send_buf(inbuf), incount, datatype, crate::ffi::args::recv_buf(outbuf), outsize, crate::ffi::args::out(position))
 }
 
 crate::ffi::export! {
     /// `MPI_Unpack_external`: [`crate::datatype::pack_calls::unpack_external`].
     MPI_Unpack_external / PMPI_Unpack_external (datarep: *const c_char, inbuf: *const c_void, insize: isize, position: *mut isize, outbuf: *mut c_void, outcount: c_int, datatype: usize)
-    => crate::datatype::pack_calls::unpack_external(datarep, inbuf, insize, position, outbuf, outcount, datatype)
+    => crate::datatype::pack_calls::unpack_external(crate::ffi::args::text(datarep)?, crate::ffi::args::send_buf(inbuf), insize, crate::ffi::args::out(position), crate::ffi::args::recv_buf(outbuf), outcount, datatype)
 }
 
 crate::ffi::export! {
     /// `MPI_Pack_external_size`: [`crate::datatype::pack_calls::pack_external_size`].
     MPI_Pack_external_size / PMPI_Pack_external_size (datarep: *const c_char, incount: c_int, datatype: usize, size: *mut isize)
-    => crate::datatype::pack_calls::pack_external_size(datarep, incount, datatype, size)
+    => crate::datatype::pack_calls::pack_external_size(crate::ffi::args::text(datarep)?, incount, datatype, crate::ffi::args::out(size))
 }
 
 // ---- Large-count: datatypes
@@ -319,37 +319,37 @@ crate::ffi::export! {
 // ---- Large-count: packing
 
 crate::ffi::export! {
-    /// `MPI_Pack_c`: [`crate::datatype::pack_calls::pack_c`].
+    /// `MPI_Pack_c`: [`crate::datatype::pack_calls::pack`].
     MPI_Pack_c / PMPI_Pack_c [comm] (inbuf: *const c_void, incount: i64, datatype: usize, outbuf: *mut c_void, outsize: i64, position: *mut i64, comm: usize)
-    => crate::datatype::pack_calls::pack_c(inbuf, incount, datatype, outbuf, outsize, position, comm)
+    => crate::datatype::pack_calls::pack(crate::ffi::args::send_buf(inbuf), incount, datatype, crate::ffi::args::recv_buf(outbuf), outsize, crate::ffi::args::out(position), comm)
 }
 
 crate::ffi::export! {
-    /// `MPI_Unpack_c`: [`crate::datatype::pack_calls::unpack_c`].
+    /// `MPI_Unpack_c`: [`crate::datatype::pack_calls::unpack`].
     MPI_Unpack_c / PMPI_Unpack_c [comm] (inbuf: *const c_void, insize: i64, position: *mut i64, outbuf: *mut c_void, outcount: i64, datatype: usize, comm: usize)
-    => crate::datatype::pack_calls::unpack_c(inbuf, insize, position, outbuf, outcount, datatype, comm)
+    => crate::datatype::pack_calls::unpack(crate::ffi::args::send_buf(inbuf), insize, crate::ffi::args::out(position), crate::ffi::args::recv_buf(outbuf), outcount, datatype, comm)
 }
 
 crate::ffi::export! {
-    /// `MPI_Pack_size_c`: [`crate::datatype::pack_calls::pack_size_c`].
+    /// `MPI_Pack_size_c`: [`crate::datatype::pack_calls::pack_size`].
     MPI_Pack_size_c / PMPI_Pack_size_c [comm] (incount: i64, datatype: usize, comm: usize, size: *mut i64)
-    => crate::datatype::pack_calls::pack_size_c(incount, datatype, comm, size)
+    => crate::datatype::pack_calls::pack_size(incount, datatype, comm, crate::ffi::args::out(size))
 }
 
 crate::ffi::export! {
-    /// `MPI_Pack_external_c`: [`crate::datatype::pack_calls::pack_external_c`].
+    /// `MPI_Pack_external_c`: [`crate::datatype::pack_calls::pack_external`].
     MPI_Pack_external_c / PMPI_Pack_external_c (datarep: *const c_char, inbuf: *const c_void, incount: i64, datatype: usize, outbuf: *mut c_void, outsize: i64, position: *mut i64)
-    => crate::datatype::pack_calls::pack_external_c(datarep, inbuf, incount, datatype, outbuf, outsize, position)
+    => crate::datatype::pack_calls::pack_external(crate::ffi::args::text(datarep)?, crate::ffi::args::send_buf(inbuf), incount, datatype, crate::ffi::args::recv_buf(outbuf), outsize, crate::ffi::args::out(position))
 }
 
 crate::ffi::export! {
-    /// `MPI_Unpack_external_c`: [`crate::datatype::pack_calls::unpack_external_c`].
+    /// `MPI_Unpack_external_c`: [`crate::datatype::pack_calls::unpack_external`].
     MPI_Unpack_external_c / PMPI_Unpack_external_c (datarep: *const c_char, inbuf: *const c_void, insize: i64, position: *mut i64, outbuf: *mut c_void, outcount: i64, datatype: usize)
-    => crate::datatype::pack_calls::unpack_external_c(datarep, inbuf, insize, position, outbuf, outcount, datatype)
+    => crate::datatype::pack_calls::unpack_external(crate::ffi::args::text(datarep)?, crate::ffi::args::send_buf(inbuf), insize, crate::ffi::args::out(position), crate::ffi::args::recv_buf(outbuf), outcount, datatype)
 }
 
 crate::ffi::export! {
-    /// `MPI_Pack_external_size_c`: [`crate::datatype::pack_calls::pack_external_size_c`].
+    /// `MPI_Pack_external_size_c`: [`crate::datatype::pack_calls::pack_external_size`].
     MPI_Pack_external_size_c / PMPI_Pack_external_size_c (datarep: *const c_char, incount: i64, datatype: usize, size: *mut i64)
-    => crate::datatype::pack_calls::pack_external_size_c(datarep, incount, datatype, size)
+    => crate::datatype::pack_calls::pack_external_size(crate::ffi::args::text(datarep)?, incount, datatype, crate::ffi::args::out(size))
 }

@@ -15,77 +15,77 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 crate::ffi::export! {
     /// `MPI_Send`: [`crate::p2p::messages::send`].
     MPI_Send / PMPI_Send [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    fast crate::p2p::messages::send_fast(ferry::SendMode::Standard, buf, count, datatype, dest, tag, comm);
-    => crate::p2p::messages::send(ferry::SendMode::Standard, buf, count, datatype, dest, tag, comm)
+    fast crate::p2p::messages::send_fast(ferry::SendMode::Standard, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm);
+    => crate::p2p::messages::send(ferry::SendMode::Standard, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Ssend`: [`crate::p2p::messages::send`].
     MPI_Ssend / PMPI_Ssend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    fast crate::p2p::messages::send_fast(ferry::SendMode::Synchronous, buf, count, datatype, dest, tag, comm);
-    => crate::p2p::messages::send(ferry::SendMode::Synchronous, buf, count, datatype, dest, tag, comm)
+    fast crate::p2p::messages::send_fast(ferry::SendMode::Synchronous, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm);
+    => crate::p2p::messages::send(ferry::SendMode::Synchronous, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Rsend`: [`crate::p2p::messages::send`].
     MPI_Rsend / PMPI_Rsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    fast crate::p2p::messages::send_fast(ferry::SendMode::Ready, buf, count, datatype, dest, tag, comm);
-    => crate::p2p::messages::send(ferry::SendMode::Ready, buf, count, datatype, dest, tag, comm)
+    fast crate::p2p::messages::send_fast(ferry::SendMode::Ready, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm);
+    => crate::p2p::messages::send(ferry::SendMode::Ready, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Isend`: [`crate::p2p::messages::isend`].
     MPI_Isend / PMPI_Isend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::messages::isend(ferry::SendMode::Standard, buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::messages::isend(ferry::SendMode::Standard, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Issend`: [`crate::p2p::messages::isend`].
     MPI_Issend / PMPI_Issend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::messages::isend(ferry::SendMode::Synchronous, buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::messages::isend(ferry::SendMode::Synchronous, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Irsend`: [`crate::p2p::messages::isend`].
     MPI_Irsend / PMPI_Irsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::messages::isend(ferry::SendMode::Ready, buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::messages::isend(ferry::SendMode::Ready, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Recv`: [`crate::p2p::messages::recv`].
     MPI_Recv / PMPI_Recv [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus)
-    fast crate::p2p::messages::recv_fast(buf, count, datatype, source, tag, comm, status);
-    => crate::p2p::messages::recv(buf, count, datatype, source, tag, comm, status)
+    fast crate::p2p::messages::recv_fast(crate::ffi::args::recv_buf(buf), count, datatype, source, tag, comm, crate::ffi::args::status_out(status));
+    => crate::p2p::messages::recv(crate::ffi::args::recv_buf(buf), count, datatype, source, tag, comm, crate::ffi::args::status_out(status))
 }
 
 crate::ffi::export! {
     /// `MPI_Irecv`: [`crate::p2p::messages::irecv`].
     MPI_Irecv / PMPI_Irecv [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::messages::irecv(buf, count, datatype, source, tag, comm, request)
+    => crate::p2p::messages::irecv(crate::ffi::args::recv_buf(buf), count, datatype, source, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Sendrecv`: [`crate::p2p::messages::sendrecv`].
     MPI_Sendrecv / PMPI_Sendrecv [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, source: c_int, recvtag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::p2p::messages::sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+    => crate::p2p::messages::sendrecv(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, dest, sendtag, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, source, recvtag, comm, crate::ffi::args::status_out(status))
 }
 
 crate::ffi::export! {
     /// `MPI_Sendrecv_replace`: [`crate::p2p::messages::sendrecv_replace`].
     MPI_Sendrecv_replace / PMPI_Sendrecv_replace [comm] (buf: *mut c_void, count: c_int, datatype: usize, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::p2p::messages::sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+    => crate::p2p::messages::sendrecv_replace(crate::ffi::args::recv_buf(buf), count, datatype, dest, sendtag, source, recvtag, comm, crate::ffi::args::status_out(status))
 }
 
 crate::ffi::export! {
     /// `MPI_Isendrecv`: [`crate::p2p::pair::isendrecv`].
     MPI_Isendrecv / PMPI_Isendrecv [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, source: c_int, recvtag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::pair::isendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
+    => crate::p2p::pair::isendrecv(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, dest, sendtag, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, source, recvtag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Isendrecv_replace`: [`crate::p2p::pair::isendrecv_replace`].
     MPI_Isendrecv_replace / PMPI_Isendrecv_replace [comm] (buf: *mut c_void, count: c_int, datatype: usize, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::pair::isendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
+    => crate::p2p::pair::isendrecv_replace(crate::ffi::args::recv_buf(buf), count, datatype, dest, sendtag, source, recvtag, comm, crate::ffi::args::out(request))
 }
 
 // ---- Probes
@@ -163,61 +163,61 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Send_init`: [`crate::p2p::persist::send_init`].
     MPI_Send_init / PMPI_Send_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(Some(ferry::SendMode::Standard), buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Standard), crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ssend_init`: [`crate::p2p::persist::send_init`].
     MPI_Ssend_init / PMPI_Ssend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(Some(ferry::SendMode::Synchronous), buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Synchronous), crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Rsend_init`: [`crate::p2p::persist::send_init`].
     MPI_Rsend_init / PMPI_Rsend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(Some(ferry::SendMode::Ready), buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Ready), crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Bsend_init`: [`crate::p2p::persist::send_init`].
     MPI_Bsend_init / PMPI_Bsend_init [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(None, buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
+    => crate::p2p::persist::send_init(None, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Recv_init`: [`crate::p2p::persist::recv_init`].
     MPI_Recv_init / PMPI_Recv_init [comm] (buf: *mut c_void, count: c_int, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::recv_init(buf as usize, count, datatype, source, tag, comm, crate::ffi::args::out(request))
+    => crate::p2p::persist::recv_init(crate::ffi::args::recv_buf(buf), count, datatype, source, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Send_init_c`: [`crate::p2p::persist::send_init`].
     MPI_Send_init_c / PMPI_Send_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(Some(ferry::SendMode::Standard), buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Standard), crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Bsend_init_c`: [`crate::p2p::persist::send_init`].
     MPI_Bsend_init_c / PMPI_Bsend_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(None, buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
+    => crate::p2p::persist::send_init(None, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ssend_init_c`: [`crate::p2p::persist::send_init`].
     MPI_Ssend_init_c / PMPI_Ssend_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(Some(ferry::SendMode::Synchronous), buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Synchronous), crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Rsend_init_c`: [`crate::p2p::persist::send_init`].
     MPI_Rsend_init_c / PMPI_Rsend_init_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::send_init(Some(ferry::SendMode::Ready), buf as usize, count, datatype, dest, tag, comm, crate::ffi::args::out(request))
+    => crate::p2p::persist::send_init(Some(ferry::SendMode::Ready), crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Recv_init_c`: [`crate::p2p::persist::recv_init`].
     MPI_Recv_init_c / PMPI_Recv_init_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::persist::recv_init(buf as usize, count, datatype, source, tag, comm, crate::ffi::args::out(request))
+    => crate::p2p::persist::recv_init(crate::ffi::args::recv_buf(buf), count, datatype, source, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
@@ -237,7 +237,7 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Buffer_attach`: [`crate::p2p::commbuf::buffer_attach`].
     MPI_Buffer_attach / PMPI_Buffer_attach (buffer: *mut c_void, size: c_int)
-    => crate::p2p::commbuf::buffer_attach(buffer as usize, size)
+    => crate::p2p::commbuf::buffer_attach(crate::ffi::args::recv_buf(buffer), size)
 }
 
 crate::ffi::export! {
@@ -261,7 +261,7 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Comm_attach_buffer`: [`crate::p2p::commbuf::comm_attach_buffer`].
     MPI_Comm_attach_buffer / PMPI_Comm_attach_buffer [comm] (comm: usize, buffer: *mut c_void, size: c_int)
-    => crate::p2p::commbuf::comm_attach_buffer(comm, buffer as usize, size)
+    => crate::p2p::commbuf::comm_attach_buffer(comm, crate::ffi::args::recv_buf(buffer), size)
 }
 
 crate::ffi::export! {
@@ -285,7 +285,7 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Buffer_attach_c`: [`crate::p2p::commbuf::buffer_attach`].
     MPI_Buffer_attach_c / PMPI_Buffer_attach_c (buffer: *mut c_void, size: i64)
-    => crate::p2p::commbuf::buffer_attach(buffer as usize, size)
+    => crate::p2p::commbuf::buffer_attach(crate::ffi::args::recv_buf(buffer), size)
 }
 
 crate::ffi::export! {
@@ -297,7 +297,7 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Comm_attach_buffer_c`: [`crate::p2p::commbuf::comm_attach_buffer`].
     MPI_Comm_attach_buffer_c / PMPI_Comm_attach_buffer_c [comm] (comm: usize, buffer: *mut c_void, size: i64)
-    => crate::p2p::commbuf::comm_attach_buffer(comm, buffer as usize, size)
+    => crate::p2p::commbuf::comm_attach_buffer(comm, crate::ffi::args::recv_buf(buffer), size)
 }
 
 crate::ffi::export! {
@@ -311,13 +311,13 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Bsend`: [`crate::p2p::bsend::bsend`].
     MPI_Bsend / PMPI_Bsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    => crate::p2p::bsend::bsend(buf, count, datatype, dest, tag, comm)
+    => crate::p2p::bsend::bsend(crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Ibsend`: [`crate::p2p::bsend::ibsend`].
     MPI_Ibsend / PMPI_Ibsend [comm] (buf: *const c_void, count: c_int, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::bsend::ibsend(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::bsend::ibsend(crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 // ---- Matched receives
@@ -325,13 +325,13 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Mrecv`: [`crate::p2p::mprobe::mrecv`].
     MPI_Mrecv / PMPI_Mrecv (buf: *mut c_void, count: c_int, datatype: usize, message: *mut usize, status: *mut MpiStatus)
-    => crate::p2p::mprobe::mrecv(buf, count, datatype, message, status)
+    => crate::p2p::mprobe::mrecv(crate::ffi::args::recv_buf(buf), count, datatype, crate::ffi::args::out(message), crate::ffi::args::status_out(status))
 }
 
 crate::ffi::export! {
     /// `MPI_Imrecv`: [`crate::p2p::mprobe::imrecv`].
     MPI_Imrecv / PMPI_Imrecv (buf: *mut c_void, count: c_int, datatype: usize, message: *mut usize, request: *mut usize)
-    => crate::p2p::mprobe::imrecv(buf, count, datatype, message, request)
+    => crate::p2p::mprobe::imrecv(crate::ffi::args::recv_buf(buf), count, datatype, crate::ffi::args::out(message), crate::ffi::args::out(request))
 }
 
 // ---- Large-count: point-to-point
@@ -339,97 +339,97 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Send_c`: [`crate::p2p::messages::send`].
     MPI_Send_c / PMPI_Send_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    => crate::p2p::messages::send(ferry::SendMode::Standard, buf, count, datatype, dest, tag, comm)
+    => crate::p2p::messages::send(ferry::SendMode::Standard, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Bsend_c`: [`crate::p2p::bsend::bsend`].
     MPI_Bsend_c / PMPI_Bsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    => crate::p2p::bsend::bsend(buf, count, datatype, dest, tag, comm)
+    => crate::p2p::bsend::bsend(crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Ssend_c`: [`crate::p2p::messages::send`].
     MPI_Ssend_c / PMPI_Ssend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    => crate::p2p::messages::send(ferry::SendMode::Synchronous, buf, count, datatype, dest, tag, comm)
+    => crate::p2p::messages::send(ferry::SendMode::Synchronous, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Rsend_c`: [`crate::p2p::messages::send`].
     MPI_Rsend_c / PMPI_Rsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize)
-    => crate::p2p::messages::send(ferry::SendMode::Ready, buf, count, datatype, dest, tag, comm)
+    => crate::p2p::messages::send(ferry::SendMode::Ready, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm)
 }
 
 crate::ffi::export! {
     /// `MPI_Isend_c`: [`crate::p2p::messages::isend`].
     MPI_Isend_c / PMPI_Isend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::messages::isend(ferry::SendMode::Standard, buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::messages::isend(ferry::SendMode::Standard, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Ibsend_c`: [`crate::p2p::bsend::ibsend`].
     MPI_Ibsend_c / PMPI_Ibsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::bsend::ibsend(buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::bsend::ibsend(crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Issend_c`: [`crate::p2p::messages::isend`].
     MPI_Issend_c / PMPI_Issend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::messages::isend(ferry::SendMode::Synchronous, buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::messages::isend(ferry::SendMode::Synchronous, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Irsend_c`: [`crate::p2p::messages::isend`].
     MPI_Irsend_c / PMPI_Irsend_c [comm] (buf: *const c_void, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::messages::isend(ferry::SendMode::Ready, buf, count, datatype, dest, tag, comm, request)
+    => crate::p2p::messages::isend(ferry::SendMode::Ready, crate::ffi::args::send_buf(buf), count, datatype, dest, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Recv_c`: [`crate::p2p::messages::recv`].
     MPI_Recv_c / PMPI_Recv_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::p2p::messages::recv(buf, count, datatype, source, tag, comm, status)
+    => crate::p2p::messages::recv(crate::ffi::args::recv_buf(buf), count, datatype, source, tag, comm, crate::ffi::args::status_out(status))
 }
 
 crate::ffi::export! {
     /// `MPI_Irecv_c`: [`crate::p2p::messages::irecv`].
     MPI_Irecv_c / PMPI_Irecv_c [comm] (buf: *mut c_void, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::messages::irecv(buf, count, datatype, source, tag, comm, request)
+    => crate::p2p::messages::irecv(crate::ffi::args::recv_buf(buf), count, datatype, source, tag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Mrecv_c`: [`crate::p2p::mprobe::mrecv`].
     MPI_Mrecv_c / PMPI_Mrecv_c (buf: *mut c_void, count: i64, datatype: usize, message: *mut usize, status: *mut MpiStatus)
-    => crate::p2p::mprobe::mrecv(buf, count, datatype, message, status)
+    => crate::p2p::mprobe::mrecv(crate::ffi::args::recv_buf(buf), count, datatype, crate::ffi::args::out(message), crate::ffi::args::status_out(status))
 }
 
 crate::ffi::export! {
     /// `MPI_Imrecv_c`: [`crate::p2p::mprobe::imrecv`].
     MPI_Imrecv_c / PMPI_Imrecv_c (buf: *mut c_void, count: i64, datatype: usize, message: *mut usize, request: *mut usize)
-    => crate::p2p::mprobe::imrecv(buf, count, datatype, message, request)
+    => crate::p2p::mprobe::imrecv(crate::ffi::args::recv_buf(buf), count, datatype, crate::ffi::args::out(message), crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Sendrecv_c`: [`crate::p2p::messages::sendrecv`].
     MPI_Sendrecv_c / PMPI_Sendrecv_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, source: c_int, recvtag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::p2p::messages::sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+    => crate::p2p::messages::sendrecv(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, dest, sendtag, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, source, recvtag, comm, crate::ffi::args::status_out(status))
 }
 
 crate::ffi::export! {
     /// `MPI_Sendrecv_replace_c`: [`crate::p2p::messages::sendrecv_replace`].
     MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c [comm] (buf: *mut c_void, count: i64, datatype: usize, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: usize, status: *mut MpiStatus)
-    => crate::p2p::messages::sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+    => crate::p2p::messages::sendrecv_replace(crate::ffi::args::recv_buf(buf), count, datatype, dest, sendtag, source, recvtag, comm, crate::ffi::args::status_out(status))
 }
 
 crate::ffi::export! {
     /// `MPI_Isendrecv_c`: [`crate::p2p::pair::isendrecv`].
     MPI_Isendrecv_c / PMPI_Isendrecv_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, source: c_int, recvtag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::pair::isendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
+    => crate::p2p::pair::isendrecv(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, dest, sendtag, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, source, recvtag, comm, crate::ffi::args::out(request))
 }
 
 crate::ffi::export! {
     /// `MPI_Isendrecv_replace_c`: [`crate::p2p::pair::isendrecv_replace`].
     MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c [comm] (buf: *mut c_void, count: i64, datatype: usize, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: usize, request: *mut usize)
-    => crate::p2p::pair::isendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
+    => crate::p2p::pair::isendrecv_replace(crate::ffi::args::recv_buf(buf), count, datatype, dest, sendtag, source, recvtag, comm, crate::ffi::args::out(request))
 }
 
 // ---- Large-count: statuses
