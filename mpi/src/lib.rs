@@ -14,11 +14,11 @@
 //!   `ferry-mpi-abigen` writes its shim (`ffi/exports/`) and its prototype
 //!   in `include/mpi.h`. A shim catches panics, decodes the arguments
 //!   (`ffi::args`: out-arguments, slices of the lengths the table gives,
-//!   strings, callbacks), calls the body and raises a failure through the
-//!   error handler. Beside it: the lock-free tables (`cell`), segmented
-//!   buffers over the program's memory (`segments`), the C heap and host
-//!   name (`os`), the program's attribute callbacks (`callbacks`), `long
-//!   double` reductions (`longdouble`).
+//!   strings, callbacks, data-buffer tokens), calls the body and raises a
+//!   failure through the error handler. Beside it: the lock-free tables
+//!   (`cell`), the C heap and host name (`os`), the program's callbacks
+//!   (`callbacks`, `large_user_fn`), `long double` reductions
+//!   (`longdouble`).
 //! - Chapters: `env` (environment, errors), [`info`], [`attr`]
 //!   (attributes), [`comm`] (groups, communicators, intercommunicators,
 //!   `MPI_Dims_create`), `p2p` (sends, receives, probes, persistent,
@@ -33,18 +33,16 @@
 //!   predefined op on a type).
 //!
 //! ## Safety
-//! The crate denies `unsafe`; `ffi` allows it, and so, until their bodies
-//! take checked arguments, do the modules that still hand the program's
-//! buffers to ferry's raw API: `p2p` (but `status` and `probe`), `coll`,
-//! `datatype`'s `buf`, `segments` and `pack_calls`, and `request::post`
-//! (a completed operation's copy into the program's buffers). Their `mod`
-//! lines say so (`#[allow(unsafe_code)]`). The checked chapters (`env`,
-//! `info`, `attr`, `comm`, `datatype`'s constructors and decoding,
-//! `p2p::status`, `p2p::probe`, `request` but `post`, `mpix`) are safe
-//! Rust. Every `unsafe`
+//! The crate denies `unsafe`. Every body is safe Rust: the generated shims
+//! decode the C arguments first (`ffi::args`), the program's data buffers
+//! as tokens. `unsafe` is allowed in `ffi` (the boundary, the argument
+//! decoders, the lock-free tables, the program's callbacks, the C heap)
+//! and in `datatype::buf` and `datatype::segments`, the one place that
+//! reads and writes a program's data buffers and starts ferry's raw
+//! operations on them; each says its contract at the top. Every `unsafe`
 //! block has a `// SAFETY:` comment, and every body runs under
 //! `catch_unwind`: no panic reaches C.
-//!
+
 //! ## Floors
 //! A module uses only modules on its own floor or below it (`ferry-floors`
 //! reads this list; `tests/floors/tests/ferry_crates.rs` holds the imports
@@ -54,7 +52,7 @@
 //!    the ABI's values and errors, handle tables, the lock, info objects.
 //! 2. `errhandler`: error handlers.
 //! 3. `ffi::args`, `ffi::cell`, `ffi::raw`, `ffi::os`, `ffi::callbacks`,
-//!    `ffi::longdouble`: the raw-memory mechanisms.
+//!    `ffi::longdouble`, `ffi::large_user_fn`: the raw-memory mechanisms.
 //! 4. `state`, `ffi::lookup`: the runtime and its communicator lookup.
 //! 5. `datatype`, `info::calls`, `attr`, `reduce`: objects the other
 //!    chapters use, and the info calls.

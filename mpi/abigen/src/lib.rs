@@ -8,8 +8,8 @@
 //!   lines;
 //! - `mpi/src/ffi/exports/<chapter>.rs`: one `export!` shim per
 //!   function (`PMPI_X` with the body under the panic guard and the error
-//!   handler, `MPI_X` calling it), each calling the safe or `unsafe` body
-//!   the table names.
+//!   handler, `MPI_X` calling it), each decoding the C arguments
+//!   (`ffi::args`) and calling the safe body the table names.
 //!
 //! MPICH (`maint/gen_binding_c.py`) and Open MPI 6 (`ompi/mpi/bindings/`)
 //! generate their bindings the same way. The output is checked in; the
@@ -55,9 +55,6 @@ pub struct Section {
     pub chapter: String,
     /// The default module of its bodies, relative to the crate root.
     pub module: String,
-    /// Whether its bodies are safe: the shims decode every pointer
-    /// argument first ([`arg_expr`]).
-    pub checked: bool,
     /// Its title (`/* title */` in the header unless `comment` is set).
     pub title: String,
     /// The header comment's lines, if longer than the title.
@@ -251,10 +248,6 @@ pub fn parse(text: &str) -> Result<Table, String> {
             let (chapter, module) = path
                 .split_once('/')
                 .ok_or_else(|| at("a section is `@ chapter/module title`".into()))?;
-            let (checked, title) = match title.trim().strip_prefix("[checked]") {
-                Some(t) => (true, t),
-                None => (false, title),
-            };
             if !pending.is_empty() {
                 return Err(at(
                     "a comment (`|`) before a section; put it after the `@` line".into(),
@@ -263,7 +256,6 @@ pub fn parse(text: &str) -> Result<Table, String> {
             sections.push(Section {
                 chapter: chapter.into(),
                 module: module.into(),
-                checked,
                 title: title.trim().into(),
                 comment: Vec::new(),
                 rows: Vec::new(),
@@ -374,10 +366,8 @@ pub fn parse(text: &str) -> Result<Table, String> {
                 )));
             }
         }
-        if section.checked {
-            for p in &row.params {
-                arg_expr(&row, p).map_err(at)?;
-            }
+        for p in &row.params {
+            arg_expr(&row, p).map_err(at)?;
         }
         if row.ret != "int" && !row.raw {
             return Err(at(
@@ -480,7 +470,7 @@ pub fn exports(t: &Table) -> Result<Vec<(String, String)>, String> {
         let out = &mut files[idx].1;
         let _ = writeln!(out, "\n// ---- {}", s.title);
         for r in &s.rows {
-            shim(out, r, s.checked)?;
+            shim(out, r)?;
         }
     }
     let mut m = String::from(GENERATED_NOTE);
@@ -510,7 +500,7 @@ fn file_head(chapter: &str) -> String {
     )
 }
 
-fn shim(out: &mut String, r: &Row, checked: bool) -> Result<(), String> {
+fn shim(out: &mut String, r: &Row) -> Result<(), String> {
     let mut params = Vec::new();
     for p in &r.params {
         params.push(format!("{}: {}", p.name, rust_type(&p.ctype)?));
@@ -518,11 +508,7 @@ fn shim(out: &mut String, r: &Row, checked: bool) -> Result<(), String> {
     let params = params.join(", ");
     let mut args = Vec::new();
     for p in &r.params {
-        args.push(if checked {
-            arg_expr(r, p)?
-        } else {
-            p.name.clone()
-        });
+        args.push(arg_expr(r, p)?);
     }
     let args = args.join(", ");
     let pname = format!("P{}", r.name);
@@ -586,7 +572,7 @@ fn len_expr(r: &Row, e: &str) -> Result<String, String> {
     ))
 }
 
-/// What a `[checked]` shim passes the body for parameter `p`: the value
+/// What a shim passes the body for parameter `p`: the value
 /// itself, or a decoder of `crate::ffi::args` applied to the pointer
 /// (`?` reports its failure as the call's).
 ///

@@ -161,7 +161,7 @@ fn inter_in_place(c: &Comm, p: SendBuf) -> Res {
 
 /// An empty buffer: an intercommunicator root's unused side.
 fn none_of(rt: &Runtime, datatype: usize) -> Res<CBuf> {
-    cbuf(rt, SendBuf::NONE, 0, datatype)
+    cbuf(rt, RecvBuf::NONE, 0, datatype)
 }
 
 /// `MPI_IN_PLACE` where only the root may pass it.

@@ -1,6 +1,6 @@
-//! The checked forms of C arguments: what a generated shim hands a body in
-//! a `[checked]` section of `mpi/abi/functions.txt`, so the body is safe
-//! Rust.
+//! The checked forms of C arguments: what a generated shim hands a body,
+//! so every body is safe Rust (`mpi/abi/functions.txt` says what each
+//! pointer argument is).
 //!
 //! # Contract
 //! Each decoder is `unsafe`: the shim calls it on the pointer the C caller
@@ -11,13 +11,19 @@
 //! negative length) and turns the pointer into a value, a slice, a string,
 //! or one of the write-only views below, whose lifetime is the call's: a
 //! body cannot keep one past its return, and cannot make one itself (no
-//! safe constructor), so every raw access in this crate's checked chapters
+//! safe constructor), so every raw access in this crate's chapters
 //! goes through a pointer and a length the caller vouched for.
 //!
 //! Write-only views ([`Out`], [`OutSlice`], [`StatusOut`], [`TextOut`],
-//! [`Later`])
-//! exist because out-arguments may point to memory the program never
-//! initialized: no `&mut T` is ever made to it.
+//! [`Later`]) exist because out-arguments may point to memory the program
+//! never initialized: no `&mut T` is ever made to it.
+//!
+//! The program's data buffers are the exception to the call's lifetime:
+//! [`SendBuf`] and [`RecvBuf`] are tokens of an address, which a body may
+//! keep as long as the standard keeps the buffer the library's (a
+//! nonblocking operation's, a persistent request's), and whose memory it
+//! reaches only through `datatype::buf`, with the count and datatype of
+//! the same call.
 
 use std::ffi::{c_char, c_int};
 use std::marker::PhantomData;
@@ -441,10 +447,6 @@ pub(crate) struct RecvBuf {
 }
 
 impl SendBuf {
-    /// No buffer: an argument a member does not use, of no data (never
-    /// read: a zero-length buffer yields no bytes).
-    pub(crate) const NONE: SendBuf = SendBuf { addr: 0 };
-
     /// The address (`MPI_BOTTOM` is 0).
     pub(crate) fn addr(self) -> usize {
         self.addr
@@ -466,6 +468,10 @@ impl SendBuf {
 }
 
 impl RecvBuf {
+    /// No buffer: an argument a member does not use, of no data (a
+    /// zero-length buffer is neither read nor written).
+    pub(crate) const NONE: RecvBuf = RecvBuf { addr: 0 };
+
     /// The address (`MPI_BOTTOM` is 0).
     pub(crate) fn addr(self) -> usize {
         self.addr

@@ -42,9 +42,8 @@ pub(crate) mod raw;
 /// library through `PMPI_X`). Only the generated shims use it
 /// (`exports/`, from `mpi/abi/functions.txt`; see `ferry-mpi-abigen`).
 ///
-/// `=> call` is the body's call: on the arguments as they came (an
-/// `unsafe` body), or, in a `[checked]` section of the table, on what the
-/// decoders of [`args`] made of them (a safe body). It returns [`Res`],
+/// `=> call` is the body's call, on what the decoders of [`args`] made of
+/// the C arguments (every body is safe Rust). It returns [`Res`],
 /// run by [`guard`] under `catch_unwind` (no panic crosses into C; one
 /// becomes `MPI_ERR_INTERN`; a decoder's failure is the call's) and raised
 /// through the error handler of communicator `[on]` (`MPI_COMM_SELF`'s
@@ -68,9 +67,8 @@ macro_rules! export {
     (@guarded $fname:expr, [$($on:ident)?] => $call:expr) => {
         $crate::ffi::guard($fname, move || -> $crate::error::Res {
             // SAFETY: the C caller's promises for this function's pointer
-            // arguments (the MPI standard's): passed on unchanged to an
-            // `unsafe` body, or to the decoders of `ffi::args`, whose
-            // contract they are.
+            // arguments (the MPI standard's), passed to the decoders of
+            // `ffi::args`, whose contract they are.
             #[allow(unused_unsafe)]
             let r: $crate::error::Res = unsafe { $call };
             $(let r = r.map_err(|f| f.on($on));)?
