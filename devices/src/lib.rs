@@ -175,6 +175,7 @@ pub use group::{Group, GroupCompare};
 pub use idup::PendingComm;
 pub use p2p::Message;
 pub use persistent::start_all;
+pub use raw::coll::{lent, lent_mut};
 pub use raw::{RawRequest, Scope, ScopedRequest};
 pub use request::{Canceller, Completion, Request};
 pub use select::{init, NodeDevice};

@@ -14,7 +14,11 @@
 //!   [`Message::recv`](crate::Message::recv), ...), which complete their
 //!   request before they return;
 //! - the safe scoped API ([`Comm::scope`], in `scope.rs`), which completes
-//!   every request started in the scope before the scope returns.
+//!   every request started in the scope before the scope returns;
+//! - collectives on bytes (`coll.rs`): [`Comm::collective`] on borrowed
+//!   slices, which it completes before it returns, and [`lent`] and
+//!   [`lent_mut`], `unsafe`, whose callers promise the memory outlives the
+//!   nonblocking collective they give it to.
 //!
 //! # Why the safe forms are sound
 //! A borrowed buffer is only unsafe to hand out if the engine could still
@@ -32,6 +36,7 @@
 //! *reads* peers' memory) cannot be stopped by local teardown.
 
 pub(crate) mod cell;
+pub(crate) mod coll;
 pub(crate) mod fd;
 mod handles;
 mod scope;

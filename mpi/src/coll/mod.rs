@@ -2,13 +2,16 @@
 //! persistent `MPI_*_init`), on any committed datatype, with `MPI_IN_PLACE`.
 //!
 //! Every collective call is first parsed into a [`spec::Spec`]: the
-//! buffers as [`CBuf`]s (address, count, datatype), the root, the
-//! reduction. A blocking call runs the spec on ferry's blocking forms
-//! (borrowed slices: the program's own memory where the data is
-//! contiguous, a packed copy otherwise); a nonblocking call starts it on
-//! ferry's owned forms and copies the result out when the request
-//! completes (`Post::Coll`); a persistent request keeps the spec and
-//! starts it again at every `MPI_Start`.
+//! buffers as [`CBuf`]s (the program's memory, count, datatype), the root,
+//! the reduction; then described once as core describes it
+//! (`Spec::lower`: a `Collective` and this member's input and output
+//! [`Place`]s). A blocking call runs that on borrowed slices
+//! (`ferry::Comm::collective`); a nonblocking one starts it on buffers
+//! ferry holds until completion (`ferry::Comm::icollective`): the
+//! program's memory lent where the data lies in one run, else a staging
+//! vector copied out when the request completes (`Post::Coll`); a
+//! persistent request keeps the spec and starts it again at every
+//! `MPI_Start`.
 //!
 //! Data crosses ferry as bytes ("wire" bytes): packed in type-map order,
 //! or, for a user reduction op on a non-contiguous datatype, laid out as in
@@ -20,9 +23,7 @@ pub(crate) mod large_ops;
 pub(crate) mod reduction;
 pub(crate) mod spec;
 
-use std::borrow::Cow;
-
-use crate::datatype::buf::{bytes, bytes_mut, unpack_into};
+use crate::datatype::buf::{bytes, bytes_mut, lend_in, lend_out, unpack_into};
 
 use crate::abi::class::*;
 use crate::datatype::pack::unpack_extent;
@@ -69,6 +70,14 @@ impl From<RecvBuf> for Mem {
 }
 
 impl Mem {
+    /// The address.
+    pub(crate) fn addr(self) -> usize {
+        match self {
+            Mem::In(b) => b.addr(),
+            Mem::Out(b) => b.addr(),
+        }
+    }
+
     /// The memory `off` bytes on.
     pub(crate) fn offset(self, off: isize) -> Mem {
         match self {
@@ -86,25 +95,6 @@ pub(crate) struct CBuf {
     pub(crate) count: usize,
     /// Their datatype.
     pub(crate) ty: TypeRef,
-}
-
-/// Where a collective writes wire bytes for a buffer.
-#[derive(Debug)]
-pub(crate) enum Out<'a> {
-    /// The program's own memory.
-    Direct(&'a mut [u8]),
-    /// A staging vector, written to the buffer by [`Out::finish`].
-    Staged(Vec<u8>),
-}
-
-impl Out<'_> {
-    /// The bytes to write.
-    pub(crate) fn bytes(&mut self) -> &mut [u8] {
-        match self {
-            Out::Direct(b) => b,
-            Out::Staged(v) => v,
-        }
-    }
 }
 
 impl CBuf {
@@ -136,14 +126,9 @@ impl CBuf {
         }
     }
 
-    /// Element `k` on (by extent), `count` of them.
-    pub(crate) fn at(&self, k: usize, count: usize) -> Res<CBuf> {
-        let (_, ext) = self.ty.extent();
-        let off = isize::try_from(k)
-            .ok()
-            .and_then(|k| k.checked_mul(ext))
-            .ok_or_else(|| Fail::new(MPI_ERR_COUNT, "a displacement overflows"))?;
-        Ok(CBuf::new(self.mem.offset(off), count, self.ty.clone()))
+    /// The buffer's address.
+    pub(crate) fn addr(&self) -> usize {
+        self.mem.addr()
     }
 
     /// Wire bytes of the data.
@@ -157,48 +142,62 @@ impl CBuf {
         }
     }
 
-    /// The data as wire bytes: the program's memory where it lies
-    /// contiguous, a packed copy otherwise (read during the call).
-    pub(crate) fn input<'a>(&self, form: Form) -> Res<Cow<'a, [u8]>> {
+    /// Where the data lies as wire bytes: the program's memory where it is
+    /// one run (or in extent form, which is the memory as it is), else a
+    /// packed copy.
+    pub(crate) fn place_in(&self, form: Form) -> Res<Place> {
         let len = self.wire_len(form)?;
-        match form {
-            // `[addr + lb, + count * extent)`: the program's buffer spans
-            // `count` extents (MPI's rule for a buffer of `count` elements).
-            Form::Extent { lb, .. } => Ok(Cow::Borrowed(bytes(self.readable().offset(lb), len)?)),
-            Form::Packed => match self.ty.contiguous_from(self.count) {
-                Some(off) => Ok(Cow::Borrowed(bytes(self.readable().offset(off), len)?)),
-                None => {
-                    let mut v = vec![0u8; len];
-                    crate::datatype::buf::pack_into(self.readable(), self.count, &self.ty, &mut v)?;
-                    Ok(Cow::Owned(v))
-                }
-            },
-        }
+        let off = match form {
+            Form::Extent { lb, .. } => Some(lb),
+            Form::Packed => self.ty.contiguous_from(self.count),
+        };
+        Ok(match off {
+            Some(off) => Place::Direct(self.mem.offset(off), len),
+            None => Place::Staged(self.to_vec(form)?, Vec::new()),
+        })
     }
 
     /// An owned copy of the wire bytes.
     pub(crate) fn to_vec(&self, form: Form) -> Res<Vec<u8>> {
-        Ok(self.input(form)?.into_owned())
+        let len = self.wire_len(form)?;
+        let off = match form {
+            Form::Extent { lb, .. } => Some(lb),
+            Form::Packed => self.ty.contiguous_from(self.count),
+        };
+        match off {
+            Some(off) => Ok(bytes(self.readable().offset(off), len)?.to_vec()),
+            None => {
+                let mut v = vec![0u8; len];
+                crate::datatype::buf::pack_into(self.readable(), self.count, &self.ty, &mut v)?;
+                Ok(v)
+            }
+        }
     }
 
-    /// Where wire bytes for the buffer go during the call: its own memory
-    /// where the data lies contiguous, else a staging vector (holding the
-    /// buffer's current data if `prefill`: an in-place input).
-    pub(crate) fn output<'a>(&self, form: Form, prefill: bool) -> Res<Out<'a>> {
-        let contiguous = match form {
-            Form::Packed => self.ty.contiguous_from(self.count),
-            Form::Extent { .. } => None,
-        };
-        if let Some(off) = contiguous {
-            let len = self.wire_len(form)?;
-            return Ok(Out::Direct(bytes_mut(self.writable()?.offset(off), len)?));
+    /// Where wire bytes for the buffer go: its own memory where the data is
+    /// one run, else a staging vector (holding the buffer's current data
+    /// if `prefill`: an in-place input) that is copied into it afterwards
+    /// (unless `!copy_back`: a result this member does not get).
+    pub(crate) fn place_out(&self, form: Form, prefill: bool, copy_back: bool) -> Res<Place> {
+        if let (Form::Packed, Some(off)) = (form, self.ty.contiguous_from(self.count)) {
+            self.writable()?;
+            return Ok(Place::Direct(self.mem.offset(off), self.wire_len(form)?));
         }
         let v = if prefill {
             self.to_vec(form)?
         } else {
             vec![0u8; self.wire_len(form)?]
         };
-        Ok(Out::Staged(v))
+        let pieces = if copy_back {
+            vec![Piece {
+                off: 0,
+                buf: self.clone(),
+                form,
+            }]
+        } else {
+            Vec::new()
+        };
+        Ok(Place::Staged(v, pieces))
     }
 
     /// Writes wire bytes (at most the buffer's) into the buffer.
@@ -223,16 +222,6 @@ impl CBuf {
                 unpack_extent(data, mem, -lo, &layout, self.count);
                 Ok(())
             }
-        }
-    }
-}
-
-impl Out<'_> {
-    /// Writes a staged result into `buf` (direct output is there already).
-    pub(crate) fn finish(self, buf: &CBuf, form: Form) -> Res {
-        match self {
-            Out::Direct(_) => Ok(()),
-            Out::Staged(v) => buf.write(form, &v),
         }
     }
 }
@@ -268,4 +257,146 @@ fn copy_out(data: &[u8], pieces: &[Piece]) -> Res {
         p.buf.write(p.form, part)?;
     }
     Ok(())
+}
+
+/// Where one side of a collective's bytes are.
+#[derive(Debug)]
+pub(crate) enum Place {
+    /// The program's memory: `len` bytes there.
+    Direct(Mem, usize),
+    /// A staging vector; for an output, the pieces it is copied into when
+    /// the collective is done.
+    Staged(Vec<u8>, Vec<Piece>),
+}
+
+impl Place {
+    /// Nothing: a zero-length side.
+    pub(crate) fn empty() -> Place {
+        Place::Staged(Vec::new(), Vec::new())
+    }
+
+    /// The bytes to read, during the call.
+    pub(crate) fn read(&self) -> Res<&[u8]> {
+        match self {
+            Place::Direct(Mem::In(b), len) => bytes(*b, *len),
+            Place::Direct(Mem::Out(b), len) => bytes(b.input(), *len),
+            Place::Staged(v, _) => Ok(v),
+        }
+    }
+
+    /// The bytes to write, during the call.
+    pub(crate) fn write(&mut self) -> Res<&mut [u8]> {
+        match self {
+            Place::Direct(Mem::Out(b), len) => bytes_mut(*b, *len),
+            Place::Direct(Mem::In(_), _) => Err(Fail::new(
+                MPI_ERR_INTERN,
+                "internal error (please report): a collective writes a send buffer",
+            )),
+            Place::Staged(v, _) => Ok(v),
+        }
+    }
+
+    /// Copies a staged output into the program's buffers (a direct one is
+    /// there already).
+    pub(crate) fn finish(self) -> Res {
+        match self {
+            Place::Direct(..) => Ok(()),
+            Place::Staged(v, pieces) => copy_out(&v, &pieces),
+        }
+    }
+
+    /// The bytes as a buffer ferry holds until a nonblocking collective
+    /// completes: the program's memory lent where it lies (the token's
+    /// promise lasts that long), or the staging vector; and the pieces to
+    /// copy a staged output into at completion.
+    pub(crate) fn into_buf(self, output: bool) -> Res<(ferry::Buf, Vec<Piece>)> {
+        match self {
+            Place::Direct(Mem::In(b), len) => Ok((lend_in(b, len)?, Vec::new())),
+            Place::Direct(Mem::Out(b), len) if output => Ok((lend_out(b, len)?, Vec::new())),
+            Place::Direct(Mem::Out(b), len) => Ok((lend_in(b.input(), len)?, Vec::new())),
+            Place::Staged(v, pieces) => Ok((ferry::Buf::from_vec(v), pieces)),
+        }
+    }
+}
+
+/// The blocks of a v-collective, one per rank in rank order, as one side:
+/// the program's memory where every block is one run and together they
+/// tile one span without gaps (the usual layout: displacements the prefix
+/// sums of the counts), so ferry reads or writes them where they lie;
+/// else packed in rank order in a staging vector (an output's blocks but
+/// `skip` copied out afterwards). The byte counts and displacements
+/// within that side, and whether it is the program's memory.
+pub(crate) fn place_blocks(
+    blocks: &[CBuf],
+    output: bool,
+    skip: Option<usize>,
+) -> Res<(Place, ferry::ferry_core::coll::Counts, bool)> {
+    let mut runs = Vec::with_capacity(blocks.len());
+    for b in blocks {
+        let len = b.wire_len(Form::Packed)?;
+        match b.ty.contiguous_from(b.count) {
+            Some(off) => runs.push((b.mem.offset(off), len)),
+            None => break,
+        }
+    }
+    if runs.len() == blocks.len() {
+        if let Some((base, span)) = tiling(&runs) {
+            if !output || matches!(base, Mem::Out(_)) {
+                let counts = runs.iter().map(|r| r.1).collect();
+                let displs = runs
+                    .iter()
+                    .map(|r| if r.1 == 0 { 0 } else { r.0.addr() - base.addr() })
+                    .collect();
+                let counts = ferry::ferry_core::coll::Counts { counts, displs };
+                return Ok((Place::Direct(base, span), counts, true));
+            }
+        }
+    }
+    let mut counts = Vec::with_capacity(blocks.len());
+    let mut displs = Vec::with_capacity(blocks.len());
+    let mut at = 0usize;
+    for b in blocks {
+        let n = b.wire_len(Form::Packed)?;
+        counts.push(n);
+        displs.push(at);
+        at += n;
+    }
+    let place = if output {
+        let pieces = blocks
+            .iter()
+            .zip(&displs)
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != skip)
+            .map(|(_, (b, &off))| Piece {
+                off,
+                buf: b.clone(),
+                form: Form::Packed,
+            })
+            .collect();
+        Place::Staged(vec![0u8; at], pieces)
+    } else {
+        let mut v = Vec::with_capacity(at);
+        for b in blocks {
+            v.extend_from_slice(&b.to_vec(Form::Packed)?);
+        }
+        Place::Staged(v, Vec::new())
+    };
+    Ok((place, ferry::ferry_core::coll::Counts { counts, displs }, false))
+}
+
+/// The span `runs` (address, length) tile without gaps or overlaps, as
+/// its first byte's memory and its length; `None` if they do not (or hold
+/// no bytes).
+fn tiling(runs: &[(Mem, usize)]) -> Option<(Mem, usize)> {
+    let mut sorted: Vec<&(Mem, usize)> = runs.iter().filter(|r| r.1 > 0).collect();
+    sorted.sort_by_key(|r| r.0.addr());
+    let first = sorted.first()?;
+    let mut end = first.0.addr();
+    for r in &sorted {
+        if r.0.addr() != end {
+            return None;
+        }
+        end += r.1;
+    }
+    Some((first.0, end - first.0.addr()))
 }

@@ -15,7 +15,6 @@
 use std::ffi::c_int;
 
 use ferry::ferry_core::coll::{reduce_into, Datatype, ReduceOp, UserOp};
-use ferry::Op;
 
 use crate::coll::{CBuf, Form};
 
@@ -62,12 +61,6 @@ pub(crate) struct Red {
     pub(crate) unit: usize,
 }
 
-impl Red {
-    /// The ferry op on wire bytes.
-    pub(crate) fn ferry_op(&self) -> Op<u8> {
-        Op::on_bytes(self.op.clone(), self.dtype)
-    }
-}
 
 /// Calls a user op on wire bytes: `inout = input (op) inout`. `base` is
 /// where displacement 0 of the first element lies relative to the bytes

@@ -1,19 +1,23 @@
-//! One collective call, parsed ([`Spec`]), and how it runs: blocking on
-//! ferry's borrowed forms ([`Spec::run`]), or started on its owned forms
-//! with the result copied out at completion ([`Spec::start`]).
+//! One collective call, parsed ([`Spec`]), and described once as core
+//! describes it ([`Spec::lower`]: a [`Collective`] and this member's
+//! input and output [`Place`]s), whichever form runs it: blocking on
+//! borrowed slices ([`Lowered::run`], `ferry::Comm::collective`), or
+//! nonblocking and persistent on buffers ferry holds until completion
+//! ([`Lowered::start`], `ferry::Comm::icollective`).
 //!
 //! Buffers are [`CBuf`]s (`None` where the program passed
-//! `MPI_IN_PLACE`, or where a buffer matters only at the root). The
-//! v-variants' blocks (one per rank, each with its own place, count and,
-//! for `MPI_Alltoallw`, datatype) travel packed in rank order; ferry's
-//! counts and displacements are then in bytes of that packing.
+//! `MPI_IN_PLACE`, or where a buffer matters only at the root). Data that
+//! lies in one run goes to ferry where it is, in every form: a
+//! nonblocking collective lends it, so nothing is copied in or out. Other
+//! data (a datatype with holes, a user op's extent layout, v-variant
+//! blocks that do not tile one span) is packed into a staging vector and
+//! copied out when the collective is done.
 
-use std::borrow::Cow;
-
+use ferry::ferry_core::coll::{Collective, Counts};
 use ferry::{Comm, Request};
 
 use crate::coll::reduction::Red;
-use crate::coll::{copy_out, CBuf, Form, Piece};
+use crate::coll::{place_blocks, CBuf, Form, Place};
 use crate::error::Res;
 use crate::request::object::State;
 use crate::request::post::Post;
@@ -106,457 +110,284 @@ pub(crate) struct Deferred(pub(crate) Spec);
 impl Deferred {
     /// Starts one activation.
     pub(crate) fn start(&self, c: &Comm) -> Res<(State, Post)> {
-        let (req, post) = self.0.start(c)?;
+        let (req, post) = self.0.lower(c)?.start(c)?;
         Ok((State::Active(req), post))
     }
 }
 
-/// The packed bytes, counts and displacements of blocks in rank order.
-fn layout(blocks: &[CBuf]) -> Res<(Vec<usize>, Vec<usize>, usize)> {
-    let mut counts = Vec::with_capacity(blocks.len());
-    let mut displs = Vec::with_capacity(blocks.len());
-    let mut at = 0usize;
-    for b in blocks {
-        let n = b.wire_len(P)?;
-        counts.push(n);
-        displs.push(at);
-        at += n;
+/// A call as core describes it, with this member's bytes.
+#[derive(Debug)]
+pub(crate) struct Lowered {
+    coll: Collective,
+    input: Option<Place>,
+    output: Option<Place>,
+}
+
+impl Lowered {
+    fn new(coll: Collective, input: Option<Place>, output: Option<Place>) -> Lowered {
+        Lowered {
+            coll,
+            input,
+            output,
+        }
     }
-    Ok((counts, displs, at))
-}
 
-/// The blocks packed in rank order.
-fn pack_all(blocks: &[CBuf]) -> Res<Vec<u8>> {
-    let mut out = Vec::new();
-    for b in blocks {
-        out.extend_from_slice(&b.input(P)?);
+    /// Runs it, blocking; a staged output is copied out after.
+    pub(crate) fn run(self, c: &Comm) -> Res {
+        let Lowered {
+            coll,
+            input,
+            mut output,
+        } = self;
+        let input_bytes = input.as_ref().map(Place::read).transpose()?;
+        let output_bytes = output.as_mut().map(Place::write).transpose()?;
+        c.collective(coll, input_bytes, output_bytes)?;
+        output.map_or(Ok(()), Place::finish)
     }
-    Ok(out)
-}
 
-/// The pieces that copy packed blocks back, leaving out `skip`.
-fn pieces(blocks: &[CBuf], displs: &[usize], skip: Option<usize>) -> Vec<Piece> {
-    blocks
-        .iter()
-        .zip(displs)
-        .enumerate()
-        .filter(|(i, _)| Some(*i) != skip)
-        .map(|(_, (b, &off))| Piece {
-            off,
-            buf: b.clone(),
-            form: P,
-        })
-        .collect()
-}
-
-/// `len` bytes as `n` equal blocks' counts (the remainder, if `len` is
-/// not a multiple, in none: the collective then finds the sizes wrong).
-fn equal_blocks(len: usize, n: u32) -> Vec<usize> {
-    vec![len / n.max(1) as usize; n as usize]
-}
-
-/// One piece: all of `buf` from offset 0.
-fn whole(buf: &CBuf, form: Form) -> Vec<Piece> {
-    vec![Piece {
-        off: 0,
-        buf: buf.clone(),
-        form,
-    }]
-}
-
-/// The post step of a nonblocking collective.
-fn post(pieces: Vec<Piece>) -> Post {
-    if pieces.is_empty() {
-        Post::None
-    } else {
-        Post::Coll(Box::new(pieces))
+    /// Starts it: the request, and the post step that copies a staged
+    /// output out at completion (none where ferry writes the program's
+    /// memory).
+    pub(crate) fn start(self, c: &Comm) -> Res<(Request, Post)> {
+        let input = self.input.map(|p| p.into_buf(false)).transpose()?;
+        let output = self.output.map(|p| p.into_buf(true)).transpose()?;
+        let (output, pieces) = match output {
+            Some((b, pieces)) => (Some(b), pieces),
+            None => (None, Vec::new()),
+        };
+        let req = c.icollective(self.coll, input.map(|i| i.0), output)?;
+        let post = if pieces.is_empty() {
+            Post::None
+        } else {
+            Post::Coll(Box::new(pieces))
+        };
+        Ok((req, post))
     }
+}
+
+/// A v-collective's member that passes no blocks: no counts.
+fn no_counts() -> Counts {
+    Counts::packed(Vec::new())
 }
 
 impl Spec {
-    /// Runs a blocking collective (the buffers are the program's, valid
-    /// for the call; each output is written by ferry before `finish`
-    /// copies a staged one back).
-    pub(crate) fn run(&self, c: &Comm) -> Res {
+    /// The call as core describes it, with this member's input and output.
+    pub(crate) fn lower(&self, c: &Comm) -> Res<Lowered> {
         let me = c.rank() as usize;
-            match self {
-                Spec::Barrier => c.barrier()?,
-                Spec::Idle => c.bcast::<u8>(&mut [], ferry::PROC_NULL)?,
-                Spec::Bcast { buf, root } => {
-                    let mut out = buf.output(P, c.is_root(*root))?;
-                    c.bcast(out.bytes(), *root)?;
-                    out.finish(buf, P)?;
-                }
-                Spec::Gather { send, recv, root } => match (send, recv) {
-                    (None, Some(r)) => {
-                        let mut out = r.output(P, true)?;
-                        c.gather_in_place(out.bytes(), *root)?;
-                        out.finish(r, P)?;
-                    }
-                    (Some(s), Some(r)) => {
-                        let input = s.input(P)?;
-                        let mut out = r.output(P, false)?;
-                        c.gather(&input, Some(out.bytes()), *root)?;
-                        out.finish(r, P)?;
-                    }
-                    (Some(s), None) => c.gather(&s.input(P)?, None, *root)?,
-                    (None, None) => c.gather::<u8>(&[], None, *root)?,
+        let root = |r: i32| -> Res<u32> { Ok(c.collective_root(r)?) };
+        Ok(match self {
+            Spec::Barrier => Lowered::new(Collective::Barrier, None, None),
+            Spec::Idle => Lowered::new(
+                Collective::Bcast {
+                    root: root(ferry::PROC_NULL)?,
                 },
-                Spec::Gatherv { send, recv, root } => match recv {
+                None,
+                Some(Place::empty()),
+            ),
+            Spec::Bcast { buf, root: r } => {
+                let at_root = c.is_root(*r);
+                Lowered::new(
+                    Collective::Bcast { root: root(*r)? },
+                    None,
+                    Some(buf.place_out(P, at_root, !at_root)?),
+                )
+            }
+            Spec::Gather { send, recv, root: r } => {
+                let coll = Collective::Gather {
+                    root: root(*r)?,
+                    v: None,
+                };
+                match (send, recv) {
+                    (None, Some(rv)) => Lowered::new(coll, None, Some(rv.place_out(P, true, true)?)),
+                    (s, rv) => Lowered::new(
+                        coll,
+                        Some(s.as_ref().map_or(Ok(Place::empty()), |s| s.place_in(P))?),
+                        rv.as_ref().map(|rv| rv.place_out(P, false, true)).transpose()?,
+                    ),
+                }
+            }
+            Spec::Gatherv { send, recv, root: r } => {
+                let root = root(*r)?;
+                match recv {
                     Some(blocks) => {
-                        let (counts, displs, total) = layout(blocks)?;
-                        let input = match send {
-                            Some(s) => s.input(P)?,
-                            None => Cow::Owned(blocks[me].to_vec(P)?),
-                        };
-                        let mut wire = vec![0u8; total];
-                        c.gatherv(
-                            &input,
-                            Some((&mut wire[..], &counts[..], &displs[..])),
-                            *root,
-                        )?;
                         let skip = send.is_none().then_some(me);
-                        copy_out(&wire, &pieces(blocks, &displs, skip))?;
+                        let (out, counts, direct) = place_blocks(blocks, true, skip)?;
+                        // In place: the root's block is where it belongs if
+                        // ferry writes the program's memory; else it goes in.
+                        let input = match send {
+                            Some(s) => Some(s.place_in(P)?),
+                            None if direct => None,
+                            None => Some(blocks[me].place_in(P)?),
+                        };
+                        let coll = Collective::Gather {
+                            root,
+                            v: Some(counts),
+                        };
+                        Lowered::new(coll, input, Some(out))
                     }
                     None => {
-                        let input = match send {
-                            Some(s) => s.input(P)?,
-                            None => Cow::Borrowed(&[][..]),
+                        let input = send.as_ref().map_or(Ok(Place::empty()), |s| s.place_in(P))?;
+                        let coll = Collective::Gather {
+                            root,
+                            v: Some(no_counts()),
                         };
-                        c.gatherv(&input, None, *root)?;
+                        Lowered::new(coll, Some(input), None)
                     }
-                },
-                Spec::Scatter { send, recv, root } => match (send, recv) {
-                    (Some(s), None) => c.scatter_in_place(&s.input(P)?, *root)?,
-                    (s, Some(r)) => {
-                        let input = s.as_ref().map(|s| s.input(P)).transpose()?;
-                        let mut out = r.output(P, false)?;
-                        c.scatter(input.as_deref(), out.bytes(), *root)?;
-                        out.finish(r, P)?;
-                    }
-                    (None, None) => c.scatter::<u8>(None, &mut [], *root)?,
-                },
-                Spec::Scatterv { send, recv, root } => {
-                    let packed = match send {
-                        Some(blocks) => Some((pack_all(blocks)?, layout(blocks)?)),
-                        None => None,
-                    };
-                    let input = packed
-                        .as_ref()
-                        .map(|(w, (counts, displs, _))| (&w[..], &counts[..], &displs[..]));
-                    match recv {
-                        Some(r) => {
-                            let mut out = r.output(P, false)?;
-                            c.scatterv(input, out.bytes(), *root)?;
-                            out.finish(r, P)?;
-                        }
-                        None => {
-                            // In place at the root: its own block stays put.
-                            let mine = packed.as_ref().map_or(0, |(_, (counts, _, _))| counts[me]);
-                            let mut scratch = vec![0u8; mine];
-                            c.scatterv(input, &mut scratch, *root)?;
-                        }
-                    }
-                }
-                Spec::Allgather { send, recv } => {
-                    let mut out = recv.output(P, send.is_none())?;
-                    match send {
-                        Some(s) => c.allgather(&s.input(P)?, out.bytes())?,
-                        None => c.allgather_in_place(out.bytes())?,
-                    }
-                    out.finish(recv, P)?;
-                }
-                Spec::Allgatherv { send, recv } => {
-                    let (counts, displs, total) = layout(recv)?;
-                    let input = match send {
-                        Some(s) => s.input(P)?,
-                        None => Cow::Owned(recv[me].to_vec(P)?),
-                    };
-                    let mut wire = vec![0u8; total];
-                    c.allgatherv(&input, &mut wire, &counts, &displs)?;
-                    copy_out(&wire, &pieces(recv, &displs, send.is_none().then_some(me)))?;
-                }
-                Spec::Alltoall { send, recv } => {
-                    let mut out = recv.output(P, send.is_none())?;
-                    match send {
-                        Some(s) => c.alltoall(&s.input(P)?, out.bytes())?,
-                        None => c.alltoall_in_place(out.bytes())?,
-                    }
-                    out.finish(recv, P)?;
-                }
-                Spec::Alltoallv { send, recv } => {
-                    let sblocks = send.as_deref().unwrap_or(recv);
-                    let swire = pack_all(sblocks)?;
-                    let (sc, sd, _) = layout(sblocks)?;
-                    let (rc, rd, total) = layout(recv)?;
-                    let mut rwire = vec![0u8; total];
-                    c.alltoallv((&swire, &sc, &sd), (&mut rwire, &rc, &rd))?;
-                    copy_out(&rwire, &pieces(recv, &rd, None))?;
-                }
-                Spec::Reduce {
-                    send,
-                    recv,
-                    red,
-                    root,
-                } => {
-                    let op = red.ferry_op();
-                    match (send, recv) {
-                        (None, Some(r)) => {
-                            let mut out = r.output(red.form, true)?;
-                            c.reduce_in_place(out.bytes(), &op, *root)?;
-                            out.finish(r, red.form)?;
-                        }
-                        (Some(s), Some(r)) => {
-                            let input = s.input(red.form)?;
-                            let mut out = r.output(red.form, false)?;
-                            c.reduce(&input, Some(out.bytes()), &op, *root)?;
-                            out.finish(r, red.form)?;
-                        }
-                        (Some(s), None) => c.reduce(&s.input(red.form)?, None, &op, *root)?,
-                        (None, None) => c.reduce::<u8>(&[], None, &op, *root)?,
-                    }
-                }
-                Spec::Allreduce { send, recv, red } => {
-                    let op = red.ferry_op();
-                    let mut out = recv.output(red.form, send.is_none())?;
-                    match send {
-                        Some(s) => c.allreduce(&s.input(red.form)?, out.bytes(), &op)?,
-                        None => c.allreduce_in_place(out.bytes(), &op)?,
-                    }
-                    out.finish(recv, red.form)?;
-                }
-                Spec::ReduceScatter {
-                    input,
-                    recv,
-                    counts,
-                    red,
-                    block,
-                } => {
-                    let op = red.ferry_op();
-                    // In place, the input and the output share memory.
-                    let data = input.to_vec(red.form)?;
-                    let mut out = recv.output(red.form, false)?;
-                    if *block {
-                        c.reduce_scatter_block(&data, out.bytes(), &op)?;
-                    } else {
-                        c.reduce_scatter(&data, out.bytes(), counts, &op)?;
-                    }
-                    out.finish(recv, red.form)?;
-                }
-                Spec::Scan {
-                    send,
-                    recv,
-                    red,
-                    exclusive,
-                } => {
-                    let op = red.ferry_op();
-                    let data = match send {
-                        Some(s) => s.input(red.form)?,
-                        None => Cow::Owned(recv.to_vec(red.form)?),
-                    };
-                    // Member 0 of an exscan keeps its buffer as it was.
-                    let mut out = recv.output(red.form, *exclusive)?;
-                    if *exclusive {
-                        c.exscan(&data, out.bytes(), &op)?;
-                    } else {
-                        c.scan(&data, out.bytes(), &op)?;
-                    }
-                    out.finish(recv, red.form)?;
                 }
             }
-                Ok(())
+            Spec::Scatter { send, recv, root: r } => {
+                let coll = Collective::Scatter {
+                    root: root(*r)?,
+                    v: None,
+                };
+                let input = send.as_ref().map(|s| s.place_in(P)).transpose()?;
+                match recv {
+                    Some(rv) => Lowered::new(coll, input, Some(rv.place_out(P, false, true)?)),
+                    None if input.is_some() => Lowered::new(coll, input, None),
+                    None => Lowered::new(coll, None, Some(Place::empty())),
+                }
+            }
+            Spec::Scatterv { send, recv, root: r } => {
+                let (input, counts) = match send {
+                    Some(blocks) => {
+                        let (place, counts, _) = place_blocks(blocks, false, None)?;
+                        (Some(place), counts)
+                    }
+                    None => (None, no_counts()),
+                };
+                let output = match recv {
+                    Some(rv) => rv.place_out(P, false, true)?,
+                    // In place at the root: its own block stays put; it
+                    // receives it into scratch.
+                    None => Place::Staged(vec![0u8; counts.counts.get(me).copied().unwrap_or(0)], Vec::new()),
+                };
+                let coll = Collective::Scatter {
+                    root: root(*r)?,
+                    v: Some(counts),
+                };
+                Lowered::new(coll, input, Some(output))
+            }
+            Spec::Allgather { send, recv } => Lowered::new(
+                Collective::Allgather { v: None },
+                send.as_ref().map(|s| s.place_in(P)).transpose()?,
+                Some(recv.place_out(P, send.is_none(), true)?),
+            ),
+            Spec::Allgatherv { send, recv } => {
+                let skip = send.is_none().then_some(me);
+                let (out, counts, direct) = place_blocks(recv, true, skip)?;
+                let input = match send {
+                    Some(s) => Some(s.place_in(P)?),
+                    None if direct => None,
+                    None => Some(recv[me].place_in(P)?),
+                };
+                Lowered::new(Collective::Allgather { v: Some(counts) }, input, Some(out))
+            }
+            Spec::Alltoall { send, recv } => Lowered::new(
+                Collective::Alltoall { v: None },
+                send.as_ref().map(|s| s.place_in(P)).transpose()?,
+                Some(recv.place_out(P, send.is_none(), true)?),
+            ),
+            Spec::Alltoallv { send, recv } => {
+                // In place, the blocks sent are the receive buffer's, read
+                // into a copy first (ferry writes the buffer meanwhile).
+                let (input, scounts) = match send {
+                    Some(blocks) => {
+                        let (place, counts, _) = place_blocks(blocks, false, None)?;
+                        (place, counts)
+                    }
+                    None => {
+                        let (place, counts, _) = place_blocks(recv, false, None)?;
+                        (Place::Staged(place.read()?.to_vec(), Vec::new()), counts)
+                    }
+                };
+                let (out, rcounts, _) = place_blocks(recv, true, None)?;
+                let coll = Collective::Alltoall {
+                    v: Some((scounts, rcounts)),
+                };
+                Lowered::new(coll, Some(input), Some(out))
+            }
+            Spec::Reduce {
+                send,
+                recv,
+                red,
+                root: r,
+            } => {
+                let coll = Collective::Reduce {
+                    root: root(*r)?,
+                    op: red.op.clone(),
+                    dtype: red.dtype,
+                };
+                match (send, recv) {
+                    (None, Some(rv)) => {
+                        Lowered::new(coll, None, Some(rv.place_out(red.form, true, true)?))
+                    }
+                    (s, rv) => Lowered::new(
+                        coll,
+                        Some(s.as_ref().map_or(Ok(Place::empty()), |s| s.place_in(red.form))?),
+                        rv.as_ref()
+                            .map(|rv| rv.place_out(red.form, false, true))
+                            .transpose()?,
+                    ),
+                }
+            }
+            Spec::Allreduce { send, recv, red } => Lowered::new(
+                Collective::Allreduce {
+                    op: red.op.clone(),
+                    dtype: red.dtype,
+                },
+                send.as_ref().map(|s| s.place_in(red.form)).transpose()?,
+                Some(recv.place_out(red.form, send.is_none(), true)?),
+            ),
+            Spec::ReduceScatter {
+                input,
+                recv,
+                counts,
+                red,
+                block,
+            } => {
+                // In place the input and the output share memory: the
+                // input is read into a copy first.
+                let data = if input.addr() == recv.addr() {
+                    Place::Staged(input.to_vec(red.form)?, Vec::new())
+                } else {
+                    input.place_in(red.form)?
+                };
+                let coll = Collective::ReduceScatter {
+                    counts: (!*block).then(|| counts.clone()),
+                    op: red.op.clone(),
+                    dtype: red.dtype,
+                };
+                Lowered::new(coll, Some(data), Some(recv.place_out(red.form, false, true)?))
+            }
+            Spec::Scan {
+                send,
+                recv,
+                red,
+                exclusive,
+            } => {
+                // In place (no input), the output holds this member's data.
+                let data = send.as_ref().map(|s| s.place_in(red.form)).transpose()?;
+                let (op, dtype) = (red.op.clone(), red.dtype);
+                let coll = if *exclusive {
+                    Collective::Exscan { op, dtype }
+                } else {
+                    Collective::Scan { op, dtype }
+                };
+                // Member 0 of an exscan keeps its buffer as it was.
+                let keep = *exclusive && me == 0;
+                let prefill = *exclusive || send.is_none();
+                Lowered::new(coll, data, Some(recv.place_out(red.form, prefill, !keep)?))
+            }
+        })
     }
 
-    /// Starts the collective on ferry's owned forms: the request, and the
-    /// post step that copies its result out (the inputs are read during
-    /// this call; the outputs are written only by the post step, at
-    /// completion: MPI's rule for nonblocking collectives).
+    /// Runs a blocking collective.
+    pub(crate) fn run(&self, c: &Comm) -> Res {
+        self.lower(c)?.run(c)
+    }
+
+    /// Starts a nonblocking one: the request and its post step.
     pub(crate) fn start(&self, c: &Comm) -> Res<(Request, Post)> {
-        let me = c.rank() as usize;
-            Ok(match self {
-                Spec::Barrier => (c.ibarrier()?, Post::None),
-                Spec::Idle => (c.ibcast(Vec::<u8>::new(), ferry::PROC_NULL)?, Post::None),
-                Spec::Bcast { buf, root } => {
-                    let at_root = c.is_root(*root);
-                    let data = if at_root {
-                        buf.to_vec(P)?
-                    } else {
-                        vec![0u8; buf.wire_len(P)?]
-                    };
-                    let out = if at_root { Vec::new() } else { whole(buf, P) };
-                    (c.ibcast(data, *root)?, post(out))
-                }
-                Spec::Gather { send, recv, root } => {
-                    let data = match (send, recv) {
-                        (Some(s), _) => s.to_vec(P)?,
-                        (None, Some(r)) => {
-                            let per = r.count / c.size().max(1) as usize;
-                            r.at(me * per, per)?.to_vec(P)?
-                        }
-                        (None, None) => Vec::new(),
-                    };
-                    let out = recv.as_ref().map(|r| whole(r, P)).unwrap_or_default();
-                    match recv {
-                        // An intercommunicator's root sends nothing, so
-                        // its blocks' size comes from its receive buffer.
-                        Some(r) if c.is_inter() => {
-                            let counts = equal_blocks(r.wire_len(P)?, c.peer_size());
-                            (c.igatherv(data, &counts, *root)?, post(out))
-                        }
-                        _ => (c.igather(data, *root)?, post(out)),
-                    }
-                }
-                Spec::Gatherv { send, recv, root } => {
-                    let data = match (send, recv) {
-                        (Some(s), _) => s.to_vec(P)?,
-                        (None, Some(b)) => b[me].to_vec(P)?,
-                        (None, None) => Vec::new(),
-                    };
-                    match recv {
-                        Some(blocks) => {
-                            let (counts, displs, _) = layout(blocks)?;
-                            let skip = send.is_none().then_some(me);
-                            (
-                                c.igatherv(data, &counts, *root)?,
-                                post(pieces(blocks, &displs, skip)),
-                            )
-                        }
-                        None => (c.igatherv(data, &[], *root)?, Post::None),
-                    }
-                }
-                Spec::Scatter { send, recv, root } => {
-                    let data = send.as_ref().map(|s| s.to_vec(P)).transpose()?;
-                    let (mine, out) = match (recv, send) {
-                        (Some(r), _) => (r.wire_len(P)?, whole(r, P)),
-                        (None, Some(s)) => (s.wire_len(P)? / c.size().max(1) as usize, Vec::new()),
-                        (None, None) => (0, Vec::new()),
-                    };
-                    (c.iscatter(data, mine, *root)?, post(out))
-                }
-                Spec::Scatterv { send, recv, root } => {
-                    let (data, counts) = match send {
-                        Some(b) => (Some(pack_all(b)?), layout(b)?.0),
-                        None => (None, Vec::new()),
-                    };
-                    let (mine, out) = match recv {
-                        Some(r) => (r.wire_len(P)?, whole(r, P)),
-                        None => (counts.get(me).copied().unwrap_or(0), Vec::new()),
-                    };
-                    (c.iscatterv(data, &counts, mine, *root)?, post(out))
-                }
-                Spec::Allgather { send, recv } => {
-                    let data = match send {
-                        Some(s) => s.to_vec(P)?,
-                        None => {
-                            let per = recv.count / c.size().max(1) as usize;
-                            recv.at(me * per, per)?.to_vec(P)?
-                        }
-                    };
-                    let req = if c.is_inter() {
-                        // The other group's blocks may differ in size from
-                        // this member's.
-                        let counts = equal_blocks(recv.wire_len(P)?, c.peer_size());
-                        c.iallgatherv(data, &counts)?
-                    } else {
-                        c.iallgather(data)?
-                    };
-                    (req, post(whole(recv, P)))
-                }
-                Spec::Allgatherv { send, recv } => {
-                    let data = match send {
-                        Some(s) => s.to_vec(P)?,
-                        None => recv[me].to_vec(P)?,
-                    };
-                    let (counts, displs, _) = layout(recv)?;
-                    let skip = send.is_none().then_some(me);
-                    (
-                        c.iallgatherv(data, &counts)?,
-                        post(pieces(recv, &displs, skip)),
-                    )
-                }
-                Spec::Alltoall { send, recv } => {
-                    let data = match send {
-                        Some(s) => s.to_vec(P)?,
-                        None => recv.to_vec(P)?,
-                    };
-                    let req = if c.is_inter() {
-                        // Blocks sent and received may differ in size.
-                        let n = c.peer_size();
-                        let sc = equal_blocks(data.len(), n);
-                        let rc = equal_blocks(recv.wire_len(P)?, n);
-                        c.ialltoallv(data, &sc, &rc)?
-                    } else {
-                        c.ialltoall(data)?
-                    };
-                    (req, post(whole(recv, P)))
-                }
-                Spec::Alltoallv { send, recv } => {
-                    let sblocks = send.as_deref().unwrap_or(recv);
-                    let data = pack_all(sblocks)?;
-                    let (sc, _, _) = layout(sblocks)?;
-                    let (rc, rd, _) = layout(recv)?;
-                    (c.ialltoallv(data, &sc, &rc)?, post(pieces(recv, &rd, None)))
-                }
-                Spec::Reduce {
-                    send,
-                    recv,
-                    red,
-                    root,
-                } => {
-                    let data = match (send, recv) {
-                        (Some(s), _) => s.to_vec(red.form)?,
-                        (None, Some(r)) => r.to_vec(red.form)?,
-                        (None, None) => Vec::new(),
-                    };
-                    let out = recv
-                        .as_ref()
-                        .map(|r| whole(r, red.form))
-                        .unwrap_or_default();
-                    (c.ireduce(data, &red.ferry_op(), *root)?, post(out))
-                }
-                Spec::Allreduce { send, recv, red } => {
-                    let data = send.as_ref().unwrap_or(recv).to_vec(red.form)?;
-                    (
-                        c.iallreduce(data, &red.ferry_op())?,
-                        post(whole(recv, red.form)),
-                    )
-                }
-                Spec::ReduceScatter {
-                    input,
-                    recv,
-                    counts,
-                    red,
-                    block,
-                } => {
-                    let data = input.to_vec(red.form)?;
-                    let op = red.ferry_op();
-                    let req = if *block {
-                        c.ireduce_scatter_block(data, &op)?
-                    } else {
-                        c.ireduce_scatter(data, counts, &op)?
-                    };
-                    (req, post(whole(recv, red.form)))
-                }
-                Spec::Scan {
-                    send,
-                    recv,
-                    red,
-                    exclusive,
-                } => {
-                    let data = send.as_ref().unwrap_or(recv).to_vec(red.form)?;
-                    let op = red.ferry_op();
-                    if *exclusive {
-                        // Member 0's buffer is left as it was.
-                        let out = if me == 0 {
-                            Vec::new()
-                        } else {
-                            whole(recv, red.form)
-                        };
-                        (c.iexscan(data, &op)?, post(out))
-                    } else {
-                        (c.iscan(data, &op)?, post(whole(recv, red.form)))
-                    }
-                }
-            })
-            }
+        self.lower(c)?.start(c)
+    }
 }

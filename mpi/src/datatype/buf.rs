@@ -178,6 +178,38 @@ pub(crate) fn bytes_mut<'a>(buf: RecvBuf, len: usize) -> Res<&'a mut [u8]> {
     unsafe { crate::ffi::raw::bytes_mut(buf.addr() as *mut u8, len) }
 }
 
+/// `len` bytes of the program's input buffer `buf`, lent to ferry where
+/// they lie for an operation that may outlive the call (a nonblocking or
+/// persistent collective): the token's promise keeps them valid and
+/// unwritten until it completes.
+///
+/// # Errors
+/// `MPI_ERR_BUFFER` for null with `len > 0`.
+pub(crate) fn lend_in(buf: SendBuf, len: usize) -> Res<Buf> {
+    let ptr = buf.addr() as *const u8;
+    if ptr.is_null() && len > 0 {
+        return Err(null_buffer());
+    }
+    // SAFETY: non-null with bytes; readable and unwritten until the
+    // operation completes (the token's promise: MPI's rule for a
+    // nonblocking call's buffers), which is when ferry drops the `Buf`.
+    Ok(unsafe { ferry::lent(ptr, len) })
+}
+
+/// `len` bytes of the program's output buffer `buf`, lent to ferry to
+/// write where they lie (as [`lend_in`]).
+///
+/// # Errors
+/// As [`lend_in`].
+pub(crate) fn lend_out(buf: RecvBuf, len: usize) -> Res<Buf> {
+    let ptr = buf.addr() as *mut u8;
+    if ptr.is_null() && len > 0 {
+        return Err(null_buffer());
+    }
+    // SAFETY: as in `lend_in`, for writes, touched by nothing else.
+    Ok(unsafe { ferry::lent_mut(ptr, len) })
+}
+
 /// Resolves a send buffer: `count` elements of `ty` at `buf`.
 ///
 /// # Errors
