@@ -19,7 +19,7 @@
 #
 # Usage: ci/mpich-testsuite.sh [OUT_DIR] [DIR...]
 #   (default OUT_DIR target/mpich-testsuite; default DIRs: pt2pt comm group
-#   info init datatype coll errhan attr). About 6 minutes here (5 min 45 s measured, ferry built) for all of
+#   info init datatype coll errhan attr topo). About 6 minutes here (5 min 45 s measured, ferry built) for all of
 #   them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,7 +29,7 @@ ci_fail_trap ci/mpich-testsuite.sh
 out=${1:-$root/target/mpich-testsuite}
 [ $# -gt 0 ] && shift
 dirs=("$@")
-[ ${#dirs[@]} -gt 0 ] || dirs=(pt2pt comm group info init datatype coll errhan attr)
+[ ${#dirs[@]} -gt 0 ] || dirs=(pt2pt comm group info init datatype coll errhan attr topo)
 
 ci_packages_ensure dpkg-dev xz-utils perl make gcc libc6-dev || {
   echo "mpich-testsuite: could not install dpkg-dev (apt-get source), xz-utils, perl, make, gcc and libc6-dev (see above)" >&2

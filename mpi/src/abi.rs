@@ -72,6 +72,16 @@ pub const MPI_CONGRUENT: c_int = 202;
 pub const MPI_SIMILAR: c_int = 203;
 pub const MPI_UNEQUAL: c_int = 204;
 
+// Topology kinds (MPI_Topo_test).
+pub const MPI_CART: c_int = 211;
+pub const MPI_GRAPH: c_int = 212;
+pub const MPI_DIST_GRAPH: c_int = 213;
+
+/// `MPI_UNWEIGHTED` and `MPI_WEIGHTS_EMPTY`: sentinel addresses of a
+/// distributed graph's weight arrays.
+pub const MPI_UNWEIGHTED: usize = 10;
+pub const MPI_WEIGHTS_EMPTY: usize = 11;
+
 // Split types.
 pub const MPI_COMM_TYPE_SHARED: c_int = 221;
 pub const MPI_COMM_TYPE_HW_UNGUIDED: c_int = 222;
@@ -110,6 +120,7 @@ pub mod class {
     pub const MPI_ERR_ROOT: c_int = 8;
     pub const MPI_ERR_GROUP: c_int = 9;
     pub const MPI_ERR_OP: c_int = 10;
+    pub const MPI_ERR_TOPOLOGY: c_int = 11;
     pub const MPI_ERR_DIMS: c_int = 12;
     pub const MPI_ERR_ARG: c_int = 13;
     pub const MPI_ERR_UNKNOWN: c_int = 14;

@@ -48,8 +48,9 @@
 //! reads this list; `tests/floors/tests/ferry_crates.rs` holds the imports
 //! that still run up, each with its reason, and fails on any other).
 //! Bottom first:
-//! 1. `abi`, `error`, `usererr`, `handle`, `sync`, `info` (but `calls`):
-//!    the ABI's values and errors, handle tables, the lock, info objects.
+//! 1. `abi`, `error`, `usererr`, `handle`, `sync`, `info` (but `calls`),
+//!    `topology`: the ABI's values and errors, handle tables, the lock,
+//!    info objects, what a process topology is.
 //! 2. `errhandler`: error handlers.
 //! 3. `ffi::args`, `ffi::cell`, `ffi::raw`, `ffi::os`, `ffi::callbacks`,
 //!    `ffi::longdouble`, `ffi::large_user_fn`: the raw-memory mechanisms.
@@ -89,4 +90,5 @@ pub mod reduce;
 pub(crate) mod request;
 pub mod state;
 pub mod sync;
+pub mod topology;
 pub mod usererr;

@@ -7,7 +7,9 @@
 //! complex numbers too); the logical ops on integers, C's `bool` and
 //! Fortran's `LOGICAL`s; the bitwise ops on integers and `MPI_BYTE`;
 //! `MINLOC`/`MAXLOC` on the pair types. Anything else is `MPI_ERR_OP`
-//! (characters and `MPI_PACKED` take no op at all).
+//! (characters and `MPI_PACKED` take no op at all), but for `MPI_CHAR`,
+//! which MPICH and Open MPI reduce as a signed 8-bit integer, and so does
+//! ferry (programs rely on it).
 //!
 //! Every op here runs on packed data, `size` bytes per value, which is
 //! what crosses ferry. The padded pair types (`MPI_DOUBLE_INT`,
@@ -303,6 +305,16 @@ pub fn predefined_op(op: usize, p: &'static Predefined) -> Res<(ReduceOp, Dataty
                 ),
             ))
         }
+        // The standard defines no op on MPI_CHAR, but MPICH and Open MPI
+        // reduce it as a signed 8-bit integer (C's `char` here), and
+        // programs rely on it (OSU 7's osu_allreduce sums MPI_CHARs by
+        // default): so does ferry. The other text types take none.
+        Elem::Text if p.name == "MPI_CHAR" => {
+            return Ok((
+                core_op(op, Class::Integer).ok_or_else(undefined)?,
+                Datatype::I8,
+            ));
+        }
         Elem::Text => return Err(undefined()),
         Elem::Complex32 => pairs32(op, true),
         Elem::Complex64 => pairs64(op, true),
@@ -369,7 +381,11 @@ mod tests {
         assert_eq!(class_of(MPI_MAX, COMPLEX), MPI_ERR_OP);
         assert_eq!(class_of(MPI_LAND, LOGICAL), MPI_SUCCESS);
         assert_eq!(class_of(MPI_SUM, LOGICAL), MPI_ERR_OP);
-        assert_eq!(class_of(MPI_MAX, CHAR), MPI_ERR_OP);
+        // MPI_CHAR is a signed 8-bit integer, as for MPICH and Open MPI.
+        assert_eq!(class_of(MPI_MAX, CHAR), MPI_SUCCESS);
+        assert_eq!(class_of(MPI_SUM, CHAR), MPI_SUCCESS);
+        assert_eq!(class_of(MPI_MAXLOC, CHAR), MPI_ERR_OP);
+        assert_eq!(class_of(MPI_SUM, 0x23c), MPI_ERR_OP); // MPI_WCHAR
         assert_eq!(class_of(MPI_SUM, LONG_DOUBLE), MPI_SUCCESS);
         assert_eq!(class_of(MPI_BAND, LONG_DOUBLE), MPI_ERR_OP);
         assert_eq!(class_of(MPI_MAXLOC, LONG_DOUBLE_INT), MPI_SUCCESS);

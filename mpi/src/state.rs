@@ -55,6 +55,8 @@ pub struct CommMeta {
     pub attrs: Vec<(c_int, usize)>,
     /// The info hints the program gave (`MPI_Comm_set_info`, `*_with_info`).
     pub info: Info,
+    /// The process topology attached to it (`MPI_Cart_create`, ...).
+    pub topo: Option<std::sync::Arc<crate::topology::Topo>>,
 }
 
 impl CommObj {
@@ -67,6 +69,7 @@ impl CommObj {
                 errh,
                 attrs: Vec::new(),
                 info: Info::default(),
+                topo: None,
             }),
         }
     }

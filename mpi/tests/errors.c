@@ -76,7 +76,8 @@ int main(int argc, char **argv) {
     OK(MPI_Isend(big, 4, MPI_INT, 0, 9, MPI_COMM_SELF, &r));
     st.MPI_ERROR = -1;
     ERR(MPI_ERR_TRUNCATE, MPI_Recv(small, 2, MPI_INT, 0, 9, MPI_COMM_SELF, &st));
-    EQ(st.MPI_ERROR, MPI_ERR_TRUNCATE);
+    /* A single completion leaves MPI_ERROR as it was (MPI 4.1 3.2.5). */
+    EQ(st.MPI_ERROR, -1);
     EQ(small[0], 1); EQ(small[1], 2);
     OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
 

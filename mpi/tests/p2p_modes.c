@@ -141,9 +141,11 @@ int main(int argc, char **argv) {
         OK(MPI_Get_count(&st, MPI_INT, &count)); EQ(count, 3); EQ(in[2], prev + 2);
         /* A truncated Mrecv reports MPI_ERR_TRUNCATE with the status. */
         OK(MPI_Send(out, 5, MPI_INT, next, 302, MPI_COMM_WORLD));
+        st.MPI_ERROR = -1;
         OK(MPI_Mprobe(prev, 302, MPI_COMM_WORLD, &m, &st));
         ERR(MPI_ERR_TRUNCATE, MPI_Mrecv(in, 2, MPI_INT, &m, &st));
-        EQ(st.MPI_ERROR, MPI_ERR_TRUNCATE); EQ(st.MPI_SOURCE, prev);
+        /* Single completions leave MPI_ERROR as it was (MPI 4.1 3.2.5). */
+        EQ(st.MPI_ERROR, -1); EQ(st.MPI_SOURCE, prev);
         /* PROC_NULL: MPI_MESSAGE_NO_PROC, received at once. */
         OK(MPI_Mprobe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &m, &st));
         TRUE(m == MPI_MESSAGE_NO_PROC);

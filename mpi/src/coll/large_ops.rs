@@ -17,6 +17,9 @@ pub(crate) fn op_create_c(
     op: crate::ffi::args::Out<'_, usize>,
 ) -> Res {
     let f = user_fn.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null user function"))?;
-    op_create(Some(crate::ffi::large_user_fn::trampoline_of(f)?), commute, op)
+    op_create(
+        Some(crate::ffi::large_user_fn::trampoline_of(f)?),
+        commute,
+        op,
+    )
 }
-

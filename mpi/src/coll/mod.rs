@@ -345,7 +345,13 @@ pub(crate) fn place_blocks(
                 let counts = runs.iter().map(|r| r.1).collect();
                 let displs = runs
                     .iter()
-                    .map(|r| if r.1 == 0 { 0 } else { r.0.addr() - base.addr() })
+                    .map(|r| {
+                        if r.1 == 0 {
+                            0
+                        } else {
+                            r.0.addr() - base.addr()
+                        }
+                    })
                     .collect();
                 let counts = ferry::ferry_core::coll::Counts { counts, displs };
                 return Ok((Place::Direct(base, span), counts, true));
@@ -381,7 +387,11 @@ pub(crate) fn place_blocks(
         }
         Place::Staged(v, Vec::new())
     };
-    Ok((place, ferry::ferry_core::coll::Counts { counts, displs }, false))
+    Ok((
+        place,
+        ferry::ferry_core::coll::Counts { counts, displs },
+        false,
+    ))
 }
 
 /// The span `runs` (address, length) tile without gaps or overlaps, as

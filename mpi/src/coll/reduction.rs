@@ -61,7 +61,6 @@ pub(crate) struct Red {
     pub(crate) unit: usize,
 }
 
-
 /// Calls a user op on wire bytes: `inout = input (op) inout`. `base` is
 /// where displacement 0 of the first element lies relative to the bytes
 /// (the function computes its own addresses from it); buffers the

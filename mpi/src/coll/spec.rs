@@ -192,21 +192,33 @@ impl Spec {
                     Some(buf.place_out(P, at_root, !at_root)?),
                 )
             }
-            Spec::Gather { send, recv, root: r } => {
+            Spec::Gather {
+                send,
+                recv,
+                root: r,
+            } => {
                 let coll = Collective::Gather {
                     root: root(*r)?,
                     v: None,
                 };
                 match (send, recv) {
-                    (None, Some(rv)) => Lowered::new(coll, None, Some(rv.place_out(P, true, true)?)),
+                    (None, Some(rv)) => {
+                        Lowered::new(coll, None, Some(rv.place_out(P, true, true)?))
+                    }
                     (s, rv) => Lowered::new(
                         coll,
                         Some(s.as_ref().map_or(Ok(Place::empty()), |s| s.place_in(P))?),
-                        rv.as_ref().map(|rv| rv.place_out(P, false, true)).transpose()?,
+                        rv.as_ref()
+                            .map(|rv| rv.place_out(P, false, true))
+                            .transpose()?,
                     ),
                 }
             }
-            Spec::Gatherv { send, recv, root: r } => {
+            Spec::Gatherv {
+                send,
+                recv,
+                root: r,
+            } => {
                 let root = root(*r)?;
                 match recv {
                     Some(blocks) => {
@@ -226,7 +238,9 @@ impl Spec {
                         Lowered::new(coll, input, Some(out))
                     }
                     None => {
-                        let input = send.as_ref().map_or(Ok(Place::empty()), |s| s.place_in(P))?;
+                        let input = send
+                            .as_ref()
+                            .map_or(Ok(Place::empty()), |s| s.place_in(P))?;
                         let coll = Collective::Gather {
                             root,
                             v: Some(no_counts()),
@@ -235,7 +249,11 @@ impl Spec {
                     }
                 }
             }
-            Spec::Scatter { send, recv, root: r } => {
+            Spec::Scatter {
+                send,
+                recv,
+                root: r,
+            } => {
                 let coll = Collective::Scatter {
                     root: root(*r)?,
                     v: None,
@@ -247,7 +265,11 @@ impl Spec {
                     None => Lowered::new(coll, None, Some(Place::empty())),
                 }
             }
-            Spec::Scatterv { send, recv, root: r } => {
+            Spec::Scatterv {
+                send,
+                recv,
+                root: r,
+            } => {
                 let (input, counts) = match send {
                     Some(blocks) => {
                         let (place, counts, _) = place_blocks(blocks, false, None)?;
@@ -259,7 +281,10 @@ impl Spec {
                     Some(rv) => rv.place_out(P, false, true)?,
                     // In place at the root: its own block stays put; it
                     // receives it into scratch.
-                    None => Place::Staged(vec![0u8; counts.counts.get(me).copied().unwrap_or(0)], Vec::new()),
+                    None => Place::Staged(
+                        vec![0u8; counts.counts.get(me).copied().unwrap_or(0)],
+                        Vec::new(),
+                    ),
                 };
                 let coll = Collective::Scatter {
                     root: root(*r)?,
@@ -323,7 +348,10 @@ impl Spec {
                     }
                     (s, rv) => Lowered::new(
                         coll,
-                        Some(s.as_ref().map_or(Ok(Place::empty()), |s| s.place_in(red.form))?),
+                        Some(
+                            s.as_ref()
+                                .map_or(Ok(Place::empty()), |s| s.place_in(red.form))?,
+                        ),
                         rv.as_ref()
                             .map(|rv| rv.place_out(red.form, false, true))
                             .transpose()?,
@@ -357,7 +385,11 @@ impl Spec {
                     op: red.op.clone(),
                     dtype: red.dtype,
                 };
-                Lowered::new(coll, Some(data), Some(recv.place_out(red.form, false, true)?))
+                Lowered::new(
+                    coll,
+                    Some(data),
+                    Some(recv.place_out(red.form, false, true)?),
+                )
             }
             Spec::Scan {
                 send,

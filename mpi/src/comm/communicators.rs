@@ -52,6 +52,12 @@ pub(super) fn store(
     rt.add_comm(obj)
 }
 
+/// Stores a communicator made from `parent` with no attributes or info
+/// of its own; its handle.
+pub(crate) fn store_new(rt: &Runtime, parent: &CommObj, comm: Comm) -> Res<usize> {
+    store(rt, parent, comm, Vec::new(), None)
+}
+
 /// Stores an optional new communicator (`MPI_COMM_NULL` for `None`) and
 /// writes its handle.
 fn store_opt(rt: &Runtime, parent: &CommObj, comm: Option<Comm>, out: &mut Out<'_, usize>) -> Res {
@@ -92,6 +98,8 @@ fn dup(comm: usize, info: Option<usize>, newcomm: &mut Out<'_, usize>) -> Res {
     let attrs = copy_all(rt, comm, &c)?;
     let new = c.comm.dup_with_hints(hints_of(&info, c.comm.hints()))?;
     let h = store(rt, &c, new, attrs, Some(info))?;
+    // A duplicate has its parent's topology (MPI 4.1 §8.4).
+    lock(&rt.comm(h)?.meta).topo = lock(&c.meta).topo.clone();
     newcomm.set(h)
 }
 
@@ -295,13 +303,6 @@ pub(crate) fn comm_get_name(
         n
     };
     comm_name.set(&name, Some(&mut resultlen))
-}
-
-/// `MPI_Topo_test`: no communicator of ferry carries a topology (the
-/// constructors are not declared), so the answer is `MPI_UNDEFINED`.
-pub(crate) fn topo_test(comm: usize, mut status: Out<'_, c_int>) -> Res {
-    rt()?.comm(comm)?;
-    status.set(MPI_UNDEFINED)
 }
 
 /// `MPI_Comm_set_info`: the hints are kept (and reported by

@@ -3,6 +3,7 @@
 
 pub(crate) mod communicators;
 pub mod dims;
+pub(crate) mod dist_graph;
 pub(crate) mod fromgroups;
 pub(crate) mod group;
 pub(crate) mod idup;

@@ -114,7 +114,13 @@ impl SendData {
     ///
     /// # Errors
     /// What ferry reports for the rank, tag or communicator.
-    pub(crate) fn start(self, c: &Comm, dest: c_int, tag: c_int, mode: SendMode) -> Res<ferry::Request> {
+    pub(crate) fn start(
+        self,
+        c: &Comm,
+        dest: c_int,
+        tag: c_int,
+        mode: SendMode,
+    ) -> Res<ferry::Request> {
         let (dest, tag) = (crate::abi::rank_in(dest), crate::abi::tag_in(tag));
         Ok(match self {
             // SAFETY: null only with no bytes; the program's buffer stays
@@ -148,7 +154,13 @@ impl Raw<*const u8> {
     ///
     /// # Errors
     /// As [`SendData::start`].
-    pub(crate) fn start_request(self, c: &Comm, dest: c_int, tag: c_int, mode: SendMode) -> Res<ferry::RawRequest> {
+    pub(crate) fn start_request(
+        self,
+        c: &Comm,
+        dest: c_int,
+        tag: c_int,
+        mode: SendMode,
+    ) -> Res<ferry::RawRequest> {
         let (dest, tag) = (crate::abi::rank_in(dest), crate::abi::tag_in(tag));
         // SAFETY: as in `SendData::start`; the request is completed by a
         // completion call, or promoted (see `ReqObj::promote`).
@@ -289,14 +301,21 @@ impl RecvData {
     ///
     /// # Errors
     /// What ferry reports for the rank, tag or communicator.
-    pub(crate) fn start(self, c: &Comm, source: c_int, tag: c_int) -> Res<(ferry::Request, Option<Unpack>)> {
+    pub(crate) fn start(
+        self,
+        c: &Comm,
+        source: c_int,
+        tag: c_int,
+    ) -> Res<(ferry::Request, Option<Unpack>)> {
         let (source, tag) = (crate::abi::rank_in(source), crate::abi::tag_in(tag));
         Ok(match self {
             // SAFETY: null only with no bytes; the program's buffer stays
             // writable and untouched by anything else until the receive
             // completes (the token's promise).
             RecvData::Raw(r) => (unsafe { c.irecv_raw(r.ptr, r.len, source, tag)? }, None),
-            RecvData::Staged { len, unpack } => (c.irecv(vec![0u8; len], source, tag)?, Some(unpack)),
+            RecvData::Staged { len, unpack } => {
+                (c.irecv(vec![0u8; len], source, tag)?, Some(unpack))
+            }
             RecvData::Streamed(b) => (c.irecv_buf(b, None, source, tag)?, None),
         })
     }
@@ -343,7 +362,12 @@ impl Raw<*mut u8> {
     ///
     /// # Errors
     /// As [`Raw::recv`].
-    pub(crate) fn start_request(self, c: &Comm, source: c_int, tag: c_int) -> Res<ferry::RawRequest> {
+    pub(crate) fn start_request(
+        self,
+        c: &Comm,
+        source: c_int,
+        tag: c_int,
+    ) -> Res<ferry::RawRequest> {
         let (source, tag) = (crate::abi::rank_in(source), crate::abi::tag_in(tag));
         // SAFETY: the token's promise until the receive completes; the
         // request is completed by a completion call, or promoted.

@@ -62,12 +62,7 @@ pub(crate) struct TypeSegments {
 /// # Errors
 /// `MPI_ERR_COUNT` when the elements' span overflows; `MPI_ERR_BUFFER` for
 /// a null buffer with data.
-pub(crate) unsafe fn segmented(
-    buf: usize,
-    count: usize,
-    ty: &TypeRef,
-    writable: bool,
-) -> Res<Buf> {
+pub(crate) unsafe fn segmented(buf: usize, count: usize, ty: &TypeRef, writable: bool) -> Res<Buf> {
     let len = ty.bytes(count as i64)?;
     let layout = match ty {
         TypeRef::Pre(p) => Arc::new(Layout::of(p)),

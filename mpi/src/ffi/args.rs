@@ -104,12 +104,21 @@ impl StatusOut<'_> {
         self.p.is_null()
     }
 
-    /// Writes `s` unless the program passed `MPI_STATUS_IGNORE`.
+    /// Writes `s` unless the program passed `MPI_STATUS_IGNORE`, all but
+    /// its `MPI_ERROR` field: a call that completes one operation leaves
+    /// that field as the program had it (MPI 4.1 §3.2.5: only the calls
+    /// that return several statuses set it, with `MPI_ERR_IN_STATUS`).
     pub(crate) fn set(&mut self, s: MpiStatus) {
         if !self.p.is_null() {
-            // SAFETY: non-null, valid for a write (the contract of
-            // `status_out`).
-            unsafe { self.p.write(s) };
+            // SAFETY: non-null, valid for writes of an `MPI_Status` (the
+            // contract of `status_out`); each field is written through a
+            // raw place, so no reference to possibly uninitialized memory
+            // is made.
+            unsafe {
+                std::ptr::addr_of_mut!((*self.p).source).write(s.source);
+                std::ptr::addr_of_mut!((*self.p).tag).write(s.tag);
+                std::ptr::addr_of_mut!((*self.p).internal).write(s.internal);
+            }
         }
     }
 }
@@ -548,5 +557,50 @@ pub(crate) unsafe fn comm_array<'a, T>(p: *const T) -> CommArray<'a, T> {
     CommArray {
         p,
         _call: PhantomData,
+    }
+}
+
+/// A distributed graph's weight array argument: `MPI_UNWEIGHTED`,
+/// `MPI_WEIGHTS_EMPTY` (weighted, with no edges here), or the weights.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Weights<'a> {
+    /// `MPI_UNWEIGHTED`.
+    Unweighted,
+    /// `MPI_WEIGHTS_EMPTY`.
+    Empty,
+    /// One weight per edge (as many as the body says).
+    Given(CommArray<'a, c_int>),
+}
+
+/// `p` as a weight array (in).
+///
+/// # Safety
+/// `p` is one of the two sentinels, or null, or valid for reads of one
+/// `int` per edge the function's description gives it.
+pub(crate) unsafe fn weights<'a>(p: *const c_int) -> Weights<'a> {
+    match p as usize {
+        crate::abi::MPI_UNWEIGHTED => Weights::Unweighted,
+        crate::abi::MPI_WEIGHTS_EMPTY => Weights::Empty,
+        _ => Weights::Given(CommArray {
+            p,
+            _call: PhantomData,
+        }),
+    }
+}
+
+/// `p` as a weight out-array of `len` entries: `None` for
+/// `MPI_UNWEIGHTED` (or `MPI_WEIGHTS_EMPTY`), which takes no writes.
+///
+/// # Safety
+/// `p` is one of the two sentinels, or null, or valid for writes of
+/// `len` `int`s for the call.
+///
+/// # Errors
+/// As [`slice_out`].
+pub(crate) unsafe fn weights_out<'a>(p: *mut c_int, len: i64) -> Res<Option<OutSlice<'a, c_int>>> {
+    match p as usize {
+        crate::abi::MPI_UNWEIGHTED | crate::abi::MPI_WEIGHTS_EMPTY => Ok(None),
+        // SAFETY: forwarded.
+        _ => unsafe { slice_out(p, len) }.map(Some),
     }
 }

@@ -101,9 +101,16 @@ pub(crate) fn user_fn(
     dt: usize,
 ) {
     let need = unit * usize::try_from(len).unwrap_or(0);
-    assert!(need <= input.len() && need <= inout.len(), "a reduction's data overruns its buffers");
+    assert!(
+        need <= input.len() && need <= inout.len(),
+        "a reduction's data overruns its buffers"
+    );
     let (mut len, mut dt) = (len, dt);
-    let inp = input.as_ptr().wrapping_offset(-base).cast_mut().cast::<c_void>();
+    let inp = input
+        .as_ptr()
+        .wrapping_offset(-base)
+        .cast_mut()
+        .cast::<c_void>();
     let io = inout.as_mut_ptr().wrapping_offset(-base).cast::<c_void>();
     // SAFETY: the program's `MPI_User_function` (the module's contract);
     // the standard lets it read `len` elements of `dt` at `inp` and write

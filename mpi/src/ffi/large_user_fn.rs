@@ -87,7 +87,6 @@ pub(crate) fn slot_of(f: UserFnC) -> Result<usize, Fail> {
     Ok(i)
 }
 
-
 /// The int-count function that calls `f` with its count widened (what
 /// `MPI_Op_create` records for `MPI_Op_create_c`'s `f`).
 ///

@@ -92,7 +92,8 @@ impl Attached {
 
     /// `(address, size)` as detach gives them back.
     pub(crate) fn region(&self) -> (usize, usize) {
-        self.region.map_or((AUTOMATIC, 0), |(b, size)| (b.addr(), size))
+        self.region
+            .map_or((AUTOMATIC, 0), |(b, size)| (b.addr(), size))
     }
 
     /// Waits until every message in flight is sent (a failure has no

@@ -37,7 +37,10 @@ pub(crate) fn start_recv(
     tag: c_int,
 ) -> Res<(ferry::Request, Post)> {
     let (req, unpack) = target.start(c, source, tag)?;
-    Ok((req, unpack.map_or(Post::None, |u| Post::Unpack(Box::new(u)))))
+    Ok((
+        req,
+        unpack.map_or(Post::None, |u| Post::Unpack(Box::new(u))),
+    ))
 }
 
 /// The handle of a raw operation just started: `MPIX_REQUEST_EMPTY` if it
@@ -309,9 +312,11 @@ pub(crate) fn sendrecv_replace(
     let target = recv_data(buf, n, &ty)?;
     let (r, post) = start_recv(&c.comm, target, source, recvtag)?;
     let mut r = ReqObj::active(r, comm, post);
-    let sent = c
-        .comm
-        .send(&outgoing, crate::abi::rank_in(dest), crate::abi::tag_in(sendtag));
+    let sent = c.comm.send(
+        &outgoing,
+        crate::abi::rank_in(dest),
+        crate::abi::tag_in(sendtag),
+    );
     let got = r.wait()?;
     sent?;
     got.write_status(&mut status)

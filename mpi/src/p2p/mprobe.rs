@@ -11,15 +11,14 @@
 //! into an owned buffer only, so `MPI_Imrecv` (and any non-contiguous
 //! datatype) stages it and copies out on completion.
 
-
 use crate::datatype::buf::{recv_data, staged, RecvData};
 
 use crate::abi::class::*;
 use crate::abi::*;
 use crate::datatype::count_arg;
 use crate::error::{Fail, Res};
-use crate::ffi::cell::LevelCell;
 use crate::ffi::args::{Out, RecvBuf, StatusOut};
+use crate::ffi::cell::LevelCell;
 use crate::handle::{Kind, Table};
 use crate::request::object::{Report, ReqObj};
 use crate::request::post::Post;

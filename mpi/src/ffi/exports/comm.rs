@@ -105,18 +105,6 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
-    /// `MPI_Topo_test`: [`crate::comm::communicators::topo_test`].
-    MPI_Topo_test / PMPI_Topo_test [comm] (comm: usize, status: *mut c_int)
-    => crate::comm::communicators::topo_test(comm, crate::ffi::args::out(status))
-}
-
-crate::ffi::export! {
-    /// `MPI_Dims_create`: [`crate::comm::topo::dims_create`].
-    MPI_Dims_create / PMPI_Dims_create (nnodes: c_int, ndims: c_int, dims: *mut c_int)
-    => crate::comm::topo::dims_create(nnodes, ndims, crate::ffi::args::slice_inout(dims, i64::from(ndims))?)
-}
-
-crate::ffi::export! {
     /// `MPI_Comm_dup_with_info`: [`crate::comm::communicators::comm_dup_with_info`].
     MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info [comm] (comm: usize, info: usize, newcomm: *mut usize)
     => crate::comm::communicators::comm_dup_with_info(comm, info, crate::ffi::args::out(newcomm))
@@ -162,6 +150,128 @@ crate::ffi::export! {
     /// `MPI_Comm_get_info`: [`crate::comm::communicators::comm_get_info`].
     MPI_Comm_get_info / PMPI_Comm_get_info [comm] (comm: usize, info_used: *mut usize)
     => crate::comm::communicators::comm_get_info(comm, crate::ffi::args::out(info_used))
+}
+
+// ---- Process topologies
+
+crate::ffi::export! {
+    /// `MPI_Topo_test`: [`crate::comm::topo::topo_test`].
+    MPI_Topo_test / PMPI_Topo_test [comm] (comm: usize, status: *mut c_int)
+    => crate::comm::topo::topo_test(comm, crate::ffi::args::out(status))
+}
+
+crate::ffi::export! {
+    /// `MPI_Dims_create`: [`crate::comm::topo::dims_create`].
+    MPI_Dims_create / PMPI_Dims_create (nnodes: c_int, ndims: c_int, dims: *mut c_int)
+    => crate::comm::topo::dims_create(nnodes, ndims, crate::ffi::args::slice_inout(dims, i64::from(ndims))?)
+}
+
+crate::ffi::export! {
+    /// `MPI_Cart_create`: [`crate::comm::topo::cart_create`].
+    MPI_Cart_create / PMPI_Cart_create [comm_old] (comm_old: usize, ndims: c_int, dims: *const c_int, periods: *const c_int, reorder: c_int, comm_cart: *mut usize)
+    => crate::comm::topo::cart_create(comm_old, ndims, crate::ffi::args::slice(dims, i64::from(ndims))?, crate::ffi::args::slice(periods, i64::from(ndims))?, reorder, crate::ffi::args::out(comm_cart))
+}
+
+crate::ffi::export! {
+    /// `MPI_Cart_map`: [`crate::comm::topo::cart_map`].
+    MPI_Cart_map / PMPI_Cart_map [comm] (comm: usize, ndims: c_int, dims: *const c_int, periods: *const c_int, newrank: *mut c_int)
+    => crate::comm::topo::cart_map(comm, ndims, crate::ffi::args::slice(dims, i64::from(ndims))?, crate::ffi::args::slice(periods, i64::from(ndims))?, crate::ffi::args::out(newrank))
+}
+
+crate::ffi::export! {
+    /// `MPI_Cartdim_get`: [`crate::comm::topo::cartdim_get`].
+    MPI_Cartdim_get / PMPI_Cartdim_get [comm] (comm: usize, ndims: *mut c_int)
+    => crate::comm::topo::cartdim_get(comm, crate::ffi::args::out(ndims))
+}
+
+crate::ffi::export! {
+    /// `MPI_Cart_get`: [`crate::comm::topo::cart_get`].
+    MPI_Cart_get / PMPI_Cart_get [comm] (comm: usize, maxdims: c_int, dims: *mut c_int, periods: *mut c_int, coords: *mut c_int)
+    => crate::comm::topo::cart_get(comm, maxdims, crate::ffi::args::slice_out(dims, i64::from(maxdims))?, crate::ffi::args::slice_out(periods, i64::from(maxdims))?, crate::ffi::args::slice_out(coords, i64::from(maxdims))?)
+}
+
+crate::ffi::export! {
+    /// `MPI_Cart_rank`: [`crate::comm::topo::cart_rank`].
+    MPI_Cart_rank / PMPI_Cart_rank [comm] (comm: usize, coords: *const c_int, rank: *mut c_int)
+    => crate::comm::topo::cart_rank(comm, crate::ffi::args::comm_array(coords), crate::ffi::args::out(rank))
+}
+
+crate::ffi::export! {
+    /// `MPI_Cart_coords`: [`crate::comm::topo::cart_coords`].
+    MPI_Cart_coords / PMPI_Cart_coords [comm] (comm: usize, rank: c_int, maxdims: c_int, coords: *mut c_int)
+    => crate::comm::topo::cart_coords(comm, rank, maxdims, crate::ffi::args::slice_out(coords, i64::from(maxdims))?)
+}
+
+crate::ffi::export! {
+    /// `MPI_Cart_shift`: [`crate::comm::topo::cart_shift`].
+    MPI_Cart_shift / PMPI_Cart_shift [comm] (comm: usize, direction: c_int, disp: c_int, rank_source: *mut c_int, rank_dest: *mut c_int)
+    => crate::comm::topo::cart_shift(comm, direction, disp, crate::ffi::args::out(rank_source), crate::ffi::args::out(rank_dest))
+}
+
+crate::ffi::export! {
+    /// `MPI_Cart_sub`: [`crate::comm::topo::cart_sub`].
+    MPI_Cart_sub / PMPI_Cart_sub [comm] (comm: usize, remain_dims: *const c_int, newcomm: *mut usize)
+    => crate::comm::topo::cart_sub(comm, crate::ffi::args::comm_array(remain_dims), crate::ffi::args::out(newcomm))
+}
+
+crate::ffi::export! {
+    /// `MPI_Graph_create`: [`crate::comm::topo::graph_create`].
+    MPI_Graph_create / PMPI_Graph_create [comm_old] (comm_old: usize, nnodes: c_int, index: *const c_int, edges: *const c_int, reorder: c_int, comm_graph: *mut usize)
+    => crate::comm::topo::graph_create(comm_old, nnodes, crate::ffi::args::slice(index, i64::from(nnodes))?, crate::ffi::args::comm_array(edges), reorder, crate::ffi::args::out(comm_graph))
+}
+
+crate::ffi::export! {
+    /// `MPI_Graph_map`: [`crate::comm::topo::graph_map`].
+    MPI_Graph_map / PMPI_Graph_map [comm] (comm: usize, nnodes: c_int, index: *const c_int, edges: *const c_int, newrank: *mut c_int)
+    => crate::comm::topo::graph_map(comm, nnodes, crate::ffi::args::slice(index, i64::from(nnodes))?, crate::ffi::args::comm_array(edges), crate::ffi::args::out(newrank))
+}
+
+crate::ffi::export! {
+    /// `MPI_Graphdims_get`: [`crate::comm::topo::graphdims_get`].
+    MPI_Graphdims_get / PMPI_Graphdims_get [comm] (comm: usize, nnodes: *mut c_int, nedges: *mut c_int)
+    => crate::comm::topo::graphdims_get(comm, crate::ffi::args::out(nnodes), crate::ffi::args::out(nedges))
+}
+
+crate::ffi::export! {
+    /// `MPI_Graph_get`: [`crate::comm::topo::graph_get`].
+    MPI_Graph_get / PMPI_Graph_get [comm] (comm: usize, maxindex: c_int, maxedges: c_int, index: *mut c_int, edges: *mut c_int)
+    => crate::comm::topo::graph_get(comm, maxindex, maxedges, crate::ffi::args::slice_out(index, i64::from(maxindex))?, crate::ffi::args::slice_out(edges, i64::from(maxedges))?)
+}
+
+crate::ffi::export! {
+    /// `MPI_Graph_neighbors_count`: [`crate::comm::topo::graph_neighbors_count`].
+    MPI_Graph_neighbors_count / PMPI_Graph_neighbors_count [comm] (comm: usize, rank: c_int, nneighbors: *mut c_int)
+    => crate::comm::topo::graph_neighbors_count(comm, rank, crate::ffi::args::out(nneighbors))
+}
+
+crate::ffi::export! {
+    /// `MPI_Graph_neighbors`: [`crate::comm::topo::graph_neighbors`].
+    MPI_Graph_neighbors / PMPI_Graph_neighbors [comm] (comm: usize, rank: c_int, maxneighbors: c_int, neighbors: *mut c_int)
+    => crate::comm::topo::graph_neighbors(comm, rank, maxneighbors, crate::ffi::args::slice_out(neighbors, i64::from(maxneighbors))?)
+}
+
+crate::ffi::export! {
+    /// `MPI_Dist_graph_create_adjacent`: [`crate::comm::dist_graph::dist_graph_create_adjacent`].
+    MPI_Dist_graph_create_adjacent / PMPI_Dist_graph_create_adjacent [comm_old] (comm_old: usize, indegree: c_int, sources: *const c_int, sourceweights: *const c_int, outdegree: c_int, destinations: *const c_int, destweights: *const c_int, info: usize, reorder: c_int, comm_dist_graph: *mut usize)
+    => crate::comm::dist_graph::dist_graph_create_adjacent(comm_old, indegree, crate::ffi::args::slice(sources, i64::from(indegree))?, crate::ffi::args::weights(sourceweights), outdegree, crate::ffi::args::slice(destinations, i64::from(outdegree))?, crate::ffi::args::weights(destweights), info, reorder, crate::ffi::args::out(comm_dist_graph))
+}
+
+crate::ffi::export! {
+    /// `MPI_Dist_graph_create`: [`crate::comm::dist_graph::dist_graph_create`].
+    MPI_Dist_graph_create / PMPI_Dist_graph_create [comm_old] (comm_old: usize, n: c_int, sources: *const c_int, degrees: *const c_int, destinations: *const c_int, weights: *const c_int, info: usize, reorder: c_int, comm_dist_graph: *mut usize)
+    => crate::comm::dist_graph::dist_graph_create(comm_old, n, crate::ffi::args::slice(sources, i64::from(n))?, crate::ffi::args::slice(degrees, i64::from(n))?, crate::ffi::args::comm_array(destinations), crate::ffi::args::weights(weights), info, reorder, crate::ffi::args::out(comm_dist_graph))
+}
+
+crate::ffi::export! {
+    /// `MPI_Dist_graph_neighbors_count`: [`crate::comm::dist_graph::dist_graph_neighbors_count`].
+    MPI_Dist_graph_neighbors_count / PMPI_Dist_graph_neighbors_count [comm] (comm: usize, indegree: *mut c_int, outdegree: *mut c_int, weighted: *mut c_int)
+    => crate::comm::dist_graph::dist_graph_neighbors_count(comm, crate::ffi::args::out(indegree), crate::ffi::args::out(outdegree), crate::ffi::args::out(weighted))
+}
+
+crate::ffi::export! {
+    /// `MPI_Dist_graph_neighbors`: [`crate::comm::dist_graph::dist_graph_neighbors`].
+    MPI_Dist_graph_neighbors / PMPI_Dist_graph_neighbors [comm] (comm: usize, maxindegree: c_int, sources: *mut c_int, sourceweights: *mut c_int, maxoutdegree: c_int, destinations: *mut c_int, destweights: *mut c_int)
+    => crate::comm::dist_graph::dist_graph_neighbors(comm, maxindegree, crate::ffi::args::slice_out(sources, i64::from(maxindegree))?, crate::ffi::args::weights_out(sourceweights, i64::from(maxindegree))?, maxoutdegree, crate::ffi::args::slice_out(destinations, i64::from(maxoutdegree))?, crate::ffi::args::weights_out(destweights, i64::from(maxoutdegree))?)
 }
 
 // ---- Groups
