@@ -32,9 +32,8 @@ ci_fail_trap ci/mpi4py-test.sh
 # Test modules left out, each because it tests a group mpi/README.md's table
 # lists as not implemented (a regex on the module's file name, for main.py -e):
 EXCLUDE_MODULES=(
-  '^test_comm_topo\.py'       # topologies: not declared (Cart/Graph/Dist_graph constructors)
-  '^test_cco_ngh_'             # neighborhood collectives need a topology: topologies not declared
-  '^test_cco_pr_ngh_'          # persistent neighborhood collectives: topologies not declared
+  '^test_cco_ngh_'             # neighborhood collectives: not declared
+  '^test_cco_pr_ngh_'          # persistent neighborhood collectives: not declared
   '^test_dynproc\.py'         # dynamic processes: not declared
   '^test_spawn\.py'           # dynamic processes (MPI_Comm_spawn): not declared
   '^test_util_pool\.py'       # mpi4py.util.pool spawns its workers: dynamic processes not declared
@@ -45,8 +44,6 @@ EXCLUDE_MODULES=(
 # with the table entry it falls under:
 EXCLUDE_TESTS=(
   '*.testSplitTypeResourceGuided'            # Comm_split_type with MPI_COMM_TYPE_RESOURCE_GUIDED: MPI_ERR_UNSUPPORTED_OPERATION
-  'test_subclass.TestMyCartcomm*'            # topologies: not declared
-  'test_subclass.TestMyGraphcomm*'           # topologies: not declared
   'test_util_sync.TestSequential*'           # mpi4py.util.sync.Sequential allocates an RMA window: RMA not declared
   'test_win.TestWinNull.testGetName'         # RMA: not declared
   'test_mpiapi.TestMPIAPI.testSymbolCoverage'  # every MPI 5.0 symbol: the groups the table lists are not declared

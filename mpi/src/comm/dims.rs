@@ -5,6 +5,10 @@
 //! factorisation of `nnodes / product(fixed)` into that many factors, in
 //! non-increasing order, whose largest and smallest factors are as close as
 //! possible ("as close to each other as possible", the standard's words),
+//! and among those the one whose smallest factors are largest (compared
+//! from the smallest up: 5616 in 4 is 13 x 9 x 8 x 6, not 13 x 12 x 6 x 6;
+//! 5040 in 3 is 21 x 16 x 15, not 20 x 18 x 14), as MPICH answers and its
+//! `topo/dims5` test expects,
 //! found by enumerating the non-increasing factorisations (few: their
 //! number is bounded by the partitions of the prime exponents).
 
@@ -30,12 +34,17 @@ fn divisors(n: u64) -> Vec<u64> {
     large
 }
 
+/// How balanced a factorisation is: its spread (largest - smallest), then
+/// its factors from the smallest up, each the larger the better (stored
+/// as `u64::MAX - f`); less is better.
+type Score = (u64, Vec<u64>);
+
 /// The factorisation of `n` into `k` non-increasing factors with the least
-/// spread (largest - smallest); among equal spreads, the first found
-/// (largest leading factor first).
+/// [`Score`]; among equal scores, the first found (largest leading factor
+/// first).
 fn balanced(n: u64, k: usize) -> Vec<u64> {
     let divs = divisors(n);
-    let mut best: Option<(u64, Vec<u64>)> = None;
+    let mut best: Option<(Score, Vec<u64>)> = None;
     let mut cur = Vec::with_capacity(k);
     search(&divs, n, k, n, &mut cur, &mut best);
     best.map(|(_, v)| v).unwrap_or_default()
@@ -49,14 +58,14 @@ fn search(
     k: usize,
     max: u64,
     cur: &mut Vec<u64>,
-    best: &mut Option<(u64, Vec<u64>)>,
+    best: &mut Option<(Score, Vec<u64>)>,
 ) {
     if k == 1 {
         if n <= max {
             cur.push(n);
-            let spread = cur[0] - n;
-            if best.as_ref().is_none_or(|(s, _)| spread < *s) {
-                *best = Some((spread, cur.clone()));
+            let score = (cur[0] - n, cur.iter().rev().map(|f| u64::MAX - f).collect());
+            if best.as_ref().is_none_or(|(s, _)| score < *s) {
+                *best = Some((score, cur.clone()));
             }
             cur.pop();
         }
@@ -70,10 +79,10 @@ fn search(
         if n % f != 0 {
             continue;
         }
-        // The spread is at least first - f: no better than the best
-        // found, this branch is dropped.
+        // The spread is at least first - f: worse than the best found,
+        // this branch is dropped (an equal one may still win on squares).
         let first = cur.first().copied().unwrap_or(f);
-        if best.as_ref().is_none_or(|(s, _)| first - f < *s) {
+        if best.as_ref().is_none_or(|(s, _)| first - f <= s.0) {
             cur.push(f);
             search(divs, n / f, k - 1, f, cur, best);
             cur.pop();
@@ -154,6 +163,12 @@ mod tests {
         assert_eq!(dims(1 << 30, &[0; 3]), [1024, 1024, 1024]);
         assert_eq!(dims(2_147_483_647, &[0, 0]), [2_147_483_647, 1]);
         assert_eq!(dims(4, &[2, 2]), [2, 2]);
+        // Equal spreads: the larger smallest factors (MPICH's topo/dims5).
+        assert_eq!(dims(5616, &[0; 4]), [13, 9, 8, 6]);
+        assert_eq!(dims(9936, &[0; 4]), [23, 9, 8, 6]);
+        assert_eq!(dims(5040, &[0; 3]), [21, 16, 15]);
+        assert_eq!(dims(10800, &[0; 3]), [27, 20, 20]);
+        assert_eq!(dims(34776, &[0; 3]), [46, 28, 27]);
         assert!(dims_create(4, &mut [2, 3]).is_err());
         assert!(dims_create(4, &mut [-1, 0]).is_err());
     }

@@ -323,7 +323,8 @@ pub(crate) fn cart_shift(
 }
 
 /// `MPI_Cart_sub`: the grids of the dimensions `remain_dims` keeps, one
-/// per position in the others (collective).
+/// per position in the others (collective); with none kept, a
+/// zero-dimensional grid of rank 0 alone (`MPI_COMM_NULL` elsewhere).
 pub(crate) fn cart_sub(
     comm: usize,
     remain_dims: CommArray<'_, c_int>,
@@ -356,14 +357,17 @@ pub(crate) fn cart_sub(
     };
     let (odims, ocoords, _) = part(false);
     let (kdims, kcoords, kperiods) = part(true);
-    let color = Topo::rank_at(&odims, &ocoords);
+    // No dimension kept: one zero-dimensional grid, of rank 0 alone (as
+    // MPI_Cart_create with ndims 0 makes; MPICH's topo/cartsuball).
+    let color = match kdims.is_empty() {
+        true if c.comm.rank() != 0 => ferry::UNDEFINED,
+        true => 0,
+        false => Topo::rank_at(&odims, &ocoords),
+    };
     let key = Topo::rank_at(&kdims, &kcoords);
-    let new = c.comm.split(color, key)?.ok_or_else(|| {
-        Fail::new(
-            MPI_ERR_INTERN,
-            "internal error (please report): a Cartesian subgrid without this member",
-        )
-    })?;
+    let Some(new) = c.comm.split(color, key)? else {
+        return newcomm.set(MPI_COMM_NULL);
+    };
     let h = crate::comm::communicators::store_new(rt, &c, new)?;
     lock(&rt.comm(h)?.meta).topo = Some(Arc::new(Topo::Cart {
         dims: kdims,

@@ -108,8 +108,14 @@ impl StatusOut<'_> {
     /// its `MPI_ERROR` field: a call that completes one operation leaves
     /// that field as the program had it (MPI 4.1 §3.2.5: only the calls
     /// that return several statuses set it, with `MPI_ERR_IN_STATUS`).
+    /// The empty status (of a null or inactive request) is written whole:
+    /// its definition includes `MPI_ERROR` = `MPI_SUCCESS` (§3.7.3).
     pub(crate) fn set(&mut self, s: MpiStatus) {
-        if !self.p.is_null() {
+        if !self.p.is_null() && s == MpiStatus::EMPTY {
+            // SAFETY: non-null, valid for a write (the contract of
+            // `status_out`).
+            unsafe { self.p.write(s) };
+        } else if !self.p.is_null() {
             // SAFETY: non-null, valid for writes of an `MPI_Status` (the
             // contract of `status_out`); each field is written through a
             // raw place, so no reference to possibly uninitialized memory
@@ -535,8 +541,11 @@ impl<'a, T> CommArray<'a, T> {
     /// (one per member: the body passes the size it means).
     ///
     /// # Errors
-    /// `MPI_ERR_ARG` for null (`what` names the array).
+    /// `MPI_ERR_ARG` for null with `n > 0` (`what` names the array).
     pub(crate) fn entries(self, n: usize, what: &str) -> Res<&'a [T]> {
+        if n == 0 {
+            return Ok(&[]);
+        }
         if self.p.is_null() {
             return Err(Fail::msg(MPI_ERR_ARG, format!("a null {what} array")));
         }
