@@ -2,6 +2,7 @@
  * MPI_IN_PLACE) over integer, floating, logical and pair types, long
  * double (C's extended precision) and its complex and pair types. */
 #include "check.h"
+#include <wchar.h>
 #include <complex.h>
 #include <stdbool.h>
 
@@ -95,8 +96,16 @@ int main(int argc, char **argv) {
     OK(MPI_Allreduce(&big, &bigs, 1, MPI_INTEGER16, MPI_SUM, MPI_COMM_WORLD));
     TRUE(bigs == ((__int128)size << 70));
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    char ch = 'a', cho;
-    ERR(MPI_ERR_OP, MPI_Allreduce(&ch, &cho, 1, MPI_CHAR, MPI_MAX, MPI_COMM_WORLD));
+    /* MPI_CHAR reduces as a signed 8-bit integer (as MPICH and Open MPI
+     * do; OSU 7 sums MPI_CHARs); the other text types take no op. */
+    char ch = (char)('a' + rank), cho = 0;
+    OK(MPI_Allreduce(&ch, &cho, 1, MPI_CHAR, MPI_MAX, MPI_COMM_WORLD));
+    EQ(cho, 'a' + size - 1);
+    char one = 1, ones = 0;
+    OK(MPI_Allreduce(&one, &ones, 1, MPI_CHAR, MPI_SUM, MPI_COMM_WORLD));
+    EQ(ones, (char)size);
+    wchar_t wc = L'a', wco;
+    ERR(MPI_ERR_OP, MPI_Allreduce(&wc, &wco, 1, MPI_WCHAR, MPI_MAX, MPI_COMM_WORLD));
     /* Quad precision has no arithmetic here. */
     unsigned char quad[16] = {0}, quads[16];
     ERR(MPI_ERR_UNSUPPORTED_OPERATION, MPI_Allreduce(quad, quads, 1, MPI_REAL16, MPI_SUM, MPI_COMM_WORLD));

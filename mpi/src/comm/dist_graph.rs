@@ -4,11 +4,10 @@
 //! all-to-all exchange hands each edge to both its ends.
 
 use std::ffi::c_int;
-use std::sync::Arc;
 
 use crate::abi::class::*;
 use crate::abi::*;
-use crate::comm::topo::{topo_of, with_topology};
+use crate::comm::topo::{topo_part, with_topology};
 use crate::error::{Fail, Res};
 use crate::ffi::args::{CommArray, Out, OutSlice, Weights};
 use crate::state::rt;
@@ -190,15 +189,19 @@ pub(crate) fn dist_graph_create(
     )
 }
 
+/// A process's edges in a distributed graph: in, out, weighted.
+type DistEdges = (Vec<(c_int, c_int)>, Vec<(c_int, c_int)>, bool);
+
 /// The distributed graph of `comm`, or `MPI_ERR_TOPOLOGY`.
-fn dist_of(comm: usize) -> Res<Arc<Topo>> {
-    match topo_of(&*rt()?.comm(comm)?) {
-        Some(t) if matches!(*t, Topo::DistGraph { .. }) => Ok(t),
-        _ => Err(Fail::new(
-            MPI_ERR_TOPOLOGY,
-            "the communicator has no distributed graph topology",
-        )),
-    }
+fn dist_of(comm: usize) -> Res<DistEdges> {
+    topo_part(&*rt()?.comm(comm)?, "distributed graph", |t| match t {
+        Topo::DistGraph {
+            sources,
+            destinations,
+            weighted,
+        } => Some((sources.clone(), destinations.clone(), *weighted)),
+        _ => None,
+    })
 }
 
 /// `MPI_Dist_graph_neighbors_count`.
@@ -208,18 +211,10 @@ pub(crate) fn dist_graph_neighbors_count(
     mut outdegree: Out<'_, c_int>,
     mut weighted: Out<'_, c_int>,
 ) -> Res {
-    let t = dist_of(comm)?;
-    let Topo::DistGraph {
-        sources,
-        destinations,
-        weighted: w,
-    } = &*t
-    else {
-        return Err(Fail::new(MPI_ERR_TOPOLOGY, "no distributed graph"));
-    };
-    indegree.set(sources.len() as c_int)?;
-    outdegree.set(destinations.len() as c_int)?;
-    weighted.set(c_int::from(*w))
+    let (ins, outs, w) = dist_of(comm)?;
+    indegree.set(ins.len() as c_int)?;
+    outdegree.set(outs.len() as c_int)?;
+    weighted.set(c_int::from(w))
 }
 
 /// `MPI_Dist_graph_neighbors`: at most as many as the arrays hold;
@@ -233,15 +228,7 @@ pub(crate) fn dist_graph_neighbors(
     mut destinations: OutSlice<'_, c_int>,
     mut destweights: Option<OutSlice<'_, c_int>>,
 ) -> Res {
-    let t = dist_of(comm)?;
-    let Topo::DistGraph {
-        sources: ins,
-        destinations: outs,
-        ..
-    } = &*t
-    else {
-        return Err(Fail::new(MPI_ERR_TOPOLOGY, "no distributed graph"));
-    };
+    let (ins, outs, _) = dist_of(comm)?;
     for (k, &(r, w)) in ins.iter().take(maxindegree.max(0) as usize).enumerate() {
         sources.set(k, r);
         if let Some(sw) = sourceweights.as_mut() {

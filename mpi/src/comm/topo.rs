@@ -37,6 +37,21 @@ pub(crate) fn topo_of(c: &CommObj) -> Option<Arc<Topo>> {
     lock(&c.meta).topo.clone()
 }
 
+/// What `part` takes from `c`'s topology, or `MPI_ERR_TOPOLOGY` when it
+/// has none of that kind (`kind` names it).
+pub(crate) fn topo_part<T>(
+    c: &CommObj,
+    kind: &str,
+    part: impl FnOnce(&Topo) -> Option<T>,
+) -> Res<T> {
+    topo_of(c).as_deref().and_then(part).ok_or_else(|| {
+        Fail::msg(
+            MPI_ERR_TOPOLOGY,
+            format!("the communicator has no {kind} topology"),
+        )
+    })
+}
+
 /// `MPI_Topo_test`: `MPI_CART`, `MPI_GRAPH`, `MPI_DIST_GRAPH` or
 /// `MPI_UNDEFINED`.
 pub(crate) fn topo_test(comm: usize, mut status: Out<'_, c_int>) -> Res {
@@ -129,13 +144,10 @@ pub(crate) fn with_topology(
 
 /// The Cartesian shape of `c`, or `MPI_ERR_TOPOLOGY`.
 fn cart_of(c: &CommObj) -> Res<(Vec<c_int>, Vec<bool>)> {
-    match topo_of(c).as_deref() {
-        Some(Topo::Cart { dims, periods }) => Ok((dims.clone(), periods.clone())),
-        _ => Err(Fail::new(
-            MPI_ERR_TOPOLOGY,
-            "the communicator has no Cartesian topology",
-        )),
-    }
+    topo_part(c, "Cartesian", |t| match t {
+        Topo::Cart { dims, periods } => Some((dims.clone(), periods.clone())),
+        _ => None,
+    })
 }
 
 /// Checks a Cartesian shape: its size.
@@ -450,13 +462,10 @@ pub(crate) fn graph_map(
 
 /// The graph of `c`, or `MPI_ERR_TOPOLOGY`.
 fn graph_of(c: &CommObj) -> Res<(Vec<c_int>, Vec<c_int>)> {
-    match topo_of(c).as_deref() {
-        Some(Topo::Graph { index, edges }) => Ok((index.clone(), edges.clone())),
-        _ => Err(Fail::new(
-            MPI_ERR_TOPOLOGY,
-            "the communicator has no graph topology",
-        )),
-    }
+    topo_part(c, "graph", |t| match t {
+        Topo::Graph { index, edges } => Some((index.clone(), edges.clone())),
+        _ => None,
+    })
 }
 
 /// `MPI_Graphdims_get`.
