@@ -110,12 +110,18 @@ impl StatusOut<'_> {
     /// that return several statuses set it, with `MPI_ERR_IN_STATUS`).
     /// The empty status (of a null or inactive request) is written whole:
     /// its definition includes `MPI_ERROR` = `MPI_SUCCESS` (§3.7.3).
+    #[inline]
     pub(crate) fn set(&mut self, s: MpiStatus) {
-        if !self.p.is_null() && s == MpiStatus::EMPTY {
+        if self.p.is_null() {
+            return;
+        }
+        // Only the empty status (and a send's) has source MPI_ANY_SOURCE,
+        // so a compare or two tell it from a received message's.
+        if s.source == crate::abi::MPI_ANY_SOURCE && s.error == crate::abi::class::MPI_SUCCESS {
             // SAFETY: non-null, valid for a write (the contract of
             // `status_out`).
             unsafe { self.p.write(s) };
-        } else if !self.p.is_null() {
+        } else {
             // SAFETY: non-null, valid for writes of an `MPI_Status` (the
             // contract of `status_out`); each field is written through a
             // raw place, so no reference to possibly uninitialized memory

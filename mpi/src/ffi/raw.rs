@@ -84,11 +84,15 @@ pub(crate) unsafe fn put_str(buf: *mut c_char, cap: usize, s: &str, len: *mut c_
 ///
 /// # Errors
 /// `MPI_ERR_BUFFER` for null with `len > 0`.
+#[inline]
 pub(crate) unsafe fn bytes<'a>(p: *const u8, len: usize) -> Res<&'a [u8]> {
-    if len == 0 {
-        return Ok(&[]);
-    }
+    // Null first: a caller that checked it already (the blocking calls'
+    // fast path) has this branch folded away, and a non-null pointer
+    // makes a slice of any length, 0 included.
     if p.is_null() {
+        if len == 0 {
+            return Ok(&[]);
+        }
         return Err(Fail::new(
             MPI_ERR_BUFFER,
             "a null buffer with a non-zero count",
@@ -107,11 +111,13 @@ pub(crate) unsafe fn bytes<'a>(p: *const u8, len: usize) -> Res<&'a [u8]> {
 ///
 /// # Errors
 /// `MPI_ERR_BUFFER` for null with `len > 0`.
+#[inline]
 pub(crate) unsafe fn bytes_mut<'a>(p: *mut u8, len: usize) -> Res<&'a mut [u8]> {
-    if len == 0 {
-        return Ok(&mut []);
-    }
+    // As in `bytes`.
     if p.is_null() {
+        if len == 0 {
+            return Ok(&mut []);
+        }
         return Err(Fail::new(
             MPI_ERR_BUFFER,
             "a null buffer with a non-zero count",
