@@ -24,6 +24,7 @@ impl Comm {
     /// # Errors
     /// Buffers of the wrong lengths, members that disagree, a dead member,
     /// a fatal device error.
+    #[inline]
     pub fn collective(
         &self,
         coll: Collective,

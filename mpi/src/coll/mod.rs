@@ -157,6 +157,27 @@ impl CBuf {
         })
     }
 
+    /// The packed data as the program's own bytes, when it lies in one run
+    /// (for the blocking calls' fast branch; `None`: it does not).
+    #[inline]
+    pub(crate) fn direct_in<'a>(&self) -> Option<Res<&'a [u8]>> {
+        let off = self.ty.contiguous_from(self.count)?;
+        Some(
+            self.wire_len(Form::Packed)
+                .and_then(|len| bytes(self.readable().offset(off), len)),
+        )
+    }
+
+    /// As [`CBuf::direct_in`], to write.
+    #[inline]
+    pub(crate) fn direct_out<'a>(&self) -> Option<Res<&'a mut [u8]>> {
+        let off = self.ty.contiguous_from(self.count)?;
+        Some(
+            self.wire_len(Form::Packed)
+                .and_then(|len| bytes_mut(self.writable()?.offset(off), len)),
+        )
+    }
+
     /// An owned copy of the wire bytes.
     pub(crate) fn to_vec(&self, form: Form) -> Res<Vec<u8>> {
         let len = self.wire_len(form)?;
