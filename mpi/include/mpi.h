@@ -298,6 +298,60 @@ enum {
     MPI_F_ERROR = 2
 };
 
+/* ---- Constants of the groups ferry does not implement yet ---------------
+ * Declared with the MPI 5.0 ABI's values, so that a program or a shared
+ * header that names them compiles (issue 40): the one-sided chapter's
+ * lock types, window flavors, memory models, assertion modes and window
+ * attribute keys, I/O's open modes and seek positions, Fortran type
+ * matching. Their functions are not declared until they work. */
+enum {
+    MPI_MODE_APPEND = 1,
+    MPI_MODE_CREATE = 2,
+    MPI_MODE_DELETE_ON_CLOSE = 4,
+    MPI_MODE_EXCL = 8,
+    MPI_MODE_RDONLY = 16,
+    MPI_MODE_RDWR = 32,
+    MPI_MODE_SEQUENTIAL = 64,
+    MPI_MODE_UNIQUE_OPEN = 128,
+    MPI_MODE_WRONLY = 256,
+    MPI_MODE_NOCHECK = 1024,
+    MPI_MODE_NOPRECEDE = 2048,
+    MPI_MODE_NOPUT = 4096,
+    MPI_MODE_NOSTORE = 8192,
+    MPI_MODE_NOSUCCEED = 16384
+};
+
+enum {
+    MPIX_TYPECLASS_LOGICAL = 191,
+    MPI_TYPECLASS_INTEGER = 192,
+    MPI_TYPECLASS_REAL = 193,
+    MPI_TYPECLASS_COMPLEX = 194
+};
+
+enum {
+    MPI_LOCK_EXCLUSIVE = 301,
+    MPI_LOCK_SHARED = 302,
+    MPI_WIN_FLAVOR_CREATE = 311,
+    MPI_WIN_FLAVOR_ALLOCATE = 312,
+    MPI_WIN_FLAVOR_DYNAMIC = 313,
+    MPI_WIN_FLAVOR_SHARED = 314,
+    MPI_WIN_UNIFIED = 321,
+    MPI_WIN_SEPARATE = 322,
+    MPI_SEEK_SET = 401,
+    MPI_SEEK_CUR = 402,
+    MPI_SEEK_END = 403
+};
+
+enum {
+    MPI_WIN_BASE = 601,
+    MPI_WIN_DISP_UNIT = 602,
+    MPI_WIN_SIZE = 603,
+    MPI_WIN_CREATE_FLAVOR = 604,
+    MPI_WIN_MODEL = 605
+};
+
+#define MPI_DISPLACEMENT_CURRENT ((MPI_Offset)-1)
+
 /* ---- Callback types ------------------------------------------------------ */
 typedef void (MPI_Comm_errhandler_function)(MPI_Comm *comm, int *error_code, ...);
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
@@ -312,6 +366,38 @@ typedef int (MPI_Grequest_cancel_function)(void *extra_state, int complete);
 #define MPI_COMM_NULL_COPY_FN   ((MPI_Comm_copy_attr_function*)0x0)
 #define MPI_COMM_DUP_FN         ((MPI_Comm_copy_attr_function*)0x1)
 #define MPI_COMM_NULL_DELETE_FN ((MPI_Comm_delete_attr_function*)0x0)
+
+/* The callback types of the groups ferry does not implement yet
+ * (datatype and window attributes, data representations, file, window
+ * and session error handlers, MPI-1's attribute callbacks), with their
+ * predefined values: declared so that code naming them compiles. */
+typedef int (MPI_Copy_function)(MPI_Comm comm, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int (MPI_Delete_function)(MPI_Comm comm, int keyval, void *attribute_val, void *extra_state);
+typedef int (MPI_Type_copy_attr_function)(MPI_Datatype datatype, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int (MPI_Type_delete_attr_function)(MPI_Datatype datatype, int keyval, void *attribute_val, void *extra_state);
+typedef int (MPI_Win_copy_attr_function)(MPI_Win win, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int (MPI_Win_delete_attr_function)(MPI_Win win, int keyval, void *attribute_val, void *extra_state);
+typedef int (MPI_Datarep_extent_function)(MPI_Datatype datatype, MPI_Aint *extent, void *extra_state);
+typedef int (MPI_Datarep_conversion_function)(void *userbuf, MPI_Datatype datatype, int count, void *filebuf, MPI_Offset position, void *extra_state);
+typedef int (MPI_Datarep_conversion_function_c)(void *userbuf, MPI_Datatype datatype, MPI_Count count, void *filebuf, MPI_Offset position, void *extra_state);
+typedef void (MPI_File_errhandler_function)(MPI_File *file, int *error_code, ...);
+typedef void (MPI_Win_errhandler_function)(MPI_Win *win, int *error_code, ...);
+typedef void (MPI_Session_errhandler_function)(MPI_Session *session, int *error_code, ...);
+typedef MPI_File_errhandler_function MPI_File_errhandler_fn;
+typedef MPI_Win_errhandler_function MPI_Win_errhandler_fn;
+typedef MPI_Session_errhandler_function MPI_Session_errhandler_fn;
+
+#define MPI_NULL_COPY_FN        ((MPI_Copy_function*)0x0)
+#define MPI_DUP_FN              ((MPI_Copy_function*)0x1)
+#define MPI_NULL_DELETE_FN      ((MPI_Delete_function*)0x0)
+#define MPI_TYPE_NULL_COPY_FN   ((MPI_Type_copy_attr_function*)0x0)
+#define MPI_TYPE_DUP_FN         ((MPI_Type_copy_attr_function*)0x1)
+#define MPI_TYPE_NULL_DELETE_FN ((MPI_Type_delete_attr_function*)0x0)
+#define MPI_WIN_NULL_COPY_FN    ((MPI_Win_copy_attr_function*)0x0)
+#define MPI_WIN_DUP_FN          ((MPI_Win_copy_attr_function*)0x1)
+#define MPI_WIN_NULL_DELETE_FN  ((MPI_Win_delete_attr_function*)0x0)
+#define MPI_CONVERSION_FN_NULL  ((MPI_Datarep_conversion_function*)0x0)
+#define MPI_CONVERSION_FN_NULL_C ((MPI_Datarep_conversion_function_c*)0x0)
 
 /* ---- MPIX: ferry's own constants (their functions are below) ----------- */
 
