@@ -161,6 +161,11 @@ pub enum ApiError {
     /// A group argument broke MPI's rules (a rank listed twice, a rank outside the group, a range with stride 0 or one that leaves the group).
     #[error("invalid group argument: {0}")]
     InvalidGroup(&'static str),
+    /// A process topology's arguments that make none (an extent below 1,
+    /// a coordinate outside a non-periodic dimension, a grid larger than
+    /// the communicator: `crate::topology`).
+    #[error("invalid topology: {0}")]
+    InvalidTopology(String),
     /// An operation ferry does not offer on this kind of communicator
     /// (collectives, `split` or `create` on an intercommunicator).
     #[error("not supported: {0}")]

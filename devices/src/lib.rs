@@ -155,6 +155,7 @@ mod raw;
 mod request;
 pub mod select;
 mod shared;
+pub mod topology;
 mod typed;
 pub mod waiter;
 mod world;

@@ -114,6 +114,7 @@ pub fn class_of(e: &Error) -> c_int {
         Error::Api(a) => match a {
             ApiError::InvalidRank { .. } => MPI_ERR_RANK,
             ApiError::InvalidGroup(_) => MPI_ERR_GROUP,
+            ApiError::InvalidTopology(_) => MPI_ERR_TOPOLOGY,
             ApiError::ElementSize { .. } | ApiError::Alignment { .. } => MPI_ERR_BUFFER,
             ApiError::MixedWorlds => MPI_ERR_REQUEST,
             ApiError::MessageTaken => MPI_ERR_REQUEST,

@@ -1,8 +1,8 @@
-//! Groups, contexts and communicators (MPI 4.1 chapter 7; `MPI_Comm_idup` in `idup`, a floor up: it makes a request), and process
-//! topologies (chapter 8: `MPI_Dims_create`, `MPI_Topo_test`).
+//! Groups, contexts and communicators (MPI 4.1 chapter 7; `MPI_Comm_idup`
+//! in `idup`, a floor up: it makes a request), and process topologies
+//! (chapter 8: `topo` for Cartesian grids and graphs, `dist_graph`).
 
 pub(crate) mod communicators;
-pub mod dims;
 pub(crate) mod dist_graph;
 pub(crate) mod fromgroups;
 pub(crate) mod group;

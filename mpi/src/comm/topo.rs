@@ -2,15 +2,17 @@
 //! (`MPI_Cart_*`, `MPI_Graph_*`, `MPI_Topo_test`, `MPI_Dims_create`;
 //! distributed graphs are in `dist_graph`). A topology is data attached
 //! to a new communicator (`crate::topology::Topo`); the constructors are
-//! a split of the old one, so members beyond the topology's size get
-//! `MPI_COMM_NULL`. With `reorder`, ranks that share a node get
-//! consecutive new ranks (`node_key`), so a grid's neighbours along its
-//! last dimensions are on one node where the placement allows.
+//! a split of the old one (`ferry::Comm::topology_split`), so members
+//! beyond the topology's size get `MPI_COMM_NULL`. With `reorder`, ranks
+//! that share a node get consecutive new ranks, so a grid's neighbours
+//! along its last dimensions are on one node where the placement allows.
+//! A grid's arithmetic is ferry's (`ferry::topology::Cart`, the Rust
+//! API's); this module gives its failures the standard's classes.
 
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use ferry::{Comm, SplitType};
+use ferry::topology::Cart;
 
 use crate::abi::class::*;
 use crate::abi::*;
@@ -20,8 +22,8 @@ use crate::state::{lock, rt, CommObj, Runtime};
 use crate::topology::Topo;
 
 /// `MPI_Dims_create`: fills the zero entries of `dims` with a balanced
-/// factorisation, in non-increasing order. Local; callable before
-/// `MPI_Init` too.
+/// factorisation, in non-increasing order (`ferry::topology::dims_create`).
+/// Local; callable before `MPI_Init` too.
 pub(crate) fn dims_create(nnodes: c_int, ndims: c_int, dims: &mut [c_int]) -> Res {
     if ndims < 0 {
         return Err(Fail::msg(
@@ -29,7 +31,13 @@ pub(crate) fn dims_create(nnodes: c_int, ndims: c_int, dims: &mut [c_int]) -> Re
             format!("invalid number of dimensions {ndims}"),
         ));
     }
-    crate::comm::dims::dims_create(nnodes, dims)
+    if nnodes < 1 {
+        return Err(Fail::msg(
+            MPI_ERR_ARG,
+            format!("invalid number of nodes {nnodes}"),
+        ));
+    }
+    ferry::topology::dims_create(nnodes, dims).map_err(|e| Fail::msg(MPI_ERR_DIMS, e.to_string()))
 }
 
 /// The topology of `c`, if any.
@@ -57,28 +65,11 @@ pub(crate) fn topo_part<T>(
 pub(crate) fn topo_test(comm: usize, mut status: Out<'_, c_int>) -> Res {
     let c = rt()?.comm(comm)?;
     status.set(match topo_of(&c).as_deref() {
-        Some(Topo::Cart { .. }) => MPI_CART,
+        Some(Topo::Cart(_)) => MPI_CART,
         Some(Topo::Graph { .. }) => MPI_GRAPH,
         Some(Topo::DistGraph { .. }) => MPI_DIST_GRAPH,
         None => MPI_UNDEFINED,
     })
-}
-
-/// The key that orders ranks node by node (the node's lowest rank first,
-/// then rank), for `reorder`: collective over `c`.
-pub(crate) fn node_key(c: &Comm) -> Res<c_int> {
-    let rank = c.rank();
-    let lowest = match c.split_type(SplitType::Shared, rank)? {
-        Some(node) => {
-            let mut low = [0 as c_int];
-            node.allreduce(&[rank], &mut low, &ferry::Op::min())?;
-            low[0]
-        }
-        None => rank,
-    };
-    Ok(lowest
-        .saturating_mul(c.size() as c_int)
-        .saturating_add(rank))
 }
 
 /// Makes the communicator of a new topology from `comm`: the first `n`
@@ -109,29 +100,7 @@ pub(crate) fn with_topology(
             format!("a topology of {n} processes on a communicator of {size}"),
         ));
     }
-    // Every member takes part in both collectives, whatever its color.
-    let key = if reorder && size > 1 {
-        node_key(&c.comm)?
-    } else {
-        c.comm.rank()
-    };
-    let (color, key) = if reorder {
-        // The member's place among all by node order decides who joins.
-        let mut keys = vec![0 as c_int; size];
-        c.comm.allgather(&[key], &mut keys)?;
-        let place = keys.iter().filter(|&&k| k < key).count();
-        (if place < n { 0 } else { ferry::UNDEFINED }, key)
-    } else {
-        (
-            if (c.comm.rank() as usize) < n {
-                0
-            } else {
-                ferry::UNDEFINED
-            },
-            key,
-        )
-    };
-    let h = match c.comm.split(color, key)? {
+    let h = match c.comm.topology_split(n, reorder)? {
         Some(new) => {
             let h = crate::comm::communicators::store_new(rt, &c, new)?;
             lock(&rt.comm(h)?.meta).topo = Some(Arc::new(topo));
@@ -142,32 +111,30 @@ pub(crate) fn with_topology(
     out.set(h)
 }
 
-/// The Cartesian shape of `c`, or `MPI_ERR_TOPOLOGY`.
-fn cart_of(c: &CommObj) -> Res<(Vec<c_int>, Vec<bool>)> {
+/// The grid of `c`, or `MPI_ERR_TOPOLOGY`.
+fn cart_of(c: &CommObj) -> Res<Cart> {
     topo_part(c, "Cartesian", |t| match t {
-        Topo::Cart { dims, periods } => Some((dims.clone(), periods.clone())),
+        Topo::Cart(cart) => Some(cart.clone()),
         _ => None,
     })
 }
 
-/// Checks a Cartesian shape: its size.
-fn cart_size(ndims: c_int, dims: &[c_int]) -> Res<usize> {
+/// A failure of ferry's grid arithmetic as class `class` (the standard
+/// gives each argument its own).
+fn as_class(class: c_int) -> impl Fn(ferry::Error) -> Fail {
+    move |e| Fail::msg(class, e.to_string())
+}
+
+/// The grid `ndims` extents and periodicities describe.
+fn grid(ndims: c_int, dims: &[c_int], periods: &[c_int]) -> Res<Cart> {
     if ndims < 0 {
         return Err(Fail::msg(
             MPI_ERR_DIMS,
             format!("invalid number of dimensions {ndims}"),
         ));
     }
-    dims.iter().try_fold(1usize, |n, &d| {
-        if d <= 0 {
-            return Err(Fail::msg(
-                MPI_ERR_DIMS,
-                format!("invalid dimension extent {d}"),
-            ));
-        }
-        n.checked_mul(d as usize)
-            .ok_or_else(|| Fail::new(MPI_ERR_DIMS, "the grid's size overflows"))
-    })
+    let periods: Vec<bool> = periods.iter().map(|&p| p != 0).collect();
+    Cart::new(dims, &periods).map_err(as_class(MPI_ERR_DIMS))
 }
 
 /// `MPI_Cart_create`: collective; the first `prod(dims)` ranks make the
@@ -181,12 +148,16 @@ pub(crate) fn cart_create(
     mut comm_cart: Out<'_, usize>,
 ) -> Res {
     let rt = rt()?;
-    let n = cart_size(ndims, dims)?;
-    let topo = Topo::Cart {
-        dims: dims.to_vec(),
-        periods: periods.iter().map(|&p| p != 0).collect(),
-    };
-    with_topology(rt, comm_old, n, reorder != 0, topo, &mut comm_cart)
+    let cart = grid(ndims, dims, periods)?;
+    let n = cart.size();
+    with_topology(
+        rt,
+        comm_old,
+        n,
+        reorder != 0,
+        Topo::Cart(cart),
+        &mut comm_cart,
+    )
 }
 
 /// `MPI_Cart_map`: this process's rank in such a grid (no reordering),
@@ -195,11 +166,11 @@ pub(crate) fn cart_map(
     comm: usize,
     ndims: c_int,
     dims: &[c_int],
-    _periods: &[c_int],
+    periods: &[c_int],
     mut newrank: Out<'_, c_int>,
 ) -> Res {
     let c = rt()?.comm(comm)?;
-    let n = cart_size(ndims, dims)?;
+    let n = grid(ndims, dims, periods)?.size();
     if n > c.comm.size() as usize {
         return Err(Fail::new(
             MPI_ERR_ARG,
@@ -212,8 +183,19 @@ pub(crate) fn cart_map(
 
 /// `MPI_Cartdim_get`.
 pub(crate) fn cartdim_get(comm: usize, mut ndims: Out<'_, c_int>) -> Res {
-    let (dims, _) = cart_of(&*rt()?.comm(comm)?)?;
-    ndims.set(dims.len() as c_int)
+    let cart = cart_of(&*rt()?.comm(comm)?)?;
+    ndims.set(cart.dims().len() as c_int)
+}
+
+/// Checks an array length argument against the grid's dimensions.
+fn room_for(maxdims: c_int, ndims: usize) -> Res {
+    if (maxdims.max(0) as usize) < ndims {
+        return Err(Fail::msg(
+            MPI_ERR_ARG,
+            format!("maxdims {maxdims} is below the grid's {ndims} dimensions"),
+        ));
+    }
+    Ok(())
 }
 
 /// `MPI_Cart_get`: shape, periodicity and this process's coordinates.
@@ -225,20 +207,12 @@ pub(crate) fn cart_get(
     mut coords: OutSlice<'_, c_int>,
 ) -> Res {
     let c = rt()?.comm(comm)?;
-    let (d, p) = cart_of(&c)?;
-    if (maxdims.max(0) as usize) < d.len() {
-        return Err(Fail::msg(
-            MPI_ERR_ARG,
-            format!(
-                "maxdims {maxdims} is below the grid's {} dimensions",
-                d.len()
-            ),
-        ));
-    }
-    let mine = Topo::coords(&d, c.comm.rank());
-    for i in 0..d.len() {
-        dims.set(i, d[i]);
-        periods.set(i, c_int::from(p[i]));
+    let cart = cart_of(&c)?;
+    room_for(maxdims, cart.dims().len())?;
+    let mine = cart.coords(c.comm.rank()).map_err(as_class(MPI_ERR_RANK))?;
+    for (i, (&d, &p)) in cart.dims().iter().zip(cart.periods()).enumerate() {
+        dims.set(i, d);
+        periods.set(i, c_int::from(p));
         coords.set(i, mine[i]);
     }
     Ok(())
@@ -251,24 +225,9 @@ pub(crate) fn cart_rank(
     coords: CommArray<'_, c_int>,
     mut rank: Out<'_, c_int>,
 ) -> Res {
-    let c = rt()?.comm(comm)?;
-    let (dims, periods) = cart_of(&c)?;
-    let given = coords.entries(dims.len(), "coordinate")?;
-    let mut at = Vec::with_capacity(dims.len());
-    for i in 0..dims.len() {
-        let (d, x) = (dims[i], given[i]);
-        at.push(match (periods[i], x) {
-            (_, x) if (0..d).contains(&x) => x,
-            (true, x) => x.rem_euclid(d),
-            (false, x) => {
-                return Err(Fail::msg(
-                    MPI_ERR_ARG,
-                    format!("coordinate {x} is outside dimension {i} (extent {d}, not periodic)"),
-                ))
-            }
-        });
-    }
-    rank.set(Topo::rank_at(&dims, &at))
+    let cart = cart_of(&*rt()?.comm(comm)?)?;
+    let at = coords.entries(cart.dims().len(), "coordinate")?;
+    rank.set(cart.rank_at(at).map_err(as_class(MPI_ERR_ARG))?)
 }
 
 /// `MPI_Cart_coords`.
@@ -278,21 +237,10 @@ pub(crate) fn cart_coords(
     maxdims: c_int,
     mut coords: OutSlice<'_, c_int>,
 ) -> Res {
-    let c = rt()?.comm(comm)?;
-    let (dims, _) = cart_of(&c)?;
-    if rank < 0 || rank >= c.comm.size() as c_int {
-        return Err(Fail::msg(MPI_ERR_RANK, format!("invalid rank {rank}")));
-    }
-    if (maxdims.max(0) as usize) < dims.len() {
-        return Err(Fail::msg(
-            MPI_ERR_ARG,
-            format!(
-                "maxdims {maxdims} is below the grid's {} dimensions",
-                dims.len()
-            ),
-        ));
-    }
-    for (i, x) in Topo::coords(&dims, rank).into_iter().enumerate() {
+    let cart = cart_of(&*rt()?.comm(comm)?)?;
+    let at = cart.coords(rank).map_err(as_class(MPI_ERR_RANK))?;
+    room_for(maxdims, at.len())?;
+    for (i, x) in at.into_iter().enumerate() {
         coords.set(i, x);
     }
     Ok(())
@@ -308,35 +256,27 @@ pub(crate) fn cart_shift(
     mut rank_dest: Out<'_, c_int>,
 ) -> Res {
     let c = rt()?.comm(comm)?;
-    let (dims, periods) = cart_of(&c)?;
-    let dir = usize::try_from(direction)
-        .ok()
-        .filter(|&d| d < dims.len())
-        .ok_or_else(|| {
-            Fail::msg(
-                MPI_ERR_ARG,
-                format!("invalid direction {direction} ({} dimensions)", dims.len()),
-            )
-        })?;
-    let me = Topo::coords(&dims, c.comm.rank());
-    let step = |by: i64| -> c_int {
-        let (d, x) = (i64::from(dims[dir]), i64::from(me[dir]) + by);
-        let x = match (periods[dir], (0..d).contains(&x)) {
-            (_, true) => x,
-            (true, false) => x.rem_euclid(d),
-            (false, false) => return MPI_PROC_NULL,
-        };
-        let mut at = me.clone();
-        at[dir] = x as c_int;
-        Topo::rank_at(&dims, &at)
+    let cart = cart_of(&c)?;
+    let dir = usize::try_from(direction).unwrap_or(usize::MAX);
+    let (src, dst) = cart
+        .shift(c.comm.rank(), dir, disp)
+        .map_err(as_class(MPI_ERR_ARG))?;
+    // ferry's PROC_NULL is not the ABI's.
+    let out = |r: ferry::Rank| {
+        if r == ferry::PROC_NULL {
+            MPI_PROC_NULL
+        } else {
+            r
+        }
     };
-    rank_source.set(step(-i64::from(disp)))?;
-    rank_dest.set(step(i64::from(disp)))
+    rank_source.set(out(src))?;
+    rank_dest.set(out(dst))
 }
 
 /// `MPI_Cart_sub`: the grids of the dimensions `remain_dims` keeps, one
 /// per position in the others (collective); with none kept, a
-/// zero-dimensional grid of rank 0 alone (`MPI_COMM_NULL` elsewhere).
+/// zero-dimensional grid of rank 0 alone (`MPI_COMM_NULL` elsewhere, as
+/// `MPI_Cart_create` with no dimension makes; MPICH's `topo/cartsuball`).
 pub(crate) fn cart_sub(
     comm: usize,
     remain_dims: CommArray<'_, c_int>,
@@ -344,47 +284,28 @@ pub(crate) fn cart_sub(
 ) -> Res {
     let rt = rt()?;
     let c = rt.comm(comm)?;
-    let (dims, periods) = cart_of(&c)?;
+    let cart = cart_of(&c)?;
     let keep: Vec<bool> = remain_dims
-        .entries(dims.len(), "remain_dims")?
+        .entries(cart.dims().len(), "remain_dims")?
         .iter()
         .map(|&k| k != 0)
         .collect();
     if newcomm.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null communicator pointer"));
     }
-    let me = Topo::coords(&dims, c.comm.rank());
-    let part = |kept: bool| -> (Vec<c_int>, Vec<c_int>, Vec<bool>) {
-        let mut d = Vec::new();
-        let mut x = Vec::new();
-        let mut p = Vec::new();
-        for i in 0..dims.len() {
-            if keep[i] == kept {
-                d.push(dims[i]);
-                x.push(me[i]);
-                p.push(periods[i]);
-            }
-        }
-        (d, x, p)
-    };
-    let (odims, ocoords, _) = part(false);
-    let (kdims, kcoords, kperiods) = part(true);
-    // No dimension kept: one zero-dimensional grid, of rank 0 alone (as
-    // MPI_Cart_create with ndims 0 makes; MPICH's topo/cartsuball).
-    let color = match kdims.is_empty() {
+    let (kept, color, key) = cart
+        .sub(c.comm.rank(), &keep)
+        .map_err(as_class(MPI_ERR_ARG))?;
+    let color = match kept.dims().is_empty() {
         true if c.comm.rank() != 0 => ferry::UNDEFINED,
         true => 0,
-        false => Topo::rank_at(&odims, &ocoords),
+        false => color,
     };
-    let key = Topo::rank_at(&kdims, &kcoords);
     let Some(new) = c.comm.split(color, key)? else {
         return newcomm.set(MPI_COMM_NULL);
     };
     let h = crate::comm::communicators::store_new(rt, &c, new)?;
-    lock(&rt.comm(h)?.meta).topo = Some(Arc::new(Topo::Cart {
-        dims: kdims,
-        periods: kperiods,
-    }));
+    lock(&rt.comm(h)?.meta).topo = Some(Arc::new(Topo::Cart(kept)));
     newcomm.set(h)
 }
 

@@ -160,6 +160,8 @@ pub fn communicators(ctx: &Ctx) -> Outcome {
         ensure!(got == [byte], "hinted receive data");
     }
 
+    cartesian(world)?;
+
     // 2000 communicators made and freed in sequence, 1000 more by four
     // threads at once (a quarter of that when the ranks oversubscribe
     // this 2-core machine, where every agreement waits for descheduled
@@ -168,6 +170,51 @@ pub fn communicators(ctx: &Ctx) -> Outcome {
     churn(world, 2000 * ctx.scale / share)?;
     threads(world, 4, 250 * ctx.scale / share)?;
     Ok(Verdict::Pass)
+}
+
+/// A 2-D grid of every rank (periodic in its last dimension), with and
+/// without reorder: coordinates, a shift exchange that reaches the
+/// neighbours the grid names, a row's subgrid and an allreduce on it.
+fn cartesian(world: &Comm) -> Result<(), Failure> {
+    let n = world.size() as i32;
+    let mut dims = [0, 0];
+    ferry::topology::dims_create(n, &mut dims)?;
+    for reorder in [false, true] {
+        let Some(grid) = world.cart(&dims, &[false, true], reorder)? else {
+            return Err(Failure("every rank is in a grid of all of them".into()));
+        };
+        let me = grid.comm().rank();
+        let at = grid.coords();
+        ensure!(grid.rank_at(&at)? == me, "coordinates round-trip");
+        let (src, dst) = grid.shift(1, 1)?;
+        let mut got = [-1i32];
+        let mut sent = grid.comm().isend(vec![me], dst, 3)?;
+        grid.comm().recv(&mut got, src, 3)?;
+        sent.wait()?;
+        ensure!(
+            got[0] == src,
+            "the shift's source sent {} not {src}",
+            got[0]
+        );
+        let row = grid.sub(&[false, true])?;
+        ensure!(
+            row.comm().size() as i32 == dims[1],
+            "a row has dims[1] members"
+        );
+        ensure!(
+            row.coords() == [at[1]],
+            "a row member's place is its column"
+        );
+        let mut sum = [0i32];
+        row.comm().allreduce(&[me], &mut sum, &ferry::Op::sum())?;
+        let first = at[0] * dims[1];
+        ensure!(
+            sum[0] == (first..first + dims[1]).sum::<i32>(),
+            "a row's ranks sum to {}",
+            sum[0]
+        );
+    }
+    Ok(())
 }
 
 /// Many dups and splits, with traffic on each, freed and reused.

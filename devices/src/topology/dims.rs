@@ -12,8 +12,7 @@
 //! found by enumerating the non-increasing factorisations (few: their
 //! number is bounded by the partitions of the prime exponents).
 
-use crate::abi::class::*;
-use crate::error::{Fail, Res};
+use crate::error::{ApiError, Result};
 
 /// The divisors of `n`, largest first.
 fn divisors(n: u64) -> Vec<u64> {
@@ -90,39 +89,37 @@ fn search(
     }
 }
 
-/// Fills the zero entries of `dims` so that the product of all is `nnodes`.
+/// `MPI_Dims_create`: fills the zero entries of `dims` so that the
+/// product of all is `nnodes`, balanced (see the module docs).
 ///
 /// # Errors
-/// `MPI_ERR_DIMS` for a negative entry or when `nnodes` is not a multiple
-/// of the fixed entries' product; `MPI_ERR_ARG` for `nnodes` below 1.
-pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> Res {
+/// [`ApiError::InvalidTopology`] for `nnodes` below 1, a negative entry,
+/// or `nnodes` not a multiple of the fixed entries' product.
+pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> Result<()> {
+    let bad = |why: String| ApiError::InvalidTopology(why).into();
     let n = u64::try_from(nnodes)
         .ok()
         .filter(|&n| n > 0)
-        .ok_or_else(|| Fail::msg(MPI_ERR_ARG, format!("invalid number of nodes {nnodes}")))?;
+        .ok_or_else(|| bad(format!("invalid number of nodes {nnodes}")))?;
     let mut fixed = 1u64;
     for &d in dims.iter() {
         match u64::try_from(d) {
             Ok(0) => {}
             Ok(d) => fixed = fixed.saturating_mul(d),
-            Err(_) => {
-                return Err(Fail::msg(MPI_ERR_DIMS, format!("a negative dimension {d}")));
-            }
+            Err(_) => return Err(bad(format!("a negative dimension {d}"))),
         }
     }
     let free = dims.iter().filter(|&&d| d == 0).count();
     if fixed == 0 || n % fixed != 0 {
-        return Err(Fail::msg(
-            MPI_ERR_DIMS,
-            format!("{nnodes} nodes are not a multiple of the fixed dimensions' product {fixed}"),
-        ));
+        return Err(bad(format!(
+            "{nnodes} nodes are not a multiple of the fixed dimensions' product {fixed}"
+        )));
     }
     if free == 0 {
         if fixed != n {
-            return Err(Fail::msg(
-                MPI_ERR_DIMS,
-                format!("the dimensions' product {fixed} is not {nnodes}"),
-            ));
+            return Err(bad(format!(
+                "the dimensions' product {fixed} is not {nnodes}"
+            )));
         }
         return Ok(());
     }
