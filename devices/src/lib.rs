@@ -67,8 +67,10 @@
 //! ([`Comm::allreduce_init`], ... then [`Request::start`]). Reductions take
 //! an [`Op`]. Communicators come from [`Comm::dup`], [`Comm::idup`],
 //! [`Comm::split`], [`Comm::split_type`] and [`Comm::create`] with a
-//! [`Group`]; their context ids are agreed by every member. See the
-//! `coll` and `contexts` module docs in the source for the algorithms.
+//! [`Group`]; their context ids are agreed by every member; a Cartesian
+//! grid is a [`topology::CartComm`] ([`Comm::cart`]: coordinates,
+//! shifts, subgrids, reorder by node). See the `coll` and `contexts`
+//! module docs in the source for the algorithms.
 //!
 //! ## Features
 //! - `shm` (default): the shared-memory device; needs nothing but Rust.
@@ -100,8 +102,9 @@
 //!    requests, their completion, and point-to-point operations (the raw
 //!    layer, with all the `unsafe` code, both lends requests their
 //!    borrowed buffers and runs the blocking operations on slices).
-//! 6. `coll`, `contexts`, `create`, `inter`, `idup`: collectives, and the
-//!    communicators made with them (context ids agreed by allreduce).
+//! 6. `coll`, `contexts`, `create`, `inter`, `idup`, `topology`:
+//!    collectives, and the communicators made with them (context ids
+//!    agreed by allreduce; Cartesian grids).
 //! 7. `world`, `select`: the world and [`init`], which makes it.
 //!
 //! ## Safety

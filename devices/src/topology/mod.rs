@@ -19,7 +19,8 @@ pub use dims::dims_create;
 use crate::comm::Comm;
 use crate::create::SplitType;
 use crate::error::{ApiError, Result};
-use crate::{Op, Rank, PROC_NULL};
+use crate::Op;
+use ferry_core::{Rank, PROC_NULL};
 
 /// A Cartesian grid's shape: extents and periodicity per dimension.
 #[derive(Debug, Clone, PartialEq, Eq)]
