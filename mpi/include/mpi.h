@@ -298,6 +298,85 @@ enum {
     MPI_F_ERROR = 2
 };
 
+/* ---- Fortran handles (MPI 5.0 ABI) -----------------------------------------
+ * MPI_Fint is int. A handle's Fortran form is its int form: MPI_X_c2f and
+ * MPI_X_f2c are MPI_X_toint and MPI_X_fromint (declared below), and a
+ * status converts field by field (the ABI's own definitions). */
+typedef int MPI_Fint;
+
+#if (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L) || defined(__cplusplus)
+#define MPIX_ABI_STATIC_INLINE static inline
+#else
+#define MPIX_ABI_STATIC_INLINE static __inline
+#endif
+
+MPIX_ABI_STATIC_INLINE int MPIX_ABI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status) {
+    int i;
+    f_status[0] = (MPI_Fint)c_status->MPI_SOURCE;
+    f_status[1] = (MPI_Fint)c_status->MPI_TAG;
+    f_status[2] = (MPI_Fint)c_status->MPI_ERROR;
+    for (i = 0; i < 5; i++) f_status[3 + i] = (MPI_Fint)c_status->MPI_internal[i];
+    return 0;
+}
+
+MPIX_ABI_STATIC_INLINE int MPIX_ABI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status) {
+    int i;
+    c_status->MPI_SOURCE = (int)f_status[0];
+    c_status->MPI_TAG = (int)f_status[1];
+    c_status->MPI_ERROR = (int)f_status[2];
+    for (i = 0; i < 5; i++) c_status->MPI_internal[i] = (int)f_status[3 + i];
+    return 0;
+}
+
+#define MPI_Comm_c2f        MPI_Comm_toint
+#define MPI_Errhandler_c2f  MPI_Errhandler_toint
+#define MPI_File_c2f        MPI_File_toint
+#define MPI_Group_c2f       MPI_Group_toint
+#define MPI_Info_c2f        MPI_Info_toint
+#define MPI_Message_c2f     MPI_Message_toint
+#define MPI_Op_c2f          MPI_Op_toint
+#define MPI_Request_c2f     MPI_Request_toint
+#define MPI_Session_c2f     MPI_Session_toint
+#define MPI_Type_c2f        MPI_Type_toint
+#define MPI_Win_c2f         MPI_Win_toint
+#define MPI_Status_c2f      MPIX_ABI_Status_c2f
+#define MPI_Comm_f2c        MPI_Comm_fromint
+#define MPI_Errhandler_f2c  MPI_Errhandler_fromint
+#define MPI_File_f2c        MPI_File_fromint
+#define MPI_Group_f2c       MPI_Group_fromint
+#define MPI_Info_f2c        MPI_Info_fromint
+#define MPI_Message_f2c     MPI_Message_fromint
+#define MPI_Op_f2c          MPI_Op_fromint
+#define MPI_Request_f2c     MPI_Request_fromint
+#define MPI_Session_f2c     MPI_Session_fromint
+#define MPI_Type_f2c        MPI_Type_fromint
+#define MPI_Win_f2c         MPI_Win_fromint
+#define MPI_Status_f2c      MPIX_ABI_Status_f2c
+#define PMPI_Comm_c2f       PMPI_Comm_toint
+#define PMPI_Errhandler_c2f PMPI_Errhandler_toint
+#define PMPI_File_c2f       PMPI_File_toint
+#define PMPI_Group_c2f      PMPI_Group_toint
+#define PMPI_Info_c2f       PMPI_Info_toint
+#define PMPI_Message_c2f    PMPI_Message_toint
+#define PMPI_Op_c2f         PMPI_Op_toint
+#define PMPI_Request_c2f    PMPI_Request_toint
+#define PMPI_Session_c2f    PMPI_Session_toint
+#define PMPI_Type_c2f       PMPI_Type_toint
+#define PMPI_Win_c2f        PMPI_Win_toint
+#define PMPI_Status_c2f     MPIX_ABI_Status_c2f
+#define PMPI_Comm_f2c       PMPI_Comm_fromint
+#define PMPI_Errhandler_f2c PMPI_Errhandler_fromint
+#define PMPI_File_f2c       PMPI_File_fromint
+#define PMPI_Group_f2c      PMPI_Group_fromint
+#define PMPI_Info_f2c       PMPI_Info_fromint
+#define PMPI_Message_f2c    PMPI_Message_fromint
+#define PMPI_Op_f2c         PMPI_Op_fromint
+#define PMPI_Request_f2c    PMPI_Request_fromint
+#define PMPI_Session_f2c    PMPI_Session_fromint
+#define PMPI_Type_f2c       PMPI_Type_fromint
+#define PMPI_Win_f2c        PMPI_Win_fromint
+#define PMPI_Status_f2c     MPIX_ABI_Status_f2c
+
 /* ---- Constants of the groups ferry does not implement yet ---------------
  * Declared with the MPI 5.0 ABI's values, so that a program or a shared
  * header that names them compiles (issue 40): the one-sided chapter's
@@ -846,6 +925,32 @@ int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const
 /* Large-count: reductions */
 int MPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op);
 
+/* Handles as integers (MPI 5.0): what the ABI's MPI_X_c2f and MPI_X_f2c
+ * name (below). A predefined handle's integer is its value; a user
+ * object's names its table slot, and converts back while the object lives. */
+int MPI_Comm_toint(MPI_Comm comm);
+MPI_Comm MPI_Comm_fromint(int comm);
+int MPI_Type_toint(MPI_Datatype datatype);
+MPI_Datatype MPI_Type_fromint(int datatype);
+int MPI_Group_toint(MPI_Group group);
+MPI_Group MPI_Group_fromint(int group);
+int MPI_Op_toint(MPI_Op op);
+MPI_Op MPI_Op_fromint(int op);
+int MPI_Message_toint(MPI_Message message);
+MPI_Message MPI_Message_fromint(int message);
+int MPI_Errhandler_toint(MPI_Errhandler errhandler);
+MPI_Errhandler MPI_Errhandler_fromint(int errhandler);
+int MPI_Info_toint(MPI_Info info);
+MPI_Info MPI_Info_fromint(int info);
+int MPI_Request_toint(MPI_Request request);
+MPI_Request MPI_Request_fromint(int request);
+int MPI_Win_toint(MPI_Win win);
+MPI_Win MPI_Win_fromint(int win);
+int MPI_File_toint(MPI_File file);
+MPI_File MPI_File_fromint(int file);
+int MPI_Session_toint(MPI_Session session);
+MPI_Session MPI_Session_fromint(int session);
+
 /* ARecv: a receive of a message of unknown size into a buffer the library
  * allocates (handed over without a copy where ferry's device allows).
  * MPIX_Iarecv's request, or MPIX_Arecv itself, fills a status that carries
@@ -1274,6 +1379,30 @@ int PMPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], cons
 
 /* Large-count: reductions */
 int PMPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op);
+
+/* Handles as integers */
+int PMPI_Comm_toint(MPI_Comm comm);
+MPI_Comm PMPI_Comm_fromint(int comm);
+int PMPI_Type_toint(MPI_Datatype datatype);
+MPI_Datatype PMPI_Type_fromint(int datatype);
+int PMPI_Group_toint(MPI_Group group);
+MPI_Group PMPI_Group_fromint(int group);
+int PMPI_Op_toint(MPI_Op op);
+MPI_Op PMPI_Op_fromint(int op);
+int PMPI_Message_toint(MPI_Message message);
+MPI_Message PMPI_Message_fromint(int message);
+int PMPI_Errhandler_toint(MPI_Errhandler errhandler);
+MPI_Errhandler PMPI_Errhandler_fromint(int errhandler);
+int PMPI_Info_toint(MPI_Info info);
+MPI_Info PMPI_Info_fromint(int info);
+int PMPI_Request_toint(MPI_Request request);
+MPI_Request PMPI_Request_fromint(int request);
+int PMPI_Win_toint(MPI_Win win);
+MPI_Win PMPI_Win_fromint(int win);
+int PMPI_File_toint(MPI_File file);
+MPI_File PMPI_File_fromint(int file);
+int PMPI_Session_toint(MPI_Session session);
+MPI_Session PMPI_Session_fromint(int session);
 
 /* ARecv */
 int PMPIX_Arecv(int source, int tag, MPI_Comm comm, MPI_Status *status);

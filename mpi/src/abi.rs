@@ -34,6 +34,9 @@ pub const MPI_COMM_WORLD: usize = 0x101;
 pub const MPI_COMM_SELF: usize = 0x102;
 
 pub const MPI_GROUP_NULL: usize = 0x108;
+pub const MPI_WIN_NULL: usize = 0x110;
+pub const MPI_FILE_NULL: usize = 0x118;
+pub const MPI_SESSION_NULL: usize = 0x120;
 pub const MPI_GROUP_EMPTY: usize = 0x109;
 pub const MPI_MESSAGE_NULL: usize = 0x128;
 pub const MPI_MESSAGE_NO_PROC: usize = 0x129;

@@ -99,6 +99,22 @@ fn decode(kind: Kind, handle: usize) -> Option<(usize, u16)> {
     slot1.checked_sub(1).map(|slot| (slot, generation))
 }
 
+/// Handles below this are predefined (or null): the ABI's small integers.
+pub const PREDEFINED_LIMIT: usize = 0x1000;
+
+/// The `int` form of a handle of `kind` (`MPI_X_toint`, which is what
+/// `MPI_X_c2f` names in the MPI 5.0 ABI): a predefined handle's own
+/// value; a user handle's slot + 1, negated (at most 2^24: every `int`
+/// holds it), whose generation the table gives back on the way in
+/// ([`Table::from_int`]); `None` for what is neither.
+pub fn to_int(kind: Kind, handle: usize) -> Option<i32> {
+    if handle < PREDEFINED_LIMIT {
+        return Some(handle as i32);
+    }
+    let (slot, _) = decode(kind, handle)?;
+    Some(-((slot + 1) as i32))
+}
+
 /// True if `handle` looks like a user handle of any kind (used to tell a
 /// wrong-kind handle from a predefined one in messages).
 pub fn is_user(handle: usize) -> bool {
@@ -143,6 +159,21 @@ impl<T> Table<T> {
     /// True if the table holds nothing.
     pub fn is_empty(&self) -> bool {
         self.live == 0
+    }
+
+    /// The handle an `int` form ([`to_int`]) names now: a predefined
+    /// value as it is; a slot's live object's handle, or for a slot that
+    /// holds none a handle every lookup finds stale (generation 0, never
+    /// given out).
+    pub fn from_int(&self, i: i32) -> usize {
+        if i >= 0 {
+            return i as usize;
+        }
+        let slot = (-i64::from(i) - 1) as usize;
+        match self.slots.get(slot) {
+            Some((g, Slot::Live(_) | Slot::Lent)) => encode(self.kind, slot, *g),
+            _ => encode(self.kind, slot.min(SLOT_MASK - 1), 0),
+        }
     }
 
     /// Stores `value`; `None` if the table is full ([`MAX_SLOTS`]).
@@ -360,7 +391,26 @@ mod tests {
         );
         // A slot past the end.
         let far = encode(Kind::Comm, 5000, 1);
+        // The int form of a far slot's handle names that slot again.
+        assert_eq!(to_int(Kind::Comm, far), Some(-5001));
         assert_eq!(t.get(far), Err(BadHandle::Stale));
+    }
+
+    #[test]
+    fn int_forms_round_trip_while_the_object_lives() {
+        let mut t = Table::new(Kind::Group);
+        let h = t.insert(7u8).unwrap();
+        let i = to_int(Kind::Group, h).unwrap();
+        assert!(i < 0);
+        assert_eq!(t.from_int(i), h);
+        // Predefined handles are their own int form.
+        assert_eq!(to_int(Kind::Group, 0x109), Some(0x109));
+        assert_eq!(t.from_int(0x109), 0x109);
+        // Another kind's handle has none; a freed object's int is stale.
+        assert_eq!(to_int(Kind::Comm, h), None);
+        t.remove(h).unwrap();
+        assert_eq!(t.get(t.from_int(i)), Err(BadHandle::Stale));
+        assert_eq!(t.get(t.from_int(-1_000_000)), Err(BadHandle::Stale));
     }
 
     #[test]

@@ -59,8 +59,8 @@
 //!    chapters use, and the info calls.
 //! 6. `comm`, `env`: communicators, groups, the environment.
 //! 7. `request`: request objects and their completion.
-//! 8. `p2p`, `coll`, `mpix`, `comm::idup`: the operations, and the
-//!    communicator call that makes a request.
+//! 8. `p2p`, `coll`, `mpix`, `comm::idup`, `fint`: the operations, the
+//!    communicator call that makes a request, and handles as `int`s.
 //! 9. `ffi`: the boundary (the generated shims, the guard, the handlers).
 //!
 //! ## Thread safety
@@ -82,6 +82,7 @@ pub mod errhandler;
 pub mod error;
 #[allow(unsafe_code)]
 mod ffi;
+pub(crate) mod fint;
 pub mod handle;
 pub mod info;
 pub(crate) mod mpix;

@@ -192,6 +192,20 @@ pub(crate) fn decode(h: usize) -> Option<RawRequest> {
     Some(RawRequest::from_raw((generation << 32) | index))
 }
 
+/// A direct handle's engine index and generation (`None` for another).
+pub(crate) fn direct_parts(h: usize) -> Option<(u32, u32)> {
+    decode(h)?;
+    Some((
+        (h as u64 & INDEX_MASK) as u32,
+        ((h & !DIRECT_BIT) >> INDEX_BITS) as u32,
+    ))
+}
+
+/// The direct handle of engine index `index` at generation `generation`.
+pub(crate) fn direct_from_parts(index: u32, generation: u32) -> usize {
+    DIRECT_BIT | ((generation as usize) << INDEX_BITS) | (index as usize & INDEX_MASK as usize)
+}
+
 /// True for a direct handle.
 #[inline]
 pub(crate) fn is_direct(h: usize) -> bool {

@@ -8,6 +8,7 @@ mod coll;
 mod comm;
 mod datatype;
 mod env;
+mod fint;
 mod info;
 mod mpix;
 mod p2p;

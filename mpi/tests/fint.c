@@ -1,0 +1,107 @@
+/* fint.c: handles as integers (MPI 5.0: MPI_X_toint / MPI_X_fromint,
+ * which MPI_X_c2f / MPI_X_f2c name, MPI_Fint being int), as a Fortran
+ * binding or a profiling tool uses them: predefined handles convert to
+ * their own values, every kind of user handle converts and back while its
+ * object lives (communicators, datatypes, groups, ops, infos, error
+ * handlers, messages, requests on MPI_COMM_WORLD and on a duplicate),
+ * statuses convert field by field, and a freed object's integer no
+ * longer names a live one. */
+#include "check.h"
+
+static void noop(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)in; (void)inout; (void)len; (void)dt;
+}
+
+static void eh(MPI_Comm *c, int *code, ...) { (void)c; (void)code; }
+
+int main(int argc, char **argv) {
+    check_init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    /* Predefined handles are their own integers. */
+    TRUE(MPI_Comm_f2c(MPI_Comm_c2f(MPI_COMM_WORLD)) == MPI_COMM_WORLD);
+    TRUE(MPI_Type_f2c(MPI_Type_c2f(MPI_INT)) == MPI_INT);
+    TRUE(MPI_Op_f2c(MPI_Op_c2f(MPI_SUM)) == MPI_SUM);
+    TRUE(MPI_Request_f2c(MPI_Request_c2f(MPI_REQUEST_NULL)) == MPI_REQUEST_NULL);
+    TRUE(MPI_Win_f2c(MPI_Win_c2f(MPI_WIN_NULL)) == MPI_WIN_NULL);
+    TRUE(MPI_Group_f2c(MPI_Group_c2f(MPI_GROUP_EMPTY)) == MPI_GROUP_EMPTY);
+    EQ(MPI_Comm_c2f(MPI_COMM_WORLD), (MPI_Fint)(size_t)MPI_COMM_WORLD);
+
+    /* User handles of every kind, and back. */
+    MPI_Comm dup;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    MPI_Fint fdup = MPI_Comm_c2f(dup);
+    TRUE(MPI_Comm_f2c(fdup) == dup);
+    int dsize = 0;
+    OK(MPI_Comm_size(MPI_Comm_f2c(fdup), &dsize)); EQ(dsize, size);
+    MPI_Datatype pair;
+    OK(MPI_Type_contiguous(2, MPI_INT, &pair)); OK(MPI_Type_commit(&pair));
+    TRUE(PMPI_Type_f2c(PMPI_Type_c2f(pair)) == pair);
+    MPI_Group g;
+    OK(MPI_Comm_group(dup, &g));
+    TRUE(MPI_Group_f2c(MPI_Group_c2f(g)) == g);
+    MPI_Op op;
+    OK(MPI_Op_create(noop, 1, &op));
+    TRUE(MPI_Op_f2c(MPI_Op_c2f(op)) == op);
+    MPI_Info info;
+    OK(MPI_Info_create(&info));
+    TRUE(MPI_Info_f2c(MPI_Info_c2f(info)) == info);
+    MPI_Errhandler e;
+    OK(MPI_Comm_create_errhandler(eh, &e));
+    TRUE(MPI_Errhandler_f2c(MPI_Errhandler_c2f(e)) == e);
+
+    /* Requests: on the world (a direct handle below MPI_THREAD_MULTIPLE)
+     * and on the duplicate (a table entry), completed through the
+     * converted handle. */
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    MPI_Comm comms[2] = {MPI_COMM_WORLD, dup};
+    for (int k = 0; k < 2; k++) {
+        int out = rank * 10 + k, in = -1;
+        MPI_Request r[2];
+        OK(MPI_Irecv(&in, 1, MPI_INT, prev, 40 + k, comms[k], &r[0]));
+        OK(MPI_Isend(&out, 1, MPI_INT, next, 40 + k, comms[k], &r[1]));
+        for (int j = 0; j < 2; j++) {
+            MPI_Fint f = MPI_Request_c2f(r[j]);
+            r[j] = MPI_Request_f2c(f);
+        }
+        OK(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+        EQ(in, prev * 10 + k);
+    }
+
+    /* A matched message and a status, through their Fortran forms. */
+    int v = rank, got = -1;
+    MPI_Request sr;
+    OK(MPI_Isend(&v, 1, MPI_INT, next, 50, dup, &sr));
+    MPI_Message m;
+    MPI_Status st, st2;
+    OK(MPI_Mprobe(prev, 50, dup, &m, &st));
+    MPI_Message m2 = MPI_Message_f2c(MPI_Message_c2f(m));
+    TRUE(m2 == m);
+    OK(MPI_Mrecv(&got, 1, MPI_INT, &m2, &st));
+    EQ(got, prev);
+    OK(MPI_Wait(&sr, MPI_STATUS_IGNORE));
+    MPI_Fint fst[MPI_F_STATUS_SIZE];
+    OK(MPI_Status_c2f(&st, fst));
+    EQ(fst[MPI_F_SOURCE], prev); EQ(fst[MPI_F_TAG], 50);
+    OK(MPI_Status_f2c(fst, &st2));
+    int count = 0;
+    OK(MPI_Get_count(&st2, MPI_INT, &count)); EQ(count, 1);
+    EQ(st2.MPI_SOURCE, prev);
+
+    /* A freed object's integer names no live object. */
+    OK(MPI_Info_free(&info));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    OK(MPI_Comm_free(&dup));
+    int sz;
+    ERR(MPI_ERR_COMM, MPI_Comm_size(MPI_Comm_f2c(fdup), &sz));
+
+    OK(MPI_Errhandler_free(&e));
+    OK(MPI_Op_free(&op));
+    OK(MPI_Group_free(&g));
+    OK(MPI_Type_free(&pair));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    check_done("fint");
+}
