@@ -690,7 +690,7 @@ mod tests {
     fn a_row_reads_its_parameters_and_attributes() {
         let t = parse(
             "@ p2p/p2p Point-to-point\nint MPI_Send(const void *buf, int count, MPI_Comm comm); on=comm fast\n\
-             int MPI_Pcontrol(const int level, ...);\nint MPI_Group_range_incl(int ranges[][3]); body=group::x\n",
+             int MPI_Pcontrol(const int level, ...);\nint MPI_Group_range_incl(int n, int ranges[][3]); body=group::x len(ranges)=n\n",
         )
         .unwrap();
         let rows = &t.sections[0].rows;
@@ -700,7 +700,7 @@ mod tests {
         assert!(rows[0].fast);
         assert_eq!(rows[0].body, "p2p::send");
         assert!(rows[1].variadic && rows[1].params.len() == 1);
-        assert_eq!(rows[2].params[0].ctype, "int [][3]");
+        assert_eq!(rows[2].params[1].ctype, "int [][3]");
         assert_eq!(rows[2].body, "group::x");
     }
 
