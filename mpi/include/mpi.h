@@ -381,8 +381,9 @@ MPIX_ABI_STATIC_INLINE int MPIX_ABI_Status_f2c(const MPI_Fint *f_status, MPI_Sta
  * Declared with the MPI 5.0 ABI's values, so that a program or a shared
  * header that names them compiles (issue 40): the one-sided chapter's
  * lock types, window flavors, memory models, assertion modes and window
- * attribute keys, I/O's open modes and seek positions, Fortran type
- * matching. Their functions are not declared until they work. */
+ * attribute keys, I/O's open modes and seek positions. Their functions
+ * are not declared until they work. (The type classes are not declared:
+ * mpi4py takes them as the sign that MPI_Type_match_size works.) */
 enum {
     MPI_MODE_APPEND = 1,
     MPI_MODE_CREATE = 2,
@@ -398,13 +399,6 @@ enum {
     MPI_MODE_NOPUT = 4096,
     MPI_MODE_NOSTORE = 8192,
     MPI_MODE_NOSUCCEED = 16384
-};
-
-enum {
-    MPIX_TYPECLASS_LOGICAL = 191,
-    MPI_TYPECLASS_INTEGER = 192,
-    MPI_TYPECLASS_REAL = 193,
-    MPI_TYPECLASS_COMPLEX = 194
 };
 
 enum {
