@@ -185,6 +185,12 @@ pub fn build_inter(
             )
             .into())
         }
+        Collective::Neighbor { .. } => {
+            return Err(UsageError::WrongRequestKind(
+                "neighborhood collectives need a topology, which an intercommunicator has not",
+            )
+            .into())
+        }
     }
     b.finish()
 }

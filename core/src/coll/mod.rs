@@ -35,6 +35,7 @@
 
 mod algo;
 pub mod inter;
+pub mod neighbors;
 pub mod route;
 pub mod schedule;
 pub(crate) mod signature;
@@ -47,6 +48,7 @@ use std::sync::Arc;
 pub use crate::reduction as reduce;
 pub use crate::reduction::{fold_in_order, reduce_into, Datatype, ReduceOp, UserOp};
 pub use inter::{build_inter, InterTeam, INTER_IDLE, INTER_ROOT};
+pub use neighbors::{Neighbors, Pairing, NO_NEIGHBOR};
 pub use route::{plan, Route};
 pub use schedule::{CollKind, Region, Schedule, SlotId, Step, INPUT, OUTPUT};
 pub use signature::{TagSpace, INTER_TAGS};
@@ -190,6 +192,20 @@ pub enum Collective {
         /// The element type.
         dtype: Datatype,
     },
+    /// A neighborhood collective on a process topology (MPI 4.1 §8.6):
+    /// `input` holds the blocks sent, one per destination at `send`, or,
+    /// with `send` `None`, one block (all of `input`) sent to every
+    /// destination (the allgather); `output` receives one block per
+    /// source at `recv`. Blocks of [`NO_NEIGHBOR`] are left as they were.
+    Neighbor {
+        /// Who this rank receives from and sends to.
+        neighbors: Arc<Neighbors>,
+        /// Byte counts and places of the blocks sent (alltoall), or `None`
+        /// (allgather).
+        send: Option<Counts>,
+        /// Byte counts and places of the blocks received.
+        recv: Counts,
+    },
 }
 
 /// Per-rank byte counts and displacements of a v-collective.
@@ -214,8 +230,17 @@ impl Counts {
     }
 
     fn check(&self, size: u32, buf_len: usize) -> Result<()> {
-        if self.counts.len() != size as usize || self.displs.len() != size as usize {
-            return Err(UsageError::LengthMismatch("one count and displacement per rank").into());
+        self.check_blocks(
+            size as usize,
+            buf_len,
+            "one count and displacement per rank",
+        )
+    }
+
+    /// Checks there are `n` blocks and each lies inside `buf_len` bytes.
+    fn check_blocks(&self, n: usize, buf_len: usize, what: &'static str) -> Result<()> {
+        if self.counts.len() != n || self.displs.len() != n {
+            return Err(UsageError::LengthMismatch(what).into());
         }
         for (&c, &d) in self.counts.iter().zip(&self.displs) {
             if d.checked_add(c).is_none_or(|end| end > buf_len) {

@@ -200,6 +200,9 @@ pub enum CollKind {
     Scan,
     /// `exscan`.
     Exscan,
+    /// The neighborhood collectives (`neighbor_allgather`,
+    /// `neighbor_alltoall` and their v-variants).
+    Neighbor,
     /// Context-id agreement inside communicator creation.
     Agree,
 }

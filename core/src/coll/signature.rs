@@ -106,6 +106,9 @@ impl Signature {
             },
             Collective::Scan { .. } => (10, 0, data),
             Collective::Exscan { .. } => (11, 0, data),
+            // Block sizes may differ per neighbor pair, and a member's
+            // neighbors are its own: only the kind is common.
+            Collective::Neighbor { .. } => (12, 0, None),
         };
         Signature {
             kind,

@@ -2,7 +2,7 @@
 //! rank. Ranks here are communicator ranks; the [`Builder`] translates
 //! them. Families: trees (`tree.rs`: barrier, bcast, reduce),
 //! `allreduce.rs` (with reduce-scatter), `scan.rs`, `gather.rs` (with
-//! scatter), `allgather.rs`, `alltoall.rs`.
+//! scatter), `allgather.rs`, `alltoall.rs`, `neighbor.rs`.
 //!
 //! Every builder checks its buffers' sizes first, so a schedule never
 //! indexes outside them; the builder's `finish` checks every region again.
@@ -11,6 +11,7 @@ mod allgather;
 mod allreduce;
 mod alltoall;
 mod gather;
+mod neighbor;
 mod node;
 mod scan;
 mod tree;
@@ -125,6 +126,11 @@ pub(super) fn build(
         }
         Collective::Allgather { v } => allgather::allgather(&mut b, me, table, v)?,
         Collective::Alltoall { v } => alltoall::alltoall(&mut b, me, table, v)?,
+        Collective::Neighbor {
+            neighbors,
+            send,
+            recv,
+        } => neighbor::exchange(&mut b, me, &neighbors, send.as_ref(), &recv)?,
     }
     b.finish()
 }
@@ -142,6 +148,7 @@ pub(crate) fn kind_of(coll: &Collective) -> CollKind {
         Collective::ReduceScatter { .. } => CollKind::ReduceScatter,
         Collective::Scan { .. } => CollKind::Scan,
         Collective::Exscan { .. } => CollKind::Exscan,
+        Collective::Neighbor { .. } => CollKind::Neighbor,
     }
 }
 
