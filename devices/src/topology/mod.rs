@@ -11,10 +11,12 @@
 //! allows.
 
 mod dims;
+mod neighbor;
 
 use std::sync::Arc;
 
 pub use dims::dims_create;
+pub use neighbor::{DistGraphComm, Neighborhood};
 
 use crate::comm::Comm;
 use crate::create::SplitType;
@@ -203,9 +205,21 @@ impl Cart {
 pub struct CartComm {
     comm: Comm,
     cart: Arc<Cart>,
+    /// This member's neighbors on the grid, for the neighborhood
+    /// collectives ([`Neighborhood`]).
+    neighbors: Arc<ferry_core::coll::Neighbors>,
 }
 
 impl CartComm {
+    fn new(comm: Comm, cart: Cart) -> CartComm {
+        let neighbors = Arc::new(neighbor::grid_neighbors(&cart, comm.rank()));
+        CartComm {
+            comm,
+            cart: Arc::new(cart),
+            neighbors,
+        }
+    }
+
     /// The communicator (every operation of [`Comm`] works on it).
     pub fn comm(&self) -> &Comm {
         &self.comm
@@ -251,10 +265,7 @@ impl CartComm {
             .ok_or(ApiError::InvalidTopology(
                 "a subgrid without this member".into(),
             ))?;
-        Ok(CartComm {
-            comm,
-            cart: Arc::new(kept),
-        })
+        Ok(CartComm::new(comm, kept))
     }
 }
 
@@ -269,10 +280,7 @@ impl Comm {
         let cart = Cart::new(dims, periods)?;
         Ok(self
             .topology_split(cart.size(), reorder)?
-            .map(|comm| CartComm {
-                comm,
-                cart: Arc::new(cart),
-            }))
+            .map(|comm| CartComm::new(comm, cart)))
     }
 
     /// The communicator of a new topology of `n` members: the first `n`

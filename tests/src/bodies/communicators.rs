@@ -161,6 +161,7 @@ pub fn communicators(ctx: &Ctx) -> Outcome {
     }
 
     cartesian(world)?;
+    neighborhoods(world)?;
 
     // 2000 communicators made and freed in sequence, 1000 more by four
     // threads at once (a quarter of that when the ranks oversubscribe
@@ -214,6 +215,77 @@ fn cartesian(world: &Comm) -> Result<(), Failure> {
             sum[0]
         );
     }
+    Ok(())
+}
+
+/// The neighborhood collectives: on a grid periodic in one dimension
+/// (blocks pair by direction; past the open edge nothing arrives), in
+/// both forms, and on a distributed graph whose edges repeat (the `k`-th
+/// message between two members lands in the `k`-th block).
+fn neighborhoods(world: &Comm) -> Result<(), Failure> {
+    use ferry::topology::Neighborhood;
+    let n = world.size() as i32;
+    let mut dims = [0, 0];
+    ferry::topology::dims_create(n, &mut dims)?;
+    let grid = world
+        .cart(&dims, &[false, true], false)?
+        .ok_or_else(|| Failure("every rank is in the grid".into()))?;
+    let me = grid.comm().rank();
+    let mut neighbors = Vec::new();
+    for dim in 0..2 {
+        let (src, dst) = grid.shift(dim, 1)?;
+        neighbors.extend([src, dst]);
+    }
+    // Block j goes toward neighbor j: it arrives in that neighbor's block
+    // j ^ 1, and the block from neighbor i is what i sent toward us.
+    let send: Vec<i32> = (0..4).map(|j| me * 10 + j).collect();
+    let want = |i: usize, unset: i32| match neighbors[i] {
+        ferry::PROC_NULL => unset,
+        s => s * 10 + (i as i32 ^ 1),
+    };
+    let mut recv = vec![-1; 4];
+    grid.neighbor_alltoall(&send, &mut recv)?;
+    ensure!(
+        (0..4).all(|i| recv[i] == want(i, -1)),
+        "grid alltoall at {me}: {recv:?}, neighbors {neighbors:?}"
+    );
+    let got: Vec<i32> = grid.ineighbor_alltoall(send.clone())?.wait()?.into_vec()?;
+    ensure!(
+        (0..4).all(|i| got[i] == want(i, 0)),
+        "grid ialltoall at {me}: {got:?}"
+    );
+    let mut all = vec![-1; 8];
+    grid.neighbor_allgather(&[me, -me], &mut all)?;
+    for (i, &s) in neighbors.iter().enumerate() {
+        let w = if s == ferry::PROC_NULL {
+            [-1, -1]
+        } else {
+            [s, -s]
+        };
+        ensure!(
+            all[2 * i..2 * i + 2] == w,
+            "grid allgather at {me}: {all:?}"
+        );
+    }
+
+    // Twice to the right and once to itself; blocks of 1, 2 and 3.
+    let size = world.size() as Rank;
+    let (right, left) = ((me + 1) % size, (me + size - 1) % size);
+    let graph = world.dist_graph_adjacent(&[left, left, me], &[right, right, me])?;
+    let data = [me, me + 100, me + 100, me + 200, me + 200, me + 200];
+    let mut recv = vec![-1; 6];
+    graph.neighbor_alltoallv(
+        (&data, &[1, 2, 3], &[0, 1, 3]),
+        (&mut recv, &[1, 2, 3], &[0, 1, 3]),
+    )?;
+    let want = [left, left + 100, left + 100, me + 200, me + 200, me + 200];
+    ensure!(recv == want, "graph alltoallv at {me}: {recv:?}");
+    let got: Vec<i32> = graph.ineighbor_allgather(vec![me])?.wait()?.into_vec()?;
+    ensure!(got == [left, left, me], "graph iallgather at {me}: {got:?}");
+    ensure!(
+        world.dist_graph_adjacent(&[size], &[]).is_err(),
+        "a neighbor outside the communicator is refused"
+    );
     Ok(())
 }
 
