@@ -6,6 +6,8 @@
 
 use std::ffi::c_int;
 
+use ferry::ferry_core::coll::{Neighbors, Pairing, NO_NEIGHBOR};
+
 /// A communicator's topology.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Topo {
@@ -28,4 +30,51 @@ pub enum Topo {
         /// Whether the program gave weights.
         weighted: bool,
     },
+}
+
+/// Node `r`'s row of a graph's edges (`None` for a node it does not have).
+pub(crate) fn graph_row<'a>(index: &[c_int], edges: &'a [c_int], r: usize) -> Option<&'a [c_int]> {
+    let hi = usize::try_from(*index.get(r)?).ok()?;
+    let lo = match r {
+        0 => 0,
+        _ => usize::try_from(index[r - 1]).ok()?,
+    };
+    edges.get(lo..hi)
+}
+
+impl Topo {
+    /// This member's neighbors for the neighborhood collectives (MPI 4.1
+    /// §8.6): on a grid, per dimension the source and the destination of a
+    /// shift by +1; on a graph, its row of edges both ways; on a
+    /// distributed graph, its sources and destinations.
+    pub(crate) fn neighbors(&self, rank: c_int) -> Neighbors {
+        let ranks = |list: &mut dyn Iterator<Item = c_int>| -> Vec<u32> {
+            list.map(|r| u32::try_from(r).unwrap_or(NO_NEIGHBOR))
+                .collect()
+        };
+        match self {
+            Topo::Cart(cart) => cart.neighbors(rank),
+            Topo::Graph { index, edges } => {
+                let row = usize::try_from(rank)
+                    .ok()
+                    .and_then(|r| graph_row(index, edges, r))
+                    .unwrap_or_default();
+                let list = ranks(&mut row.iter().copied());
+                Neighbors {
+                    sources: list.clone(),
+                    destinations: list,
+                    pairing: Pairing::InOrder,
+                }
+            }
+            Topo::DistGraph {
+                sources,
+                destinations,
+                ..
+            } => Neighbors {
+                sources: ranks(&mut sources.iter().map(|e| e.0)),
+                destinations: ranks(&mut destinations.iter().map(|e| e.0)),
+                pairing: Pairing::InOrder,
+            },
+        }
+    }
 }

@@ -212,7 +212,7 @@ pub struct CartComm {
 
 impl CartComm {
     fn new(comm: Comm, cart: Cart) -> CartComm {
-        let neighbors = Arc::new(neighbor::grid_neighbors(&cart, comm.rank()));
+        let neighbors = Arc::new(cart.neighbors(comm.rank()));
         CartComm {
             comm,
             cart: Arc::new(cart),

@@ -198,18 +198,21 @@ fn start_owned<T: Element>(
     )
 }
 
-/// The neighbors of `me` on `cart` in MPI's order: per dimension the
-/// source, then the destination of a shift by +1.
-pub(super) fn grid_neighbors(cart: &Cart, me: Rank) -> Neighbors {
-    let mut list = Vec::with_capacity(2 * cart.dims().len());
-    for dim in 0..cart.dims().len() {
-        let (src, dst) = cart.shift(me, dim, 1).unwrap_or((-1, -1));
-        list.extend([src, dst].map(to_neighbor));
-    }
-    Neighbors {
-        sources: list.clone(),
-        destinations: list,
-        pairing: Pairing::Cartesian,
+impl Cart {
+    /// The neighbors of `rank` on the grid in MPI's order, for the
+    /// neighborhood collectives: per dimension the source, then the
+    /// destination of a shift by +1 ([`NO_NEIGHBOR`] past an open edge).
+    pub fn neighbors(&self, rank: Rank) -> Neighbors {
+        let mut list = Vec::with_capacity(2 * self.dims().len());
+        for dim in 0..self.dims().len() {
+            let (src, dst) = self.shift(rank, dim, 1).unwrap_or((-1, -1));
+            list.extend([src, dst].map(to_neighbor));
+        }
+        Neighbors {
+            sources: list.clone(),
+            destinations: list,
+            pairing: Pairing::Cartesian,
+        }
     }
 }
 

@@ -11,16 +11,13 @@ use std::ffi::c_int;
 use ferry::Comm;
 
 use crate::abi::class::*;
-use crate::abi::MPI_INFO_NULL;
 use crate::coll::reduction::resolve;
-use crate::coll::spec::{Deferred, Spec};
+use crate::coll::spec::Spec;
 use crate::coll::{CBuf, Mem};
 use crate::datatype::count_arg;
 use crate::error::{Fail, Res};
-use crate::ffi::args::{CommArray, Out, RecvBuf, SendBuf};
-use crate::p2p::persist::{create, Kind};
-use crate::request::object::ReqObj;
-use crate::state::{rt, Runtime};
+use crate::ffi::args::{CommArray, RecvBuf, SendBuf};
+use crate::state::Runtime;
 
 /// Defines the bodies of `MPI_X`, `MPI_IX` and `MPI_X_init` from one
 /// parser `|rt, c| -> Res<Spec>` over the shared arguments; with `large`,
@@ -33,50 +30,50 @@ macro_rules! collective {
     ($doc:literal $name:ident, $iname:ident, $init:ident
      large $cname:ident, $ciname:ident, $cinit:ident
      ($($arg:ident : $ty:ty $(=> $lty:ty)?),* $(,)?) [$comm:ident] |$rt:ident, $c:ident| $parse:expr) => {
-        collective!(@forms $doc, $name, $iname, $init ($($arg: $ty),*) [$comm] |$rt, $c| $parse);
-        collective!(@forms concat!("`MPI_", stringify!($name), "` with `MPI_Count` counts (and `MPI_Aint` displacements)."),
-            $cname, $ciname, $cinit ($($arg: large_ty!($ty $(=> $lty)?)),*) [$comm] |$rt, $c| $parse);
+        $crate::coll::api::collective!(@forms $doc, $name, $iname, $init ($($arg: $ty),*) [$comm] |$rt, $c| $parse);
+        $crate::coll::api::collective!(@forms concat!("`MPI_", stringify!($name), "` with `MPI_Count` counts (and `MPI_Aint` displacements)."),
+            $cname, $ciname, $cinit ($($arg: $crate::coll::api::large_ty!($ty $(=> $lty)?)),*) [$comm] |$rt, $c| $parse);
     };
     ($doc:literal $name:ident, $iname:ident, $init:ident
      ($($arg:ident : $ty:ty),* $(,)?) [$comm:ident] |$rt:ident, $c:ident| $parse:expr) => {
-        collective!(@forms $doc, $name, $iname, $init ($($arg: $ty),*) [$comm] |$rt, $c| $parse);
+        $crate::coll::api::collective!(@forms $doc, $name, $iname, $init ($($arg: $ty),*) [$comm] |$rt, $c| $parse);
     };
     (@forms $doc:expr, $name:ident, $iname:ident, $init:ident
      ($($arg:ident : $ty:ty),*) [$comm:ident] |$rt:ident, $c:ident| $parse:expr) => {
         #[doc = concat!("`MPI_", stringify!($name), "`: ", $doc)]
         #[allow(clippy::too_many_arguments)]
-        pub(crate) fn $name($($arg: $ty),*) -> Res {
-            let $rt: &Runtime = rt()?;
+        pub(crate) fn $name($($arg: $ty),*) -> $crate::error::Res {
+            let $rt: &$crate::state::Runtime = $crate::state::rt()?;
             let held = $rt.comm($comm)?;
-            let $c: &Comm = &held.comm;
-            let spec: Spec = $parse?;
+            let $c: &ferry::Comm = &held.comm;
+            let spec: $crate::coll::spec::Spec = $parse?;
             spec.run($c)
         }
 
         #[doc = concat!("`MPI_", stringify!($iname), "`: the nonblocking form; the result is copied out when the request completes.")]
         #[allow(clippy::too_many_arguments)]
-        pub(crate) fn $iname($($arg: $ty),*, mut request: Out<'_, usize>) -> Res {
-            let $rt: &Runtime = rt()?;
+        pub(crate) fn $iname($($arg: $ty),*, mut request: $crate::ffi::args::Out<'_, usize>) -> $crate::error::Res {
+            let $rt: &$crate::state::Runtime = $crate::state::rt()?;
             let held = $rt.comm($comm)?;
-            let $c: &Comm = &held.comm;
-            crate::p2p::messages::check_request(&request)?;
-            let spec: Spec = $parse?;
+            let $c: &ferry::Comm = &held.comm;
+            $crate::p2p::messages::check_request(&request)?;
+            let spec: $crate::coll::spec::Spec = $parse?;
             let (req, post) = spec.start($c)?;
-            let h = crate::request::handle::store(ReqObj::active(req, $comm, post))?;
+            let h = $crate::request::handle::store($crate::request::object::ReqObj::active(req, $comm, post))?;
             request.set(h)
         }
 
         #[doc = concat!("`MPI_", stringify!($init), "`: the persistent form (MPI 4.0); each `MPI_Start` runs it anew on the buffers' current contents.")]
         #[allow(clippy::too_many_arguments)]
-        pub(crate) fn $init($($arg: $ty),*, info: usize, request: Out<'_, usize>) -> Res {
-            let $rt: &Runtime = rt()?;
+        pub(crate) fn $init($($arg: $ty),*, info: usize, request: $crate::ffi::args::Out<'_, usize>) -> $crate::error::Res {
+            let $rt: &$crate::state::Runtime = $crate::state::rt()?;
             let held = $rt.comm($comm)?;
-            let $c: &Comm = &held.comm;
-            if info != MPI_INFO_NULL {
-                crate::info::calls::check(info)?;
+            let $c: &ferry::Comm = &held.comm;
+            if info != $crate::abi::MPI_INFO_NULL {
+                $crate::info::calls::check(info)?;
             }
-            let spec: Spec = $parse?;
-            create($comm, $c.clone(), Kind::Coll(Box::new(Deferred(spec))), request)
+            let spec: $crate::coll::spec::Spec = $parse?;
+            $crate::p2p::persist::create($comm, $c.clone(), $crate::p2p::persist::Kind::Coll(Box::new($crate::coll::spec::Deferred(spec))), request)
         }
     };
 }
@@ -90,16 +87,17 @@ macro_rules! large_ty {
         $lty
     };
 }
+pub(crate) use {collective, large_ty};
 
 /// A buffer argument (the datatype must be committed).
-fn cbuf(rt: &Runtime, buf: impl Into<Mem>, count: usize, datatype: usize) -> Res<CBuf> {
+pub(super) fn cbuf(rt: &Runtime, buf: impl Into<Mem>, count: usize, datatype: usize) -> Res<CBuf> {
     Ok(CBuf::new(buf, count, rt.comm_type(datatype)?))
 }
 
 /// `count` elements per member, for `n` members (`c.peer_size()` for a
 /// block per rank the call's ranks name: the remote group's on an
 /// intercommunicator; `c.size()` for one per local member).
-fn times(count: impl Into<i64>, n: u32) -> Res<usize> {
+pub(super) fn times(count: impl Into<i64>, n: u32) -> Res<usize> {
     count_arg(count)?.checked_mul(n as usize).ok_or_else(|| {
         Fail::new(
             MPI_ERR_COUNT,
@@ -177,14 +175,14 @@ fn not_in_place(p: SendBuf) -> Res {
 
 /// One entry per member of `n` (see [`times`]): an `int`, or a `_c`
 /// form's `MPI_Count` or `MPI_Aint`.
-fn per_member<'a, T>(p: CommArray<'a, T>, n: u32, what: &'static str) -> Res<&'a [T]> {
+pub(super) fn per_member<'a, T>(p: CommArray<'a, T>, n: u32, what: &'static str) -> Res<&'a [T]> {
     p.entries(n as usize, what)
 }
 
 /// The blocks of a v-variant: `counts[i]` elements at `base` plus
 /// `displs[i]` extents (`bytes`: plus `displs[i]` bytes), of `types[i]`
 /// (`int`s, or a `_c` form's `MPI_Count`s and `MPI_Aint`s).
-fn blocks<C: Copy + Into<i64>, D: Copy + TryInto<isize>>(
+pub(super) fn blocks<C: Copy + Into<i64>, D: Copy + TryInto<isize>>(
     rt: &Runtime,
     base: impl Into<Mem>,
     counts: &[C],

@@ -20,6 +20,7 @@
 
 pub(crate) mod api;
 pub(crate) mod large_ops;
+pub(crate) mod neighbor;
 pub(crate) mod reduction;
 pub(crate) mod spec;
 
@@ -344,13 +345,13 @@ impl Place {
 /// the program's memory where every block is one run and together they
 /// tile one span without gaps (the usual layout: displacements the prefix
 /// sums of the counts), so ferry reads or writes them where they lie;
-/// else packed in rank order in a staging vector (an output's blocks but
-/// `skip` copied out afterwards). The byte counts and displacements
+/// else packed in rank order in a staging vector (an output's blocks,
+/// but those `skip` names, copied out afterwards). The byte counts and displacements
 /// within that side, and whether it is the program's memory.
 pub(crate) fn place_blocks(
     blocks: &[CBuf],
     output: bool,
-    skip: Option<usize>,
+    skip: impl Fn(usize) -> bool,
 ) -> Res<(Place, ferry::ferry_core::coll::Counts, bool)> {
     let mut runs = Vec::with_capacity(blocks.len());
     for b in blocks {
@@ -393,7 +394,7 @@ pub(crate) fn place_blocks(
             .iter()
             .zip(&displs)
             .enumerate()
-            .filter(|(i, _)| Some(*i) != skip)
+            .filter(|&(i, _)| !skip(i))
             .map(|(_, (b, &off))| Piece {
                 off,
                 buf: b.clone(),

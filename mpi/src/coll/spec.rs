@@ -13,7 +13,9 @@
 //! blocks that do not tile one span) is packed into a staging vector and
 //! copied out when the collective is done.
 
-use ferry::ferry_core::coll::{Collective, Counts};
+use std::sync::Arc;
+
+use ferry::ferry_core::coll::{Collective, Counts, Neighbors, NO_NEIGHBOR};
 use ferry::{Comm, Request};
 
 use crate::coll::reduction::Red;
@@ -101,6 +103,21 @@ pub(crate) enum Spec {
         red: Red,
         exclusive: bool,
     },
+    /// A neighborhood collective: `recv` has a block per source.
+    Neighbor {
+        neighbors: Arc<Neighbors>,
+        send: Sent,
+        recv: Vec<CBuf>,
+    },
+}
+
+/// What a neighborhood collective sends.
+#[derive(Debug)]
+pub(crate) enum Sent {
+    /// One block to every destination (the allgathers).
+    Same(CBuf),
+    /// A block per destination (the alltoalls).
+    Each(Vec<CBuf>),
 }
 
 /// A persistent collective: its spec, started at each `MPI_Start`.
@@ -228,7 +245,8 @@ impl Spec {
                 match recv {
                     Some(blocks) => {
                         let skip = send.is_none().then_some(me);
-                        let (out, counts, direct) = place_blocks(blocks, true, skip)?;
+                        let (out, counts, direct) =
+                            place_blocks(blocks, true, |i| Some(i) == skip)?;
                         // In place: the root's block is where it belongs if
                         // ferry writes the program's memory; else it goes in.
                         let input = match send {
@@ -277,7 +295,7 @@ impl Spec {
             } => {
                 let (input, counts) = match send {
                     Some(blocks) => {
-                        let (place, counts, _) = place_blocks(blocks, false, None)?;
+                        let (place, counts, _) = place_blocks(blocks, false, |_| false)?;
                         (Some(place), counts)
                     }
                     None => (None, no_counts()),
@@ -304,7 +322,7 @@ impl Spec {
             ),
             Spec::Allgatherv { send, recv } => {
                 let skip = send.is_none().then_some(me);
-                let (out, counts, direct) = place_blocks(recv, true, skip)?;
+                let (out, counts, direct) = place_blocks(recv, true, |i| Some(i) == skip)?;
                 let input = match send {
                     Some(s) => Some(s.place_in(P)?),
                     None if direct => None,
@@ -322,15 +340,15 @@ impl Spec {
                 // into a copy first (ferry writes the buffer meanwhile).
                 let (input, scounts) = match send {
                     Some(blocks) => {
-                        let (place, counts, _) = place_blocks(blocks, false, None)?;
+                        let (place, counts, _) = place_blocks(blocks, false, |_| false)?;
                         (place, counts)
                     }
                     None => {
-                        let (place, counts, _) = place_blocks(recv, false, None)?;
+                        let (place, counts, _) = place_blocks(recv, false, |_| false)?;
                         (Place::Staged(place.read()?.to_vec(), Vec::new()), counts)
                     }
                 };
-                let (out, rcounts, _) = place_blocks(recv, true, None)?;
+                let (out, rcounts, _) = place_blocks(recv, true, |_| false)?;
                 let coll = Collective::Alltoall {
                     v: Some((scounts, rcounts)),
                 };
@@ -414,6 +432,29 @@ impl Spec {
                 let keep = *exclusive && me == 0;
                 let prefill = *exclusive || send.is_none();
                 Lowered::new(coll, data, Some(recv.place_out(red.form, prefill, !keep)?))
+            }
+            Spec::Neighbor {
+                neighbors,
+                send,
+                recv,
+            } => {
+                let (input, send) = match send {
+                    Sent::Same(b) => (b.place_in(P)?, None),
+                    Sent::Each(blocks) => {
+                        let (place, counts, _) = place_blocks(blocks, false, |_| false)?;
+                        (place, Some(counts))
+                    }
+                };
+                // A block with no neighbor (past a grid's open edge) keeps
+                // what it held.
+                let none = |i: usize| neighbors.sources.get(i) == Some(&NO_NEIGHBOR);
+                let (output, recv, _) = place_blocks(recv, true, none)?;
+                let coll = Collective::Neighbor {
+                    neighbors: Arc::clone(neighbors),
+                    send,
+                    recv,
+                };
+                Lowered::new(coll, Some(input), Some(output))
             }
         })
     }

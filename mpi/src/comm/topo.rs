@@ -420,12 +420,11 @@ pub(crate) fn graph_get(
 
 /// Node `rank`'s neighbours in a graph.
 fn neighbours(index: &[c_int], edges: &[c_int], rank: c_int) -> Res<Vec<c_int>> {
-    let r = usize::try_from(rank)
+    usize::try_from(rank)
         .ok()
-        .filter(|&r| r < index.len())
-        .ok_or_else(|| Fail::msg(MPI_ERR_RANK, format!("invalid rank {rank}")))?;
-    let lo = if r == 0 { 0 } else { index[r - 1] as usize };
-    Ok(edges[lo..index[r] as usize].to_vec())
+        .and_then(|r| crate::topology::graph_row(index, edges, r))
+        .map(<[c_int]>::to_vec)
+        .ok_or_else(|| Fail::msg(MPI_ERR_RANK, format!("invalid rank {rank}")))
 }
 
 /// `MPI_Graph_neighbors_count`.

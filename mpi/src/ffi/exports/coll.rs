@@ -318,6 +318,190 @@ crate::ffi::export! {
     => crate::coll::api::exscan_init(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::recv_buf(recvbuf), count, datatype, op, comm, info, crate::ffi::args::out(request))
 }
 
+// ---- Neighborhood collectives
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_allgather`: [`crate::coll::neighbor::neighbor_allgather`].
+    MPI_Neighbor_allgather / PMPI_Neighbor_allgather [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize)
+    => crate::coll::neighbor::neighbor_allgather(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm)
+}
+
+crate::ffi::export! {
+    /// `MPI_Ineighbor_allgather`: [`crate::coll::neighbor::ineighbor_allgather`].
+    MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize, request: *mut usize)
+    => crate::coll::neighbor::ineighbor_allgather(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_allgather_init`: [`crate::coll::neighbor::neighbor_allgather_init`].
+    MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize, info: usize, request: *mut usize)
+    => crate::coll::neighbor::neighbor_allgather_init(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, info, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_allgatherv`: [`crate::coll::neighbor::neighbor_allgatherv`].
+    MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: usize, comm: usize)
+    => crate::coll::neighbor::neighbor_allgatherv(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, comm)
+}
+
+crate::ffi::export! {
+    /// `MPI_Ineighbor_allgatherv`: [`crate::coll::neighbor::ineighbor_allgatherv`].
+    MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: usize, comm: usize, request: *mut usize)
+    => crate::coll::neighbor::ineighbor_allgatherv(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, comm, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_allgatherv_init`: [`crate::coll::neighbor::neighbor_allgatherv_init`].
+    MPI_Neighbor_allgatherv_init / PMPI_Neighbor_allgatherv_init [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: usize, comm: usize, info: usize, request: *mut usize)
+    => crate::coll::neighbor::neighbor_allgatherv_init(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, comm, info, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_alltoall`: [`crate::coll::neighbor::neighbor_alltoall`].
+    MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize)
+    => crate::coll::neighbor::neighbor_alltoall(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm)
+}
+
+crate::ffi::export! {
+    /// `MPI_Ineighbor_alltoall`: [`crate::coll::neighbor::ineighbor_alltoall`].
+    MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize, request: *mut usize)
+    => crate::coll::neighbor::ineighbor_alltoall(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_alltoall_init`: [`crate::coll::neighbor::neighbor_alltoall_init`].
+    MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init [comm] (sendbuf: *const c_void, sendcount: c_int, sendtype: usize, recvbuf: *mut c_void, recvcount: c_int, recvtype: usize, comm: usize, info: usize, request: *mut usize)
+    => crate::coll::neighbor::neighbor_alltoall_init(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, info, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_alltoallv`: [`crate::coll::neighbor::neighbor_alltoallv`].
+    MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv [comm] (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: usize, comm: usize)
+    => crate::coll::neighbor::neighbor_alltoallv(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), recvtype, comm)
+}
+
+crate::ffi::export! {
+    /// `MPI_Ineighbor_alltoallv`: [`crate::coll::neighbor::ineighbor_alltoallv`].
+    MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv [comm] (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: usize, comm: usize, request: *mut usize)
+    => crate::coll::neighbor::ineighbor_alltoallv(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), recvtype, comm, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_alltoallv_init`: [`crate::coll::neighbor::neighbor_alltoallv_init`].
+    MPI_Neighbor_alltoallv_init / PMPI_Neighbor_alltoallv_init [comm] (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: usize, comm: usize, info: usize, request: *mut usize)
+    => crate::coll::neighbor::neighbor_alltoallv_init(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), recvtype, comm, info, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_alltoallw`: [`crate::coll::neighbor::neighbor_alltoallw`].
+    MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw [comm] (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const usize, comm: usize)
+    => crate::coll::neighbor::neighbor_alltoallw(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), crate::ffi::args::comm_array(sendtypes), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), crate::ffi::args::comm_array(recvtypes), comm)
+}
+
+crate::ffi::export! {
+    /// `MPI_Ineighbor_alltoallw`: [`crate::coll::neighbor::ineighbor_alltoallw`].
+    MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw [comm] (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const usize, comm: usize, request: *mut usize)
+    => crate::coll::neighbor::ineighbor_alltoallw(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), crate::ffi::args::comm_array(sendtypes), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), crate::ffi::args::comm_array(recvtypes), comm, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_alltoallw_init`: [`crate::coll::neighbor::neighbor_alltoallw_init`].
+    MPI_Neighbor_alltoallw_init / PMPI_Neighbor_alltoallw_init [comm] (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const isize, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const isize, recvtypes: *const usize, comm: usize, info: usize, request: *mut usize)
+    => crate::coll::neighbor::neighbor_alltoallw_init(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), crate::ffi::args::comm_array(sendtypes), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), crate::ffi::args::comm_array(recvtypes), comm, info, crate::ffi::args::out(request))
+}
+
+// ---- Large-count: neighborhood collectives
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_allgather_c`: [`crate::coll::neighbor::neighbor_allgather_c`].
+    MPI_Neighbor_allgather_c / PMPI_Neighbor_allgather_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, comm: usize)
+    => crate::coll::neighbor::neighbor_allgather_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm)
+}
+
+crate::ffi::export! {
+    /// `MPI_Ineighbor_allgather_c`: [`crate::coll::neighbor::ineighbor_allgather_c`].
+    MPI_Ineighbor_allgather_c / PMPI_Ineighbor_allgather_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, comm: usize, request: *mut usize)
+    => crate::coll::neighbor::ineighbor_allgather_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_allgather_init_c`: [`crate::coll::neighbor::neighbor_allgather_init_c`].
+    MPI_Neighbor_allgather_init_c / PMPI_Neighbor_allgather_init_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, comm: usize, info: usize, request: *mut usize)
+    => crate::coll::neighbor::neighbor_allgather_init_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, info, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_allgatherv_c`: [`crate::coll::neighbor::neighbor_allgatherv_c`].
+    MPI_Neighbor_allgatherv_c / PMPI_Neighbor_allgatherv_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const isize, recvtype: usize, comm: usize)
+    => crate::coll::neighbor::neighbor_allgatherv_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, comm)
+}
+
+crate::ffi::export! {
+    /// `MPI_Ineighbor_allgatherv_c`: [`crate::coll::neighbor::ineighbor_allgatherv_c`].
+    MPI_Ineighbor_allgatherv_c / PMPI_Ineighbor_allgatherv_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const isize, recvtype: usize, comm: usize, request: *mut usize)
+    => crate::coll::neighbor::ineighbor_allgatherv_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, comm, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_allgatherv_init_c`: [`crate::coll::neighbor::neighbor_allgatherv_init_c`].
+    MPI_Neighbor_allgatherv_init_c / PMPI_Neighbor_allgatherv_init_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const isize, recvtype: usize, comm: usize, info: usize, request: *mut usize)
+    => crate::coll::neighbor::neighbor_allgatherv_init_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(displs), recvtype, comm, info, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_alltoall_c`: [`crate::coll::neighbor::neighbor_alltoall_c`].
+    MPI_Neighbor_alltoall_c / PMPI_Neighbor_alltoall_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, comm: usize)
+    => crate::coll::neighbor::neighbor_alltoall_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm)
+}
+
+crate::ffi::export! {
+    /// `MPI_Ineighbor_alltoall_c`: [`crate::coll::neighbor::ineighbor_alltoall_c`].
+    MPI_Ineighbor_alltoall_c / PMPI_Ineighbor_alltoall_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, comm: usize, request: *mut usize)
+    => crate::coll::neighbor::ineighbor_alltoall_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_alltoall_init_c`: [`crate::coll::neighbor::neighbor_alltoall_init_c`].
+    MPI_Neighbor_alltoall_init_c / PMPI_Neighbor_alltoall_init_c [comm] (sendbuf: *const c_void, sendcount: i64, sendtype: usize, recvbuf: *mut c_void, recvcount: i64, recvtype: usize, comm: usize, info: usize, request: *mut usize)
+    => crate::coll::neighbor::neighbor_alltoall_init_c(crate::ffi::args::send_buf(sendbuf), sendcount, sendtype, crate::ffi::args::recv_buf(recvbuf), recvcount, recvtype, comm, info, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_alltoallv_c`: [`crate::coll::neighbor::neighbor_alltoallv_c`].
+    MPI_Neighbor_alltoallv_c / PMPI_Neighbor_alltoallv_c [comm] (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtype: usize, comm: usize)
+    => crate::coll::neighbor::neighbor_alltoallv_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), recvtype, comm)
+}
+
+crate::ffi::export! {
+    /// `MPI_Ineighbor_alltoallv_c`: [`crate::coll::neighbor::ineighbor_alltoallv_c`].
+    MPI_Ineighbor_alltoallv_c / PMPI_Ineighbor_alltoallv_c [comm] (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtype: usize, comm: usize, request: *mut usize)
+    => crate::coll::neighbor::ineighbor_alltoallv_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), recvtype, comm, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_alltoallv_init_c`: [`crate::coll::neighbor::neighbor_alltoallv_init_c`].
+    MPI_Neighbor_alltoallv_init_c / PMPI_Neighbor_alltoallv_init_c [comm] (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtype: usize, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtype: usize, comm: usize, info: usize, request: *mut usize)
+    => crate::coll::neighbor::neighbor_alltoallv_init_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), sendtype, crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), recvtype, comm, info, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_alltoallw_c`: [`crate::coll::neighbor::neighbor_alltoallw_c`].
+    MPI_Neighbor_alltoallw_c / PMPI_Neighbor_alltoallw_c [comm] (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtypes: *const usize, comm: usize)
+    => crate::coll::neighbor::neighbor_alltoallw_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), crate::ffi::args::comm_array(sendtypes), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), crate::ffi::args::comm_array(recvtypes), comm)
+}
+
+crate::ffi::export! {
+    /// `MPI_Ineighbor_alltoallw_c`: [`crate::coll::neighbor::ineighbor_alltoallw_c`].
+    MPI_Ineighbor_alltoallw_c / PMPI_Ineighbor_alltoallw_c [comm] (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtypes: *const usize, comm: usize, request: *mut usize)
+    => crate::coll::neighbor::ineighbor_alltoallw_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), crate::ffi::args::comm_array(sendtypes), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), crate::ffi::args::comm_array(recvtypes), comm, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Neighbor_alltoallw_init_c`: [`crate::coll::neighbor::neighbor_alltoallw_init_c`].
+    MPI_Neighbor_alltoallw_init_c / PMPI_Neighbor_alltoallw_init_c [comm] (sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const isize, sendtypes: *const usize, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const isize, recvtypes: *const usize, comm: usize, info: usize, request: *mut usize)
+    => crate::coll::neighbor::neighbor_alltoallw_init_c(crate::ffi::args::send_buf(sendbuf), crate::ffi::args::comm_array(sendcounts), crate::ffi::args::comm_array(sdispls), crate::ffi::args::comm_array(sendtypes), crate::ffi::args::recv_buf(recvbuf), crate::ffi::args::comm_array(recvcounts), crate::ffi::args::comm_array(rdispls), crate::ffi::args::comm_array(recvtypes), comm, info, crate::ffi::args::out(request))
+}
+
 // ---- Reduction operations
 
 crate::ffi::export! {
