@@ -32,8 +32,6 @@ ci_fail_trap ci/mpi4py-test.sh
 # Test modules left out, each because it tests a group mpi/README.md's table
 # lists as not implemented (a regex on the module's file name, for main.py -e):
 EXCLUDE_MODULES=(
-  '^test_cco_ngh_'             # neighborhood collectives: not declared
-  '^test_cco_pr_ngh_'          # persistent neighborhood collectives: not declared
   '^test_dynproc\.py'         # dynamic processes: not declared
   '^test_spawn\.py'           # dynamic processes (MPI_Comm_spawn): not declared
   '^test_util_pool\.py'       # mpi4py.util.pool spawns its workers: dynamic processes not declared
