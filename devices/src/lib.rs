@@ -105,7 +105,8 @@
 //! 6. `coll`, `contexts`, `create`, `inter`, `idup`, `topology`:
 //!    collectives, and the communicators made with them (context ids
 //!    agreed by allreduce; Cartesian grids).
-//! 7. `world`, `select`: the world and [`init`], which makes it.
+//! 7. `world`, `select`, `psets`: the world and [`init`], which makes it,
+//!    and the process sets a world names.
 //!
 //! ## Safety
 //! The safe API is sound even when a [`Request`] is leaked with
@@ -153,6 +154,7 @@ mod inter;
 mod p2p;
 mod persistent;
 pub mod progress;
+pub mod psets;
 #[allow(unsafe_code)]
 mod raw;
 mod request;

@@ -143,6 +143,7 @@ pub mod class {
     pub const MPI_ERR_UNSUPPORTED_OPERATION: c_int = 55;
     pub const MPI_ERR_PROC_ABORTED: c_int = 58;
     pub const MPI_ERR_VALUE_TOO_LARGE: c_int = 59;
+    pub const MPI_ERR_SESSION: c_int = 60;
     pub const MPI_ERR_ERRHANDLER: c_int = 61;
     /// The last standard class.
     pub const LAST: c_int = 61;
@@ -273,6 +274,9 @@ pub mod callback {
     pub type UserFnC = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i64, *mut usize);
     /// `MPI_Comm_errhandler_function`: `(comm *, error_code *, ...)`.
     pub type CommErrhFn = unsafe extern "C" fn(*mut usize, *mut c_int, ...);
+    /// `MPI_Session_errhandler_function`: `(session *, error_code *, ...)`,
+    /// the same shape (a handle's address, the code's).
+    pub type SessionErrhFn = CommErrhFn;
     /// `MPI_Grequest_query_function`: `(extra_state, status)`.
     pub type GrequestQueryFn = unsafe extern "C" fn(*mut c_void, *mut MpiStatus) -> c_int;
     /// `MPI_Grequest_free_function`: `(extra_state)`.

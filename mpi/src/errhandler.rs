@@ -13,6 +13,12 @@ use crate::error::Fail;
 /// `MPI_Comm_errhandler_function`: `void f(MPI_Comm *comm, int *code, ...)`.
 pub use crate::abi::callback::CommErrhFn;
 
+/// Error handlers the program made (and handles `get_errhandler` gave):
+/// process-wide, as a session's handler is made before the session
+/// starts the runtime.
+pub static ERRHANDLERS: std::sync::Mutex<crate::handle::Table<Errh>> =
+    std::sync::Mutex::new(crate::handle::Table::new(crate::handle::Kind::Errhandler));
+
 /// An error handler.
 #[derive(Debug, Clone)]
 pub enum Errh {

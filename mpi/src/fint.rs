@@ -8,8 +8,8 @@
 //! the handle of what lives in that slot now, or a stale one. A direct
 //! request handle (`request/handle.rs`) is `-(2^30 + engine index)`, its
 //! generation kept here until the next conversion of that index. What is
-//! none of these converts to `MPI_UNDEFINED`. Windows, files and sessions
-//! have no objects here yet: only their null handles convert.
+//! none of these converts to `MPI_UNDEFINED`. Windows and files have no
+//! objects here yet: only their null handles convert.
 
 use std::ffi::c_int;
 use std::sync::Mutex;
@@ -97,11 +97,9 @@ pub(crate) fn errhandler_toint(errhandler: usize) -> c_int {
     int_of(Kind::Errhandler, errhandler)
 }
 
-/// `MPI_Errhandler_fromint`.
+/// `MPI_Errhandler_fromint` (handlers live without the runtime too).
 pub(crate) fn errhandler_fromint(errhandler: c_int) -> usize {
-    from_runtime(errhandler, |rt| {
-        Some(handle_in(&lock(&rt.errhandlers), errhandler))
-    })
+    handle_in(&lock(&crate::errhandler::ERRHANDLERS), errhandler)
 }
 
 /// `MPI_Info_toint`.
@@ -151,8 +149,8 @@ pub(crate) fn request_fromint(request: c_int) -> usize {
     })
 }
 
-/// The int of a handle of a kind with no objects here (windows, files,
-/// sessions): only predefined values convert.
+/// The int of a handle of a kind with no objects here (windows, files):
+/// only predefined values convert.
 fn objectless_toint(h: usize) -> c_int {
     if h < PREDEFINED_LIMIT {
         h as c_int
@@ -183,10 +181,10 @@ pub(crate) fn file_fromint(file: c_int) -> usize {
 
 /// `MPI_Session_toint`.
 pub(crate) fn session_toint(session: usize) -> c_int {
-    objectless_toint(session)
+    int_of(Kind::Session, session)
 }
 
-/// `MPI_Session_fromint`.
+/// `MPI_Session_fromint` (sessions live without the runtime's tables).
 pub(crate) fn session_fromint(session: c_int) -> usize {
-    usize::try_from(session).unwrap_or(crate::abi::MPI_SESSION_NULL)
+    crate::session::from_int(session)
 }

@@ -61,6 +61,8 @@ pub enum Kind {
     Op = 0xc7,
     /// `MPI_Message`.
     Message = 0xc8,
+    /// `MPI_Session`.
+    Session = 0xc9,
 }
 
 /// Why a handle did not name a live object.

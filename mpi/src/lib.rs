@@ -57,7 +57,8 @@
 //! 4. `state`, `ffi::lookup`: the runtime and its communicator lookup.
 //! 5. `datatype`, `info::calls`, `attr`, `reduce`: objects the other
 //!    chapters use, and the info calls.
-//! 6. `comm`, `env`: communicators, groups, the environment.
+//! 6. `comm`, `env`, `session`: communicators, groups, the environment,
+//!    sessions.
 //! 7. `request`: request objects and their completion.
 //! 8. `p2p`, `coll`, `mpix`, `comm::idup`, `fint`: the operations, the
 //!    communicator call that makes a request, and handles as `int`s.
@@ -89,6 +90,7 @@ pub(crate) mod mpix;
 pub(crate) mod p2p;
 pub mod reduce;
 pub(crate) mod request;
+pub(crate) mod session;
 pub mod state;
 pub mod sync;
 pub mod topology;

@@ -20,7 +20,7 @@
 //! send). Error handlers, rarely touched, keep a plain `Mutex`.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -103,8 +103,6 @@ pub struct Runtime {
     pub groups: LevelCell<Table<ferry::Group>>,
     /// Names the program gave predefined datatypes.
     pub type_names: LevelCell<Vec<(usize, String)>>,
-    /// Error handlers the program made (and handles `get_errhandler` gave).
-    pub errhandlers: Mutex<Table<Errh>>,
     /// The thread level in force.
     pub level: ThreadLevel,
     /// ferry's wait mode in force (`MPIX_Get_wait_mode`).
@@ -157,14 +155,15 @@ pub fn rt_any() -> Option<&'static Runtime> {
     RUNTIME.get()
 }
 
-/// True once `MPI_Init` succeeded.
+/// True once `MPI_Init` succeeded (the world model: a session's start
+/// does not count, MPI 4.1 §11.2.1).
 pub fn initialized() -> bool {
-    RUNTIME.get().is_some()
+    WORLD_MODEL.load(Ordering::Relaxed) != WORLD_NEVER
 }
 
 /// True once `MPI_Finalize` ran.
 pub fn finalized() -> bool {
-    FINALIZED.load(Ordering::Relaxed)
+    WORLD_MODEL.load(Ordering::Relaxed) == WORLD_DONE
 }
 
 /// Seconds since the first call that asked (`MPI_Wtime`).
@@ -193,18 +192,89 @@ pub fn level_value(level: ThreadLevel) -> c_int {
     }
 }
 
-/// `MPI_Init_thread`: starts ferry at `level` (`None`: `MPI_Init`, which
-/// takes `FERRY_THREAD_LEVEL` if set, else `MPI_THREAD_SINGLE`).
+/// Where the world model stands (`MPI_Init` .. `MPI_Finalize`), apart
+/// from the runtime: sessions can start the runtime without it (MPI 4.0
+/// §11.3), and it can outlive `MPI_Finalize` while a session lives.
+const WORLD_NEVER: u8 = 0;
+const WORLD_ACTIVE: u8 = 1;
+const WORLD_DONE: u8 = 2;
+static WORLD_MODEL: AtomicU8 = AtomicU8::new(WORLD_NEVER);
+/// Sessions initialized and not yet finalized.
+static SESSIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// `MPI_Init_thread`: the world model starts, on the runtime a session
+/// started or on a new one at `level` (`None`: `MPI_Init`, which takes
+/// `FERRY_THREAD_LEVEL` if set, else `MPI_THREAD_SINGLE`; a runtime a
+/// session started keeps its level).
 ///
 /// # Errors
-/// Initialised twice, or ferry's setup failed.
+/// Initialised twice, the runtime already ended, or ferry's setup failed.
 pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
     let _serial = lock(&INIT_LOCK);
-    if RUNTIME.get().is_some() {
+    if WORLD_MODEL.load(Ordering::Relaxed) != WORLD_NEVER {
         return Err(Fail::new(
             MPI_ERR_OTHER,
             "MPI_Init called twice (MPI can be initialized once per process)",
         ));
+    }
+    let rt = runtime(level)?;
+    WORLD_MODEL.store(WORLD_ACTIVE, Ordering::Relaxed);
+    Ok(rt)
+}
+
+/// `MPI_Session_init`: one more session on the runtime, started here at
+/// `level` if no session or `MPI_Init` started it yet.
+///
+/// # Errors
+/// As for [`init`].
+pub fn start_session(level: Option<c_int>) -> Res<&'static Runtime> {
+    let _serial = lock(&INIT_LOCK);
+    let rt = runtime(level)?;
+    SESSIONS.fetch_add(1, Ordering::Relaxed);
+    Ok(rt)
+}
+
+/// `MPI_Session_finalize`: one session less; the last one ends the
+/// runtime unless the world model is still active.
+///
+/// # Errors
+/// As for [`Runtime::finalize`].
+pub fn end_session() -> Res {
+    let _serial = lock(&INIT_LOCK);
+    let left = SESSIONS.fetch_sub(1, Ordering::Relaxed).saturating_sub(1);
+    if left == 0 && WORLD_MODEL.load(Ordering::Relaxed) != WORLD_ACTIVE {
+        return rt()?.finalize();
+    }
+    Ok(())
+}
+
+/// `MPI_Finalize`'s end of the world model; the runtime ends with it
+/// unless a session lives.
+///
+/// # Errors
+/// `MPI_Init` did not run, `MPI_Finalize` already did, or as for
+/// [`Runtime::finalize`].
+pub fn end_world_model() -> Res {
+    let _serial = lock(&INIT_LOCK);
+    if WORLD_MODEL.load(Ordering::Relaxed) != WORLD_ACTIVE {
+        return Err(Fail::new(
+            MPI_ERR_OTHER,
+            "MPI_Finalize without MPI_Init, or called twice",
+        ));
+    }
+    WORLD_MODEL.store(WORLD_DONE, Ordering::Relaxed);
+    if SESSIONS.load(Ordering::Relaxed) == 0 {
+        return rt()?.finalize();
+    }
+    Ok(())
+}
+
+/// The runtime, started at `level` if it is not yet (callers hold
+/// `INIT_LOCK`).
+fn runtime(level: Option<c_int>) -> Res<&'static Runtime> {
+    if RUNTIME.get().is_some() {
+        // Once ended, ferry cannot start again in this process.
+        return rt();
     }
     let _ = EPOCH.get_or_init(Instant::now);
     let mut config = ferry::Config::from_env()?;
@@ -244,7 +314,6 @@ pub fn init(level: Option<c_int>) -> Res<&'static Runtime> {
         comms: LevelCell::new(Table::new(Kind::Comm), level),
         type_names: LevelCell::new(Vec::new(), level),
         groups: LevelCell::new(Table::new(Kind::Group), level),
-        errhandlers: Mutex::new(Table::new(Kind::Errhandler)),
     };
     RUNTIME
         .set(runtime)

@@ -151,6 +151,7 @@ pub fn rust_type(ctype: &str) -> Result<String, String> {
         "MPI_User_function *" => Some("Option<UserFn>"),
         "MPI_User_function_c *" => Some("Option<UserFnC>"),
         "MPI_Comm_errhandler_function *" => Some("Option<CommErrhFn>"),
+        "MPI_Session_errhandler_function *" => Some("Option<SessionErrhFn>"),
         "MPI_Grequest_query_function *" => Some("Option<GrequestQueryFn>"),
         "MPI_Grequest_free_function *" => Some("Option<GrequestFreeFn>"),
         "MPI_Grequest_cancel_function *" => Some("Option<GrequestCancelFn>"),
@@ -325,12 +326,12 @@ pub fn parse(text: &str) -> Result<Table, String> {
         for a in attrs.split_whitespace() {
             match a.split_once('=') {
                 Some(("on", v)) => {
-                    if !row
-                        .params
-                        .iter()
-                        .any(|p| p.name == v && p.ctype == "MPI_Comm")
-                    {
-                        return Err(at(format!("on={v}: no MPI_Comm parameter of that name")));
+                    if !row.params.iter().any(|p| {
+                        p.name == v && matches!(p.ctype.as_str(), "MPI_Comm" | "MPI_Session")
+                    }) {
+                        return Err(at(format!(
+                            "on={v}: no MPI_Comm or MPI_Session parameter of that name"
+                        )));
                     }
                     row.on = Some(v.into());
                 }

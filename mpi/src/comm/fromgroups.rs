@@ -38,7 +38,7 @@ fn store_new(
     info: usize,
     out: &mut Out<'_, usize>,
 ) -> Res {
-    let errh = errh_of(rt, errhandler)?;
+    let errh = errh_of(errhandler)?;
     let info = if info == MPI_INFO_NULL {
         Info::default()
     } else {

@@ -52,7 +52,7 @@ pub(crate) fn finalize() -> Res {
     // MPI_COMM_SELF's attributes are deleted first, their callbacks
     // running while MPI still works (MPI 4.1 §11.2.4).
     crate::attr::calls::delete_all(rt, MPI_COMM_SELF, &rt.self_comm)?;
-    rt.finalize()
+    state::end_world_model()
 }
 
 /// `MPI_Initialized`: callable at any time.

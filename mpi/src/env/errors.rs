@@ -7,17 +7,17 @@ use crate::ffi::args::{Out, TextOut};
 
 use crate::abi::class::*;
 use crate::abi::*;
-use crate::errhandler::{CommErrhFn, Errh, UserErrh};
+use crate::errhandler::{CommErrhFn, Errh, UserErrh, ERRHANDLERS};
 use crate::error::{Fail, Res};
-use crate::state::{lock, rt, Runtime};
+use crate::state::{lock, rt};
 use crate::{error, usererr};
 
 /// The handler an errhandler handle names.
-pub(crate) fn errh_of(rt: &Runtime, handle: usize) -> Res<Errh> {
+pub(crate) fn errh_of(handle: usize) -> Res<Errh> {
     if let Some(e) = Errh::predefined(handle) {
         return Ok(e);
     }
-    lock(&rt.errhandlers)
+    lock(&ERRHANDLERS)
         .get(handle)
         .cloned()
         .map_err(|b| Fail::handle(MPI_ERR_ARG, b, "error handler"))
@@ -27,7 +27,7 @@ pub(crate) fn errh_of(rt: &Runtime, handle: usize) -> Res<Errh> {
 pub(crate) fn comm_set_errhandler(comm: usize, errhandler: usize) -> Res {
     let rt = rt()?;
     let c = rt.comm(comm)?;
-    let errh = errh_of(rt, errhandler)?;
+    let errh = errh_of(errhandler)?;
     lock(&c.meta).errh = errh;
     Ok(())
 }
@@ -39,7 +39,7 @@ pub(crate) fn comm_get_errhandler(comm: usize, mut errhandler: Out<'_, usize>) -
     let errh = lock(&rt.comm(comm)?.meta).errh.clone();
     let h = match errh.predefined_handle() {
         Some(h) => h,
-        None => lock(&rt.errhandlers)
+        None => lock(&ERRHANDLERS)
             .insert(errh)
             .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many error handlers"))?,
     };
@@ -51,9 +51,8 @@ pub(crate) fn comm_create_errhandler(
     function: Option<CommErrhFn>,
     mut errhandler: Out<'_, usize>,
 ) -> Res {
-    let rt = rt()?;
     let func = function.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null error handler function"))?;
-    let h = lock(&rt.errhandlers)
+    let h = lock(&ERRHANDLERS)
         .insert(Errh::User(Arc::new(UserErrh { func })))
         .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many error handlers"))?;
     errhandler.set(h)
@@ -64,10 +63,9 @@ pub(crate) fn comm_create_errhandler(
 /// `MPI_Comm_get_errhandler` returns) is accepted and not freed:
 /// predefined objects live until finalize.
 pub(crate) fn errhandler_free(mut errhandler: Out<'_, usize>) -> Res {
-    let rt = rt()?;
     let h = errhandler.get()?;
     if Errh::predefined(h).is_none() {
-        lock(&rt.errhandlers)
+        lock(&ERRHANDLERS)
             .remove(h)
             .map_err(|b| Fail::handle(MPI_ERR_ARG, b, "error handler"))?;
     }

@@ -187,6 +187,9 @@ fn settle(call: &'static str, outcome: std::thread::Result<Res>) -> c_int {
 /// before `MPI_Init` / for a handle that names no communicator,
 /// `MPI_COMM_SELF`'s (the default, `MPI_ERRORS_ARE_FATAL`, before init).
 fn handler_of(comm: usize) -> (Errh, Option<i32>) {
+    if let Some(errh) = session_errh(comm) {
+        return (errh, rt_any().map(|r| r.rank));
+    }
     let Some(rt) = rt_any() else {
         return (Errh::Fatal, None);
     };
@@ -201,6 +204,29 @@ fn handler_of(comm: usize) -> (Errh, Option<i32>) {
         },
     };
     (errh, Some(rt.rank))
+}
+
+/// The handler of session `h`, if `h` is a session's handle (its errors
+/// go to its handler, MPI 4.1 §9.3).
+fn session_errh(h: usize) -> Option<Errh> {
+    let session = crate::handle::is_user(h) && h & 0xff == crate::handle::Kind::Session as usize;
+    session
+        .then(|| crate::session::errh_of_session(h))
+        .flatten()
+}
+
+/// `MPI_Session_call_errhandler`: as [`comm_call_errhandler`], on a
+/// session.
+pub(crate) fn session_call_errhandler(session: usize, errorcode: c_int) -> c_int {
+    let checked = guard("MPI_Session_call_errhandler", || {
+        crate::session::check(session)
+    });
+    if checked != MPI_SUCCESS {
+        return checked;
+    }
+    let fail = Fail::new(errorcode, "raised by MPI_Session_call_errhandler").on(session);
+    std::panic::catch_unwind(|| raise("MPI_Session_call_errhandler", fail))
+        .map_or(MPI_ERR_INTERN, |_| MPI_SUCCESS)
 }
 
 /// `MPI_Comm_call_errhandler`: raises `errorcode` on `comm` as an error
@@ -232,11 +258,9 @@ pub(crate) fn raise(call: &str, fail: Fail) -> c_int {
             abort_job(fail.class)
         }
         Errh::User(u) => {
-            let mut handle = if rt_any().is_some_and(|r| r.comm(comm).is_ok()) {
-                comm
-            } else {
-                MPI_COMM_SELF
-            };
+            let named =
+                session_errh(comm).is_some() || rt_any().is_some_and(|r| r.comm(comm).is_ok());
+            let mut handle = if named { comm } else { MPI_COMM_SELF };
             let mut code = fail.class;
             // SAFETY: `func` is the C function the program registered with
             // MPI_Comm_create_errhandler, of the standard's type

@@ -13,3 +13,4 @@ mod info;
 mod mpix;
 mod p2p;
 mod request;
+mod session;
