@@ -194,7 +194,7 @@ for n in ${FERRY_MPI4PY_RANKS:-1 2 4}; do
     case $m in test_datatype) limit=300 ;; esac
     (cd "$src" && "$prefix/bin/mpiexec" -n "$n" --label --timeout "$limit" "$py" test/main.py -i "^$m\.py" "${xargs_[@]}") >"$log" 2>&1 || status=$?
     # rank 0's "Ran N tests" and its closing "OK (skipped=S)" / "FAILED (failures=F, errors=E, skipped=S)"
-    r0=$(grep -E '^\[0\] ' "$log" | sed -E 's/^\[0\] //')
+    r0=$({ grep -E '^\[0\] ' "$log" || true; } | sed -E 's/^\[0\] //')
     mran=$(grep -oE '^Ran [0-9]+ tests?' <<<"$r0" | grep -oE '[0-9]+' | tail -1 || true)
     last=$(grep -E '^(OK|FAILED)' <<<"$r0" | tail -1 || true)
     num() { { grep -oE "$1=[0-9]+" <<<"$last" || echo "=0"; } | grep -oE '[0-9]+'; }

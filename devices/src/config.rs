@@ -278,7 +278,7 @@ const THREAD_LEVELS: &[(&str, ThreadLevel)] = &[
 ];
 
 /// `FERRY_RNDV_MODE`'s values.
-const RNDV_MODES: &[(&str, ferry_core::RndvMode)] = &[
+pub(crate) const RNDV_MODES: &[(&str, ferry_core::RndvMode)] = &[
     ("auto", ferry_core::RndvMode::Auto),
     ("get", ferry_core::RndvMode::Get),
     ("put", ferry_core::RndvMode::Put),

@@ -94,9 +94,9 @@
 //!    `raw::cell`, `raw::fd`, `contexts::pool`: the parts the world's
 //!    shared state is made of: the devices and the bootstrap, the engine's
 //!    cell, the pool of context ids.
-//! 3. `shared`, `waiter`, `progress`, `counters`: what a world's handles
-//!    share, the engine's lock and waiting on it, the progress thread,
-//!    the counters.
+//! 3. `shared`, `waiter`, `progress`, `counters`, `tools`: what a world's
+//!    handles share, the engine's lock and waiting on it, the progress
+//!    thread, the counters (and the tools interface's variables).
 //! 4. `comm`: communicators.
 //! 5. `request`, `raw`, `completion`, `persistent`, `p2p`, `batch`:
 //!    requests, their completion, and point-to-point operations (the raw
@@ -160,6 +160,7 @@ mod raw;
 mod request;
 pub mod select;
 mod shared;
+pub mod tools;
 pub mod topology;
 mod typed;
 pub mod waiter;

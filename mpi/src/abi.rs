@@ -145,8 +145,22 @@ pub mod class {
     pub const MPI_ERR_VALUE_TOO_LARGE: c_int = 59;
     pub const MPI_ERR_SESSION: c_int = 60;
     pub const MPI_ERR_ERRHANDLER: c_int = 61;
-    /// The last standard class.
-    pub const LAST: c_int = 61;
+    pub const MPI_ERR_ABI: c_int = 62;
+    /// The last standard class below the tools interface's.
+    pub const LAST: c_int = 62;
+    /// The tools interface's classes (the MPI_T functions return them).
+    pub const MPI_T_ERR_CANNOT_INIT: c_int = 1001;
+    pub const MPI_T_ERR_NOT_INITIALIZED: c_int = 1003;
+    pub const MPI_T_ERR_INVALID: c_int = 1006;
+    pub const MPI_T_ERR_INVALID_INDEX: c_int = 1007;
+    pub const MPI_T_ERR_INVALID_SESSION: c_int = 1009;
+    pub const MPI_T_ERR_INVALID_HANDLE: c_int = 1010;
+    pub const MPI_T_ERR_INVALID_NAME: c_int = 1011;
+    pub const MPI_T_ERR_OUT_OF_HANDLES: c_int = 1012;
+    pub const MPI_T_ERR_CVAR_SET_NEVER: c_int = 1015;
+    pub const MPI_T_ERR_PVAR_NO_WRITE: c_int = 1016;
+    pub const MPI_T_ERR_PVAR_NO_STARTSTOP: c_int = 1017;
+    pub const MPI_T_ERR_PVAR_NO_ATOMIC: c_int = 1018;
     /// `MPI_ERR_LASTCODE` of the ABI.
     pub const MPI_ERR_LASTCODE: c_int = 0x3fff;
 }

@@ -182,7 +182,7 @@ fn class_of_device(d: &DeviceError) -> c_int {
 }
 
 /// The standard string of each class, indexed by class.
-const STRINGS: [&str; 62] = [
+const STRINGS: [&str; 63] = [
     "MPI_SUCCESS: no error",
     "MPI_ERR_BUFFER: invalid buffer pointer",
     "MPI_ERR_COUNT: invalid count argument",
@@ -245,13 +245,41 @@ const STRINGS: [&str; 62] = [
     "MPI_ERR_VALUE_TOO_LARGE: value too large to store",
     "MPI_ERR_SESSION: invalid session",
     "MPI_ERR_ERRHANDLER: invalid error handler",
+    "MPI_ERR_ABI: the MPI ABI does not match",
+];
+
+/// The tools interface's classes, from `MPI_T_ERR_CANNOT_INIT` (1001).
+const T_STRINGS: [&str; 18] = [
+    "MPI_T_ERR_CANNOT_INIT: the tools interface cannot be initialized",
+    "MPI_T_ERR_NOT_ACCESSIBLE: not accessible",
+    "MPI_T_ERR_NOT_INITIALIZED: the tools interface is not initialized",
+    "MPI_T_ERR_NOT_SUPPORTED: not supported",
+    "MPI_T_ERR_MEMORY: out of memory",
+    "MPI_T_ERR_INVALID: invalid use of the tools interface",
+    "MPI_T_ERR_INVALID_INDEX: invalid or out-of-range index",
+    "MPI_T_ERR_INVALID_ITEM: invalid item index",
+    "MPI_T_ERR_INVALID_SESSION: invalid performance variable session",
+    "MPI_T_ERR_INVALID_HANDLE: invalid handle",
+    "MPI_T_ERR_INVALID_NAME: no variable of that name",
+    "MPI_T_ERR_OUT_OF_HANDLES: no more handles",
+    "MPI_T_ERR_OUT_OF_SESSIONS: no more sessions",
+    "MPI_T_ERR_CVAR_SET_NOT_NOW: the control variable cannot be set now",
+    "MPI_T_ERR_CVAR_SET_NEVER: the control variable cannot be set",
+    "MPI_T_ERR_PVAR_NO_WRITE: the performance variable cannot be written or reset",
+    "MPI_T_ERR_PVAR_NO_STARTSTOP: the performance variable cannot be started or stopped",
+    "MPI_T_ERR_PVAR_NO_ATOMIC: the performance variable cannot be read and reset atomically",
 ];
 
 /// The string of error code `code` (`None` for a code no class has).
 pub fn string_of(code: c_int) -> Option<&'static str> {
-    usize::try_from(code)
+    let (table, first): (&[&str], c_int) = if code >= MPI_T_ERR_CANNOT_INIT {
+        (&T_STRINGS, MPI_T_ERR_CANNOT_INIT)
+    } else {
+        (&STRINGS, 0)
+    };
+    usize::try_from(code - first)
         .ok()
-        .and_then(|i| STRINGS.get(i))
+        .and_then(|i| table.get(i))
         .copied()
 }
 
@@ -265,7 +293,7 @@ pub fn code_string(code: c_int) -> Option<std::borrow::Cow<'static, str>> {
 
 /// True for a valid standard error code (every one is a class).
 pub fn is_valid_code(code: c_int) -> bool {
-    (0..=LAST).contains(&code)
+    string_of(code).is_some()
 }
 
 #[cfg(test)]

@@ -57,8 +57,8 @@
 //! 4. `state`, `ffi::lookup`: the runtime and its communicator lookup.
 //! 5. `datatype`, `info::calls`, `attr`, `reduce`: objects the other
 //!    chapters use, and the info calls.
-//! 6. `comm`, `env`, `session`: communicators, groups, the environment,
-//!    sessions.
+//! 6. `comm`, `env`, `session`, `tools`: communicators, groups, the
+//!    environment, sessions, the tools interface.
 //! 7. `request`: request objects and their completion.
 //! 8. `p2p`, `coll`, `mpix`, `comm::idup`, `fint`: the operations, the
 //!    communicator call that makes a request, and handles as `int`s.
@@ -93,5 +93,6 @@ pub(crate) mod request;
 pub(crate) mod session;
 pub mod state;
 pub mod sync;
+pub(crate) mod tools;
 pub mod topology;
 pub mod usererr;

@@ -28,6 +28,8 @@
 //!   error handler applies); without it, on `MPI_COMM_SELF`;
 //! - `fast`: the body has a fast path `BODY_fast` returning
 //!   `Option<Res>` (`None` runs the body), under the same guard;
+//! - `quiet`: guarded, but a failure is returned as its class with no
+//!   error handler run (the tools interface's functions).
 //! - `raw`: no guard: the body returns the C return type itself (clocks,
 //!   address arithmetic, `MPI_Abort`);
 //! - `body=PATH`: the body, relative to the crate root (default: the
@@ -82,6 +84,9 @@ pub struct Row {
     pub fast: bool,
     /// Whether the shim is unguarded.
     pub raw: bool,
+    /// A failure is returned as its class, with no error handler run
+    /// (the tools interface).
+    pub quiet: bool,
     /// The body's path relative to the crate root.
     pub body: String,
     /// Header comment lines before this row.
@@ -129,6 +134,10 @@ pub fn rust_type(ctype: &str) -> Result<String, String> {
         "MPI_Session",
         "MPI_Win",
         "MPI_File",
+        "MPI_T_enum",
+        "MPI_T_cvar_handle",
+        "MPI_T_pvar_handle",
+        "MPI_T_pvar_session",
     ];
     let base = |t: &str| -> Option<&'static str> {
         Some(match t {
@@ -314,6 +323,7 @@ pub fn parse(text: &str) -> Result<Table, String> {
             on: None,
             fast: false,
             raw: false,
+            quiet: false,
             body: format!("{}::{}", section.module, body_name(name)),
             comment: std::mem::take(&mut pending),
             lens: Vec::new(),
@@ -348,6 +358,7 @@ pub fn parse(text: &str) -> Result<Table, String> {
                 }
                 None if a == "fast" => row.fast = true,
                 None if a == "raw" => row.raw = true,
+                None if a == "quiet" => row.quiet = true,
                 _ => return Err(at(format!("unknown attribute `{a}`"))),
             }
         }
@@ -524,6 +535,8 @@ fn shim(out: &mut String, r: &Row) -> Result<(), String> {
     if r.raw {
         let ret = rust_type(&r.ret)?;
         let _ = writeln!(out, "    {} / {pname} raw ({params}) -> {ret}", r.name);
+    } else if r.quiet {
+        let _ = writeln!(out, "    {} / {pname} quiet ({params})", r.name);
     } else {
         let _ = writeln!(out, "    {} / {pname}{on} ({params})", r.name);
     }
@@ -536,16 +549,15 @@ fn shim(out: &mut String, r: &Row) -> Result<(), String> {
 
 /// A length expression of `len(P)=E` as Rust (an `i64`): a parameter, a
 /// parameter plus one, a constant of `crate::abi`, or `*NAME`, what an
-/// in-out `int *` argument holds (a negative one counts as no room).
+/// in-out `int *` argument holds (a negative one, or a null pointer,
+/// counts as no room).
 fn len_expr(r: &Row, e: &str) -> Result<String, String> {
     if let Some(name) = e.strip_prefix('*') {
         if r.params
             .iter()
             .any(|p| p.name == name && p.ctype == "int *")
         {
-            return Ok(format!(
-                "i64::from(crate::ffi::args::value({name})?).max(0)"
-            ));
+            return Ok(format!("crate::ffi::args::room({name})?"));
         }
         return Err(format!("len(..)={e}: `{name}` is not an `int *` parameter"));
     }

@@ -158,6 +158,23 @@ pub(crate) unsafe fn value<T: Copy>(p: *const T) -> Res<T> {
     unsafe { super::raw::get(p) }
 }
 
+/// The room an in-out length `int *` gives a string: what it holds, or
+/// none for a null pointer (the tools interface lets a program pass NULL
+/// for a string it does not want, and its length).
+///
+/// # Safety
+/// As for [`value`].
+///
+/// # Errors
+/// None: a null pointer is no room.
+pub(crate) unsafe fn room(p: *const c_int) -> Res<i64> {
+    if p.is_null() {
+        return Ok(0);
+    }
+    // SAFETY: forwarded; not null.
+    Ok(i64::from(unsafe { value(p)? }).max(0))
+}
+
 /// The string an in-argument `const char *` points to.
 ///
 /// # Safety
@@ -307,6 +324,11 @@ pub(crate) struct TextOut<'a> {
 }
 
 impl TextOut<'_> {
+    /// True for a null buffer or one of no bytes (nothing can be written).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.p.is_null() || self.cap == 0
+    }
+
     /// Copies `s`, cut to the capacity less one, and a NUL; its length to
     /// `len` when given.
     ///

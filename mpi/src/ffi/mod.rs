@@ -48,12 +48,22 @@ pub(crate) mod raw;
 /// becomes `MPI_ERR_INTERN`; a decoder's failure is the call's) and raised
 /// through the error handler of communicator `[on]` (`MPI_COMM_SELF`'s
 /// without it). With `fast call;`, that call runs first under the same
-/// guard ([`guard_fast`]). A `raw` function's body returns the C value
-/// itself, unguarded.
+/// guard ([`guard_fast`]). A `quiet` function's failure is returned as
+/// its class with no handler run ([`guard_quiet`]: the tools interface).
+/// A `raw` function's body returns the C value itself, unguarded.
 macro_rules! export {
     ($(#[$meta:meta])* $name:ident / $pname:ident $([$on:ident])? ($($arg:ident : $ty:ty),* $(,)?) $(fast $fast:expr;)? => $call:expr) => {
         $crate::ffi::export!(@pair $(#[$meta])* $name / $pname ($($arg: $ty),*) -> std::ffi::c_int {
             $crate::ffi::export!(@guarded stringify!($name), [$($on)?] $(fast $fast;)? => $call)
+        });
+    };
+    ($(#[$meta:meta])* $name:ident / $pname:ident quiet ($($arg:ident : $ty:ty),* $(,)?) => $call:expr) => {
+        $crate::ffi::export!(@pair $(#[$meta])* $name / $pname ($($arg: $ty),*) -> std::ffi::c_int {
+            $crate::ffi::guard_quiet(move || -> $crate::error::Res {
+                // SAFETY: as for a guarded body.
+                #[allow(unused_unsafe)]
+                unsafe { $call }
+            })
         });
     };
     ($(#[$meta:meta])* $name:ident / $pname:ident raw ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty => $call:expr) => {
@@ -125,6 +135,20 @@ pub(crate) fn guard(call: &'static str, body: impl FnOnce() -> Res) -> c_int {
     match outcome {
         Ok(Ok(())) => MPI_SUCCESS,
         outcome => settle(call, outcome),
+    }
+}
+
+/// Runs a body of the tools interface: `MPI_SUCCESS` or the failure's
+/// class, returned with no error handler run (MPI 4.1 §15.3.1); a class
+/// that is not the tools interface's (a decoder's refusal of a bad
+/// pointer) is `MPI_T_ERR_INVALID`, a panic `MPI_ERR_INTERN`.
+pub(crate) fn guard_quiet(body: impl FnOnce() -> Res) -> c_int {
+    use crate::abi::class::{MPI_T_ERR_CANNOT_INIT, MPI_T_ERR_INVALID};
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => MPI_SUCCESS,
+        Ok(Err(f)) if f.class >= MPI_T_ERR_CANNOT_INIT => f.class,
+        Ok(Err(_)) => MPI_T_ERR_INVALID,
+        Err(_) => crate::abi::class::MPI_ERR_INTERN,
     }
 }
 

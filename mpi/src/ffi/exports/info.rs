@@ -39,7 +39,7 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Info_get_string`: [`crate::info::calls::info_get_string`].
     MPI_Info_get_string / PMPI_Info_get_string (info: usize, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int)
-    => crate::info::calls::info_get_string(info, crate::ffi::args::text(key)?, crate::ffi::args::out(buflen), crate::ffi::args::text_out(value, i64::from(crate::ffi::args::value(buflen)?).max(0)), crate::ffi::args::out(flag))
+    => crate::info::calls::info_get_string(info, crate::ffi::args::text(key)?, crate::ffi::args::out(buflen), crate::ffi::args::text_out(value, crate::ffi::args::room(buflen)?), crate::ffi::args::out(flag))
 }
 
 crate::ffi::export! {

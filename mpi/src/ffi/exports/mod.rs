@@ -14,3 +14,4 @@ mod mpix;
 mod p2p;
 mod request;
 mod session;
+mod tools;

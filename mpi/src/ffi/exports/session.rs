@@ -33,7 +33,7 @@ crate::ffi::export! {
 crate::ffi::export! {
     /// `MPI_Session_get_nth_pset`: [`crate::session::session_get_nth_pset`].
     MPI_Session_get_nth_pset / PMPI_Session_get_nth_pset [session] (session: usize, info: usize, n: c_int, pset_len: *mut c_int, pset_name: *mut c_char)
-    => crate::session::session_get_nth_pset(session, info, n, crate::ffi::args::out(pset_len), crate::ffi::args::text_out(pset_name, i64::from(crate::ffi::args::value(pset_len)?).max(0)))
+    => crate::session::session_get_nth_pset(session, info, n, crate::ffi::args::out(pset_len), crate::ffi::args::text_out(pset_name, crate::ffi::args::room(pset_len)?))
 }
 
 crate::ffi::export! {
