@@ -17,6 +17,8 @@
 #      tests (ci/mpi-test.sh: ferry's mpicc, mpiexec and mpiexec.hydra);
 #      mpi4py built with ferry's mpicc, and its test suite on 1, 2 and 4
 #      ranks (ci/mpi4py-test.sh; python3-venv and python3-dev installed there);
+#      HPC Challenge and NetPIPE from Debian's source packages, built
+#      unmodified with ferry's mpicc, and their own checks (ci/programs.sh);
 #   5. the ofi device on libfabric's tcp;ofi_rxm and shm providers
 #      (ci/ofi.sh), then a job split across two "nodes" over shm + ofi, then
 #      jobs across two hosts made of network and UTS namespaces, started by
@@ -159,6 +161,9 @@ bash ci/mpi-test.sh
 
 step "mpi4py 4.1 built from its sdist with ferry's mpicc: import, a 4-rank program, its own test suite on 1, 2 and 4 ranks"
 bash ci/mpi4py-test.sh
+
+step "well-known MPI programs built unmodified with ferry's mpicc: HPC Challenge (4 ranks) and NetPIPE (2 ranks), their own validation"
+bash ci/programs.sh
 
 step "ofi device: tcp;ofi_rxm and shm providers"
 FERRY_OFI_SKIP_CLIPPY=1 bash ci/ofi.sh
