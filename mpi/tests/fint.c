@@ -5,7 +5,9 @@
  * object lives (communicators, datatypes, groups, ops, infos, error
  * handlers, messages, requests on MPI_COMM_WORLD and on a duplicate),
  * statuses convert field by field, and a freed object's integer no
- * longer names a live one. */
+ * longer names a live one. The ABI's Fortran queries: what a binding sets
+ * once (its info, its LOGICAL values) reads back, a second set is
+ * MPI_ERR_ABI. */
 #include "check.h"
 
 static void noop(void *in, void *inout, int *len, MPI_Datatype *dt) {
@@ -103,5 +105,33 @@ int main(int argc, char **argv) {
     OK(MPI_Group_free(&g));
     OK(MPI_Type_free(&pair));
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    /* The Fortran ABI queries: nothing set yet, then a binding's facts. */
+    MPI_Info fi;
+    int nkeys = -1, is_set = -1, t4 = 0, f4 = 0;
+    OK(MPI_Abi_get_fortran_info(&fi));
+    OK(MPI_Info_get_nkeys(fi, &nkeys)); EQ(nkeys, 0);
+    OK(MPI_Info_free(&fi));
+    OK(MPI_Abi_get_fortran_booleans(4, &t4, &f4, &is_set)); EQ(is_set, 0);
+    MPI_Info mine;
+    OK(MPI_Info_create(&mine));
+    OK(MPI_Info_set(mine, "mpi_integer_size", "4"));
+    OK(MPI_Abi_set_fortran_info(mine));
+    ERR(MPI_ERR_ABI, MPI_Abi_set_fortran_info(mine));
+    OK(MPI_Info_free(&mine));
+    OK(MPI_Abi_get_fortran_info(&fi));
+    char iv[8];
+    int vlen = sizeof iv, found = 0;
+    OK(MPI_Info_get_string(fi, "mpi_integer_size", &vlen, iv, &found));
+    EQ(found, 1); EQ(atoi(iv), 4);
+    OK(MPI_Info_free(&fi));
+    int yes = -1, no = 0;
+    ERR(MPI_ERR_ARG, MPI_Abi_set_fortran_booleans(3, &yes, &no));
+    OK(MPI_Abi_set_fortran_booleans(4, &yes, &no));
+    ERR(MPI_ERR_ABI, MPI_Abi_set_fortran_booleans(4, &yes, &no));
+    OK(MPI_Abi_get_fortran_booleans(4, &t4, &f4, &is_set));
+    EQ(is_set, 1); EQ(t4, -1); EQ(f4, 0);
+    long long t8 = 5;
+    OK(MPI_Abi_get_fortran_booleans(8, &t8, &t8, &is_set)); EQ(is_set, 0); EQ(t8, 5);
+
     check_done("fint");
 }

@@ -4,3 +4,4 @@
 
 pub(crate) mod environment;
 pub(crate) mod errors;
+pub(crate) mod fortran;

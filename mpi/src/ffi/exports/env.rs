@@ -103,6 +103,30 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
+    /// `MPI_Abi_get_fortran_info`: [`crate::env::fortran::abi_get_fortran_info`].
+    MPI_Abi_get_fortran_info / PMPI_Abi_get_fortran_info (info: *mut usize)
+    => crate::env::fortran::abi_get_fortran_info(crate::ffi::args::out(info))
+}
+
+crate::ffi::export! {
+    /// `MPI_Abi_set_fortran_info`: [`crate::env::fortran::abi_set_fortran_info`].
+    MPI_Abi_set_fortran_info / PMPI_Abi_set_fortran_info (info: usize)
+    => crate::env::fortran::abi_set_fortran_info(info)
+}
+
+crate::ffi::export! {
+    /// `MPI_Abi_get_fortran_booleans`: [`crate::env::fortran::abi_get_fortran_booleans`].
+    MPI_Abi_get_fortran_booleans / PMPI_Abi_get_fortran_booleans (logical_size: c_int, logical_true: *mut c_void, logical_false: *mut c_void, is_set: *mut c_int)
+    => crate::env::fortran::abi_get_fortran_booleans(logical_size, crate::ffi::args::recv_buf(logical_true), crate::ffi::args::recv_buf(logical_false), crate::ffi::args::out(is_set))
+}
+
+crate::ffi::export! {
+    /// `MPI_Abi_set_fortran_booleans`: [`crate::env::fortran::abi_set_fortran_booleans`].
+    MPI_Abi_set_fortran_booleans / PMPI_Abi_set_fortran_booleans (logical_size: c_int, logical_true: *mut c_void, logical_false: *mut c_void)
+    => crate::env::fortran::abi_set_fortran_booleans(logical_size, crate::ffi::args::recv_buf(logical_true), crate::ffi::args::recv_buf(logical_false))
+}
+
+crate::ffi::export! {
     /// `MPI_Info_create_env`: [`crate::env::environment::info_create_env`].
     MPI_Info_create_env / PMPI_Info_create_env (argc: c_int, argv: *mut *mut c_char, info: *mut usize)
     => crate::env::environment::info_create_env(argc, crate::ffi::args::c_strings(argv, i64::from(argc)), crate::ffi::args::out(info))
