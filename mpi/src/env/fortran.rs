@@ -19,8 +19,10 @@ use crate::state::lock;
 
 /// The binding's info, once set.
 static INFO: Mutex<Option<Info>> = Mutex::new(None);
-/// The binding's `LOGICAL` values, once set: size, `.TRUE.`, `.FALSE.`.
-static BOOLEANS: Mutex<Option<(usize, Vec<u8>, Vec<u8>)>> = Mutex::new(None);
+/// A binding's `LOGICAL`: its size, the bits of `.TRUE.` and `.FALSE.`.
+type Logical = (usize, Vec<u8>, Vec<u8>);
+/// The binding's `LOGICAL` values, once set.
+static BOOLEANS: Mutex<Option<Logical>> = Mutex::new(None);
 
 fn once() -> Fail {
     Fail::new(
