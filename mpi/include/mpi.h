@@ -336,7 +336,12 @@ enum {
     MPI_COMBINER_F90_REAL = 114,
     MPI_COMBINER_F90_COMPLEX = 115,
     MPI_COMBINER_RESIZED = 116,
-    MPI_COMBINER_VALUE_INDEX = 117
+    MPI_COMBINER_VALUE_INDEX = 117,
+    /* Fortran datatype matching (MPI_Type_match_size) */
+    MPIX_TYPECLASS_LOGICAL = 191,
+    MPI_TYPECLASS_INTEGER = 192,
+    MPI_TYPECLASS_REAL = 193,
+    MPI_TYPECLASS_COMPLEX = 194
 };
 
 enum {
@@ -789,6 +794,7 @@ int MPI_Grequest_complete(MPI_Request request);
 
 /* Datatypes */
 int MPI_Type_size(MPI_Datatype datatype, int *size);
+int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
 int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
 int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
 int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent);
@@ -1344,6 +1350,7 @@ int PMPI_Grequest_complete(MPI_Request request);
 
 /* Datatypes */
 int PMPI_Type_size(MPI_Datatype datatype, int *size);
+int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
 int PMPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
 int PMPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
 int PMPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent);

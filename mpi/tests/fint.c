@@ -7,7 +7,7 @@
  * statuses convert field by field, and a freed object's integer no
  * longer names a live one. The ABI's Fortran queries: what a binding sets
  * once (its info, its LOGICAL values) reads back, a second set is
- * MPI_ERR_ABI. */
+ * MPI_ERR_ABI; MPI_Type_match_size. */
 #include "check.h"
 
 static void noop(void *in, void *inout, int *len, MPI_Datatype *dt) {
@@ -132,6 +132,16 @@ int main(int argc, char **argv) {
     EQ(is_set, 1); EQ(t4, -1); EQ(f4, 0);
     long long t8 = 5;
     OK(MPI_Abi_get_fortran_booleans(8, &t8, &t8, &is_set)); EQ(is_set, 0); EQ(t8, 5);
+
+    /* Fortran sized types by class and size. */
+    MPI_Datatype mt;
+    OK(MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, &mt)); TRUE(mt == MPI_REAL8);
+    OK(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 4, &mt)); TRUE(mt == MPI_INTEGER4);
+    OK(MPI_Type_match_size(MPI_TYPECLASS_COMPLEX, 16, &mt)); TRUE(mt == MPI_COMPLEX16);
+    int msz;
+    OK(MPI_Type_size(mt, &msz)); EQ(msz, 16);
+    ERR(MPI_ERR_ARG, MPI_Type_match_size(MPI_TYPECLASS_REAL, 3, &mt));
+    ERR(MPI_ERR_ARG, MPI_Type_match_size(7, 4, &mt));
 
     check_done("fint");
 }

@@ -58,6 +58,22 @@ pub(crate) fn type_size(datatype: usize, mut size: Out<'_, c_int>) -> Res {
     size.set(c_int::try_from(ty.size()).unwrap_or(crate::abi::MPI_UNDEFINED))
 }
 
+/// `MPI_Type_match_size`: the Fortran sized type of a class
+/// (`MPI_TYPECLASS_INTEGER`, `_REAL`, `_COMPLEX`, `MPIX_TYPECLASS_LOGICAL`)
+/// and a size in bytes; usable before `MPI_Init`.
+pub(crate) fn type_match_size(typeclass: c_int, size: c_int, mut datatype: Out<'_, usize>) -> Res {
+    let t = usize::try_from(size)
+        .ok()
+        .and_then(|s| super::predefined::match_size(typeclass, s))
+        .ok_or_else(|| {
+            Fail::msg(
+                crate::abi::class::MPI_ERR_ARG,
+                format!("no type of class {typeclass} has {size} bytes"),
+            )
+        })?;
+    datatype.set(t)
+}
+
 /// `MPI_Type_size_x`.
 pub(crate) fn type_size_x(datatype: usize, mut size: Out<'_, i64>) -> Res {
     let ty = rt()?.any_type(datatype)?;

@@ -19,6 +19,12 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
+    /// `MPI_Type_match_size`: [`crate::datatype::types::type_match_size`].
+    MPI_Type_match_size / PMPI_Type_match_size (typeclass: c_int, size: c_int, datatype: *mut usize)
+    => crate::datatype::types::type_match_size(typeclass, size, crate::ffi::args::out(datatype))
+}
+
+crate::ffi::export! {
     /// `MPI_Type_size_x`: [`crate::datatype::types::type_size_x`].
     MPI_Type_size_x / PMPI_Type_size_x (datatype: usize, size: *mut i64)
     => crate::datatype::types::type_size_x(datatype, crate::ffi::args::out(size))
