@@ -327,6 +327,29 @@ pub fn int_count(count: i64) -> c_int {
     c_int::try_from(count).unwrap_or(crate::abi::MPI_UNDEFINED)
 }
 
+/// `MPI_Type_match_size`'s classes (mpi.h).
+pub(crate) const MPIX_TYPECLASS_LOGICAL: std::ffi::c_int = 191;
+/// See [`MPIX_TYPECLASS_LOGICAL`].
+pub(crate) const MPI_TYPECLASS_INTEGER: std::ffi::c_int = 192;
+/// See [`MPIX_TYPECLASS_LOGICAL`].
+pub(crate) const MPI_TYPECLASS_REAL: std::ffi::c_int = 193;
+/// See [`MPIX_TYPECLASS_LOGICAL`].
+pub(crate) const MPI_TYPECLASS_COMPLEX: std::ffi::c_int = 194;
+
+/// The Fortran sized type of `class` and `size` bytes
+/// (`MPI_Type_match_size`): `MPI_INTEGERn`, `MPI_REALn`, `MPI_COMPLEXn`,
+/// `MPI_LOGICALn`; `None` for a size the class has no type of.
+pub(crate) fn match_size(class: std::ffi::c_int, size: usize) -> Option<usize> {
+    let table: &[(usize, usize)] = match class {
+        MPI_TYPECLASS_INTEGER => &[(1, 0x2c1), (2, 0x2c9), (4, 0x2d1), (8, 0x2d9), (16, 0x2e1)],
+        MPI_TYPECLASS_REAL => &[(2, 0x2ca), (4, 0x2d2), (8, 0x2da), (16, 0x2e2)],
+        MPI_TYPECLASS_COMPLEX => &[(4, 0x2d3), (8, 0x2db), (16, 0x2e3), (32, 0x2eb)],
+        MPIX_TYPECLASS_LOGICAL => &[(1, 0x2c0), (2, 0x2c8), (4, 0x2d0), (8, 0x2d8), (16, 0x2e0)],
+        _ => return None,
+    };
+    table.iter().find(|e| e.0 == size).map(|e| e.1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,25 +429,3 @@ mod tests {
     }
 }
 
-/// `MPI_Type_match_size`'s classes (mpi.h).
-pub(crate) const MPIX_TYPECLASS_LOGICAL: std::ffi::c_int = 191;
-/// See [`MPIX_TYPECLASS_LOGICAL`].
-pub(crate) const MPI_TYPECLASS_INTEGER: std::ffi::c_int = 192;
-/// See [`MPIX_TYPECLASS_LOGICAL`].
-pub(crate) const MPI_TYPECLASS_REAL: std::ffi::c_int = 193;
-/// See [`MPIX_TYPECLASS_LOGICAL`].
-pub(crate) const MPI_TYPECLASS_COMPLEX: std::ffi::c_int = 194;
-
-/// The Fortran sized type of `class` and `size` bytes
-/// (`MPI_Type_match_size`): `MPI_INTEGERn`, `MPI_REALn`, `MPI_COMPLEXn`,
-/// `MPI_LOGICALn`; `None` for a size the class has no type of.
-pub(crate) fn match_size(class: std::ffi::c_int, size: usize) -> Option<usize> {
-    let table: &[(usize, usize)] = match class {
-        MPI_TYPECLASS_INTEGER => &[(1, 0x2c1), (2, 0x2c9), (4, 0x2d1), (8, 0x2d9), (16, 0x2e1)],
-        MPI_TYPECLASS_REAL => &[(2, 0x2ca), (4, 0x2d2), (8, 0x2da), (16, 0x2e2)],
-        MPI_TYPECLASS_COMPLEX => &[(4, 0x2d3), (8, 0x2db), (16, 0x2e3), (32, 0x2eb)],
-        MPIX_TYPECLASS_LOGICAL => &[(1, 0x2c0), (2, 0x2c8), (4, 0x2d0), (8, 0x2d8), (16, 0x2e0)],
-        _ => return None,
-    };
-    table.iter().find(|e| e.0 == size).map(|e| e.1)
-}
