@@ -4,7 +4,8 @@
  * communicator made from a set's group and used; errors go to the
  * session's handler (MPI_ERRORS_RETURN, then the program's own, called
  * with the session's handle; MPI_Session_call_errhandler); handles as
- * integers. Beside MPI_Init: a second session, then MPI_Init and
+ * integers; a buffer attached to the session serves MPI_Bsend, flushes
+ * and detaches. Beside MPI_Init: a second session, then MPI_Init and
  * MPI_Finalize while the sessions live, and the session's communicator
  * still works after MPI_Finalize; the last MPI_Session_finalize ends MPI. */
 #include <mpi.h>
@@ -100,6 +101,25 @@ int main(void) {
     EQ(crank, me); EQ(csize, size);
     OK(MPI_Allreduce(&crank, &sum, 1, MPI_INT, MPI_SUM, comm));
     EQ(sum, size * (size - 1) / 2);
+
+    /* A session's buffer serves buffered sends on its communicator. */
+    int bsize = 4 * (64 + MPI_BSEND_OVERHEAD);
+    char *bbuf = malloc(bsize);
+    OK(MPI_Session_attach_buffer(s, bbuf, bsize));
+    int right = (crank + 1) % csize, left = (crank + csize - 1) % csize, bgot = -1;
+    OK(MPI_Bsend(&crank, 1, MPI_INT, right, 9, comm));
+    OK(MPI_Recv(&bgot, 1, MPI_INT, left, 9, comm, MPI_STATUS_IGNORE));
+    EQ(bgot, left);
+    OK(MPI_Session_flush_buffer(s));
+    MPI_Request fr;
+    OK(MPI_Session_iflush_buffer(s, &fr));
+    OK(MPI_Wait(&fr, MPI_STATUS_IGNORE));
+    void *back = NULL;
+    int bsz = 0;
+    OK(MPI_Session_detach_buffer(s, &back, &bsz));
+    if (back != bbuf) FAIL("detach gave another buffer");
+    EQ(bsz, bsize);
+    free(bbuf);
 
     /* Errors go to the session's handler. */
     MPI_Group none;

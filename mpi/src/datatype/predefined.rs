@@ -428,4 +428,3 @@ mod tests {
         assert_eq!(int_count(1 << 40), crate::abi::MPI_UNDEFINED);
     }
 }
-

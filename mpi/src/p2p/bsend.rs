@@ -12,8 +12,10 @@
 //! a buffer of its own.
 //!
 //! A buffer attached to a communicator (MPI 4.1, `commbuf.rs`) serves the
-//! buffered sends on it before the process's buffer; those are kept here
-//! by the communicator's context id.
+//! buffered sends on it before the process's buffer; a session's serves
+//! them after it (ferry does not record which session a communicator came
+//! from, so any session's buffer serves a communicator with none of its
+//! own when no process buffer is attached). Those are kept here by owner.
 
 use std::ffi::c_int;
 
@@ -55,8 +57,17 @@ pub(crate) fn mark() -> u64 {
     NUMBER.load(Ordering::Relaxed)
 }
 
-/// The buffers attached to communicators, by context id.
-pub(crate) static COMM_BUFS: Mutex<Vec<(u32, Attached)>> = Mutex::new(Vec::new());
+/// Who a buffer other than the process's is attached to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// A communicator, by context id (`MPI_Comm_attach_buffer`).
+    Comm(u32),
+    /// A session, by handle (`MPI_Session_attach_buffer`).
+    Session(usize),
+}
+
+/// The buffers attached to communicators and sessions.
+pub(crate) static OWNED_BUFS: Mutex<Vec<(Owner, Attached)>> = Mutex::new(Vec::new());
 
 /// The attached buffer and the messages in flight from it.
 #[derive(Debug)]
@@ -151,20 +162,31 @@ pub(crate) fn bsend_wide(
         return Ok(MpiStatus::EMPTY);
     }
     {
-        let mut bufs = lock(&COMM_BUFS);
-        if let Some((_, a)) = bufs.iter_mut().find(|(k, _)| *k == c.context()) {
+        let mut bufs = lock(&OWNED_BUFS);
+        let own = Owner::Comm(c.context());
+        if let Some((_, a)) = bufs.iter_mut().find(|(k, _)| *k == own) {
             return place(a, c, buf, count, ty, len, dest, tag);
         }
     }
-    rt.bsend().with(|slot| {
-        let a = slot.as_mut().ok_or_else(|| {
+    let done = rt.bsend().with(|slot| {
+        slot.as_mut()
+            .map(|a| place(a, c, buf, count, ty, len, dest, tag))
+    })?;
+    if let Some(r) = done {
+        return r;
+    }
+    let mut bufs = lock(&OWNED_BUFS);
+    let a = bufs
+        .iter_mut()
+        .find(|(k, _)| matches!(k, Owner::Session(h) if crate::session::check(*h).is_ok()))
+        .map(|(_, a)| a)
+        .ok_or_else(|| {
             Fail::new(
                 MPI_ERR_BUFFER,
                 "a buffered send with no buffer attached (MPI_Buffer_attach)",
             )
         })?;
-        place(a, c, buf, count, ty, len, dest, tag)
-    })?
+    place(a, c, buf, count, ty, len, dest, tag)
 }
 
 /// Copies a buffered message into `a` and sends it from there.
@@ -217,11 +239,12 @@ pub(crate) fn detach(rt: &Runtime) -> Res<Option<(usize, usize)>> {
     Ok(Some(a.region()))
 }
 
-/// At `MPI_Finalize` (see [`detach_at_finalize`]): the process's buffer
-/// and every communicator's are flushed and detached.
+/// At the runtime's end (see [`detach_at_finalize`]): the process's
+/// buffer and every communicator's and session's are flushed and
+/// detached.
 pub(crate) fn detach_all(rt: &Runtime) -> Res {
     detach(rt)?;
-    let bufs = std::mem::take(&mut *lock(&COMM_BUFS));
+    let bufs = std::mem::take(&mut *lock(&OWNED_BUFS));
     for (_, mut a) in bufs {
         a.flush();
     }

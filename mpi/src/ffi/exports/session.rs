@@ -77,3 +77,39 @@ crate::ffi::export! {
     MPI_Session_call_errhandler / PMPI_Session_call_errhandler raw (session: usize, errorcode: c_int) -> c_int
     => crate::ffi::session_call_errhandler(session, errorcode)
 }
+
+crate::ffi::export! {
+    /// `MPI_Session_attach_buffer`: [`crate::p2p::commbuf::session_attach_buffer`].
+    MPI_Session_attach_buffer / PMPI_Session_attach_buffer [session] (session: usize, buffer: *mut c_void, size: c_int)
+    => crate::p2p::commbuf::session_attach_buffer(session, crate::ffi::args::recv_buf(buffer), size)
+}
+
+crate::ffi::export! {
+    /// `MPI_Session_detach_buffer`: [`crate::p2p::commbuf::session_detach_buffer`].
+    MPI_Session_detach_buffer / PMPI_Session_detach_buffer [session] (session: usize, buffer_addr: *mut c_void, size: *mut c_int)
+    => crate::p2p::commbuf::session_detach_buffer(session, crate::ffi::args::out(buffer_addr.cast::<usize>()), crate::ffi::args::out(size))
+}
+
+crate::ffi::export! {
+    /// `MPI_Session_flush_buffer`: [`crate::p2p::commbuf::session_flush_buffer`].
+    MPI_Session_flush_buffer / PMPI_Session_flush_buffer [session] (session: usize)
+    => crate::p2p::commbuf::session_flush_buffer(session)
+}
+
+crate::ffi::export! {
+    /// `MPI_Session_iflush_buffer`: [`crate::p2p::commbuf::session_iflush_buffer`].
+    MPI_Session_iflush_buffer / PMPI_Session_iflush_buffer [session] (session: usize, request: *mut usize)
+    => crate::p2p::commbuf::session_iflush_buffer(session, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Session_attach_buffer_c`: [`crate::p2p::commbuf::session_attach_buffer`].
+    MPI_Session_attach_buffer_c / PMPI_Session_attach_buffer_c [session] (session: usize, buffer: *mut c_void, size: i64)
+    => crate::p2p::commbuf::session_attach_buffer(session, crate::ffi::args::recv_buf(buffer), size)
+}
+
+crate::ffi::export! {
+    /// `MPI_Session_detach_buffer_c`: [`crate::p2p::commbuf::session_detach_buffer`].
+    MPI_Session_detach_buffer_c / PMPI_Session_detach_buffer_c [session] (session: usize, buffer_addr: *mut c_void, size: *mut i64)
+    => crate::p2p::commbuf::session_detach_buffer(session, crate::ffi::args::out(buffer_addr.cast::<usize>()), crate::ffi::args::out(size))
+}
