@@ -69,8 +69,15 @@
 //! [`Comm::split`], [`Comm::split_type`] and [`Comm::create`] with a
 //! [`Group`]; their context ids are agreed by every member; a Cartesian
 //! grid is a [`topology::CartComm`] ([`Comm::cart`]: coordinates,
-//! shifts, subgrids, reorder by node). See the `coll` and `contexts`
-//! module docs in the source for the algorithms.
+//! shifts, subgrids, reorder by node), a distributed graph a
+//! [`topology::DistGraphComm`] ([`Comm::dist_graph_adjacent`]), and both
+//! have the neighborhood collectives ([`topology::Neighborhood`]:
+//! `neighbor_allgather(v)`, `neighbor_alltoall(v)`, blocking and
+//! nonblocking). A [`World`] names the process sets of MPI's sessions
+//! ([`World::pset_group`]: `mpi://WORLD`, `mpi://SELF`, `mpi://shared`).
+//! What a tool lists and reads: [`tools`] (the settings in force, the
+//! counters). See the `coll` and `contexts` module docs in the source for
+//! the algorithms.
 //!
 //! ## Features
 //! - `shm` (default): the shared-memory device; needs nothing but Rust.
