@@ -13,7 +13,7 @@
 //! no session), a new session fails with `MPI_ERR_OTHER`.
 
 use std::ffi::c_int;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use ferry::psets::PSETS;
 
@@ -21,7 +21,7 @@ use crate::abi::callback::SessionErrhFn;
 use crate::abi::class::*;
 use crate::abi::*;
 use crate::env::errors::errh_of;
-use crate::errhandler::{Errh, UserErrh, ERRHANDLERS};
+use crate::errhandler::Errh;
 use crate::error::{Fail, Res};
 use crate::ffi::args::{Out, TextOut};
 use crate::handle::{Kind, Table};
@@ -182,16 +182,13 @@ pub(crate) fn group_from_session_pset(
     crate::comm::group::store(rt()?, g, &mut newgroup)
 }
 
-/// `MPI_Session_create_errhandler`.
+/// `MPI_Session_create_errhandler` (a session's handler has the shape
+/// of a communicator's).
 pub(crate) fn session_create_errhandler(
     function: Option<SessionErrhFn>,
-    mut errhandler: Out<'_, usize>,
+    errhandler: Out<'_, usize>,
 ) -> Res {
-    let func = function.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null error handler function"))?;
-    let h = lock(&ERRHANDLERS)
-        .insert(Errh::User(Arc::new(UserErrh { func })))
-        .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many error handlers"))?;
-    errhandler.set(h)
+    crate::env::errors::comm_create_errhandler(function, errhandler)
 }
 
 /// `MPI_Session_set_errhandler`.
@@ -204,13 +201,7 @@ pub(crate) fn session_set_errhandler(session: usize, errhandler: usize) -> Res {
 /// the same user handler.
 pub(crate) fn session_get_errhandler(session: usize, mut errhandler: Out<'_, usize>) -> Res {
     let errh = with(session, |s| s.errh.clone())?;
-    let h = match errh.predefined_handle() {
-        Some(h) => h,
-        None => lock(&ERRHANDLERS)
-            .insert(errh)
-            .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many error handlers"))?,
-    };
-    errhandler.set(h)
+    errhandler.set(crate::env::errors::handle_of(errh)?)
 }
 
 /// Checks `h` names a live session (`MPI_Session_call_errhandler`).

@@ -37,13 +37,18 @@ pub(crate) fn comm_set_errhandler(comm: usize, errhandler: usize) -> Res {
 pub(crate) fn comm_get_errhandler(comm: usize, mut errhandler: Out<'_, usize>) -> Res {
     let rt = rt()?;
     let errh = lock(&rt.comm(comm)?.meta).errh.clone();
-    let h = match errh.predefined_handle() {
-        Some(h) => h,
+    errhandler.set(handle_of(errh)?)
+}
+
+/// A handle for `errh`: its predefined one, or a new handle to the same
+/// user handler (the program frees it with `MPI_Errhandler_free`).
+pub(crate) fn handle_of(errh: Errh) -> Res<usize> {
+    match errh.predefined_handle() {
+        Some(h) => Ok(h),
         None => lock(&ERRHANDLERS)
             .insert(errh)
-            .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many error handlers"))?,
-    };
-    errhandler.set(h)
+            .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many error handlers")),
+    }
 }
 
 /// `MPI_Comm_create_errhandler`.
@@ -52,10 +57,7 @@ pub(crate) fn comm_create_errhandler(
     mut errhandler: Out<'_, usize>,
 ) -> Res {
     let func = function.ok_or_else(|| Fail::new(MPI_ERR_ARG, "a null error handler function"))?;
-    let h = lock(&ERRHANDLERS)
-        .insert(Errh::User(Arc::new(UserErrh { func })))
-        .ok_or_else(|| Fail::new(MPI_ERR_INTERN, "too many error handlers"))?;
-    errhandler.set(h)
+    errhandler.set(handle_of(Errh::User(Arc::new(UserErrh { func })))?)
 }
 
 /// `MPI_Errhandler_free`: the handle becomes `MPI_ERRHANDLER_NULL`;
