@@ -170,6 +170,28 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_free(&dup));
     ERR(MPI_ERR_COMM, MPI_Comm_flush_buffer(MPI_COMM_NULL));
 
+    /* MPI 4.1's status fields through calls; MPI_Status_set_elements_c. */
+    MPI_Status st41;
+    OK(MPI_Status_set_source(&st41, 3));
+    OK(MPI_Status_set_tag(&st41, 44));
+    OK(MPI_Status_set_error(&st41, MPI_ERR_TRUNCATE));
+    OK(MPI_Status_set_elements_c(&st41, MPI_INT, 5));
+    int f41 = -1;
+    OK(MPI_Status_get_source(&st41, &f41)); EQ(f41, 3);
+    OK(MPI_Status_get_tag(&st41, &f41)); EQ(f41, 44);
+    OK(MPI_Status_get_error(&st41, &f41)); EQ(f41, MPI_ERR_TRUNCATE);
+    OK(MPI_Get_count(&st41, MPI_INT, &f41)); EQ(f41, 5);
+
+    /* MPI-1's attribute calls, deprecated but in the standard. */
+    int kv, aval = 7, *aget = NULL, aflag = 0;
+    OK(MPI_Keyval_create(MPI_NULL_COPY_FN, MPI_NULL_DELETE_FN, &kv, NULL));
+    OK(MPI_Attr_put(MPI_COMM_WORLD, kv, &aval));
+    OK(MPI_Attr_get(MPI_COMM_WORLD, kv, &aget, &aflag));
+    EQ(aflag, 1); TRUE(aget == &aval);
+    OK(MPI_Attr_delete(MPI_COMM_WORLD, kv));
+    OK(MPI_Attr_get(MPI_COMM_WORLD, kv, &aget, &aflag)); EQ(aflag, 0);
+    OK(MPI_Keyval_free(&kv)); EQ(kv, MPI_KEYVAL_INVALID);
+
     check_done("misc41");
     return 0;
 }

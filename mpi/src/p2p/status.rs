@@ -74,9 +74,45 @@ pub(crate) fn status_set_elements_x(
 
 /// `MPI_Status_set_cancelled`.
 pub(crate) fn status_set_cancelled(mut status: Out<'_, MpiStatus>, flag: c_int) -> Res {
+    set_field(&mut status, |s| s.internal[2] = c_int::from(flag != 0))
+}
+
+/// `MPI_Status_get_source` (MPI 4.1: the fields through calls, for
+/// languages that cannot reach a struct's fields).
+pub(crate) fn status_get_source(status: MpiStatus, mut source: Out<'_, c_int>) -> Res {
+    source.set(status.source)
+}
+
+/// `MPI_Status_get_tag`.
+pub(crate) fn status_get_tag(status: MpiStatus, mut tag: Out<'_, c_int>) -> Res {
+    tag.set(status.tag)
+}
+
+/// `MPI_Status_get_error`.
+pub(crate) fn status_get_error(status: MpiStatus, mut error: Out<'_, c_int>) -> Res {
+    error.set(status.error)
+}
+
+/// Sets one field of `status` (the setters below).
+fn set_field(status: &mut Out<'_, MpiStatus>, f: impl FnOnce(&mut MpiStatus)) -> Res {
     let mut s = status.get()?;
-    s.internal[2] = c_int::from(flag != 0);
+    f(&mut s);
     status.set(s)
+}
+
+/// `MPI_Status_set_source`.
+pub(crate) fn status_set_source(mut status: Out<'_, MpiStatus>, source: c_int) -> Res {
+    set_field(&mut status, |s| s.source = source)
+}
+
+/// `MPI_Status_set_tag`.
+pub(crate) fn status_set_tag(mut status: Out<'_, MpiStatus>, tag: c_int) -> Res {
+    set_field(&mut status, |s| s.tag = tag)
+}
+
+/// `MPI_Status_set_error`.
+pub(crate) fn status_set_error(mut status: Out<'_, MpiStatus>, error: c_int) -> Res {
+    set_field(&mut status, |s| s.error = error)
 }
 
 /// `MPI_Test_cancelled`.

@@ -41,3 +41,33 @@ crate::ffi::export! {
     MPI_Comm_delete_attr / PMPI_Comm_delete_attr [comm] (comm: usize, comm_keyval: c_int)
     => crate::attr::calls::comm_delete_attr(comm, comm_keyval)
 }
+
+crate::ffi::export! {
+    /// `MPI_Keyval_create`: [`crate::attr::calls::comm_create_keyval`].
+    MPI_Keyval_create / PMPI_Keyval_create (copy_fn: usize, delete_fn: usize, keyval: *mut c_int, extra_state: *mut c_void)
+    => crate::attr::calls::comm_create_keyval(crate::ffi::args::copy_attr_fn(copy_fn), crate::ffi::args::delete_attr_fn(delete_fn), crate::ffi::args::out(keyval), extra_state as usize)
+}
+
+crate::ffi::export! {
+    /// `MPI_Keyval_free`: [`crate::attr::calls::comm_free_keyval`].
+    MPI_Keyval_free / PMPI_Keyval_free (keyval: *mut c_int)
+    => crate::attr::calls::comm_free_keyval(crate::ffi::args::out(keyval))
+}
+
+crate::ffi::export! {
+    /// `MPI_Attr_put`: [`crate::attr::calls::comm_set_attr`].
+    MPI_Attr_put / PMPI_Attr_put [comm] (comm: usize, keyval: c_int, attribute_val: *mut c_void)
+    => crate::attr::calls::comm_set_attr(comm, keyval, attribute_val as usize)
+}
+
+crate::ffi::export! {
+    /// `MPI_Attr_get`: [`crate::attr::calls::comm_get_attr`].
+    MPI_Attr_get / PMPI_Attr_get [comm] (comm: usize, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int)
+    => crate::attr::calls::comm_get_attr(comm, keyval, crate::ffi::args::out(attribute_val.cast::<usize>()), crate::ffi::args::out(flag))
+}
+
+crate::ffi::export! {
+    /// `MPI_Attr_delete`: [`crate::attr::calls::comm_delete_attr`].
+    MPI_Attr_delete / PMPI_Attr_delete [comm] (comm: usize, keyval: c_int)
+    => crate::attr::calls::comm_delete_attr(comm, keyval)
+}

@@ -158,6 +158,42 @@ crate::ffi::export! {
     => crate::p2p::status::test_cancelled(crate::ffi::args::value(status)?, crate::ffi::args::out(flag))
 }
 
+crate::ffi::export! {
+    /// `MPI_Status_get_source`: [`crate::p2p::status::status_get_source`].
+    MPI_Status_get_source / PMPI_Status_get_source (status: *const MpiStatus, source: *mut c_int)
+    => crate::p2p::status::status_get_source(crate::ffi::args::value(status)?, crate::ffi::args::out(source))
+}
+
+crate::ffi::export! {
+    /// `MPI_Status_get_tag`: [`crate::p2p::status::status_get_tag`].
+    MPI_Status_get_tag / PMPI_Status_get_tag (status: *const MpiStatus, tag: *mut c_int)
+    => crate::p2p::status::status_get_tag(crate::ffi::args::value(status)?, crate::ffi::args::out(tag))
+}
+
+crate::ffi::export! {
+    /// `MPI_Status_get_error`: [`crate::p2p::status::status_get_error`].
+    MPI_Status_get_error / PMPI_Status_get_error (status: *const MpiStatus, error: *mut c_int)
+    => crate::p2p::status::status_get_error(crate::ffi::args::value(status)?, crate::ffi::args::out(error))
+}
+
+crate::ffi::export! {
+    /// `MPI_Status_set_source`: [`crate::p2p::status::status_set_source`].
+    MPI_Status_set_source / PMPI_Status_set_source (status: *mut MpiStatus, source: c_int)
+    => crate::p2p::status::status_set_source(crate::ffi::args::out(status), source)
+}
+
+crate::ffi::export! {
+    /// `MPI_Status_set_tag`: [`crate::p2p::status::status_set_tag`].
+    MPI_Status_set_tag / PMPI_Status_set_tag (status: *mut MpiStatus, tag: c_int)
+    => crate::p2p::status::status_set_tag(crate::ffi::args::out(status), tag)
+}
+
+crate::ffi::export! {
+    /// `MPI_Status_set_error`: [`crate::p2p::status::status_set_error`].
+    MPI_Status_set_error / PMPI_Status_set_error (status: *mut MpiStatus, error: c_int)
+    => crate::p2p::status::status_set_error(crate::ffi::args::out(status), error)
+}
+
 // ---- Persistent point-to-point
 
 crate::ffi::export! {
@@ -433,6 +469,12 @@ crate::ffi::export! {
 }
 
 // ---- Large-count: statuses
+
+crate::ffi::export! {
+    /// `MPI_Status_set_elements_c`: [`crate::p2p::status::status_set_elements_x`].
+    MPI_Status_set_elements_c / PMPI_Status_set_elements_c (status: *mut MpiStatus, datatype: usize, count: i64)
+    => crate::p2p::status::status_set_elements_x(crate::ffi::args::out(status), datatype, count)
+}
 
 crate::ffi::export! {
     /// `MPI_Get_count_c`: [`crate::p2p::status::get_count_c`].
