@@ -8,19 +8,23 @@
 # ferry is faster). Writes docs/perf/neighbor.md and its raw output under
 # docs/perf/raw/neighbor/.
 #
-# Usage: benches/compare/neighbor.sh [--reps N] [--sizes 8,1k,64k] [--ranks "4 8"]
+# Usage: benches/compare/neighbor.sh [--reps N] [--sizes 8,1k,64k] [--ranks "4 8"] [--iters N]
+#   (--iters: timed calls per size, a tenth as many warm-up ones; default
+#   the program's, 1000 up to 8 KiB and 100 above: MPICH's calls take
+#   milliseconds oversubscribed, so a run of all three peers takes minutes)
 # Needs mpicc.openmpi and mpicc.mpich (ci/compare.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 # shellcheck source=ci/lib/packages.sh
 . ci/lib/packages.sh
-REPS=5 SIZES=8,1k,64k RANKS="4 8"
+REPS=5 SIZES=8,1k,64k RANKS="4 8" ITERS=""
 while [ $# -gt 0 ]; do
   case $1 in
     --reps) REPS=$2; shift 2;;
     --sizes) SIZES=$2; shift 2;;
     --ranks) RANKS=$2; shift 2;;
+    --iters) ITERS=$2; shift 2;;
     *) echo "neighbor.sh: unknown option $1" >&2; exit 2;;
   esac
 done
@@ -46,16 +50,16 @@ for rep in $(seq 1 "$REPS"); do
       for peer in ferry ompi mpich; do
         out="$raw/$peer-$op-$n-rep$rep.txt"
         # shellcheck disable=SC2046
-        timeout 600 $(launch $peer "$n") "$bin.$peer" "$op" "$SIZES" >"$out" 2>/dev/null \
+        timeout 600 $(launch $peer "$n") "$bin.$peer" "$op" "$SIZES" ${ITERS:+"$ITERS" $((ITERS / 10))} >"$out" 2>/dev/null \
           || echo "# FAILED (exit $?)" >>"$out"
       done
     done
   done
   echo "[neighbor] repetition $rep of $REPS done" >&2
 done
-python3 - "$raw" "$REPS" "$RANKS" >docs/perf/neighbor.md <<'PY'
+python3 - "$raw" "$REPS" "$RANKS" "${ITERS:-the program default}" >docs/perf/neighbor.md <<'PY'
 import glob, os, statistics, sys
-raw, reps, ranks = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+raw, reps, ranks, iters = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4]
 def rows(path):
     out = {}
     for line in open(path):
@@ -70,7 +74,7 @@ for p in glob.glob(os.path.join(raw, '*.txt')):
     for size, v in rows(p).items():
         data.setdefault((op, n, size, peer), []).append(v)
 print('# Neighborhood collectives on a 2-D periodic grid (issue 40)\n')
-print(f'`benches/compare/neighbor.sh --reps {reps}`: `src/mpi_neighbor.c` built with each MPI\'s `mpicc`,')
+print(f'`benches/compare/neighbor.sh --reps {reps}` (timed calls per size: {iters}): `src/mpi_neighbor.c` built with each MPI\'s `mpicc`,')
 print('4 and 8 ranks on 2 cores (oversubscribed, no rank pinned), the peers alternating run by run;')
 print('Open MPI with ob1 + vader, MPICH under Hydra. Figures: medians over the repetitions of the')
 print('average latency over the ranks (avg, µs) and rank 0\'s median call (p50, µs); ratio = peer / ferry')

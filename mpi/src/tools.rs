@@ -602,3 +602,47 @@ pub(crate) fn t_source_get_num(mut num_sources: Out<'_, c_int>) -> Res {
 pub(crate) fn t_source_get_timestamp(_source_index: c_int, _timestamp: Out<'_, i64>) -> Res {
     code(ready().and(Err(MPI_T_ERR_INVALID_INDEX)))
 }
+
+/// The event calls that take an event's index, registration or instance:
+/// ferry raises no events (`MPI_T_event_get_num` is 0), so no index is in
+/// range and no registration or instance can exist.
+macro_rules! no_event {
+    ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) => $class:ident;)*) => {$(
+        $(#[$doc])*
+        pub(crate) fn $name($($arg: $ty),*) -> Res {
+            $(let _ = $arg;)*
+            code(ready().and(Err($class)))
+        }
+    )*};
+}
+
+no_event! {
+    /// `MPI_T_event_get_info`.
+    t_event_get_info(event_index: c_int, name: TextOut<'_>, name_len: Out<'_, c_int>, verbosity: Out<'_, c_int>, array_of_datatypes: usize, array_of_displacements: usize, num_elements: Out<'_, c_int>, enumtype: Out<'_, usize>, info: Out<'_, usize>, desc: TextOut<'_>, desc_len: Out<'_, c_int>, bind: Out<'_, c_int>) => MPI_T_ERR_INVALID_INDEX;
+    /// `MPI_T_event_handle_alloc`.
+    t_event_handle_alloc(event_index: c_int, obj_handle: usize, info: usize, event_registration: Out<'_, usize>) => MPI_T_ERR_INVALID_INDEX;
+    /// `MPI_T_event_handle_set_info`.
+    t_event_handle_set_info(event_registration: usize, info: usize) => MPI_T_ERR_INVALID_HANDLE;
+    /// `MPI_T_event_handle_get_info`.
+    t_event_handle_get_info(event_registration: usize, info_used: Out<'_, usize>) => MPI_T_ERR_INVALID_HANDLE;
+    /// `MPI_T_event_register_callback`.
+    t_event_register_callback(event_registration: usize, cb_safety: c_int, info: usize, user_data: usize, event_cb_function: usize) => MPI_T_ERR_INVALID_HANDLE;
+    /// `MPI_T_event_callback_set_info`.
+    t_event_callback_set_info(event_registration: usize, cb_safety: c_int, info: usize) => MPI_T_ERR_INVALID_HANDLE;
+    /// `MPI_T_event_callback_get_info`.
+    t_event_callback_get_info(event_registration: usize, cb_safety: c_int, info_used: Out<'_, usize>) => MPI_T_ERR_INVALID_HANDLE;
+    /// `MPI_T_event_handle_free`.
+    t_event_handle_free(event_registration: usize, user_data: usize, free_cb_function: usize) => MPI_T_ERR_INVALID_HANDLE;
+    /// `MPI_T_event_set_dropped_handler`.
+    t_event_set_dropped_handler(event_registration: usize, dropped_cb_function: usize) => MPI_T_ERR_INVALID_HANDLE;
+    /// `MPI_T_event_read`.
+    t_event_read(event_instance: usize, element_index: c_int, buffer: usize) => MPI_T_ERR_INVALID_HANDLE;
+    /// `MPI_T_event_copy`.
+    t_event_copy(event_instance: usize, buffer: usize) => MPI_T_ERR_INVALID_HANDLE;
+    /// `MPI_T_event_get_timestamp`.
+    t_event_get_timestamp(event_instance: usize, event_timestamp: Out<'_, i64>) => MPI_T_ERR_INVALID_HANDLE;
+    /// `MPI_T_event_get_source`.
+    t_event_get_source(event_instance: usize, source_index: Out<'_, c_int>) => MPI_T_ERR_INVALID_HANDLE;
+    /// `MPI_T_source_get_info`: there are no sources.
+    t_source_get_info(source_index: c_int, name: TextOut<'_>, name_len: Out<'_, c_int>, desc: TextOut<'_>, desc_len: Out<'_, c_int>, ordering: Out<'_, c_int>, ticks_per_second: Out<'_, i64>, max_ticks: Out<'_, i64>, info: Out<'_, usize>) => MPI_T_ERR_INVALID_INDEX;
+}

@@ -7,7 +7,7 @@
  * statuses convert field by field, and a freed object's integer no
  * longer names a live one. The ABI's Fortran queries: what a binding sets
  * once (its info, its LOGICAL values) reads back, a second set is
- * MPI_ERR_ABI; MPI_Type_match_size. */
+ * MPI_ERR_ABI; MPI_Type_match_size and MPI_Type_create_f90_*. */
 #include "check.h"
 
 static void noop(void *in, void *inout, int *len, MPI_Datatype *dt) {
@@ -142,6 +142,12 @@ int main(int argc, char **argv) {
     OK(MPI_Type_size(mt, &msz)); EQ(msz, 16);
     ERR(MPI_ERR_ARG, MPI_Type_match_size(MPI_TYPECLASS_REAL, 3, &mt));
     ERR(MPI_ERR_ARG, MPI_Type_match_size(7, 4, &mt));
+    OK(MPI_Type_create_f90_integer(9, &mt)); TRUE(mt == MPI_INTEGER4);
+    OK(MPI_Type_create_f90_integer(10, &mt)); TRUE(mt == MPI_INTEGER8);
+    OK(MPI_Type_create_f90_real(10, MPI_UNDEFINED, &mt)); TRUE(mt == MPI_REAL8);
+    OK(MPI_Type_create_f90_real(MPI_UNDEFINED, 30, &mt)); TRUE(mt == MPI_REAL4);
+    OK(MPI_Type_create_f90_complex(15, 300, &mt)); TRUE(mt == MPI_COMPLEX16);
+    ERR(MPI_ERR_ARG, MPI_Type_create_f90_real(40, MPI_UNDEFINED, &mt));
 
     check_done("fint");
 }

@@ -117,6 +117,10 @@ int main(int argc, char **argv) {
     TEQ(MPI_T_event_get_num(&ev), MPI_SUCCESS); EQ(ev, 0);
     TEQ(MPI_T_source_get_num(&src), MPI_SUCCESS); EQ(src, 0);
     TEQ(MPI_T_category_changed(&upd), MPI_SUCCESS);
+    MPI_T_event_registration reg;
+    TEQ(MPI_T_event_get_info(0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL), MPI_T_ERR_INVALID_INDEX);
+    TEQ(MPI_T_event_handle_alloc(0, NULL, MPI_INFO_NULL, &reg), MPI_T_ERR_INVALID_INDEX);
+    TEQ(MPI_T_source_get_info(0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL), MPI_T_ERR_INVALID_INDEX);
     TEQ(MPI_T_enum_get_info(MPI_T_ENUM_NULL, &nc, NULL, NULL), MPI_T_ERR_INVALID_HANDLE);
     char str[MPI_MAX_ERROR_STRING];
     int slen;

@@ -138,6 +138,8 @@ pub fn rust_type(ctype: &str) -> Result<String, String> {
         "MPI_T_cvar_handle",
         "MPI_T_pvar_handle",
         "MPI_T_pvar_session",
+        "MPI_T_event_registration",
+        "MPI_T_event_instance",
     ];
     let base = |t: &str| -> Option<&'static str> {
         Some(match t {
@@ -147,6 +149,8 @@ pub fn rust_type(ctype: &str) -> Result<String, String> {
             "char" => "c_char",
             "MPI_Aint" => "isize",
             "MPI_Count" | "MPI_Offset" => "i64",
+            // Enumerations the tools interface passes.
+            "MPI_T_cb_safety" | "MPI_T_source_order" => "c_int",
             "MPI_Status" => "MpiStatus",
             h if HANDLES.contains(&h) => "usize",
             _ => return None,
@@ -161,6 +165,11 @@ pub fn rust_type(ctype: &str) -> Result<String, String> {
         "MPI_User_function_c *" => Some("Option<UserFnC>"),
         "MPI_Comm_errhandler_function *" => Some("Option<CommErrhFn>"),
         "MPI_Session_errhandler_function *" => Some("Option<SessionErrhFn>"),
+        // The tools interface's event callbacks, passed as functions (the
+        // type decays to a pointer): only their addresses are kept.
+        "MPI_T_event_cb_function"
+        | "MPI_T_event_free_cb_function"
+        | "MPI_T_event_dropped_cb_function" => Some("usize"),
         "MPI_Grequest_query_function *" => Some("Option<GrequestQueryFn>"),
         "MPI_Grequest_free_function *" => Some("Option<GrequestFreeFn>"),
         "MPI_Grequest_cancel_function *" => Some("Option<GrequestCancelFn>"),

@@ -350,6 +350,38 @@ pub(crate) fn match_size(class: std::ffi::c_int, size: usize) -> Option<usize> {
     table.iter().find(|e| e.0 == size).map(|e| e.1)
 }
 
+/// The sized Fortran type `MPI_Type_create_f90_integer(r)`,
+/// `_real(p, r)` or `_complex(p, r)` names: the smallest whose decimal
+/// precision is at least `p` and whose decimal exponent range is at least
+/// `r` (`MPI_UNDEFINED` asks nothing of one); `None` if none is.
+pub(crate) fn f90_type(
+    class: std::ffi::c_int,
+    p: std::ffi::c_int,
+    r: std::ffi::c_int,
+) -> Option<usize> {
+    const UNDEFINED: std::ffi::c_int = crate::abi::MPI_UNDEFINED;
+    // (precision, range, type): the IEEE formats' digits.
+    let table: &[(std::ffi::c_int, std::ffi::c_int, usize)] = match class {
+        MPI_TYPECLASS_INTEGER => &[
+            (0, 2, 0x2c1),
+            (0, 4, 0x2c9),
+            (0, 9, 0x2d1),
+            (0, 18, 0x2d9),
+            (0, 38, 0x2e1),
+        ],
+        MPI_TYPECLASS_REAL => &[(6, 37, 0x2d2), (15, 307, 0x2da), (33, 4931, 0x2e2)],
+        MPI_TYPECLASS_COMPLEX => &[(6, 37, 0x2db), (15, 307, 0x2e3), (33, 4931, 0x2eb)],
+        _ => return None,
+    };
+    let fits = |want: std::ffi::c_int, have: std::ffi::c_int| {
+        want == UNDEFINED || (0..=have).contains(&want)
+    };
+    table
+        .iter()
+        .find(|e| fits(p, e.0) && fits(r, e.1))
+        .map(|e| e.2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -74,6 +74,42 @@ pub(crate) fn type_match_size(typeclass: c_int, size: c_int, mut datatype: Out<'
     datatype.set(t)
 }
 
+/// The Fortran type of `class` with `p` digits and range `r`, or
+/// `MPI_ERR_ARG`.
+fn f90(class: c_int, p: c_int, r: c_int, mut newtype: Out<'_, usize>) -> Res {
+    let t = super::predefined::f90_type(class, p, r).ok_or_else(|| {
+        Fail::msg(
+            crate::abi::class::MPI_ERR_ARG,
+            format!("no Fortran type of class {class} has precision {p} and range {r}"),
+        )
+    })?;
+    newtype.set(t)
+}
+
+/// `MPI_Type_create_f90_integer`: the sized integer type of at least `r`
+/// decimal digits (a predefined `MPI_INTEGERn`: ferry makes no type of
+/// combiner `MPI_COMBINER_F90_INTEGER`).
+pub(crate) fn type_create_f90_integer(r: c_int, newtype: Out<'_, usize>) -> Res {
+    f90(
+        super::predefined::MPI_TYPECLASS_INTEGER,
+        crate::abi::MPI_UNDEFINED,
+        r,
+        newtype,
+    )
+}
+
+/// `MPI_Type_create_f90_real`: as [`type_create_f90_integer`], an
+/// `MPI_REALn` of at least `p` digits and range `r`.
+pub(crate) fn type_create_f90_real(p: c_int, r: c_int, newtype: Out<'_, usize>) -> Res {
+    f90(super::predefined::MPI_TYPECLASS_REAL, p, r, newtype)
+}
+
+/// `MPI_Type_create_f90_complex`: an `MPI_COMPLEXn` of at least `p`
+/// digits and range `r` in each part.
+pub(crate) fn type_create_f90_complex(p: c_int, r: c_int, newtype: Out<'_, usize>) -> Res {
+    f90(super::predefined::MPI_TYPECLASS_COMPLEX, p, r, newtype)
+}
+
 /// `MPI_Type_size_x`.
 pub(crate) fn type_size_x(datatype: usize, mut size: Out<'_, i64>) -> Res {
     let ty = rt()?.any_type(datatype)?;

@@ -25,6 +25,24 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
+    /// `MPI_Type_create_f90_integer`: [`crate::datatype::types::type_create_f90_integer`].
+    MPI_Type_create_f90_integer / PMPI_Type_create_f90_integer (r: c_int, newtype: *mut usize)
+    => crate::datatype::types::type_create_f90_integer(r, crate::ffi::args::out(newtype))
+}
+
+crate::ffi::export! {
+    /// `MPI_Type_create_f90_real`: [`crate::datatype::types::type_create_f90_real`].
+    MPI_Type_create_f90_real / PMPI_Type_create_f90_real (p: c_int, r: c_int, newtype: *mut usize)
+    => crate::datatype::types::type_create_f90_real(p, r, crate::ffi::args::out(newtype))
+}
+
+crate::ffi::export! {
+    /// `MPI_Type_create_f90_complex`: [`crate::datatype::types::type_create_f90_complex`].
+    MPI_Type_create_f90_complex / PMPI_Type_create_f90_complex (p: c_int, r: c_int, newtype: *mut usize)
+    => crate::datatype::types::type_create_f90_complex(p, r, crate::ffi::args::out(newtype))
+}
+
+crate::ffi::export! {
     /// `MPI_Type_size_x`: [`crate::datatype::types::type_size_x`].
     MPI_Type_size_x / PMPI_Type_size_x (datatype: usize, size: *mut i64)
     => crate::datatype::types::type_size_x(datatype, crate::ffi::args::out(size))

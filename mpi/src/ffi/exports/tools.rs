@@ -229,6 +229,90 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
+    /// `MPI_T_event_get_info`: [`crate::tools::t_event_get_info`].
+    MPI_T_event_get_info / PMPI_T_event_get_info quiet (event_index: c_int, name: *mut c_char, name_len: *mut c_int, verbosity: *mut c_int, array_of_datatypes: *mut usize, array_of_displacements: *mut isize, num_elements: *mut c_int, enumtype: *mut usize, info: *mut usize, desc: *mut c_char, desc_len: *mut c_int, bind: *mut c_int)
+    => crate::tools::t_event_get_info(event_index, crate::ffi::args::text_out(name, crate::ffi::args::room(name_len)?), crate::ffi::args::out(name_len), crate::ffi::args::out(verbosity), array_of_datatypes as usize, array_of_displacements as usize, crate::ffi::args::out(num_elements), crate::ffi::args::out(enumtype), crate::ffi::args::out(info), crate::ffi::args::text_out(desc, crate::ffi::args::room(desc_len)?), crate::ffi::args::out(desc_len), crate::ffi::args::out(bind))
+}
+
+crate::ffi::export! {
+    /// `MPI_T_event_handle_alloc`: [`crate::tools::t_event_handle_alloc`].
+    MPI_T_event_handle_alloc / PMPI_T_event_handle_alloc quiet (event_index: c_int, obj_handle: *mut c_void, info: usize, event_registration: *mut usize)
+    => crate::tools::t_event_handle_alloc(event_index, obj_handle as usize, info, crate::ffi::args::out(event_registration))
+}
+
+crate::ffi::export! {
+    /// `MPI_T_event_handle_set_info`: [`crate::tools::t_event_handle_set_info`].
+    MPI_T_event_handle_set_info / PMPI_T_event_handle_set_info quiet (event_registration: usize, info: usize)
+    => crate::tools::t_event_handle_set_info(event_registration, info)
+}
+
+crate::ffi::export! {
+    /// `MPI_T_event_handle_get_info`: [`crate::tools::t_event_handle_get_info`].
+    MPI_T_event_handle_get_info / PMPI_T_event_handle_get_info quiet (event_registration: usize, info_used: *mut usize)
+    => crate::tools::t_event_handle_get_info(event_registration, crate::ffi::args::out(info_used))
+}
+
+crate::ffi::export! {
+    /// `MPI_T_event_register_callback`: [`crate::tools::t_event_register_callback`].
+    MPI_T_event_register_callback / PMPI_T_event_register_callback quiet (event_registration: usize, cb_safety: c_int, info: usize, user_data: *mut c_void, event_cb_function: usize)
+    => crate::tools::t_event_register_callback(event_registration, cb_safety, info, user_data as usize, event_cb_function)
+}
+
+crate::ffi::export! {
+    /// `MPI_T_event_callback_set_info`: [`crate::tools::t_event_callback_set_info`].
+    MPI_T_event_callback_set_info / PMPI_T_event_callback_set_info quiet (event_registration: usize, cb_safety: c_int, info: usize)
+    => crate::tools::t_event_callback_set_info(event_registration, cb_safety, info)
+}
+
+crate::ffi::export! {
+    /// `MPI_T_event_callback_get_info`: [`crate::tools::t_event_callback_get_info`].
+    MPI_T_event_callback_get_info / PMPI_T_event_callback_get_info quiet (event_registration: usize, cb_safety: c_int, info_used: *mut usize)
+    => crate::tools::t_event_callback_get_info(event_registration, cb_safety, crate::ffi::args::out(info_used))
+}
+
+crate::ffi::export! {
+    /// `MPI_T_event_handle_free`: [`crate::tools::t_event_handle_free`].
+    MPI_T_event_handle_free / PMPI_T_event_handle_free quiet (event_registration: usize, user_data: *mut c_void, free_cb_function: usize)
+    => crate::tools::t_event_handle_free(event_registration, user_data as usize, free_cb_function)
+}
+
+crate::ffi::export! {
+    /// `MPI_T_event_set_dropped_handler`: [`crate::tools::t_event_set_dropped_handler`].
+    MPI_T_event_set_dropped_handler / PMPI_T_event_set_dropped_handler quiet (event_registration: usize, dropped_cb_function: usize)
+    => crate::tools::t_event_set_dropped_handler(event_registration, dropped_cb_function)
+}
+
+crate::ffi::export! {
+    /// `MPI_T_event_read`: [`crate::tools::t_event_read`].
+    MPI_T_event_read / PMPI_T_event_read quiet (event_instance: usize, element_index: c_int, buffer: *mut c_void)
+    => crate::tools::t_event_read(event_instance, element_index, buffer as usize)
+}
+
+crate::ffi::export! {
+    /// `MPI_T_event_copy`: [`crate::tools::t_event_copy`].
+    MPI_T_event_copy / PMPI_T_event_copy quiet (event_instance: usize, buffer: *mut c_void)
+    => crate::tools::t_event_copy(event_instance, buffer as usize)
+}
+
+crate::ffi::export! {
+    /// `MPI_T_event_get_timestamp`: [`crate::tools::t_event_get_timestamp`].
+    MPI_T_event_get_timestamp / PMPI_T_event_get_timestamp quiet (event_instance: usize, event_timestamp: *mut i64)
+    => crate::tools::t_event_get_timestamp(event_instance, crate::ffi::args::out(event_timestamp))
+}
+
+crate::ffi::export! {
+    /// `MPI_T_event_get_source`: [`crate::tools::t_event_get_source`].
+    MPI_T_event_get_source / PMPI_T_event_get_source quiet (event_instance: usize, source_index: *mut c_int)
+    => crate::tools::t_event_get_source(event_instance, crate::ffi::args::out(source_index))
+}
+
+crate::ffi::export! {
+    /// `MPI_T_source_get_info`: [`crate::tools::t_source_get_info`].
+    MPI_T_source_get_info / PMPI_T_source_get_info quiet (source_index: c_int, name: *mut c_char, name_len: *mut c_int, desc: *mut c_char, desc_len: *mut c_int, ordering: *mut c_int, ticks_per_second: *mut i64, max_ticks: *mut i64, info: *mut usize)
+    => crate::tools::t_source_get_info(source_index, crate::ffi::args::text_out(name, crate::ffi::args::room(name_len)?), crate::ffi::args::out(name_len), crate::ffi::args::text_out(desc, crate::ffi::args::room(desc_len)?), crate::ffi::args::out(desc_len), crate::ffi::args::out(ordering), crate::ffi::args::out(ticks_per_second), crate::ffi::args::out(max_ticks), crate::ffi::args::out(info))
+}
+
+crate::ffi::export! {
     /// `MPI_T_source_get_timestamp`: [`crate::tools::t_source_get_timestamp`].
     MPI_T_source_get_timestamp / PMPI_T_source_get_timestamp quiet (source_index: c_int, timestamp: *mut i64)
     => crate::tools::t_source_get_timestamp(source_index, crate::ffi::args::out(timestamp))
