@@ -363,12 +363,13 @@ netpipe() {
   fi
   echo "[programs] NetPIPE: integrity check passed at $passed sizes ($((SECONDS - t0)) s)"
 
-  # The measured run: each size and size +-3 B (NetPIPE's perturbations);
+  # The measured run: each size once (-p 0: without NetPIPE's +-3 B
+  # perturbations, which triple the sizes and the run's 48 s here);
   # np.out has a line per size: bytes, Mbps, seconds per one-way transfer.
   echo "[programs] NetPIPE: measuring on 2 ranks up to $upto B"
   status=0 t0=$SECONDS
   rm -f "$src/np.out"
-  (cd "$src" && "$mpiexec" -n 2 --timeout 300 ./NPmpi -u $upto -o np.out) >"$out/netpipe-run.log" 2>&1 || status=$?
+  (cd "$src" && "$mpiexec" -n 2 --timeout 300 ./NPmpi -p 0 -u $upto -o np.out) >"$out/netpipe-run.log" 2>&1 || status=$?
   cp "$src/np.out" "$out/np.out" 2>/dev/null || true
   if [ $status != 0 ] || [ ! -s "$src/np.out" ]; then
     echo "programs: NetPIPE's measured run failed (status $status) or wrote no np.out:" >&2
@@ -376,13 +377,13 @@ netpipe() {
     return 1
   fi
   # Sane: three numbers a line, sizes rising from 1 B to at least upto,
-  # every rate and time > 0 and finite, at least 3 sizes per power of two.
+  # every rate and time > 0 and finite, at least one size per power of two.
   local sane
   sane=$(awk -v upto=$upto '
     NF != 3 || $1 !~ /^[0-9]+$/ || !($2 + 0 > 0) || !($3 + 0 > 0) || $2 + 0 > 1e9 || $3 + 0 > 10 { print "bad line " NR ": " $0; bad = 1; exit }
     NR > 1 && $1 + 0 <= last { print "sizes not rising at line " NR; bad = 1; exit }
     { last = $1 + 0; if (NR == 1) first = $1 + 0; n++ }
-    END { if (bad) exit; if (n && first != 1) print "first size " first " B, not 1 B"; else if (last < upto) print "stopped at " last " B, below " upto " B"; else if (n < 60) print "only " n " sizes" }' "$src/np.out")
+    END { if (bad) exit; if (n && first != 1) print "first size " first " B, not 1 B"; else if (last < upto) print "stopped at " last " B, below " upto " B"; else if (n < 21) print "only " n " sizes" }' "$src/np.out")
   if [ -n "$sane" ]; then
     echo "programs: NetPIPE's np.out is not sane: $sane" >&2
     return 1

@@ -45,18 +45,19 @@ fn load_bodies_at_ten_times_their_size() {
 /// (`KILL_GRACE`): idle time, which one job after another would spend 20
 /// times over (about 8 minutes of `ci/test.sh`). Running them at once
 /// overlaps it, and puts several failing jobs on the node together: a
-/// round's 16 jobs in two waves of 8 (157 s for the 20 rounds in waves
-/// of 4).
+/// round's 16 jobs in two waves of 8 (157 s for 20 rounds in waves of
+/// 4). Twelve rounds, not the twenty of earlier sessions: `ci/test.sh`
+/// keeps within its 45 minutes as suites join it.
 const FAULT_JOBS_AT_ONCE: usize = 8;
 
 #[test]
 #[ignore = "stress: run by ci/test.sh in release"]
-fn every_failure_scenario_twenty_times() {
+fn every_failure_scenario_twelve_times() {
     let jobs: Vec<(&str, &str)> = ferry_tests::bodies::fault::SCENARIOS
         .iter()
         .flat_map(|&scenario| ["1", "0"].map(|cma| (scenario, cma)))
         .collect();
-    for round in 0..20 {
+    for round in 0..12 {
         for batch in jobs.chunks(FAULT_JOBS_AT_ONCE) {
             std::thread::scope(|scope| {
                 let running: Vec<_> = batch
