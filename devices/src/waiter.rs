@@ -122,8 +122,11 @@ const CLOCK_EVERY: u32 = 32;
 
 /// Spin rounds between two `sched_yield`s when the node has more ranks than
 /// this process may use cores: the rank this one waits for may need the
-/// core to run at all.
-pub(crate) const YIELD_EVERY_OVERSUBSCRIBED: u32 = 16;
+/// core to run at all, so every round yields (as Open MPI's ranks do when
+/// oversubscribed). Every 16th round, before: a neighborhood alltoall of
+/// 8 B on 4 ranks sharing 2 cores took 17.7 µs, against 9.4 µs now
+/// (`docs/perf/neighbor.md`).
+pub(crate) const YIELD_EVERY_OVERSUBSCRIBED: u32 = 1;
 
 /// Whether `node_ranks` ranks must share CPUs: more of them than the
 /// machine has CPUs online, or, for a rank that may run on several CPUs,

@@ -2,7 +2,8 @@
  * MPI_Dims_create, MPI_Info_create_env, MPI_Get_hw_resource_info,
  * MPI_Buffer_flush / MPI_Buffer_iflush, and buffers attached to a
  * communicator (MPI_Comm_attach_buffer, _detach_buffer, _flush_buffer,
- * _iflush_buffer). */
+ * _iflush_buffer); MPI 4.1's status field calls; MPI-1's attribute calls;
+ * datatype attributes with their copy and delete callbacks. */
 #include "check.h"
 #include <string.h>
 #include <unistd.h>
@@ -33,6 +34,20 @@ static void ring_bsend(MPI_Comm comm, int tag, int flush) {
         OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
         TRUE(req == MPI_REQUEST_NULL);
     }
+}
+
+static int type_copies = 0, type_deletes = 0;
+static int type_copy(MPI_Datatype t, int k, void *extra, void *in, void *out, int *flag) {
+    (void)t; (void)k; (void)extra;
+    type_copies++;
+    *(void **)out = in;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+static int type_delete(MPI_Datatype t, int k, void *val, void *extra) {
+    (void)t; (void)k; (void)val; (void)extra;
+    type_deletes++;
+    return MPI_SUCCESS;
 }
 
 int main(int argc, char **argv) {
@@ -191,6 +206,28 @@ int main(int argc, char **argv) {
     OK(MPI_Attr_delete(MPI_COMM_WORLD, kv));
     OK(MPI_Attr_get(MPI_COMM_WORLD, kv, &aget, &aflag)); EQ(aflag, 0);
     OK(MPI_Keyval_free(&kv)); EQ(kv, MPI_KEYVAL_INVALID);
+
+    /* Datatype attributes: copied by MPI_Type_dup, deleted by
+     * MPI_Type_delete_attr and MPI_Type_free, callbacks run. */
+    int tk, tval = 11, *tget = NULL, tflag = 0;
+    MPI_Datatype t1, t2;
+    OK(MPI_Type_create_keyval(type_copy, type_delete, &tk, NULL));
+    OK(MPI_Type_contiguous(2, MPI_INT, &t1));
+    OK(MPI_Type_set_attr(t1, tk, &tval));
+    OK(MPI_Type_dup(t1, &t2));
+    EQ(type_copies, 1);
+    OK(MPI_Type_get_attr(t2, tk, &tget, &tflag));
+    EQ(tflag, 1); TRUE(tget == &tval);
+    OK(MPI_Type_delete_attr(t1, tk));
+    EQ(type_deletes, 1);
+    OK(MPI_Type_get_attr(t1, tk, &tget, &tflag)); EQ(tflag, 0);
+    OK(MPI_Type_free(&t2));
+    EQ(type_deletes, 2);
+    OK(MPI_Type_set_attr(MPI_INT, tk, &tval));
+    OK(MPI_Type_get_attr(MPI_INT, tk, &tget, &tflag)); EQ(tflag, 1);
+    OK(MPI_Type_delete_attr(MPI_INT, tk));
+    OK(MPI_Type_free(&t1));
+    OK(MPI_Type_free_keyval(&tk)); EQ(tk, MPI_KEYVAL_INVALID);
 
     check_done("misc41");
     return 0;

@@ -175,6 +175,8 @@ pub fn rust_type(ctype: &str) -> Result<String, String> {
         "MPI_Grequest_cancel_function *" => Some("Option<GrequestCancelFn>"),
         "MPI_Comm_copy_attr_function *"
         | "MPI_Comm_delete_attr_function *"
+        | "MPI_Type_copy_attr_function *"
+        | "MPI_Type_delete_attr_function *"
         | "MPI_Copy_function *"
         | "MPI_Delete_function *" => Some("usize"),
         // `int ranges[][3]`: read only.
@@ -633,12 +635,12 @@ pub fn arg_expr(r: &Row, p: &Param) -> Result<String, String> {
         return Ok(format!("{args}::out({n}.cast::<usize>())"));
     }
     match t {
-        "MPI_Comm_copy_attr_function *" | "MPI_Copy_function *" => {
-            return Ok(format!("{args}::copy_attr_fn({n})"))
-        }
-        "MPI_Comm_delete_attr_function *" | "MPI_Delete_function *" => {
-            return Ok(format!("{args}::delete_attr_fn({n})"))
-        }
+        "MPI_Comm_copy_attr_function *"
+        | "MPI_Type_copy_attr_function *"
+        | "MPI_Copy_function *" => return Ok(format!("{args}::copy_attr_fn({n})")),
+        "MPI_Comm_delete_attr_function *"
+        | "MPI_Type_delete_attr_function *"
+        | "MPI_Delete_function *" => return Ok(format!("{args}::delete_attr_fn({n})")),
         _ => {}
     }
     let rust = rust_type(t)?;

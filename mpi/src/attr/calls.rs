@@ -36,8 +36,9 @@ fn callback_failed(code: c_int, what: &'static str) -> Fail {
     Fail::new(class, what)
 }
 
-/// Runs keyval `k`'s delete callback on `value` (of communicator `comm`).
-fn run_delete(rt: &Runtime, comm: usize, k: c_int, value: usize) -> Res {
+/// Runs keyval `k`'s delete callback on `value` (of the object `comm`
+/// names: a communicator, or a datatype for `types.rs`).
+pub(super) fn run_delete(rt: &Runtime, comm: usize, k: c_int, value: usize) -> Res {
     let kv = key(rt, k)?;
     let DeleteCb::Program(f) = kv.delete else {
         return Ok(());
@@ -54,6 +55,16 @@ fn run_delete(rt: &Runtime, comm: usize, k: c_int, value: usize) -> Res {
 /// copy callback decides.
 pub(crate) fn copy_all(rt: &Runtime, comm: usize, old: &CommObj) -> Res<Vec<(c_int, usize)>> {
     let attrs = lock(&old.meta).attrs.clone();
+    copy_attrs(rt, comm, attrs)
+}
+
+/// The attributes a copy of an object gets from `attrs` (the object's,
+/// `handle` naming it to the copy callbacks): each key's callback decides.
+pub(super) fn copy_attrs(
+    rt: &Runtime,
+    comm: usize,
+    attrs: Vec<(c_int, usize)>,
+) -> Res<Vec<(c_int, usize)>> {
     let mut out = Vec::new();
     for (k, value) in attrs {
         let kv = key(rt, k)?;
@@ -143,18 +154,7 @@ pub(crate) fn comm_free_keyval(mut comm_keyval: Out<'_, c_int>) -> Res {
 pub(crate) fn comm_set_attr(comm: usize, comm_keyval: c_int, attribute_val: usize) -> Res {
     let rt = rt()?;
     let c = rt.comm_counted(comm)?;
-    if comm_keyval < FIRST {
-        return Err(Fail::msg(
-            MPI_ERR_KEYVAL,
-            format!("{comm_keyval} is a predefined or invalid key: it cannot be set"),
-        ));
-    }
-    if key(rt, comm_keyval)?.freed {
-        return Err(Fail::msg(
-            MPI_ERR_KEYVAL,
-            format!("attribute key {comm_keyval} was freed"),
-        ));
-    }
+    settable(rt, comm_keyval)?;
     let old = lock(&c.meta)
         .attrs
         .iter()
@@ -167,6 +167,24 @@ pub(crate) fn comm_set_attr(comm: usize, comm_keyval: c_int, attribute_val: usiz
     match m.attrs.iter_mut().find(|a| a.0 == comm_keyval) {
         Some(a) => a.1 = attribute_val,
         None => m.attrs.push((comm_keyval, attribute_val)),
+    }
+    Ok(())
+}
+
+/// Checks `k` is a live key of the program's (one an attribute can be set
+/// with).
+pub(super) fn settable(rt: &Runtime, k: c_int) -> Res {
+    if k < FIRST {
+        return Err(Fail::msg(
+            MPI_ERR_KEYVAL,
+            format!("{k} is a predefined or invalid key: it cannot be set"),
+        ));
+    }
+    if key(rt, k)?.freed {
+        return Err(Fail::msg(
+            MPI_ERR_KEYVAL,
+            format!("attribute key {k} was freed"),
+        ));
     }
     Ok(())
 }

@@ -81,3 +81,4 @@ mod tests {
 }
 
 pub(crate) mod calls;
+pub(crate) mod types;

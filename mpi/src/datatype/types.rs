@@ -541,6 +541,7 @@ pub(crate) fn type_dup(oldtype: usize, mut newtype: Out<'_, usize>) -> Res {
         recipe,
     };
     let h = rt.insert_type(entry)?;
+    crate::attr::types::duplicated(oldtype, h)?;
     newtype.set(h)
 }
 
@@ -567,6 +568,8 @@ pub(crate) fn type_free(mut datatype: Out<'_, usize>) -> Res {
             "a predefined datatype cannot be freed",
         ));
     }
+    rt.any_type(h)?;
+    crate::attr::types::freeing(h)?;
     let entry = rt
         .types()
         .with(|t| t.remove(h))?

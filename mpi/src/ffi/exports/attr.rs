@@ -71,3 +71,33 @@ crate::ffi::export! {
     MPI_Attr_delete / PMPI_Attr_delete [comm] (comm: usize, keyval: c_int)
     => crate::attr::calls::comm_delete_attr(comm, keyval)
 }
+
+crate::ffi::export! {
+    /// `MPI_Type_create_keyval`: [`crate::attr::types::type_create_keyval`].
+    MPI_Type_create_keyval / PMPI_Type_create_keyval (type_copy_attr_fn: usize, type_delete_attr_fn: usize, type_keyval: *mut c_int, extra_state: *mut c_void)
+    => crate::attr::types::type_create_keyval(crate::ffi::args::copy_attr_fn(type_copy_attr_fn), crate::ffi::args::delete_attr_fn(type_delete_attr_fn), crate::ffi::args::out(type_keyval), extra_state as usize)
+}
+
+crate::ffi::export! {
+    /// `MPI_Type_free_keyval`: [`crate::attr::types::type_free_keyval`].
+    MPI_Type_free_keyval / PMPI_Type_free_keyval (type_keyval: *mut c_int)
+    => crate::attr::types::type_free_keyval(crate::ffi::args::out(type_keyval))
+}
+
+crate::ffi::export! {
+    /// `MPI_Type_set_attr`: [`crate::attr::types::type_set_attr`].
+    MPI_Type_set_attr / PMPI_Type_set_attr (datatype: usize, type_keyval: c_int, attribute_val: *mut c_void)
+    => crate::attr::types::type_set_attr(datatype, type_keyval, attribute_val as usize)
+}
+
+crate::ffi::export! {
+    /// `MPI_Type_get_attr`: [`crate::attr::types::type_get_attr`].
+    MPI_Type_get_attr / PMPI_Type_get_attr (datatype: usize, type_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int)
+    => crate::attr::types::type_get_attr(datatype, type_keyval, crate::ffi::args::out(attribute_val.cast::<usize>()), crate::ffi::args::out(flag))
+}
+
+crate::ffi::export! {
+    /// `MPI_Type_delete_attr`: [`crate::attr::types::type_delete_attr`].
+    MPI_Type_delete_attr / PMPI_Type_delete_attr (datatype: usize, type_keyval: c_int)
+    => crate::attr::types::type_delete_attr(datatype, type_keyval)
+}
