@@ -17,12 +17,14 @@ use crate::error::{Fail, Res};
 use crate::ffi::args::Out;
 use crate::state::{lock, rt};
 
-/// Each datatype's attributes, `(keyval, value)` in the order they were
-/// set, by datatype handle.
-static TYPE_ATTRS: Mutex<Vec<(usize, Vec<(c_int, usize)>)>> = Mutex::new(Vec::new());
+/// An object's attributes, `(keyval, value)` in the order they were set.
+type Attrs = Vec<(c_int, usize)>;
+
+/// Each datatype's attributes, by datatype handle.
+static TYPE_ATTRS: Mutex<Vec<(usize, Attrs)>> = Mutex::new(Vec::new());
 
 /// The attributes of datatype `h` (none: empty).
-fn attrs_of(h: usize) -> Vec<(c_int, usize)> {
+fn attrs_of(h: usize) -> Attrs {
     lock(&TYPE_ATTRS)
         .iter()
         .find(|e| e.0 == h)
@@ -31,7 +33,7 @@ fn attrs_of(h: usize) -> Vec<(c_int, usize)> {
 }
 
 /// Stores `attrs` as datatype `h`'s (none: forgets it).
-fn store(h: usize, attrs: Vec<(c_int, usize)>) {
+fn store(h: usize, attrs: Attrs) {
     let mut t = lock(&TYPE_ATTRS);
     t.retain(|e| e.0 != h);
     if !attrs.is_empty() {
