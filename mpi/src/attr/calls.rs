@@ -171,6 +171,12 @@ pub(crate) fn comm_set_attr(comm: usize, comm_keyval: c_int, attribute_val: usiz
     Ok(())
 }
 
+/// Checks `k` is a key the program made (freed or not): `MPI_ERR_KEYVAL`
+/// for any other value.
+pub(super) fn known(rt: &Runtime, k: c_int) -> Res {
+    key(rt, k).map(|_| ())
+}
+
 /// Checks `k` is a live key of the program's (one an attribute can be set
 /// with).
 pub(super) fn settable(rt: &Runtime, k: c_int) -> Res {

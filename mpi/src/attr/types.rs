@@ -10,7 +10,7 @@
 use std::ffi::c_int;
 use std::sync::Mutex;
 
-use super::calls::{comm_create_keyval, comm_free_keyval, copy_attrs, run_delete, settable};
+use super::calls::{comm_create_keyval, comm_free_keyval, copy_attrs, known, run_delete, settable};
 use super::{CopyCb, DeleteCb};
 use crate::abi::class::*;
 use crate::error::{Fail, Res};
@@ -84,7 +84,9 @@ pub(crate) fn type_get_attr(
     mut attribute_val: Out<'_, usize>,
     mut flag: Out<'_, c_int>,
 ) -> Res {
-    rt()?.any_type(datatype)?;
+    let rt = rt()?;
+    rt.any_type(datatype)?;
+    known(rt, type_keyval)?;
     if attribute_val.is_null() || flag.is_null() {
         return Err(Fail::new(MPI_ERR_ARG, "a null attribute or flag pointer"));
     }
@@ -102,6 +104,7 @@ pub(crate) fn type_get_attr(
 pub(crate) fn type_delete_attr(datatype: usize, type_keyval: c_int) -> Res {
     let rt = rt()?;
     rt.any_type(datatype)?;
+    known(rt, type_keyval)?;
     let found = attrs_of(datatype)
         .iter()
         .find(|a| a.0 == type_keyval)

@@ -49,6 +49,12 @@ pub mod combiner {
     pub const SUBARRAY: c_int = 111;
     /// `MPI_Type_create_darray`.
     pub const DARRAY: c_int = 112;
+    /// `MPI_Type_create_f90_integer`.
+    pub const F90_INTEGER: c_int = 113;
+    /// `MPI_Type_create_f90_real`.
+    pub const F90_REAL: c_int = 114;
+    /// `MPI_Type_create_f90_complex`.
+    pub const F90_COMPLEX: c_int = 115;
     /// `MPI_Type_create_resized`.
     pub const RESIZED: c_int = 116;
 }

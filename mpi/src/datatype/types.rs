@@ -74,21 +74,56 @@ pub(crate) fn type_match_size(typeclass: c_int, size: c_int, mut datatype: Out<'
     datatype.set(t)
 }
 
-/// The Fortran type of `class` with `p` digits and range `r`, or
-/// `MPI_ERR_ARG`.
+/// The types `MPI_Type_create_f90_*` made, by `(class, p, r)`: the same
+/// arguments give the same handle, as for a predefined type.
+static F90_TYPES: std::sync::Mutex<Vec<((c_int, c_int, c_int), usize)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// True for a handle `MPI_Type_create_f90_*` gave (it may not be freed).
+fn is_f90(h: usize) -> bool {
+    crate::state::lock(&F90_TYPES).iter().any(|e| e.1 == h)
+}
+
+/// The Fortran type of `class` with `p` digits and range `r`: the layout
+/// of the smallest sized type that has them (`MPI_REAL8`, ...), decoded
+/// as MPI says (combiner `MPI_COMBINER_F90_*`, the arguments as its
+/// integers), committed, and one handle per argument set; `MPI_ERR_ARG`
+/// if no type has them.
 fn f90(class: c_int, p: c_int, r: c_int, mut newtype: Out<'_, usize>) -> Res {
-    let t = super::predefined::f90_type(class, p, r).ok_or_else(|| {
+    use super::predefined::{MPI_TYPECLASS_INTEGER, MPI_TYPECLASS_REAL};
+    let rt = rt()?;
+    let key = (class, p, r);
+    if let Some(&(_, h)) = crate::state::lock(&F90_TYPES).iter().find(|e| e.0 == key) {
+        return newtype.set(h);
+    }
+    let sized = super::predefined::f90_type(class, p, r).ok_or_else(|| {
         Fail::msg(
             crate::abi::class::MPI_ERR_ARG,
             format!("no Fortran type of class {class} has precision {p} and range {r}"),
         )
     })?;
-    newtype.set(t)
+    let (combiner, ints) = match class {
+        MPI_TYPECLASS_INTEGER => (combiner::F90_INTEGER, vec![r]),
+        MPI_TYPECLASS_REAL => (combiner::F90_REAL, vec![p, r]),
+        _ => (combiner::F90_COMPLEX, vec![p, r]),
+    };
+    let layout = match rt.type_arg(sized)? {
+        TypeArg::Named(t) => Arc::new(Layout::of(t)),
+        TypeArg::Derived(e) => e.layout,
+    };
+    let entry = crate::datatype::TypeEntry {
+        layout,
+        committed: true,
+        name: String::new(),
+        recipe: Arc::new(Recipe::new(combiner, ints, vec![], vec![])),
+    };
+    let h = rt.insert_type(entry)?;
+    crate::state::lock(&F90_TYPES).push((key, h));
+    newtype.set(h)
 }
 
-/// `MPI_Type_create_f90_integer`: the sized integer type of at least `r`
-/// decimal digits (a predefined `MPI_INTEGERn`: ferry makes no type of
-/// combiner `MPI_COMBINER_F90_INTEGER`).
+/// `MPI_Type_create_f90_integer`: an integer type of at least `r` decimal
+/// digits (`MPI_INTEGERn`'s layout, combiner `MPI_COMBINER_F90_INTEGER`).
 pub(crate) fn type_create_f90_integer(r: c_int, newtype: Out<'_, usize>) -> Res {
     f90(
         super::predefined::MPI_TYPECLASS_INTEGER,
@@ -562,10 +597,10 @@ pub(crate) fn type_commit(datatype: Out<'_, usize>) -> Res {
 pub(crate) fn type_free(mut datatype: Out<'_, usize>) -> Res {
     let rt = rt()?;
     let h = datatype.get()?;
-    if predefined(h).is_some() {
+    if predefined(h).is_some() || is_f90(h) {
         return Err(Fail::new(
             MPI_ERR_TYPE,
-            "a predefined datatype cannot be freed",
+            "a predefined datatype (or one MPI_Type_create_f90_* gave) cannot be freed",
         ));
     }
     rt.any_type(h)?;

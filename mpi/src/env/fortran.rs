@@ -57,9 +57,12 @@ pub(crate) fn abi_set_fortran_info(info: usize) -> Res {
 }
 
 /// `MPI_Abi_get_fortran_info`: a new info object, a copy of what the
-/// binding set (empty if none did).
+/// binding set; `MPI_INFO_NULL` if none did (ferry has no Fortran
+/// binding of its own to describe).
 pub(crate) fn abi_get_fortran_info(mut info: Out<'_, usize>) -> Res {
-    let copy = lock(&INFO).clone().unwrap_or_default();
+    let Some(copy) = lock(&INFO).clone() else {
+        return info.set(MPI_INFO_NULL);
+    };
     info.set(crate::info::calls::insert(copy)?)
 }
 
