@@ -74,10 +74,12 @@ pub(crate) fn type_match_size(typeclass: c_int, size: c_int, mut datatype: Out<'
     datatype.set(t)
 }
 
-/// The types `MPI_Type_create_f90_*` made, by `(class, p, r)`: the same
+/// An `MPI_Type_create_f90_*` call's arguments: class, precision, range.
+type F90Args = (c_int, c_int, c_int);
+
+/// The types `MPI_Type_create_f90_*` made, by their arguments: the same
 /// arguments give the same handle, as for a predefined type.
-static F90_TYPES: std::sync::Mutex<Vec<((c_int, c_int, c_int), usize)>> =
-    std::sync::Mutex::new(Vec::new());
+static F90_TYPES: std::sync::Mutex<Vec<(F90Args, usize)>> = std::sync::Mutex::new(Vec::new());
 
 /// True for a handle `MPI_Type_create_f90_*` gave (it may not be freed).
 fn is_f90(h: usize) -> bool {
