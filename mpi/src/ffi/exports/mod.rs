@@ -11,6 +11,7 @@ mod env;
 mod fint;
 mod info;
 mod mpix;
+mod neighbor;
 mod p2p;
 mod request;
 mod session;
