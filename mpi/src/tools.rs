@@ -212,12 +212,20 @@ pub(crate) fn t_cvar_handle_alloc(
     })())
 }
 
+/// The index of the setting control-variable handle `h` names (index + 1)
+/// among `n`.
+fn cvar_of(h: usize, n: usize) -> Result<usize, c_int> {
+    h.checked_sub(1)
+        .filter(|&i| i < n)
+        .ok_or(MPI_T_ERR_INVALID_HANDLE)
+}
+
 /// `MPI_T_cvar_handle_free`.
 pub(crate) fn t_cvar_handle_free(mut handle: Out<'_, usize>) -> Res {
     code((|| {
         ready()?;
         let h = handle.get().map_err(|_| MPI_T_ERR_INVALID_HANDLE)?;
-        index(h as c_int - 1, settings().len()).map_err(|_| MPI_T_ERR_INVALID_HANDLE)?;
+        cvar_of(h, settings().len())?;
         handle.set(0).map_err(|_| MPI_T_ERR_INVALID)
     })())
 }
@@ -227,10 +235,7 @@ pub(crate) fn t_cvar_read(handle: usize, buf: RecvBuf) -> Res {
     code((|| {
         ready()?;
         let all = settings();
-        let i = handle
-            .checked_sub(1)
-            .filter(|&i| i < all.len())
-            .ok_or(MPI_T_ERR_INVALID_HANDLE)?;
+        let i = cvar_of(handle, all.len())?;
         let bytes: Vec<u8> = match &all[i].value {
             Value::Number(n) => n.to_ne_bytes().to_vec(),
             Value::Flag(f) => c_int::from(*f).to_ne_bytes().to_vec(),
@@ -252,10 +257,7 @@ pub(crate) fn t_cvar_read(handle: usize, buf: RecvBuf) -> Res {
 pub(crate) fn t_cvar_write(handle: usize, _buf: SendBuf) -> Res {
     code((|| {
         ready()?;
-        handle
-            .checked_sub(1)
-            .filter(|&i| i < settings().len())
-            .ok_or(MPI_T_ERR_INVALID_HANDLE)?;
+        cvar_of(handle, settings().len())?;
         Err(MPI_T_ERR_CVAR_SET_NEVER)
     })())
 }
