@@ -93,6 +93,15 @@
 //! crashes in 90 runs since. That lowers the odds; it cannot prove the
 //! provider's bug away.
 //!
+//! **Threads and libfabric's registration cache.** Providers that pin
+//! memory (verbs) keep a registration cache whose monitor may be
+//! "memhooks": opening and closing a domain then rewrites the code of
+//! `munmap` and friends, and another thread inside one of them at that
+//! moment dies with SIGSEGV (ofiwg/libfabric#7569, #10943). A program that
+//! opens or closes devices while other threads allocate (ferry's own
+//! device tests run every rank as a thread) sets `FI_MR_CACHE_MONITOR` to
+//! `userfaultfd` or `disabled`; `ci/verbs.sh` does.
+//!
 //! ## Environment
 //! Read once, by [`OfiOptions::from_env`], in the syntax of
 //! `ferry_core::settings`: sizes as `16384`, `16k` or `16KiB`, flags as
