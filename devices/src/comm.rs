@@ -14,6 +14,12 @@
 //! from [`FIRST_FREE_CONTEXT`] on, agreed by every member (see
 //! `contexts.rs`), and give them back when their last handle drops.
 //!
+//! Context ids from [`PARTITIONED_CONTEXT`] up are no block's: a
+//! communicator's partitioned communication (MPI 4.0's `MPI_Psend_init`)
+//! travels on its first context with that bit set
+//! ([`Comm::partitioned_channel`]), so it never matches the program's
+//! point-to-point messages nor any construction's, whatever their tags.
+//!
 //! # Intercommunicators
 //! An intercommunicator (`inter.rs`) has a local group (its `rank` and
 //! `size`) and a remote group, which every point-to-point rank names. Its
@@ -46,6 +52,9 @@ pub(crate) const FINALIZE_CONTEXT: ContextId = WORLD_CONTEXT + CONTEXTS_PER_COMM
 /// An idup's rounds on an intercommunicator's bridge use this plus its
 /// tag, above the tags of the leaders' blocking exchanges there.
 pub(crate) const IDUP_BRIDGE_TAGS: i32 = 1 << 29;
+/// The bit that sets a communicator's partitioned traffic apart (see the
+/// module docs): the pool hands out blocks far below it.
+pub const PARTITIONED_CONTEXT: ContextId = 1 << 31;
 /// `self`'s first context id.
 pub(crate) const SELF_CONTEXT: ContextId = CONTEXTS_PER_COMM;
 /// The first context id not taken by `world` and `self`.
@@ -323,5 +332,27 @@ impl Comm {
 
     pub(crate) fn shared(&self) -> &Shared {
         &self.inner.shared
+    }
+
+    /// The same processes, ranks and peers on a context of their own
+    /// ([`PARTITIONED_CONTEXT`]): what MPI's partitioned communication
+    /// travels on, apart from every other message whatever its tag. It owns
+    /// no context block (this communicator's frees them) and registers no
+    /// members (partitioned receives name their source).
+    pub fn partitioned_channel(&self) -> Comm {
+        let i = &self.inner;
+        let remote = i
+            .inter
+            .as_ref()
+            .map(|_| (i.peers.clone(), Inter { parts: None }));
+        Comm::with_peers(
+            Arc::clone(&i.shared),
+            i.group.clone(),
+            remote,
+            i.context | PARTITIONED_CONTEXT,
+            None,
+            i.hints,
+            false,
+        )
     }
 }

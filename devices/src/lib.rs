@@ -176,7 +176,7 @@ mod world;
 pub use coll::op::{
     DoubleInt, FloatInt, Integer, LocPair, LongInt, Op, Reducible, ShortInt, TwoInt,
 };
-pub use comm::{Comm, Hints, CONTEXTS_PER_COMM, FIRST_FREE_CONTEXT};
+pub use comm::{Comm, Hints, CONTEXTS_PER_COMM, FIRST_FREE_CONTEXT, PARTITIONED_CONTEXT};
 pub use completion::{
     get_status_all, get_status_any, get_status_some, test_all, test_any, test_some, wait_all,
     wait_all_into, wait_any, wait_some, Outcome,

@@ -1,5 +1,6 @@
 //! Point-to-point communication (MPI 4.1 chapter 3): the send modes,
-//! receives, probes (matched ones too), sendrecv, persistent requests,
+//! receives, probes (matched ones too), sendrecv, persistent and
+//! partitioned requests,
 //! buffered mode and its attached buffers, statuses, and their large-count
 //! (`_c`) forms.
 
@@ -10,6 +11,7 @@ mod large;
 pub(crate) mod messages;
 pub(crate) mod mprobe;
 pub(crate) mod pair;
+pub(crate) mod partitioned;
 pub(crate) mod persist;
 pub(crate) mod probe;
 pub(crate) mod status;

@@ -268,6 +268,56 @@ crate::ffi::export! {
     => crate::p2p::persist::startall(count, crate::ffi::args::slice(array_of_requests, i64::from(count))?)
 }
 
+// ---- Partitioned communication
+
+crate::ffi::export! {
+    /// `MPI_Psend_init`: [`crate::p2p::partitioned::psend_init`].
+    MPI_Psend_init / PMPI_Psend_init [comm] (buf: *const c_void, partitions: c_int, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, info: usize, request: *mut usize)
+    => crate::p2p::partitioned::psend_init(crate::ffi::args::send_buf(buf), partitions, count, datatype, dest, tag, comm, info, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Precv_init`: [`crate::p2p::partitioned::precv_init`].
+    MPI_Precv_init / PMPI_Precv_init [comm] (buf: *mut c_void, partitions: c_int, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, info: usize, request: *mut usize)
+    => crate::p2p::partitioned::precv_init(crate::ffi::args::recv_buf(buf), partitions, count, datatype, source, tag, comm, info, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Psend_init_c`: [`crate::p2p::partitioned::psend_init`].
+    MPI_Psend_init_c / PMPI_Psend_init_c [comm] (buf: *const c_void, partitions: c_int, count: i64, datatype: usize, dest: c_int, tag: c_int, comm: usize, info: usize, request: *mut usize)
+    => crate::p2p::partitioned::psend_init(crate::ffi::args::send_buf(buf), partitions, count, datatype, dest, tag, comm, info, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Precv_init_c`: [`crate::p2p::partitioned::precv_init`].
+    MPI_Precv_init_c / PMPI_Precv_init_c [comm] (buf: *mut c_void, partitions: c_int, count: i64, datatype: usize, source: c_int, tag: c_int, comm: usize, info: usize, request: *mut usize)
+    => crate::p2p::partitioned::precv_init(crate::ffi::args::recv_buf(buf), partitions, count, datatype, source, tag, comm, info, crate::ffi::args::out(request))
+}
+
+crate::ffi::export! {
+    /// `MPI_Pready`: [`crate::p2p::partitioned::pready`].
+    MPI_Pready / PMPI_Pready (partition: c_int, request: usize)
+    => crate::p2p::partitioned::pready(partition, request)
+}
+
+crate::ffi::export! {
+    /// `MPI_Pready_range`: [`crate::p2p::partitioned::pready_range`].
+    MPI_Pready_range / PMPI_Pready_range (partition_low: c_int, partition_high: c_int, request: usize)
+    => crate::p2p::partitioned::pready_range(partition_low, partition_high, request)
+}
+
+crate::ffi::export! {
+    /// `MPI_Pready_list`: [`crate::p2p::partitioned::pready_list`].
+    MPI_Pready_list / PMPI_Pready_list (length: c_int, array_of_partitions: *const c_int, request: usize)
+    => crate::p2p::partitioned::pready_list(length, crate::ffi::args::slice(array_of_partitions, i64::from(length))?, request)
+}
+
+crate::ffi::export! {
+    /// `MPI_Parrived`: [`crate::p2p::partitioned::parrived`].
+    MPI_Parrived / PMPI_Parrived (request: usize, partition: c_int, flag: *mut c_int)
+    => crate::p2p::partitioned::parrived(request, partition, crate::ffi::args::out(flag))
+}
+
 // ---- Buffered mode
 
 crate::ffi::export! {
