@@ -374,23 +374,59 @@ typedef int MPI_Fint;
 #define MPIX_ABI_STATIC_INLINE static __inline
 #endif
 
-MPIX_ABI_STATIC_INLINE int MPIX_ABI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status) {
+/* Fortran 2008's status as C sees it (MPI 4.1 section 19.3.5): the same
+ * eight integers as the C status and as a Fortran 77 status array. */
+typedef struct {
+    MPI_Fint MPI_SOURCE;
+    MPI_Fint MPI_TAG;
+    MPI_Fint MPI_ERROR;
+    MPI_Fint MPI_internal[5];
+} MPI_F08_status;
+
+/* The Fortran bindings' MPI_STATUS(ES)_IGNORE as C sees them. ferry has no
+ * Fortran bindings of its own, so they are null, as MPI_STATUS_IGNORE is;
+ * a conversion refuses them (and a null status) with MPI_ERR_ARG. */
+#define MPI_F_STATUS_IGNORE            ((MPI_Fint *)0)
+#define MPI_F_STATUSES_IGNORE          ((MPI_Fint *)0)
+#define MPI_F08_STATUS_IGNORE          ((MPI_F08_status *)0)
+#define MPI_F08_STATUSES_IGNORE        ((MPI_F08_status *)0)
+
+/* Every status form holds the same eight ints in the same order: each
+ * conversion copies them (after refusing an ignored or null status). */
+MPIX_ABI_STATIC_INLINE int MPIX_ABI_Status_copy(const void *from, void *to) {
     int i;
-    f_status[0] = (MPI_Fint)c_status->MPI_SOURCE;
-    f_status[1] = (MPI_Fint)c_status->MPI_TAG;
-    f_status[2] = (MPI_Fint)c_status->MPI_ERROR;
-    for (i = 0; i < 5; i++) f_status[3 + i] = (MPI_Fint)c_status->MPI_internal[i];
-    return 0;
+    if (from == 0 || to == 0) return MPI_ERR_ARG;
+    for (i = 0; i < 8; i++) ((int *)to)[i] = ((const int *)from)[i];
+    return MPI_SUCCESS;
 }
 
-MPIX_ABI_STATIC_INLINE int MPIX_ABI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status) {
-    int i;
-    c_status->MPI_SOURCE = (int)f_status[0];
-    c_status->MPI_TAG = (int)f_status[1];
-    c_status->MPI_ERROR = (int)f_status[2];
-    for (i = 0; i < 5; i++) c_status->MPI_internal[i] = (int)f_status[3 + i];
-    return 0;
+MPIX_ABI_STATIC_INLINE int MPIX_ABI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status) {
+    return MPIX_ABI_Status_copy(c_status, f_status);
 }
+MPIX_ABI_STATIC_INLINE int MPIX_ABI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status) {
+    return MPIX_ABI_Status_copy(f_status, c_status);
+}
+MPIX_ABI_STATIC_INLINE int MPIX_ABI_Status_c2f08(const MPI_Status *c_status, MPI_F08_status *f08_status) {
+    return MPIX_ABI_Status_copy(c_status, f08_status);
+}
+MPIX_ABI_STATIC_INLINE int MPIX_ABI_Status_f082c(const MPI_F08_status *f08_status, MPI_Status *c_status) {
+    return MPIX_ABI_Status_copy(f08_status, c_status);
+}
+MPIX_ABI_STATIC_INLINE int MPIX_ABI_Status_f2f08(const MPI_Fint *f_status, MPI_F08_status *f08_status) {
+    return MPIX_ABI_Status_copy(f_status, f08_status);
+}
+MPIX_ABI_STATIC_INLINE int MPIX_ABI_Status_f082f(const MPI_F08_status *f08_status, MPI_Fint *f_status) {
+    return MPIX_ABI_Status_copy(f08_status, f_status);
+}
+
+#define MPI_Status_c2f08    MPIX_ABI_Status_c2f08
+#define MPI_Status_f082c    MPIX_ABI_Status_f082c
+#define MPI_Status_f2f08    MPIX_ABI_Status_f2f08
+#define MPI_Status_f082f    MPIX_ABI_Status_f082f
+#define PMPI_Status_c2f08   MPIX_ABI_Status_c2f08
+#define PMPI_Status_f082c   MPIX_ABI_Status_f082c
+#define PMPI_Status_f2f08   MPIX_ABI_Status_f2f08
+#define PMPI_Status_f082f   MPIX_ABI_Status_f082f
 
 #define MPI_Comm_c2f        MPI_Comm_toint
 #define MPI_Errhandler_c2f  MPI_Errhandler_toint

@@ -4,7 +4,8 @@
  * their own values, every kind of user handle converts and back while its
  * object lives (communicators, datatypes, groups, ops, infos, error
  * handlers, messages, requests on MPI_COMM_WORLD and on a duplicate),
- * statuses convert field by field, and a freed object's integer no
+ * statuses convert field by field (C, Fortran 77 arrays, Fortran 2008's
+ * MPI_F08_status, every way; an ignored status refused), and a freed object's integer no
  * longer names a live one. The ABI's Fortran queries: what a binding sets
  * once (its info, its LOGICAL values) reads back, a second set is
  * MPI_ERR_ABI; MPI_Type_match_size and MPI_Type_create_f90_*. */
@@ -91,6 +92,23 @@ int main(int argc, char **argv) {
     int count = 0;
     OK(MPI_Get_count(&st2, MPI_INT, &count)); EQ(count, 1);
     EQ(st2.MPI_SOURCE, prev);
+    /* Fortran 2008's status: each way, and back; ignored statuses refused. */
+    MPI_F08_status f08, f08b;
+    MPI_Status st3;
+    OK(MPI_Status_c2f08(&st, &f08));
+    EQ(f08.MPI_SOURCE, prev); EQ(f08.MPI_TAG, 50);
+    MPI_Fint fst2[MPI_F_STATUS_SIZE];
+    OK(MPI_Status_f082f(&f08, fst2));
+    OK(MPI_Status_f2f08(fst2, &f08b));
+    OK(MPI_Status_f082c(&f08b, &st3));
+    EQ(st3.MPI_SOURCE, prev); EQ(st3.MPI_TAG, 50);
+    count = 0;
+    OK(MPI_Get_count(&st3, MPI_INT, &count)); EQ(count, 1);
+    ERR(MPI_ERR_ARG, MPI_Status_c2f08(MPI_STATUS_IGNORE, &f08));
+    ERR(MPI_ERR_ARG, MPI_Status_f082c(MPI_F08_STATUS_IGNORE, &st3));
+    ERR(MPI_ERR_ARG, MPI_Status_f2c(MPI_F_STATUS_IGNORE, &st3));
+    ERR(MPI_ERR_ARG, PMPI_Status_c2f(&st, MPI_F_STATUSES_IGNORE));
+    TRUE(sizeof(MPI_F08_status) == sizeof(MPI_Status));
 
     /* A freed object's integer names no live object. */
     OK(MPI_Info_free(&info));
