@@ -138,6 +138,27 @@ pub enum UsageError {
         /// The size asked for.
         bytes: usize,
     },
+    /// A one-sided operation's target range ends past the target's window
+    /// (MPI_ERR_RMA_RANGE); nothing was sent.
+    #[error(
+        "one-sided operation's range ends at byte {end}, past the target window's {size} bytes"
+    )]
+    RmaRange {
+        /// The byte just past the range.
+        end: u64,
+        /// The target window's size in bytes.
+        size: u64,
+    },
+    /// A one-sided operation or synchronization call that the window's
+    /// epochs do not allow (MPI_ERR_RMA_SYNC): an operation outside an
+    /// access epoch, an unlock without a lock, a second lock of one target.
+    #[error("one-sided synchronization: {0}")]
+    RmaSync(&'static str),
+    /// A target refused a one-sided request it could not apply (a range or
+    /// type it does not have): the origin and target disagree on the
+    /// window.
+    #[error("the target refused a one-sided request (the ranks disagree on the window)")]
+    RmaRefused,
 }
 
 /// Errors caused by another process.

@@ -30,6 +30,8 @@
 //! - [`wire`]: the protocol headers and their validating decoder.
 //! - [`coll`]: collectives as schedules; [`reduction`]: the element types,
 //!   reduction ops and their kernels.
+//! - [`rma`]: one-sided communication as messages: the requests and what a
+//!   target does with them.
 //! - [`Request`], [`Message`]: generational handles, with `NULL` and `EMPTY`.
 //! - [`Buf`]: owned buffers that move through the engine (soundness under
 //!   `mem::forget`).
@@ -48,9 +50,10 @@
 //!    contract.
 //! 3. `slab`, `matching`, `auth`, `device`: the engine's stores, tag
 //!    matching, the side channels' authentication, the device contract.
-//! 4. `protocol`, `coll`, `recorder`, `loopback`: what is built on the
-//!    device contract: the protocol table, collective schedules, the
-//!    recording sink and the in-memory device.
+//! 4. `protocol`, `coll`, `rma`, `recorder`, `loopback`: what is built on
+//!    the device contract: the protocol table, collective schedules, the
+//!    one-sided requests' target side, the recording sink and the
+//!    in-memory device.
 //! 5. `engine`: posting, progress and completion.
 //! 6. `sim`, `testkit`: the simulation harness and the device test kit
 //!    (test-only).
@@ -87,6 +90,7 @@ pub mod protocol;
 #[cfg(any(test, feature = "__testkit"))]
 pub mod recorder;
 pub mod reduction;
+pub mod rma;
 pub mod settings;
 pub mod shared_files;
 #[cfg(any(test, feature = "__testkit"))]

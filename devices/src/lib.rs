@@ -109,9 +109,9 @@
 //!    requests, their completion, and point-to-point operations (the raw
 //!    layer, with all the `unsafe` code, both lends requests their
 //!    borrowed buffers and runs the blocking operations on slices).
-//! 6. `coll`, `contexts`, `create`, `inter`, `idup`, `topology`:
-//!    collectives, and the communicators made with them (context ids
-//!    agreed by allreduce; Cartesian grids).
+//! 6. `coll`, `contexts`, `create`, `inter`, `idup`, `topology`, `rma`:
+//!    collectives, and what is made with them: communicators (context ids
+//!    agreed by allreduce; Cartesian grids) and one-sided windows.
 //! 7. `world`, `select`, `psets`: the world and [`init`], which makes it,
 //!    and the process sets a world names.
 //!
@@ -165,6 +165,7 @@ pub mod psets;
 #[allow(unsafe_code)]
 mod raw;
 mod request;
+pub mod rma;
 pub mod select;
 mod shared;
 pub mod tools;

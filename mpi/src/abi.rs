@@ -138,6 +138,9 @@ pub mod class {
     pub const MPI_ERR_INFO: c_int = 34;
     pub const MPI_ERR_KEYVAL: c_int = 36;
     pub const MPI_ERR_NO_MEM: c_int = 39;
+    pub const MPI_ERR_RMA_CONFLICT: c_int = 47;
+    pub const MPI_ERR_RMA_RANGE: c_int = 48;
+    pub const MPI_ERR_RMA_SYNC: c_int = 50;
     pub const MPI_ERR_CONVERSION: c_int = 25;
     pub const MPI_ERR_UNSUPPORTED_DATAREP: c_int = 54;
     pub const MPI_ERR_UNSUPPORTED_OPERATION: c_int = 55;

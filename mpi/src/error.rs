@@ -159,6 +159,9 @@ fn class_of_usage(u: &UsageError) -> c_int {
         UsageError::OpNotDefined { .. } => MPI_ERR_OP,
         UsageError::Unsupported(_) => MPI_ERR_UNSUPPORTED_OPERATION,
         UsageError::OutOfMemory { .. } => MPI_ERR_NO_MEM,
+        UsageError::RmaRange { .. } => MPI_ERR_RMA_RANGE,
+        UsageError::RmaSync(_) => MPI_ERR_RMA_SYNC,
+        UsageError::RmaRefused => MPI_ERR_RMA_CONFLICT,
         _ => MPI_ERR_OTHER,
     }
 }

@@ -64,6 +64,7 @@ macro_rules! __with_conformance_bodies {
             hybrid_drives_transfers,
             collectives,
             communicators,
+            one_sided,
             overlap,
         }
     };

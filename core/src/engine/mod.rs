@@ -41,6 +41,7 @@ mod outbox;
 mod persistent;
 mod post;
 mod request;
+mod rma;
 mod rndv;
 mod small_pool;
 
@@ -287,6 +288,8 @@ pub(crate) struct State {
     /// Where a segmented send's fragment is gathered before the device
     /// takes it: one fragment, made on the first such send and kept.
     pub(crate) gather: Vec<u8>,
+    /// The one-sided windows this rank serves as a target (`rma.rs`).
+    pub(crate) windows: rma::Windows,
 }
 
 /// See the module docs.
@@ -347,6 +350,7 @@ impl<D: Device> Engine<D> {
                 failure_order: Vec::new(),
                 context_members: rustc_hash::FxHashMap::default(),
                 gather: Vec::new(),
+                windows: rma::Windows::default(),
             },
             armed: false,
         })
@@ -489,6 +493,12 @@ impl<D: Device> Engine<D> {
         }
         if !self.st.node_active.is_empty() {
             self.advance_node_colls()?;
+        }
+        if !self.st.windows.is_empty() {
+            self.advance_windows()?;
+            if !self.st.outbox.is_empty() {
+                outbox::flush(&mut self.device, &mut self.st)?;
+            }
         }
         Ok((self.st.events - before) as usize)
     }

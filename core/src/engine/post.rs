@@ -364,7 +364,7 @@ impl<D: Device> Engine<D> {
     /// is inline in the caller; the rest ([`Engine::post_recv_general`]) is
     /// out of line.
     #[inline(always)]
-    fn post_recv(
+    pub(super) fn post_recv(
         &mut self,
         kind: Kind,
         source: Rank,

@@ -24,6 +24,7 @@ mod communicators;
 mod completion;
 pub mod fault;
 mod matching;
+mod one_sided;
 mod overlap;
 mod p2p;
 mod segmented;
@@ -40,6 +41,7 @@ pub use completion::{
     arecv_mixed, batched, cancel_recv, get_status_some, persistent, request_empty,
 };
 pub use matching::{any_source_order, blocking_recv_order, issend_sync, mprobe_threads};
+pub use one_sided::one_sided;
 pub use overlap::overlap;
 pub use p2p::{
     fragmented, p2p_blocking, p2p_nonblocking, protocol_selection, rdma_get, truncation,

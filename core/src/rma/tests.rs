@@ -1,0 +1,137 @@
+use super::*;
+use crate::reduction::Datatype;
+
+fn req(kind: Kind, disp: u64, len: u64, reply: Tag) -> Request {
+    Request {
+        reply,
+        ..Request::new(kind, disp, len)
+    }
+}
+
+fn f64s(v: &[f64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+#[test]
+fn data_requests_apply_and_answer() {
+    let mut t = Target::default();
+    let mut mem = vec![0u8; 32];
+    let put = req(Kind::Put, 8, 4, 0).encode(&[1, 2, 3, 4]).unwrap();
+    assert_eq!(t.serve(1, &put, &mut mem), Ok(Served::default()));
+    assert_eq!(&mem[8..12], &[1, 2, 3, 4]);
+    let get = req(Kind::Get, 6, 8, 5).encode(&[]).unwrap();
+    let s = t.serve(1, &get, &mut mem).unwrap();
+    assert_eq!(s.reply, Some((5, vec![0, 0, 1, 2, 3, 4, 0, 0])));
+
+    // Sum of doubles, then a fetching max.
+    mem[16..32].copy_from_slice(&f64s(&[1.5, -2.0]));
+    let mut acc = req(Kind::Accumulate, 16, 16, 0);
+    acc.dtype = Datatype::F64;
+    acc.op = AccOp::Reduce(ReduceOp::Sum);
+    t.serve(2, &acc.encode(&f64s(&[1.0, 1.0])).unwrap(), &mut mem)
+        .unwrap();
+    assert_eq!(&mem[16..32], &f64s(&[2.5, -1.0])[..]);
+    let mut fetch = acc.clone();
+    fetch.kind = Kind::GetAccumulate;
+    fetch.op = AccOp::Reduce(ReduceOp::Max);
+    fetch.reply = 9;
+    let s = t
+        .serve(2, &fetch.encode(&f64s(&[0.0, 0.0])).unwrap(), &mut mem)
+        .unwrap();
+    assert_eq!(s.reply, Some((9, f64s(&[2.5, -1.0]))));
+    assert_eq!(&mem[16..32], &f64s(&[2.5, 0.0])[..]);
+    let mut noop = fetch.clone();
+    noop.op = AccOp::NoOp;
+    let s = t
+        .serve(2, &noop.encode(&f64s(&[7.0, 7.0])).unwrap(), &mut mem)
+        .unwrap();
+    assert_eq!(s.reply, Some((9, f64s(&[2.5, 0.0]))));
+    assert_eq!(&mem[16..32], &f64s(&[2.5, 0.0])[..]);
+
+    // Compare-and-swap: no swap, then a swap.
+    let mut cas = req(Kind::CompareAndSwap, 16, 8, 3);
+    cas.dtype = Datatype::F64;
+    let mut data = f64s(&[9.0]);
+    data.extend(f64s(&[4.0]));
+    let s = t.serve(0, &cas.encode(&data).unwrap(), &mut mem).unwrap();
+    assert_eq!(s.reply, Some((3, f64s(&[2.5]))));
+    assert_eq!(&mem[16..24], &f64s(&[2.5])[..]);
+    let mut data = f64s(&[2.5]);
+    data.extend(f64s(&[4.0]));
+    t.serve(0, &cas.encode(&data).unwrap(), &mut mem).unwrap();
+    assert_eq!(&mem[16..24], &f64s(&[4.0])[..]);
+    assert_eq!(t.applied(), 7);
+}
+
+#[test]
+fn bad_requests_write_nothing_and_answer_with_a_refusal() {
+    let mut t = Target::default();
+    let mut mem = vec![7u8; 16];
+    let past = req(Kind::Put, 12, 8, 0).encode(&[0; 8]).unwrap();
+    let r = t.serve(0, &past, &mut mem).unwrap_err();
+    assert_eq!(r.reply, None);
+    let huge = req(Kind::Get, u64::MAX, 2, 4).encode(&[]).unwrap();
+    let r = t.serve(0, &huge, &mut mem).unwrap_err();
+    assert_eq!(
+        r.reply,
+        Some((4, vec![0; 3])),
+        "one byte more than expected"
+    );
+    let mut acc = req(Kind::Accumulate, 0, 8, 0);
+    acc.dtype = Datatype::F64;
+    acc.op = AccOp::Reduce(ReduceOp::Band);
+    assert!(t.serve(0, &acc.encode(&[0; 8]).unwrap(), &mut mem).is_err());
+    let mut cas = req(Kind::CompareAndSwap, 0, 8, 2);
+    cas.dtype = Datatype::I32;
+    assert!(t
+        .serve(0, &cas.encode(&[0; 16]).unwrap(), &mut mem)
+        .is_err());
+    assert!(t.serve(0, &[1, 2, 3], &mut mem).is_err());
+    assert_eq!(mem, vec![7u8; 16]);
+    assert_eq!(t.applied(), 0);
+}
+
+fn lock(t: &mut Target, from: Rank, tag: Tag, exclusive: bool) -> Vec<(Rank, Tag)> {
+    let mut r = req(Kind::Lock, 0, 0, tag);
+    r.exclusive = exclusive;
+    t.serve(from, &r.encode(&[]).unwrap(), &mut [])
+        .unwrap()
+        .granted
+}
+
+fn unlock(t: &mut Target, from: Rank) -> Result<Served, Refused> {
+    t.serve(
+        from,
+        &req(Kind::Unlock, 0, 0, 1).encode(&[]).unwrap(),
+        &mut [],
+    )
+}
+
+#[test]
+fn locks_are_granted_in_order_and_writers_do_not_starve() {
+    let mut t = Target::default();
+    assert_eq!(lock(&mut t, 0, 10, false), vec![(0, 10)]);
+    assert_eq!(lock(&mut t, 1, 11, false), vec![(1, 11)]);
+    assert_eq!(
+        lock(&mut t, 2, 12, true),
+        vec![],
+        "exclusive waits for readers"
+    );
+    assert_eq!(
+        lock(&mut t, 3, 13, false),
+        vec![],
+        "a reader waits behind a writer"
+    );
+    let s = unlock(&mut t, 0).unwrap();
+    assert_eq!(s.reply, Some((1, vec![])));
+    assert!(s.granted.is_empty());
+    assert_eq!(unlock(&mut t, 1).unwrap().granted, vec![(2, 12)]);
+    assert_eq!(unlock(&mut t, 2).unwrap().granted, vec![(3, 13)]);
+    assert!(unlock(&mut t, 2).is_err(), "unlock without a lock");
+    let mut again = req(Kind::Lock, 0, 0, 14);
+    again.exclusive = true;
+    assert!(t.serve(3, &again.encode(&[]).unwrap(), &mut []).is_err());
+    // A dead holder's lock is released.
+    assert_eq!(lock(&mut t, 4, 15, true), vec![]);
+    assert_eq!(t.forget(3), vec![(4, 15)]);
+}

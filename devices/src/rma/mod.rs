@@ -1,0 +1,266 @@
+//! One-sided communication (MPI's RMA): a [`Window<T>`] exposes `len`
+//! elements of `T` on every member of a communicator, which the others
+//! put to, get from and accumulate into without the owner taking part.
+//!
+//! ```no_run
+//! # fn main() -> ferry::Result<()> {
+//! use ferry::rma::LockKind;
+//! let world = ferry::init()?;
+//! let comm = world.comm();
+//! let win = comm.win_allocate::<f64>(16)?;
+//! win.fence()?;
+//! win.put((comm.rank() + 1) % comm.size(), 0, &[comm.rank() as f64])?;
+//! win.fence()?;
+//! let mine = win.local(|v| v[0])?;
+//! {
+//!     let epoch = win.lock(0, LockKind::Exclusive)?;
+//!     epoch.accumulate(0, 1, &[1.0], ferry::rma::Combine::Op(&ferry::Op::sum()))?;
+//! } // unlocked here
+//! # let _ = mine; Ok(()) }
+//! ```
+//!
+//! # How it works
+//! Every operation travels as a message to its target on the window's own
+//! context (a duplicate of the communicator's), and the target's engine
+//! applies it when it progresses, for whatever reason: see
+//! [`ferry_core::rma`] for the protocol. So one-sided communication works
+//! on every device, and a target serves passive-target epochs while it
+//! waits on anything in ferry, or, with the progress thread
+//! (`FERRY_ASYNC_PROGRESS`), while it computes.
+//!
+//! # Epochs
+//! An operation needs an access epoch to its target: between two fences
+//! ([`Window::fence`], or [`Window::fence_epoch`] around a closure), or
+//! under a lock of that target ([`Window::lock`], whose guard unlocks on
+//! drop, so a forgotten unlock cannot happen in safe code) or of every
+//! member ([`Window::lock_all`]). Anything else is
+//! [`UsageError::RmaSync`](ferry_core::UsageError::RmaSync); a range past
+//! the target's window is
+//! [`UsageError::RmaRange`](ferry_core::UsageError::RmaRange), checked
+//! before anything is sent.
+//!
+//! # Soundness
+//! The window's memory belongs to the engine: the program reads and writes
+//! its own part through [`Window::local`], under the engine's lock, so no
+//! request is applied meanwhile and no safe call can race with a remote
+//! write. Gets and fetching operations return [`Request`]s that own their
+//! result, like an owned receive.
+
+mod ops;
+mod sync;
+
+use std::marker::PhantomData;
+use std::sync::{Mutex, MutexGuard};
+
+use ferry_core::{Buf, Rank, Tag, TAG_UB};
+
+use crate::comm::Comm;
+use crate::error::Result;
+use crate::typed::{Element, VecStorage};
+
+pub use ops::Combine;
+pub use sync::{Epoch, LockEpoch, LockKind};
+
+/// A window of `T`s on every member of a communicator (see the module
+/// docs). `Send + Sync`: its calls may come from any thread.
+#[derive(Debug)]
+pub struct Window<T: Element> {
+    /// The window's communicator: a duplicate, whose context carries the
+    /// requests.
+    comm: Comm,
+    /// The bytes each member exposes.
+    sizes: Box<[u64]>,
+    origin: Mutex<Origin>,
+    /// Set once freed (the engine no longer serves it).
+    _elements: PhantomData<fn() -> T>,
+}
+
+/// This rank's side as an origin.
+#[derive(Debug)]
+struct Origin {
+    /// Data requests sent to each target since the last fence.
+    sent: Vec<u64>,
+    /// Data requests that target this rank, by every fence so far.
+    expected: u64,
+    access: Access,
+    /// The tag of the next reply (cycles through `1..=TAG_UB`).
+    next_reply: Tag,
+    freed: bool,
+}
+
+/// Which access epochs are open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Access {
+    /// None: only fences and locks are allowed.
+    Closed,
+    /// Between fences: every target.
+    Fence,
+    /// Locks of single targets (`None`: not locked).
+    Locks(Vec<Option<LockKind>>),
+    /// A shared lock of every member.
+    All,
+}
+
+impl Origin {
+    fn reply_tag(&mut self) -> Tag {
+        let t = self.next_reply;
+        self.next_reply = if t >= TAG_UB { 1 } else { t + 1 };
+        t
+    }
+}
+
+impl Comm {
+    /// `MPI_Win_allocate`: a window of `len` zeroed elements of `T` on every
+    /// member (lengths may differ). Collective.
+    ///
+    /// # Errors
+    /// As for [`Comm::dup`] and [`Comm::allgather`]; an allocation that
+    /// fails.
+    pub fn win_allocate<T: Element>(&self, len: usize) -> Result<Window<T>> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(len)
+            .map_err(|_| ferry_core::UsageError::OutOfMemory {
+                bytes: len.saturating_mul(std::mem::size_of::<T>()),
+            })?;
+        v.resize(len, T::zeroed());
+        let memory = Buf::from_storage(Box::new(VecStorage(v)));
+        Window::serve(self, memory)
+    }
+}
+
+impl<T: Element> Window<T> {
+    /// Serves `memory` on a duplicate of `parent`, then learns every
+    /// member's size (after which every member serves: a request can only
+    /// come after that).
+    fn serve(parent: &Comm, memory: Buf) -> Result<Window<T>> {
+        let comm = parent.dup()?;
+        let bytes = memory.len() as u64;
+        comm.inner
+            .shared
+            .lock()?
+            .engine()?
+            .win_serve(comm.context(), memory)?;
+        let mut sizes = vec![0u64; comm.size() as usize];
+        if let Err(e) = comm.allgather(&[bytes], &mut sizes) {
+            let _ = comm
+                .inner
+                .shared
+                .lock()
+                .map(|mut g| g.engine().map(|e| e.win_retire(comm.context())));
+            return Err(e);
+        }
+        let n = comm.size() as usize;
+        Ok(Window {
+            comm,
+            sizes: sizes.into_boxed_slice(),
+            origin: Mutex::new(Origin {
+                sent: vec![0; n],
+                expected: 0,
+                access: Access::Closed,
+                next_reply: 1,
+                freed: false,
+            }),
+            _elements: PhantomData,
+        })
+    }
+
+    /// The window's communicator (a duplicate of the one it was made on).
+    pub fn comm(&self) -> &Comm {
+        &self.comm
+    }
+
+    /// The number of elements member `rank` exposes.
+    ///
+    /// # Errors
+    /// A rank outside the window.
+    pub fn len_of(&self, rank: Rank) -> Result<usize> {
+        let size = self.size_of(rank)?;
+        Ok((size / elem_size::<T>().max(1) as u64) as usize)
+    }
+
+    fn size_of(&self, rank: Rank) -> Result<u64> {
+        self.sizes.get(rank as usize).copied().ok_or_else(|| {
+            ferry_core::UsageError::InvalidRank {
+                rank,
+                size: self.comm.size(),
+            }
+            .into()
+        })
+    }
+
+    /// Runs `f` on this rank's part of the window (its own loads and
+    /// stores), under the engine's lock: no remote request is applied
+    /// while it runs.
+    ///
+    /// # Errors
+    /// A freed window, a finalized world.
+    pub fn local<R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
+        let _o = self.origin()?;
+        let mut g = self.comm.inner.shared.lock()?;
+        let bytes = g.engine()?.win_memory(self.comm.context())?;
+        // The memory is a `Vec<T>` (`win_allocate`): aligned and whole.
+        let elems: &mut [T] = if elem_size::<T>() == 0 {
+            &mut []
+        } else {
+            bytemuck::try_cast_slice_mut(bytes).map_err(|_| crate::ApiError::Alignment {
+                align: std::mem::align_of::<T>(),
+            })?
+        };
+        Ok(f(elems))
+    }
+
+    /// `MPI_Win_free`: waits until every member is done with the window
+    /// (a barrier), then stops serving it. Collective. Dropping a window
+    /// without it stops serving at once, which a member still using it
+    /// sees as a request that is never answered: free windows.
+    ///
+    /// # Errors
+    /// An epoch still open (a lock held); as for [`Comm::barrier`].
+    pub fn free(self) -> Result<()> {
+        {
+            let o = self.origin()?;
+            if matches!(o.access, Access::All)
+                || matches!(&o.access, Access::Locks(l) if l.iter().any(Option::is_some))
+            {
+                return Err(ferry_core::UsageError::RmaSync(
+                    "freeing a window with a lock held (unlock first)",
+                )
+                .into());
+            }
+        }
+        self.comm.barrier()?;
+        self.retire()
+    }
+
+    fn retire(&self) -> Result<()> {
+        let mut o = self.origin.lock().unwrap_or_else(|p| p.into_inner());
+        if o.freed {
+            return Ok(());
+        }
+        o.freed = true;
+        let mut g = self.comm.inner.shared.lock()?;
+        g.engine()?.win_retire(self.comm.context())?;
+        Ok(())
+    }
+
+    /// The origin state, or an error for a freed window.
+    fn origin(&self) -> Result<MutexGuard<'_, Origin>> {
+        let o = self.origin.lock().unwrap_or_else(|p| p.into_inner());
+        if o.freed {
+            return Err(ferry_core::UsageError::StaleHandle.into());
+        }
+        Ok(o)
+    }
+}
+
+impl<T: Element> Drop for Window<T> {
+    fn drop(&mut self) {
+        if let Err(e) = self.retire() {
+            tracing::debug!(error = %e, "a window dropped after its world");
+        }
+    }
+}
+
+fn elem_size<T>() -> usize {
+    std::mem::size_of::<T>()
+}

@@ -1,0 +1,356 @@
+//! Synchronization: fences (active target) and locks (passive target),
+//! with guards that end an epoch when dropped.
+//!
+//! A fence is a collective: each rank tells every target how many data
+//! requests it sent (a reduce-scatter of the counts), progresses until
+//! its own window has applied as many as target it, and meets the others
+//! in a barrier, after which the next epoch's requests may come. A lock,
+//! an unlock and a flush are a request to the target and its reply: the
+//! reply of an unlock or a flush comes after every earlier request of
+//! this origin is applied (see [`ferry_core::rma`]).
+
+use std::ops::Deref;
+
+use ferry_core::rma::{Kind, Request as Wire};
+use ferry_core::{Rank, UsageError};
+
+use super::{Access, Origin, Window};
+use crate::coll::op::Op;
+use crate::error::{Error, Result};
+use crate::request::Request;
+use crate::typed::Element;
+use crate::waiter::block_on;
+
+/// A lock's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockKind {
+    /// Shared (`MPI_LOCK_SHARED`): other shared holders may hold it too.
+    Shared,
+    /// Exclusive (`MPI_LOCK_EXCLUSIVE`): no other holder.
+    Exclusive,
+}
+
+impl<T: Element> Window<T> {
+    /// `MPI_Win_fence`: ends the fence epoch (every request of every
+    /// member that targets this rank is applied when it returns) and opens
+    /// the next. Collective.
+    ///
+    /// # Errors
+    /// A lock held; as for [`crate::Comm::reduce_scatter_block`] and
+    /// [`crate::Comm::barrier`]; a member's death.
+    pub fn fence(&self) -> Result<()> {
+        let mut o = self.origin()?;
+        if holds_locks(&o) {
+            return Err(UsageError::RmaSync("a fence while a lock is held").into());
+        }
+        let n = o.sent.len();
+        let sent = std::mem::replace(&mut o.sent, vec![0; n]);
+        let mut mine = [0u64];
+        self.comm
+            .reduce_scatter_block(&sent, &mut mine, &Op::sum())?;
+        o.expected += mine[0];
+        let (expected, context) = (o.expected, self.comm.context());
+        block_on(&self.comm.inner.shared, |e| {
+            e.progress()?;
+            Ok((e.win_applied(context)? >= expected).then_some(()))
+        })?;
+        self.comm.barrier()?;
+        o.access = Access::Fence;
+        Ok(())
+    }
+
+    /// Runs `f` in a fence epoch: a fence, `f`, a fence. Collective.
+    ///
+    /// # Errors
+    /// As for [`Window::fence`].
+    pub fn fence_epoch<R>(&self, f: impl FnOnce(&Window<T>) -> R) -> Result<R> {
+        self.fence()?;
+        let r = f(self);
+        self.fence()?;
+        Ok(r)
+    }
+
+    /// `MPI_Win_lock`: locks `target`'s window; the guard's drop unlocks
+    /// it (or [`LockEpoch::unlock`], which reports errors). Operations on
+    /// `target` may go through the guard or the window.
+    ///
+    /// # Errors
+    /// A lock of `target` held already, a `lock_all` epoch, a bad rank, a
+    /// dead target.
+    pub fn lock(&self, target: Rank, kind: LockKind) -> Result<LockEpoch<'_, T>> {
+        self.start_lock(target, kind)?;
+        Ok(LockEpoch {
+            win: self,
+            target,
+            open: true,
+        })
+    }
+
+    /// `MPI_Win_lock` without a guard, for callers that keep epochs
+    /// themselves (the C layer): [`Window::end_lock`] ends it.
+    ///
+    /// # Errors
+    /// As for [`Window::lock`].
+    pub fn start_lock(&self, target: Rank, kind: LockKind) -> Result<()> {
+        let mut o = self.origin()?;
+        self.size_of(target)?;
+        let n = o.sent.len();
+        match &o.access {
+            Access::All => {
+                return Err(UsageError::RmaSync("a lock inside a lock_all epoch").into());
+            }
+            Access::Locks(l) if l[target as usize].is_some() => {
+                return Err(UsageError::RmaSync("a second lock of the same target").into());
+            }
+            Access::Locks(_) => {}
+            // A fence epoch ends at a lock (MPI would have the fence say
+            // so with MPI_MODE_NOSUCCEED).
+            Access::Closed | Access::Fence => o.access = Access::Locks(vec![None; n]),
+        }
+        let mut wire = Wire::new(Kind::Lock, 0, 0);
+        wire.exclusive = kind == LockKind::Exclusive;
+        // The origin's lock is held while waiting: nothing of this window
+        // may reach the target before the grant.
+        self.ask(&mut o, target, wire)?.wait().map_err(refused)?;
+        if let Access::Locks(l) = &mut o.access {
+            l[target as usize] = Some(kind);
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_unlock`: every operation on `target` since the lock is
+    /// complete there, and the lock is released.
+    ///
+    /// # Errors
+    /// No lock of `target` held; a dead target.
+    pub fn end_lock(&self, target: Rank) -> Result<()> {
+        let mut o = self.origin()?;
+        let held = matches!(&o.access, Access::Locks(l) if l.get(target as usize).is_some_and(Option::is_some));
+        if !held {
+            return Err(UsageError::RmaSync("an unlock of a target not locked").into());
+        }
+        let r = self.ask(&mut o, target, Wire::new(Kind::Unlock, 0, 0));
+        if let Access::Locks(l) = &mut o.access {
+            l[target as usize] = None;
+            if l.iter().all(Option::is_none) {
+                o.access = Access::Closed;
+            }
+        }
+        r?.wait().map_err(refused)?;
+        Ok(())
+    }
+
+    /// `MPI_Win_lock_all`: a shared lock of every member, asked of all at
+    /// once.
+    ///
+    /// # Errors
+    /// Another lock held; a dead member.
+    pub fn lock_all(&self) -> Result<Epoch<'_, T>> {
+        self.start_lock_all()?;
+        Ok(Epoch {
+            win: self,
+            open: true,
+        })
+    }
+
+    /// `MPI_Win_lock_all` without a guard ([`Window::end_lock_all`] ends
+    /// it).
+    ///
+    /// # Errors
+    /// As for [`Window::lock_all`].
+    pub fn start_lock_all(&self) -> Result<()> {
+        let mut o = self.origin()?;
+        if matches!(o.access, Access::All) || holds_locks(&o) {
+            return Err(UsageError::RmaSync("lock_all while a lock is held").into());
+        }
+        self.ask_all(&mut o, || Wire::new(Kind::Lock, 0, 0))?;
+        o.access = Access::All;
+        Ok(())
+    }
+
+    /// `MPI_Win_unlock_all`.
+    ///
+    /// # Errors
+    /// No `lock_all` epoch; a dead member.
+    pub fn end_lock_all(&self) -> Result<()> {
+        let mut o = self.origin()?;
+        if o.access != Access::All {
+            return Err(UsageError::RmaSync("unlock_all without lock_all").into());
+        }
+        o.access = Access::Closed;
+        self.ask_all(&mut o, || Wire::new(Kind::Unlock, 0, 0))
+    }
+
+    /// `MPI_Win_flush` (and `MPI_Win_flush_local`, which it is stronger
+    /// than): every operation on `target` so far is complete there.
+    ///
+    /// # Errors
+    /// No lock epoch on `target`; a dead target.
+    pub fn flush(&self, target: Rank) -> Result<()> {
+        let mut o = self.origin()?;
+        let open = match &o.access {
+            Access::All => true,
+            Access::Locks(l) => l.get(target as usize).is_some_and(Option::is_some),
+            _ => false,
+        };
+        if !open {
+            return Err(UsageError::RmaSync("a flush outside a lock epoch on its target").into());
+        }
+        self.ask(&mut o, target, Wire::new(Kind::Flush, 0, 0))?
+            .wait()
+            .map_err(refused)?;
+        Ok(())
+    }
+
+    /// `MPI_Win_flush_all`: [`Window::flush`] of every target locked.
+    ///
+    /// # Errors
+    /// No lock epoch; a dead target.
+    pub fn flush_all(&self) -> Result<()> {
+        let mut o = self.origin()?;
+        let targets: Vec<Rank> = match &o.access {
+            Access::All => (0..o.sent.len() as Rank).collect(),
+            Access::Locks(l) => (0..l.len() as Rank)
+                .filter(|&t| l[t as usize].is_some())
+                .collect(),
+            _ => return Err(UsageError::RmaSync("flush_all outside a lock epoch").into()),
+        };
+        let mut replies = Vec::with_capacity(targets.len());
+        for t in targets {
+            replies.push(self.ask(&mut o, t, Wire::new(Kind::Flush, 0, 0))?);
+        }
+        wait_all(replies)
+    }
+
+    /// Sends `wire` to `target` with a reply tag; the reply's request.
+    fn ask(&self, o: &mut Origin, target: Rank, mut wire: Wire) -> Result<Request> {
+        wire.reply = o.reply_tag();
+        let reply = self.comm.irecv(Vec::<u8>::new(), target, wire.reply)?;
+        if let Err(e) = self.issue(o, target, &wire, &[]) {
+            let _ = reply.cancel();
+            return Err(e);
+        }
+        Ok(reply)
+    }
+
+    /// Sends `wire()` to every member at once and waits for every reply.
+    fn ask_all(&self, o: &mut Origin, wire: impl Fn() -> Wire) -> Result<()> {
+        let mut replies = Vec::with_capacity(o.sent.len());
+        for t in 0..o.sent.len() as Rank {
+            replies.push(self.ask(o, t, wire())?);
+        }
+        wait_all(replies)
+    }
+}
+
+fn holds_locks(o: &Origin) -> bool {
+    match &o.access {
+        Access::All => true,
+        Access::Locks(l) => l.iter().any(Option::is_some),
+        _ => false,
+    }
+}
+
+fn wait_all(replies: Vec<Request>) -> Result<()> {
+    let mut first = Ok(());
+    for mut r in replies {
+        if let Err(e) = r.wait() {
+            first = first.and(Err(refused(e)));
+        }
+    }
+    first
+}
+
+/// A refused request's reply is one byte too long: a truncation.
+fn refused(e: Error) -> Error {
+    match e {
+        Error::Usage(UsageError::Truncated { .. }) => UsageError::RmaRefused.into(),
+        e => e,
+    }
+}
+
+/// A lock of one target ([`Window::lock`]): the window's operations
+/// through it (it derefs to the window); dropping it unlocks.
+#[derive(Debug)]
+pub struct LockEpoch<'w, T: Element> {
+    win: &'w Window<T>,
+    target: Rank,
+    open: bool,
+}
+
+impl<T: Element> LockEpoch<'_, T> {
+    /// The target locked.
+    pub fn target(&self) -> Rank {
+        self.target
+    }
+
+    /// [`Window::flush`] of the target.
+    ///
+    /// # Errors
+    /// As for [`Window::flush`].
+    pub fn flush(&self) -> Result<()> {
+        self.win.flush(self.target)
+    }
+
+    /// Unlocks, reporting errors (a drop logs them).
+    ///
+    /// # Errors
+    /// As for [`Window::end_lock`].
+    pub fn unlock(mut self) -> Result<()> {
+        self.open = false;
+        self.win.end_lock(self.target)
+    }
+}
+
+impl<T: Element> Deref for LockEpoch<'_, T> {
+    type Target = Window<T>;
+    fn deref(&self) -> &Window<T> {
+        self.win
+    }
+}
+
+impl<T: Element> Drop for LockEpoch<'_, T> {
+    fn drop(&mut self) {
+        if self.open {
+            if let Err(e) = self.win.end_lock(self.target) {
+                tracing::warn!(target = self.target, error = %e, "a window's unlock failed");
+            }
+        }
+    }
+}
+
+/// A shared lock of every member ([`Window::lock_all`]): derefs to the
+/// window; dropping it unlocks all.
+#[derive(Debug)]
+pub struct Epoch<'w, T: Element> {
+    win: &'w Window<T>,
+    open: bool,
+}
+
+impl<T: Element> Epoch<'_, T> {
+    /// Unlocks every member, reporting errors (a drop logs them).
+    ///
+    /// # Errors
+    /// As for [`Window::end_lock_all`].
+    pub fn unlock_all(mut self) -> Result<()> {
+        self.open = false;
+        self.win.end_lock_all()
+    }
+}
+
+impl<T: Element> Deref for Epoch<'_, T> {
+    type Target = Window<T>;
+    fn deref(&self) -> &Window<T> {
+        self.win
+    }
+}
+
+impl<T: Element> Drop for Epoch<'_, T> {
+    fn drop(&mut self) {
+        if self.open {
+            if let Err(e) = self.win.end_lock_all() {
+                tracing::warn!(error = %e, "a window's unlock_all failed");
+            }
+        }
+    }
+}
