@@ -98,6 +98,24 @@ impl<D: Device> Engine<D> {
         }
     }
 
+    /// The post notices (`complete: false`) or complete notices (`true`)
+    /// the window on `context` has had from `rank` (for `MPI_Win_start`
+    /// and `MPI_Win_wait`), or why it stopped serving.
+    ///
+    /// # Errors
+    /// As for [`Engine::win_applied`].
+    pub fn win_notices(&self, context: ContextId, rank: Rank, complete: bool) -> Result<u64> {
+        let w = self
+            .st
+            .windows
+            .get(&context)
+            .ok_or(UsageError::StaleHandle)?;
+        match w.failed {
+            Some(e) => Err(e),
+            None => Ok(w.target.notices(rank, complete)),
+        }
+    }
+
     /// The bytes of the window served on `context`, for the program's own
     /// loads and stores (under the engine's lock: no request applies
     /// meanwhile).

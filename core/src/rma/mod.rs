@@ -88,11 +88,16 @@ pub struct Refused {
     pub reply: Option<(Tag, Vec<u8>)>,
 }
 
-/// One window's target side: its lock and what it has applied.
+/// One window's target side: its lock, what it has applied, and the
+/// post and complete notices it has had from each rank.
 #[derive(Debug, Default)]
 pub struct Target {
     locks: Locks,
     applied: u64,
+    /// `MPI_Win_post` notices received, by the rank that posted.
+    posted: rustc_hash::FxHashMap<Rank, u64>,
+    /// `MPI_Win_complete` notices received, by the rank that completed.
+    completed: rustc_hash::FxHashMap<Rank, u64>,
 }
 
 impl Target {
@@ -100,6 +105,17 @@ impl Target {
     /// compare-and-swaps), for fences.
     pub fn applied(&self) -> u64 {
         self.applied
+    }
+
+    /// The post notices (`complete: false`) or complete notices (`true`)
+    /// received from `rank` so far.
+    pub fn notices(&self, rank: Rank, complete: bool) -> u64 {
+        let m = if complete {
+            &self.completed
+        } else {
+            &self.posted
+        };
+        m.get(&rank).copied().unwrap_or(0)
     }
 
     /// Applies the request `msg` from `from` to `memory`, the window's
@@ -150,6 +166,8 @@ impl Target {
                 served.granted = self.locks.grant();
             }
             Kind::Flush => served.reply = Some((r.reply, Vec::new())),
+            Kind::Post => *self.posted.entry(from).or_default() += 1,
+            Kind::Complete => *self.completed.entry(from).or_default() += 1,
         }
         if r.kind.is_data() {
             self.applied += 1;

@@ -135,3 +135,18 @@ fn locks_are_granted_in_order_and_writers_do_not_starve() {
     assert_eq!(lock(&mut t, 4, 15, true), vec![]);
     assert_eq!(t.forget(3), vec![(4, 15)]);
 }
+
+#[test]
+fn post_and_complete_notices_are_counted_per_rank() {
+    let mut t = Target::default();
+    let post = req(Kind::Post, 0, 0, 0).encode(&[]).unwrap();
+    let done = req(Kind::Complete, 0, 0, 0).encode(&[]).unwrap();
+    assert_eq!(t.serve(3, &post, &mut []), Ok(Served::default()));
+    t.serve(3, &post, &mut []).unwrap();
+    t.serve(1, &done, &mut []).unwrap();
+    assert_eq!(
+        (t.notices(3, false), t.notices(3, true), t.notices(1, true)),
+        (2, 0, 1)
+    );
+    assert_eq!(t.applied(), 0, "notices are not data requests");
+}

@@ -42,6 +42,13 @@ pub enum Kind {
     Unlock,
     /// Reply once every earlier request of this origin is applied.
     Flush,
+    /// A notice from a target to an origin: its exposure epoch for the
+    /// origin is open (`MPI_Win_post`); no reply.
+    Post,
+    /// A notice from an origin to a target: its access epoch to the target
+    /// is over, every earlier request applied (`MPI_Win_complete`); no
+    /// reply.
+    Complete,
 }
 
 impl Kind {
@@ -55,6 +62,8 @@ impl Kind {
             Kind::Lock => 6,
             Kind::Unlock => 7,
             Kind::Flush => 8,
+            Kind::Post => 9,
+            Kind::Complete => 10,
         }
     }
 
@@ -68,13 +77,18 @@ impl Kind {
             6 => Kind::Lock,
             7 => Kind::Unlock,
             8 => Kind::Flush,
+            9 => Kind::Post,
+            10 => Kind::Complete,
             _ => return None,
         })
     }
 
     /// True for the operations a fence counts (those on window data).
     pub fn is_data(self) -> bool {
-        !matches!(self, Kind::Lock | Kind::Unlock | Kind::Flush)
+        !matches!(
+            self,
+            Kind::Lock | Kind::Unlock | Kind::Flush | Kind::Post | Kind::Complete
+        )
     }
 }
 
@@ -229,7 +243,9 @@ impl Request {
         let want = match kind {
             Kind::Put | Kind::Accumulate | Kind::GetAccumulate => Some(r.len),
             Kind::CompareAndSwap => r.len.checked_mul(2),
-            Kind::Get | Kind::Lock | Kind::Unlock | Kind::Flush => Some(0),
+            Kind::Get | Kind::Lock | Kind::Unlock | Kind::Flush | Kind::Post | Kind::Complete => {
+                Some(0)
+            }
         };
         if want != Some(data.len() as u64) {
             return Err("a one-sided request whose data does not match its length");

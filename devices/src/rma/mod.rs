@@ -85,6 +85,12 @@ struct Origin {
     access: Access,
     /// The tag of the next reply (cycles through `1..=TAG_UB`).
     next_reply: Tag,
+    /// The origins of the open exposure epoch (`MPI_Win_post`).
+    exposed: Option<Vec<Rank>>,
+    /// Post notices used by `start`, by target.
+    posts_used: Vec<u64>,
+    /// Complete notices used by `wait`, by origin.
+    completes_used: Vec<u64>,
     freed: bool,
 }
 
@@ -99,6 +105,8 @@ enum Access {
     Locks(Vec<Option<LockKind>>),
     /// A shared lock of every member.
     All,
+    /// `MPI_Win_start`'s group of targets.
+    Group(Vec<Rank>),
 }
 
 impl Origin {
@@ -128,7 +136,45 @@ impl Comm {
     }
 }
 
+impl Comm {
+    /// A window of `size` zeroed bytes on this member, aligned for any
+    /// element type (16 bytes): `MPI_Win_allocate` for callers with their
+    /// own element types (the C layer). Collective.
+    ///
+    /// # Errors
+    /// As for [`Comm::win_allocate`].
+    pub fn win_allocate_bytes(&self, size: usize) -> Result<Window<u8>> {
+        let words = size.div_ceil(16);
+        let mut v: Vec<u128> = Vec::new();
+        v.try_reserve_exact(words)
+            .map_err(|_| ferry_core::UsageError::OutOfMemory { bytes: size })?;
+        v.resize(words, 0);
+        let memory = Buf::from_storage_with_len(Box::new(VecStorage(v)), size);
+        Window::serve(self, memory)
+    }
+
+    /// `MPI_Win_create`: a window over `memory`, a contiguous buffer
+    /// (memory the caller lent: [`crate::lent_mut`]). Collective.
+    ///
+    /// # Errors
+    /// As for [`Comm::win_allocate`]; a segmented buffer.
+    pub fn win_create(&self, memory: Buf) -> Result<Window<u8>> {
+        Window::serve(self, memory)
+    }
+}
+
 impl<T: Element> Window<T> {
+    /// The address of this member's window memory (for the C layer's
+    /// `MPI_Win_allocate` base pointer and `MPI_WIN_BASE`).
+    ///
+    /// # Errors
+    /// A freed window, a finalized world.
+    pub fn base_addr(&self) -> Result<usize> {
+        let _o = self.origin()?;
+        let mut g = self.comm.inner.shared.lock()?;
+        Ok(g.engine()?.win_memory(self.comm.context())?.as_ptr() as usize)
+    }
+
     /// Serves `memory` on a duplicate of `parent`, then learns every
     /// member's size (after which every member serves: a request can only
     /// come after that).
@@ -158,6 +204,9 @@ impl<T: Element> Window<T> {
                 expected: 0,
                 access: Access::Closed,
                 next_reply: 1,
+                exposed: None,
+                posts_used: vec![0; n],
+                completes_used: vec![0; n],
                 freed: false,
             }),
             _elements: PhantomData,

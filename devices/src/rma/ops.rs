@@ -34,16 +34,7 @@ impl<T: Element> Combine<'_, T> {
         Ok(match self {
             Combine::Replace => (AccOp::Replace, Datatype::U8),
             Combine::NoOp => (AccOp::NoOp, Datatype::U8),
-            Combine::Op(op) => {
-                if matches!(op.op, ReduceOp::User(_)) {
-                    return Err(UsageError::Unsupported(
-                        "a user-defined op in a one-sided operation (MPI allows predefined ops only)",
-                    )
-                    .into());
-                }
-                op.op.check(op.dtype)?;
-                (AccOp::Reduce(op.op.clone()), op.dtype)
-            }
+            Combine::Op(op) => (AccOp::Reduce(op.op.clone()), op.dtype),
         })
     }
 }
@@ -65,9 +56,7 @@ impl<T: Element> Window<T> {
     /// # Errors
     /// As for [`Window::put`].
     pub fn rput(&self, target: Rank, disp: usize, data: &[T]) -> Result<Request> {
-        let mut o = self.origin()?;
-        let wire = self.wire(&o, Kind::Put, target, disp, data.len())?;
-        self.issue(&mut o, target, &wire, bytes(data))
+        self.put_bytes(target, byte_disp::<T>(disp)?, bytes(data))
     }
 
     /// `MPI_Get` (`MPI_Rget`): `count` elements from element `disp` of
@@ -77,9 +66,10 @@ impl<T: Element> Window<T> {
     /// # Errors
     /// As for [`Window::put`].
     pub fn get(&self, target: Rank, disp: usize, count: usize) -> Result<Request> {
-        let mut o = self.origin()?;
-        let mut wire = self.wire(&o, Kind::Get, target, disp, count)?;
-        self.fetch(&mut o, target, &mut wire, &[], count)
+        let len = byte_disp::<T>(count)?;
+        self.get_into(target, byte_disp::<T>(disp)?, len, |c, from, tag| {
+            c.irecv(vec![T::zeroed(); count], from, tag)
+        })
     }
 
     /// `MPI_Accumulate` (`MPI_Raccumulate` without the request):
@@ -96,10 +86,9 @@ impl<T: Element> Window<T> {
         data: &[T],
         op: Combine<'_, T>,
     ) -> Result<()> {
-        let mut o = self.origin()?;
-        let mut wire = self.wire(&o, Kind::Accumulate, target, disp, data.len())?;
-        (wire.op, wire.dtype) = op.wire()?;
-        self.issue(&mut o, target, &wire, bytes(data)).map(drop)
+        let (acc, dtype) = op.wire()?;
+        self.accumulate_bytes(target, byte_disp::<T>(disp)?, bytes(data), acc, dtype)
+            .map(drop)
     }
 
     /// `MPI_Get_accumulate` (`MPI_Rget_accumulate`): combines `data` into
@@ -114,10 +103,16 @@ impl<T: Element> Window<T> {
         data: &[T],
         op: Combine<'_, T>,
     ) -> Result<Request> {
-        let mut o = self.origin()?;
-        let mut wire = self.wire(&o, Kind::GetAccumulate, target, disp, data.len())?;
-        (wire.op, wire.dtype) = op.wire()?;
-        self.fetch(&mut o, target, &mut wire, bytes(data), data.len())
+        let (acc, dtype) = op.wire()?;
+        let count = data.len();
+        self.get_accumulate_into(
+            target,
+            byte_disp::<T>(disp)?,
+            bytes(data),
+            acc,
+            dtype,
+            |c, from, tag| c.irecv(vec![T::zeroed(); count], from, tag),
+        )
     }
 
     /// `MPI_Fetch_and_op`: [`Window::get_accumulate`] of one element.
@@ -148,9 +143,7 @@ impl<T: Element> Window<T> {
         compare: T,
         swap: T,
     ) -> Result<Request> {
-        let mut o = self.origin()?;
-        let mut wire = self.wire(&o, Kind::CompareAndSwap, target, disp, 1)?;
-        wire.dtype = match elem_size::<T>() {
+        let dtype = match elem_size::<T>() {
             1 => Datatype::U8,
             2 => Datatype::U16,
             4 => Datatype::U32,
@@ -162,24 +155,127 @@ impl<T: Element> Window<T> {
                 .into())
             }
         };
-        let mut data = bytes(&[compare]).to_vec();
-        data.extend_from_slice(bytes(&[swap]));
-        self.fetch(&mut o, target, &mut wire, &data, 1)
+        self.compare_and_swap_into(
+            target,
+            byte_disp::<T>(disp)?,
+            bytes(&[compare]),
+            bytes(&[swap]),
+            dtype,
+            |c, from, tag| c.irecv(vec![T::zeroed(); 1], from, tag),
+        )
     }
 
-    /// Checks the epoch and the range; the request for it (bytes).
+    /// [`Window::rput`] in bytes: `data` at byte `disp` of `target`'s
+    /// window (the untyped form, for callers with their own element
+    /// types: the C layer).
+    ///
+    /// # Errors
+    /// As for [`Window::put`].
+    pub fn put_bytes(&self, target: Rank, disp: u64, data: &[u8]) -> Result<Request> {
+        let mut o = self.origin()?;
+        let wire = self.wire(&o, Kind::Put, target, disp, data.len() as u64)?;
+        self.issue(&mut o, target, &wire, data)
+    }
+
+    /// [`Window::get`] in bytes: `len` bytes from byte `disp`; `recv`
+    /// posts the reply's receive on the window's communicator, from the
+    /// target, on the tag given, wherever the caller wants the bytes.
+    ///
+    /// # Errors
+    /// As for [`Window::put`]; what `recv` returns.
+    pub fn get_into<R>(
+        &self,
+        target: Rank,
+        disp: u64,
+        len: u64,
+        recv: impl FnOnce(&crate::Comm, Rank, ferry_core::Tag) -> Result<R>,
+    ) -> Result<R> {
+        let mut o = self.origin()?;
+        let mut wire = self.wire(&o, Kind::Get, target, disp, len)?;
+        self.fetch(&mut o, target, &mut wire, &[], recv)
+    }
+
+    /// [`Window::accumulate`] in bytes, with the op and element type given
+    /// (the request completes when the data has left).
+    ///
+    /// # Errors
+    /// As for [`Window::accumulate`]; an op its element type does not have.
+    pub fn accumulate_bytes(
+        &self,
+        target: Rank,
+        disp: u64,
+        data: &[u8],
+        op: AccOp,
+        dtype: Datatype,
+    ) -> Result<Request> {
+        let mut o = self.origin()?;
+        let mut wire = self.wire(&o, Kind::Accumulate, target, disp, data.len() as u64)?;
+        (wire.op, wire.dtype) = checked(op, dtype, data.len())?;
+        self.issue(&mut o, target, &wire, data)
+    }
+
+    /// [`Window::get_accumulate`] in bytes (`recv` as in
+    /// [`Window::get_into`], for `data.len()` bytes).
+    ///
+    /// # Errors
+    /// As for [`Window::accumulate_bytes`]; what `recv` returns.
+    pub fn get_accumulate_into<R>(
+        &self,
+        target: Rank,
+        disp: u64,
+        data: &[u8],
+        op: AccOp,
+        dtype: Datatype,
+        recv: impl FnOnce(&crate::Comm, Rank, ferry_core::Tag) -> Result<R>,
+    ) -> Result<R> {
+        let mut o = self.origin()?;
+        let mut wire = self.wire(&o, Kind::GetAccumulate, target, disp, data.len() as u64)?;
+        (wire.op, wire.dtype) = checked(op, dtype, data.len())?;
+        self.fetch(&mut o, target, &mut wire, data, recv)
+    }
+
+    /// [`Window::compare_and_swap`] in bytes: one element of `dtype`
+    /// (`compare` and `swap` its size; `recv` for that many bytes).
+    ///
+    /// # Errors
+    /// As for [`Window::put`]; values of another size than the type's.
+    pub fn compare_and_swap_into<R>(
+        &self,
+        target: Rank,
+        disp: u64,
+        compare: &[u8],
+        swap: &[u8],
+        dtype: Datatype,
+        recv: impl FnOnce(&crate::Comm, Rank, ferry_core::Tag) -> Result<R>,
+    ) -> Result<R> {
+        if compare.len() != dtype.size() || swap.len() != dtype.size() {
+            return Err(UsageError::LengthMismatch(
+                "compare-and-swap: values of another size than the element",
+            )
+            .into());
+        }
+        let mut o = self.origin()?;
+        let mut wire = self.wire(&o, Kind::CompareAndSwap, target, disp, compare.len() as u64)?;
+        wire.dtype = dtype;
+        let mut data = compare.to_vec();
+        data.extend_from_slice(swap);
+        self.fetch(&mut o, target, &mut wire, &data, recv)
+    }
+
+    /// Checks the epoch and the byte range; the request for it.
     pub(super) fn wire(
         &self,
         o: &Origin,
         kind: Kind,
         target: Rank,
-        disp: usize,
-        count: usize,
+        start: u64,
+        len: u64,
     ) -> Result<Wire> {
         let size = self.size_of(target)?;
         let open = match &o.access {
             Access::Fence | Access::All => true,
             Access::Locks(l) => l.get(target as usize).is_some_and(Option::is_some),
+            Access::Group(g) => g.contains(&target),
             Access::Closed => false,
         };
         if !open {
@@ -187,13 +283,9 @@ impl<T: Element> Window<T> {
                 UsageError::RmaSync("an operation outside an access epoch to its target").into(),
             );
         }
-        let e = elem_size::<T>() as u64;
-        let start = (disp as u64).checked_mul(e);
-        let len = (count as u64).checked_mul(e);
-        let end = start.zip(len).and_then(|(s, l)| s.checked_add(l));
-        match (start, len, end) {
-            (Some(start), Some(len), Some(end)) if end <= size => Ok(Wire::new(kind, start, len)),
-            _ => Err(UsageError::RmaRange {
+        match start.checked_add(len) {
+            Some(end) if end <= size => Ok(Wire::new(kind, start, len)),
+            end => Err(UsageError::RmaRange {
                 end: end.unwrap_or(u64::MAX),
                 size,
             }
@@ -223,28 +315,53 @@ impl<T: Element> Window<T> {
         Ok(r)
     }
 
-    /// Posts the receive of the reply (`count` elements) and sends the
-    /// request; the receive's request.
-    fn fetch(
+    /// Sends the request, then posts the reply's receive (`recv`); what
+    /// `recv` made. (A reply that comes first waits among the unexpected
+    /// messages; a receive that fails to post leaves nothing of the
+    /// caller's memory to the engine.)
+    fn fetch<R>(
         &self,
         o: &mut Origin,
         target: Rank,
         wire: &mut Wire,
         data: &[u8],
-        count: usize,
-    ) -> Result<Request> {
+        recv: impl FnOnce(&crate::Comm, Rank, ferry_core::Tag) -> Result<R>,
+    ) -> Result<R> {
         wire.reply = o.reply_tag();
-        let reply = self
-            .comm
-            .irecv(vec![T::zeroed(); count], target, wire.reply)?;
-        match self.issue(o, target, wire, data) {
-            Ok(_sent) => Ok(reply),
-            Err(e) => {
-                let _ = reply.cancel();
-                Err(e)
-            }
-        }
+        drop(self.issue(o, target, wire, data)?);
+        recv(&self.comm, target, wire.reply)
     }
+}
+
+/// The byte offset of element `disp` (or the bytes of `disp` elements).
+fn byte_disp<T>(disp: usize) -> Result<u64> {
+    (disp as u64)
+        .checked_mul(elem_size::<T>() as u64)
+        .ok_or_else(|| {
+            UsageError::RmaRange {
+                end: u64::MAX,
+                size: 0,
+            }
+            .into()
+        })
+}
+
+/// An accumulate's op on `dtype`, checked: a predefined op the type has,
+/// and whole elements.
+fn checked(op: AccOp, dtype: Datatype, len: usize) -> Result<(AccOp, Datatype)> {
+    if let AccOp::Reduce(r) = &op {
+        if matches!(r, ReduceOp::User(_)) {
+            return Err(UsageError::Unsupported(
+                "a user-defined op in a one-sided operation (MPI allows predefined ops only)",
+            )
+            .into());
+        }
+        r.check(dtype)?;
+    }
+    if dtype.size() == 0 || len % dtype.size() != 0 {
+        return Err(UsageError::LengthMismatch("an accumulate of a partial element").into());
+    }
+    Ok((op, dtype))
 }
 
 /// The bytes of `data`.

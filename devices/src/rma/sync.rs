@@ -40,8 +40,10 @@ impl<T: Element> Window<T> {
     /// [`crate::Comm::barrier`]; a member's death.
     pub fn fence(&self) -> Result<()> {
         let mut o = self.origin()?;
-        if holds_locks(&o) {
-            return Err(UsageError::RmaSync("a fence while a lock is held").into());
+        if holds_locks(&o) || matches!(o.access, Access::Group(_)) || o.exposed.is_some() {
+            return Err(
+                UsageError::RmaSync("a fence while a lock or a post/start epoch is open").into(),
+            );
         }
         let n = o.sent.len();
         let sent = std::mem::replace(&mut o.sent, vec![0; n]);
@@ -105,6 +107,9 @@ impl<T: Element> Window<T> {
             Access::Locks(_) => {}
             // A fence epoch ends at a lock (MPI would have the fence say
             // so with MPI_MODE_NOSUCCEED).
+            Access::Group(_) => {
+                return Err(UsageError::RmaSync("a lock inside a start/complete epoch").into());
+            }
             Access::Closed | Access::Fence => o.access = Access::Locks(vec![None; n]),
         }
         let mut wire = Wire::new(Kind::Lock, 0, 0);
@@ -240,6 +245,157 @@ impl<T: Element> Window<T> {
             replies.push(self.ask(o, t, wire())?);
         }
         wait_all(replies)
+    }
+}
+
+impl<T: Element> Window<T> {
+    /// `MPI_Win_post`: opens an exposure epoch to the origins `group`
+    /// (ranks of the window): each learns it may start.
+    ///
+    /// # Errors
+    /// An exposure epoch open already; a bad or repeated rank; a dead
+    /// origin.
+    pub fn post(&self, group: &[Rank]) -> Result<()> {
+        let mut o = self.origin()?;
+        if o.exposed.is_some() {
+            return Err(UsageError::RmaSync("a post while an exposure epoch is open").into());
+        }
+        self.distinct(group)?;
+        for &origin in group {
+            drop(self.issue(&mut o, origin, &Wire::new(Kind::Post, 0, 0), &[])?);
+        }
+        o.exposed = Some(group.to_vec());
+        Ok(())
+    }
+
+    /// `MPI_Win_start`: opens an access epoch to the targets `group`,
+    /// once each has posted.
+    ///
+    /// # Errors
+    /// Another access epoch open; a bad or repeated rank; a dead target.
+    pub fn start(&self, group: &[Rank]) -> Result<()> {
+        let mut o = self.origin()?;
+        if holds_locks(&o) || matches!(o.access, Access::Group(_)) {
+            return Err(UsageError::RmaSync("a start while another access epoch is open").into());
+        }
+        self.distinct(group)?;
+        let context = self.comm.context();
+        for &t in group {
+            let want = o.posts_used[t as usize] + 1;
+            let job_t = t;
+            block_on(&self.comm.inner.shared, |e| {
+                e.progress()?;
+                Ok((e.win_notices(context, self.job_rank(job_t)?, false)? >= want).then_some(()))
+            })?;
+            o.posts_used[t as usize] = want;
+        }
+        o.access = Access::Group(group.to_vec());
+        Ok(())
+    }
+
+    /// `MPI_Win_complete`: ends the start epoch; each target learns that
+    /// every operation this origin made on it is applied.
+    ///
+    /// # Errors
+    /// No start epoch; a dead target.
+    pub fn complete(&self) -> Result<()> {
+        let mut o = self.origin()?;
+        let Access::Group(group) = std::mem::replace(&mut o.access, Access::Closed) else {
+            return Err(UsageError::RmaSync("a complete without a start").into());
+        };
+        for t in group {
+            drop(self.issue(&mut o, t, &Wire::new(Kind::Complete, 0, 0), &[])?);
+        }
+        Ok(())
+    }
+
+    /// `MPI_Win_wait`: ends the exposure epoch once every origin of the
+    /// post has completed (their operations are applied here).
+    ///
+    /// # Errors
+    /// No exposure epoch; a dead origin.
+    pub fn wait(&self) -> Result<()> {
+        let mut o = self.origin()?;
+        let group = o
+            .exposed
+            .clone()
+            .ok_or(UsageError::RmaSync("a wait without a post"))?;
+        let context = self.comm.context();
+        block_on(&self.comm.inner.shared, |e| {
+            e.progress()?;
+            Ok(self.all_completed(e, context, &o, &group)?.then_some(()))
+        })?;
+        for r in group {
+            o.completes_used[r as usize] += 1;
+        }
+        o.exposed = None;
+        Ok(())
+    }
+
+    /// `MPI_Win_test`: [`Window::wait`] if every origin has completed
+    /// (true), else nothing (false).
+    ///
+    /// # Errors
+    /// As for [`Window::wait`].
+    pub fn test(&self) -> Result<bool> {
+        let done = {
+            let o = self.origin()?;
+            let group = o
+                .exposed
+                .clone()
+                .ok_or(UsageError::RmaSync("a test without a post"))?;
+            let mut g = self.comm.inner.shared.lock()?;
+            let e = g.engine()?;
+            e.progress()?;
+            self.all_completed(e, self.comm.context(), &o, &group)?
+        };
+        if done {
+            self.wait()?;
+        }
+        Ok(done)
+    }
+
+    fn all_completed(
+        &self,
+        e: &ferry_core::Engine<crate::NodeDevice>,
+        context: ferry_core::ContextId,
+        o: &Origin,
+        group: &[Rank],
+    ) -> ferry_core::Result<bool> {
+        for &r in group {
+            let seen = e.win_notices(context, self.job_rank(r)?, true)?;
+            if seen <= o.completes_used[r as usize] {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The job rank of window rank `r` (notices are kept by job rank).
+    fn job_rank(&self, r: Rank) -> ferry_core::Result<Rank> {
+        self.comm.job_rank(r).map_err(|_| {
+            UsageError::InvalidRank {
+                rank: r,
+                size: self.comm.size(),
+            }
+            .into()
+        })
+    }
+
+    /// Checks that `group` holds distinct ranks of the window.
+    fn distinct(&self, group: &[Rank]) -> Result<()> {
+        let mut seen = vec![false; self.sizes.len()];
+        for &r in group {
+            self.size_of(r)?;
+            if std::mem::replace(&mut seen[r as usize], true) {
+                return Err(UsageError::InvalidRank {
+                    rank: r,
+                    size: self.comm.size(),
+                }
+                .into());
+            }
+        }
+        Ok(())
     }
 }
 

@@ -2,7 +2,8 @@
 //! operation in a fence epoch and under locks, checked against what every
 //! rank can compute; atomicity under contention (fetch-and-add counters,
 //! a compare-and-swap spin lock around a get/put increment, exclusive
-//! locks around a get/put increment); misuse as typed errors.
+//! locks around a get/put increment); post/start/complete/wait on a
+//! ring; misuse as typed errors.
 
 use ferry::rma::{Combine, LockKind};
 use ferry::{ferry_core::UsageError, Error, Op, Rank};
@@ -185,6 +186,32 @@ pub fn one_sided(ctx: &Ctx) -> Outcome {
         let mut r = epoch.get(0, acc, 1)?;
         ensure!(value(r.wait()?)? == [n as u64], "a get under a shared lock");
     }
+    // Post/start/complete/wait on a ring: each rank exposes itself to its
+    // left neighbour and accesses its right one, twice (test, then wait).
+    let left = ((me + n - 1) % n) as Rank;
+    for round in 0..2u64 {
+        win.post(&[left])?;
+        win.start(&[right as Rank])?;
+        win.put(right as Rank, excl, &[1000 + me as u64 + round])?;
+        let mut r = win.get(right as Rank, me * 4, 1)?;
+        win.complete()?;
+        ensure!(
+            value(r.wait()?)? == [me as u64 * 1000],
+            "a get in a start epoch"
+        );
+        if round == 0 {
+            while !win.test()? {}
+        } else {
+            win.wait()?;
+        }
+        let v = win.local(|v| v[excl])?;
+        ensure!(v == 1000 + left as u64 + round, "post/start put: {v}");
+    }
+    ensure!(
+        is_usage(win.complete(), |u| matches!(u, UsageError::RmaSync(_))),
+        "a complete without a start is RmaSync"
+    );
+    world.barrier()?;
     win.free()?;
     Ok(Verdict::Pass)
 }
