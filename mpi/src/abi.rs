@@ -138,9 +138,14 @@ pub mod class {
     pub const MPI_ERR_INFO: c_int = 34;
     pub const MPI_ERR_KEYVAL: c_int = 36;
     pub const MPI_ERR_NO_MEM: c_int = 39;
+    pub const MPI_ERR_ASSERT: c_int = 22;
+    pub const MPI_ERR_DISP: c_int = 26;
+    pub const MPI_ERR_LOCKTYPE: c_int = 37;
     pub const MPI_ERR_RMA_CONFLICT: c_int = 47;
     pub const MPI_ERR_RMA_RANGE: c_int = 48;
     pub const MPI_ERR_RMA_SYNC: c_int = 50;
+    pub const MPI_ERR_SIZE: c_int = 52;
+    pub const MPI_ERR_WIN: c_int = 56;
     pub const MPI_ERR_CONVERSION: c_int = 25;
     pub const MPI_ERR_UNSUPPORTED_DATAREP: c_int = 54;
     pub const MPI_ERR_UNSUPPORTED_OPERATION: c_int = 55;

@@ -8,7 +8,7 @@
 //! the handle of what lives in that slot now, or a stale one. A direct
 //! request handle (`request/handle.rs`) is `-(2^30 + engine index)`, its
 //! generation kept here until the next conversion of that index. What is
-//! none of these converts to `MPI_UNDEFINED`. Windows and files have no
+//! none of these converts to `MPI_UNDEFINED`. Files have no
 //! objects here yet: only their null handles convert.
 
 use std::ffi::c_int;
@@ -161,12 +161,12 @@ fn objectless_toint(h: usize) -> c_int {
 
 /// `MPI_Win_toint`.
 pub(crate) fn win_toint(win: usize) -> c_int {
-    objectless_toint(win)
+    int_of(Kind::Win, win)
 }
 
-/// `MPI_Win_fromint`.
+/// `MPI_Win_fromint` (windows live in their chapter's table).
 pub(crate) fn win_fromint(win: c_int) -> usize {
-    usize::try_from(win).unwrap_or(crate::abi::MPI_WIN_NULL)
+    crate::rma::from_int(win)
 }
 
 /// `MPI_File_toint`.

@@ -63,6 +63,8 @@ pub enum Kind {
     Message = 0xc8,
     /// `MPI_Session`.
     Session = 0xc9,
+    /// `MPI_Win`.
+    Win = 0xca,
 }
 
 /// Why a handle did not name a live object.

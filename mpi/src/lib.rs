@@ -60,8 +60,9 @@
 //! 6. `comm`, `env`, `session`, `tools`: communicators, groups, the
 //!    environment, sessions, the tools interface.
 //! 7. `request`: request objects and their completion.
-//! 8. `p2p`, `coll`, `mpix`, `comm::idup`, `fint`: the operations, the
-//!    communicator call that makes a request, and handles as `int`s.
+//! 8. `p2p`, `coll`, `rma`, `mpix`, `comm::idup`, `fint`: the
+//!    operations (one-sided ones too), the communicator call that makes a
+//!    request, and handles as `int`s.
 //! 9. `ffi`: the boundary (the generated shims, the guard, the handlers).
 //!
 //! ## Thread safety
@@ -90,6 +91,7 @@ pub(crate) mod mpix;
 pub(crate) mod p2p;
 pub mod reduce;
 pub(crate) mod request;
+pub(crate) mod rma;
 pub(crate) mod session;
 pub mod state;
 pub mod sync;

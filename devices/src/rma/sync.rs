@@ -357,7 +357,7 @@ impl<T: Element> Window<T> {
 
     fn all_completed(
         &self,
-        e: &ferry_core::Engine<crate::NodeDevice>,
+        e: &ferry_core::Engine<crate::select::node::NodeDevice>,
         context: ferry_core::ContextId,
         o: &Origin,
         group: &[Rank],

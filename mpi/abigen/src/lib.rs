@@ -165,6 +165,7 @@ pub fn rust_type(ctype: &str) -> Result<String, String> {
         "MPI_User_function_c *" => Some("Option<UserFnC>"),
         "MPI_Comm_errhandler_function *" => Some("Option<CommErrhFn>"),
         "MPI_Session_errhandler_function *" => Some("Option<SessionErrhFn>"),
+        "MPI_Win_errhandler_function *" => Some("Option<CommErrhFn>"),
         // The tools interface's event callbacks, passed as functions (the
         // type decays to a pointer): only their addresses are kept.
         "MPI_T_event_cb_function"
@@ -177,6 +178,8 @@ pub fn rust_type(ctype: &str) -> Result<String, String> {
         | "MPI_Comm_delete_attr_function *"
         | "MPI_Type_copy_attr_function *"
         | "MPI_Type_delete_attr_function *"
+        | "MPI_Win_copy_attr_function *"
+        | "MPI_Win_delete_attr_function *"
         | "MPI_Copy_function *"
         | "MPI_Delete_function *" => Some("usize"),
         // `int ranges[][3]`: read only.
@@ -351,10 +354,11 @@ pub fn parse(text: &str) -> Result<Table, String> {
             match a.split_once('=') {
                 Some(("on", v)) => {
                     if !row.params.iter().any(|p| {
-                        p.name == v && matches!(p.ctype.as_str(), "MPI_Comm" | "MPI_Session")
+                        p.name == v
+                            && matches!(p.ctype.as_str(), "MPI_Comm" | "MPI_Session" | "MPI_Win")
                     }) {
                         return Err(at(format!(
-                            "on={v}: no MPI_Comm or MPI_Session parameter of that name"
+                            "on={v}: no MPI_Comm, MPI_Session or MPI_Win parameter of that name"
                         )));
                     }
                     row.on = Some(v.into());
@@ -637,9 +641,11 @@ pub fn arg_expr(r: &Row, p: &Param) -> Result<String, String> {
     match t {
         "MPI_Comm_copy_attr_function *"
         | "MPI_Type_copy_attr_function *"
+        | "MPI_Win_copy_attr_function *"
         | "MPI_Copy_function *" => return Ok(format!("{args}::copy_attr_fn({n})")),
         "MPI_Comm_delete_attr_function *"
         | "MPI_Type_delete_attr_function *"
+        | "MPI_Win_delete_attr_function *"
         | "MPI_Delete_function *" => return Ok(format!("{args}::delete_attr_fn({n})")),
         _ => {}
     }

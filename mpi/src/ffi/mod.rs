@@ -211,7 +211,7 @@ fn settle(call: &'static str, outcome: std::thread::Result<Res>) -> c_int {
 /// before `MPI_Init` / for a handle that names no communicator,
 /// `MPI_COMM_SELF`'s (the default, `MPI_ERRORS_ARE_FATAL`, before init).
 fn handler_of(comm: usize) -> (Errh, Option<i32>) {
-    if let Some(errh) = session_errh(comm) {
+    if let Some(errh) = session_errh(comm).or_else(|| window_errh(comm)) {
         return (errh, rt_any().map(|r| r.rank));
     }
     let Some(rt) = rt_any() else {
@@ -237,6 +237,26 @@ fn session_errh(h: usize) -> Option<Errh> {
     session
         .then(|| crate::session::errh_of_session(h))
         .flatten()
+}
+
+/// The handler of window `h`, if `h` is a window's handle (its errors go
+/// to its handler, MPI 4.1 §9.3).
+fn window_errh(h: usize) -> Option<Errh> {
+    let window = crate::handle::is_user(h) && h & 0xff == crate::handle::Kind::Win as usize;
+    window.then(|| crate::rma::errh_of_window(h)).flatten()
+}
+
+/// `MPI_Win_call_errhandler`: as [`comm_call_errhandler`], on a window.
+pub(crate) fn win_call_errhandler(win: usize, errorcode: c_int) -> c_int {
+    let checked = guard("MPI_Win_call_errhandler", || {
+        crate::rma::win_of(win).map(drop)
+    });
+    if checked != MPI_SUCCESS {
+        return checked;
+    }
+    let fail = Fail::new(errorcode, "raised by MPI_Win_call_errhandler").on(win);
+    std::panic::catch_unwind(|| raise("MPI_Win_call_errhandler", fail))
+        .map_or(MPI_ERR_INTERN, |_| MPI_SUCCESS)
 }
 
 /// `MPI_Session_call_errhandler`: as [`comm_call_errhandler`], on a
@@ -282,8 +302,9 @@ pub(crate) fn raise(call: &str, fail: Fail) -> c_int {
             abort_job(fail.class)
         }
         Errh::User(u) => {
-            let named =
-                session_errh(comm).is_some() || rt_any().is_some_and(|r| r.comm(comm).is_ok());
+            let named = session_errh(comm).is_some()
+                || window_errh(comm).is_some()
+                || rt_any().is_some_and(|r| r.comm(comm).is_ok());
             let mut handle = if named { comm } else { MPI_COMM_SELF };
             let mut code = fail.class;
             // SAFETY: `func` is the C function the program registered with

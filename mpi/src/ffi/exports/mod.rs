@@ -14,5 +14,6 @@ mod mpix;
 mod neighbor;
 mod p2p;
 mod request;
+mod rma;
 mod session;
 mod tools;

@@ -1,0 +1,148 @@
+//! Making and freeing windows: `MPI_Win_allocate`, `MPI_Win_create` (and
+//! their `_c` forms, whose displacement unit is an `MPI_Aint`), and
+//! `MPI_Win_free`. Each is collective over the communicator.
+
+use std::ffi::c_int;
+use std::sync::Mutex;
+
+use crate::abi::class::*;
+use crate::abi::{MPI_INFO_NULL, MPI_WIN_NULL};
+use crate::datatype::buf::lend_out;
+use crate::errhandler::Errh;
+use crate::error::{Fail, Res};
+use crate::ffi::args::{Out, RecvBuf};
+use crate::info::Info;
+use crate::state::rt;
+
+use super::{insert, remove, win_of, Meta, Predefined, WinObj};
+
+/// `MPI_WIN_FLAVOR_CREATE`, `MPI_WIN_FLAVOR_ALLOCATE`, `MPI_WIN_UNIFIED`.
+const FLAVOR_CREATE: c_int = 311;
+const FLAVOR_ALLOCATE: c_int = 312;
+const UNIFIED: c_int = 321;
+
+/// A window's size and displacement unit, checked.
+fn checked(
+    size: isize,
+    disp_unit: impl TryInto<c_int> + Copy + std::fmt::Display,
+) -> Res<(usize, c_int)> {
+    let size = usize::try_from(size)
+        .map_err(|_| Fail::msg(MPI_ERR_SIZE, format!("a window of {size} bytes")))?;
+    let unit = disp_unit
+        .try_into()
+        .ok()
+        .filter(|&u: &c_int| u > 0)
+        .ok_or_else(|| Fail::msg(MPI_ERR_DISP, format!("a displacement unit of {disp_unit}")))?;
+    Ok((size, unit))
+}
+
+/// The info a window starts with.
+fn info_of(info: usize) -> Res<Info> {
+    if info == MPI_INFO_NULL {
+        Ok(Info::default())
+    } else {
+        crate::info::calls::read(info)
+    }
+}
+
+/// Stores ferry's window `win` with what MPI keeps beside it, after
+/// learning every member's displacement unit (collective).
+fn finish(
+    win: ferry::rma::Window<u8>,
+    size: usize,
+    unit: c_int,
+    flavor: c_int,
+    info: Info,
+) -> Res<usize> {
+    let c = win.comm().clone();
+    let mut units = vec![0i64; c.size() as usize];
+    c.allgather(&[i64::from(unit)], &mut units)?;
+    let base = win.base_addr()?;
+    insert(WinObj {
+        group: c.group(),
+        win,
+        attrs: Box::new(Predefined {
+            base,
+            size: size as isize,
+            disp_unit: unit,
+            flavor,
+            model: UNIFIED,
+        }),
+        disp_units: units,
+        meta: Mutex::new(Meta {
+            name: String::new(),
+            errh: Errh::Fatal,
+            info,
+        }),
+        pending: Mutex::new(Vec::new()),
+    })
+}
+
+/// `MPI_Win_allocate` and `MPI_Win_allocate_c`: `size` zeroed bytes,
+/// aligned for any type, whose address goes to `baseptr`.
+pub(crate) fn win_allocate(
+    size: isize,
+    disp_unit: impl TryInto<c_int> + Copy + std::fmt::Display,
+    info: usize,
+    comm: usize,
+    mut baseptr: Out<'_, usize>,
+    mut win: Out<'_, usize>,
+) -> Res {
+    let (bytes, unit) = checked(size, disp_unit)?;
+    if baseptr.is_null() || win.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null base or window pointer"));
+    }
+    let info = info_of(info)?;
+    let c = rt()?.comm(comm)?.comm.clone();
+    let w = c.win_allocate_bytes(bytes)?;
+    let base = w.base_addr()?;
+    let h = finish(w, bytes, unit, FLAVOR_ALLOCATE, info)?;
+    baseptr.set(base)?;
+    win.set(h)
+}
+
+/// `MPI_Win_create` and `MPI_Win_create_c`: the program's `size` bytes
+/// at `base`, which stay the program's to read and write (in epochs that
+/// allow it) until `MPI_Win_free`.
+pub(crate) fn win_create(
+    base: RecvBuf,
+    size: isize,
+    disp_unit: impl TryInto<c_int> + Copy + std::fmt::Display,
+    info: usize,
+    comm: usize,
+    mut win: Out<'_, usize>,
+) -> Res {
+    let (bytes, unit) = checked(size, disp_unit)?;
+    if win.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null window pointer"));
+    }
+    let info = info_of(info)?;
+    let c = rt()?.comm(comm)?.comm.clone();
+    // Lent until the window is freed: MPI_Win_create's promise, as a
+    // nonblocking call's for its buffer until it completes.
+    let memory = lend_out(base, bytes)?;
+    let w = c.win_create(memory)?;
+    win.set(finish(w, bytes, unit, FLAVOR_CREATE, info)?)
+}
+
+/// `MPI_Win_free`: completes what is kept, waits for every member
+/// (collective), deletes the attributes and the window; the handle
+/// becomes `MPI_WIN_NULL`.
+pub(crate) fn win_free(mut win: Out<'_, usize>) -> Res {
+    let h = win.get()?;
+    let w = win_of(h)?;
+    w.settle(None).map_err(|f| f.on(h))?;
+    super::query::freeing(h)?;
+    let w = {
+        drop(w);
+        remove(h)?
+    };
+    match std::sync::Arc::try_unwrap(w) {
+        Ok(obj) => obj.win.free()?,
+        // Another thread holds it (a call in progress on a window being
+        // freed, which MPI makes erroneous): it stops serving when that
+        // call lets go of it.
+        Err(shared) => shared.win.comm().barrier()?,
+    }
+    win.set(MPI_WIN_NULL)
+}

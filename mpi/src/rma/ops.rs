@@ -1,0 +1,665 @@
+//! The operations: `MPI_Put`, `MPI_Get`, `MPI_Accumulate`,
+//! `MPI_Get_accumulate`, `MPI_Fetch_and_op`, `MPI_Compare_and_swap`, the
+//! request forms `MPI_Rput`, `MPI_Rget`, `MPI_Raccumulate`,
+//! `MPI_Rget_accumulate`, and the `_c` forms (their counts are
+//! `MPI_Count`s). A target rank of `MPI_PROC_NULL` makes any of them do
+//! nothing (a request form's request is complete at once).
+//!
+//! The origin's data (any datatype) is packed into the request; the
+//! target datatype is cut into the contiguous byte ranges it covers, one
+//! request each (accumulates stay atomic per element: each range holds
+//! whole elements). A get whose target ranges are several needs a
+//! contiguous origin, and a get-accumulate a contiguous target
+//! (`MPI_ERR_UNSUPPORTED_OPERATION` otherwise, for now).
+
+use std::ffi::c_int;
+
+use ferry::ferry_core::coll::{Datatype, ReduceOp};
+use ferry::ferry_core::rma::AccOp;
+
+use crate::abi::class::*;
+use crate::abi::{MpiStatus, MPI_NO_OP, MPI_PROC_NULL, MPI_REPLACE};
+
+/// `MPI_BYTE`'s handle.
+const MPI_BYTE: usize = 0x247;
+use crate::datatype::buf::{recv_data, send_data};
+use crate::datatype::{count_arg, TypeRef};
+use crate::error::{Fail, Res};
+use crate::ffi::args::{Out, RecvBuf, SendBuf};
+use crate::p2p::messages::start_recv;
+use crate::request::object::{Polled, ReqObj, State};
+use crate::request::post::Post;
+use crate::state::rt;
+
+use super::{win_of, WinObj};
+
+/// Where an operation goes: the target's byte ranges, in the order its
+/// datatype lists them.
+struct Target {
+    rank: c_int,
+    ranges: Vec<(u64, u64)>,
+    bytes: usize,
+}
+
+impl Target {
+    /// The target of `count` elements of `datatype` at displacement `disp`
+    /// of `rank`'s window; `None` for `MPI_PROC_NULL`.
+    fn of(
+        w: &WinObj,
+        rank: c_int,
+        disp: isize,
+        count: i64,
+        datatype: usize,
+    ) -> Res<Option<Target>> {
+        if rank == MPI_PROC_NULL {
+            return Ok(None);
+        }
+        let unit = usize::try_from(rank)
+            .ok()
+            .and_then(|r| w.disp_units.get(r))
+            .copied()
+            .ok_or_else(|| Fail::msg(MPI_ERR_RANK, format!("invalid target rank {rank}")))?;
+        let ty = rt()?.comm_type(datatype)?;
+        let count = count_arg(count)?;
+        let bytes = ty.bytes(count as i64)?;
+        let base = i64::try_from(disp)
+            .ok()
+            .and_then(|d| d.checked_mul(unit))
+            .filter(|&b| b >= 0)
+            .ok_or_else(|| {
+                Fail::msg(MPI_ERR_DISP, format!("invalid target displacement {disp}"))
+            })?;
+        let at = |off: i64| -> Res<u64> {
+            u64::try_from(base + off).map_err(|_| {
+                Fail::new(MPI_ERR_DISP, "the target datatype reaches below the window")
+            })
+        };
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        if let Some(off) = ty.contiguous_from(count) {
+            if bytes > 0 {
+                ranges.push((at(off as i64)?, bytes as u64));
+            }
+        } else {
+            let l = ty.layout();
+            let extent = l.extent() as i64;
+            for i in 0..count as i64 {
+                for b in &l.blocks {
+                    let start = at(i * extent + b.disp as i64)?;
+                    match ranges.last_mut() {
+                        Some(last) if last.0 + last.1 == start => last.1 += b.len as u64,
+                        _ => ranges.push((start, b.len as u64)),
+                    }
+                }
+            }
+        }
+        Ok(Some(Target {
+            rank,
+            ranges,
+            bytes,
+        }))
+    }
+
+    /// Checks that the origin's `n` bytes match.
+    fn matches(&self, n: usize) -> Res {
+        if n != self.bytes {
+            return Err(Fail::msg(
+                MPI_ERR_COUNT,
+                format!(
+                    "the origin's data is {n} bytes, the target's {}",
+                    self.bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The one range of a contiguous target.
+    fn single(&self, what: &str) -> Res<(u64, u64)> {
+        match self.ranges.as_slice() {
+            [] => Ok((0, 0)),
+            [one] => Ok(*one),
+            _ => Err(Fail::msg(
+                MPI_ERR_UNSUPPORTED_OPERATION,
+                format!("{what} into a non-contiguous target datatype"),
+            )),
+        }
+    }
+}
+
+/// The origin's `count` elements of `datatype`, packed.
+fn packed(buf: SendBuf, count: i64, datatype: usize) -> Res<Vec<u8>> {
+    let ty = rt()?.comm_type(datatype)?;
+    Ok(send_data(buf, count_arg(count)?, &ty)?.into_vec())
+}
+
+/// The accumulate op and element type of MPI op `op` on `ty`.
+fn acc_of(op: usize, ty: &TypeRef) -> Res<(AccOp, Datatype)> {
+    match op {
+        MPI_REPLACE => return Ok((AccOp::Replace, Datatype::U8)),
+        MPI_NO_OP => return Ok((AccOp::NoOp, Datatype::U8)),
+        _ => {}
+    }
+    let (p, _) = ty.uniform().ok_or_else(|| {
+        Fail::new(
+            MPI_ERR_TYPE,
+            "an accumulate's datatype must hold one predefined type",
+        )
+    })?;
+    let (r, d) = crate::reduce::predefined_op(op, p)?;
+    if matches!(r, ReduceOp::User(_)) {
+        return Err(Fail::msg(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            format!(
+                "one-sided accumulates on {} (ferry reduces it in the library only)",
+                p.name
+            ),
+        ));
+    }
+    Ok((AccOp::Reduce(r), d))
+}
+
+/// A request complete at once (an operation on `MPI_PROC_NULL`).
+fn done(win: usize) -> ReqObj {
+    ReqObj::ready(MpiStatus::EMPTY, win)
+}
+
+/// The operations of one call as one request: complete when all are.
+#[derive(Debug)]
+struct Together(Vec<ReqObj>);
+
+impl Polled for Together {
+    fn poll(&mut self) -> Res<Option<MpiStatus>> {
+        let mut i = 0;
+        while i < self.0.len() {
+            match self.0[i].test()? {
+                Some(r) => {
+                    r.result?;
+                    self.0.swap_remove(i);
+                }
+                None => i += 1,
+            }
+        }
+        Ok(self.0.is_empty().then_some(MpiStatus::EMPTY))
+    }
+
+    fn outlives_free(&self) -> bool {
+        true
+    }
+}
+
+/// One request for the call's operations.
+fn together(mut objs: Vec<ReqObj>, win: usize) -> ReqObj {
+    match objs.len() {
+        0 => done(win),
+        1 => objs.pop().unwrap_or_else(|| done(win)),
+        _ => ReqObj {
+            state: State::Polled(Box::new(Together(objs))),
+            comm: win,
+            post: Post::None,
+            persist: None,
+        },
+    }
+}
+
+/// Stores `obj` as the call's request and writes its handle.
+fn store(obj: ReqObj, mut request: Out<'_, usize>) -> Res {
+    if request.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null request pointer"));
+    }
+    request.set(rt()?.add_request(obj)?)
+}
+
+/// Keeps `objs` (operations without a request) until a synchronization
+/// covers `target`.
+fn keep(w: &WinObj, target: c_int, objs: Vec<ReqObj>) {
+    let mut p = crate::state::lock(&w.pending);
+    p.extend(objs.into_iter().map(|o| (target, o)));
+}
+
+/// Puts `data` over the target's ranges: the sends' requests.
+fn put_ranges(
+    w: &WinObj,
+    win: usize,
+    t: &Target,
+    data: &[u8],
+    acc: Option<(AccOp, Datatype)>,
+) -> Res<Vec<ReqObj>> {
+    t.matches(data.len())?;
+    let mut at = 0usize;
+    let mut objs = Vec::with_capacity(t.ranges.len());
+    for &(disp, len) in &t.ranges {
+        let piece = &data[at..at + len as usize];
+        at += len as usize;
+        let r = match &acc {
+            None => w.win.put_bytes(t.rank, disp, piece)?,
+            Some((op, dtype)) => w
+                .win
+                .accumulate_bytes(t.rank, disp, piece, op.clone(), *dtype)?,
+        };
+        objs.push(ReqObj::active(r, win, Post::None));
+    }
+    Ok(objs)
+}
+
+/// `MPI_Rput` (`_c`) and, dropping the request, `MPI_Put` (`_c`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn rput(
+    origin_addr: SendBuf,
+    origin_count: impl Into<i64>,
+    origin_datatype: usize,
+    target_rank: c_int,
+    target_disp: isize,
+    target_count: impl Into<i64>,
+    target_datatype: usize,
+    win: usize,
+    request: Out<'_, usize>,
+) -> Res {
+    let w = win_of(win)?;
+    let Some(t) = Target::of(
+        &w,
+        target_rank,
+        target_disp,
+        target_count.into(),
+        target_datatype,
+    )?
+    else {
+        return store(done(win), request);
+    };
+    let data = packed(origin_addr, origin_count.into(), origin_datatype)?;
+    store(
+        together(put_ranges(&w, win, &t, &data, None)?, win),
+        request,
+    )
+}
+
+/// `MPI_Put` and `MPI_Put_c`: the data is copied into the requests, so
+/// nothing is kept.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn put(
+    origin_addr: SendBuf,
+    origin_count: impl Into<i64>,
+    origin_datatype: usize,
+    target_rank: c_int,
+    target_disp: isize,
+    target_count: impl Into<i64>,
+    target_datatype: usize,
+    win: usize,
+) -> Res {
+    let w = win_of(win)?;
+    let Some(t) = Target::of(
+        &w,
+        target_rank,
+        target_disp,
+        target_count.into(),
+        target_datatype,
+    )?
+    else {
+        return Ok(());
+    };
+    let data = packed(origin_addr, origin_count.into(), origin_datatype)?;
+    put_ranges(&w, win, &t, &data, None).map(drop)
+}
+
+/// `MPI_Raccumulate` (`_c`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn raccumulate(
+    origin_addr: SendBuf,
+    origin_count: impl Into<i64>,
+    origin_datatype: usize,
+    target_rank: c_int,
+    target_disp: isize,
+    target_count: impl Into<i64>,
+    target_datatype: usize,
+    op: usize,
+    win: usize,
+    request: Out<'_, usize>,
+) -> Res {
+    let w = win_of(win)?;
+    let Some(t) = Target::of(
+        &w,
+        target_rank,
+        target_disp,
+        target_count.into(),
+        target_datatype,
+    )?
+    else {
+        return store(done(win), request);
+    };
+    let acc = acc_of(op, &rt()?.comm_type(target_datatype)?)?;
+    let data = packed(origin_addr, origin_count.into(), origin_datatype)?;
+    store(
+        together(put_ranges(&w, win, &t, &data, Some(acc))?, win),
+        request,
+    )
+}
+
+/// `MPI_Accumulate` (`_c`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn accumulate(
+    origin_addr: SendBuf,
+    origin_count: impl Into<i64>,
+    origin_datatype: usize,
+    target_rank: c_int,
+    target_disp: isize,
+    target_count: impl Into<i64>,
+    target_datatype: usize,
+    op: usize,
+    win: usize,
+) -> Res {
+    let w = win_of(win)?;
+    let Some(t) = Target::of(
+        &w,
+        target_rank,
+        target_disp,
+        target_count.into(),
+        target_datatype,
+    )?
+    else {
+        return Ok(());
+    };
+    let acc = acc_of(op, &rt()?.comm_type(target_datatype)?)?;
+    let data = packed(origin_addr, origin_count.into(), origin_datatype)?;
+    put_ranges(&w, win, &t, &data, Some(acc)).map(drop)
+}
+
+/// Starts the gets of `count` elements of `datatype` at `origin` from
+/// the target's ranges: their requests.
+fn get_ranges(
+    w: &WinObj,
+    win: usize,
+    t: &Target,
+    origin: RecvBuf,
+    count: i64,
+    datatype: usize,
+) -> Res<Vec<ReqObj>> {
+    let rt = rt()?;
+    let ty = rt.comm_type(datatype)?;
+    let count = count_arg(count)?;
+    t.matches(ty.bytes(count as i64)?)?;
+    let one = |disp: u64, len: u64, buf: RecvBuf, n: usize, ty: &TypeRef| -> Res<ReqObj> {
+        let (req, post) = w.win.get_into(t.rank, disp, len, |c, from, tag| {
+            Ok(recv_data(buf, n, ty).and_then(|target| start_recv(c, target, from, tag)))
+        })??;
+        Ok(ReqObj::active(req, win, post))
+    };
+    match (t.ranges.as_slice(), ty.contiguous_from(count)) {
+        ([], _) => Ok(Vec::new()),
+        ([(disp, len)], _) => Ok(vec![one(*disp, *len, origin, count, &ty)?]),
+        (ranges, Some(off)) => {
+            let bytes = rt.comm_type(MPI_BYTE)?;
+            let mut at = off;
+            let mut objs = Vec::with_capacity(ranges.len());
+            for &(disp, len) in ranges {
+                objs.push(one(disp, len, origin.offset(at), len as usize, &bytes)?);
+                at += len as isize;
+            }
+            Ok(objs)
+        }
+        _ => Err(Fail::new(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            "a get from a non-contiguous target datatype into a non-contiguous origin datatype",
+        )),
+    }
+}
+
+/// `MPI_Rget` (`_c`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn rget(
+    origin_addr: RecvBuf,
+    origin_count: impl Into<i64>,
+    origin_datatype: usize,
+    target_rank: c_int,
+    target_disp: isize,
+    target_count: impl Into<i64>,
+    target_datatype: usize,
+    win: usize,
+    request: Out<'_, usize>,
+) -> Res {
+    let w = win_of(win)?;
+    let Some(t) = Target::of(
+        &w,
+        target_rank,
+        target_disp,
+        target_count.into(),
+        target_datatype,
+    )?
+    else {
+        return store(done(win), request);
+    };
+    let objs = get_ranges(
+        &w,
+        win,
+        &t,
+        origin_addr,
+        origin_count.into(),
+        origin_datatype,
+    )?;
+    store(together(objs, win), request)
+}
+
+/// `MPI_Get` (`_c`): kept until the synchronization that completes it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn get(
+    origin_addr: RecvBuf,
+    origin_count: impl Into<i64>,
+    origin_datatype: usize,
+    target_rank: c_int,
+    target_disp: isize,
+    target_count: impl Into<i64>,
+    target_datatype: usize,
+    win: usize,
+) -> Res {
+    let w = win_of(win)?;
+    let Some(t) = Target::of(
+        &w,
+        target_rank,
+        target_disp,
+        target_count.into(),
+        target_datatype,
+    )?
+    else {
+        return Ok(());
+    };
+    let objs = get_ranges(
+        &w,
+        win,
+        &t,
+        origin_addr,
+        origin_count.into(),
+        origin_datatype,
+    )?;
+    keep(&w, target_rank, objs);
+    Ok(())
+}
+
+/// A fetching accumulate's arguments beside the target.
+struct Fetch {
+    origin: SendBuf,
+    origin_count: i64,
+    origin_datatype: usize,
+    result: RecvBuf,
+    result_count: i64,
+    result_datatype: usize,
+    op: usize,
+}
+
+/// Starts a get-accumulate: its request (`None` for `MPI_PROC_NULL`).
+fn start_fetch(
+    w: &WinObj,
+    win: usize,
+    t: Option<Target>,
+    f: Fetch,
+    target_datatype: usize,
+) -> Res<Option<ReqObj>> {
+    let Some(t) = t else {
+        return Ok(None);
+    };
+    let rt = rt()?;
+    let (disp, len) = t.single("a get-accumulate")?;
+    let (acc, dtype) = acc_of(f.op, &rt.comm_type(target_datatype)?)?;
+    let data = if f.op == MPI_NO_OP {
+        vec![0u8; t.bytes]
+    } else {
+        packed(f.origin, f.origin_count, f.origin_datatype)?
+    };
+    t.matches(data.len())?;
+    let rty = rt.comm_type(f.result_datatype)?;
+    let n = count_arg(f.result_count)?;
+    t.matches(rty.bytes(n as i64)?)?;
+    let _ = len;
+    let (req, post) =
+        w.win
+            .get_accumulate_into(t.rank, disp, &data, acc, dtype, |c, from, tag| {
+                Ok(
+                    recv_data(f.result, n, &rty)
+                        .and_then(|target| start_recv(c, target, from, tag)),
+                )
+            })??;
+    Ok(Some(ReqObj::active(req, win, post)))
+}
+
+/// `MPI_Rget_accumulate` (`_c`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn rget_accumulate(
+    origin_addr: SendBuf,
+    origin_count: impl Into<i64>,
+    origin_datatype: usize,
+    result_addr: RecvBuf,
+    result_count: impl Into<i64>,
+    result_datatype: usize,
+    target_rank: c_int,
+    target_disp: isize,
+    target_count: impl Into<i64>,
+    target_datatype: usize,
+    op: usize,
+    win: usize,
+    request: Out<'_, usize>,
+) -> Res {
+    let w = win_of(win)?;
+    let t = Target::of(
+        &w,
+        target_rank,
+        target_disp,
+        target_count.into(),
+        target_datatype,
+    )?;
+    let f = Fetch {
+        origin: origin_addr,
+        origin_count: origin_count.into(),
+        origin_datatype,
+        result: result_addr,
+        result_count: result_count.into(),
+        result_datatype,
+        op,
+    };
+    let obj = start_fetch(&w, win, t, f, target_datatype)?;
+    store(obj.unwrap_or_else(|| done(win)), request)
+}
+
+/// `MPI_Get_accumulate` (`_c`): kept until a synchronization.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn get_accumulate(
+    origin_addr: SendBuf,
+    origin_count: impl Into<i64>,
+    origin_datatype: usize,
+    result_addr: RecvBuf,
+    result_count: impl Into<i64>,
+    result_datatype: usize,
+    target_rank: c_int,
+    target_disp: isize,
+    target_count: impl Into<i64>,
+    target_datatype: usize,
+    op: usize,
+    win: usize,
+) -> Res {
+    let w = win_of(win)?;
+    let t = Target::of(
+        &w,
+        target_rank,
+        target_disp,
+        target_count.into(),
+        target_datatype,
+    )?;
+    let f = Fetch {
+        origin: origin_addr,
+        origin_count: origin_count.into(),
+        origin_datatype,
+        result: result_addr,
+        result_count: result_count.into(),
+        result_datatype,
+        op,
+    };
+    if let Some(obj) = start_fetch(&w, win, t, f, target_datatype)? {
+        keep(&w, target_rank, vec![obj]);
+    }
+    Ok(())
+}
+
+/// `MPI_Fetch_and_op`: a get-accumulate of one element of `datatype`.
+pub(crate) fn fetch_and_op(
+    origin_addr: SendBuf,
+    result_addr: RecvBuf,
+    datatype: usize,
+    target_rank: c_int,
+    target_disp: isize,
+    op: usize,
+    win: usize,
+) -> Res {
+    get_accumulate(
+        origin_addr,
+        1,
+        datatype,
+        result_addr,
+        1,
+        datatype,
+        target_rank,
+        target_disp,
+        1,
+        datatype,
+        op,
+        win,
+    )
+}
+
+/// `MPI_Compare_and_swap`: one element of a predefined type of 1, 2, 4
+/// or 8 bytes, compared bit for bit.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn compare_and_swap(
+    origin_addr: SendBuf,
+    compare_addr: SendBuf,
+    result_addr: RecvBuf,
+    datatype: usize,
+    target_rank: c_int,
+    target_disp: isize,
+    win: usize,
+) -> Res {
+    let w = win_of(win)?;
+    let Some(t) = Target::of(&w, target_rank, target_disp, 1, datatype)? else {
+        return Ok(());
+    };
+    let rt = rt()?;
+    let ty = rt.comm_type(datatype)?;
+    let dtype = match (&ty, ty.size()) {
+        (TypeRef::Pre(_), 1) => Datatype::U8,
+        (TypeRef::Pre(_), 2) => Datatype::U16,
+        (TypeRef::Pre(_), 4) => Datatype::U32,
+        (TypeRef::Pre(_), 8) => Datatype::U64,
+        _ => {
+            return Err(Fail::new(
+                MPI_ERR_TYPE,
+                "compare-and-swap takes a predefined type of 1, 2, 4 or 8 bytes",
+            ))
+        }
+    };
+    let (disp, _) = t.single("a compare-and-swap")?;
+    let swap = packed(origin_addr, 1, datatype)?;
+    let compare = packed(compare_addr, 1, datatype)?;
+    let (req, post) =
+        w.win
+            .compare_and_swap_into(t.rank, disp, &compare, &swap, dtype, |c, from, tag| {
+                Ok(recv_data(result_addr, 1, &ty)
+                    .and_then(|target| start_recv(c, target, from, tag)))
+            })??;
+    keep(&w, target_rank, vec![ReqObj::active(req, win, post)]);
+    Ok(())
+}
