@@ -12,7 +12,9 @@
  * MPI_ERRORS_RETURN on the window: an operation outside an epoch
  * (MPI_ERR_RMA_SYNC), past the window (MPI_ERR_RMA_RANGE), a bad lock type
  * (MPI_ERR_LOCKTYPE), a bad assertion (MPI_ERR_ASSERT), a negative
- * displacement (MPI_ERR_DISP); MPI_Win_free leaves MPI_WIN_NULL. */
+ * displacement (MPI_ERR_DISP); MPI_Win_free leaves MPI_WIN_NULL. A
+ * dynamic window: attached pieces addressed by MPI_Get_address, a get
+ * past them refused (MPI_ERR_RMA_CONFLICT). */
 #include "check.h"
 #include <string.h>
 
@@ -199,6 +201,29 @@ int main(int argc, char **argv) {
     if (me == n - 1) EQ(*(long long *)&d[10], 10 * n);
     OK(MPI_Win_unlock(me, w));
     OK(MPI_Win_free(&w));
+
+    /* A dynamic window: each rank attaches 4 ints and tells the others
+     * their address; puts land there, a get past them is refused. */
+    int piece[4] = {0, 0, 0, 0}, peek[4];
+    MPI_Aint mine_at, *at = malloc(sizeof(MPI_Aint) * (size_t)n);
+    OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &w));
+    OK(MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN));
+    OK(MPI_Win_get_attr(w, MPI_WIN_CREATE_FLAVOR, &flavor, &flag)); EQ(*flavor, MPI_WIN_FLAVOR_DYNAMIC);
+    OK(MPI_Win_attach(w, piece, sizeof piece));
+    OK(MPI_Get_address(piece, &mine_at));
+    OK(MPI_Allgather(&mine_at, 1, MPI_AINT, at, 1, MPI_AINT, MPI_COMM_WORLD));
+    OK(MPI_Win_fence(0, w));
+    int four[4] = {me, me + 1, me + 2, me + 3};
+    OK(MPI_Put(four, 4, MPI_INT, right, at[right], 4, MPI_INT, w));
+    OK(MPI_Win_fence(0, w));
+    for (int k = 0; k < 4; k++) EQ(piece[k], left + k);
+    MPI_Request bad;
+    OK(MPI_Rget(peek, 4, MPI_INT, right, at[right] + 8, 4, MPI_INT, w, &bad));
+    ERR(MPI_ERR_RMA_CONFLICT, MPI_Wait(&bad, MPI_STATUS_IGNORE));
+    OK(MPI_Win_fence(0, w));
+    OK(MPI_Win_detach(w, piece));
+    OK(MPI_Win_free(&w));
+    free(at);
 
     check_done("rma");
     return 0;

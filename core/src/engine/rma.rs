@@ -15,13 +15,34 @@ use crate::device::Device;
 use crate::envelope::{ContextId, Rank, Tag, ANY_SOURCE};
 use crate::error::{Error, Result, UsageError};
 use crate::handle::Request;
-use crate::rma::{Refused, Served, Target, REQUEST_TAG};
+use crate::rma::{Refused, Served, Target, WindowMemory, REQUEST_TAG};
+
+/// A window's memory: one buffer (displacements count from its first
+/// byte), or a dynamic window's attached pieces (displacements are their
+/// addresses).
+#[derive(Debug)]
+enum Memory {
+    One(Buf),
+    Pieces(Vec<(u64, Buf)>),
+}
+
+impl WindowMemory for Memory {
+    fn range(&mut self, start: u64, len: u64) -> Option<&mut [u8]> {
+        match self {
+            Memory::One(b) => b.as_mut_slice().range(start, len),
+            Memory::Pieces(p) => p.iter_mut().find_map(|(at, b)| {
+                let off = start.checked_sub(*at)?;
+                b.as_mut_slice().range(off, len)
+            }),
+        }
+    }
+}
 
 /// A window this rank serves.
 #[derive(Debug)]
 pub(crate) struct ServedWindow {
     /// The window's bytes.
-    memory: Buf,
+    memory: Memory,
     target: Target,
     /// The receive for the next request.
     standing: Request,
@@ -48,6 +69,25 @@ impl<D: Device> Engine<D> {
         if !memory.is_contiguous() {
             return Err(UsageError::Unsupported("a window over scattered memory").into());
         }
+        self.serve_memory(context, Memory::One(memory))
+    }
+
+    /// Serves a dynamic window on `context`: no memory until
+    /// [`Engine::win_attach`] attaches some; a request's displacement is
+    /// an address in an attached piece.
+    ///
+    /// # Errors
+    /// As for [`Engine::win_serve`].
+    pub fn win_serve_dynamic(&mut self, context: ContextId) -> Result<()> {
+        if self.st.windows.contains_key(&context) {
+            return Err(
+                UsageError::WrongRequestKind("a window is served on this context already").into(),
+            );
+        }
+        self.serve_memory(context, Memory::Pieces(Vec::new()))
+    }
+
+    fn serve_memory(&mut self, context: ContextId, memory: Memory) -> Result<()> {
         let standing = self.post_standing(context)?;
         self.st.windows.insert(
             context,
@@ -61,13 +101,68 @@ impl<D: Device> Engine<D> {
         Ok(())
     }
 
-    /// Stops serving the window on `context` and hands its memory back.
-    /// Requests that arrive later stay unexpected (a window is freed
-    /// collectively, after every rank's last epoch).
+    /// Attaches `memory`, whose first byte is at address `addr`, to the
+    /// dynamic window on `context`.
+    ///
+    /// # Errors
+    /// No dynamic window there; a segmented buffer; a piece that overlaps
+    /// one attached already.
+    pub fn win_attach(&mut self, context: ContextId, addr: u64, memory: Buf) -> Result<()> {
+        let w = self
+            .st
+            .windows
+            .get_mut(&context)
+            .ok_or(UsageError::StaleHandle)?;
+        let Memory::Pieces(pieces) = &mut w.memory else {
+            return Err(
+                UsageError::WrongRequestKind("attach on a window that is not dynamic").into(),
+            );
+        };
+        if !memory.is_contiguous() {
+            return Err(UsageError::Unsupported("a window over scattered memory").into());
+        }
+        let end = addr.saturating_add(memory.len() as u64);
+        if pieces
+            .iter()
+            .any(|(at, b)| addr < at + b.len() as u64 && *at < end)
+        {
+            return Err(UsageError::RmaSync("memory attached twice").into());
+        }
+        pieces.push((addr, memory));
+        Ok(())
+    }
+
+    /// Detaches the piece attached at address `addr` from the dynamic
+    /// window on `context`, handing it back.
+    ///
+    /// # Errors
+    /// No dynamic window there, or no piece at `addr`.
+    pub fn win_detach(&mut self, context: ContextId, addr: u64) -> Result<Buf> {
+        let w = self
+            .st
+            .windows
+            .get_mut(&context)
+            .ok_or(UsageError::StaleHandle)?;
+        let Memory::Pieces(pieces) = &mut w.memory else {
+            return Err(
+                UsageError::WrongRequestKind("detach on a window that is not dynamic").into(),
+            );
+        };
+        let i = pieces
+            .iter()
+            .position(|p| p.0 == addr)
+            .ok_or(UsageError::RmaSync("detach of memory not attached"))?;
+        Ok(pieces.swap_remove(i).1)
+    }
+
+    /// Stops serving the window on `context` and hands its memory back
+    /// (a dynamic window's pieces still attached). Requests that arrive
+    /// later stay unexpected (a window is freed collectively, after every
+    /// rank's last epoch).
     ///
     /// # Errors
     /// [`UsageError::StaleHandle`] if no window is served on `context`.
-    pub fn win_retire(&mut self, context: ContextId) -> Result<Buf> {
+    pub fn win_retire(&mut self, context: ContextId) -> Result<Vec<Buf>> {
         let mut w = self
             .st
             .windows
@@ -77,7 +172,10 @@ impl<D: Device> Engine<D> {
             self.cancel(&w.standing)?;
             self.free(&mut w.standing)?;
         }
-        Ok(w.memory)
+        Ok(match w.memory {
+            Memory::One(b) => vec![b],
+            Memory::Pieces(p) => p.into_iter().map(|(_, b)| b).collect(),
+        })
     }
 
     /// Data requests the window on `context` has applied so far (for
@@ -118,7 +216,7 @@ impl<D: Device> Engine<D> {
 
     /// The bytes of the window served on `context`, for the program's own
     /// loads and stores (under the engine's lock: no request applies
-    /// meanwhile).
+    /// meanwhile); empty for a dynamic window.
     ///
     /// # Errors
     /// [`UsageError::StaleHandle`] if no window is served there.
@@ -128,7 +226,10 @@ impl<D: Device> Engine<D> {
             .windows
             .get_mut(&context)
             .ok_or(UsageError::StaleHandle)?;
-        Ok(w.memory.as_mut_slice())
+        Ok(match &mut w.memory {
+            Memory::One(b) => b.as_mut_slice(),
+            Memory::Pieces(_) => &mut [],
+        })
     }
 
     /// Applies every request that has arrived, on every window served.
@@ -163,10 +264,7 @@ impl<D: Device> Engine<D> {
             let msg = done
                 .buf
                 .ok_or(Error::Internal("a window request without data"))?;
-            match w
-                .target
-                .serve(from, msg.as_slice(), w.memory.as_mut_slice())
-            {
+            match w.target.serve(from, msg.as_slice(), &mut w.memory) {
                 Ok(Served { reply, granted }) => {
                     if let Some((tag, data)) = reply {
                         self.reply(from, tag, context, data)?;

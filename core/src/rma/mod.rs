@@ -101,8 +101,8 @@ pub struct Target {
 }
 
 impl Target {
-    /// Data requests applied so far (puts, gets, accumulates,
-    /// compare-and-swaps), for fences.
+    /// Data requests served so far (puts, gets, accumulates,
+    /// compare-and-swaps; refused ones too), for fences.
     pub fn applied(&self) -> u64 {
         self.applied
     }
@@ -124,34 +124,49 @@ impl Target {
     /// # Errors
     /// A malformed request, or one whose range lies outside `memory` or
     /// whose op does not apply to its type: nothing is written.
-    pub fn serve(&mut self, from: Rank, msg: &[u8], memory: &mut [u8]) -> Result<Served, Refused> {
+    pub fn serve(
+        &mut self,
+        from: Rank,
+        msg: &[u8],
+        memory: &mut dyn WindowMemory,
+    ) -> Result<Served, Refused> {
         let (r, data) = Request::decode(msg).map_err(|what| Refused { what, reply: None })?;
         let refuse = |what: &'static str| Refused {
             what,
             reply: (r.reply != 0).then(|| (r.reply, vec![0; reply_len(&r) + 1])),
         };
-        let range = range(&r, memory.len()).ok_or_else(|| refuse("a range outside the window"))?;
         let mut served = Served::default();
+        if r.kind.is_data() {
+            // Counted applied even if refused: the origin counted it sent,
+            // and a fence waits for as many as were sent.
+            self.applied += 1;
+            let bytes = memory
+                .range(r.disp, r.len)
+                .ok_or_else(|| refuse("a range outside the window"))?;
+            match r.kind {
+                Kind::Put => bytes.copy_from_slice(data),
+                Kind::Get => served.reply = Some((r.reply, bytes.to_vec())),
+                Kind::Accumulate => combine(&r, data, bytes).map_err(refuse)?,
+                Kind::GetAccumulate => {
+                    let old = bytes.to_vec();
+                    combine(&r, data, bytes).map_err(refuse)?;
+                    served.reply = Some((r.reply, old));
+                }
+                _ => {
+                    let (compare, swap) = data.split_at(data.len() / 2);
+                    if r.dtype.size() != compare.len() {
+                        return Err(refuse("a compare-and-swap of more than one element"));
+                    }
+                    let old = bytes.to_vec();
+                    if old == compare {
+                        bytes.copy_from_slice(swap);
+                    }
+                    served.reply = Some((r.reply, old));
+                }
+            }
+            return Ok(served);
+        }
         match r.kind {
-            Kind::Put => memory[range].copy_from_slice(data),
-            Kind::Get => served.reply = Some((r.reply, memory[range].to_vec())),
-            Kind::Accumulate => combine(&r, data, &mut memory[range]).map_err(refuse)?,
-            Kind::GetAccumulate => {
-                let old = memory[range.clone()].to_vec();
-                combine(&r, data, &mut memory[range]).map_err(refuse)?;
-                served.reply = Some((r.reply, old));
-            }
-            Kind::CompareAndSwap => {
-                let (compare, swap) = data.split_at(data.len() / 2);
-                if r.dtype.size() != compare.len() {
-                    return Err(refuse("a compare-and-swap of more than one element"));
-                }
-                let old = memory[range.clone()].to_vec();
-                if old == compare {
-                    memory[range].copy_from_slice(swap);
-                }
-                served.reply = Some((r.reply, old));
-            }
             Kind::Lock => {
                 if !self.locks.request(from, r.reply, r.exclusive) {
                     return Err(refuse("a second lock by the same origin"));
@@ -168,22 +183,32 @@ impl Target {
             Kind::Flush => served.reply = Some((r.reply, Vec::new())),
             Kind::Post => *self.posted.entry(from).or_default() += 1,
             Kind::Complete => *self.completed.entry(from).or_default() += 1,
-        }
-        if r.kind.is_data() {
-            self.applied += 1;
+            _ => return Err(refuse("a data request out of place")),
         }
         Ok(served)
     }
 }
 
-/// The byte range a request names, if it lies inside `size` bytes.
-fn range(r: &Request, size: usize) -> Option<std::ops::Range<usize>> {
-    if !r.kind.is_data() {
-        return Some(0..0);
+/// A window's memory as a target sees it: byte ranges by displacement.
+pub trait WindowMemory {
+    /// The `len` bytes at displacement `start`, if the window has all of
+    /// them in one piece.
+    fn range(&mut self, start: u64, len: u64) -> Option<&mut [u8]>;
+}
+
+/// A window of one piece: displacements count from its first byte.
+impl WindowMemory for [u8] {
+    fn range(&mut self, start: u64, len: u64) -> Option<&mut [u8]> {
+        let start = usize::try_from(start).ok()?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        self.get_mut(start..end)
     }
-    let start = usize::try_from(r.disp).ok()?;
-    let end = start.checked_add(usize::try_from(r.len).ok()?)?;
-    (end <= size).then_some(start..end)
+}
+
+impl WindowMemory for Vec<u8> {
+    fn range(&mut self, start: u64, len: u64) -> Option<&mut [u8]> {
+        self.as_mut_slice().range(start, len)
+    }
 }
 
 /// The length of a request's reply.

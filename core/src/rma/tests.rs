@@ -88,13 +88,13 @@ fn bad_requests_write_nothing_and_answer_with_a_refusal() {
         .is_err());
     assert!(t.serve(0, &[1, 2, 3], &mut mem).is_err());
     assert_eq!(mem, vec![7u8; 16]);
-    assert_eq!(t.applied(), 0);
+    assert_eq!(t.applied(), 4, "refused data requests count for fences");
 }
 
 fn lock(t: &mut Target, from: Rank, tag: Tag, exclusive: bool) -> Vec<(Rank, Tag)> {
     let mut r = req(Kind::Lock, 0, 0, tag);
     r.exclusive = exclusive;
-    t.serve(from, &r.encode(&[]).unwrap(), &mut [])
+    t.serve(from, &r.encode(&[]).unwrap(), &mut Vec::new())
         .unwrap()
         .granted
 }
@@ -103,7 +103,7 @@ fn unlock(t: &mut Target, from: Rank) -> Result<Served, Refused> {
     t.serve(
         from,
         &req(Kind::Unlock, 0, 0, 1).encode(&[]).unwrap(),
-        &mut [],
+        &mut Vec::new(),
     )
 }
 
@@ -130,7 +130,9 @@ fn locks_are_granted_in_order_and_writers_do_not_starve() {
     assert!(unlock(&mut t, 2).is_err(), "unlock without a lock");
     let mut again = req(Kind::Lock, 0, 0, 14);
     again.exclusive = true;
-    assert!(t.serve(3, &again.encode(&[]).unwrap(), &mut []).is_err());
+    assert!(t
+        .serve(3, &again.encode(&[]).unwrap(), &mut Vec::new())
+        .is_err());
     // A dead holder's lock is released.
     assert_eq!(lock(&mut t, 4, 15, true), vec![]);
     assert_eq!(t.forget(3), vec![(4, 15)]);
@@ -141,9 +143,9 @@ fn post_and_complete_notices_are_counted_per_rank() {
     let mut t = Target::default();
     let post = req(Kind::Post, 0, 0, 0).encode(&[]).unwrap();
     let done = req(Kind::Complete, 0, 0, 0).encode(&[]).unwrap();
-    assert_eq!(t.serve(3, &post, &mut []), Ok(Served::default()));
-    t.serve(3, &post, &mut []).unwrap();
-    t.serve(1, &done, &mut []).unwrap();
+    assert_eq!(t.serve(3, &post, &mut Vec::new()), Ok(Served::default()));
+    t.serve(3, &post, &mut Vec::new()).unwrap();
+    t.serve(1, &done, &mut Vec::new()).unwrap();
     assert_eq!(
         (t.notices(3, false), t.notices(3, true), t.notices(1, true)),
         (2, 0, 1)

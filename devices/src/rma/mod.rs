@@ -132,7 +132,7 @@ impl Comm {
             })?;
         v.resize(len, T::zeroed());
         let memory = Buf::from_storage(Box::new(VecStorage(v)));
-        Window::serve(self, memory)
+        Window::serve(self, Some(memory))
     }
 }
 
@@ -150,7 +150,7 @@ impl Comm {
             .map_err(|_| ferry_core::UsageError::OutOfMemory { bytes: size })?;
         v.resize(words, 0);
         let memory = Buf::from_storage_with_len(Box::new(VecStorage(v)), size);
-        Window::serve(self, memory)
+        Window::serve(self, Some(memory))
     }
 
     /// `MPI_Win_create`: a window over `memory`, a contiguous buffer
@@ -159,7 +159,20 @@ impl Comm {
     /// # Errors
     /// As for [`Comm::win_allocate`]; a segmented buffer.
     pub fn win_create(&self, memory: Buf) -> Result<Window<u8>> {
-        Window::serve(self, memory)
+        Window::serve(self, Some(memory))
+    }
+
+    /// `MPI_Win_create_dynamic`: a window without memory, which each
+    /// member attaches pieces of ([`Window::attach`]); displacements are
+    /// addresses in them. An operation on memory not attached is refused
+    /// by its target (a fetching one fails with
+    /// [`UsageError::RmaRefused`](ferry_core::UsageError::RmaRefused)).
+    /// Collective.
+    ///
+    /// # Errors
+    /// As for [`Comm::win_allocate`].
+    pub fn win_create_dynamic(&self) -> Result<Window<u8>> {
+        Window::serve(self, None)
     }
 }
 
@@ -175,17 +188,45 @@ impl<T: Element> Window<T> {
         Ok(g.engine()?.win_memory(self.comm.context())?.as_ptr() as usize)
     }
 
-    /// Serves `memory` on a duplicate of `parent`, then learns every
-    /// member's size (after which every member serves: a request can only
-    /// come after that).
-    fn serve(parent: &Comm, memory: Buf) -> Result<Window<T>> {
+    /// `MPI_Win_attach`: `memory` (lent by the caller), whose first byte
+    /// is at `addr`, joins this member's part of a dynamic window.
+    ///
+    /// # Errors
+    /// A window that is not dynamic; memory attached already.
+    pub fn attach(&self, addr: u64, memory: Buf) -> Result<()> {
+        let _o = self.origin()?;
+        let mut g = self.comm.inner.shared.lock()?;
+        g.engine()?.win_attach(self.comm.context(), addr, memory)?;
+        Ok(())
+    }
+
+    /// `MPI_Win_detach`: the piece attached at `addr` leaves the window
+    /// (and is dropped: the caller's loan ends).
+    ///
+    /// # Errors
+    /// A window that is not dynamic; nothing attached at `addr`.
+    pub fn detach(&self, addr: u64) -> Result<()> {
+        let _o = self.origin()?;
+        let mut g = self.comm.inner.shared.lock()?;
+        drop(g.engine()?.win_detach(self.comm.context(), addr)?);
+        Ok(())
+    }
+
+    /// Serves `memory` (`None`: a dynamic window) on a duplicate of
+    /// `parent`, then learns every member's size (after which every member
+    /// serves: a request can only come after that).
+    fn serve(parent: &Comm, memory: Option<Buf>) -> Result<Window<T>> {
         let comm = parent.dup()?;
-        let bytes = memory.len() as u64;
-        comm.inner
-            .shared
-            .lock()?
-            .engine()?
-            .win_serve(comm.context(), memory)?;
+        // A dynamic window's bounds are its target's to check.
+        let bytes = memory.as_ref().map_or(u64::MAX, |m| m.len() as u64);
+        {
+            let mut g = comm.inner.shared.lock()?;
+            let e = g.engine()?;
+            match memory {
+                Some(m) => e.win_serve(comm.context(), m)?,
+                None => e.win_serve_dynamic(comm.context())?,
+            }
+        }
         let mut sizes = vec![0u64; comm.size() as usize];
         if let Err(e) = comm.allgather(&[bytes], &mut sizes) {
             let _ = comm

@@ -19,6 +19,7 @@ use super::{insert, remove, win_of, Meta, Predefined, WinObj};
 /// `MPI_WIN_FLAVOR_CREATE`, `MPI_WIN_FLAVOR_ALLOCATE`, `MPI_WIN_UNIFIED`.
 const FLAVOR_CREATE: c_int = 311;
 const FLAVOR_ALLOCATE: c_int = 312;
+const FLAVOR_DYNAMIC: c_int = 313;
 const UNIFIED: c_int = 321;
 
 /// A window's size and displacement unit, checked.
@@ -57,7 +58,12 @@ fn finish(
     let c = win.comm().clone();
     let mut units = vec![0i64; c.size() as usize];
     c.allgather(&[i64::from(unit)], &mut units)?;
-    let base = win.base_addr()?;
+    // A dynamic window's base is MPI_BOTTOM: displacements are addresses.
+    let base = if flavor == FLAVOR_DYNAMIC {
+        0
+    } else {
+        win.base_addr()?
+    };
     insert(WinObj {
         group: c.group(),
         win,
@@ -123,6 +129,36 @@ pub(crate) fn win_create(
     let memory = lend_out(base, bytes)?;
     let w = c.win_create(memory)?;
     win.set(finish(w, bytes, unit, FLAVOR_CREATE, info)?)
+}
+
+/// `MPI_Win_create_dynamic`: a window whose members attach memory later
+/// (`MPI_Win_attach`); a target displacement is an address there
+/// (`MPI_Get_address`), with a displacement unit of 1.
+pub(crate) fn win_create_dynamic(info: usize, comm: usize, mut win: Out<'_, usize>) -> Res {
+    if win.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null window pointer"));
+    }
+    let info = info_of(info)?;
+    let c = rt()?.comm(comm)?.comm.clone();
+    let w = c.win_create_dynamic()?;
+    win.set(finish(w, 0, 1, FLAVOR_DYNAMIC, info)?)
+}
+
+/// `MPI_Win_attach`: the program's `size` bytes at `base` join this
+/// member's part of a dynamic window, lent until `MPI_Win_detach` (or the
+/// window's free).
+pub(crate) fn win_attach(win: usize, base: RecvBuf, size: isize) -> Res {
+    let w = win_of(win)?;
+    let (bytes, _) = checked(size, 1)?;
+    let memory = lend_out(base, bytes)?;
+    w.win.attach(base.addr() as u64, memory)?;
+    Ok(())
+}
+
+/// `MPI_Win_detach`: the piece attached at `base` leaves the window.
+pub(crate) fn win_detach(win: usize, base: usize) -> Res {
+    win_of(win)?.win.detach(base as u64)?;
+    Ok(())
 }
 
 /// `MPI_Win_free`: completes what is kept, waits for every member

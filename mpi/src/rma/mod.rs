@@ -127,7 +127,7 @@ impl WinObj {
         };
         let mut first = Ok(());
         for (_, mut obj) in mine {
-            let done = obj.wait().and_then(|r| r.result);
+            let done = obj.wait().and_then(|r| r.result).map_err(ops::refused);
             if first.is_ok() {
                 first = done;
             }

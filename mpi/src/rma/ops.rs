@@ -171,9 +171,9 @@ impl Polled for Together {
     fn poll(&mut self) -> Res<Option<MpiStatus>> {
         let mut i = 0;
         while i < self.0.len() {
-            match self.0[i].test()? {
+            match self.0[i].test().map_err(refused)? {
                 Some(r) => {
-                    r.result?;
+                    r.result.map_err(refused)?;
                     self.0.swap_remove(i);
                 }
                 None => i += 1,
@@ -187,11 +187,27 @@ impl Polled for Together {
     }
 }
 
-/// One request for the call's operations.
-fn together(mut objs: Vec<ReqObj>, win: usize) -> ReqObj {
+/// A target refuses a request it cannot apply by answering with one byte
+/// more than the reply holds: a truncation here, which is what
+/// `MPI_ERR_RMA_CONFLICT` says (origin and target disagree on the window).
+pub(crate) fn refused(f: Fail) -> Fail {
+    if f.class == MPI_ERR_TRUNCATE {
+        Fail::new(
+            MPI_ERR_RMA_CONFLICT,
+            "the target refused the operation (memory it does not expose)",
+        )
+    } else {
+        f
+    }
+}
+
+/// One request for the call's operations. A put's or accumulate's single
+/// send stands as it is; a fetching operation's reply is watched for a
+/// refusal ([`refused`]).
+fn together(mut objs: Vec<ReqObj>, win: usize, fetches: bool) -> ReqObj {
     match objs.len() {
         0 => done(win),
-        1 => objs.pop().unwrap_or_else(|| done(win)),
+        1 if !fetches => objs.pop().unwrap_or_else(|| done(win)),
         _ => ReqObj {
             state: State::Polled(Box::new(Together(objs))),
             comm: win,
@@ -267,7 +283,7 @@ pub(crate) fn rput(
     };
     let data = packed(origin_addr, origin_count.into(), origin_datatype)?;
     store(
-        together(put_ranges(&w, win, &t, &data, None)?, win),
+        together(put_ranges(&w, win, &t, &data, None)?, win, false),
         request,
     )
 }
@@ -328,7 +344,7 @@ pub(crate) fn raccumulate(
     let acc = acc_of(op, &rt()?.comm_type(target_datatype)?)?;
     let data = packed(origin_addr, origin_count.into(), origin_datatype)?;
     store(
-        together(put_ranges(&w, win, &t, &data, Some(acc))?, win),
+        together(put_ranges(&w, win, &t, &data, Some(acc))?, win, false),
         request,
     )
 }
@@ -434,7 +450,7 @@ pub(crate) fn rget(
         origin_count.into(),
         origin_datatype,
     )?;
-    store(together(objs, win), request)
+    store(together(objs, win, true), request)
 }
 
 /// `MPI_Get` (`_c`): kept until the synchronization that completes it.
@@ -553,7 +569,7 @@ pub(crate) fn rget_accumulate(
         op,
     };
     let obj = start_fetch(&w, win, t, f, target_datatype)?;
-    store(obj.unwrap_or_else(|| done(win)), request)
+    store(together(obj.into_iter().collect(), win, true), request)
 }
 
 /// `MPI_Get_accumulate` (`_c`): kept until a synchronization.

@@ -37,6 +37,24 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
+    /// `MPI_Win_create_dynamic`: [`crate::rma::create::win_create_dynamic`].
+    MPI_Win_create_dynamic / PMPI_Win_create_dynamic [comm] (info: usize, comm: usize, win: *mut usize)
+    => crate::rma::create::win_create_dynamic(info, comm, crate::ffi::args::out(win))
+}
+
+crate::ffi::export! {
+    /// `MPI_Win_attach`: [`crate::rma::create::win_attach`].
+    MPI_Win_attach / PMPI_Win_attach [win] (win: usize, base: *mut c_void, size: isize)
+    => crate::rma::create::win_attach(win, crate::ffi::args::recv_buf(base), size)
+}
+
+crate::ffi::export! {
+    /// `MPI_Win_detach`: [`crate::rma::create::win_detach`].
+    MPI_Win_detach / PMPI_Win_detach [win] (win: usize, base: *const c_void)
+    => crate::rma::create::win_detach(win, base as usize)
+}
+
+crate::ffi::export! {
     /// `MPI_Win_free`: [`crate::rma::create::win_free`].
     MPI_Win_free / PMPI_Win_free (win: *mut usize)
     => crate::rma::create::win_free(crate::ffi::args::out(win))
