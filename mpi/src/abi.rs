@@ -143,6 +143,7 @@ pub mod class {
     pub const MPI_ERR_LOCKTYPE: c_int = 37;
     pub const MPI_ERR_RMA_CONFLICT: c_int = 47;
     pub const MPI_ERR_RMA_RANGE: c_int = 48;
+    pub const MPI_ERR_RMA_SHARED: c_int = 49;
     pub const MPI_ERR_RMA_SYNC: c_int = 50;
     pub const MPI_ERR_SIZE: c_int = 52;
     pub const MPI_ERR_WIN: c_int = 56;

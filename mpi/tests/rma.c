@@ -14,7 +14,9 @@
  * (MPI_ERR_LOCKTYPE), a bad assertion (MPI_ERR_ASSERT), a negative
  * displacement (MPI_ERR_DISP); MPI_Win_free leaves MPI_WIN_NULL. A
  * dynamic window: attached pieces addressed by MPI_Get_address, a get
- * past them refused (MPI_ERR_RMA_CONFLICT). */
+ * past them refused (MPI_ERR_RMA_CONFLICT). A shared window on the node:
+ * parts loaded and stored directly through MPI_Win_shared_query's
+ * addresses, an empty part, MPI_PROC_NULL's query, a put. */
 #include "check.h"
 #include <string.h>
 
@@ -224,6 +226,45 @@ int main(int argc, char **argv) {
     OK(MPI_Win_detach(w, piece));
     OK(MPI_Win_free(&w));
     free(at);
+
+    /* A shared window on the node's ranks: rank 0's part is empty (so
+     * MPI_PROC_NULL's query gives rank 1's, where there is one); each
+     * part is loaded and stored directly through its queried address, and
+     * reached by MPI_Put too. */
+    MPI_Comm node;
+    OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    int nn, nme;
+    MPI_Comm_size(node, &nn);
+    MPI_Comm_rank(node, &nme);
+    int *part;
+    MPI_Aint psize = nme == 0 ? 0 : 4 * sizeof(int);
+    OK(MPI_Win_allocate_shared(psize, sizeof(int), MPI_INFO_NULL, node, &part, &w));
+    OK(MPI_Win_get_attr(w, MPI_WIN_CREATE_FLAVOR, &flavor, &flag)); EQ(*flavor, MPI_WIN_FLAVOR_SHARED);
+    for (int k = 0; nme > 0 && k < 4; k++) part[k] = 10 * nme + k;
+    OK(MPI_Win_fence(0, w));
+    for (int r = 1; r < nn; r++) {
+        MPI_Aint qs; int qu; int *qp;
+        OK(MPI_Win_shared_query(w, r, &qs, &qu, &qp));
+        EQ(qs, 4 * (int)sizeof(int)); EQ(qu, (int)sizeof(int));
+        for (int k = 0; k < 4; k++) EQ(qp[k], 10 * r + k);
+    }
+    if (nn > 1) {
+        MPI_Aint qs; int qu; int *qp;
+        OK(MPI_Win_shared_query(w, MPI_PROC_NULL, &qs, &qu, &qp));
+        EQ(qs, 4 * (int)sizeof(int)); EQ(qp[0], 10);
+    }
+    OK(MPI_Win_fence(0, w)); /* the loads above are done before any put */
+    if (nn > 1) {
+        int mark = 100 + nme;
+        OK(MPI_Put(&mark, 1, MPI_INT, nn - 1, 3, 1, MPI_INT, w));
+    }
+    OK(MPI_Win_fence(0, w));
+    if (nme == nn - 1 && nn > 1) {
+        int seen = part[3];
+        TRUE(seen >= 100 && seen < 100 + nn);
+    }
+    OK(MPI_Win_free(&w));
+    OK(MPI_Comm_free(&node));
 
     check_done("rma");
     return 0;

@@ -193,7 +193,8 @@
 //!
 //! ## Safety
 //! All `unsafe` code is in the `ffi` modules, `ffi` and `node::ffi` (the
-//! node-collective regions; the crate is
+//! node-collective regions), and in `window` (shared one-sided windows'
+//! memory as byte slices, its contract at its top; the crate is
 //! `#![deny(unsafe_code)]` elsewhere): creating references to the atomics of
 //! the mapped segment and viewing cell bodies and fastbox slots as byte
 //! slices. Its invariants (bounds from the checked geometry, alignment
@@ -268,6 +269,8 @@ mod setup;
 mod sync;
 #[cfg(test)]
 mod tests;
+#[allow(unsafe_code)]
+pub mod window;
 
 pub use device::ShmDevice;
 pub use error::ShmError;

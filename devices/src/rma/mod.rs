@@ -47,6 +47,8 @@
 //! result, like an owned receive.
 
 mod ops;
+#[cfg(feature = "shm")]
+mod shared;
 mod sync;
 
 use std::marker::PhantomData;
@@ -71,7 +73,9 @@ pub struct Window<T: Element> {
     /// The bytes each member exposes.
     sizes: Box<[u64]>,
     origin: Mutex<Origin>,
-    /// Set once freed (the engine no longer serves it).
+    /// A shared window's region and parts (`shared.rs`).
+    #[cfg(feature = "shm")]
+    shared: Option<shared::Layout>,
     _elements: PhantomData<fn() -> T>,
 }
 
@@ -212,6 +216,26 @@ impl<T: Element> Window<T> {
         Ok(())
     }
 
+    /// `MPI_Win_shared_query`: where member `rank`'s part of the window
+    /// is in this process (address, length in bytes): every member's for
+    /// a shared window ([`Comm::win_allocate_shared`]); this member's own
+    /// for any other window but a dynamic one; `None` otherwise.
+    ///
+    /// # Errors
+    /// A freed window; a bad rank.
+    pub fn shared_query(&self, rank: Rank) -> Result<Option<(usize, usize)>> {
+        self.size_of(rank)?;
+        #[cfg(feature = "shm")]
+        if let Some(layout) = &self.shared {
+            return Ok(layout.part(rank as usize));
+        }
+        let len = self.sizes[rank as usize];
+        if rank != self.comm.rank() || len == u64::MAX {
+            return Ok(None);
+        }
+        Ok(Some((self.base_addr()?, len as usize)))
+    }
+
     /// Serves `memory` (`None`: a dynamic window) on a duplicate of
     /// `parent`, then learns every member's size (after which every member
     /// serves: a request can only come after that).
@@ -250,6 +274,8 @@ impl<T: Element> Window<T> {
                 completes_used: vec![0; n],
                 freed: false,
             }),
+            #[cfg(feature = "shm")]
+            shared: None,
             _elements: PhantomData,
         })
     }

@@ -20,6 +20,7 @@ use super::{insert, remove, win_of, Meta, Predefined, WinObj};
 const FLAVOR_CREATE: c_int = 311;
 const FLAVOR_ALLOCATE: c_int = 312;
 const FLAVOR_DYNAMIC: c_int = 313;
+const FLAVOR_SHARED: c_int = 314;
 const UNIFIED: c_int = 321;
 
 /// A window's size and displacement unit, checked.
@@ -103,6 +104,36 @@ pub(crate) fn win_allocate(
     let w = c.win_allocate_bytes(bytes)?;
     let base = w.base_addr()?;
     let h = finish(w, bytes, unit, FLAVOR_ALLOCATE, info)?;
+    baseptr.set(base)?;
+    win.set(h)
+}
+
+/// `MPI_Win_allocate_shared` and `MPI_Win_allocate_shared_c`: `size`
+/// zeroed bytes in a region every member of the node maps
+/// (`MPI_Win_shared_query` gives the others' parts); every member must be
+/// on this node (`MPI_ERR_RMA_SHARED` otherwise).
+pub(crate) fn win_allocate_shared(
+    size: isize,
+    disp_unit: impl TryInto<c_int> + Copy + std::fmt::Display,
+    info: usize,
+    comm: usize,
+    mut baseptr: Out<'_, usize>,
+    mut win: Out<'_, usize>,
+) -> Res {
+    let (bytes, unit) = checked(size, disp_unit)?;
+    if baseptr.is_null() || win.is_null() {
+        return Err(Fail::new(MPI_ERR_ARG, "a null base or window pointer"));
+    }
+    let info = info_of(info)?;
+    let c = rt()?.comm(comm)?.comm.clone();
+    let w = c.win_allocate_shared(bytes).map_err(|e| match e {
+        ferry::Error::Usage(ferry::ferry_core::UsageError::Unsupported(what)) => {
+            Fail::new(MPI_ERR_RMA_SHARED, what)
+        }
+        e => Fail::from(e),
+    })?;
+    let base = w.base_addr()?;
+    let h = finish(w, bytes, unit, FLAVOR_SHARED, info)?;
     baseptr.set(base)?;
     win.set(h)
 }

@@ -21,6 +21,9 @@ use crate::state::{lock, rt};
 
 use super::win_of;
 
+/// `MPI_WIN_FLAVOR_SHARED`.
+const FLAVOR_SHARED: c_int = 314;
+
 /// The predefined attribute keys.
 const WIN_BASE: c_int = 601;
 const WIN_DISP_UNIT: c_int = 602;
@@ -35,6 +38,53 @@ static WIN_ATTRS: ObjectAttrs = ObjectAttrs::new();
 pub(crate) fn win_get_group(win: usize, mut group: Out<'_, usize>) -> Res {
     let w = win_of(win)?;
     crate::comm::group::store(rt()?, w.group.clone(), &mut group)
+}
+
+/// `MPI_Win_shared_query` and `MPI_Win_shared_query_c`: the address in
+/// this process, size and displacement unit of member `rank`'s part: any
+/// member's in a shared window (`MPI_PROC_NULL`: the first part that is
+/// not empty), this member's own in the others (MPI 4.1), and a size of 0
+/// and a null address for what is not reachable.
+pub(crate) fn win_shared_query<U: TryFrom<i64> + Default + Copy>(
+    win: usize,
+    rank: c_int,
+    mut size: Out<'_, isize>,
+    mut disp_unit: Out<'_, U>,
+    mut baseptr: Out<'_, usize>,
+) -> Res {
+    let w = win_of(win)?;
+    let n = w.disp_units.len() as c_int;
+    let shared = w.attrs.flavor == FLAVOR_SHARED;
+    let found = if rank == crate::abi::MPI_PROC_NULL {
+        if shared {
+            let mut first = None;
+            for r in 0..n {
+                if let Some((addr, len)) = w.win.shared_query(r)? {
+                    if len > 0 {
+                        first = Some((r, addr, len));
+                        break;
+                    }
+                }
+            }
+            first
+        } else {
+            None
+        }
+    } else {
+        if !(0..n).contains(&rank) {
+            return Err(Fail::msg(MPI_ERR_RANK, format!("invalid rank {rank}")));
+        }
+        w.win
+            .shared_query(rank)?
+            .map(|(addr, len)| (rank, addr, len))
+    };
+    let (unit, addr, len) = match found {
+        Some((r, addr, len)) => (w.disp_units[r as usize], addr, len),
+        None => (1, 0, 0),
+    };
+    size.set(len as isize)?;
+    disp_unit.set(U::try_from(unit).unwrap_or_default())?;
+    baseptr.set(if len == 0 && !shared { 0 } else { addr })
 }
 
 /// `MPI_Win_set_name`: cut to `MPI_MAX_OBJECT_NAME - 1` bytes.

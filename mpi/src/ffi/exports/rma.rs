@@ -37,6 +37,18 @@ crate::ffi::export! {
 }
 
 crate::ffi::export! {
+    /// `MPI_Win_allocate_shared`: [`crate::rma::create::win_allocate_shared`].
+    MPI_Win_allocate_shared / PMPI_Win_allocate_shared [comm] (size: isize, disp_unit: c_int, info: usize, comm: usize, baseptr: *mut c_void, win: *mut usize)
+    => crate::rma::create::win_allocate_shared(size, disp_unit, info, comm, crate::ffi::args::out(baseptr.cast::<usize>()), crate::ffi::args::out(win))
+}
+
+crate::ffi::export! {
+    /// `MPI_Win_allocate_shared_c`: [`crate::rma::create::win_allocate_shared`].
+    MPI_Win_allocate_shared_c / PMPI_Win_allocate_shared_c [comm] (size: isize, disp_unit: isize, info: usize, comm: usize, baseptr: *mut c_void, win: *mut usize)
+    => crate::rma::create::win_allocate_shared(size, disp_unit, info, comm, crate::ffi::args::out(baseptr.cast::<usize>()), crate::ffi::args::out(win))
+}
+
+crate::ffi::export! {
     /// `MPI_Win_create_dynamic`: [`crate::rma::create::win_create_dynamic`].
     MPI_Win_create_dynamic / PMPI_Win_create_dynamic [comm] (info: usize, comm: usize, win: *mut usize)
     => crate::rma::create::win_create_dynamic(info, comm, crate::ffi::args::out(win))
@@ -263,6 +275,18 @@ crate::ffi::export! {
 }
 
 // ---- One-sided communication: window queries
+
+crate::ffi::export! {
+    /// `MPI_Win_shared_query`: [`crate::rma::query::win_shared_query`].
+    MPI_Win_shared_query / PMPI_Win_shared_query [win] (win: usize, rank: c_int, size: *mut isize, disp_unit: *mut c_int, baseptr: *mut c_void)
+    => crate::rma::query::win_shared_query(win, rank, crate::ffi::args::out(size), crate::ffi::args::out(disp_unit), crate::ffi::args::out(baseptr.cast::<usize>()))
+}
+
+crate::ffi::export! {
+    /// `MPI_Win_shared_query_c`: [`crate::rma::query::win_shared_query`].
+    MPI_Win_shared_query_c / PMPI_Win_shared_query_c [win] (win: usize, rank: c_int, size: *mut isize, disp_unit: *mut isize, baseptr: *mut c_void)
+    => crate::rma::query::win_shared_query(win, rank, crate::ffi::args::out(size), crate::ffi::args::out(disp_unit), crate::ffi::args::out(baseptr.cast::<usize>()))
+}
 
 crate::ffi::export! {
     /// `MPI_Win_get_group`: [`crate::rma::query::win_get_group`].

@@ -1,0 +1,158 @@
+//! Memory that the processes of a node map together, for one-sided
+//! windows made by `MPI_Win_allocate_shared`: one file in the segment
+//! directory, created by one process, opened by the others, and unlinked
+//! once all have it mapped (so nothing stays behind but while they set it
+//! up). Each process's part of the window is a [`Piece`] of the mapping,
+//! which the engine reads and writes as a `Buf`'s storage, and every
+//! process of the node can load and store any part at its own address
+//! ([`Region::addr`]).
+//!
+//! # Safety contract
+//! The mapping stays mapped while a [`Region`] (or a [`Piece`], which
+//! holds one) lives. Other processes write the same bytes: that is the
+//! point of the window. The engine makes slices of a piece only under its
+//! lock and only to apply a request or for the program's own access, and
+//! MPI makes conflicting accesses from several processes erroneous (they
+//! must be separated by the window's synchronization), so a slice never
+//! sees a concurrent conflicting write in a correct program. This module
+//! is the only place that turns the mapping's address into slices.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ferry_core::ByteStorage;
+use memmap2::MmapRaw;
+
+use crate::os;
+
+/// A shared mapping of a file (see the module docs).
+#[derive(Debug)]
+pub struct Region {
+    map: MmapRaw,
+    path: PathBuf,
+    _file: File,
+}
+
+impl Region {
+    /// Creates the file at `path` (it must not exist; mode 0600) with
+    /// `len` bytes (at least one), zeroed, and maps it.
+    ///
+    /// # Errors
+    /// The file exists already, or cannot be made, sized or mapped.
+    pub fn create(path: &Path, len: usize) -> io::Result<Region> {
+        let file = os::create_segment_file(path)?;
+        let sized = file.set_len(len.max(1) as u64);
+        if let Err(e) = sized {
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
+        Region::mapped(file, path)
+    }
+
+    /// Opens and maps the file another process created at `path`.
+    ///
+    /// # Errors
+    /// The file is missing or cannot be mapped.
+    pub fn open(path: &Path) -> io::Result<Region> {
+        Region::mapped(os::open_segment_file(path)?, path)
+    }
+
+    fn mapped(file: File, path: &Path) -> io::Result<Region> {
+        let map = os::map(&file)?;
+        Ok(Region {
+            map,
+            path: path.to_owned(),
+            _file: file,
+        })
+    }
+
+    /// Removes the file's name (the mapping stays): once every process
+    /// has opened it.
+    ///
+    /// # Errors
+    /// The file cannot be removed.
+    pub fn unlink(&self) -> io::Result<()> {
+        std::fs::remove_file(&self.path)
+    }
+
+    /// The mapping's first byte's address in this process.
+    pub fn addr(&self) -> usize {
+        self.map.as_ptr() as usize
+    }
+
+    /// The mapping's length in bytes.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True for an empty mapping (never: a region has at least one byte).
+    pub fn is_empty(&self) -> bool {
+        self.map.len() == 0
+    }
+}
+
+/// `len` bytes of a [`Region`] from byte `offset`: one process's part of a
+/// shared window, as storage for a `Buf`.
+#[derive(Debug)]
+pub struct Piece {
+    region: Arc<Region>,
+    offset: usize,
+    len: usize,
+}
+
+impl Piece {
+    /// The part `offset..offset + len` of `region`.
+    ///
+    /// # Errors
+    /// A part that does not lie inside the region.
+    pub fn new(region: Arc<Region>, offset: usize, len: usize) -> io::Result<Piece> {
+        let inside = offset
+            .checked_add(len)
+            .is_some_and(|end| end <= region.len());
+        if !inside {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a piece outside its region",
+            ));
+        }
+        Ok(Piece {
+            region,
+            offset,
+            len,
+        })
+    }
+}
+
+impl ByteStorage for Piece {
+    fn bytes(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: inside the mapping (checked in `new`), which lives as
+        // long as `self.region`; see the module's safety contract for the
+        // other processes' writes.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::slice::from_raw_parts(self.region.map.as_ptr().add(self.offset), self.len)
+        }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: as in `bytes`; the mapping is writable (MAP_SHARED,
+        // read-write), and `&mut self` makes this the one slice of this
+        // piece in this process.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::slice::from_raw_parts_mut(self.region.map.as_mut_ptr().add(self.offset), self.len)
+        }
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
+    }
+}
