@@ -477,13 +477,13 @@ MPIX_ABI_STATIC_INLINE int MPIX_ABI_Status_f082f(const MPI_F08_status *f08_statu
 #define PMPI_Win_f2c        PMPI_Win_fromint
 #define PMPI_Status_f2c     MPIX_ABI_Status_f2c
 
-/* ---- Constants of the groups ferry does not implement yet ---------------
- * Declared with the MPI 5.0 ABI's values, so that a program or a shared
- * header that names them compiles (issue 40): the one-sided chapter's
- * lock types, window flavors, memory models, assertion modes and window
- * attribute keys, I/O's open modes and seek positions. Their functions
- * are not declared until they work. (The type classes are not declared:
- * mpi4py takes them as the sign that MPI_Type_match_size works.) */
+/* ---- Constants of the one-sided chapter and of I/O ----------------------
+ * With the MPI 5.0 ABI's values: the one-sided chapter's lock types,
+ * window flavors, memory models, assertion modes and window attribute
+ * keys; I/O's open modes and seek positions, declared so that a program
+ * or a shared header that names them compiles although I/O's functions
+ * are not declared. (The type classes are not declared: mpi4py takes them
+ * as the sign that MPI_Type_match_size works.) */
 enum {
     MPI_MODE_APPEND = 1,
     MPI_MODE_CREATE = 2,
