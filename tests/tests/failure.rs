@@ -100,3 +100,13 @@ fn killed_before_a_barrier() {
 fn any_source_receives_fail_when_a_member_dies() {
     killed("any-source-after-death", 3, &[]);
 }
+
+#[test]
+fn a_target_killed_inside_a_lock_epoch_fails_the_flushes() {
+    killed("rma-target-dies-in-lock", 3, &[]);
+}
+
+#[test]
+fn an_origin_killed_holding_an_exclusive_lock_leaves_it_to_the_others() {
+    killed("rma-origin-dies-holding-lock", 4, &[]);
+}

@@ -1,9 +1,15 @@
 //! The target side of one-sided communication in the engine: every window
-//! this rank serves keeps a receive for requests posted on its context,
-//! and each progress applies what arrived ([`crate::rma`] has the
-//! protocol). So a target applies puts, accumulates and lock requests
-//! whenever its engine progresses, for any caller: a thread waiting on
-//! anything, the progress thread, the window's own calls.
+//! this rank serves keeps a receive posted for each origin's next request
+//! on its context, and each progress applies what arrived ([`crate::rma`]
+//! has the protocol). So a target applies puts, accumulates and lock
+//! requests whenever its engine progresses, for any caller: a thread
+//! waiting on anything, the progress thread, the window's own calls.
+//!
+//! One receive per origin rather than one from any source: a dead origin
+//! fails only its own (a receive from any source would fail for good on
+//! the first death), and the target forgets it (its lock is released, so
+//! the others are granted theirs) and serves the rest. The receives are
+//! looked at only after an event, so an idle engine pays one comparison.
 
 use rustc_hash::FxHashMap;
 
@@ -12,7 +18,7 @@ use super::request::Kind;
 use super::Engine;
 use crate::buffer::Buf;
 use crate::device::Device;
-use crate::envelope::{ContextId, Rank, Tag, ANY_SOURCE};
+use crate::envelope::{ContextId, Rank, Tag};
 use crate::error::{Error, Result, UsageError};
 use crate::handle::Request;
 use crate::rma::{Refused, Served, Target, WindowMemory, REQUEST_TAG};
@@ -44,9 +50,12 @@ pub(crate) struct ServedWindow {
     /// The window's bytes.
     memory: Memory,
     target: Target,
-    /// The receive for the next request.
-    standing: Request,
-    /// Why the window stopped serving (a failed receive: a member died).
+    /// Each origin (a job rank) and the receive for its next request
+    /// (`NULL` once the origin is gone).
+    standing: Vec<(Rank, Request)>,
+    /// The engine's event count when the receives were last looked at.
+    seen: u64,
+    /// Why the window stopped serving (a failure of this rank's own).
     failed: Option<Error>,
 }
 
@@ -60,7 +69,7 @@ impl<D: Device> Engine<D> {
     /// # Errors
     /// A window already served on `context`; a segmented buffer; a failure
     /// to post its receive.
-    pub fn win_serve(&mut self, context: ContextId, memory: Buf) -> Result<()> {
+    pub fn win_serve(&mut self, context: ContextId, memory: Buf, origins: &[Rank]) -> Result<()> {
         if self.st.windows.contains_key(&context) {
             return Err(
                 UsageError::WrongRequestKind("a window is served on this context already").into(),
@@ -69,7 +78,7 @@ impl<D: Device> Engine<D> {
         if !memory.is_contiguous() {
             return Err(UsageError::Unsupported("a window over scattered memory").into());
         }
-        self.serve_memory(context, Memory::One(memory))
+        self.serve_memory(context, Memory::One(memory), origins)
     }
 
     /// Serves a dynamic window on `context`: no memory until
@@ -78,23 +87,42 @@ impl<D: Device> Engine<D> {
     ///
     /// # Errors
     /// As for [`Engine::win_serve`].
-    pub fn win_serve_dynamic(&mut self, context: ContextId) -> Result<()> {
+    pub fn win_serve_dynamic(&mut self, context: ContextId, origins: &[Rank]) -> Result<()> {
         if self.st.windows.contains_key(&context) {
             return Err(
                 UsageError::WrongRequestKind("a window is served on this context already").into(),
             );
         }
-        self.serve_memory(context, Memory::Pieces(Vec::new()))
+        self.serve_memory(context, Memory::Pieces(Vec::new()), origins)
     }
 
-    fn serve_memory(&mut self, context: ContextId, memory: Memory) -> Result<()> {
-        let standing = self.post_standing(context)?;
+    /// Serves `memory` on `context` for `origins` (job ranks: the
+    /// window's members).
+    fn serve_memory(&mut self, context: ContextId, memory: Memory, origins: &[Rank]) -> Result<()> {
+        let mut standing = Vec::with_capacity(origins.len());
+        for &origin in origins {
+            if !self.st.valid_peer(origin) {
+                return Err(UsageError::InvalidRank {
+                    rank: origin,
+                    size: self.st.size,
+                }
+                .into());
+            }
+            let r = match self.post_standing(context, origin) {
+                Ok(r) => r,
+                // Dead already: nothing will come from it.
+                Err(Error::Peer(_)) => Request::NULL,
+                Err(e) => return Err(e),
+            };
+            standing.push((origin, r));
+        }
         self.st.windows.insert(
             context,
             ServedWindow {
                 memory,
                 target: Target::default(),
                 standing,
+                seen: u64::MAX,
                 failed: None,
             },
         );
@@ -168,9 +196,11 @@ impl<D: Device> Engine<D> {
             .windows
             .remove(&context)
             .ok_or(UsageError::StaleHandle)?;
-        if !w.standing.is_null() {
-            self.cancel(&w.standing)?;
-            self.free(&mut w.standing)?;
+        for (_, r) in &mut w.standing {
+            if !r.is_null() {
+                self.cancel(r)?;
+                self.free(r)?;
+            }
         }
         Ok(match w.memory {
             Memory::One(b) => vec![b],
@@ -249,47 +279,77 @@ impl<D: Device> Engine<D> {
     }
 
     fn advance_window(&mut self, context: ContextId, w: &mut ServedWindow) -> Result<()> {
-        while w.failed.is_none() && self.st.standing(w.standing)? == Standing::Complete {
-            let done = self
-                .st
-                .take(&mut w.standing)?
-                .ok_or(Error::Internal("a window's receive"))?;
-            if let Some(e) = done.status.error {
-                // A member died (the receive takes any source): the window
-                // stops serving; its calls report why.
-                w.failed = Some(e);
-                return Ok(());
-            }
-            let from = done.status.source;
-            let msg = done
-                .buf
-                .ok_or(Error::Internal("a window request without data"))?;
-            match w.target.serve(from, msg.as_slice(), &mut w.memory) {
-                Ok(Served { reply, granted }) => {
-                    if let Some((tag, data)) = reply {
-                        self.reply(from, tag, context, data)?;
+        if w.failed.is_some() || w.seen == self.st.events {
+            return Ok(());
+        }
+        // Events that serving makes (a reply, a matched receive) count
+        // after this: the next call looks again.
+        w.seen = self.st.events;
+        for i in 0..w.standing.len() {
+            let origin = w.standing[i].0;
+            while !w.standing[i].1.is_null()
+                && self.st.standing(w.standing[i].1)? == Standing::Complete
+            {
+                let done = self
+                    .st
+                    .take(&mut w.standing[i].1)?
+                    .ok_or(Error::Internal("a window's receive"))?;
+                if done.status.error.is_some() {
+                    // The origin died: forget it, so that the lock it held
+                    // or waited for goes to the others.
+                    w.standing[i].1 = Request::NULL;
+                    for (o, tag) in w.target.forget(origin) {
+                        self.reply(o, tag, context, Vec::new())?;
                     }
-                    for (origin, tag) in granted {
-                        self.reply(origin, tag, context, Vec::new())?;
-                    }
+                    break;
                 }
-                Err(Refused { what, reply }) => {
-                    tracing::warn!(from, context, what, "refused a one-sided request");
-                    if let Some((tag, data)) = reply {
-                        self.reply(from, tag, context, data)?;
-                    }
-                }
+                let msg = done
+                    .buf
+                    .ok_or(Error::Internal("a window request without data"))?;
+                self.serve_one(context, w, origin, msg.as_slice())?;
+                w.standing[i].1 = match self.post_standing(context, origin) {
+                    Ok(r) => r,
+                    Err(Error::Peer(_)) => Request::NULL,
+                    Err(e) => return Err(e),
+                };
             }
-            w.standing = self.post_standing(context)?;
         }
         Ok(())
     }
 
-    /// The receive for a window's next request (always a request: never
-    /// completed inside the call, whatever the configuration).
-    fn post_standing(&mut self, context: ContextId) -> Result<Request> {
+    /// Applies one request and sends what it answers.
+    fn serve_one(
+        &mut self,
+        context: ContextId,
+        w: &mut ServedWindow,
+        from: Rank,
+        msg: &[u8],
+    ) -> Result<()> {
+        match w.target.serve(from, msg, &mut w.memory) {
+            Ok(Served { reply, granted }) => {
+                if let Some((tag, data)) = reply {
+                    self.reply(from, tag, context, data)?;
+                }
+                for (origin, tag) in granted {
+                    self.reply(origin, tag, context, Vec::new())?;
+                }
+            }
+            Err(Refused { what, reply }) => {
+                tracing::warn!(from, context, what, "refused a one-sided request");
+                if let Some((tag, data)) = reply {
+                    self.reply(from, tag, context, data)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The receive for `origin`'s next request on a window (always a
+    /// request: never completed inside the call, whatever the
+    /// configuration).
+    fn post_standing(&mut self, context: ContextId, origin: Rank) -> Result<Request> {
         Ok(self
-            .post_recv(Kind::ARecv, ANY_SOURCE, REQUEST_TAG, context, None, false)?
+            .post_recv(Kind::ARecv, origin, REQUEST_TAG, context, None, false)?
             .request)
     }
 

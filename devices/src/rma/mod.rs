@@ -244,11 +244,12 @@ impl<T: Element> Window<T> {
         // A dynamic window's bounds are its target's to check.
         let bytes = memory.as_ref().map_or(u64::MAX, |m| m.len() as u64);
         {
+            let origins = comm.group().job_ranks();
             let mut g = comm.inner.shared.lock()?;
             let e = g.engine()?;
             match memory {
-                Some(m) => e.win_serve(comm.context(), m)?,
-                None => e.win_serve_dynamic(comm.context())?,
+                Some(m) => e.win_serve(comm.context(), m, &origins)?,
+                None => e.win_serve_dynamic(comm.context(), &origins)?,
             }
         }
         let mut sizes = vec![0u64; comm.size() as usize];

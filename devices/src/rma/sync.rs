@@ -116,7 +116,7 @@ impl<T: Element> Window<T> {
         wire.exclusive = kind == LockKind::Exclusive;
         // The origin's lock is held while waiting: nothing of this window
         // may reach the target before the grant.
-        self.ask(&mut o, target, wire)?.wait().map_err(refused)?;
+        answered(self.ask(&mut o, target, wire)?)?;
         if let Access::Locks(l) = &mut o.access {
             l[target as usize] = Some(kind);
         }
@@ -141,7 +141,7 @@ impl<T: Element> Window<T> {
                 o.access = Access::Closed;
             }
         }
-        r?.wait().map_err(refused)?;
+        answered(r?)?;
         Ok(())
     }
 
@@ -201,9 +201,7 @@ impl<T: Element> Window<T> {
         if !open {
             return Err(UsageError::RmaSync("a flush outside a lock epoch on its target").into());
         }
-        self.ask(&mut o, target, Wire::new(Kind::Flush, 0, 0))?
-            .wait()
-            .map_err(refused)?;
+        answered(self.ask(&mut o, target, Wire::new(Kind::Flush, 0, 0))?)?;
         Ok(())
     }
 
@@ -409,12 +407,23 @@ fn holds_locks(o: &Origin) -> bool {
 
 fn wait_all(replies: Vec<Request>) -> Result<()> {
     let mut first = Ok(());
-    for mut r in replies {
-        if let Err(e) = r.wait() {
-            first = first.and(Err(refused(e)));
+    for r in replies {
+        let done = answered(r);
+        if first.is_ok() {
+            first = done;
         }
     }
     first
+}
+
+/// Waits for a reply: an error if its receive failed (a dead target) or
+/// the target refused the request.
+fn answered(mut reply: Request) -> Result<()> {
+    let done = reply.wait().map_err(refused)?;
+    match done.status.error {
+        Some(e) => Err(refused(e.into())),
+        None => Ok(()),
+    }
 }
 
 /// A refused request's reply is one byte too long: a truncation.

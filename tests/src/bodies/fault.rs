@@ -28,6 +28,8 @@ pub const SCENARIOS: &[&str] = &[
     "die-in-node-barrier",
     "die-in-node-ibarrier",
     "any-source-after-death",
+    "rma-target-dies-in-lock",
+    "rma-origin-dies-holding-lock",
 ];
 
 /// Scenarios whose survivors stay up after reporting (see the runner).
@@ -37,6 +39,8 @@ pub const LINGER: &[&str] = &[
     "die-in-node-barrier",
     "die-in-node-ibarrier",
     "any-source-after-death",
+    "rma-target-dies-in-lock",
+    "rma-origin-dies-holding-lock",
 ];
 
 /// Elements of the allreduce rank 1 dies in (8 MiB of f64: many rounds).
@@ -69,6 +73,12 @@ pub fn run(ctx: &Ctx, scenario: &str) -> Result<String, Failure> {
     if ctx.size < 2 {
         return Err(Failure("fault scenarios need at least 2 ranks".into()));
     }
+    // The RMA scenarios' window, made while everyone is alive.
+    let win = if scenario.starts_with("rma-") {
+        Some(c.win_allocate::<u64>(8)?)
+    } else {
+        None
+    };
     // Everyone is up before anyone dies.
     ctx.barrier()?;
     // Reset just before each survivor's failing wait starts.
@@ -171,6 +181,58 @@ pub fn run(ctx: &Ctx, scenario: &str) -> Result<String, Failure> {
         ("any-source-after-death", _) => c
             .recv::<u8>(&mut [0u8; 8], ferry::ANY_SOURCE, NEVER)
             .map(|s| s.bytes),
+        // Rank 1, a target, dies while the others hold a shared lock of
+        // its window and flush it: a flush fails instead of hanging.
+        ("rma-target-dies-in-lock", 1) => {
+            thread::sleep(Duration::from_millis(200));
+            die()
+        }
+        ("rma-target-dies-in-lock", _) => {
+            let w = win.as_ref().ok_or_else(|| Failure("no window".into()))?;
+            // The lock itself fails if rank 1 dies before granting it.
+            w.lock(1, ferry::rma::LockKind::Shared)
+                .and_then(|epoch| loop {
+                    if let Err(e) = epoch.put(1, 0, &[7]).and_then(|()| epoch.flush()) {
+                        break Err(e);
+                    }
+                })
+        }
+        // Rank 1, an origin, dies holding an exclusive lock of rank 0's
+        // window: rank 0 forgets it, so ranks 2.. get the lock in turn (a
+        // hang here times the job out); then their receive from rank 1
+        // fails, which is what the scenario reports.
+        ("rma-origin-dies-holding-lock", 1) => {
+            let w = win.as_ref().ok_or_else(|| Failure("no window".into()))?;
+            let epoch = w.lock(0, ferry::rma::LockKind::Exclusive)?;
+            for r in (0..ctx.size as Rank).filter(|&r| r != 1) {
+                c.send::<u8>(&[], r, SEEN)?;
+            }
+            std::mem::forget(epoch);
+            die()
+        }
+        // Rank 0, the target, serves the others' locks while it waits for
+        // their word that they had theirs.
+        ("rma-origin-dies-holding-lock", 0) => {
+            c.recv::<u8>(&mut [], 1, SEEN)?;
+            start = Instant::now();
+            for r in 2..ctx.size as Rank {
+                c.recv::<u8>(&mut [], r, DATA)?;
+            }
+            c.recv::<u8>(&mut [0u8; 8], 1 as Rank, NEVER)
+                .map(|s| s.bytes)
+        }
+        ("rma-origin-dies-holding-lock", _) => {
+            let w = win.as_ref().ok_or_else(|| Failure("no window".into()))?;
+            c.recv::<u8>(&mut [], 1, SEEN)?;
+            thread::sleep(Duration::from_millis(300));
+            start = Instant::now();
+            let epoch = w.lock(0, ferry::rma::LockKind::Exclusive)?;
+            epoch.put(0, 0, &[ctx.rank as u64])?;
+            epoch.unlock()?;
+            c.send::<u8>(&[], 0, DATA)?;
+            c.recv::<u8>(&mut [0u8; 8], 1 as Rank, NEVER)
+                .map(|s| s.bytes)
+        }
         (s, _) if !SCENARIOS.contains(&s) => {
             return Err(Failure(format!("unknown fault scenario {s:?}")))
         }
