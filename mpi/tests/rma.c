@@ -84,6 +84,7 @@ int main(int argc, char **argv) {
     char name[MPI_MAX_OBJECT_NAME]; int len;
     OK(MPI_Win_set_name(w, "ints"));
     OK(MPI_Win_get_name(w, name, &len)); TRUE(strcmp(name, "ints") == 0 && len == 4);
+    OK(MPI_Win_get_name(MPI_WIN_NULL, name, &len)); TRUE(strcmp(name, "MPI_WIN_NULL") == 0);
     MPI_Group g, wg; int cmp;
     OK(MPI_Win_get_group(w, &g));
     OK(MPI_Comm_group(MPI_COMM_WORLD, &wg));
