@@ -152,3 +152,89 @@ fn post_and_complete_notices_are_counted_per_rank() {
     );
     assert_eq!(t.applied(), 0, "notices are not data requests");
 }
+
+mod model {
+    //! Random request sequences against a plain model of the window: the
+    //! target's memory and replies equal the model's after every request.
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Put(u64, Vec<u8>),
+        Get(u64, u64),
+        AddU32(u64, u32),
+        FetchAddU32(u64, u32),
+        Cas(u64, u32, u32),
+    }
+
+    const SIZE: u64 = 64;
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0..SIZE + 8, proptest::collection::vec(any::<u8>(), 0..16))
+                .prop_map(|(d, v)| Op::Put(d, v)),
+            (0..SIZE + 8, 0..16u64).prop_map(|(d, l)| Op::Get(d, l)),
+            (0..SIZE / 4 + 2, any::<u32>()).prop_map(|(i, v)| Op::AddU32(i * 4, v)),
+            (0..SIZE / 4 + 2, any::<u32>()).prop_map(|(i, v)| Op::FetchAddU32(i * 4, v)),
+            (0..SIZE / 4 + 2, 0..3u32, any::<u32>()).prop_map(|(i, c, v)| Op::Cas(i * 4, c, v)),
+        ]
+    }
+
+    fn u32_at(m: &[u8], d: usize) -> u32 {
+        u32::from_le_bytes(m[d..d + 4].try_into().unwrap())
+    }
+
+    proptest! {
+        #[test]
+        fn the_target_applies_requests_as_a_sequential_model_does(ops in proptest::collection::vec(op(), 1..60)) {
+            let mut t = Target::default();
+            let mut mem = vec![0u8; SIZE as usize];
+            let mut model = mem.clone();
+            for (i, o) in ops.iter().enumerate() {
+                let tag = i as Tag + 1;
+                let (req, data, want_reply): (Request, Vec<u8>, Option<Vec<u8>>) = match o {
+                    Op::Put(d, v) => {
+                        let fits = d + v.len() as u64 <= SIZE;
+                        if fits { model[*d as usize..*d as usize + v.len()].copy_from_slice(v); }
+                        (Request::new(Kind::Put, *d, v.len() as u64), v.clone(), None)
+                    }
+                    Op::Get(d, l) => {
+                        let fits = d + l <= SIZE;
+                        let r = if fits { Some(model[*d as usize..(*d + *l) as usize].to_vec()) } else { Some(vec![0; *l as usize + 1]) };
+                        (Request { reply: tag, ..Request::new(Kind::Get, *d, *l) }, vec![], r)
+                    }
+                    Op::AddU32(d, v) | Op::FetchAddU32(d, v) => {
+                        let fits = d + 4 <= SIZE;
+                        let old = fits.then(|| u32_at(&model, *d as usize));
+                        if let Some(o) = old { model[*d as usize..*d as usize + 4].copy_from_slice(&o.wrapping_add(*v).to_le_bytes()); }
+                        let fetch = matches!(o, Op::FetchAddU32(..));
+                        let mut r = Request::new(if fetch { Kind::GetAccumulate } else { Kind::Accumulate }, *d, 4);
+                        r.dtype = Datatype::U32;
+                        r.op = AccOp::Reduce(ReduceOp::Sum);
+                        if fetch { r.reply = tag; }
+                        let want = fetch.then(|| old.map_or(vec![0; 5], |o| o.to_le_bytes().to_vec()));
+                        (r, v.to_le_bytes().to_vec(), want)
+                    }
+                    Op::Cas(d, c, v) => {
+                        let fits = d + 4 <= SIZE;
+                        let old = fits.then(|| u32_at(&model, *d as usize));
+                        if old == Some(*c) { model[*d as usize..*d as usize + 4].copy_from_slice(&v.to_le_bytes()); }
+                        let mut r = Request { reply: tag, ..Request::new(Kind::CompareAndSwap, *d, 4) };
+                        r.dtype = Datatype::U32;
+                        let mut data = c.to_le_bytes().to_vec();
+                        data.extend(v.to_le_bytes());
+                        (r, data, Some(old.map_or(vec![0; 5], |o| o.to_le_bytes().to_vec())))
+                    }
+                };
+                let got = match t.serve(1, &req.encode(&data).unwrap(), &mut mem) {
+                    Ok(s) => s.reply.map(|r| r.1),
+                    Err(r) => r.reply.map(|r| r.1),
+                };
+                prop_assert_eq!(got, want_reply, "request {}: {:?}", i, o);
+                prop_assert_eq!(&mem, &model, "request {}: {:?}", i, o);
+            }
+            prop_assert_eq!(t.applied(), ops.len() as u64);
+        }
+    }
+}
