@@ -98,13 +98,19 @@ pub(crate) fn win_set_name(win: usize, win_name: &str) -> Res {
     Ok(())
 }
 
-/// `MPI_Win_get_name`: empty for an unnamed window.
+/// `MPI_Win_get_name`: empty for an unnamed window; `"MPI_WIN_NULL"` for
+/// `MPI_WIN_NULL` (MPI 4.1).
 pub(crate) fn win_get_name(
     win: usize,
     mut win_name: TextOut<'_>,
     mut resultlen: Out<'_, c_int>,
 ) -> Res {
-    let name = lock(&win_of(win)?.meta).name.clone();
+    let name = if win == crate::abi::MPI_WIN_NULL {
+        rt()?;
+        "MPI_WIN_NULL".to_owned()
+    } else {
+        lock(&win_of(win)?.meta).name.clone()
+    };
     win_name.set(&name, Some(&mut resultlen))
 }
 
