@@ -79,6 +79,16 @@
 //! counters). See the `coll` and `contexts` module docs in the source for
 //! the algorithms.
 //!
+//! ## One-sided communication
+//! A [`rma::Window`] of `T`s on every member ([`Comm::win_allocate`]; also
+//! over lent memory, dynamic, and shared on a node): `put`, `get`,
+//! `accumulate`, `get_accumulate`, `fetch_and_op`, `compare_and_swap`
+//! (fetched values come back in owned [`Request`]s), in fence epochs
+//! ([`rma::Window::fence_epoch`]), under locks whose guards unlock on
+//! drop ([`rma::Window::lock`], [`rma::Window::lock_all`]) or in
+//! post/start/complete/wait epochs; misuse is a typed error. The target
+//! applies each operation when its engine progresses, on every device.
+//!
 //! ## Features
 //! - `shm` (default): the shared-memory device; needs nothing but Rust.
 //! - `ofi`, `verbs`: the network devices over libfabric and InfiniBand /

@@ -43,7 +43,7 @@
 //! The window's memory belongs to the engine: the program reads and writes
 //! its own part through [`Window::local`], under the engine's lock, so no
 //! request is applied meanwhile and no safe call can race with a remote
-//! write. Gets and fetching operations return [`Request`]s that own their
+//! write. Gets and fetching operations return [`Request`](crate::Request)s that own their
 //! result, like an owned receive.
 
 mod ops;
