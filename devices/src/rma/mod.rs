@@ -2,21 +2,24 @@
 //! elements of `T` on every member of a communicator, which the others
 //! put to, get from and accumulate into without the owner taking part.
 //!
-//! ```no_run
-//! # fn main() -> ferry::Result<()> {
-//! use ferry::rma::LockKind;
-//! let world = ferry::init()?;
-//! let comm = world.comm();
+//! ```
+//! use ferry::rma::{Combine, LockKind};
+//! let world = ferry::init()?; // a singleton here; under `ferryrun -n N`, rank i of N
+//! let comm = world.world();
+//! let right = (comm.rank() + 1) % comm.size() as i32;
 //! let win = comm.win_allocate::<f64>(16)?;
-//! win.fence()?;
-//! win.put((comm.rank() + 1) % comm.size(), 0, &[comm.rank() as f64])?;
-//! win.fence()?;
-//! let mine = win.local(|v| v[0])?;
+//! win.fence_epoch(|w| w.put(right, 0, &[comm.rank() as f64]))??;
+//! let left = (comm.rank() + comm.size() as i32 - 1) % comm.size() as i32;
+//! assert_eq!(win.local(|v| v[0])?, left as f64);
 //! {
 //!     let epoch = win.lock(0, LockKind::Exclusive)?;
-//!     epoch.accumulate(0, 1, &[1.0], ferry::rma::Combine::Op(&ferry::Op::sum()))?;
+//!     epoch.accumulate(0, 1, &[1.0], Combine::Op(&ferry::Op::sum()))?;
+//!     let mut r = epoch.get(0, 1, 1)?;
+//!     assert!(r.wait()?.into_vec::<f64>()?[0] >= 1.0);
 //! } // unlocked here
-//! # let _ = mine; Ok(()) }
+//! win.free()?;
+//! world.finalize()?;
+//! # Ok::<(), ferry::Error>(())
 //! ```
 //!
 //! # How it works
