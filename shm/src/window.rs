@@ -20,6 +20,7 @@
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU8};
 use std::sync::Arc;
 
 use ferry_core::ByteStorage;
@@ -90,6 +91,80 @@ impl Region {
     /// True for an empty mapping (never: a region has at least one byte).
     pub fn is_empty(&self) -> bool {
         self.map.len() == 0
+    }
+
+    /// The address of `offset..offset + len`, if it lies inside.
+    fn span(&self, offset: usize, len: usize) -> Option<*mut u8> {
+        let end = offset.checked_add(len)?;
+        // SAFETY: `offset <= end <= len()`: inside the mapping (or one past
+        // its end for an empty span).
+        #[allow(unsafe_code)]
+        (end <= self.map.len()).then(|| unsafe { self.map.as_mut_ptr().add(offset) })
+    }
+
+    /// Copies `data` into the mapping at `offset` (a put); false if it
+    /// does not fit.
+    pub fn write(&self, offset: usize, data: &[u8]) -> bool {
+        let Some(at) = self.span(offset, data.len()) else {
+            return false;
+        };
+        // SAFETY: `at` has `data.len()` writable bytes (`span`); `data` is
+        // this process's memory, never the mapping's own bytes as a slice
+        // of it (no `&[u8]` of the mapping outlives a call of this type),
+        // so the two do not overlap. Other processes' accesses: the
+        // module's contract.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), at, data.len())
+        };
+        true
+    }
+
+    /// Copies `out.len()` bytes of the mapping from `offset` into `out` (a
+    /// get); false if they do not lie inside.
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> bool {
+        let Some(at) = self.span(offset, out.len()) else {
+            return false;
+        };
+        // SAFETY: as in `write`, reading.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::ptr::copy_nonoverlapping(at, out.as_mut_ptr(), out.len())
+        };
+        true
+    }
+
+    /// The atomic byte at `offset` (a lock's slot).
+    pub fn atomic_u8(&self, offset: usize) -> Option<&AtomicU8> {
+        let at = self.span(offset, 1)?;
+        // SAFETY: inside the mapping, which outlives `&self`; every access
+        // to a slot, in every process, is atomic.
+        #[allow(unsafe_code)]
+        Some(unsafe { AtomicU8::from_ptr(at) })
+    }
+
+    /// The atomic word at `offset` (aligned; a lock's word).
+    pub fn atomic_u32(&self, offset: usize) -> Option<&AtomicU32> {
+        let at = self.span(offset, 4)?;
+        // SAFETY: as in `atomic_u8`; aligned (checked).
+        #[allow(unsafe_code)]
+        (at as usize % 4 == 0).then(|| unsafe { AtomicU32::from_ptr(at.cast()) })
+    }
+
+    /// Runs `f` on `len` bytes from `offset` (`None` if they do not lie
+    /// inside). For an accumulate: the caller holds the lock that excludes every other process's
+    /// access to these bytes.
+    pub fn with_bytes<R>(&self, offset: usize, len: usize, f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
+        let at = self.span(offset, len)?;
+        if len == 0 {
+            return Some(f(&mut []));
+        }
+        // SAFETY: inside the mapping (`span`), which outlives the call; the
+        // caller's lock excludes the other processes' accesses (see the
+        // module's contract), and the slice does not leave `f`.
+        #[allow(unsafe_code)]
+        let bytes = unsafe { std::slice::from_raw_parts_mut(at, len) };
+        Some(f(bytes))
     }
 }
 

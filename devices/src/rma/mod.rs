@@ -49,6 +49,8 @@
 //! write. Gets and fetching operations return [`Request`](crate::Request)s that own their
 //! result, like an owned receive.
 
+#[cfg(feature = "shm")]
+mod direct;
 mod ops;
 #[cfg(feature = "shm")]
 mod shared;
@@ -76,9 +78,10 @@ pub struct Window<T: Element> {
     /// The bytes each member exposes.
     sizes: Box<[u64]>,
     origin: Mutex<Origin>,
-    /// A shared window's region and parts (`shared.rs`).
+    /// A node window's region (`direct.rs`): set when every member is
+    /// on this node and the window's memory is ferry's to place.
     #[cfg(feature = "shm")]
-    shared: Option<shared::Layout>,
+    direct: Option<direct::Direct>,
     _elements: PhantomData<fn() -> T>,
 }
 
@@ -98,6 +101,9 @@ struct Origin {
     posts_used: Vec<u64>,
     /// Complete notices used by `wait`, by origin.
     completes_used: Vec<u64>,
+    /// Direct flushes and unlocks, for the liveness checks they make now
+    /// and then (`direct.rs`).
+    checks: u32,
     freed: bool,
 }
 
@@ -132,6 +138,10 @@ impl Comm {
     /// As for [`Comm::dup`] and [`Comm::allgather`]; an allocation that
     /// fails.
     pub fn win_allocate<T: Element>(&self, len: usize) -> Result<Window<T>> {
+        #[cfg(feature = "shm")]
+        if let Some(w) = self.node_window(len.saturating_mul(elem_size::<T>()))? {
+            return Ok(w);
+        }
         let mut v = Vec::new();
         v.try_reserve_exact(len)
             .map_err(|_| ferry_core::UsageError::OutOfMemory {
@@ -151,6 +161,10 @@ impl Comm {
     /// # Errors
     /// As for [`Comm::win_allocate`].
     pub fn win_allocate_bytes(&self, size: usize) -> Result<Window<u8>> {
+        #[cfg(feature = "shm")]
+        if let Some(w) = self.node_window(size)? {
+            return Ok(w);
+        }
         let words = size.div_ceil(16);
         let mut v: Vec<u128> = Vec::new();
         v.try_reserve_exact(words)
@@ -229,8 +243,8 @@ impl<T: Element> Window<T> {
     pub fn shared_query(&self, rank: Rank) -> Result<Option<(usize, usize)>> {
         self.size_of(rank)?;
         #[cfg(feature = "shm")]
-        if let Some(layout) = &self.shared {
-            return Ok(layout.part(rank as usize));
+        if let Some(d) = &self.direct {
+            return Ok(d.part(rank as usize));
         }
         let len = self.sizes[rank as usize];
         if rank != self.comm.rank() || len == u64::MAX {
@@ -276,10 +290,11 @@ impl<T: Element> Window<T> {
                 exposed: None,
                 posts_used: vec![0; n],
                 completes_used: vec![0; n],
+                checks: 0,
                 freed: false,
             }),
             #[cfg(feature = "shm")]
-            shared: None,
+            direct: None,
             _elements: PhantomData,
         })
     }
@@ -310,11 +325,23 @@ impl<T: Element> Window<T> {
 
     /// Runs `f` on this rank's part of the window (its own loads and
     /// stores), under the engine's lock: no remote request is applied
-    /// while it runs.
+    /// while it runs. On a node window (every member on this node, made
+    /// by [`Comm::win_allocate`]), whose origins store into the memory
+    /// themselves, it also holds this member's exclusive lock: it waits
+    /// for the other members' locks of it to end, and their operations
+    /// wait for it. `f` must not wait for another member.
     ///
     /// # Errors
-    /// A freed window, a finalized world.
+    /// A freed window, a finalized world; a lock holder's death.
     pub fn local<R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
+        #[cfg(feature = "shm")]
+        if let Some(d) = self.direct() {
+            return self.direct_local(d, || self.local_unlocked(f))?;
+        }
+        self.local_unlocked(f)
+    }
+
+    fn local_unlocked<R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
         let _o = self.origin()?;
         let mut g = self.comm.inner.shared.lock()?;
         let bytes = g.engine()?.win_memory(self.comm.context())?;

@@ -32,8 +32,8 @@ impl<T: Element> Combine<'_, T> {
     /// The op and element type on the wire.
     fn wire(&self) -> Result<(AccOp, Datatype)> {
         Ok(match self {
-            Combine::Replace => (AccOp::Replace, Datatype::U8),
-            Combine::NoOp => (AccOp::NoOp, Datatype::U8),
+            Combine::Replace => (AccOp::Replace, whole::<T>()),
+            Combine::NoOp => (AccOp::NoOp, whole::<T>()),
             Combine::Op(op) => (AccOp::Reduce(op.op.clone()), op.dtype),
         })
     }
@@ -66,6 +66,12 @@ impl<T: Element> Window<T> {
     /// # Errors
     /// As for [`Window::put`].
     pub fn get(&self, target: Rank, disp: usize, count: usize) -> Result<Request> {
+        #[cfg(feature = "shm")]
+        if self.direct().is_some() {
+            let mut v = vec![T::zeroed(); count];
+            self.get_to(target, byte_disp::<T>(disp)?, bytes_mut(&mut v))?;
+            return Ok(self.ready(Some(v)));
+        }
         let len = byte_disp::<T>(count)?;
         self.get_into(target, byte_disp::<T>(disp)?, len, |c, from, tag| {
             c.irecv(vec![T::zeroed(); count], from, tag)
@@ -105,6 +111,13 @@ impl<T: Element> Window<T> {
     ) -> Result<Request> {
         let (acc, dtype) = op.wire()?;
         let count = data.len();
+        #[cfg(feature = "shm")]
+        if self.direct().is_some() {
+            let mut v = vec![T::zeroed(); count];
+            let out = bytes_mut(&mut v);
+            self.get_accumulate_to(target, byte_disp::<T>(disp)?, bytes(data), acc, dtype, out)?;
+            return Ok(self.ready(Some(v)));
+        }
         self.get_accumulate_into(
             target,
             byte_disp::<T>(disp)?,
@@ -144,10 +157,7 @@ impl<T: Element> Window<T> {
         swap: T,
     ) -> Result<Request> {
         let dtype = match elem_size::<T>() {
-            1 => Datatype::U8,
-            2 => Datatype::U16,
-            4 => Datatype::U32,
-            8 => Datatype::U64,
+            1 | 2 | 4 | 8 => whole::<T>(),
             _ => {
                 return Err(UsageError::Unsupported(
                     "compare-and-swap on elements of other than 1, 2, 4 or 8 bytes",
@@ -155,6 +165,14 @@ impl<T: Element> Window<T> {
                 .into())
             }
         };
+        #[cfg(feature = "shm")]
+        if self.direct().is_some() {
+            let mut v = vec![T::zeroed(); 1];
+            let (c, s) = ([compare], [swap]);
+            let out = bytes_mut(&mut v);
+            self.compare_and_swap_to(target, byte_disp::<T>(disp)?, bytes(&c), bytes(&s), dtype, out)?;
+            return Ok(self.ready(Some(v)));
+        }
         self.compare_and_swap_into(
             target,
             byte_disp::<T>(disp)?,
@@ -174,6 +192,11 @@ impl<T: Element> Window<T> {
     pub fn put_bytes(&self, target: Rank, disp: u64, data: &[u8]) -> Result<Request> {
         let mut o = self.origin()?;
         let wire = self.wire(&o, Kind::Put, target, disp, data.len() as u64)?;
+        #[cfg(feature = "shm")]
+        if let Some(d) = self.direct() {
+            self.direct_put(&o, d, target, disp, data)?;
+            return Ok(self.ready::<u8>(None));
+        }
         self.issue(&mut o, target, &wire, data)
     }
 
@@ -211,6 +234,11 @@ impl<T: Element> Window<T> {
         let mut o = self.origin()?;
         let mut wire = self.wire(&o, Kind::Accumulate, target, disp, data.len() as u64)?;
         (wire.op, wire.dtype) = checked(op, dtype, data.len())?;
+        #[cfg(feature = "shm")]
+        if let Some(d) = self.direct() {
+            self.direct_accumulate(&o, d, target, disp, data, &wire.op, wire.dtype, None)?;
+            return Ok(self.ready::<u8>(None));
+        }
         self.issue(&mut o, target, &wire, data)
     }
 
@@ -260,6 +288,110 @@ impl<T: Element> Window<T> {
         let mut data = compare.to_vec();
         data.extend_from_slice(swap);
         self.fetch(&mut o, target, &mut wire, &data, recv)
+    }
+
+    /// Whether this is a node window (every member on this node, in
+    /// shared memory): its gets and fetching operations complete in their
+    /// call, into the caller's memory ([`Window::get_to`] and the other
+    /// `_to` forms).
+    pub fn is_node_window(&self) -> bool {
+        #[cfg(feature = "shm")]
+        return self.direct().is_some();
+        #[cfg(not(feature = "shm"))]
+        false
+    }
+
+    /// [`Window::get`] in bytes into `out`, complete when it returns: on a
+    /// node window, a copy; on any other, a request and its wait.
+    ///
+    /// # Errors
+    /// As for [`Window::put`].
+    pub fn get_to(&self, target: Rank, disp: u64, out: &mut [u8]) -> Result<()> {
+        #[cfg(feature = "shm")]
+        if let Some(d) = self.direct() {
+            let o = self.origin()?;
+            self.wire(&o, Kind::Get, target, disp, out.len() as u64)?;
+            return self.direct_get(&o, d, target, disp, out);
+        }
+        let len = out.len();
+        let mut r = self.get_into(target, disp, len as u64, |c, from, tag| {
+            c.irecv(vec![0u8; len], from, tag)
+        })?;
+        copy_reply(&mut r, out)
+    }
+
+    /// [`Window::get_accumulate_into`] into `out`, complete when it
+    /// returns (as [`Window::get_to`]).
+    ///
+    /// # Errors
+    /// As for [`Window::accumulate_bytes`].
+    pub fn get_accumulate_to(
+        &self,
+        target: Rank,
+        disp: u64,
+        data: &[u8],
+        op: AccOp,
+        dtype: Datatype,
+        out: &mut [u8],
+    ) -> Result<()> {
+        if out.len() != data.len() {
+            return Err(UsageError::LengthMismatch("get-accumulate: result and data differ").into());
+        }
+        #[cfg(feature = "shm")]
+        if let Some(d) = self.direct() {
+            let o = self.origin()?;
+            let mut wire = self.wire(&o, Kind::GetAccumulate, target, disp, data.len() as u64)?;
+            (wire.op, wire.dtype) = checked(op, dtype, data.len())?;
+            return self.direct_accumulate(&o, d, target, disp, data, &wire.op, wire.dtype, Some(out));
+        }
+        let len = out.len();
+        let mut r = self.get_accumulate_into(target, disp, data, op, dtype, |c, from, tag| {
+            c.irecv(vec![0u8; len], from, tag)
+        })?;
+        copy_reply(&mut r, out)
+    }
+
+    /// [`Window::compare_and_swap_into`] into `out`, complete when it
+    /// returns (as [`Window::get_to`]).
+    ///
+    /// # Errors
+    /// As for [`Window::compare_and_swap_into`].
+    pub fn compare_and_swap_to(
+        &self,
+        target: Rank,
+        disp: u64,
+        compare: &[u8],
+        swap: &[u8],
+        dtype: Datatype,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let size = dtype.size();
+        if compare.len() != size || swap.len() != size || out.len() != size {
+            return Err(UsageError::LengthMismatch(
+                "compare-and-swap: values of another size than the element",
+            )
+            .into());
+        }
+        #[cfg(feature = "shm")]
+        if let Some(d) = self.direct() {
+            let o = self.origin()?;
+            self.wire(&o, Kind::CompareAndSwap, target, disp, size as u64)?;
+            return self.direct_compare_and_swap(&o, d, target, disp, compare, swap, out);
+        }
+        let mut r = self.compare_and_swap_into(target, disp, compare, swap, dtype, |c, from, tag| {
+            c.irecv(vec![0u8; size], from, tag)
+        })?;
+        copy_reply(&mut r, out)
+    }
+
+    /// A request complete in its call (`REQUEST_EMPTY`), holding `result`.
+    fn ready<E: Element>(&self, result: Option<Vec<E>>) -> Request {
+        Request::begun(
+            &self.comm,
+            ferry_core::Request::EMPTY,
+            result.map(|v| Buf::from_storage(Box::new(crate::typed::VecStorage(v)))),
+            origin_of::<E>(),
+        )
     }
 
     /// Checks the epoch and the byte range; the request for it.
@@ -362,6 +494,37 @@ fn checked(op: AccOp, dtype: Datatype, len: usize) -> Result<(AccOp, Datatype)> 
         return Err(UsageError::LengthMismatch("an accumulate of a partial element").into());
     }
     Ok((op, dtype))
+}
+
+/// Waits for a fetching request and copies its bytes to `out`.
+fn copy_reply(r: &mut Request, out: &mut [u8]) -> Result<()> {
+    let done = r.wait().map_err(super::sync::refused)?;
+    if let Some(e) = done.status.error {
+        return Err(super::sync::refused(e.into()));
+    }
+    let got = done.bytes();
+    let n = got.len().min(out.len());
+    out[..n].copy_from_slice(&got[..n]);
+    Ok(())
+}
+
+/// The unsigned type of `T`'s size (bytes for other sizes): the element a
+/// replace or no-op is atomic on.
+fn whole<T>() -> Datatype {
+    match elem_size::<T>() {
+        2 => Datatype::U16,
+        4 => Datatype::U32,
+        8 => Datatype::U64,
+        _ => Datatype::U8,
+    }
+}
+
+/// The bytes of `data`, writable.
+fn bytes_mut<T: Element>(data: &mut [T]) -> &mut [u8] {
+    if elem_size::<T>() == 0 {
+        return &mut [];
+    }
+    bytemuck::cast_slice_mut(data)
 }
 
 /// The bytes of `data`.

@@ -1,40 +1,31 @@
-//! Shared windows (`MPI_Win_allocate_shared`): the members of a node map
-//! one region (`ferry_shm::window`), each exposes its part of it as its
-//! window memory (so the protocol's requests work as for any window), and
-//! each can load and store every other part at its own address
-//! ([`Window::shared_query`]).
+//! Node windows (`direct.rs`): `MPI_Win_allocate_shared`, and
+//! `MPI_Win_allocate` when every member is on this node. The members of
+//! the node map one region (`ferry_shm::window`); each exposes its part
+//! of it as its window memory (so the protocol's requests would work as
+//! for any window), and each loads and stores every other part at its own
+//! address ([`Window::shared_query`]).
 //!
 //! The first member creates the region's file in the segment directory
 //! (`FERRY_SHM_DIR`), named after this node's segment and 64 random bits,
 //! and tells the others its name; once every member has mapped it, the
 //! first removes the name. Parts are laid out in rank order, each starting
-//! on a 64-byte line (MPI's default, contiguous allocation, with padding).
+//! on a 64-byte line (MPI's default, contiguous allocation, with padding),
+//! and the locks' words after them.
+//!
+//! `FERRY_RMA_NODE=0` on any member makes `MPI_Win_allocate` give a
+//! window of private memory that every operation reaches by messages (as
+//! across nodes), for comparison.
 
 use std::sync::Arc;
 
 use ferry_core::{Buf, UsageError};
 use ferry_shm::window::{Piece, Region};
 
+use super::direct::{Direct, Plan};
 use super::Window;
 use crate::comm::Comm;
 use crate::error::Result;
-
-/// A shared window's region and where each member's part lies in it.
-#[derive(Debug)]
-pub(super) struct Layout {
-    region: Arc<Region>,
-    /// Each member's part: offset in the region, length.
-    parts: Vec<(usize, usize)>,
-}
-
-impl Layout {
-    /// Member `rank`'s part: its address in this process and its length.
-    pub(super) fn part(&self, rank: usize) -> Option<(usize, usize)> {
-        self.parts
-            .get(rank)
-            .map(|&(off, len)| (self.region.addr() + off, len))
-    }
-}
+use crate::typed::Element;
 
 /// The region's file: after this node's segment, so that a launcher's
 /// sweep of the job's files takes it if a member dies while setting up.
@@ -63,33 +54,57 @@ impl Comm {
     /// Members on other nodes ([`UsageError::Unsupported`]); a region that
     /// cannot be made or mapped; as for [`Comm::win_allocate`].
     pub fn win_allocate_shared(&self, size: usize) -> Result<Window<u8>> {
-        let node = &self.shared().node_ranks;
-        if self.group().job_ranks().iter().any(|r| !node.contains(r)) {
+        if !self.all_on_node() {
             return Err(
                 UsageError::Unsupported("a shared window over processes on other nodes").into(),
             );
         }
-        let n = self.size() as usize;
-        let mut sizes = vec![0u64; n];
-        self.allgather(&[size as u64], &mut sizes)?;
-        let mut parts = Vec::with_capacity(n);
-        let mut at = 0usize;
-        for &s in &sizes {
-            let len =
-                usize::try_from(s).map_err(|_| UsageError::OutOfMemory { bytes: usize::MAX })?;
-            parts.push((at, len));
-            at = at
-                .checked_add(len)
-                .and_then(|e| e.checked_next_multiple_of(64))
-                .ok_or(UsageError::OutOfMemory { bytes: usize::MAX })?;
+        self.node_region(size, true)?.ok_or_else(|| {
+            UsageError::Unsupported("the shared window's region could not be made").into()
+        })
+    }
+
+    /// A node window of `size` bytes on this member if every member is on
+    /// this node and none turned node windows off (`None`: the caller
+    /// makes a window of private memory). Collective.
+    pub(super) fn node_window<T: Element>(&self, size: usize) -> Result<Option<Window<T>>> {
+        if !self.all_on_node() {
+            return Ok(None);
         }
-        let region = Arc::new(self.shared_region(at)?);
-        let (off, len) = parts[self.rank() as usize];
+        self.node_region(size, false)
+    }
+
+    fn all_on_node(&self) -> bool {
+        let node = &self.shared().node_ranks;
+        self.group().job_ranks().iter().all(|r| node.contains(r))
+    }
+
+    /// The region and the window over it; `None` if a member turned node
+    /// windows off (unless `required`) or the region could not be made.
+    fn node_region<T: Element>(&self, size: usize, required: bool) -> Result<Option<Window<T>>> {
+        let off = !required && std::env::var("FERRY_RMA_NODE").is_ok_and(|v| v == "0");
+        let n = self.size() as usize;
+        let mut all = vec![0u64; 2 * n];
+        self.allgather(&[size as u64, u64::from(off)], &mut all)?;
+        if all.chunks_exact(2).any(|m| m[1] != 0) {
+            return Ok(None);
+        }
+        let sizes: Vec<u64> = all.chunks_exact(2).map(|m| m[0]).collect();
+        let plan = Plan::of(&sizes).ok_or(UsageError::OutOfMemory { bytes: usize::MAX })?;
+        let region = match self.shared_region(plan.len) {
+            Ok(r) => Arc::new(r),
+            Err(e) if !required => {
+                tracing::info!(error = %e, "a node window's region: private memory instead");
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let (off, len) = plan.parts[self.rank() as usize];
         let piece = Piece::new(Arc::clone(&region), off, len).map_err(io_error)?;
         let memory = Buf::from_storage(Box::new(piece));
         let mut w = Window::serve(self, Some(memory))?;
-        w.shared = Some(Layout { region, parts });
-        Ok(w)
+        w.direct = Some(Direct::new(region, plan));
+        Ok(Some(w))
     }
 
     /// Makes (first member) or opens (the others) the node's region of

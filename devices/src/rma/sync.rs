@@ -45,6 +45,14 @@ impl<T: Element> Window<T> {
                 UsageError::RmaSync("a fence while a lock or a post/start epoch is open").into(),
             );
         }
+        // A node window's operations are complete in their calls.
+        #[cfg(feature = "shm")]
+        if self.direct().is_some() {
+            super::direct::settle();
+            self.comm.barrier()?;
+            o.access = Access::Fence;
+            return Ok(());
+        }
         let n = o.sent.len();
         let sent = std::mem::replace(&mut o.sent, vec![0; n]);
         let mut mine = [0u64];
@@ -112,15 +120,55 @@ impl<T: Element> Window<T> {
             }
             Access::Closed | Access::Fence => o.access = Access::Locks(vec![None; n]),
         }
-        let mut wire = Wire::new(Kind::Lock, 0, 0);
-        wire.exclusive = kind == LockKind::Exclusive;
-        // The origin's lock is held while waiting: nothing of this window
-        // may reach the target before the grant.
-        answered(self.ask(&mut o, target, wire)?)?;
+        let exclusive = kind == LockKind::Exclusive;
+        let granted = self.lock_one(&mut o, target, exclusive);
+        if let Err(e) = granted {
+            if matches!(&o.access, Access::Locks(l) if l.iter().all(Option::is_none)) {
+                o.access = Access::Closed;
+            }
+            return Err(e);
+        }
         if let Access::Locks(l) = &mut o.access {
             l[target as usize] = Some(kind);
         }
         Ok(())
+    }
+
+    /// Takes `target`'s lock (its word on a node window, else by a
+    /// request).
+    fn lock_one(&self, o: &mut Origin, target: Rank, exclusive: bool) -> Result<()> {
+        #[cfg(feature = "shm")]
+        if let Some(d) = self.direct() {
+            return self.direct_lock(d, target, exclusive);
+        }
+        let mut wire = Wire::new(Kind::Lock, 0, 0);
+        wire.exclusive = exclusive;
+        // The origin's lock is held while waiting: nothing of this window
+        // may reach the target before the grant.
+        answered(self.ask(o, target, wire)?)
+    }
+
+    /// Releases `target`'s lock once every operation on it is complete
+    /// (a store on a node window, else a request).
+    fn unlock_one(&self, o: &mut Origin, target: Rank, exclusive: bool) -> Result<()> {
+        #[cfg(feature = "shm")]
+        if let Some(d) = self.direct() {
+            super::direct::settle();
+            self.direct_unlock(d, target, exclusive);
+            return self.direct_check(o, target);
+        }
+        let _ = exclusive;
+        answered(self.ask(o, target, Wire::new(Kind::Unlock, 0, 0))?)
+    }
+
+    /// Completes every operation on `target` so far.
+    fn flush_one(&self, o: &mut Origin, target: Rank) -> Result<()> {
+        #[cfg(feature = "shm")]
+        if self.direct().is_some() {
+            super::direct::settle();
+            return self.direct_check(o, target);
+        }
+        answered(self.ask(o, target, Wire::new(Kind::Flush, 0, 0))?)
     }
 
     /// `MPI_Win_unlock`: every operation on `target` since the lock is
@@ -130,19 +178,21 @@ impl<T: Element> Window<T> {
     /// No lock of `target` held; a dead target.
     pub fn end_lock(&self, target: Rank) -> Result<()> {
         let mut o = self.origin()?;
-        let held = matches!(&o.access, Access::Locks(l) if l.get(target as usize).is_some_and(Option::is_some));
-        if !held {
+        let held = match &o.access {
+            Access::Locks(l) => l.get(target as usize).copied().flatten(),
+            _ => None,
+        };
+        let Some(kind) = held else {
             return Err(UsageError::RmaSync("an unlock of a target not locked").into());
-        }
-        let r = self.ask(&mut o, target, Wire::new(Kind::Unlock, 0, 0));
+        };
+        let r = self.unlock_one(&mut o, target, kind == LockKind::Exclusive);
         if let Access::Locks(l) = &mut o.access {
             l[target as usize] = None;
             if l.iter().all(Option::is_none) {
                 o.access = Access::Closed;
             }
         }
-        answered(r?)?;
-        Ok(())
+        r
     }
 
     /// `MPI_Win_lock_all`: a shared lock of every member, asked of all at
@@ -168,6 +218,17 @@ impl<T: Element> Window<T> {
         if matches!(o.access, Access::All) || holds_locks(&o) {
             return Err(UsageError::RmaSync("lock_all while a lock is held").into());
         }
+        #[cfg(feature = "shm")]
+        if let Some(d) = self.direct() {
+            for t in 0..o.sent.len() as Rank {
+                if let Err(e) = self.direct_lock(d, t, false) {
+                    (0..t).for_each(|u| self.direct_unlock(d, u, false));
+                    return Err(e);
+                }
+            }
+            o.access = Access::All;
+            return Ok(());
+        }
         self.ask_all(&mut o, || Wire::new(Kind::Lock, 0, 0))?;
         o.access = Access::All;
         Ok(())
@@ -183,6 +244,15 @@ impl<T: Element> Window<T> {
             return Err(UsageError::RmaSync("unlock_all without lock_all").into());
         }
         o.access = Access::Closed;
+        #[cfg(feature = "shm")]
+        if self.direct().is_some() {
+            let mut first = Ok(());
+            for t in 0..o.sent.len() as Rank {
+                let r = self.unlock_one(&mut o, t, false);
+                first = first.and(r);
+            }
+            return first;
+        }
         self.ask_all(&mut o, || Wire::new(Kind::Unlock, 0, 0))
     }
 
@@ -201,8 +271,7 @@ impl<T: Element> Window<T> {
         if !open {
             return Err(UsageError::RmaSync("a flush outside a lock epoch on its target").into());
         }
-        answered(self.ask(&mut o, target, Wire::new(Kind::Flush, 0, 0))?)?;
-        Ok(())
+        self.flush_one(&mut o, target)
     }
 
     /// `MPI_Win_flush_all`: [`Window::flush`] of every target locked.
@@ -218,6 +287,11 @@ impl<T: Element> Window<T> {
                 .collect(),
             _ => return Err(UsageError::RmaSync("flush_all outside a lock epoch").into()),
         };
+        #[cfg(feature = "shm")]
+        if self.direct().is_some() {
+            super::direct::settle();
+            return Ok(());
+        }
         let mut replies = Vec::with_capacity(targets.len());
         for t in targets {
             replies.push(self.ask(&mut o, t, Wire::new(Kind::Flush, 0, 0))?);
@@ -427,7 +501,7 @@ fn answered(mut reply: Request) -> Result<()> {
 }
 
 /// A refused request's reply is one byte too long: a truncation.
-fn refused(e: Error) -> Error {
+pub(super) fn refused(e: Error) -> Error {
     match e {
         Error::Usage(UsageError::Truncated { .. }) => UsageError::RmaRefused.into(),
         e => e,

@@ -5,10 +5,15 @@
 //! `MPI_Count`s). A target rank of `MPI_PROC_NULL` makes any of them do
 //! nothing (a request form's request is complete at once).
 //!
-//! The origin's data (any datatype) is packed into the request; the
-//! target datatype is cut into the contiguous byte ranges it covers, one
-//! request each (accumulates stay atomic per element: each range holds
-//! whole elements). A get whose target ranges are several needs a
+//! On a node window (every member on this node: `ferry::rma`'s node
+//! windows) an operation is done in its call: the origin's data goes
+//! from where it lies, through a packed copy only when its datatype is
+//! not contiguous, into the target's memory, and a fetch lands in the
+//! origin's buffer the same way. On any other window the origin's data
+//! (any datatype) is packed into the request; the target datatype is cut
+//! into the contiguous byte ranges it covers, one request each
+//! (accumulates stay atomic per element: each range holds whole
+//! elements). A get whose target ranges are several needs a
 //! contiguous origin, and a get-accumulate a contiguous target
 //! (`MPI_ERR_UNSUPPORTED_OPERATION` otherwise, for now).
 
@@ -22,7 +27,7 @@ use crate::abi::{MpiStatus, MPI_NO_OP, MPI_PROC_NULL, MPI_REPLACE};
 
 /// `MPI_BYTE`'s handle.
 const MPI_BYTE: usize = 0x247;
-use crate::datatype::buf::{recv_data, send_data};
+use crate::datatype::buf::{bytes_mut, recv_data, send_data, unpack_into};
 use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
 use crate::ffi::args::{Out, RecvBuf, SendBuf};
@@ -126,6 +131,44 @@ impl Target {
     }
 }
 
+/// Runs `f` on the origin's `count` elements of `datatype`: the
+/// program's bytes where they lie if contiguous, else packed.
+fn with_origin<R>(
+    buf: SendBuf,
+    count: i64,
+    datatype: usize,
+    f: impl FnOnce(&[u8]) -> Res<R>,
+) -> Res<R> {
+    let data = send_data(buf, count_arg(count)?, &rt()?.comm_type(datatype)?)?;
+    if let Some(bytes) = data.slice() {
+        return f(bytes);
+    }
+    f(&data.into_vec())
+}
+
+/// Runs `f` on a writable view of the origin's `count` elements of
+/// `datatype` (`bytes` long): the program's bytes if contiguous, else a
+/// copy unpacked into them after.
+fn with_result(
+    buf: RecvBuf,
+    count: i64,
+    datatype: usize,
+    bytes: usize,
+    f: impl FnOnce(&mut [u8]) -> Res,
+) -> Res {
+    let ty = rt()?.comm_type(datatype)?;
+    let count = count_arg(count)?;
+    if bytes == 0 {
+        return f(&mut []);
+    }
+    if let Some(off) = ty.contiguous_from(count) {
+        return f(bytes_mut(buf.offset(off), bytes)?);
+    }
+    let mut staged = vec![0u8; bytes];
+    f(&mut staged)?;
+    unpack_into(&staged, buf, count, &ty)
+}
+
 /// The origin's `count` elements of `datatype`, packed.
 fn packed(buf: SendBuf, count: i64, datatype: usize) -> Res<Vec<u8>> {
     let ty = rt()?.comm_type(datatype)?;
@@ -134,9 +177,17 @@ fn packed(buf: SendBuf, count: i64, datatype: usize) -> Res<Vec<u8>> {
 
 /// The accumulate op and element type of MPI op `op` on `ty`.
 fn acc_of(op: usize, ty: &TypeRef) -> Res<(AccOp, Datatype)> {
+    // A replace or no-op is atomic on the datatype's elements when they
+    // are of a size an atomic takes, else on the whole range.
+    let whole = || match ty.uniform().map(|(p, _)| p.size) {
+        Some(2) => Datatype::U16,
+        Some(4) => Datatype::U32,
+        Some(8) => Datatype::U64,
+        _ => Datatype::U8,
+    };
     match op {
-        MPI_REPLACE => return Ok((AccOp::Replace, Datatype::U8)),
-        MPI_NO_OP => return Ok((AccOp::NoOp, Datatype::U8)),
+        MPI_REPLACE => return Ok((AccOp::Replace, whole())),
+        MPI_NO_OP => return Ok((AccOp::NoOp, whole())),
         _ => {}
     }
     let (p, _) = ty.uniform().ok_or_else(|| {
@@ -252,7 +303,10 @@ fn put_ranges(
                 .win
                 .accumulate_bytes(t.rank, disp, piece, op.clone(), *dtype)?,
         };
-        objs.push(ReqObj::active(r, win, Post::None));
+        // Done in its call (a node window): nothing to keep.
+        if !r.is_empty() {
+            objs.push(ReqObj::active(r, win, Post::None));
+        }
     }
     Ok(objs)
 }
@@ -281,11 +335,10 @@ pub(crate) fn rput(
     else {
         return store(done(win), request);
     };
-    let data = packed(origin_addr, origin_count.into(), origin_datatype)?;
-    store(
-        together(put_ranges(&w, win, &t, &data, None)?, win, false),
-        request,
-    )
+    let objs = with_origin(origin_addr, origin_count.into(), origin_datatype, |data| {
+        put_ranges(&w, win, &t, data, None)
+    })?;
+    store(together(objs, win, false), request)
 }
 
 /// `MPI_Put` and `MPI_Put_c`: the data is copied into the requests, so
@@ -312,8 +365,9 @@ pub(crate) fn put(
     else {
         return Ok(());
     };
-    let data = packed(origin_addr, origin_count.into(), origin_datatype)?;
-    put_ranges(&w, win, &t, &data, None).map(drop)
+    with_origin(origin_addr, origin_count.into(), origin_datatype, |data| {
+        put_ranges(&w, win, &t, data, None).map(drop)
+    })
 }
 
 /// `MPI_Raccumulate` (`_c`).
@@ -344,11 +398,10 @@ pub(crate) fn raccumulate(
         return store(done(win), request);
     };
     let acc = acc_of(op, &rt()?.comm_type(target_datatype)?)?;
-    let data = packed(origin_addr, origin_count.into(), origin_datatype)?;
-    store(
-        together(put_ranges(&w, win, &t, &data, Some(acc))?, win, false),
-        request,
-    )
+    let objs = with_origin(origin_addr, origin_count.into(), origin_datatype, |data| {
+        put_ranges(&w, win, &t, data, Some(acc))
+    })?;
+    store(together(objs, win, false), request)
 }
 
 /// `MPI_Accumulate` (`_c`).
@@ -378,8 +431,9 @@ pub(crate) fn accumulate(
         return Ok(());
     };
     let acc = acc_of(op, &rt()?.comm_type(target_datatype)?)?;
-    let data = packed(origin_addr, origin_count.into(), origin_datatype)?;
-    put_ranges(&w, win, &t, &data, Some(acc)).map(drop)
+    with_origin(origin_addr, origin_count.into(), origin_datatype, |data| {
+        put_ranges(&w, win, &t, data, Some(acc)).map(drop)
+    })
 }
 
 /// Starts the gets of `count` elements of `datatype` at `origin` from
@@ -394,8 +448,21 @@ fn get_ranges(
 ) -> Res<Vec<ReqObj>> {
     let rt = rt()?;
     let ty = rt.comm_type(datatype)?;
-    let count = count_arg(count)?;
-    t.matches(ty.bytes(count as i64)?)?;
+    let n = count_arg(count)?;
+    t.matches(ty.bytes(n as i64)?)?;
+    if w.win.is_node_window() {
+        with_result(origin, count, datatype, t.bytes, |out| {
+            let mut at = 0;
+            for &(disp, len) in &t.ranges {
+                w.win
+                    .get_to(t.rank, disp, &mut out[at..at + len as usize])?;
+                at += len as usize;
+            }
+            Ok(())
+        })?;
+        return Ok(Vec::new());
+    }
+    let count = n;
     let one = |disp: u64, len: u64, buf: RecvBuf, n: usize, ty: &TypeRef| -> Res<ReqObj> {
         let (req, post) = w.win.get_into(t.rank, disp, len, |c, from, tag| {
             Ok(recv_data(buf, n, ty).and_then(|target| start_recv(c, target, from, tag)))
@@ -528,7 +595,13 @@ fn start_fetch(
     let rty = rt.comm_type(f.result_datatype)?;
     let n = count_arg(f.result_count)?;
     t.matches(rty.bytes(n as i64)?)?;
-    let _ = len;
+    if w.win.is_node_window() {
+        with_result(f.result, f.result_count, f.result_datatype, len as usize, |out| {
+            Ok(w.win
+                .get_accumulate_to(t.rank, disp, &data, acc, dtype, out)?)
+        })?;
+        return Ok(None);
+    }
     let (req, post) =
         w.win
             .get_accumulate_into(t.rank, disp, &data, acc, dtype, |c, from, tag| {
@@ -676,6 +749,12 @@ pub(crate) fn compare_and_swap(
     let (disp, _) = t.single("a compare-and-swap")?;
     let swap = packed(origin_addr, 1, datatype)?;
     let compare = packed(compare_addr, 1, datatype)?;
+    if w.win.is_node_window() {
+        return with_result(result_addr, 1, datatype, ty.size(), |out| {
+            Ok(w.win
+                .compare_and_swap_to(t.rank, disp, &compare, &swap, dtype, out)?)
+        });
+    }
     let (req, post) =
         w.win
             .compare_and_swap_into(t.rank, disp, &compare, &swap, dtype, |c, from, tag| {
