@@ -23,7 +23,15 @@
 //! ```
 //!
 //! # How it works
-//! Every operation travels as a message to its target on the window's own
+//! A window whose members all share this node, made by
+//! [`Comm::win_allocate`] or [`Comm::win_allocate_shared`], is a *node
+//! window*: its memory is one shared region, an origin puts and gets by
+//! copies, accumulates and atomics under short locks in the region, and
+//! locks are atomic words there, so every operation is complete when its
+//! call returns and the target's CPU is never needed.
+//!
+//! On any other window (across nodes, over the program's memory, or
+//! dynamic), every operation travels as a message to its target on the window's own
 //! context (a duplicate of the communicator's), and the target's engine
 //! applies it when it progresses, for whatever reason: see
 //! [`ferry_core::rma`] for the protocol. So one-sided communication works
@@ -45,7 +53,10 @@
 //! # Soundness
 //! The window's memory belongs to the engine: the program reads and writes
 //! its own part through [`Window::local`], under the engine's lock, so no
-//! request is applied meanwhile and no safe call can race with a remote
+//! request is applied meanwhile, and on a node window under this member's
+//! exclusive lock, which every other origin's operation excludes (a lock
+//! epoch's by its lock, a fence or start epoch's by the target's shared
+//! lock for the operation's length): no safe call can race with a remote
 //! write. Gets and fetching operations return [`Request`](crate::Request)s that own their
 //! result, like an owned receive.
 
@@ -132,7 +143,9 @@ impl Origin {
 
 impl Comm {
     /// `MPI_Win_allocate`: a window of `len` zeroed elements of `T` on every
-    /// member (lengths may differ). Collective.
+    /// member (lengths may differ). Collective. When every member is on
+    /// this node, a node window: the memory is shared, and every
+    /// operation is done by the origin in its call (see the module docs).
     ///
     /// # Errors
     /// As for [`Comm::dup`] and [`Comm::allgather`]; an allocation that
@@ -142,6 +155,17 @@ impl Comm {
         if let Some(w) = self.node_window(len.saturating_mul(elem_size::<T>()))? {
             return Ok(w);
         }
+        self.win_allocate_private(len)
+    }
+
+    /// [`Comm::win_allocate`] in each member's private memory, even on
+    /// one node: every operation travels as a message to its target, as
+    /// across nodes, and is applied when the target progresses. For
+    /// comparisons and tests of that path. Collective.
+    ///
+    /// # Errors
+    /// As for [`Comm::win_allocate`].
+    pub fn win_allocate_private<T: Element>(&self, len: usize) -> Result<Window<T>> {
         let mut v = Vec::new();
         v.try_reserve_exact(len)
             .map_err(|_| ferry_core::UsageError::OutOfMemory {

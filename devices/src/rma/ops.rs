@@ -156,15 +156,7 @@ impl<T: Element> Window<T> {
         compare: T,
         swap: T,
     ) -> Result<Request> {
-        let dtype = match elem_size::<T>() {
-            1 | 2 | 4 | 8 => whole::<T>(),
-            _ => {
-                return Err(UsageError::Unsupported(
-                    "compare-and-swap on elements of other than 1, 2, 4 or 8 bytes",
-                )
-                .into())
-            }
-        };
+        let dtype = cas_type::<T>()?;
         #[cfg(feature = "shm")]
         if self.direct().is_some() {
             let mut v = vec![T::zeroed(); 1];
@@ -181,6 +173,49 @@ impl<T: Element> Window<T> {
             dtype,
             |c, from, tag| c.irecv(vec![T::zeroed(); 1], from, tag),
         )
+    }
+
+    /// [`Window::get`] into `out`, complete when it returns: no request
+    /// and, on a node window, no allocation (a copy); on any other
+    /// window, the request's wait.
+    ///
+    /// # Errors
+    /// As for [`Window::put`].
+    pub fn get_now(&self, target: Rank, disp: usize, out: &mut [T]) -> Result<()> {
+        self.get_to(target, byte_disp::<T>(disp)?, bytes_mut(out))
+    }
+
+    /// [`Window::fetch_and_op`], complete when it returns: the element as
+    /// it was (see [`Window::get_now`]).
+    ///
+    /// # Errors
+    /// As for [`Window::fetch_and_op`].
+    pub fn fetch_and_op_now(
+        &self,
+        target: Rank,
+        disp: usize,
+        value: T,
+        op: Combine<'_, T>,
+    ) -> Result<T> {
+        let (acc, dtype) = op.wire()?;
+        let mut old = [T::zeroed()];
+        let disp = byte_disp::<T>(disp)?;
+        self.get_accumulate_to(target, disp, bytes(&[value]), acc, dtype, bytes_mut(&mut old))?;
+        Ok(old[0])
+    }
+
+    /// [`Window::compare_and_swap`], complete when it returns: the
+    /// element as it was (see [`Window::get_now`]).
+    ///
+    /// # Errors
+    /// As for [`Window::compare_and_swap`].
+    pub fn compare_and_swap_now(&self, target: Rank, disp: usize, compare: T, swap: T) -> Result<T> {
+        let dtype = cas_type::<T>()?;
+        let mut old = [T::zeroed()];
+        let (c, s) = ([compare], [swap]);
+        let disp = byte_disp::<T>(disp)?;
+        self.compare_and_swap_to(target, disp, bytes(&c), bytes(&s), dtype, bytes_mut(&mut old))?;
+        Ok(old[0])
     }
 
     /// [`Window::rput`] in bytes: `data` at byte `disp` of `target`'s
@@ -516,6 +551,17 @@ fn whole<T>() -> Datatype {
         4 => Datatype::U32,
         8 => Datatype::U64,
         _ => Datatype::U8,
+    }
+}
+
+/// The element type of a compare-and-swap on `T`.
+fn cas_type<T>() -> Result<Datatype> {
+    match elem_size::<T>() {
+        1 | 2 | 4 | 8 => Ok(whole::<T>()),
+        _ => Err(UsageError::Unsupported(
+            "compare-and-swap on elements of other than 1, 2, 4 or 8 bytes",
+        )
+        .into()),
     }
 }
 

@@ -3,9 +3,16 @@
 //! rank can compute; atomicity under contention (fetch-and-add counters,
 //! a compare-and-swap spin lock around a get/put increment, exclusive
 //! locks around a get/put increment); post/start/complete/wait on a
-//! ring; misuse as typed errors.
+//! ring; misuse as typed errors. All of it twice: on `win_allocate`'s
+//! window (a node window when every rank shares the node: loads, stores
+//! and locks in shared memory) and on `win_allocate_private`'s (every
+//! operation a message). A node window also shows that origins finish
+//! their passive-target epochs while the target computes without calling
+//! ferry, and takes 100,000 fetch-and-adds from every rank on one counter.
 
-use ferry::rma::{Combine, LockKind};
+use std::time::{Duration, Instant};
+
+use ferry::rma::{Combine, LockKind, Window};
 use ferry::{ferry_core::UsageError, Error, Op, Rank};
 
 use super::{Ctx, Failure, Outcome, Verdict};
@@ -24,6 +31,86 @@ fn is_usage(r: ferry::Result<impl Sized>, want: fn(&UsageError) -> bool) -> bool
 /// # Errors
 /// The first failed check.
 pub fn one_sided(ctx: &Ctx) -> Outcome {
+    let len = 4 * ctx.size as usize + 10;
+    let node = ctx.comm.win_allocate::<u64>(len)?;
+    if node.is_node_window() {
+        if ctx.size > 1 {
+            busy_target(ctx, &node)?;
+        }
+        contended(ctx, &node)?;
+    }
+    exercise(ctx, node)?;
+    exercise(ctx, ctx.comm.win_allocate_private::<u64>(len)?)
+}
+
+/// Rank 0 computes for 2 s without calling ferry; the others run lock
+/// epochs of puts, gets and accumulates on it meanwhile, then check that
+/// its flag (set when it stops) is still clear.
+fn busy_target(ctx: &Ctx, win: &Window<u64>) -> Result<(), Failure> {
+    let (n, me) = (ctx.size as usize, ctx.rank as usize);
+    let flag = 4 * n + 8;
+    ctx.comm.barrier()?;
+    if me == 0 {
+        let start = Instant::now();
+        let mut x = 1u64;
+        while start.elapsed() < Duration::from_secs(2) {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        win.local(|v| v[flag] = 1)?;
+    } else {
+        for round in 0..10u64 {
+            let epoch = win.lock(0, LockKind::Shared)?;
+            for k in 0..100u64 {
+                epoch.put(0, me * 4, &[round * 100 + k])?;
+            }
+            epoch.accumulate(0, me * 4 + 1, &[1], Combine::Op(&Op::sum()))?;
+            let mut back = [0u64];
+            epoch.get_now(0, me * 4, &mut back)?;
+            ensure!(back[0] == round * 100 + 99, "a get after puts: {}", back[0]);
+            epoch.unlock()?;
+        }
+        let mut seen = [9u64];
+        let epoch = win.lock(0, LockKind::Shared)?;
+        epoch.get_now(0, flag, &mut seen)?;
+        epoch.unlock()?;
+        ensure!(seen[0] == 0, "the epochs waited for the busy target");
+    }
+    ctx.comm.barrier()?;
+    if me == 0 {
+        let sums = win.local(|v| (1..n).map(|o| v[o * 4 + 1]).collect::<Vec<_>>())?;
+        ensure!(sums.iter().all(|&s| s == 10), "accumulated while busy: {sums:?}");
+    }
+    // Leave the window as `exercise` expects it: zeroed.
+    win.local(|v| v.fill(0))?;
+    ctx.comm.barrier()?;
+    Ok(())
+}
+
+/// Every rank fetch-and-adds 1 to one counter on the last rank 100,000
+/// times (fewer when oversubscribed); the sum is exact.
+fn contended(ctx: &Ctx, win: &Window<u64>) -> Result<(), Failure> {
+    let n = ctx.size as usize;
+    let host = (n - 1) as Rank;
+    let hot = 4 * n + 9;
+    let times = if n > 4 { 20_000 } else { 100_000 };
+    {
+        let all = win.lock_all()?;
+        for _ in 0..times {
+            all.fetch_and_op_now(host, hot, 1, Combine::Op(&Op::sum()))?;
+        }
+        all.unlock_all()?;
+    }
+    ctx.comm.barrier()?;
+    if ctx.rank == host {
+        let v = win.local(|v| std::mem::take(&mut v[hot]))?;
+        ensure!(v == (times * n) as u64, "contended counter {v}, want {}", times * n);
+    }
+    ctx.comm.barrier()?;
+    Ok(())
+}
+
+/// Every operation and synchronization on `win`.
+fn exercise(ctx: &Ctx, win: Window<u64>) -> Outcome {
     let world = &ctx.comm;
     let (n, me) = (ctx.size as usize, ctx.rank as usize);
     let rounds = 20 * ctx.scale.max(1);
@@ -31,8 +118,7 @@ pub fn one_sided(ctx: &Ctx) -> Outcome {
     // fetch-and-add counter, a CAS lock word, a counter it guards, a
     // counter exclusive locks guard.
     let (acc, fadd, lock_word, guarded, excl) = (4 * n, 4 * n + 4, 4 * n + 5, 4 * n + 6, 4 * n + 7);
-    let win = world.win_allocate::<u64>(4 * n + 8)?;
-    ensure!(win.len_of(0)? == 4 * n + 8, "window length");
+    ensure!(win.len_of(0)? == 4 * n + 10, "window length");
     ensure!(
         is_usage(win.put(0, 0, &[1]), |u| matches!(u, UsageError::RmaSync(_))),
         "a put before any epoch is RmaSync"
@@ -59,7 +145,7 @@ pub fn one_sided(ctx: &Ctx) -> Outcome {
     let mut got = win.get(right as Rank, me * 4, 4)?;
     let mut whole = win.get(right as Rank, 0, 4 * n)?;
     ensure!(
-        is_usage(win.get(right as Rank, 4 * n + 6, 3), |u| matches!(
+        is_usage(win.get(right as Rank, 4 * n + 8, 3), |u| matches!(
             u,
             UsageError::RmaRange { .. }
         )),
