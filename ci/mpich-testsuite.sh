@@ -60,7 +60,7 @@ rm -rf "$out/mpich-4.0.2"
 tar -C "$out" -xf "$tarball" mpich-4.0.2/test/mpi mpich-4.0.2/confdb
 echo "[mpich-testsuite] configuring test/mpi with $prefix/bin/mpicc"
 (cd "$src" && ./configure --with-mpi="$prefix" CC="$prefix/bin/mpicc" MPIEXEC="$prefix/bin/mpiexec" \
-    --disable-fortran --disable-cxx --disable-romio --disable-spawn --disable-rma \
+    --disable-fortran --disable-cxx --disable-romio --disable-spawn \
     --disable-part --disable-ft-tests --enable-strictmpi) >"$out/configure.log" 2>&1 || {
   echo "mpich-testsuite: configure failed:" >&2; tail -30 "$out/configure.log" >&2; exit 1
 }

@@ -76,6 +76,15 @@ pub const SUBCOMMANDS: &[Subcommand] = &[
     crate::nbc::IBCAST,
     crate::nbc::IALLREDUCE,
     crate::nbc::IALLTOALL,
+    crate::rma::PUT_LATENCY,
+    crate::rma::GET_LATENCY,
+    crate::rma::ACC_LATENCY,
+    crate::rma::GET_ACC_LATENCY,
+    crate::rma::FOP_LATENCY,
+    crate::rma::CAS_LATENCY,
+    crate::rma::PUT_BW,
+    crate::rma::GET_BW,
+    crate::rma::PUT_BIBW,
 ];
 
 /// The options common to every subcommand.
@@ -111,6 +120,12 @@ pub struct Options {
     /// `--persistent`: the blocking collective subcommands measure the
     /// persistent form (`allreduce_init`, ..., `start` + `wait`).
     pub persistent: bool,
+    /// `--sync` (the one-sided subcommands: flush, flush_local, lock_all,
+    /// lock, fence, pscw).
+    pub sync: Option<String>,
+    /// `--private`: the one-sided subcommands use
+    /// `win_allocate_private`'s window (every operation a message).
+    pub private: bool,
 }
 
 /// The help text.
@@ -197,6 +212,8 @@ pub fn parse(args: &[String]) -> Result<Options, Option<String>> {
         batch: false,
         block_secs: 2.0,
         persistent: false,
+        sync: None,
+        private: false,
     };
     let mut it = args[1..].iter();
     while let Some(arg) = it.next() {
@@ -214,6 +231,8 @@ pub fn parse(args: &[String]) -> Result<Options, Option<String>> {
             "-h" | "--help" => return Err(None),
             "--validate" => o.validate = true,
             "--persistent" => o.persistent = true,
+            "--private" => o.private = true,
+            "--sync" => o.sync = Some(value()?),
             "--batch" => o.batch = true,
             "--device" => {
                 // Parsed as FERRY_DEVICE would be, with the same names.

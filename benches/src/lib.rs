@@ -18,6 +18,7 @@ mod latency;
 mod nbc;
 mod report;
 mod request;
+mod rma;
 mod wait;
 
 /// A single-rank engine over the loopback device, as the benches use it.

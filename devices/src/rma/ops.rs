@@ -204,6 +204,25 @@ impl<T: Element> Window<T> {
         Ok(old[0])
     }
 
+    /// [`Window::get_accumulate`], complete when it returns: the range as
+    /// it was lands in `out` (see [`Window::get_now`]).
+    ///
+    /// # Errors
+    /// As for [`Window::get_accumulate`]; `out` of another length than
+    /// `data`.
+    pub fn get_accumulate_now(
+        &self,
+        target: Rank,
+        disp: usize,
+        data: &[T],
+        out: &mut [T],
+        op: Combine<'_, T>,
+    ) -> Result<()> {
+        let (acc, dtype) = op.wire()?;
+        let disp = byte_disp::<T>(disp)?;
+        self.get_accumulate_to(target, disp, bytes(data), acc, dtype, bytes_mut(out))
+    }
+
     /// [`Window::compare_and_swap`], complete when it returns: the
     /// element as it was (see [`Window::get_now`]).
     ///

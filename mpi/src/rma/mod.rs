@@ -119,6 +119,10 @@ impl WinObj {
     pub(crate) fn settle(&self, target: Option<c_int>) -> Res {
         let mine: Vec<(c_int, ReqObj)> = {
             let mut p = lock(&self.pending);
+            // The common case (a node window keeps nothing): no work.
+            if p.is_empty() {
+                return Ok(());
+            }
             let (take, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut *p)
                 .into_iter()
                 .partition(|(t, _)| target.is_none_or(|want| *t == want));

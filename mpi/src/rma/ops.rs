@@ -38,11 +38,26 @@ use crate::state::rt;
 
 use super::{win_of, WinObj};
 
+/// Byte ranges (start, length) of a target's window.
+enum Ranges {
+    One([(u64, u64); 1]),
+    Many(Vec<(u64, u64)>),
+}
+
+impl Ranges {
+    fn as_slice(&self) -> &[(u64, u64)] {
+        match self {
+            Ranges::One(r) => r,
+            Ranges::Many(v) => v,
+        }
+    }
+}
+
 /// Where an operation goes: the target's byte ranges, in the order its
 /// datatype lists them.
 struct Target {
     rank: c_int,
-    ranges: Vec<(u64, u64)>,
+    ranges: Ranges,
     bytes: usize,
 }
 
@@ -81,9 +96,16 @@ impl Target {
         };
         let mut ranges: Vec<(u64, u64)> = Vec::new();
         if let Some(off) = ty.contiguous_from(count) {
-            if bytes > 0 {
-                ranges.push((at(off as i64)?, bytes as u64));
-            }
+            // The common case, without an allocation.
+            let ranges = match bytes {
+                0 => Ranges::Many(Vec::new()),
+                _ => Ranges::One([(at(off as i64)?, bytes as u64)]),
+            };
+            return Ok(Some(Target {
+                rank,
+                ranges,
+                bytes,
+            }));
         } else {
             let l = ty.layout();
             let extent = l.extent() as i64;
@@ -99,7 +121,7 @@ impl Target {
         }
         Ok(Some(Target {
             rank,
-            ranges,
+            ranges: Ranges::Many(ranges),
             bytes,
         }))
     }
@@ -293,8 +315,8 @@ fn put_ranges(
 ) -> Res<Vec<ReqObj>> {
     t.matches(data.len())?;
     let mut at = 0usize;
-    let mut objs = Vec::with_capacity(t.ranges.len());
-    for &(disp, len) in &t.ranges {
+    let mut objs = Vec::new();
+    for &(disp, len) in t.ranges.as_slice() {
         let piece = &data[at..at + len as usize];
         at += len as usize;
         let r = match &acc {
@@ -453,7 +475,7 @@ fn get_ranges(
     if w.win.is_node_window() {
         with_result(origin, count, datatype, t.bytes, |out| {
             let mut at = 0;
-            for &(disp, len) in &t.ranges {
+            for &(disp, len) in t.ranges.as_slice() {
                 w.win
                     .get_to(t.rank, disp, &mut out[at..at + len as usize])?;
                 at += len as usize;
