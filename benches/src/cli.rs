@@ -138,7 +138,7 @@ pub fn help() -> String {
          Subcommands:\n",
     );
     for c in SUBCOMMANDS {
-        s.push_str(&format!("  {:<10} {}\n", c.name, c.about));
+        s.push_str(&format!("  {:<15} {}\n", c.name, c.about));
     }
     s.push_str(
         "\nOptions:\n\
@@ -153,7 +153,9 @@ pub fn help() -> String {
          \x20 --spin-us N         hybrid spin time (FERRY_SPIN_US)\n\
          \x20 --window N          bw, bibw, mbw-mr, request: messages in flight (default 64)\n\
          \x20 --block-secs S      wait, ibarrier: how long a rank stays blocked (default 2)\n\
-         \x20 --persistent        barrier ... alltoall: the persistent form (*_init, start, wait)\n\n\
+         \x20 --persistent        barrier ... alltoall: the persistent form (*_init, start, wait)\n\
+         \x20 --sync S            one-sided: flush (default), flush_local, lock_all, lock, fence, pscw\n\
+         \x20 --private           one-sided: a window of private memory (every operation a message)\n\n\
          Output: lines starting with # are headers; each data row is `size value [more\n\
          columns]`, whitespace-separated. Latency in us (one-way: round trip / 2),\n\
          bandwidth in MB/s (10^6 B/s), message rate in messages/s. Other FERRY_*\n\

@@ -187,6 +187,36 @@ fn request_parses() {
     assert_eq!(cols[..4], ["empty_ns", "real_ns", "empty_pct", "tests/op"]);
 }
 
+/// Every one-sided subcommand, each with a synchronization OSU offers
+/// for it, on the node window and on the private one, checking the
+/// target's memory after the loop.
+#[test]
+fn one_sided_subcommands_parse_and_validate() {
+    let cases: &[(&str, &str, &[usize])] = &[
+        ("put-latency", "flush", &[1, 8, 65536]),
+        ("get-latency", "lock_all", &[8, 4096]),
+        ("acc-latency", "lock", &[8, 65536]),
+        ("get-acc-latency", "flush_local", &[8, 64]),
+        ("fop-latency", "fence", &[8]),
+        ("cas-latency", "pscw", &[8]),
+        ("put-bw", "flush", &[8, 65536]),
+        ("get-bw", "lock", &[8, 4096]),
+        ("put-bibw", "fence", &[8, 4096]),
+        ("put-bibw", "pscw", &[64]),
+    ];
+    for private in [false, true] {
+        for &(sub, sync, sizes) in cases {
+            let mut args = vec![sub, "--iters", "10", "--warmup", "2", "--validate", "--sync", sync];
+            if private {
+                args.push("--private");
+            }
+            let cols = bench(Launcher::Ferryrun, &args, sizes);
+            let want = if sub.ends_with("bw") { "MB/s" } else { "avg_us" };
+            assert_eq!(cols[0], want, "{sub}");
+        }
+    }
+}
+
 #[test]
 fn wait_parses() {
     let cols = bench(
