@@ -116,11 +116,13 @@ impl Direct {
         }
     }
 
-    /// Member `rank`'s part: its address in this process and its length.
+    /// Member `rank`'s part: its address in this process (0 for an empty
+    /// part, as MPI's `MPI_Win_shared_query` gives `NULL`) and its length.
     pub(super) fn part(&self, rank: usize) -> Option<(usize, usize)> {
-        self.parts
-            .get(rank)
-            .map(|&(off, len)| (self.region.addr() + off, len))
+        self.parts.get(rank).map(|&(off, len)| match len {
+            0 => (0, 0),
+            _ => (self.region.addr() + off, len),
+        })
     }
 
     /// The region offset of `len` bytes at byte `disp` of `target`'s part

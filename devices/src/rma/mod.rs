@@ -223,14 +223,20 @@ impl Comm {
 
 impl<T: Element> Window<T> {
     /// The address of this member's window memory (for the C layer's
-    /// `MPI_Win_allocate` base pointer and `MPI_WIN_BASE`).
+    /// `MPI_Win_allocate` base pointer and `MPI_WIN_BASE`); 0 for an
+    /// empty part (C's `NULL`).
     ///
     /// # Errors
     /// A freed window, a finalized world.
     pub fn base_addr(&self) -> Result<usize> {
         let _o = self.origin()?;
         let mut g = self.comm.inner.shared.lock()?;
-        Ok(g.engine()?.win_memory(self.comm.context())?.as_ptr() as usize)
+        let memory = g.engine()?.win_memory(self.comm.context())?;
+        Ok(if memory.is_empty() {
+            0
+        } else {
+            memory.as_ptr() as usize
+        })
     }
 
     /// `MPI_Win_attach`: `memory` (lent by the caller), whose first byte

@@ -40,17 +40,20 @@ fn checked(
 
 /// The info a window starts with.
 fn info_of(info: usize) -> Res<Info> {
-    if info == MPI_INFO_NULL {
-        Ok(Info::default())
+    let given = if info == MPI_INFO_NULL {
+        Info::default()
     } else {
-        crate::info::calls::read(info)
-    }
+        crate::info::calls::read(info)?
+    };
+    super::query::hints(&given)
 }
 
-/// Stores ferry's window `win` with what MPI keeps beside it, after
+/// Stores ferry's window `win` (`created`: the program's base pointer of
+/// a created window) with what MPI keeps beside it, after
 /// learning every member's displacement unit (collective).
 fn finish(
     win: ferry::rma::Window<u8>,
+    created: usize,
     size: usize,
     unit: c_int,
     flavor: c_int,
@@ -60,10 +63,11 @@ fn finish(
     let mut units = vec![0i64; c.size() as usize];
     c.allgather(&[i64::from(unit)], &mut units)?;
     // A dynamic window's base is MPI_BOTTOM: displacements are addresses.
-    let base = if flavor == FLAVOR_DYNAMIC {
-        0
-    } else {
-        win.base_addr()?
+    // A created window's is the program's own pointer, even for no bytes.
+    let base = match flavor {
+        FLAVOR_DYNAMIC => 0,
+        FLAVOR_CREATE => created,
+        _ => win.base_addr()?,
     };
     insert(WinObj {
         group: c.group(),
@@ -103,7 +107,7 @@ pub(crate) fn win_allocate(
     let c = rt()?.comm(comm)?.comm.clone();
     let w = c.win_allocate_bytes(bytes)?;
     let base = w.base_addr()?;
-    let h = finish(w, bytes, unit, FLAVOR_ALLOCATE, info)?;
+    let h = finish(w, 0, bytes, unit, FLAVOR_ALLOCATE, info)?;
     baseptr.set(base)?;
     win.set(h)
 }
@@ -133,7 +137,7 @@ pub(crate) fn win_allocate_shared(
         e => Fail::from(e),
     })?;
     let base = w.base_addr()?;
-    let h = finish(w, bytes, unit, FLAVOR_SHARED, info)?;
+    let h = finish(w, 0, bytes, unit, FLAVOR_SHARED, info)?;
     baseptr.set(base)?;
     win.set(h)
 }
@@ -159,7 +163,7 @@ pub(crate) fn win_create(
     // nonblocking call's for its buffer until it completes.
     let memory = lend_out(base, bytes)?;
     let w = c.win_create(memory)?;
-    win.set(finish(w, bytes, unit, FLAVOR_CREATE, info)?)
+    win.set(finish(w, base.addr(), bytes, unit, FLAVOR_CREATE, info)?)
 }
 
 /// `MPI_Win_create_dynamic`: a window whose members attach memory later
@@ -172,7 +176,7 @@ pub(crate) fn win_create_dynamic(info: usize, comm: usize, mut win: Out<'_, usiz
     let info = info_of(info)?;
     let c = rt()?.comm(comm)?.comm.clone();
     let w = c.win_create_dynamic()?;
-    win.set(finish(w, 0, 1, FLAVOR_DYNAMIC, info)?)
+    win.set(finish(w, 0, 0, 1, FLAVOR_DYNAMIC, info)?)
 }
 
 /// `MPI_Win_attach`: the program's `size` bytes at `base` join this

@@ -114,17 +114,47 @@ pub(crate) fn win_get_name(
     win_name.set(&name, Some(&mut resultlen))
 }
 
-/// `MPI_Win_set_info`: the hints are kept and reported back; ferry needs
-/// none of them.
+/// The hints a window starts with: what ferry does whatever it is told
+/// (accumulates ordered, locks served), as `MPI_Win_get_info` reports
+/// them, then the program's own.
+pub(crate) fn hints(given: &Info) -> Res<Info> {
+    let mut i = Info::default();
+    for (key, value) in [
+        ("no_locks", "false"),
+        ("accumulate_ordering", "rar,raw,war,waw"),
+        ("accumulate_ops", "same_op_no_op"),
+        ("same_size", "false"),
+        ("same_disp_unit", "false"),
+        ("alloc_shared_noncontig", "false"),
+    ] {
+        i.set(key, value)?;
+    }
+    merge(&mut i, given)?;
+    Ok(i)
+}
+
+/// Sets every hint of `from` in `into`.
+fn merge(into: &mut Info, from: &Info) -> Res {
+    for n in 0..from.nkeys() {
+        let key = from.nthkey(n as c_int)?;
+        if let Some(value) = from.get(key) {
+            into.set(key, value)?;
+        }
+    }
+    Ok(())
+}
+
+/// `MPI_Win_set_info`: the hints given replace those of the same keys;
+/// the others stay. Each is kept and reported back (ferry honours every
+/// one by doing the strictest thing: ordered accumulates, locks served).
 pub(crate) fn win_set_info(win: usize, info: usize) -> Res {
     let w = win_of(win)?;
-    let i = if info == MPI_INFO_NULL {
-        Info::default()
-    } else {
-        crate::info::calls::read(info)?
-    };
-    lock(&w.meta).info = i;
-    Ok(())
+    if info == MPI_INFO_NULL {
+        return Ok(());
+    }
+    let given = crate::info::calls::read(info)?;
+    let mut meta = lock(&w.meta);
+    merge(&mut meta.info, &given)
 }
 
 /// `MPI_Win_get_info`: a new info object with the hints in force.
