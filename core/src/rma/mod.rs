@@ -136,6 +136,12 @@ impl Target {
             reply: (r.reply != 0).then(|| (r.reply, vec![0; reply_len(&r) + 1])),
         };
         let mut served = Served::default();
+        if r.scattered {
+            self.applied += 1;
+            return scattered(&r, data, memory, &mut served)
+                .map(|()| served)
+                .map_err(refuse);
+        }
         if r.kind.is_data() {
             // Counted applied even if refused: the origin counted it sent,
             // and a fence waits for as many as were sent.
@@ -187,6 +193,54 @@ impl Target {
         }
         Ok(served)
     }
+}
+
+/// Applies a scattered request (see [`wire`]): every range is checked
+/// before any is written.
+fn scattered(
+    r: &Request,
+    data: &[u8],
+    memory: &mut dyn WindowMemory,
+    served: &mut Served,
+) -> Result<(), &'static str> {
+    let (ranges, payload) = r.ranges(data);
+    let size = r.dtype.size().max(1) as u64;
+    let elements = matches!(r.kind, Kind::Accumulate | Kind::GetAccumulate);
+    if let AccOp::Reduce(op) = &r.op {
+        op.check(r.dtype).map_err(|_| "an op its type does not have")?;
+    }
+    for (disp, len) in ranges {
+        if memory.range(disp, len).is_none() {
+            return Err("a range outside the window");
+        }
+        if elements && len % size != 0 {
+            return Err("a partial element");
+        }
+    }
+    let mut reply = match r.kind {
+        Kind::Get | Kind::GetAccumulate => Vec::with_capacity(r.len as usize),
+        _ => Vec::new(),
+    };
+    let (ranges, _) = r.ranges(data);
+    let mut at = 0usize;
+    for (disp, len) in ranges {
+        let bytes = memory.range(disp, len).ok_or("a range outside the window")?;
+        let n = bytes.len();
+        match r.kind {
+            Kind::Get => reply.extend_from_slice(bytes),
+            Kind::Put => bytes.copy_from_slice(&payload[at..at + n]),
+            Kind::GetAccumulate => {
+                reply.extend_from_slice(bytes);
+                combine(r, &payload[at..at + n], bytes)?;
+            }
+            _ => combine(r, &payload[at..at + n], bytes)?,
+        }
+        at += n;
+    }
+    if matches!(r.kind, Kind::Get | Kind::GetAccumulate) {
+        served.reply = Some((r.reply, reply));
+    }
+    Ok(())
 }
 
 /// A window's memory as a target sees it: byte ranges by displacement.

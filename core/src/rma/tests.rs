@@ -91,6 +91,58 @@ fn bad_requests_write_nothing_and_answer_with_a_refusal() {
     assert_eq!(t.applied(), 4, "refused data requests count for fences");
 }
 
+#[test]
+fn scattered_requests_apply_every_range_or_none() {
+    let mut t = Target::default();
+    let mut mem = vec![0u8; 32];
+    let ranges = [(24, 4), (0, 4), (8, 8)];
+    let put = Request::scattered(Kind::Put, &ranges);
+    let data: Vec<u8> = (1..=16).collect();
+    t.serve(1, &put.encode_scattered(&ranges, &data).unwrap(), &mut mem)
+        .unwrap();
+    assert_eq!(&mem[24..28], &[1, 2, 3, 4]);
+    assert_eq!(&mem[0..4], &[5, 6, 7, 8]);
+    assert_eq!(&mem[8..16], &[9, 10, 11, 12, 13, 14, 15, 16]);
+    let mut get = Request::scattered(Kind::Get, &ranges);
+    get.reply = 3;
+    let s = t
+        .serve(1, &get.encode_scattered(&ranges, &[]).unwrap(), &mut mem)
+        .unwrap();
+    assert_eq!(s.reply, Some((3, data.clone())));
+
+    // Sums of u32s over two ranges, fetching the old values.
+    let ranges = [(0, 4), (24, 4)];
+    let mut acc = Request::scattered(Kind::GetAccumulate, &ranges);
+    acc.dtype = Datatype::U32;
+    acc.op = AccOp::Reduce(ReduceOp::Sum);
+    acc.reply = 4;
+    let ones = [1u32.to_le_bytes(), 1u32.to_le_bytes()].concat();
+    let s = t
+        .serve(1, &acc.encode_scattered(&ranges, &ones).unwrap(), &mut mem)
+        .unwrap();
+    assert_eq!(s.reply, Some((4, [&data[4..8], &data[0..4]].concat())));
+    assert_eq!(mem[0], 6);
+    assert_eq!(mem[24], 2);
+
+    // One range outside the window: nothing written, a refusal.
+    let before = mem.clone();
+    let ranges = [(0, 4), (30, 4)];
+    let put = Request::scattered(Kind::Put, &ranges);
+    assert!(t
+        .serve(1, &put.encode_scattered(&ranges, &[9; 8]).unwrap(), &mut mem)
+        .is_err());
+    assert_eq!(mem, before);
+    // A range of a partial element: the same.
+    let ranges = [(0, 4), (8, 2)];
+    let mut acc = Request::scattered(Kind::Accumulate, &ranges);
+    acc.dtype = Datatype::U32;
+    acc.op = AccOp::Reduce(ReduceOp::Sum);
+    assert!(t
+        .serve(1, &acc.encode_scattered(&ranges, &[1; 6]).unwrap(), &mut mem)
+        .is_err());
+    assert_eq!(mem, before);
+}
+
 fn lock(t: &mut Target, from: Rank, tag: Tag, exclusive: bool) -> Vec<(Rank, Tag)> {
     let mut r = req(Kind::Lock, 0, 0, tag);
     r.exclusive = exclusive;

@@ -7,11 +7,16 @@
 //! | 0 | kind ([`Kind`]) |
 //! | 1 | element type ([`Datatype`] code; 0 for plain bytes) |
 //! | 2 | accumulate op ([`AccOp`] code; 0 where none) |
-//! | 3 | flags (bit 0: an exclusive lock) |
+//! | 3 | flags (bit 0: an exclusive lock; bit 1: scattered) |
 //! | 4..8 | reply tag (0: no reply) |
-//! | 8..16 | displacement: the first byte in the target's window |
-//! | 16..24 | length in bytes of the target range |
+//! | 8..16 | displacement: the first byte in the target's window (scattered: the number of ranges) |
+//! | 16..24 | length in bytes of the target range (scattered: of all the ranges) |
 //! | 24.. | data: a put's or accumulate's bytes; a compare-and-swap's compare value then its new value |
+//!
+//! A scattered put, get, accumulate or get-accumulate (a target datatype
+//! of many pieces, in one request) has a table of its ranges before its
+//! data: each range's displacement and length, 8 bytes each; the data,
+//! and a get's reply, are the ranges' bytes one after another.
 
 use crate::envelope::{Tag, TAG_UB};
 use crate::reduction::{Datatype, ReduceOp};
@@ -110,7 +115,13 @@ pub struct Request {
     pub disp: u64,
     /// The target range's length in bytes.
     pub len: u64,
+    /// A table of ranges leads the data ([`Request::scattered`]): `disp`
+    /// counts them and `len` is their total.
+    pub scattered: bool,
 }
+
+/// Bytes of one entry of a scattered request's table.
+pub const RANGE_LEN: usize = 16;
 
 /// The element types a request can name, by code (1-based).
 const TYPES: [Datatype; 15] = [
@@ -189,7 +200,44 @@ impl Request {
             reply: 0,
             disp,
             len,
+            scattered: false,
         }
+    }
+
+    /// A request of `kind` (put, get, accumulate or get-accumulate) on
+    /// `ranges` (displacement, length) of the target's window at once;
+    /// [`Request::encode_scattered`] makes its message.
+    pub fn scattered(kind: Kind, ranges: &[(u64, u64)]) -> Request {
+        let total = ranges.iter().fold(0u64, |t, r| t.saturating_add(r.1));
+        let mut r = Request::new(kind, ranges.len() as u64, total);
+        r.scattered = true;
+        r
+    }
+
+    /// The header, the table of `ranges`, then `data`.
+    ///
+    /// # Errors
+    /// As for [`Request::encode`].
+    pub fn encode_scattered(&self, ranges: &[(u64, u64)], data: &[u8]) -> Result<Vec<u8>, &'static str> {
+        let mut table = Vec::with_capacity(ranges.len() * RANGE_LEN + data.len());
+        for &(disp, len) in ranges {
+            table.extend_from_slice(&disp.to_le_bytes());
+            table.extend_from_slice(&len.to_le_bytes());
+        }
+        table.extend_from_slice(data);
+        self.encode(&table)
+    }
+
+    /// A scattered request's ranges (from the table that leads `data`)
+    /// and the data after the table.
+    pub fn ranges<'a>(&self, data: &'a [u8]) -> (impl Iterator<Item = (u64, u64)> + 'a, &'a [u8]) {
+        let n = if self.scattered { self.disp as usize } else { 0 };
+        let (table, rest) = data.split_at((n * RANGE_LEN).min(data.len()));
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+        let ranges = table
+            .chunks_exact(RANGE_LEN)
+            .map(move |e| (word(&e[..8]), word(&e[8..])));
+        (ranges, rest)
     }
 
     /// The header followed by `data`, ready to send.
@@ -201,7 +249,8 @@ impl Request {
         let dtype = type_code(self.dtype).ok_or("no one-sided operation on this element type")?;
         let op = op_code(&self.op).ok_or("no one-sided operation with a user-defined op")?;
         let mut v = Vec::with_capacity(HEADER_LEN + data.len());
-        v.extend_from_slice(&[self.kind.code(), dtype, op, u8::from(self.exclusive)]);
+        let flags = u8::from(self.exclusive) | u8::from(self.scattered) << 1;
+        v.extend_from_slice(&[self.kind.code(), dtype, op, flags]);
         v.extend_from_slice(&(self.reply as u32).to_le_bytes());
         v.extend_from_slice(&self.disp.to_le_bytes());
         v.extend_from_slice(&self.len.to_le_bytes());
@@ -238,8 +287,12 @@ impl Request {
             reply: reply as Tag,
             disp: word(8),
             len: word(16),
+            scattered: msg[3] & 2 != 0,
         };
         let data = &msg[HEADER_LEN..];
+        if r.scattered {
+            return r.decode_scattered(data).map(|()| (r, data));
+        }
         let want = match kind {
             Kind::Put | Kind::Accumulate | Kind::GetAccumulate => Some(r.len),
             Kind::CompareAndSwap => r.len.checked_mul(2),
@@ -251,6 +304,29 @@ impl Request {
             return Err("a one-sided request whose data does not match its length");
         }
         Ok((r, data))
+    }
+
+    /// Checks a scattered request's table and data lengths.
+    fn decode_scattered(&self, data: &[u8]) -> Result<(), &'static str> {
+        let payload = match self.kind {
+            Kind::Put | Kind::Accumulate | Kind::GetAccumulate => self.len,
+            Kind::Get => 0,
+            _ => return Err("a scattered request of a kind that has one range"),
+        };
+        let table = usize::try_from(self.disp)
+            .ok()
+            .and_then(|n| n.checked_mul(RANGE_LEN))
+            .filter(|&t| t <= data.len())
+            .ok_or("a scattered request's table longer than its data")?;
+        if (data.len() - table) as u64 != payload {
+            return Err("a one-sided request whose data does not match its length");
+        }
+        let (mut ranges, _) = self.ranges(data);
+        let total = ranges.try_fold(0u64, |t, r| t.checked_add(r.1));
+        if total != Some(self.len) {
+            return Err("a scattered request whose ranges do not add up to its length");
+        }
+        Ok(())
     }
 }
 
@@ -286,5 +362,34 @@ mod tests {
         let mut r = Request::new(Kind::Accumulate, 0, 0);
         r.op = user;
         assert!(r.encode(&[]).is_err());
+    }
+
+    #[test]
+    fn scattered_requests_round_trip_and_bad_tables_are_refused() {
+        let ranges = [(0, 4), (100, 8), (40, 4)];
+        let r = Request::scattered(Kind::Put, &ranges);
+        let msg = r.encode_scattered(&ranges, &[7u8; 16]).unwrap();
+        let (back, data) = Request::decode(&msg).unwrap();
+        assert_eq!(back, r);
+        let (got, payload) = back.ranges(data);
+        assert_eq!(got.collect::<Vec<_>>(), ranges);
+        assert_eq!(payload, &[7u8; 16]);
+        // A payload of another length than the ranges' total.
+        let short = r.encode_scattered(&ranges, &[7u8; 15]).unwrap();
+        assert!(Request::decode(&short).is_err());
+        // Ranges that do not add up to the header's length.
+        let mut lying = r.clone();
+        lying.len = 12;
+        assert!(Request::decode(&lying.encode_scattered(&ranges, &[7u8; 12]).unwrap()).is_err());
+        // More ranges than the table holds.
+        let mut long = r.clone();
+        long.disp = 1 << 60;
+        assert!(Request::decode(&long.encode_scattered(&ranges, &[7u8; 16]).unwrap()).is_err());
+        // A scattered lock.
+        let mut lock = Request::scattered(Kind::Lock, &[]);
+        lock.len = 0;
+        assert!(Request::decode(&lock.encode_scattered(&[], &[]).unwrap()).is_err());
+        let g = Request::scattered(Kind::Get, &ranges);
+        assert!(Request::decode(&g.encode_scattered(&ranges, &[]).unwrap()).is_ok());
     }
 }

@@ -63,6 +63,7 @@
 #[cfg(feature = "shm")]
 mod direct;
 mod ops;
+mod scattered;
 #[cfg(feature = "shm")]
 mod shared;
 mod sync;

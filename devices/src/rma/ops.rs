@@ -439,7 +439,7 @@ impl<T: Element> Window<T> {
     }
 
     /// A request complete in its call (`REQUEST_EMPTY`), holding `result`.
-    fn ready<E: Element>(&self, result: Option<Vec<E>>) -> Request {
+    pub(super) fn ready<E: Element>(&self, result: Option<Vec<E>>) -> Request {
         Request::begun(
             &self.comm,
             ferry_core::Request::EMPTY,
@@ -488,6 +488,18 @@ impl<T: Element> Window<T> {
         data: &[u8],
     ) -> Result<Request> {
         let msg = wire.encode(data).map_err(UsageError::Unsupported)?;
+        self.send_request(o, target, wire, msg)
+    }
+
+    /// Sends the encoded request `msg` to `target`, counting a data
+    /// request for fences.
+    pub(super) fn send_request(
+        &self,
+        o: &mut Origin,
+        target: Rank,
+        wire: &Wire,
+        msg: Vec<u8>,
+    ) -> Result<Request> {
         let r = self.comm.isend_buf(
             Buf::from_vec(msg),
             origin_of::<u8>(),
@@ -534,7 +546,7 @@ fn byte_disp<T>(disp: usize) -> Result<u64> {
 
 /// An accumulate's op on `dtype`, checked: a predefined op the type has,
 /// and whole elements.
-fn checked(op: AccOp, dtype: Datatype, len: usize) -> Result<(AccOp, Datatype)> {
+pub(super) fn checked(op: AccOp, dtype: Datatype, len: usize) -> Result<(AccOp, Datatype)> {
     if let AccOp::Reduce(r) = &op {
         if matches!(r, ReduceOp::User(_)) {
             return Err(UsageError::Unsupported(

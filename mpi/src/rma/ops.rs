@@ -11,11 +11,11 @@
 //! not contiguous, into the target's memory, and a fetch lands in the
 //! origin's buffer the same way. On any other window the origin's data
 //! (any datatype) is packed into the request; the target datatype is cut
-//! into the contiguous byte ranges it covers, one request each
+//! into the contiguous byte ranges it covers, which travel in one request
+//! (a scattered one when they are several: `ferry::rma`), and a fetch's
+//! reply lands through the origin's datatype, as a received message does
 //! (accumulates stay atomic per element: each range holds whole
-//! elements). A get whose target ranges are several needs a
-//! contiguous origin, and a get-accumulate a contiguous target
-//! (`MPI_ERR_UNSUPPORTED_OPERATION` otherwise, for now).
+//! elements).
 
 use std::ffi::c_int;
 
@@ -25,9 +25,7 @@ use ferry::ferry_core::rma::AccOp;
 use crate::abi::class::*;
 use crate::abi::{MpiStatus, MPI_NO_OP, MPI_PROC_NULL, MPI_REPLACE};
 
-/// `MPI_BYTE`'s handle.
-const MPI_BYTE: usize = 0x247;
-use crate::datatype::buf::{bytes_mut, recv_data, send_data, unpack_into};
+use crate::datatype::buf::{bytes_mut, pack_into, recv_data, send_data, unpack_into};
 use crate::datatype::{count_arg, TypeRef};
 use crate::error::{Fail, Res};
 use crate::ffi::args::{Out, RecvBuf, SendBuf};
@@ -191,12 +189,6 @@ fn with_result(
     unpack_into(&staged, buf, count, &ty)
 }
 
-/// The origin's `count` elements of `datatype`, packed.
-fn packed(buf: SendBuf, count: i64, datatype: usize) -> Res<Vec<u8>> {
-    let ty = rt()?.comm_type(datatype)?;
-    Ok(send_data(buf, count_arg(count)?, &ty)?.into_vec())
-}
-
 /// The accumulate op and element type of MPI op `op` on `ty`.
 fn acc_of(op: usize, ty: &TypeRef) -> Res<(AccOp, Datatype)> {
     // A replace or no-op is atomic on the datatype's elements when they
@@ -314,23 +306,25 @@ fn put_ranges(
     acc: Option<(AccOp, Datatype)>,
 ) -> Res<Vec<ReqObj>> {
     t.matches(data.len())?;
-    let mut at = 0usize;
-    let mut objs = Vec::new();
-    for &(disp, len) in t.ranges.as_slice() {
-        let piece = &data[at..at + len as usize];
-        at += len as usize;
-        let r = match &acc {
-            None => w.win.put_bytes(t.rank, disp, piece)?,
-            Some((op, dtype)) => w
-                .win
-                .accumulate_bytes(t.rank, disp, piece, op.clone(), *dtype)?,
-        };
-        // Done in its call (a node window): nothing to keep.
-        if !r.is_empty() {
-            objs.push(ReqObj::active(r, win, Post::None));
+    let ranges = t.ranges.as_slice();
+    let r = match (ranges, &acc) {
+        ([], _) => return Ok(Vec::new()),
+        ([(disp, _)], None) => w.win.put_bytes(t.rank, *disp, data)?,
+        ([(disp, _)], Some((op, dtype))) => {
+            w.win
+                .accumulate_bytes(t.rank, *disp, data, op.clone(), *dtype)?
         }
+        (_, None) => w.win.put_scattered(t.rank, ranges, data)?,
+        (_, Some((op, dtype))) => {
+            w.win
+                .accumulate_scattered(t.rank, ranges, data, op.clone(), *dtype)?
+        }
+    };
+    // Done in its call (a node window): nothing to keep.
+    if r.is_empty() {
+        return Ok(Vec::new());
     }
-    Ok(objs)
+    Ok(vec![ReqObj::active(r, win, Post::None)])
 }
 
 /// `MPI_Rput` (`_c`) and, dropping the request, `MPI_Put` (`_c`).
@@ -484,31 +478,17 @@ fn get_ranges(
         })?;
         return Ok(Vec::new());
     }
-    let count = n;
-    let one = |disp: u64, len: u64, buf: RecvBuf, n: usize, ty: &TypeRef| -> Res<ReqObj> {
-        let (req, post) = w.win.get_into(t.rank, disp, len, |c, from, tag| {
-            Ok(recv_data(buf, n, ty).and_then(|target| start_recv(c, target, from, tag)))
-        })??;
-        Ok(ReqObj::active(req, win, post))
+    // The reply (the ranges' bytes in order) lands through the origin's
+    // datatype, as a receive's message does.
+    let recv = |c: &ferry::Comm, from, tag| {
+        Ok(recv_data(origin, n, &ty).and_then(|target| start_recv(c, target, from, tag)))
     };
-    match (t.ranges.as_slice(), ty.contiguous_from(count)) {
-        ([], _) => Ok(Vec::new()),
-        ([(disp, len)], _) => Ok(vec![one(*disp, *len, origin, count, &ty)?]),
-        (ranges, Some(off)) => {
-            let bytes = rt.comm_type(MPI_BYTE)?;
-            let mut at = off;
-            let mut objs = Vec::with_capacity(ranges.len());
-            for &(disp, len) in ranges {
-                objs.push(one(disp, len, origin.offset(at), len as usize, &bytes)?);
-                at += len as isize;
-            }
-            Ok(objs)
-        }
-        _ => Err(Fail::new(
-            MPI_ERR_UNSUPPORTED_OPERATION,
-            "a get from a non-contiguous target datatype into a non-contiguous origin datatype",
-        )),
-    }
+    let (req, post) = match t.ranges.as_slice() {
+        [] => return Ok(Vec::new()),
+        [(disp, len)] => w.win.get_into(t.rank, *disp, *len, recv)??,
+        ranges => w.win.get_scattered_into(t.rank, ranges, recv)??,
+    };
+    Ok(vec![ReqObj::active(req, win, post)])
 }
 
 /// `MPI_Rget` (`_c`).
@@ -606,33 +586,47 @@ fn start_fetch(
         return Ok(None);
     };
     let rt = rt()?;
-    let (disp, len) = t.single("a get-accumulate")?;
     let (acc, dtype) = acc_of(f.op, &rt.comm_type(target_datatype)?)?;
-    let data = if f.op == MPI_NO_OP {
-        vec![0u8; t.bytes]
-    } else {
-        packed(f.origin, f.origin_count, f.origin_datatype)?
-    };
-    t.matches(data.len())?;
     let rty = rt.comm_type(f.result_datatype)?;
     let n = count_arg(f.result_count)?;
     t.matches(rty.bytes(n as i64)?)?;
-    if w.win.is_node_window() {
-        with_result(f.result, f.result_count, f.result_datatype, len as usize, |out| {
-            Ok(w.win
-                .get_accumulate_to(t.rank, disp, &data, acc, dtype, out)?)
-        })?;
-        return Ok(None);
+    let ranges = t.ranges.as_slice();
+    let start = |data: &[u8]| -> Res<Option<ReqObj>> {
+        t.matches(data.len())?;
+        if w.win.is_node_window() {
+            with_result(f.result, f.result_count, f.result_datatype, t.bytes, |out| {
+                let mut at = 0;
+                for &(disp, len) in ranges {
+                    let (piece, old) = (&data[at..at + len as usize], &mut out[at..at + len as usize]);
+                    w.win
+                        .get_accumulate_to(t.rank, disp, piece, acc.clone(), dtype, old)?;
+                    at += len as usize;
+                }
+                Ok(())
+            })?;
+            return Ok(None);
+        }
+        // The reply (the ranges' old bytes in order) lands through the
+        // result's datatype.
+        let recv = |c: &ferry::Comm, from, tag| {
+            Ok(recv_data(f.result, n, &rty).and_then(|target| start_recv(c, target, from, tag)))
+        };
+        let (req, post) = match ranges {
+            [(disp, _)] => w
+                .win
+                .get_accumulate_into(t.rank, *disp, data, acc.clone(), dtype, recv)??,
+            _ => w
+                .win
+                .get_accumulate_scattered_into(t.rank, ranges, data, acc.clone(), dtype, recv)??,
+        };
+        Ok(Some(ReqObj::active(req, win, post)))
+    };
+    // MPI_NO_OP reads only: the origin's buffer may be anything.
+    match f.op {
+        MPI_NO_OP if t.bytes <= 64 => start(&[0u8; 64][..t.bytes]),
+        MPI_NO_OP => start(&vec![0u8; t.bytes]),
+        _ => with_origin(f.origin, f.origin_count, f.origin_datatype, start),
     }
-    let (req, post) =
-        w.win
-            .get_accumulate_into(t.rank, disp, &data, acc, dtype, |c, from, tag| {
-                Ok(
-                    recv_data(f.result, n, &rty)
-                        .and_then(|target| start_recv(c, target, from, tag)),
-                )
-            })??;
-    Ok(Some(ReqObj::active(req, win, post)))
 }
 
 /// `MPI_Rget_accumulate` (`_c`).
@@ -769,17 +763,21 @@ pub(crate) fn compare_and_swap(
         }
     };
     let (disp, _) = t.single("a compare-and-swap")?;
-    let swap = packed(origin_addr, 1, datatype)?;
-    let compare = packed(compare_addr, 1, datatype)?;
+    // One element of at most 8 bytes (checked above): no allocation.
+    let size = ty.size();
+    let (mut swap, mut compare) = ([0u8; 8], [0u8; 8]);
+    pack_into(origin_addr, 1, &ty, &mut swap)?;
+    pack_into(compare_addr, 1, &ty, &mut compare)?;
+    let (swap, compare) = (&swap[..size], &compare[..size]);
     if w.win.is_node_window() {
         return with_result(result_addr, 1, datatype, ty.size(), |out| {
             Ok(w.win
-                .compare_and_swap_to(t.rank, disp, &compare, &swap, dtype, out)?)
+                .compare_and_swap_to(t.rank, disp, compare, swap, dtype, out)?)
         });
     }
     let (req, post) =
         w.win
-            .compare_and_swap_into(t.rank, disp, &compare, &swap, dtype, |c, from, tag| {
+            .compare_and_swap_into(t.rank, disp, compare, swap, dtype, |c, from, tag| {
                 Ok(recv_data(result_addr, 1, &ty)
                     .and_then(|target| start_recv(c, target, from, tag)))
             })??;
