@@ -113,6 +113,8 @@ struct Origin {
     posts_used: Vec<u64>,
     /// Complete notices used by `wait`, by origin.
     completes_used: Vec<u64>,
+    /// The table of the last lock epoch, kept for the next.
+    spare_locks: Vec<Option<LockKind>>,
     /// Direct flushes and unlocks, for the liveness checks they make now
     /// and then (`direct.rs`).
     checks: u32,
@@ -322,6 +324,7 @@ impl<T: Element> Window<T> {
                 posts_used: vec![0; n],
                 completes_used: vec![0; n],
                 checks: 0,
+                spare_locks: Vec::new(),
                 freed: false,
             }),
             #[cfg(feature = "shm")]

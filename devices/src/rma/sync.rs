@@ -118,14 +118,19 @@ impl<T: Element> Window<T> {
             Access::Group(_) => {
                 return Err(UsageError::RmaSync("a lock inside a start/complete epoch").into());
             }
-            Access::Closed | Access::Fence => o.access = Access::Locks(vec![None; n]),
+            Access::Closed | Access::Fence => {
+                // The table of the last lock epoch, reused: a lock epoch
+                // allocates nothing in steady state.
+                let mut held = std::mem::take(&mut o.spare_locks);
+                held.clear();
+                held.resize(n, None);
+                o.access = Access::Locks(held);
+            }
         }
         let exclusive = kind == LockKind::Exclusive;
         let granted = self.lock_one(&mut o, target, exclusive);
         if let Err(e) = granted {
-            if matches!(&o.access, Access::Locks(l) if l.iter().all(Option::is_none)) {
-                o.access = Access::Closed;
-            }
+            close_if_unlocked(&mut o);
             return Err(e);
         }
         if let Access::Locks(l) = &mut o.access {
@@ -188,10 +193,8 @@ impl<T: Element> Window<T> {
         let r = self.unlock_one(&mut o, target, kind == LockKind::Exclusive);
         if let Access::Locks(l) = &mut o.access {
             l[target as usize] = None;
-            if l.iter().all(Option::is_none) {
-                o.access = Access::Closed;
-            }
         }
+        close_if_unlocked(&mut o);
         r
     }
 
@@ -468,6 +471,15 @@ impl<T: Element> Window<T> {
             }
         }
         Ok(())
+    }
+}
+
+/// Ends a lock epoch that holds no lock any more, keeping its table.
+fn close_if_unlocked(o: &mut Origin) {
+    if matches!(&o.access, Access::Locks(l) if l.iter().all(Option::is_none)) {
+        if let Access::Locks(l) = std::mem::replace(&mut o.access, Access::Closed) {
+            o.spare_locks = l;
+        }
     }
 }
 
