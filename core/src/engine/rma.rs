@@ -42,6 +42,25 @@ impl WindowMemory for Memory {
             }),
         }
     }
+
+    fn split(&mut self, start: u64, len: u64) -> Option<Vec<(u64, u64)>> {
+        let Memory::Pieces(p) = self else {
+            return None;
+        };
+        let end = start.checked_add(len)?;
+        let mut out = Vec::new();
+        let mut at = start;
+        while at < end {
+            // The piece holding `at`; the next must start where it ends.
+            let (base, piece) = p
+                .iter()
+                .find(|(b, piece)| *b <= at && at < b + piece.len() as u64)?;
+            let stop = (base + piece.len() as u64).min(end);
+            out.push((at, stop - at));
+            at = stop;
+        }
+        Some(out)
+    }
 }
 
 /// A window this rank serves.

@@ -138,7 +138,8 @@ impl Target {
         let mut served = Served::default();
         if r.scattered {
             self.applied += 1;
-            return scattered(&r, data, memory, &mut served)
+            let (ranges, payload) = r.ranges(data);
+            return scattered(&r, ranges, payload, memory, &mut served)
                 .map(|()| served)
                 .map_err(refuse);
         }
@@ -146,6 +147,16 @@ impl Target {
             // Counted applied even if refused: the origin counted it sent,
             // and a fence waits for as many as were sent.
             self.applied += 1;
+            if memory.range(r.disp, r.len).is_none() && r.kind != Kind::CompareAndSwap {
+                // A range over adjacent pieces (a dynamic window's
+                // attachments that follow each other): each in its piece.
+                let pieces = memory
+                    .split(r.disp, r.len)
+                    .ok_or_else(|| refuse("a range outside the window"))?;
+                return scattered(&r, pieces.into_iter(), data, memory, &mut served)
+                    .map(|()| served)
+                    .map_err(refuse);
+            }
             let bytes = memory
                 .range(r.disp, r.len)
                 .ok_or_else(|| refuse("a range outside the window"))?;
@@ -195,21 +206,22 @@ impl Target {
     }
 }
 
-/// Applies a scattered request (see [`wire`]): every range is checked
-/// before any is written.
+/// Applies a request over several ranges (a scattered one, see
+/// [`wire`], or one whose range spans pieces), `payload` filling them in
+/// order: every range is checked before any is written.
 fn scattered(
     r: &Request,
-    data: &[u8],
+    ranges: impl Iterator<Item = (u64, u64)> + Clone,
+    payload: &[u8],
     memory: &mut dyn WindowMemory,
     served: &mut Served,
 ) -> Result<(), &'static str> {
-    let (ranges, payload) = r.ranges(data);
     let size = r.dtype.size().max(1) as u64;
     let elements = matches!(r.kind, Kind::Accumulate | Kind::GetAccumulate);
     if let AccOp::Reduce(op) = &r.op {
         op.check(r.dtype).map_err(|_| "an op its type does not have")?;
     }
-    for (disp, len) in ranges {
+    for (disp, len) in ranges.clone() {
         if memory.range(disp, len).is_none() {
             return Err("a range outside the window");
         }
@@ -221,7 +233,6 @@ fn scattered(
         Kind::Get | Kind::GetAccumulate => Vec::with_capacity(r.len as usize),
         _ => Vec::new(),
     };
-    let (ranges, _) = r.ranges(data);
     let mut at = 0usize;
     for (disp, len) in ranges {
         let bytes = memory.range(disp, len).ok_or("a range outside the window")?;
@@ -248,6 +259,14 @@ pub trait WindowMemory {
     /// The `len` bytes at displacement `start`, if the window has all of
     /// them in one piece.
     fn range(&mut self, start: u64, len: u64) -> Option<&mut [u8]>;
+
+    /// The ranges, each in one piece, that `len` bytes at `start` cover
+    /// when they run over pieces that follow each other without a gap;
+    /// `None` if any byte is outside (a window of one piece has none to
+    /// offer).
+    fn split(&mut self, _start: u64, _len: u64) -> Option<Vec<(u64, u64)>> {
+        None
+    }
 }
 
 /// A window of one piece: displacements count from its first byte.

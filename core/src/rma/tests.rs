@@ -143,6 +143,51 @@ fn scattered_requests_apply_every_range_or_none() {
     assert_eq!(mem, before);
 }
 
+/// Two pieces that follow each other at 100..108 and 108..116, and one
+/// apart at 200..204 (a dynamic window's attachments).
+struct Pieces(Vec<(u64, Vec<u8>)>);
+
+impl WindowMemory for Pieces {
+    fn range(&mut self, start: u64, len: u64) -> Option<&mut [u8]> {
+        self.0.iter_mut().find_map(|(at, b)| {
+            let off = start.checked_sub(*at)?;
+            b.as_mut_slice().range(off, len)
+        })
+    }
+
+    fn split(&mut self, start: u64, len: u64) -> Option<Vec<(u64, u64)>> {
+        let mut out = Vec::new();
+        let mut at = start;
+        while at < start + len {
+            let (b, p) = self
+                .0
+                .iter()
+                .find(|(b, p)| *b <= at && at < b + p.len() as u64)?;
+            let stop = (b + p.len() as u64).min(start + len);
+            out.push((at, stop - at));
+            at = stop;
+        }
+        Some(out)
+    }
+}
+
+#[test]
+fn a_range_over_adjacent_pieces_applies_in_each() {
+    let mut t = Target::default();
+    let mut mem = Pieces(vec![(100, vec![0; 8]), (108, vec![0; 8]), (200, vec![0; 4])]);
+    let put = req(Kind::Put, 104, 8, 0).encode(&[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+    t.serve(1, &put, &mut mem).unwrap();
+    assert_eq!(mem.0[0].1, [0, 0, 0, 0, 1, 2, 3, 4]);
+    assert_eq!(mem.0[1].1, [5, 6, 7, 8, 0, 0, 0, 0]);
+    let get = req(Kind::Get, 100, 16, 3).encode(&[]).unwrap();
+    let s = t.serve(1, &get, &mut mem).unwrap();
+    assert_eq!(s.reply.unwrap().1, [0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0]);
+    // Past the second piece (a gap follows): refused, nothing written.
+    let put = req(Kind::Put, 112, 8, 0).encode(&[9; 8]).unwrap();
+    assert!(t.serve(1, &put, &mut mem).is_err());
+    assert_eq!(mem.0[1].1, [5, 6, 7, 8, 0, 0, 0, 0]);
+}
+
 fn lock(t: &mut Target, from: Rank, tag: Tag, exclusive: bool) -> Vec<(Rank, Tag)> {
     let mut r = req(Kind::Lock, 0, 0, tag);
     r.exclusive = exclusive;

@@ -230,7 +230,10 @@ impl Request {
 
     /// A scattered request's ranges (from the table that leads `data`)
     /// and the data after the table.
-    pub fn ranges<'a>(&self, data: &'a [u8]) -> (impl Iterator<Item = (u64, u64)> + 'a, &'a [u8]) {
+    pub fn ranges<'a>(
+        &self,
+        data: &'a [u8],
+    ) -> (impl Iterator<Item = (u64, u64)> + Clone + 'a, &'a [u8]) {
         let n = if self.scattered { self.disp as usize } else { 0 };
         let (table, rest) = data.split_at((n * RANGE_LEN).min(data.len()));
         let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));

@@ -397,26 +397,39 @@ impl<T: Element> Window<T> {
     }
 
     /// An accumulate (with `result`: a get-accumulate, which receives the
-    /// range as it was), atomic per element of `dtype`.
+    /// ranges as they were) over `ranges` of `target`'s part, `data`
+    /// filling them in order: under the stripe locks of the span they
+    /// cover, so the whole operation is atomic (a pair type's pieces
+    /// too).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn direct_accumulate(
         &self,
         o: &Origin,
         d: &Direct,
         target: Rank,
-        disp: u64,
+        ranges: &[(u64, u64)],
         data: &[u8],
         op: &AccOp,
         dtype: Datatype,
-        result: Option<&mut [u8]>,
+        mut result: Option<&mut [u8]>,
     ) -> Result<()> {
-        let at = d.at(target as usize, disp, data.len())?;
+        let first = ranges.iter().map(|r| r.0).min().unwrap_or(0);
+        let end = ranges.iter().map(|r| r.0.saturating_add(r.1)).max().unwrap_or(0);
+        let span = usize::try_from(end - first).unwrap_or(usize::MAX);
+        let at = d.at(target as usize, first, span)?;
         self.with_access(o, d, target, || {
-            self.locked(d, target as usize, disp, at, data.len(), |bytes| {
-                if let Some(r) = result {
-                    r.copy_from_slice(bytes);
+            self.locked(d, target as usize, first, at, span, |bytes| {
+                let mut from = 0usize;
+                for &(disp, len) in ranges {
+                    let (off, len) = ((disp - first) as usize, len as usize);
+                    let here = &mut bytes[off..off + len];
+                    if let Some(r) = result.as_deref_mut() {
+                        r[from..from + len].copy_from_slice(here);
+                    }
+                    combine(op, dtype, &data[from..from + len], here)?;
+                    from += len;
                 }
-                combine(op, dtype, data, bytes)
+                Ok(())
             })
         })
     }

@@ -290,7 +290,8 @@ impl<T: Element> Window<T> {
         (wire.op, wire.dtype) = checked(op, dtype, data.len())?;
         #[cfg(feature = "shm")]
         if let Some(d) = self.direct() {
-            self.direct_accumulate(&o, d, target, disp, data, &wire.op, wire.dtype, None)?;
+            let ranges = [(disp, data.len() as u64)];
+            self.direct_accumulate(&o, d, target, &ranges, data, &wire.op, wire.dtype, None)?;
             return Ok(self.ready::<u8>(None));
         }
         self.issue(&mut o, target, &wire, data)
@@ -367,10 +368,7 @@ impl<T: Element> Window<T> {
             self.wire(&o, Kind::Get, target, disp, out.len() as u64)?;
             return self.direct_get(&o, d, target, disp, out);
         }
-        let len = out.len();
-        let mut r = self.get_into(target, disp, len as u64, |c, from, tag| {
-            c.irecv(vec![0u8; len], from, tag)
-        })?;
+        let mut r = self.get_into(target, disp, out.len() as u64, reply_of(out.len()))?;
         copy_reply(&mut r, out)
     }
 
@@ -396,12 +394,12 @@ impl<T: Element> Window<T> {
             let o = self.origin()?;
             let mut wire = self.wire(&o, Kind::GetAccumulate, target, disp, data.len() as u64)?;
             (wire.op, wire.dtype) = checked(op, dtype, data.len())?;
-            return self.direct_accumulate(&o, d, target, disp, data, &wire.op, wire.dtype, Some(out));
+            let ranges = [(disp, data.len() as u64)];
+            let (op, dtype) = (&wire.op, wire.dtype);
+            return self.direct_accumulate(&o, d, target, &ranges, data, op, dtype, Some(out));
         }
-        let len = out.len();
-        let mut r = self.get_accumulate_into(target, disp, data, op, dtype, |c, from, tag| {
-            c.irecv(vec![0u8; len], from, tag)
-        })?;
+        let recv = reply_of(out.len());
+        let mut r = self.get_accumulate_into(target, disp, data, op, dtype, recv)?;
         copy_reply(&mut r, out)
     }
 
@@ -432,9 +430,8 @@ impl<T: Element> Window<T> {
             self.wire(&o, Kind::CompareAndSwap, target, disp, size as u64)?;
             return self.direct_compare_and_swap(&o, d, target, disp, compare, swap, out);
         }
-        let mut r = self.compare_and_swap_into(target, disp, compare, swap, dtype, |c, from, tag| {
-            c.irecv(vec![0u8; size], from, tag)
-        })?;
+        let recv = reply_of(size);
+        let mut r = self.compare_and_swap_into(target, disp, compare, swap, dtype, recv)?;
         copy_reply(&mut r, out)
     }
 
@@ -562,8 +559,16 @@ pub(super) fn checked(op: AccOp, dtype: Datatype, len: usize) -> Result<(AccOp, 
     Ok((op, dtype))
 }
 
+/// The receive of a `len`-byte reply, in a vector of its own (the
+/// message path of the forms that complete in their call).
+pub(super) fn reply_of(
+    len: usize,
+) -> impl FnOnce(&crate::Comm, Rank, ferry_core::Tag) -> Result<Request> {
+    move |c, from, tag| c.irecv(vec![0u8; len], from, tag)
+}
+
 /// Waits for a fetching request and copies its bytes to `out`.
-fn copy_reply(r: &mut Request, out: &mut [u8]) -> Result<()> {
+pub(super) fn copy_reply(r: &mut Request, out: &mut [u8]) -> Result<()> {
     let done = r.wait().map_err(super::sync::refused)?;
     if let Some(e) = done.status.error {
         return Err(super::sync::refused(e.into()));

@@ -58,9 +58,7 @@ impl<T: Element> Window<T> {
         }
         #[cfg(feature = "shm")]
         if let Some(d) = self.direct() {
-            for_ranges(ranges, data, |disp, piece| {
-                self.direct_accumulate(&o, d, target, disp, piece, &wire.op, wire.dtype, None)
-            })?;
+            self.direct_accumulate(&o, d, target, ranges, data, &wire.op, wire.dtype, None)?;
             return Ok(self.ready::<u8>(None));
         }
         self.issue_scattered(&mut o, target, &wire, ranges, data)
@@ -85,6 +83,41 @@ impl<T: Element> Window<T> {
         self.check_ranges(&o, Kind::Get, target, ranges, total)?;
         let mut wire = Wire::scattered(Kind::Get, ranges);
         self.fetch_scattered(&mut o, target, &mut wire, ranges, &[], recv)
+    }
+
+    /// [`Window::get_accumulate_to`] over several ranges at once, atomic
+    /// as a whole: the ranges' old bytes land in `out` in order, complete
+    /// when it returns (on a window that is not a node window, a request
+    /// and its wait).
+    ///
+    /// # Errors
+    /// As for [`Window::get_accumulate_scattered_into`]; `out` of another
+    /// length than `data`.
+    pub fn get_accumulate_scattered_to(
+        &self,
+        target: Rank,
+        ranges: &[(u64, u64)],
+        data: &[u8],
+        op: AccOp,
+        dtype: Datatype,
+        out: &mut [u8],
+    ) -> Result<()> {
+        if out.len() != data.len() {
+            return Err(UsageError::LengthMismatch("get-accumulate: result and data differ").into());
+        }
+        #[cfg(feature = "shm")]
+        if let Some(d) = self.direct() {
+            let o = self.origin()?;
+            self.check_ranges(&o, Kind::GetAccumulate, target, ranges, data.len())?;
+            let (op, dtype) = checked(op, dtype, data.len())?;
+            for &(_, len) in ranges {
+                checked(op.clone(), dtype, len as usize)?;
+            }
+            return self.direct_accumulate(&o, d, target, ranges, data, &op, dtype, Some(out));
+        }
+        let recv = super::ops::reply_of(out.len());
+        let mut r = self.get_accumulate_scattered_into(target, ranges, data, op, dtype, recv)?;
+        super::ops::copy_reply(&mut r, out)
     }
 
     /// [`Window::get_accumulate_into`] over several ranges at once (as

@@ -594,15 +594,10 @@ fn start_fetch(
     let start = |data: &[u8]| -> Res<Option<ReqObj>> {
         t.matches(data.len())?;
         if w.win.is_node_window() {
+            // Atomic as a whole, however many ranges the target has.
             with_result(f.result, f.result_count, f.result_datatype, t.bytes, |out| {
-                let mut at = 0;
-                for &(disp, len) in ranges {
-                    let (piece, old) = (&data[at..at + len as usize], &mut out[at..at + len as usize]);
-                    w.win
-                        .get_accumulate_to(t.rank, disp, piece, acc.clone(), dtype, old)?;
-                    at += len as usize;
-                }
-                Ok(())
+                Ok(w.win
+                    .get_accumulate_scattered_to(t.rank, ranges, data, acc.clone(), dtype, out)?)
             })?;
             return Ok(None);
         }

@@ -171,7 +171,7 @@ pub(super) fn read_only_memory_is_a_source(provider: &str) {
         .register(0, Buf::zeroed(RODATA_LEN).unwrap(), Access::RemoteWrite)
         .unwrap();
     let (local, _) = devs[0].register(1, ro(), Access::LocalRead).unwrap();
-    assert_eq!(devs[0].mem.copies(), usize::from(pins));
+    assert!(devs[0].mem.copies() <= usize::from(pins));
     rma_retry(
         &mut devs,
         &mut sinks,
