@@ -17,6 +17,9 @@
 #      tests (ci/mpi-test.sh: ferry's mpicc, mpiexec and mpiexec.hydra);
 #      mpi4py built with ferry's mpicc, and its test suite on 1, 2 and 4
 #      ranks (ci/mpi4py-test.sh; python3-venv and python3-dev installed there);
+#      MPICH 4.0.2's own one-sided tests (test/mpi/rma from Debian's source
+#      package, ci/mpich-testsuite.sh rma: every failure named in
+#      ci/mpich-testsuite.expected);
 #      HPC Challenge and NetPIPE from Debian's source packages, built
 #      unmodified with ferry's mpicc, and their own checks (ci/programs.sh);
 #   5. the ofi device on libfabric's tcp;ofi_rxm and shm providers
@@ -161,6 +164,9 @@ bash ci/mpi-test.sh
 
 step "mpi4py 4.1 built from its sdist with ferry's mpicc: import, a 4-rank program, its own test suite on 1, 2 and 4 ranks"
 bash ci/mpi4py-test.sh
+
+step "MPICH 4.0.2's own one-sided tests (test/mpi/rma), unmodified, on ferry's libmpi_abi.so.1"
+bash ci/mpich-testsuite.sh "${CARGO_TARGET_DIR:-target}/mpich-testsuite" rma
 
 step "well-known MPI programs built unmodified with ferry's mpicc: HPC Challenge (4 ranks) and NetPIPE (2 ranks), their own validation"
 bash ci/programs.sh
