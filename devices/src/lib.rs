@@ -83,11 +83,15 @@
 //! A [`rma::Window`] of `T`s on every member ([`Comm::win_allocate`]; also
 //! over lent memory, dynamic, and shared on a node): `put`, `get`,
 //! `accumulate`, `get_accumulate`, `fetch_and_op`, `compare_and_swap`
-//! (fetched values come back in owned [`Request`]s), in fence epochs
-//! ([`rma::Window::fence_epoch`]), under locks whose guards unlock on
-//! drop ([`rma::Window::lock`], [`rma::Window::lock_all`]) or in
-//! post/start/complete/wait epochs; misuse is a typed error. The target
-//! applies each operation when its engine progresses, on every device.
+//! (fetched values come back in owned [`Request`]s, or at once into the
+//! caller's slice: [`rma::Window::get_now`], `fetch_and_op_now`, ...), in
+//! fence epochs ([`rma::Window::fence_epoch`]), under locks whose guards
+//! unlock on drop ([`rma::Window::lock`], [`rma::Window::lock_all`]) or in
+//! post/start/complete/wait epochs; misuse is a typed error. When every
+//! member shares the node, `win_allocate`'s window lives in shared memory
+//! and the origin does each operation itself, in its call (a node
+//! window); elsewhere the target applies each operation when its engine
+//! progresses, on every device.
 //!
 //! ## Features
 //! - `shm` (default): the shared-memory device; needs nothing but Rust.

@@ -472,19 +472,25 @@ impl<T: Element> Window<T> {
     ) -> Result<()> {
         let mine = self.comm.rank() as u32 + 1;
         let mask = Direct::stripes(disp, len);
-        let stripes = (0..STRIPES).filter(|k| mask & 1 << k != 0);
         // In increasing order, so two origins never wait for each other.
         let mut taken = 0u64;
         let mut got = Ok(());
-        for k in stripes.clone() {
-            got = self.wait_for(d, || {
-                d.stripe(target, k)
-                    .compare_exchange(0, mine, Ordering::Acquire, Ordering::Relaxed)
-                    .map(drop)
-                    .map_err(|h| h as usize - 1)
-            });
-            if got.is_err() {
-                break;
+        for k in bits(mask) {
+            let stripe = d.stripe(target, k);
+            // Uncontended, the first try takes it.
+            let free = stripe
+                .compare_exchange(0, mine, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok();
+            if !free {
+                got = self.wait_for(d, || {
+                    stripe
+                        .compare_exchange(0, mine, Ordering::Acquire, Ordering::Relaxed)
+                        .map(drop)
+                        .map_err(|h| h as usize - 1)
+                });
+                if got.is_err() {
+                    break;
+                }
             }
             taken |= 1 << k;
         }
@@ -493,11 +499,22 @@ impl<T: Element> Window<T> {
                 .with_bytes(at, len, f)
                 .unwrap_or_else(|| unreachable!("a checked range outside the region"))
         });
-        for k in stripes.filter(|k| taken & 1 << k != 0) {
+        for k in bits(taken) {
             d.stripe(target, k).store(0, Ordering::Release);
         }
         r
     }
+}
+
+/// The set bits of `mask`, lowest first.
+fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let k = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            k
+        })
+    })
 }
 
 /// Combines `data` into `target` by `op` (as the core's protocol does).
@@ -511,7 +528,9 @@ fn combine(op: &AccOp, dtype: Datatype, data: &[u8], target: &mut [u8]) -> Resul
 }
 
 /// Orders this member's stores before what follows (a flush, an unlock,
-/// a fence: the operations are complete once they are in the region).
+/// a fence: the operations are complete once they are in the region, and
+/// whatever tells another process so, a message or a lock word, is
+/// released after them). A release fence: no instruction on x86.
 pub(super) fn settle() {
-    fence(Ordering::SeqCst);
+    fence(Ordering::Release);
 }
