@@ -422,7 +422,9 @@ fn validate<T: Num>(
         .local(|v| v[..touched(v)].iter().all(|&x| x.value() == want))
         .map_err(fe("local"))?;
     if !ok {
-        let first = win.local(|v| v.first().map(|&x| x.value())).map_err(fe("local"))?;
+        let first = win
+            .local(|v| v.first().map(|&x| x.value()))
+            .map_err(fe("local"))?;
         return Err(format!(
             "rank {}: the window does not hold {want} everywhere (its first element: {first:?})",
             b.rank

@@ -154,7 +154,12 @@ impl Region {
     /// Runs `f` on `len` bytes from `offset` (`None` if they do not lie
     /// inside). For an accumulate: the caller holds the lock that excludes every other process's
     /// access to these bytes.
-    pub fn with_bytes<R>(&self, offset: usize, len: usize, f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
+    pub fn with_bytes<R>(
+        &self,
+        offset: usize,
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Option<R> {
         let at = self.span(offset, len)?;
         if len == 0 {
             return Some(f(&mut []));

@@ -206,12 +206,25 @@ fn one_sided_subcommands_parse_and_validate() {
     ];
     for private in [false, true] {
         for &(sub, sync, sizes) in cases {
-            let mut args = vec![sub, "--iters", "10", "--warmup", "2", "--validate", "--sync", sync];
+            let mut args = vec![
+                sub,
+                "--iters",
+                "10",
+                "--warmup",
+                "2",
+                "--validate",
+                "--sync",
+                sync,
+            ];
             if private {
                 args.push("--private");
             }
             let cols = bench(Launcher::Ferryrun, &args, sizes);
-            let want = if sub.ends_with("bw") { "MB/s" } else { "avg_us" };
+            let want = if sub.ends_with("bw") {
+                "MB/s"
+            } else {
+                "avg_us"
+            };
             assert_eq!(cols[0], want, "{sub}");
         }
     }

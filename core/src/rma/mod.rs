@@ -219,7 +219,8 @@ fn scattered(
     let size = r.dtype.size().max(1) as u64;
     let elements = matches!(r.kind, Kind::Accumulate | Kind::GetAccumulate);
     if let AccOp::Reduce(op) = &r.op {
-        op.check(r.dtype).map_err(|_| "an op its type does not have")?;
+        op.check(r.dtype)
+            .map_err(|_| "an op its type does not have")?;
     }
     for (disp, len) in ranges.clone() {
         if memory.range(disp, len).is_none() {
@@ -235,7 +236,9 @@ fn scattered(
     };
     let mut at = 0usize;
     for (disp, len) in ranges {
-        let bytes = memory.range(disp, len).ok_or("a range outside the window")?;
+        let bytes = memory
+            .range(disp, len)
+            .ok_or("a range outside the window")?;
         let n = bytes.len();
         match r.kind {
             Kind::Get => reply.extend_from_slice(bytes),

@@ -129,7 +129,11 @@ fn scattered_requests_apply_every_range_or_none() {
     let ranges = [(0, 4), (30, 4)];
     let put = Request::scattered(Kind::Put, &ranges);
     assert!(t
-        .serve(1, &put.encode_scattered(&ranges, &[9; 8]).unwrap(), &mut mem)
+        .serve(
+            1,
+            &put.encode_scattered(&ranges, &[9; 8]).unwrap(),
+            &mut mem
+        )
         .is_err());
     assert_eq!(mem, before);
     // A range of a partial element: the same.
@@ -138,7 +142,11 @@ fn scattered_requests_apply_every_range_or_none() {
     acc.dtype = Datatype::U32;
     acc.op = AccOp::Reduce(ReduceOp::Sum);
     assert!(t
-        .serve(1, &acc.encode_scattered(&ranges, &[1; 6]).unwrap(), &mut mem)
+        .serve(
+            1,
+            &acc.encode_scattered(&ranges, &[1; 6]).unwrap(),
+            &mut mem
+        )
         .is_err());
     assert_eq!(mem, before);
 }
@@ -174,14 +182,23 @@ impl WindowMemory for Pieces {
 #[test]
 fn a_range_over_adjacent_pieces_applies_in_each() {
     let mut t = Target::default();
-    let mut mem = Pieces(vec![(100, vec![0; 8]), (108, vec![0; 8]), (200, vec![0; 4])]);
-    let put = req(Kind::Put, 104, 8, 0).encode(&[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+    let mut mem = Pieces(vec![
+        (100, vec![0; 8]),
+        (108, vec![0; 8]),
+        (200, vec![0; 4]),
+    ]);
+    let put = req(Kind::Put, 104, 8, 0)
+        .encode(&[1, 2, 3, 4, 5, 6, 7, 8])
+        .unwrap();
     t.serve(1, &put, &mut mem).unwrap();
     assert_eq!(mem.0[0].1, [0, 0, 0, 0, 1, 2, 3, 4]);
     assert_eq!(mem.0[1].1, [5, 6, 7, 8, 0, 0, 0, 0]);
     let get = req(Kind::Get, 100, 16, 3).encode(&[]).unwrap();
     let s = t.serve(1, &get, &mut mem).unwrap();
-    assert_eq!(s.reply.unwrap().1, [0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0]);
+    assert_eq!(
+        s.reply.unwrap().1,
+        [0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0]
+    );
     // Past the second piece (a gap follows): refused, nothing written.
     let put = req(Kind::Put, 112, 8, 0).encode(&[9; 8]).unwrap();
     assert!(t.serve(1, &put, &mut mem).is_err());

@@ -218,7 +218,11 @@ impl Request {
     ///
     /// # Errors
     /// As for [`Request::encode`].
-    pub fn encode_scattered(&self, ranges: &[(u64, u64)], data: &[u8]) -> Result<Vec<u8>, &'static str> {
+    pub fn encode_scattered(
+        &self,
+        ranges: &[(u64, u64)],
+        data: &[u8],
+    ) -> Result<Vec<u8>, &'static str> {
         let mut table = Vec::with_capacity(ranges.len() * RANGE_LEN + data.len());
         for &(disp, len) in ranges {
             table.extend_from_slice(&disp.to_le_bytes());
@@ -234,7 +238,11 @@ impl Request {
         &self,
         data: &'a [u8],
     ) -> (impl Iterator<Item = (u64, u64)> + Clone + 'a, &'a [u8]) {
-        let n = if self.scattered { self.disp as usize } else { 0 };
+        let n = if self.scattered {
+            self.disp as usize
+        } else {
+            0
+        };
         let (table, rest) = data.split_at((n * RANGE_LEN).min(data.len()));
         let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
         let ranges = table

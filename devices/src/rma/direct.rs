@@ -220,12 +220,9 @@ impl Direct {
         let theirs = dead as u32 + 1;
         for t in 0..self.parts.len() {
             self.slot(t, dead).store(0, Ordering::SeqCst);
-            let _ = self.exclusive(t).compare_exchange(
-                theirs,
-                0,
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            );
+            let _ =
+                self.exclusive(t)
+                    .compare_exchange(theirs, 0, Ordering::SeqCst, Ordering::SeqCst);
             for k in 0..STRIPES {
                 let _ = self.stripe(t, k).compare_exchange(
                     theirs,
@@ -274,7 +271,10 @@ impl<T: Element> Window<T> {
                 continue;
             }
             if rounds % VISIT_EVERY == 0 && self.visit(holder as Rank)? {
-                tracing::warn!(rank = holder, "a window's lock holder died: its locks are forgotten");
+                tracing::warn!(
+                    rank = holder,
+                    "a window's lock holder died: its locks are forgotten"
+                );
                 d.forget(holder);
             }
             if rounds < SLEEP_AFTER {
@@ -414,7 +414,11 @@ impl<T: Element> Window<T> {
         mut result: Option<&mut [u8]>,
     ) -> Result<()> {
         let first = ranges.iter().map(|r| r.0).min().unwrap_or(0);
-        let end = ranges.iter().map(|r| r.0.saturating_add(r.1)).max().unwrap_or(0);
+        let end = ranges
+            .iter()
+            .map(|r| r.0.saturating_add(r.1))
+            .max()
+            .unwrap_or(0);
         let span = usize::try_from(end - first).unwrap_or(usize::MAX);
         let at = d.at(target as usize, first, span)?;
         self.with_access(o, d, target, || {

@@ -117,6 +117,7 @@ struct Origin {
     spare_locks: Vec<Option<LockKind>>,
     /// Direct flushes and unlocks, for the liveness checks they make now
     /// and then (`direct.rs`).
+    #[cfg_attr(not(feature = "shm"), allow(dead_code))]
     checks: u32,
     freed: bool,
 }

@@ -162,7 +162,14 @@ impl<T: Element> Window<T> {
             let mut v = vec![T::zeroed(); 1];
             let (c, s) = ([compare], [swap]);
             let out = bytes_mut(&mut v);
-            self.compare_and_swap_to(target, byte_disp::<T>(disp)?, bytes(&c), bytes(&s), dtype, out)?;
+            self.compare_and_swap_to(
+                target,
+                byte_disp::<T>(disp)?,
+                bytes(&c),
+                bytes(&s),
+                dtype,
+                out,
+            )?;
             return Ok(self.ready(Some(v)));
         }
         self.compare_and_swap_into(
@@ -200,7 +207,14 @@ impl<T: Element> Window<T> {
         let (acc, dtype) = op.wire()?;
         let mut old = [T::zeroed()];
         let disp = byte_disp::<T>(disp)?;
-        self.get_accumulate_to(target, disp, bytes(&[value]), acc, dtype, bytes_mut(&mut old))?;
+        self.get_accumulate_to(
+            target,
+            disp,
+            bytes(&[value]),
+            acc,
+            dtype,
+            bytes_mut(&mut old),
+        )?;
         Ok(old[0])
     }
 
@@ -228,12 +242,25 @@ impl<T: Element> Window<T> {
     ///
     /// # Errors
     /// As for [`Window::compare_and_swap`].
-    pub fn compare_and_swap_now(&self, target: Rank, disp: usize, compare: T, swap: T) -> Result<T> {
+    pub fn compare_and_swap_now(
+        &self,
+        target: Rank,
+        disp: usize,
+        compare: T,
+        swap: T,
+    ) -> Result<T> {
         let dtype = cas_type::<T>()?;
         let mut old = [T::zeroed()];
         let (c, s) = ([compare], [swap]);
         let disp = byte_disp::<T>(disp)?;
-        self.compare_and_swap_to(target, disp, bytes(&c), bytes(&s), dtype, bytes_mut(&mut old))?;
+        self.compare_and_swap_to(
+            target,
+            disp,
+            bytes(&c),
+            bytes(&s),
+            dtype,
+            bytes_mut(&mut old),
+        )?;
         Ok(old[0])
     }
 
@@ -387,7 +414,9 @@ impl<T: Element> Window<T> {
         out: &mut [u8],
     ) -> Result<()> {
         if out.len() != data.len() {
-            return Err(UsageError::LengthMismatch("get-accumulate: result and data differ").into());
+            return Err(
+                UsageError::LengthMismatch("get-accumulate: result and data differ").into(),
+            );
         }
         #[cfg(feature = "shm")]
         if let Some(d) = self.direct() {
@@ -436,6 +465,7 @@ impl<T: Element> Window<T> {
     }
 
     /// A request complete in its call (`REQUEST_EMPTY`), holding `result`.
+    #[cfg(feature = "shm")]
     pub(super) fn ready<E: Element>(&self, result: Option<Vec<E>>) -> Request {
         Request::begun(
             &self.comm,

@@ -24,12 +24,19 @@ impl<T: Element> Window<T> {
     /// # Errors
     /// As for [`Window::put`], for any range; `data` of another length
     /// than the ranges'.
-    pub fn put_scattered(&self, target: Rank, ranges: &[(u64, u64)], data: &[u8]) -> Result<Request> {
+    pub fn put_scattered(
+        &self,
+        target: Rank,
+        ranges: &[(u64, u64)],
+        data: &[u8],
+    ) -> Result<Request> {
         let mut o = self.origin()?;
         self.check_ranges(&o, Kind::Put, target, ranges, data.len())?;
         #[cfg(feature = "shm")]
         if let Some(d) = self.direct() {
-            for_ranges(ranges, data, |disp, piece| self.direct_put(&o, d, target, disp, piece))?;
+            for_ranges(ranges, data, |disp, piece| {
+                self.direct_put(&o, d, target, disp, piece)
+            })?;
             return Ok(self.ready::<u8>(None));
         }
         let wire = Wire::scattered(Kind::Put, ranges);
@@ -103,7 +110,9 @@ impl<T: Element> Window<T> {
         out: &mut [u8],
     ) -> Result<()> {
         if out.len() != data.len() {
-            return Err(UsageError::LengthMismatch("get-accumulate: result and data differ").into());
+            return Err(
+                UsageError::LengthMismatch("get-accumulate: result and data differ").into(),
+            );
         }
         #[cfg(feature = "shm")]
         if let Some(d) = self.direct() {
@@ -162,7 +171,9 @@ impl<T: Element> Window<T> {
             total = total.saturating_add(len);
         }
         if total != bytes as u64 {
-            return Err(UsageError::LengthMismatch("scattered ranges and their data differ").into());
+            return Err(
+                UsageError::LengthMismatch("scattered ranges and their data differ").into(),
+            );
         }
         Ok(())
     }
@@ -218,4 +229,3 @@ fn for_ranges(
     }
     Ok(())
 }
-

@@ -595,10 +595,22 @@ fn start_fetch(
         t.matches(data.len())?;
         if w.win.is_node_window() {
             // Atomic as a whole, however many ranges the target has.
-            with_result(f.result, f.result_count, f.result_datatype, t.bytes, |out| {
-                Ok(w.win
-                    .get_accumulate_scattered_to(t.rank, ranges, data, acc.clone(), dtype, out)?)
-            })?;
+            with_result(
+                f.result,
+                f.result_count,
+                f.result_datatype,
+                t.bytes,
+                |out| {
+                    Ok(w.win.get_accumulate_scattered_to(
+                        t.rank,
+                        ranges,
+                        data,
+                        acc.clone(),
+                        dtype,
+                        out,
+                    )?)
+                },
+            )?;
             return Ok(None);
         }
         // The reply (the ranges' old bytes in order) lands through the
@@ -607,12 +619,18 @@ fn start_fetch(
             Ok(recv_data(f.result, n, &rty).and_then(|target| start_recv(c, target, from, tag)))
         };
         let (req, post) = match ranges {
-            [(disp, _)] => w
-                .win
-                .get_accumulate_into(t.rank, *disp, data, acc.clone(), dtype, recv)??,
-            _ => w
-                .win
-                .get_accumulate_scattered_into(t.rank, ranges, data, acc.clone(), dtype, recv)??,
+            [(disp, _)] => {
+                w.win
+                    .get_accumulate_into(t.rank, *disp, data, acc.clone(), dtype, recv)??
+            }
+            _ => w.win.get_accumulate_scattered_into(
+                t.rank,
+                ranges,
+                data,
+                acc.clone(),
+                dtype,
+                recv,
+            )??,
         };
         Ok(Some(ReqObj::active(req, win, post)))
     };

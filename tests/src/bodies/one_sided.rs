@@ -78,7 +78,10 @@ fn busy_target(ctx: &Ctx, win: &Window<u64>) -> Result<(), Failure> {
     ctx.comm.barrier()?;
     if me == 0 {
         let sums = win.local(|v| (1..n).map(|o| v[o * 4 + 1]).collect::<Vec<_>>())?;
-        ensure!(sums.iter().all(|&s| s == 10), "accumulated while busy: {sums:?}");
+        ensure!(
+            sums.iter().all(|&s| s == 10),
+            "accumulated while busy: {sums:?}"
+        );
     }
     // Leave the window as `exercise` expects it: zeroed.
     win.local(|v| v.fill(0))?;
@@ -103,7 +106,11 @@ fn contended(ctx: &Ctx, win: &Window<u64>) -> Result<(), Failure> {
     ctx.comm.barrier()?;
     if ctx.rank == host {
         let v = win.local(|v| std::mem::take(&mut v[hot]))?;
-        ensure!(v == (times * n) as u64, "contended counter {v}, want {}", times * n);
+        ensure!(
+            v == (times * n) as u64,
+            "contended counter {v}, want {}",
+            times * n
+        );
     }
     ctx.comm.barrier()?;
     Ok(())
