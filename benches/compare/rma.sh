@@ -154,4 +154,26 @@ for op in ['put', 'get', 'acc', 'getacc', 'fop', 'cas', 'putbw', 'getbw', 'putbi
         ratio = lambda who, pool: f'{head[who] / better(pool):.2f}' if who in head and pool else '-'
         print(f'| {op} | {s} | ' + ' | '.join(cells) + f' | {ratio("rust", mpi)} | {ratio("ferry", mpi)} | {ratio("rust", every)} |')
 PY
+# The passive-target epoch: 1,000 puts of 8 B under an exclusive lock,
+# target idle inside ferry, then computing without calling it (2 s), on
+# the node window and on the private one (messages); spin waiting too.
+{
+  echo
+  echo '## A passive-target epoch while the target computes'
+  echo
+  echo '`ferry-bench passive-epoch --window 1000` (rank 0: lock, 1,000 puts of 8 B, unlock; rank 1 first idle'
+  echo 'inside ferry, then computing for 2 s without calling it; µs per epoch, 20 epochs, pinned):'
+  echo
+  echo '| window | waiting | idle µs | busy µs | busy / idle |'
+  echo '|---|---|---|---|---|'
+  for kind in node private; do
+    for mode in hybrid spin; do
+      flag=; [ $kind = private ] && flag=--private
+      row=$(FERRY_WAIT_MODE=$mode timeout 300 "$target/ferryrun" -n 2 sh -c "$PIN" "$target/ferry-bench" passive-epoch \
+              --window 1000 $flag 2>/dev/null | grep -v '^#' | tail -1)
+      read -r _ idle busy ratio <<<"$row"
+      echo "| $kind | $mode | $idle | $busy | $ratio |"
+    done
+  done
+} >>docs/perf/rma.md
 echo "[rma] wrote docs/perf/rma.md" >&2

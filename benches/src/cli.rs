@@ -85,6 +85,7 @@ pub const SUBCOMMANDS: &[Subcommand] = &[
     crate::rma::PUT_BW,
     crate::rma::GET_BW,
     crate::rma::PUT_BIBW,
+    crate::passive::PASSIVE_EPOCH,
 ];
 
 /// The options common to every subcommand.

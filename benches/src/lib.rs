@@ -16,6 +16,7 @@ pub mod inproc;
 pub mod job;
 mod latency;
 mod nbc;
+mod passive;
 mod report;
 mod request;
 mod rma;
