@@ -136,6 +136,16 @@ impl Target {
             reply: (r.reply != 0).then(|| (r.reply, vec![0; reply_len(&r) + 1])),
         };
         let mut served = Served::default();
+        if r.kind == Kind::Batch {
+            // Each request applies as if it had come alone; none answers.
+            for one in Request::batched(data) {
+                let one = one.map_err(|what| Refused { what, reply: None })?;
+                if let Err(Refused { what, .. }) = self.serve(from, one, memory) {
+                    tracing::warn!(from, what, "refused a batched one-sided request");
+                }
+            }
+            return Ok(served);
+        }
         if r.scattered {
             self.applied += 1;
             let (ranges, payload) = r.ranges(data);

@@ -151,6 +151,45 @@ fn scattered_requests_apply_every_range_or_none() {
     assert_eq!(mem, before);
 }
 
+#[test]
+fn a_batch_applies_its_requests_in_order_and_counts_each() {
+    let mut t = Target::default();
+    let mut mem = vec![0u8; 16];
+    let mut batch = vec![0u8; wire::HEADER_LEN];
+    req(Kind::Put, 0, 4, 0)
+        .encode_into(&mut batch, &[1, 2, 3, 4])
+        .unwrap();
+    let mut acc = req(Kind::Accumulate, 0, 4, 0);
+    acc.dtype = Datatype::U32;
+    acc.op = AccOp::Reduce(ReduceOp::Sum);
+    acc.encode_into(&mut batch, &1u32.to_le_bytes()).unwrap();
+    let ranges = [(8, 2), (12, 2)];
+    Request::scattered(Kind::Put, &ranges)
+        .encode_into(&mut batch, &[])
+        .unwrap();
+    // (a scattered put's data is its table and payload: rebuilt below)
+    batch.truncate(batch.len() - wire::HEADER_LEN);
+    let scattered = Request::scattered(Kind::Put, &ranges)
+        .encode_scattered(&ranges, &[7, 7, 8, 8])
+        .unwrap();
+    batch.extend_from_slice(&scattered);
+    Request::seal_batch(&mut batch, 3);
+    assert_eq!(t.serve(1, &batch, &mut mem), Ok(Served::default()));
+    assert_eq!(&mem[..4], &[2, 2, 3, 4]);
+    assert_eq!(&mem[8..14], &[7, 7, 0, 0, 8, 8]);
+    assert_eq!(t.applied(), 3);
+    // A get inside a batch is refused (it would need a reply).
+    let mut bad = vec![0u8; wire::HEADER_LEN];
+    req(Kind::Get, 0, 4, 1).encode_into(&mut bad, &[]).unwrap();
+    Request::seal_batch(&mut bad, 1);
+    assert!(t.serve(1, &bad, &mut mem).is_err());
+    // A request longer than its batch.
+    let mut short = batch.clone();
+    short.truncate(short.len() - 1);
+    Request::seal_batch(&mut short, 3);
+    assert!(t.serve(1, &short, &mut mem).is_err());
+}
+
 /// Two pieces that follow each other at 100..108 and 108..116, and one
 /// apart at 200..204 (a dynamic window's attachments).
 struct Pieces(Vec<(u64, Vec<u8>)>);

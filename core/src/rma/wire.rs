@@ -17,6 +17,13 @@
 //! of many pieces, in one request) has a table of its ranges before its
 //! data: each range's displacement and length, 8 bytes each; the data,
 //! and a get's reply, are the ranges' bytes one after another.
+//!
+//! A batch ([`Kind::Batch`]) carries puts and accumulates (plain or
+//! scattered) one after another, each a whole request as above; its
+//! header's displacement counts them and its length is their bytes. An
+//! origin batches the operations that need no reply to one target until
+//! something must go out after them, so an epoch of many small puts is a
+//! few messages.
 
 use crate::envelope::{Tag, TAG_UB};
 use crate::reduction::{Datatype, ReduceOp};
@@ -54,6 +61,8 @@ pub enum Kind {
     /// is over, every earlier request applied (`MPI_Win_complete`); no
     /// reply.
     Complete,
+    /// Several puts and accumulates, applied in order; no reply.
+    Batch,
 }
 
 impl Kind {
@@ -69,6 +78,7 @@ impl Kind {
             Kind::Flush => 8,
             Kind::Post => 9,
             Kind::Complete => 10,
+            Kind::Batch => 11,
         }
     }
 
@@ -84,6 +94,7 @@ impl Kind {
             8 => Kind::Flush,
             9 => Kind::Post,
             10 => Kind::Complete,
+            11 => Kind::Batch,
             _ => return None,
         })
     }
@@ -92,7 +103,7 @@ impl Kind {
     pub fn is_data(self) -> bool {
         !matches!(
             self,
-            Kind::Lock | Kind::Unlock | Kind::Flush | Kind::Post | Kind::Complete
+            Kind::Lock | Kind::Unlock | Kind::Flush | Kind::Post | Kind::Complete | Kind::Batch
         )
     }
 }
@@ -257,16 +268,88 @@ impl Request {
     /// The element type or op has no code (a user op, an opaque type: MPI
     /// allows neither in one-sided operations).
     pub fn encode(&self, data: &[u8]) -> Result<Vec<u8>, &'static str> {
+        let mut v = Vec::with_capacity(HEADER_LEN + data.len());
+        self.encode_into(&mut v, data)?;
+        Ok(v)
+    }
+
+    /// [`Request::encode`], appended to `v` (a batch's buffer).
+    ///
+    /// # Errors
+    /// As for [`Request::encode`]; nothing is appended then.
+    pub fn encode_into(&self, v: &mut Vec<u8>, data: &[u8]) -> Result<(), &'static str> {
         let dtype = type_code(self.dtype).ok_or("no one-sided operation on this element type")?;
         let op = op_code(&self.op).ok_or("no one-sided operation with a user-defined op")?;
-        let mut v = Vec::with_capacity(HEADER_LEN + data.len());
         let flags = u8::from(self.exclusive) | u8::from(self.scattered) << 1;
         v.extend_from_slice(&[self.kind.code(), dtype, op, flags]);
         v.extend_from_slice(&(self.reply as u32).to_le_bytes());
         v.extend_from_slice(&self.disp.to_le_bytes());
         v.extend_from_slice(&self.len.to_le_bytes());
         v.extend_from_slice(data);
-        Ok(v)
+        Ok(())
+    }
+
+    /// A batch's header, for `count` requests of `bytes` bytes in all
+    /// (see the module docs), written over the first [`HEADER_LEN`] bytes
+    /// of `v`.
+    pub fn seal_batch(v: &mut [u8], count: u64) {
+        if v.len() < HEADER_LEN {
+            return;
+        }
+        let bytes = (v.len() - HEADER_LEN) as u64;
+        let mut header = Vec::with_capacity(HEADER_LEN);
+        let r = Request::new(Kind::Batch, count, bytes);
+        if r.encode_into(&mut header, &[]).is_ok() {
+            v[..HEADER_LEN].copy_from_slice(&header);
+        }
+    }
+
+    /// The requests of a batch's data, one message each: `Err` at the
+    /// first that is malformed (the ones before it stand), or that is not
+    /// a put or an accumulate.
+    pub fn batched(data: &[u8]) -> impl Iterator<Item = Result<&[u8], &'static str>> {
+        let mut rest = data;
+        std::iter::from_fn(move || {
+            if rest.is_empty() {
+                return None;
+            }
+            let one = Request::first(rest);
+            match one {
+                Ok(n) => {
+                    let (msg, after) = rest.split_at(n);
+                    rest = after;
+                    Some(Ok(msg))
+                }
+                Err(e) => {
+                    rest = &[];
+                    Some(Err(e))
+                }
+            }
+        })
+    }
+
+    /// The length of the put or accumulate at the start of `data`.
+    fn first(data: &[u8]) -> Result<usize, &'static str> {
+        if data.len() < HEADER_LEN {
+            return Err("a batched request shorter than its header");
+        }
+        let kind = Kind::from_code(data[0]).ok_or("an unknown one-sided request")?;
+        if !matches!(kind, Kind::Put | Kind::Accumulate) {
+            return Err("a batched request that is not a put or an accumulate");
+        }
+        let word = |at: usize| u64::from_le_bytes(data[at..at + 8].try_into().unwrap_or([0; 8]));
+        let (disp, len) = (word(8), word(16));
+        let table = if data[3] & 2 != 0 {
+            disp.checked_mul(RANGE_LEN as u64)
+        } else {
+            Some(0)
+        };
+        table
+            .and_then(|t| t.checked_add(len))
+            .and_then(|t| t.checked_add(HEADER_LEN as u64))
+            .and_then(|t| usize::try_from(t).ok())
+            .filter(|&t| t <= data.len())
+            .ok_or("a batched request longer than its batch")
     }
 
     /// Decodes a message: the header and its data.
@@ -305,7 +388,7 @@ impl Request {
             return r.decode_scattered(data).map(|()| (r, data));
         }
         let want = match kind {
-            Kind::Put | Kind::Accumulate | Kind::GetAccumulate => Some(r.len),
+            Kind::Put | Kind::Accumulate | Kind::GetAccumulate | Kind::Batch => Some(r.len),
             Kind::CompareAndSwap => r.len.checked_mul(2),
             Kind::Get | Kind::Lock | Kind::Unlock | Kind::Flush | Kind::Post | Kind::Complete => {
                 Some(0)

@@ -60,6 +60,7 @@
 //! write. Gets and fetching operations return [`Request`](crate::Request)s that own their
 //! result, like an owned receive.
 
+mod batch;
 #[cfg(feature = "shm")]
 mod direct;
 mod ops;
@@ -113,6 +114,8 @@ struct Origin {
     posts_used: Vec<u64>,
     /// Complete notices used by `wait`, by origin.
     completes_used: Vec<u64>,
+    /// Puts and accumulates waiting to go, by target (`batch.rs`).
+    batches: Vec<batch::Batch>,
     /// The table of the last lock epoch, kept for the next.
     spare_locks: Vec<Option<LockKind>>,
     /// Direct flushes and unlocks, for the liveness checks they make now
@@ -325,6 +328,7 @@ impl<T: Element> Window<T> {
                 posts_used: vec![0; n],
                 completes_used: vec![0; n],
                 checks: 0,
+                batches: (0..n).map(|_| batch::Batch::default()).collect(),
                 spare_locks: Vec::new(),
                 freed: false,
             }),
@@ -400,7 +404,8 @@ impl<T: Element> Window<T> {
     /// An epoch still open (a lock held); as for [`Comm::barrier`].
     pub fn free(self) -> Result<()> {
         {
-            let o = self.origin()?;
+            let mut o = self.origin()?;
+            self.flush_batches(&mut o)?;
             if matches!(o.access, Access::All)
                 || matches!(&o.access, Access::Locks(l) if l.iter().any(Option::is_some))
             {

@@ -465,7 +465,6 @@ impl<T: Element> Window<T> {
     }
 
     /// A request complete in its call (`REQUEST_EMPTY`), holding `result`.
-    #[cfg(feature = "shm")]
     pub(super) fn ready<E: Element>(&self, result: Option<Vec<E>>) -> Request {
         Request::begun(
             &self.comm,
@@ -514,12 +513,15 @@ impl<T: Element> Window<T> {
         wire: &Wire,
         data: &[u8],
     ) -> Result<Request> {
+        if self.enqueue(o, target, wire, data)? {
+            return Ok(self.done());
+        }
         let msg = wire.encode(data).map_err(UsageError::Unsupported)?;
         self.send_request(o, target, wire, msg)
     }
 
-    /// Sends the encoded request `msg` to `target`, counting a data
-    /// request for fences.
+    /// Sends the encoded request `msg` to `target` after the target's
+    /// batch, counting a data request for fences.
     pub(super) fn send_request(
         &self,
         o: &mut Origin,
@@ -527,6 +529,7 @@ impl<T: Element> Window<T> {
         wire: &Wire,
         msg: Vec<u8>,
     ) -> Result<Request> {
+        self.flush_batch(o, target)?;
         let r = self.comm.isend_buf(
             Buf::from_vec(msg),
             origin_of::<u8>(),

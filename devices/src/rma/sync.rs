@@ -53,6 +53,7 @@ impl<T: Element> Window<T> {
             o.access = Access::Fence;
             return Ok(());
         }
+        self.flush_batches(&mut o)?;
         let n = o.sent.len();
         let sent = std::mem::replace(&mut o.sent, vec![0; n]);
         let mut mine = [0u64];
