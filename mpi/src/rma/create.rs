@@ -86,6 +86,7 @@ fn finish(
             info,
         }),
         pending: Mutex::new(Vec::new()),
+        kept: std::sync::atomic::AtomicUsize::new(0),
     })
 }
 

@@ -35,6 +35,7 @@ use crate::handle::{Kind, Table};
 use crate::info::Info;
 use crate::request::object::ReqObj;
 use crate::state::lock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A window: ferry's, and what MPI asks of it besides.
 #[derive(Debug)]
@@ -50,6 +51,9 @@ pub(crate) struct WinObj {
     /// Operations without a request of their own, by target rank: the
     /// next synchronization that covers their target completes them.
     pub(crate) pending: Mutex<Vec<(c_int, ReqObj)>>,
+    /// How many `pending` holds, read without its lock: a synchronization
+    /// with nothing kept (every operation on a node window) takes none.
+    pub(crate) kept: AtomicUsize,
 }
 
 /// The values of the predefined attributes (their addresses are what
@@ -118,14 +122,15 @@ impl WinObj {
     /// The first that failed (the others are completed all the same).
     pub(crate) fn settle(&self, target: Option<c_int>) -> Res {
         let mine: Vec<(c_int, ReqObj)> = {
-            let mut p = lock(&self.pending);
-            // The common case (a node window keeps nothing): no work.
-            if p.is_empty() {
+            // The common case (a node window keeps nothing): no lock.
+            if self.kept.load(Ordering::Acquire) == 0 {
                 return Ok(());
             }
+            let mut p = lock(&self.pending);
             let (take, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut *p)
                 .into_iter()
                 .partition(|(t, _)| target.is_none_or(|want| *t == want));
+            self.kept.fetch_sub(take.len(), Ordering::AcqRel);
             *p = keep;
             take
         };

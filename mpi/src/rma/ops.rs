@@ -293,7 +293,12 @@ fn store(obj: ReqObj, mut request: Out<'_, usize>) -> Res {
 /// Keeps `objs` (operations without a request) until a synchronization
 /// covers `target`.
 fn keep(w: &WinObj, target: c_int, objs: Vec<ReqObj>) {
+    if objs.is_empty() {
+        return;
+    }
     let mut p = crate::state::lock(&w.pending);
+    w.kept
+        .fetch_add(objs.len(), std::sync::atomic::Ordering::AcqRel);
     p.extend(objs.into_iter().map(|o| (target, o)));
 }
 
