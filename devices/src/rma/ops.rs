@@ -204,17 +204,8 @@ impl<T: Element> Window<T> {
         value: T,
         op: Combine<'_, T>,
     ) -> Result<T> {
-        let (acc, dtype) = op.wire()?;
         let mut old = [T::zeroed()];
-        let disp = byte_disp::<T>(disp)?;
-        self.get_accumulate_to(
-            target,
-            disp,
-            bytes(&[value]),
-            acc,
-            dtype,
-            bytes_mut(&mut old),
-        )?;
+        self.get_accumulate_now(target, disp, &[value], &mut old, op)?;
         Ok(old[0])
     }
 
@@ -413,23 +404,8 @@ impl<T: Element> Window<T> {
         dtype: Datatype,
         out: &mut [u8],
     ) -> Result<()> {
-        if out.len() != data.len() {
-            return Err(
-                UsageError::LengthMismatch("get-accumulate: result and data differ").into(),
-            );
-        }
-        #[cfg(feature = "shm")]
-        if let Some(d) = self.direct() {
-            let o = self.origin()?;
-            let mut wire = self.wire(&o, Kind::GetAccumulate, target, disp, data.len() as u64)?;
-            (wire.op, wire.dtype) = checked(op, dtype, data.len())?;
-            let ranges = [(disp, data.len() as u64)];
-            let (op, dtype) = (&wire.op, wire.dtype);
-            return self.direct_accumulate(&o, d, target, &ranges, data, op, dtype, Some(out));
-        }
-        let recv = reply_of(out.len());
-        let mut r = self.get_accumulate_into(target, disp, data, op, dtype, recv)?;
-        copy_reply(&mut r, out)
+        let range = [(disp, data.len() as u64)];
+        self.get_accumulate_scattered_to(target, &range, data, op, dtype, out)
     }
 
     /// [`Window::compare_and_swap_into`] into `out`, complete when it

@@ -57,12 +57,7 @@ impl<T: Element> Window<T> {
         dtype: Datatype,
     ) -> Result<Request> {
         let mut o = self.origin()?;
-        self.check_ranges(&o, Kind::Accumulate, target, ranges, data.len())?;
-        let mut wire = Wire::scattered(Kind::Accumulate, ranges);
-        (wire.op, wire.dtype) = checked(op, dtype, data.len())?;
-        for &(_, len) in ranges {
-            checked(wire.op.clone(), wire.dtype, len as usize)?;
-        }
+        let wire = self.combining(&o, Kind::Accumulate, target, ranges, data, op, dtype)?;
         #[cfg(feature = "shm")]
         if let Some(d) = self.direct() {
             self.direct_accumulate(&o, d, target, ranges, data, &wire.op, wire.dtype, None)?;
@@ -117,12 +112,9 @@ impl<T: Element> Window<T> {
         #[cfg(feature = "shm")]
         if let Some(d) = self.direct() {
             let o = self.origin()?;
-            self.check_ranges(&o, Kind::GetAccumulate, target, ranges, data.len())?;
-            let (op, dtype) = checked(op, dtype, data.len())?;
-            for &(_, len) in ranges {
-                checked(op.clone(), dtype, len as usize)?;
-            }
-            return self.direct_accumulate(&o, d, target, ranges, data, &op, dtype, Some(out));
+            let w = self.combining(&o, Kind::GetAccumulate, target, ranges, data, op, dtype)?;
+            let (op, dtype) = (&w.op, w.dtype);
+            return self.direct_accumulate(&o, d, target, ranges, data, op, dtype, Some(out));
         }
         let recv = super::ops::reply_of(out.len());
         let mut r = self.get_accumulate_scattered_into(target, ranges, data, op, dtype, recv)?;
@@ -146,13 +138,30 @@ impl<T: Element> Window<T> {
         recv: impl FnOnce(&crate::Comm, Rank, ferry_core::Tag) -> Result<R>,
     ) -> Result<R> {
         let mut o = self.origin()?;
-        self.check_ranges(&o, Kind::GetAccumulate, target, ranges, data.len())?;
-        let mut wire = Wire::scattered(Kind::GetAccumulate, ranges);
+        let mut wire = self.combining(&o, Kind::GetAccumulate, target, ranges, data, op, dtype)?;
+        self.fetch_scattered(&mut o, target, &mut wire, ranges, data, recv)
+    }
+
+    /// The scattered request of an accumulate or get-accumulate of `data`
+    /// over `ranges`, checked: epoch, ranges, op, whole elements in each.
+    #[allow(clippy::too_many_arguments)]
+    fn combining(
+        &self,
+        o: &Origin,
+        kind: Kind,
+        target: Rank,
+        ranges: &[(u64, u64)],
+        data: &[u8],
+        op: AccOp,
+        dtype: Datatype,
+    ) -> Result<Wire> {
+        self.check_ranges(o, kind, target, ranges, data.len())?;
+        let mut wire = Wire::scattered(kind, ranges);
         (wire.op, wire.dtype) = checked(op, dtype, data.len())?;
         for &(_, len) in ranges {
             checked(wire.op.clone(), wire.dtype, len as usize)?;
         }
-        self.fetch_scattered(&mut o, target, &mut wire, ranges, data, recv)
+        Ok(wire)
     }
 
     /// Checks the epoch and every range, and that `bytes` fill them.
