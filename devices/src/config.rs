@@ -141,6 +141,11 @@ pub struct Config {
     /// node's ranks, and hierarchically across nodes (`FERRY_COLL_NODE`,
     /// default on); off, every collective runs point-to-point.
     pub coll_node: bool,
+    /// One-sided windows in shared memory when every member is on the
+    /// node (`FERRY_RMA_NODE`, default on; any member's 0 turns them off
+    /// for the window, whose operations then travel as messages): see
+    /// [`rma`](crate::rma).
+    pub rma_node: bool,
 }
 
 impl Default for Config {
@@ -156,6 +161,7 @@ impl Default for Config {
             engine: ferry_core::Config::default(),
             coll: ferry_core::coll::CollTuning::default(),
             coll_node: true,
+            rma_node: true,
         }
     }
 }
@@ -211,6 +217,9 @@ impl Config {
         }
         if let Some(on) = settings::flag(src, "FERRY_COLL_NODE")? {
             c.coll_node = on;
+        }
+        if let Some(on) = settings::flag(src, "FERRY_RMA_NODE")? {
+            c.rma_node = on;
         }
         if let Some(on) = settings::flag(src, "FERRY_RECV_MAY_BE_EMPTY")? {
             c.engine.recv_may_be_empty = on;

@@ -178,6 +178,11 @@ impl Config {
                 value: Value::Flag(self.coll_node),
             },
             Setting {
+                name: "FERRY_RMA_NODE",
+                desc: "one-sided windows in shared memory on a node",
+                value: Value::Flag(self.rma_node),
+            },
+            Setting {
                 name: "FERRY_RECV_MAY_BE_EMPTY",
                 desc: "the hint world and self start with",
                 value: Value::Flag(e.recv_may_be_empty),

@@ -12,9 +12,10 @@
 //! on a 64-byte line (MPI's default, contiguous allocation, with padding),
 //! and the locks' words after them.
 //!
-//! `FERRY_RMA_NODE=0` on any member makes `MPI_Win_allocate` give a
-//! window of private memory that every operation reaches by messages (as
-//! across nodes), for comparison.
+//! `FERRY_RMA_NODE=0` ([`Config::rma_node`](crate::Config::rma_node)) on
+//! any member makes `MPI_Win_allocate` give a window of private memory
+//! that every operation reaches by messages (as across nodes), for
+//! comparison.
 
 use std::sync::Arc;
 
@@ -82,7 +83,7 @@ impl Comm {
     /// The region and the window over it; `None` if a member turned node
     /// windows off (unless `required`) or the region could not be made.
     fn node_region<T: Element>(&self, size: usize, required: bool) -> Result<Option<Window<T>>> {
-        let off = !required && std::env::var("FERRY_RMA_NODE").is_ok_and(|v| v == "0");
+        let off = !required && !self.shared().config.rma_node;
         let n = self.size() as usize;
         let mut all = vec![0u64; 2 * n];
         self.allgather(&[size as u64, u64::from(off)], &mut all)?;
