@@ -41,6 +41,9 @@ ci_packages_ensure dpkg-dev xz-utils perl make gcc libc6-dev || {
 # tests: another version's tarball is refused by its checksum.
 sha=b27039f964afeb6b8a3e009c56b441cbe368c26d6d6476ad3bb7190996875860
 mkdir -p "$out"
+# Absolute: apt-get (ci_apt_source) reads its configuration from there,
+# and reads a relative path against /etc/apt.
+out=$(cd "$out" && pwd)
 tarball="$out/mpich_4.0.2.orig.tar.xz"
 if ! echo "$sha  $tarball" | sha256sum -c --status 2>/dev/null; then
   echo "[mpich-testsuite] apt-get source mpich"
